@@ -1,0 +1,361 @@
+//! The command line: clap definitions and one function per subcommand. Exit codes: 0 success,
+//! 1 a tool call failed, 2 bad usage or configuration.
+
+use crate::Toolhost;
+use crate::config::{Config, DangerPolicy};
+use crate::executor::{AlwaysConfirm, Confirm, TerminalConfirm, ToolCall};
+use crate::manifest::{FsMode, Manifest};
+use crate::registry::{self, Registry};
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const AFTER_HELP: &str = "\
+Plugins are WebAssembly components (*.wasm) in the plugins folder; each carries its own manifest.
+Nothing is granted to any plugin unless toolhost.toml or a flag grants it.
+
+Examples:
+  toolhost --plugins target/plugins list
+  toolhost --plugins target/plugins inspect target/plugins/files.wasm
+  toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
+  toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
+
+Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr.";
+
+/// A dynamic plugin host for AI-agent tools: drop a .wasm in a folder, get a sandboxed tool.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options that apply to every subcommand.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Config file [default: ./toolhost.toml if it exists, else built-in defaults that grant nothing]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Plugins folder (overrides `plugins` in the config)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub plugins: Option<PathBuf>,
+    /// The workspace directory that `fs` grants named "workspace" refer to (overrides the config)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Grant PLUGIN read-only access to the workspace (`*` = every plugin that requests it)
+    #[arg(long = "allow-read", global = true, value_name = "PLUGIN")]
+    pub allow_read: Vec<String>,
+    /// Grant PLUGIN read-write access to the workspace (`*` = every plugin that requests it)
+    #[arg(long = "allow-write", global = true, value_name = "PLUGIN")]
+    pub allow_write: Vec<String>,
+    /// Grant PLUGIN the host environment variable VAR, if it requests it
+    #[arg(long = "allow-env", global = true, value_name = "PLUGIN=VAR")]
+    pub allow_env: Vec<String>,
+    /// Danger policy for tools marked dangerous (overrides the config)
+    #[arg(long, global = true, value_enum, value_name = "POLICY")]
+    pub danger: Option<DangerPolicy>,
+    /// More log output on stderr (-v info, -vv debug)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the registered tools, the plugins with their requested/granted/missing
+    /// capabilities, and files that failed to load
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
+    Inspect {
+        /// The plugin file
+        file: PathBuf,
+        /// Print the manifest as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its outcome (exit code 1 if the call fails)
+    Call {
+        /// Tool name
+        tool: String,
+        /// Arguments, as the model would give them (JSON params as JSON text)
+        args: Vec<String>,
+        /// Confirm a dangerous tool without asking
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Print the outcome as JSON: {"success": true, "data": …} or {"success": false, "error": …}
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Entry point for the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: {}", e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Resolve the configuration from the file and the command-line overrides.
+pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
+    let mut cfg = Config::load(g.config.as_deref())?;
+    if let Some(p) = &g.plugins {
+        cfg.plugins_dir = std::path::absolute(p).with_context(|| format!("bad --plugins {}", p.display()))?;
+    }
+    if let Some(w) = &g.workspace {
+        if !w.is_dir() {
+            bail!("--workspace {}: not a directory", w.display());
+        }
+        cfg.set_workspace(w);
+    }
+    for p in &g.allow_read {
+        cfg.grant_workspace(p, FsMode::ReadOnly);
+    }
+    for p in &g.allow_write {
+        cfg.grant_workspace(p, FsMode::ReadWrite);
+    }
+    for pv in &g.allow_env {
+        let Some((plugin, var)) = pv.split_once('=') else {
+            bail!("--allow-env takes PLUGIN=VAR, got {pv:?}");
+        };
+        cfg.grant_env(plugin, var)?;
+    }
+    if let Some(d) = g.danger {
+        cfg.danger = d;
+    }
+    Ok(cfg)
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Inspect { file, json } => {
+            let cfg = resolve_config(&cli.global)?;
+            let manifest = registry::inspect_file(&file, cfg.max_plugin_bytes)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&manifest)?);
+            } else {
+                print!("{}", render_manifest(&manifest));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { json } => {
+            let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
+            let reg = host.registry.load_full();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list_json(&reg))?);
+            } else {
+                print!("{}", render_list(&reg));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, args, yes, json } => {
+            let confirm: Arc<dyn Confirm> =
+                if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
+            let host = open(&cli.global, confirm)?;
+            for f in host.registry.load().failures() {
+                tracing::warn!("skipped {f}");
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let outcome = rt.block_on(host.call(&ToolCall { name: tool, args }));
+            if json {
+                println!("{}", serde_json::to_string_pretty(&outcome)?);
+            } else if outcome.success {
+                let data = outcome.data.as_deref().unwrap_or("");
+                println!("{data}");
+            } else {
+                let kind = outcome.kind.map(|k| k.to_string()).unwrap_or_default();
+                eprintln!("error[{kind}]: {}", outcome.error.as_deref().unwrap_or(""));
+            }
+            Ok(if outcome.success { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+    }
+}
+
+fn open(g: &GlobalArgs, confirm: Arc<dyn Confirm>) -> Result<Toolhost> {
+    let cfg = resolve_config(g)?;
+    if !cfg.plugins_dir.is_dir() {
+        bail!(
+            "plugins folder {} does not exist (set `plugins` in toolhost.toml or pass --plugins DIR)",
+            cfg.plugins_dir.display()
+        );
+    }
+    Toolhost::load(cfg, confirm)
+}
+
+/// Human-readable manifest, as `inspect` prints it.
+pub fn render_manifest(m: &Manifest) -> String {
+    let mut out = format!("plugin {} {} (manifest format {})\n", m.name, m.version, m.format);
+    if !m.description.is_empty() {
+        out.push_str(&format!("  {}\n", m.description));
+    }
+    out.push_str(&format!("requests: {}\n", requests(m)));
+    for t in &m.tools {
+        out.push_str(&format!("\n{}\n  {}\n", t.signature(), t.description));
+        for (i, p) in t.params.iter().enumerate() {
+            let ty = match &p.ty {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let json = if t.is_json(i) { ", json" } else { "" };
+            let opt = if p.optional { ", optional" } else { "" };
+            let rest = if t.rest && i + 1 == t.params.len() { ", takes the rest" } else { "" };
+            out.push_str(&format!("  - {} ({ty}{json}{opt}{rest}): {}\n", p.name, p.description));
+        }
+        let mut flags = Vec::new();
+        if t.danger {
+            flags.push("danger".to_string());
+        }
+        if t.read_only {
+            flags.push("read-only".to_string());
+        }
+        if let Some(l) = t.output_limit {
+            flags.push(format!("output limit {l}"));
+        }
+        if let Some(c) = &t.category {
+            flags.push(format!("category {c}"));
+        }
+        if !flags.is_empty() {
+            out.push_str(&format!("  [{}]\n", flags.join(", ")));
+        }
+    }
+    out
+}
+
+fn requests(m: &Manifest) -> String {
+    let c = &m.capabilities;
+    let mut parts: Vec<String> = c.fs.iter().map(|f| format!("fs {}:{}", f.path, f.mode)).collect();
+    parts.extend(c.env.iter().map(|e| format!("env {e}")));
+    parts.extend(c.net.iter().map(|n| format!("net {n}")));
+    parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
+    if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
+}
+
+/// The `list` table.
+pub fn render_list(reg: &Registry) -> String {
+    let mut rows: Vec<[String; 4]> =
+        vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "DESCRIPTION".into()]];
+    for t in reg.tools() {
+        let s = t.spec();
+        let mut flags = Vec::new();
+        if s.danger {
+            flags.push("danger");
+        }
+        if s.read_only {
+            flags.push("read-only");
+        }
+        if s.rest {
+            flags.push("rest");
+        }
+        rows.push([s.signature(), t.plugin.name.to_string(), flags.join(","), s.description.clone()]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    let w2 = rows.iter().map(|r| r[2].chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for r in &rows {
+        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if reg.tools().next().is_none() {
+        out.push_str("(no tools loaded)\n");
+    }
+    out.push_str("\nPLUGINS\n");
+    for p in reg.plugins() {
+        let granted: Vec<String> = p
+            .grants
+            .fs
+            .iter()
+            .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
+            .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
+            .collect();
+        out.push_str(&format!(
+            "{} {} ({})\n  requested: {}\n  granted:   {}\n",
+            p.name,
+            p.manifest.version,
+            crate::discovery::file_name(&p.file),
+            requests(&p.manifest),
+            if granted.is_empty() { "nothing".into() } else { granted.join(", ") }
+        ));
+        for m in &p.missing {
+            out.push_str(&format!("  missing:   {} — grant with {}\n", m.what, m.how));
+        }
+    }
+    if !reg.warnings().is_empty() {
+        out.push_str("\nWARNINGS\n");
+        for w in reg.warnings() {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    if !reg.failures().is_empty() {
+        out.push_str("\nNOT LOADED\n");
+        for f in reg.failures() {
+            out.push_str(&format!("  ! {}: {}\n", crate::discovery::file_name(&f.file), f.reason));
+        }
+    }
+    out
+}
+
+/// The `list --json` document.
+pub fn list_json(reg: &Registry) -> serde_json::Value {
+    use serde_json::json;
+    let plugins: Vec<_> = reg
+        .plugins()
+        .iter()
+        .map(|p| {
+            let registered: Vec<_> = p
+                .manifest
+                .tools
+                .iter()
+                .filter(|t| reg.get(&t.name).is_some_and(|e| Arc::ptr_eq(&e.plugin, p)))
+                .collect();
+            json!({
+                "name": &*p.name,
+                "version": p.manifest.version,
+                "description": p.manifest.description,
+                "file": p.file,
+                "requested": p.manifest.capabilities,
+                "granted": {
+                    "fs": p.grants.fs.iter().map(|f| json!({"path": f.name, "mode": f.mode, "hostPath": f.host_path})).collect::<Vec<_>>(),
+                    "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                },
+                "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
+                "tools": registered,
+            })
+        })
+        .collect();
+    json!({
+        "plugins": plugins,
+        "failures": reg.failures(),
+        "warnings": reg.warnings(),
+    })
+}

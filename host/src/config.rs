@@ -1,0 +1,519 @@
+//! `toolhost.toml`: parsed strictly into a raw form (unknown keys are errors naming the key and
+//! the file), then resolved into absolute paths and checked values. With no config file and no
+//! command-line grants, nothing is granted to any plugin.
+
+use crate::manifest::FsMode;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// File name looked up in the current directory when `--config` is not given.
+pub const DEFAULT_FILE: &str = "toolhost.toml";
+
+/// A config problem, naming the file and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("{0}")]
+    Flag(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    plugins: Option<PathBuf>,
+    workspace: Option<PathBuf>,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    danger: RawDanger,
+    #[serde(default)]
+    plugin: BTreeMap<String, RawPlugin>,
+    #[serde(default)]
+    tool: BTreeMap<String, RawTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    timeout_ms: Option<u64>,
+    memory_mb: Option<u64>,
+    output_limit: Option<usize>,
+    stack_kb: Option<usize>,
+    max_plugin_mb: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDanger {
+    policy: Option<DangerPolicy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlugin {
+    #[serde(default)]
+    fs: Vec<RawFs>,
+    #[serde(default)]
+    env: Vec<String>,
+    timeout_ms: Option<u64>,
+    memory_mb: Option<u64>,
+    output_limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFs {
+    path: String,
+    mode: FsMode,
+    /// Logical name the plugin requests this directory by (default: `workspace` for the
+    /// workspace, else the path as written).
+    name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    danger: Option<bool>,
+    timeout_ms: Option<u64>,
+    memory_mb: Option<u64>,
+    output_limit: Option<usize>,
+}
+
+/// What happens when a `danger` tool is called.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DangerPolicy {
+    /// Ask on the terminal (or through the front end); with no way to ask, deny.
+    #[default]
+    Ask,
+    /// Run without asking.
+    Allow,
+    /// Never run.
+    Deny,
+}
+
+impl std::fmt::Display for DangerPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DangerPolicy::Ask => "ask",
+            DangerPolicy::Allow => "allow",
+            DangerPolicy::Deny => "deny",
+        })
+    }
+}
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout_ms: u64,
+    pub memory_mb: u64,
+    pub output_limit: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { timeout_ms: 10_000, memory_mb: 64, output_limit: 10_000 }
+    }
+}
+
+/// Optional overrides of [`Limits`] for one plugin or tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitOverrides {
+    pub timeout_ms: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub output_limit: Option<usize>,
+}
+
+impl LimitOverrides {
+    fn apply(&self, l: &mut Limits) {
+        if let Some(v) = self.timeout_ms {
+            l.timeout_ms = v;
+        }
+        if let Some(v) = self.memory_mb {
+            l.memory_mb = v;
+        }
+        if let Some(v) = self.output_limit {
+            l.output_limit = v;
+        }
+    }
+}
+
+/// A directory the operator grants to a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The logical name a plugin requests it by (`workspace`, `docs`, …).
+    pub name: String,
+    /// Absolute host path.
+    pub host_path: PathBuf,
+    pub mode: FsMode,
+}
+
+impl FsGrant {
+    /// Where the plugin sees the directory: the workspace is the guest's `.`, other
+    /// directories are `/NAME`.
+    pub fn guest_path(&self) -> String {
+        if self.name == "workspace" { ".".to_string() } else { format!("/{}", self.name) }
+    }
+}
+
+/// Everything the operator grants one plugin, plus its limit overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginConfig {
+    pub fs: Vec<FsGrant>,
+    pub env: Vec<String>,
+    pub limits: LimitOverrides,
+}
+
+/// Operator settings for one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// `Some(true)`: dangerous whatever the manifest says.
+    pub danger: Option<bool>,
+    pub limits: LimitOverrides,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the config came from, if a file.
+    pub source: Option<PathBuf>,
+    pub plugins_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub limits: Limits,
+    /// Max wasm stack per call, for every plugin (it is an engine-wide setting).
+    pub stack_kb: usize,
+    /// Plugin files larger than this are skipped.
+    pub max_plugin_bytes: u64,
+    pub danger: DangerPolicy,
+    pub plugins: BTreeMap<String, PluginConfig>,
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Config {
+            source: None,
+            plugins_dir: cwd.join("plugins"),
+            workspace: cwd,
+            limits: Limits::default(),
+            stack_kb: 512,
+            max_plugin_bytes: 64 * 1024 * 1024,
+            danger: DangerPolicy::Ask,
+            plugins: BTreeMap::new(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Load `path`, or `./toolhost.toml` if it exists, or the defaults.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        match path {
+            Some(p) => Self::from_file(p),
+            None => {
+                let default = Path::new(DEFAULT_FILE);
+                if default.is_file() { Self::from_file(default) } else { Ok(Config::default()) }
+            }
+        }
+    }
+
+    /// Parse a config file; relative paths in it are relative to the file's directory.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let abs = absolute(path);
+        let base = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+        Self::from_str_at(&text, &base, Some(abs))
+    }
+
+    /// Parse config text; relative paths resolve against `base`.
+    pub fn from_str_at(text: &str, base: &Path, source: Option<PathBuf>) -> Result<Config, ConfigError> {
+        let shown = source.clone().unwrap_or_else(|| PathBuf::from("<config>"));
+        let invalid = |message: String| ConfigError::Invalid { path: shown.clone(), message };
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| invalid(e.to_string().trim_end().to_string()))?;
+        let mut cfg = Config { source, ..Config::default() };
+        cfg.plugins_dir = base.join(raw.plugins.unwrap_or_else(|| PathBuf::from("plugins")));
+        cfg.workspace = normalize(&base.join(raw.workspace.unwrap_or_else(|| PathBuf::from("."))));
+        let l = &raw.limits;
+        let d = Limits::default();
+        cfg.limits = Limits {
+            timeout_ms: l.timeout_ms.unwrap_or(d.timeout_ms),
+            memory_mb: l.memory_mb.unwrap_or(d.memory_mb),
+            output_limit: l.output_limit.unwrap_or(d.output_limit),
+        };
+        cfg.stack_kb = l.stack_kb.unwrap_or(cfg.stack_kb);
+        if let Some(mb) = l.max_plugin_mb {
+            cfg.max_plugin_bytes = mb * 1024 * 1024;
+        }
+        check_limits(
+            "limits",
+            &LimitOverrides {
+                timeout_ms: Some(cfg.limits.timeout_ms),
+                memory_mb: Some(cfg.limits.memory_mb),
+                output_limit: Some(cfg.limits.output_limit),
+            },
+        )
+        .map_err(invalid)?;
+        if !(64..=64 * 1024).contains(&cfg.stack_kb) {
+            return Err(invalid(format!("limits.stack_kb = {} is outside 64..=65536", cfg.stack_kb)));
+        }
+        if cfg.max_plugin_bytes == 0 {
+            return Err(invalid("limits.max_plugin_mb must be at least 1".into()));
+        }
+        cfg.danger = raw.danger.policy.unwrap_or_default();
+        for (name, p) in raw.plugin {
+            let key = format!("plugin.{name}");
+            let mut grant = PluginConfig {
+                limits: LimitOverrides {
+                    timeout_ms: p.timeout_ms,
+                    memory_mb: p.memory_mb,
+                    output_limit: p.output_limit,
+                },
+                env: p.env,
+                fs: Vec::new(),
+            };
+            check_limits(&key, &grant.limits).map_err(invalid)?;
+            for (i, fs) in p.fs.into_iter().enumerate() {
+                let g = resolve_fs(&cfg.workspace, base, &fs.path, fs.mode, fs.name)
+                    .map_err(|m| invalid(format!("{key}.fs[{i}]: {m}")))?;
+                grant.fs.push(g);
+            }
+            for (i, var) in grant.env.iter().enumerate() {
+                if var.is_empty() || var.contains('=') {
+                    return Err(invalid(format!("{key}.env[{i}]: {var:?} is not a variable name")));
+                }
+            }
+            cfg.plugins.insert(name, grant);
+        }
+        for (name, t) in raw.tool {
+            let limits = LimitOverrides {
+                timeout_ms: t.timeout_ms,
+                memory_mb: t.memory_mb,
+                output_limit: t.output_limit,
+            };
+            check_limits(&format!("tool.{name}"), &limits).map_err(invalid)?;
+            cfg.tools.insert(name, ToolConfig { danger: t.danger, limits });
+        }
+        Ok(cfg)
+    }
+
+    /// Grant `plugin` (or every plugin, for `*`) the workspace with `mode`, as
+    /// `[plugin.NAME] fs = [{ path = "workspace", mode = … }]` would.
+    pub fn grant_workspace(&mut self, plugin: &str, mode: FsMode) {
+        let g = FsGrant { name: "workspace".into(), host_path: self.workspace.clone(), mode };
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        match entry.fs.iter_mut().find(|f| f.name == "workspace") {
+            Some(existing) => existing.mode = existing.mode.max(mode),
+            None => entry.fs.push(g),
+        }
+    }
+
+    /// Grant `plugin` (or `*`) the environment variable `var`.
+    pub fn grant_env(&mut self, plugin: &str, var: &str) -> Result<(), ConfigError> {
+        if var.is_empty() || var.contains('=') {
+            return Err(ConfigError::Flag(format!("--allow-env: {var:?} is not a variable name")));
+        }
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.env.iter().any(|v| v == var) {
+            entry.env.push(var.to_string());
+        }
+        Ok(())
+    }
+
+    /// Change the workspace; workspace grants follow it.
+    pub fn set_workspace(&mut self, dir: &Path) {
+        let ws = normalize(&absolute(dir));
+        for p in self.plugins.values_mut() {
+            for f in p.fs.iter_mut().filter(|f| f.name == "workspace") {
+                f.host_path = ws.clone();
+            }
+        }
+        self.workspace = ws;
+    }
+
+    /// The operator's grants for `plugin`: its own section merged with the `*` section.
+    pub fn plugin(&self, plugin: &str) -> PluginConfig {
+        let mut out = self.plugins.get(plugin).cloned().unwrap_or_default();
+        if let Some(all) = self.plugins.get("*") {
+            for g in &all.fs {
+                match out.fs.iter_mut().find(|f| f.name == g.name) {
+                    Some(f) => f.mode = f.mode.max(g.mode),
+                    None => out.fs.push(g.clone()),
+                }
+            }
+            for v in &all.env {
+                if !out.env.contains(v) {
+                    out.env.push(v.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
+    /// tool overrides (the operator's word on a tool is last).
+    pub fn limits_for(&self, plugin: &str, tool: &str, manifest_output_limit: Option<usize>) -> Limits {
+        let mut l = self.limits;
+        if let Some(p) = self.plugins.get(plugin) {
+            p.limits.apply(&mut l);
+        }
+        if let Some(o) = manifest_output_limit {
+            l.output_limit = o;
+        }
+        if let Some(t) = self.tools.get(tool) {
+            t.limits.apply(&mut l);
+        }
+        l
+    }
+
+    /// Whether the operator marked `tool` dangerous.
+    pub fn tool_marked_dangerous(&self, tool: &str) -> bool {
+        self.tools.get(tool).and_then(|t| t.danger).unwrap_or(false)
+    }
+}
+
+fn check_limits(key: &str, l: &LimitOverrides) -> Result<(), String> {
+    if l.timeout_ms == Some(0) {
+        return Err(format!("{key}.timeout_ms must be at least 1"));
+    }
+    if let Some(mb) = l.memory_mb
+        && !(1..=4096).contains(&mb)
+    {
+        return Err(format!("{key}.memory_mb = {mb} is outside 1..=4096"));
+    }
+    if l.output_limit == Some(0) {
+        return Err(format!("{key}.output_limit must be at least 1"));
+    }
+    Ok(())
+}
+
+fn resolve_fs(
+    workspace: &Path,
+    base: &Path,
+    path: &str,
+    mode: FsMode,
+    name: Option<String>,
+) -> Result<FsGrant, String> {
+    if path == "workspace" {
+        if let Some(n) = &name
+            && n != "workspace"
+        {
+            return Err(format!("the workspace is always requested as `workspace`, not {n:?}"));
+        }
+        return Ok(FsGrant { name: "workspace".into(), host_path: workspace.to_path_buf(), mode });
+    }
+    let name = name.unwrap_or_else(|| path.to_string());
+    let plain = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && name != "."
+        && name != "..";
+    if !plain {
+        return Err(format!(
+            "{name:?} is not a plain name a plugin can request; add `name = \"docs\"` (letters, digits, `_`, `-`, `.`)"
+        ));
+    }
+    Ok(FsGrant { name, host_path: normalize(&base.join(path)), mode })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|c| c.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+/// Canonical path if it exists, else the lexically absolute one.
+fn normalize(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::from_str_at(text, Path::new("/base"), Some(PathBuf::from("/base/toolhost.toml")))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_grant_nothing() {
+        let c = parse("").unwrap();
+        assert!(c.plugins.is_empty());
+        assert_eq!(c.danger, DangerPolicy::Ask);
+        assert_eq!(c.plugins_dir, PathBuf::from("/base/plugins"));
+        assert_eq!(c.plugin("files"), PluginConfig::default());
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let e = parse("[limits]\ntimeout = 5").unwrap_err();
+        assert!(e.contains("/base/toolhost.toml"), "{e}");
+        assert!(e.contains("timeout"), "{e}");
+        let e = parse("[plugin.files]\nnet = [\"x\"]").unwrap_err();
+        assert!(e.contains("unknown field `net`"), "{e}");
+    }
+
+    #[test]
+    fn grants_and_overrides_resolve() {
+        let c = parse(
+            r#"
+            workspace = "ws"
+            [limits]
+            timeout_ms = 500
+            [danger]
+            policy = "deny"
+            [plugin.files]
+            fs = [{ path = "workspace", mode = "rw" }, { path = "/srv/docs", mode = "ro", name = "docs" }]
+            output_limit = 50
+            [tool.read]
+            output_limit = 70
+            [tool.delete]
+            danger = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.danger, DangerPolicy::Deny);
+        let p = c.plugin("files");
+        assert_eq!(p.fs[0].host_path, PathBuf::from("/base/ws"));
+        assert_eq!(p.fs[0].guest_path(), ".");
+        assert_eq!(p.fs[1].guest_path(), "/docs");
+        assert_eq!(c.limits_for("files", "ls", None).output_limit, 50);
+        assert_eq!(c.limits_for("files", "ls", Some(20)).output_limit, 20);
+        assert_eq!(c.limits_for("files", "read", Some(20)).output_limit, 70);
+        assert_eq!(c.limits_for("files", "read", None).timeout_ms, 500);
+        assert!(c.tool_marked_dangerous("delete"));
+        assert!(!c.tool_marked_dangerous("read"));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert!(parse("[limits]\nmemory_mb = 0").unwrap_err().contains("limits.memory_mb"));
+        assert!(parse("[tool.x]\ntimeout_ms = 0").unwrap_err().contains("tool.x.timeout_ms"));
+        assert!(parse("[danger]\npolicy = \"maybe\"").unwrap_err().contains("maybe"));
+        assert!(
+            parse("[plugin.a]\nfs = [{ path = \"/a/b\", mode = \"rw\" }]")
+                .unwrap_err()
+                .contains("plugin.a.fs[0]")
+        );
+        assert!(parse("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").unwrap_err().contains("rwx"));
+    }
+
+    #[test]
+    fn star_section_applies_to_every_plugin() {
+        let mut c = parse("").unwrap();
+        c.grant_workspace("*", FsMode::ReadOnly);
+        c.grant_workspace("files", FsMode::ReadWrite);
+        assert_eq!(c.plugin("files").fs[0].mode, FsMode::ReadWrite);
+        assert_eq!(c.plugin("text").fs[0].mode, FsMode::ReadOnly);
+        c.set_workspace(Path::new("/elsewhere"));
+        assert_eq!(c.plugin("text").fs[0].host_path, PathBuf::from("/elsewhere"));
+    }
+}

@@ -1,0 +1,569 @@
+//! The executor: the one place every front end goes through to run a tool. It looks the tool
+//! up, checks the arguments against the manifest (argCount, parseJson, rest), applies the
+//! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
+//! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
+
+use crate::config::{Config, DangerPolicy, Limits};
+use crate::manifest::ToolSpec;
+use crate::registry::{LoadedPlugin, Registry};
+use crate::runtime::Runtime;
+use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::io::IsTerminal;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::{Store, Trap};
+
+/// Total bytes of arguments accepted for one call.
+pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
+/// Deepest JSON nesting accepted in an argument (a guest decoding deeper JSON recursively
+/// could exhaust its stack).
+pub const MAX_JSON_DEPTH: usize = 128;
+/// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
+/// that block, such as a guest sleeping, which epochs cannot interrupt).
+const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
+
+/// A request to run one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    pub args: Vec<String>,
+}
+
+impl ToolCall {
+    pub fn new(name: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        ToolCall { name: name.into(), args: args.into_iter().map(Into::into).collect() }
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No tool of that name is registered.
+    UnknownTool,
+    /// Wrong number of arguments, invalid JSON, or arguments too large.
+    BadArguments,
+    /// A dangerous tool was not confirmed.
+    Denied,
+    /// The tool returned an error.
+    ToolError,
+    /// The call ran past its time limit.
+    Timeout,
+    /// The plugin grew past its memory limit.
+    MemoryLimit,
+    /// The plugin exhausted its wasm stack.
+    StackOverflow,
+    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access…).
+    Trap,
+    /// The host could not set up the call (e.g. a granted directory is missing).
+    HostError,
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s =
+            serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        f.write_str(&s)
+    }
+}
+
+/// The result of one call, in the seed's `{success, data | error}` contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Set on failures: what kind of failure, for programs (the model reads `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    /// The output was cut at the tool's output limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl Outcome {
+    pub fn ok(data: String, truncated: bool) -> Outcome {
+        Outcome { success: true, data: Some(data), error: None, kind: None, truncated }
+    }
+
+    pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
+        Outcome { success: false, data: None, error: Some(error.into()), kind: Some(kind), truncated: false }
+    }
+
+    /// The data or the error text.
+    pub fn text(&self) -> &str {
+        self.data.as_deref().or(self.error.as_deref()).unwrap_or("")
+    }
+}
+
+/// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
+pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
+    let Some((cut, _)) = s.char_indices().nth(limit) else { return (s, false) };
+    let total = limit + s[cut..].chars().count();
+    s.truncate(cut);
+    s.push_str(&format!("\n…[truncated {} of {total} chars]", total - limit));
+    (s, true)
+}
+
+/// What the danger check needs to show a human.
+#[derive(Debug, Clone)]
+pub struct DangerRequest {
+    pub tool: String,
+    pub plugin: String,
+    pub args: Vec<String>,
+}
+
+/// An answer to a danger confirmation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny(String),
+}
+
+/// Asks someone whether a dangerous call may run (policy `ask`).
+pub trait Confirm: Send + Sync {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+}
+
+/// No one to ask: deny, and say how the operator can allow it.
+#[derive(Debug, Default)]
+pub struct NoConfirm;
+
+impl Confirm for NoConfirm {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            Decision::Deny(format!(
+                "tool `{}` is dangerous and needs confirmation, but there is no one to ask (danger policy `ask`, no terminal); \
+                 the operator can confirm with `--yes` or set `[danger] policy = \"allow\"` in toolhost.toml",
+                req.tool
+            ))
+        })
+    }
+}
+
+/// The operator confirmed up front (`--yes`).
+#[derive(Debug, Default)]
+pub struct AlwaysConfirm;
+
+impl Confirm for AlwaysConfirm {
+    fn confirm<'a>(&'a self, _req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async { Decision::Allow })
+    }
+}
+
+/// Ask on the terminal (stdin and stderr must both be terminals, else deny like [`NoConfirm`]).
+#[derive(Debug, Default)]
+pub struct TerminalConfirm;
+
+impl Confirm for TerminalConfirm {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+                return NoConfirm.confirm(req).await;
+            }
+            let shown = format!(
+                "toolhost: tool `{}` (plugin `{}`) is marked dangerous.\n  {}({})\nRun it? [y/N] ",
+                req.tool,
+                req.plugin,
+                req.tool,
+                req.args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
+            );
+            let answer = tokio::task::spawn_blocking(move || {
+                use std::io::Write;
+                let mut err = std::io::stderr();
+                let _ = err.write_all(shown.as_bytes());
+                let _ = err.flush();
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await;
+            match answer {
+                Ok(Ok(line)) if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") => Decision::Allow,
+                _ => Decision::Deny(format!("the operator declined to run dangerous tool `{}`", req.tool)),
+            }
+        })
+    }
+}
+
+/// Runs tool calls against the current registry snapshot.
+pub struct Executor {
+    runtime: Arc<Runtime>,
+    config: Arc<Config>,
+    registry: Arc<ArcSwap<Registry>>,
+    confirm: Arc<dyn Confirm>,
+}
+
+impl Executor {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        config: Arc<Config>,
+        registry: Arc<ArcSwap<Registry>>,
+        confirm: Arc<dyn Confirm>,
+    ) -> Self {
+        Executor { runtime, config, registry, confirm }
+    }
+
+    /// The current registry snapshot.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.load_full()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Run one call. Never panics and never returns a host error: every failure is an Outcome.
+    pub async fn call(&self, call: &ToolCall) -> Outcome {
+        // The snapshot is held for the whole call: a reload swaps the registry, and this call
+        // finishes on the version it started with.
+        let registry = self.registry.load_full();
+        let Some(entry) = registry.get(&call.name) else {
+            return Outcome::err(ErrorKind::UnknownTool, unknown_tool_message(&registry, &call.name));
+        };
+        let spec = entry.spec();
+        let plugin = &entry.plugin;
+        let args = match check_args(spec, &call.args) {
+            Ok(a) => a,
+            Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
+        };
+        if spec.danger || self.config.tool_marked_dangerous(&spec.name) {
+            let req = DangerRequest {
+                tool: spec.name.clone(),
+                plugin: plugin.name.to_string(),
+                args: args.clone(),
+            };
+            match self.config.danger {
+                DangerPolicy::Allow => {}
+                DangerPolicy::Deny => {
+                    return Outcome::err(
+                        ErrorKind::Denied,
+                        format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name),
+                    );
+                }
+                DangerPolicy::Ask => {
+                    if let Decision::Deny(why) = self.confirm.confirm(&req).await {
+                        return Outcome::err(ErrorKind::Denied, why);
+                    }
+                }
+            }
+        }
+        let limits = self.config.limits_for(&plugin.name, &spec.name, spec.output_limit);
+        let outcome = self.run(plugin, spec, args, limits).await;
+        if outcome.kind == Some(ErrorKind::ToolError) && !plugin.missing.is_empty() {
+            // The failure may come from a capability the operator has not granted: say which.
+            let mut o = outcome;
+            let hints: Vec<String> =
+                plugin.missing.iter().map(|m| format!("{} (grant: {})", m.what, m.how)).collect();
+            let e = o.error.take().unwrap_or_default();
+            o.error = Some(format!(
+                "{e}\n[note: plugin `{}` requested capabilities that are not granted: {}]",
+                plugin.name,
+                hints.join("; ")
+            ));
+            return o;
+        }
+        outcome
+    }
+
+    async fn run(
+        &self,
+        plugin: &LoadedPlugin,
+        spec: &ToolSpec,
+        args: Vec<String>,
+        limits: Limits,
+    ) -> Outcome {
+        let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
+        let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
+        let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
+            Ok(w) => w,
+            Err(e) => {
+                return Outcome::err(
+                    ErrorKind::HostError,
+                    format!("cannot set up the sandbox for `{}`: {e}", spec.name),
+                );
+            }
+        };
+        let state = HostState::new(
+            wasi,
+            MemoryLimiter::new(limits.memory_mb),
+            plugin.name.clone(),
+            spec.name.clone(),
+        );
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        store.set_epoch_deadline(Runtime::ticks_for(timeout));
+        store.epoch_deadline_trap();
+
+        let result = {
+            let run = async {
+                let instance = plugin.pre.instantiate_async(&mut store).await?;
+                instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
+            };
+            tokio::time::timeout(timeout + WALL_CLOCK_GRACE, run).await
+        };
+        let memory_hit = store.data().limiter.hit;
+        drop(store);
+        let (out, out_dropped) = stdout.take();
+        let (err, err_dropped) = stderr.take();
+        log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
+        log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
+
+        let limit = limits.output_limit;
+        match result {
+            Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+            Ok(Ok(Ok(data))) => {
+                let (data, truncated) = truncate(data, limit);
+                Outcome::ok(data, truncated)
+            }
+            Ok(Ok(Err(message))) => Outcome::err(ErrorKind::ToolError, truncate(message, limit).0),
+            Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
+        }
+    }
+}
+
+fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
+    format!("tool `{}` timed out after {} ms (limit: timeout_ms)", spec.name, limits.timeout_ms)
+}
+
+fn classify_trap(
+    spec: &ToolSpec,
+    limits: Limits,
+    e: &wasmtime::Error,
+    memory_hit: bool,
+    stderr: &str,
+) -> Outcome {
+    if memory_hit || e.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return Outcome::err(
+            ErrorKind::MemoryLimit,
+            format!(
+                "tool `{}` exceeded its memory limit of {} MiB (limit: memory_mb)",
+                spec.name, limits.memory_mb
+            ),
+        );
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+        Some(Trap::StackOverflow) => Outcome::err(
+            ErrorKind::StackOverflow,
+            format!("tool `{}` overflowed its wasm stack (too deep recursion)", spec.name),
+        ),
+        trap => {
+            let what = trap
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
+            // A Rust guest's panic message is on its stderr just before the trap.
+            let panic = stderr.lines().rev().find(|l| l.contains("panicked")).map(str::trim);
+            let mut msg = format!("tool `{}` crashed: {what}", spec.name);
+            if let Some(p) = panic {
+                msg.push_str(&format!(" ({})", p.chars().take(500).collect::<String>()));
+            }
+            Outcome::err(ErrorKind::Trap, msg)
+        }
+    }
+}
+
+fn log_stdio(plugin: &str, tool: &str, stream: &str, text: &str, dropped: usize) {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        tracing::info!(plugin, tool, stream, "{line}");
+    }
+    if dropped > 0 {
+        tracing::info!(plugin, tool, stream, "… {dropped} more bytes dropped");
+    }
+}
+
+fn unknown_tool_message(registry: &Registry, name: &str) -> String {
+    let close = registry.suggest(name);
+    if !close.is_empty() {
+        return format!("unknown tool `{name}`; did you mean: {}?", close.join(", "));
+    }
+    let all: Vec<&str> = registry.tools().map(|t| t.spec().name.as_str()).take(30).collect();
+    if all.is_empty() {
+        format!("unknown tool `{name}`; no tools are loaded")
+    } else {
+        format!("unknown tool `{name}`; available tools: {}", all.join(", "))
+    }
+}
+
+/// Check `args` against the manifest, join `rest` args with `,`, validate JSON args.
+pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, String> {
+    let total: usize = args.iter().map(String::len).sum();
+    if total > MAX_ARGS_BYTES {
+        return Err(format!(
+            "the arguments to `{}` are {} KiB, over the {} KiB limit per call",
+            spec.name,
+            total / 1024,
+            MAX_ARGS_BYTES / 1024
+        ));
+    }
+    let n = spec.params.len();
+    let mut args = args.to_vec();
+    if spec.rest && args.len() > n {
+        let tail = args.split_off(n - 1);
+        args.push(tail.join(","));
+    }
+    let required = spec.required_count();
+    if args.len() < required || args.len() > n {
+        let expected = if required == n {
+            format!("{n} argument{}", if n == 1 { "" } else { "s" })
+        } else {
+            format!("{required} to {n} arguments")
+        };
+        return Err(format!(
+            "`{}` takes {expected} but got {}; usage: {}",
+            spec.name,
+            args.len(),
+            spec.signature()
+        ));
+    }
+    for (i, arg) in args.iter().enumerate() {
+        if spec.is_json(i) {
+            let depth = json_depth(arg);
+            if depth > MAX_JSON_DEPTH {
+                return Err(format!(
+                    "argument {} (`{}`) of `{}` is JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} are accepted",
+                    i + 1,
+                    spec.params[i].name,
+                    spec.name
+                ));
+            }
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(arg) {
+                let param = &spec.params[i].name;
+                return Err(format!(
+                    "argument {} (`{param}`) of `{}` must be valid JSON: {e}; usage: {}",
+                    i + 1,
+                    spec.name,
+                    spec.signature()
+                ));
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// Maximum bracket nesting of a JSON text, strings skipped (linear, no recursion).
+fn json_depth(s: &str) -> usize {
+    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for b in s.bytes() {
+        if in_str {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::ParamSpec;
+    use serde_json::json;
+
+    fn spec(params: &[(&str, bool, bool)], rest: bool) -> ToolSpec {
+        ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            params: params
+                .iter()
+                .map(|(n, json, optional)| ParamSpec {
+                    name: n.to_string(),
+                    ty: if *json { json!("array") } else { json!("string") },
+                    description: String::new(),
+                    optional: *optional,
+                })
+                .collect(),
+            arg_count: params.len(),
+            parse_json: params.iter().map(|p| p.1).collect(),
+            rest,
+            output_limit: None,
+            danger: false,
+            read_only: false,
+            category: None,
+        }
+    }
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arity_is_checked_with_the_signature() {
+        let t = spec(&[("from", false, false), ("to", false, false)], false);
+        assert_eq!(check_args(&t, &s(&["a", "b"])).unwrap(), s(&["a", "b"]));
+        let e = check_args(&t, &s(&["a"])).unwrap_err();
+        assert!(e.contains("takes 2 arguments but got 1") && e.contains("t(from, to)"), "{e}");
+        assert!(check_args(&t, &s(&["a", "b", "c"])).is_err());
+    }
+
+    #[test]
+    fn rest_joins_extra_args_with_commas() {
+        let t = spec(&[("path", false, false), ("content", false, false)], true);
+        assert_eq!(check_args(&t, &s(&["p", "a", " b", "c"])).unwrap(), s(&["p", "a, b,c"]));
+        assert_eq!(check_args(&t, &s(&["p", "a"])).unwrap(), s(&["p", "a"]));
+    }
+
+    #[test]
+    fn optional_params_may_be_left_off() {
+        let t = spec(&[("a", false, false), ("b", true, true)], false);
+        assert!(check_args(&t, &s(&["x"])).is_ok());
+        assert!(check_args(&t, &s(&["x", "[1]"])).is_ok());
+        assert!(check_args(&t, &s(&[])).unwrap_err().contains("1 to 2 arguments"));
+    }
+
+    #[test]
+    fn invalid_json_names_the_position() {
+        let t = spec(&[("title", false, false), ("subtasks", true, false)], false);
+        let e = check_args(&t, &s(&["x", "[{\"a\": 1,}]"])).unwrap_err();
+        assert!(e.contains("argument 2 (`subtasks`)") && e.contains("column"), "{e}");
+        // Deep nesting is refused by the JSON parser's depth limit, not by a stack overflow.
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(check_args(&t, &["x".to_string(), deep]).unwrap_err().contains("nested 100000 levels"));
+        let ok = "[".repeat(128) + &"]".repeat(128);
+        assert!(check_args(&t, &["x".to_string(), ok]).is_ok());
+        assert_eq!(json_depth(r#"["[[[", {"a": "\"]"}]"#), 2);
+    }
+
+    #[test]
+    fn oversized_arguments_are_refused() {
+        let t = spec(&[("a", false, false)], false);
+        assert!(check_args(&t, &["x".repeat(MAX_ARGS_BYTES + 1)]).unwrap_err().contains("limit"));
+    }
+
+    #[test]
+    fn truncation_is_at_char_boundaries_and_marked() {
+        assert_eq!(truncate("héllo".into(), 10), ("héllo".into(), false));
+        let (t, cut) = truncate("héllo wörld".into(), 4);
+        assert!(cut);
+        assert_eq!(t, "héll\n…[truncated 7 of 11 chars]");
+        let (t, _) = truncate("日本語テキスト".into(), 2);
+        assert!(t.starts_with("日本\n"));
+    }
+
+    #[test]
+    fn outcome_serializes_as_the_seed_contract() {
+        let ok = serde_json::to_value(Outcome::ok("x".into(), false)).unwrap();
+        assert_eq!(ok, json!({"success": true, "data": "x"}));
+        let err = serde_json::to_value(Outcome::err(ErrorKind::Timeout, "slow")).unwrap();
+        assert_eq!(err, json!({"success": false, "error": "slow", "kind": "timeout"}));
+    }
+}

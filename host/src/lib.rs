@@ -1,0 +1,59 @@
+//! toolhost: a dynamic plugin host for AI-agent tools.
+//!
+//! Tools ship as WebAssembly components carrying an embedded manifest. The host discovers them
+//! in a folder ([`discovery`]), reads and validates their manifests without running them
+//! ([`manifest`]), compiles them once on a shared engine ([`runtime`]), publishes a registry
+//! snapshot ([`registry`]), and runs every call through one [`executor`] in a fresh,
+//! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
+//! See `ARCHITECTURE.md` for the map.
+
+pub mod cli;
+pub mod config;
+pub mod discovery;
+pub mod executor;
+pub mod manifest;
+pub mod protocol;
+pub mod registry;
+pub mod runtime;
+pub mod sandbox;
+
+pub use config::Config;
+pub use executor::{ErrorKind, Executor, Outcome, ToolCall};
+pub use registry::Registry;
+
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+
+/// A loaded host: engine, configuration, registry snapshot and executor, ready to serve calls.
+pub struct Toolhost {
+    pub runtime: Arc<runtime::Runtime>,
+    pub config: Arc<Config>,
+    pub registry: Arc<ArcSwap<Registry>>,
+    pub executor: Arc<Executor>,
+}
+
+impl Toolhost {
+    /// Build the engine and load every plugin in `config.plugins_dir`.
+    pub fn load(config: Config, confirm: Arc<dyn executor::Confirm>) -> anyhow::Result<Toolhost> {
+        let runtime = runtime::Runtime::new(config.stack_kb)?;
+        let registry = Registry::load(&runtime, &config)?;
+        Ok(Self::from_parts(runtime, Arc::new(config), registry, confirm))
+    }
+
+    /// Assemble a host from an already-built registry.
+    pub fn from_parts(
+        runtime: Arc<runtime::Runtime>,
+        config: Arc<Config>,
+        registry: Registry,
+        confirm: Arc<dyn executor::Confirm>,
+    ) -> Toolhost {
+        let registry = Arc::new(ArcSwap::from_pointee(registry));
+        let executor = Arc::new(Executor::new(runtime.clone(), config.clone(), registry.clone(), confirm));
+        Toolhost { runtime, config, registry, executor }
+    }
+
+    /// Run one call.
+    pub async fn call(&self, call: &ToolCall) -> Outcome {
+        self.executor.call(call).await
+    }
+}

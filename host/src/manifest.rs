@@ -1,0 +1,443 @@
+//! The embedded manifest: found in a `.wasm` file's `toolhost-manifest` custom section (in the
+//! component or any nested core module), parsed from JSON and validated strictly — all without
+//! compiling or running the plugin.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use wasmparser::{Parser, Payload};
+
+/// Name of the custom section that holds the manifest JSON.
+pub const SECTION: &str = "toolhost-manifest";
+/// Manifest format versions this host understands.
+pub const FORMATS: &[u32] = &[1];
+
+/// What went wrong reading a plugin's manifest. The file name is added by the caller.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ManifestError {
+    #[error("not a WebAssembly file ({0})")]
+    NotWasm(String),
+    #[error(
+        "is a core WebAssembly module, not a component: build it for `wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    #[error("is not valid WebAssembly: {0}")]
+    Malformed(String),
+    #[error(
+        "has no `{SECTION}` custom section: build it with toolhost-sdk, or embed one with `toolhost embed-manifest`"
+    )]
+    Missing,
+    #[error("has {0} `{SECTION}` sections; exactly one is allowed")]
+    Duplicate(usize),
+    #[error("manifest is not valid JSON: {0}")]
+    Json(String),
+    #[error("manifest field `{field}`: {message}")]
+    Field { field: String, message: String },
+}
+
+fn field(field: impl Into<String>, message: impl Into<String>) -> ManifestError {
+    ManifestError::Field { field: field.into(), message: message.into() }
+}
+
+/// A plugin's self-description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifest {
+    /// Manifest format version.
+    pub format: u32,
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What a plugin asks the operator for. Only a request: the operator's grants decide.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Directories by logical name (`workspace` or a name the operator maps to a path).
+    #[serde(default)]
+    pub fs: Vec<FsRequest>,
+    /// Environment variable names.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Network hosts (`example.com`, `*.example.com`).
+    #[serde(default)]
+    pub net: Vec<String>,
+    /// Named secrets.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+}
+
+/// A filesystem request: a logical directory and an access mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsRequest {
+    pub path: String,
+    pub mode: FsMode,
+}
+
+/// Read-only or read-write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum FsMode {
+    #[serde(rename = "ro")]
+    ReadOnly,
+    #[serde(rename = "rw")]
+    ReadWrite,
+}
+
+impl std::fmt::Display for FsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FsMode::ReadOnly => "ro",
+            FsMode::ReadWrite => "rw",
+        })
+    }
+}
+
+/// One tool, with the fields users of the original tool registry know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub params: Vec<ParamSpec>,
+    pub arg_count: usize,
+    /// Per param: the argument must be valid JSON. Empty means "none".
+    #[serde(default)]
+    pub parse_json: Vec<bool>,
+    /// The last param takes all remaining args joined with `,`.
+    #[serde(default)]
+    pub rest: bool,
+    /// Max characters of output handed back.
+    #[serde(default)]
+    pub output_limit: Option<usize>,
+    #[serde(default)]
+    pub danger: bool,
+    /// The tool only reads (MCP `readOnlyHint`).
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default)]
+    pub category: Option<String>,
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub name: String,
+    /// A JSON Schema type name (`"string"`) or a whole schema object.
+    #[serde(rename = "type")]
+    pub ty: Value,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl ToolSpec {
+    /// Whether argument `i` must be JSON.
+    pub fn is_json(&self, i: usize) -> bool {
+        self.parse_json.get(i).copied().unwrap_or(false)
+    }
+
+    /// Number of params the caller must give.
+    pub fn required_count(&self) -> usize {
+        self.params.iter().filter(|p| !p.optional).count()
+    }
+
+    /// `name(path, content…)` with `?` on optional params and `…` on a rest param.
+    pub fn signature(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut s = p.name.clone();
+                if self.is_json(i) {
+                    s.push_str(": json");
+                }
+                if p.optional {
+                    s.push('?');
+                }
+                if self.rest && i + 1 == self.params.len() {
+                    s.push('…');
+                }
+                s
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
+    }
+}
+
+/// Read the manifest section's bytes from a component without compiling it.
+pub fn find_section(bytes: &[u8]) -> Result<Vec<u8>, ManifestError> {
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        let hint = if bytes.starts_with(b"\x7fELF") {
+            "an ELF file, perhaps a precompiled `.cwasm`; precompiled code is never loaded from the plugins folder"
+        } else if bytes.is_empty() {
+            "the file is empty"
+        } else {
+            "missing the `\\0asm` magic number"
+        };
+        return Err(ManifestError::NotWasm(hint.to_string()));
+    }
+    if !Parser::is_component(bytes) {
+        return Err(ManifestError::CoreModule);
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| ManifestError::Malformed(e.to_string()))?;
+        if let Payload::CustomSection(reader) = payload
+            && reader.name() == SECTION
+        {
+            found.push(reader.data().to_vec());
+        }
+    }
+    match found.len() {
+        0 => Err(ManifestError::Missing),
+        1 => Ok(found.pop().unwrap_or_default()),
+        n => Err(ManifestError::Duplicate(n)),
+    }
+}
+
+/// Parse and validate manifest JSON.
+pub fn parse(json: &[u8]) -> Result<Manifest, ManifestError> {
+    // Check the format version before the shape, so a future format reads as "unknown
+    // version" rather than as a list of unknown fields.
+    let raw: Value = serde_json::from_slice(json).map_err(|e| ManifestError::Json(e.to_string()))?;
+    if !raw.is_object() {
+        return Err(ManifestError::Json("the manifest must be a JSON object".into()));
+    }
+    match raw.get("format") {
+        None => return Err(field("format", "missing")),
+        Some(v) => match v.as_u64() {
+            Some(n) if FORMATS.contains(&(n as u32)) && n <= u32::MAX as u64 => {}
+            _ => {
+                return Err(field(
+                    "format",
+                    format!("unknown format version {v}; this host reads {FORMATS:?}"),
+                ));
+            }
+        },
+    }
+    let manifest: Manifest = serde_path_to_error::deserialize(raw).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        // serde reports a missing field at its parent: name the field itself.
+        if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+            let full = if path == "." { name.to_string() } else { format!("{path}.{name}") };
+            return field(full, "missing");
+        }
+        if path == "." { ManifestError::Json(message) } else { field(path, message) }
+    })?;
+    validate(&manifest)?;
+    Ok(manifest)
+}
+
+/// Read, parse and validate the manifest of a component's bytes.
+pub fn read(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+    parse(&find_section(bytes)?)
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`: the name the model writes.
+pub fn is_tool_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && s.len() <= 64
+}
+
+fn is_plugin_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric())
+        && s.len() <= 64
+}
+
+const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+
+fn validate(m: &Manifest) -> Result<(), ManifestError> {
+    if !is_plugin_name(&m.name) {
+        return Err(field(
+            "name",
+            format!("{:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars)", m.name),
+        ));
+    }
+    if m.version.trim().is_empty() {
+        return Err(field("version", "must not be empty"));
+    }
+    for (i, f) in m.capabilities.fs.iter().enumerate() {
+        if f.path.trim().is_empty() {
+            return Err(field(format!("capabilities.fs[{i}].path"), "must not be empty"));
+        }
+    }
+    for (i, e) in m.capabilities.env.iter().enumerate() {
+        if e.is_empty() || e.contains('=') || e.contains('\0') {
+            return Err(field(
+                format!("capabilities.env[{i}]"),
+                format!("{e:?} is not an environment variable name"),
+            ));
+        }
+    }
+    if m.tools.is_empty() {
+        return Err(field("tools", "declares no tools"));
+    }
+    let mut names = BTreeSet::new();
+    for (t, tool) in m.tools.iter().enumerate() {
+        let at = |f: &str| format!("tools[{t}].{f}");
+        if !is_tool_name(&tool.name) {
+            return Err(field(
+                at("name"),
+                format!("{:?} must match [A-Za-z_][A-Za-z0-9_]* (at most 64 chars)", tool.name),
+            ));
+        }
+        if !names.insert(tool.name.as_str()) {
+            return Err(field(at("name"), format!("tool `{}` is declared twice", tool.name)));
+        }
+        if tool.description.trim().is_empty() {
+            return Err(field(
+                at("description"),
+                format!("tool `{}` has no description; the model needs one", tool.name),
+            ));
+        }
+        if tool.arg_count != tool.params.len() {
+            return Err(field(
+                at("argCount"),
+                format!("is {} but {} params are declared", tool.arg_count, tool.params.len()),
+            ));
+        }
+        if !tool.parse_json.is_empty() && tool.parse_json.len() != tool.params.len() {
+            return Err(field(
+                at("parseJson"),
+                format!("has {} flags but {} params are declared", tool.parse_json.len(), tool.params.len()),
+            ));
+        }
+        if tool.output_limit == Some(0) {
+            return Err(field(at("outputLimit"), "must be at least 1"));
+        }
+        let mut pnames = BTreeSet::new();
+        let mut seen_optional = false;
+        for (p, param) in tool.params.iter().enumerate() {
+            let pat = |f: &str| format!("tools[{t}].params[{p}].{f}");
+            if !is_tool_name(&param.name) {
+                return Err(field(
+                    pat("name"),
+                    format!("{:?} must match [A-Za-z_][A-Za-z0-9_]*", param.name),
+                ));
+            }
+            if !pnames.insert(param.name.as_str()) {
+                return Err(field(pat("name"), format!("param `{}` is declared twice", param.name)));
+            }
+            match &param.ty {
+                Value::String(s) if JSON_TYPES.contains(&s.as_str()) => {}
+                Value::String(s) => {
+                    return Err(field(
+                        pat("type"),
+                        format!("{s:?} is not a JSON Schema type ({})", JSON_TYPES.join(", ")),
+                    ));
+                }
+                Value::Object(_) | Value::Bool(true) => {}
+                other => {
+                    return Err(field(
+                        pat("type"),
+                        format!("must be a type name or a schema object, got {other}"),
+                    ));
+                }
+            }
+            if param.optional {
+                seen_optional = true;
+            } else if seen_optional {
+                return Err(field(pat("optional"), "a required param cannot follow an optional one"));
+            }
+            // A text param is handed over verbatim; only JSON params may have non-string types.
+            let is_string = param.ty == Value::String("string".into());
+            if !tool.is_json(p) && !is_string {
+                return Err(field(
+                    format!("tools[{t}].parseJson[{p}]"),
+                    format!("param `{}` has type {} but is not marked parseJson", param.name, param.ty),
+                ));
+            }
+        }
+        if tool.rest {
+            match tool.params.last() {
+                None => return Err(field(at("rest"), "is true but the tool has no params")),
+                Some(last) if tool.is_json(tool.params.len() - 1) => {
+                    return Err(field(
+                        at("rest"),
+                        format!("the rest param `{}` cannot be parseJson", last.name),
+                    ));
+                }
+                Some(last) if last.optional => {
+                    return Err(field(
+                        at("rest"),
+                        format!("the rest param `{}` cannot be optional", last.name),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Value {
+        serde_json::json!({
+            "format": 1, "name": "demo", "version": "0.1.0", "description": "d",
+            "tools": [{
+                "name": "copy", "description": "Copy a file.",
+                "params": [
+                    {"name": "from", "type": "string", "description": "", "optional": false},
+                    {"name": "to", "type": "string"}
+                ],
+                "argCount": 2, "parseJson": [false, false]
+            }]
+        })
+    }
+
+    fn check(mutate: impl FnOnce(&mut Value)) -> Result<Manifest, ManifestError> {
+        let mut v = base();
+        mutate(&mut v);
+        parse(v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn valid_manifest_parses() {
+        let m = check(|_| {}).unwrap();
+        assert_eq!(m.tools[0].signature(), "copy(from, to)");
+        assert_eq!(m.tools[0].required_count(), 2);
+    }
+
+    #[test]
+    fn signature_marks_json_optional_and_rest() {
+        let m = check(|v| {
+            v["tools"][0]["params"][1]["optional"] = true.into();
+            v["tools"][0]["params"][1]["type"] = "array".into();
+            v["tools"][0]["parseJson"] = serde_json::json!([false, true]);
+        })
+        .unwrap();
+        assert_eq!(m.tools[0].signature(), "copy(from, to: json?)");
+    }
+
+    #[test]
+    fn non_wasm_inputs_are_named() {
+        assert!(matches!(find_section(b""), Err(ManifestError::NotWasm(_))));
+        assert!(
+            matches!(find_section(b"\x7fELF\x02\x01\x01\0\0\0"), Err(ManifestError::NotWasm(m)) if m.contains("precompiled"))
+        );
+        // A core module header (version 1, layer 0).
+        assert_eq!(find_section(b"\0asm\x01\0\0\0"), Err(ManifestError::CoreModule));
+        // A component header with garbage after it.
+        assert!(matches!(find_section(b"\0asm\x0d\0\x01\0\xff\xff"), Err(ManifestError::Malformed(_))));
+        // A valid, empty component.
+        assert_eq!(find_section(b"\0asm\x0d\0\x01\0"), Err(ManifestError::Missing));
+    }
+}

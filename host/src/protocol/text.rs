@@ -1,0 +1,534 @@
+//! The `[TOOL] name(args) [/TOOL]` text protocol: a state-machine parser that splits a model's
+//! reply into ordered prose, calls and per-call parse errors; the renderer for calls; the
+//! prompt section that teaches the protocol; and the feedback block that goes back into the
+//! conversation.
+//!
+//! The parser runs in time linear in the input, never panics, and never yields a half-parsed
+//! call: a malformed call becomes a [`ParseError`] for that call only, and parsing resumes
+//! after it.
+
+use crate::executor::{Outcome, ToolCall};
+use crate::registry::Registry;
+use serde::Serialize;
+
+/// Opening marker of a call.
+pub const OPEN: &str = "[TOOL]";
+/// Closing marker of a call.
+pub const CLOSE: &str = "[/TOOL]";
+/// Calls parsed from one reply at most; later ones become errors.
+pub const MAX_CALLS: usize = 64;
+/// Bytes in one argument at most.
+pub const MAX_ARG_BYTES: usize = 1024 * 1024;
+
+/// One piece of a reply, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Segment {
+    /// Prose between calls, verbatim.
+    Text { text: String },
+    /// A well-formed call.
+    Call { call: ToolCall, raw: String },
+    /// A malformed call: never executed.
+    Error { error: ParseError, raw: String },
+}
+
+/// What was wrong with a call and where (1-based line and column, in characters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParseError {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (line {}, column {})", self.message, self.line, self.column)
+    }
+}
+
+/// Split `reply` into prose, calls and errors.
+pub fn parse(reply: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut pos = 0; // byte offset of the first unconsumed char
+    let mut calls = 0;
+    let lines = LineIndex::new(reply);
+    while let Some(rel) = reply[pos..].find(OPEN) {
+        let start = pos + rel;
+        if start > pos {
+            push_text(&mut out, &reply[pos..start]);
+        }
+        let body = start + OPEN.len();
+        match parse_call(reply, body) {
+            Ok((call, end)) => {
+                calls += 1;
+                let raw = reply[start..end].to_string();
+                if calls > MAX_CALLS {
+                    let (line, column) = lines.at(start);
+                    out.push(Segment::Error {
+                        error: ParseError {
+                            message: format!("too many calls in one reply (at most {MAX_CALLS})"),
+                            line,
+                            column,
+                        },
+                        raw,
+                    });
+                } else {
+                    out.push(Segment::Call { call, raw });
+                }
+                pos = end;
+            }
+            Err((message, at)) => {
+                let (line, column) = lines.at(at);
+                let end = recovery_point(reply, body);
+                out.push(Segment::Error {
+                    error: ParseError { message, line, column },
+                    raw: reply[start..end].to_string(),
+                });
+                pos = end;
+            }
+        }
+    }
+    if pos < reply.len() {
+        push_text(&mut out, &reply[pos..]);
+    }
+    out
+}
+
+/// Only the calls of a parsed reply.
+pub fn calls(segments: &[Segment]) -> impl Iterator<Item = &ToolCall> {
+    segments.iter().filter_map(|s| match s {
+        Segment::Call { call, .. } => Some(call),
+        _ => None,
+    })
+}
+
+fn push_text(out: &mut Vec<Segment>, text: &str) {
+    if let Some(Segment::Text { text: prev }) = out.last_mut() {
+        prev.push_str(text);
+    } else {
+        out.push(Segment::Text { text: text.to_string() });
+    }
+}
+
+/// After a malformed call, resume at the end of its `[/TOOL]` — unless another `[TOOL]` starts
+/// first (the call was never closed), in which case resume there.
+fn recovery_point(reply: &str, body: usize) -> usize {
+    let next_open = reply[body..].find(OPEN).map(|i| body + i);
+    let next_close = reply[body..].find(CLOSE).map(|i| body + i);
+    match (next_open, next_close) {
+        (Some(o), Some(c)) if o < c => o,
+        (_, Some(c)) => c + CLOSE.len(),
+        (Some(o), None) => o,
+        (None, None) => reply.len(),
+    }
+}
+
+type PResult<T> = Result<T, (String, usize)>;
+
+/// A cursor over the reply.
+struct Cursor<'a> {
+    s: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<char> {
+        self.s[self.pos..].chars().next()
+    }
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.bump();
+        }
+    }
+    fn rest(&self) -> &'a str {
+        &self.s[self.pos..]
+    }
+}
+
+fn describe(c: Option<char>) -> String {
+    match c {
+        None => "the end of the reply".into(),
+        Some(c) if c.is_whitespace() => format!("{:?}", c),
+        Some(c) => format!("`{c}`"),
+    }
+}
+
+/// Parse `name(args) [/TOOL]` starting right after `[TOOL]`; returns the call and the byte
+/// offset just past `[/TOOL]`.
+fn parse_call(s: &str, body: usize) -> PResult<(ToolCall, usize)> {
+    let mut c = Cursor { s, pos: body };
+    c.skip_ws();
+    let name_start = c.pos;
+    while c.peek().is_some_and(|ch| ch == '_' || ch.is_alphanumeric() || ch == '-' || ch == '.') {
+        c.bump();
+    }
+    let name = &s[name_start..c.pos];
+    if name.is_empty() {
+        if c.rest().starts_with(CLOSE) {
+            return Err(("empty call: expected a tool name like `read(\"path\")`".into(), c.pos));
+        }
+        return Err((format!("expected a tool name, found {}", describe(c.peek())), c.pos));
+    }
+    c.skip_ws();
+    if c.peek() != Some('(') {
+        return Err((
+            format!(
+                "expected `(` after tool name `{name}`, found {}; write `{name}()` for no arguments",
+                describe(c.peek())
+            ),
+            c.pos,
+        ));
+    }
+    let open_paren = c.pos;
+    c.bump();
+    let args = parse_args(&mut c, open_paren)?;
+    c.skip_ws();
+    if !c.rest().starts_with(CLOSE) {
+        let found =
+            if c.rest().starts_with(OPEN) { "the next `[TOOL]`".to_string() } else { describe(c.peek()) };
+        return Err((format!("expected `{CLOSE}` after the arguments of `{name}`, found {found}"), c.pos));
+    }
+    c.pos += CLOSE.len();
+    Ok((ToolCall { name: name.to_string(), args }, c.pos))
+}
+
+fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
+    let mut args = Vec::new();
+    loop {
+        c.skip_ws();
+        match c.peek() {
+            None => return Err(("unclosed `(`: the arguments never end".into(), open_paren)),
+            Some(')') => {
+                c.bump();
+                return Ok(args);
+            }
+            Some(',') => {
+                return Err((
+                    "empty argument: two commas in a row, or a comma right after `(`".into(),
+                    c.pos,
+                ));
+            }
+            _ => {}
+        }
+        if c.rest().starts_with(CLOSE) || c.rest().starts_with(OPEN) {
+            return Err(("unclosed `(`: the call ends before its `)`".into(), open_paren));
+        }
+        let arg = parse_arg(c)?;
+        if arg.len() > MAX_ARG_BYTES {
+            return Err((format!("argument {} is over {} KiB", args.len() + 1, MAX_ARG_BYTES / 1024), c.pos));
+        }
+        args.push(arg);
+        c.skip_ws();
+        match c.peek() {
+            Some(',') => {
+                c.bump();
+                c.skip_ws();
+                // A trailing comma before `)` is tolerated, as models write them.
+                if c.peek() == Some(')') {
+                    c.bump();
+                    return Ok(args);
+                }
+            }
+            Some(')') => {
+                c.bump();
+                return Ok(args);
+            }
+            None => return Err(("unclosed `(`: the arguments never end".into(), open_paren)),
+            other => {
+                return Err((
+                    format!("expected `,` or `)` after argument {}, found {}", args.len(), describe(other)),
+                    c.pos,
+                ));
+            }
+        }
+    }
+}
+
+fn parse_arg(c: &mut Cursor) -> PResult<String> {
+    match c.peek() {
+        Some('"') => quoted(c, '"', '"', true),
+        Some('\'') => quoted(c, '\'', '\'', true),
+        Some('“') => quoted(c, '“', '”', false),
+        Some('‘') => quoted(c, '‘', '’', false),
+        Some('„') => quoted(c, '„', '“', false),
+        Some('{') | Some('[') => json_value(c),
+        _ => bare(c),
+    }
+}
+
+/// A quoted string. With `escapes`, JSON-style escapes are decoded (`\"`, `\\`, `\n`, `\uXXXX`
+/// with surrogate pairs, and `\'`); an unknown escape keeps its backslash.
+fn quoted(c: &mut Cursor, open: char, close: char, escapes: bool) -> PResult<String> {
+    let start = c.pos;
+    c.bump();
+    let mut out = String::new();
+    loop {
+        let Some(ch) = c.bump() else {
+            return Err((
+                format!("unterminated string: the `{open}` here is never closed with `{close}`"),
+                start,
+            ));
+        };
+        if ch == close {
+            return Ok(out);
+        }
+        if ch == '\\' && escapes {
+            let esc_at = c.pos - 1;
+            match c.bump() {
+                Some('"') => out.push('"'),
+                Some('\'') => out.push('\''),
+                Some('\\') => out.push('\\'),
+                Some('/') => out.push('/'),
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('b') => out.push('\u{8}'),
+                Some('f') => out.push('\u{c}'),
+                Some('u') => out.push(unicode_escape(c, esc_at)?),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => {
+                    return Err((
+                        format!("unterminated string: the `{open}` here is never closed with `{close}`"),
+                        start,
+                    ));
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+        if out.len() > MAX_ARG_BYTES {
+            return Err((format!("string argument is over {} KiB", MAX_ARG_BYTES / 1024), start));
+        }
+    }
+}
+
+fn hex4(c: &mut Cursor, at: usize) -> PResult<u32> {
+    let digits = c.rest().get(..4).filter(|d| d.chars().all(|h| h.is_ascii_hexdigit()));
+    let Some(d) = digits else {
+        return Err(("bad `\\u` escape: expected four hex digits".into(), at));
+    };
+    let v = u32::from_str_radix(d, 16).map_err(|_| ("bad `\\u` escape".to_string(), at))?;
+    c.pos += 4;
+    Ok(v)
+}
+
+fn unicode_escape(c: &mut Cursor, at: usize) -> PResult<char> {
+    let hi = hex4(c, at)?;
+    if (0xD800..0xDC00).contains(&hi) {
+        if c.rest().starts_with("\\u") {
+            c.pos += 2;
+            let lo = hex4(c, at)?;
+            if (0xDC00..0xE000).contains(&lo) {
+                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                return char::from_u32(cp).ok_or_else(|| ("bad surrogate pair".to_string(), at));
+            }
+        }
+        return Err(("bad `\\u` escape: a high surrogate must be followed by a low one".into(), at));
+    }
+    char::from_u32(hi).ok_or_else(|| ("bad `\\u` escape: a lone low surrogate".to_string(), at))
+}
+
+/// A bare JSON object or array, kept as raw text: brackets are balanced, strings inside are
+/// skipped with their escapes, so commas, parentheses and quotes inside are content.
+fn json_value(c: &mut Cursor) -> PResult<String> {
+    let start = c.pos;
+    let mut stack: Vec<char> = Vec::new();
+    while let Some(ch) = c.bump() {
+        match ch {
+            '{' => stack.push('}'),
+            '[' => stack.push(']'),
+            '}' | ']' => {
+                if stack.pop() != Some(ch) {
+                    return Err((
+                        format!("unbalanced brackets in JSON argument: unexpected `{ch}`"),
+                        c.pos - 1,
+                    ));
+                }
+                if stack.is_empty() {
+                    return Ok(c.s[start..c.pos].to_string());
+                }
+            }
+            '"' => {
+                let str_start = c.pos - 1;
+                loop {
+                    match c.bump() {
+                        None => return Err(("unterminated string inside JSON argument".into(), str_start)),
+                        Some('\\') => {
+                            c.bump();
+                        }
+                        Some('"') => break,
+                        Some(_) => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        if c.pos - start > MAX_ARG_BYTES {
+            return Err((format!("JSON argument is over {} KiB", MAX_ARG_BYTES / 1024), start));
+        }
+        if stack.len() > 256 {
+            return Err(("JSON argument is nested more than 256 levels deep".into(), c.pos - 1));
+        }
+    }
+    Err((format!("unbalanced brackets in JSON argument: {} never closed", stack.len()), start))
+}
+
+/// Unquoted text up to the next top-level `,` or `)`, trimmed. Parentheses inside nest.
+fn bare(c: &mut Cursor) -> PResult<String> {
+    let start = c.pos;
+    let mut depth = 0usize;
+    loop {
+        if c.rest().starts_with(CLOSE) || c.rest().starts_with(OPEN) {
+            break;
+        }
+        match c.peek() {
+            None => break,
+            Some(',') if depth == 0 => break,
+            Some(')') if depth == 0 => break,
+            Some('(') => depth += 1,
+            Some(')') => depth -= 1,
+            Some('"') | Some('\'') if c.pos > start => {
+                // A quote in the middle of a bare word is content (e.g. don't).
+            }
+            _ => {}
+        }
+        c.bump();
+    }
+    let text = c.s[start..c.pos].trim_end();
+    if text.is_empty() {
+        return Err((format!("expected an argument, found {}", describe(c.peek())), start));
+    }
+    Ok(text.to_string())
+}
+
+/// Byte offset → (line, column), 1-based, columns in characters.
+struct LineIndex<'a> {
+    s: &'a str,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(s: &'a str) -> Self {
+        LineIndex { s }
+    }
+    fn at(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.s.len());
+        let before = &self.s[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        (line, self.s[line_start..offset].chars().count() + 1)
+    }
+}
+
+/// Render a call in the protocol, every argument as a JSON string (so `parse(render(c)) == c`).
+pub fn render_call(call: &ToolCall) -> String {
+    let args: Vec<String> =
+        call.args.iter().map(|a| serde_json::to_string(a).unwrap_or_else(|_| "\"\"".into())).collect();
+    format!("{OPEN} {}({}) {CLOSE}", call.name, args.join(", "))
+}
+
+/// The prompt section that teaches a model the protocol and lists every registered tool.
+pub fn prompt(registry: &Registry) -> String {
+    let mut out = String::from(
+        "## Tools\n\n\
+         You can call tools. To call one, write the call between markers, anywhere in your reply:\n\n\
+         [TOOL] tool_name(\"first argument\", \"second argument\") [/TOOL]\n\n\
+         Rules:\n\
+         - Quote text arguments with double quotes; inside them write \\\" for a quote and \\n for a newline.\n\
+         - Arguments marked `json` take a JSON value written directly, without quotes: [TOOL] split_task(\"Launch\", [{\"title\": \"design\"}]) [/TOOL]\n\
+         - Arguments marked `…` take the rest of the line: commas in them are kept.\n\
+         - You may make several calls in one reply; they run in order, and you get one result per call.\n\
+         - Tools marked DANGEROUS need a human's confirmation and may be refused.\n\n\
+         Available tools:\n",
+    );
+    let mut tools: Vec<_> = registry.tools().collect();
+    tools.sort_by(|a, b| {
+        (a.spec().category.as_deref().unwrap_or("~"), &a.spec().name)
+            .cmp(&(b.spec().category.as_deref().unwrap_or("~"), &b.spec().name))
+    });
+    for t in tools {
+        let s = t.spec();
+        let danger = if s.danger { " DANGEROUS." } else { "" };
+        out.push_str(&format!("\n- {} — {}{danger}\n", s.signature(), s.description));
+        for (i, p) in s.params.iter().enumerate() {
+            if p.description.is_empty() && !s.is_json(i) {
+                continue;
+            }
+            let ty = match &p.ty {
+                serde_json::Value::String(t) if t == "string" => String::new(),
+                serde_json::Value::String(t) => format!(" ({t})"),
+                other => format!(" (JSON: {other})"),
+            };
+            let opt = if p.optional { " Optional." } else { "" };
+            out.push_str(&format!("    {}{ty}: {}{opt}\n", p.name, p.description));
+        }
+    }
+    out
+}
+
+/// The block that goes back into the conversation: the reply, then one result per call or
+/// parse error, in order.
+///
+/// ```text
+/// <the reply, verbatim>
+///
+/// [RESULT 1] read("notes.txt") success
+/// …the tool's output…
+/// [/RESULT]
+/// [RESULT 2] copy("a") error bad_arguments
+/// `copy` takes 2 arguments but got 1; usage: copy(from, to)
+/// [/RESULT]
+/// ```
+///
+/// A truncated output says `success truncated`. A malformed call gets `error parse_error`
+/// with what was wrong and where.
+pub fn feedback(reply: &str, results: &[(Segment, Option<Outcome>)]) -> String {
+    let mut out = reply.trim_end().to_string();
+    out.push_str("\n\n");
+    let mut n = 0;
+    for (seg, outcome) in results {
+        match (seg, outcome) {
+            (Segment::Call { call, .. }, Some(o)) => {
+                n += 1;
+                let args: Vec<String> = call.args.iter().map(|a| short_arg(a)).collect();
+                let status = match (o.success, o.truncated, o.kind) {
+                    (true, true, _) => "success truncated".to_string(),
+                    (true, false, _) => "success".to_string(),
+                    (false, _, Some(k)) => format!("error {k}"),
+                    (false, _, None) => "error".to_string(),
+                };
+                out.push_str(&format!(
+                    "[RESULT {n}] {}({}) {status}\n{}\n[/RESULT]\n",
+                    call.name,
+                    args.join(", "),
+                    o.text().trim_end()
+                ));
+            }
+            (Segment::Error { error, raw }, _) => {
+                n += 1;
+                out.push_str(&format!(
+                    "[RESULT {n}] {} error parse_error\nthis call was not run: {error}\n[/RESULT]\n",
+                    short_arg(raw.trim())
+                ));
+            }
+            _ => {}
+        }
+    }
+    if n == 0 {
+        out.push_str("(no tool calls)\n");
+    }
+    out
+}
+
+fn short_arg(a: &str) -> String {
+    let shown: String = a.chars().take(60).collect();
+    let shown = if shown.len() < a.len() { format!("{shown}…") } else { shown };
+    serde_json::to_string(&shown).unwrap_or_default()
+}

@@ -1,0 +1,255 @@
+//! The registry: tool name → (plugin, spec), built from the plugins folder as one immutable
+//! snapshot. Loading validates and compiles every plugin; a plugin that fails is reported
+//! and skipped while the others load.
+//!
+//! **Name conflicts** are resolved deterministically by file name: plugins are taken in
+//! byte order of their file names, and the first one to declare a tool name keeps it. A later
+//! plugin's tool of the same name is not registered and a warning names both files. Two files
+//! declaring the same *plugin* name: the later file is not loaded (grants are per plugin
+//! name, so two plugins must never share one).
+
+use crate::config::Config;
+use crate::discovery::{self, Candidate, LoadFailure};
+use crate::manifest::{self, Manifest, ToolSpec};
+use crate::runtime::{PluginPre, Runtime};
+use crate::sandbox::{Grants, HostState, Missing};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A validated, compiled plugin, ready to instantiate per call.
+pub struct LoadedPlugin {
+    pub file: PathBuf,
+    pub name: Arc<str>,
+    pub manifest: Manifest,
+    pub grants: Grants,
+    pub missing: Vec<Missing>,
+    pub pre: PluginPre<HostState>,
+    /// Content hash of the file (FNV-1a 64), to skip unchanged files on rescan.
+    pub hash: u64,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("file", &self.file)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A registered tool: the plugin serving it and its spec's index in that plugin's manifest.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub plugin: Arc<LoadedPlugin>,
+    index: usize,
+}
+
+impl ToolEntry {
+    pub fn spec(&self) -> &ToolSpec {
+        &self.plugin.manifest.tools[self.index]
+    }
+}
+
+/// One immutable snapshot of what is loaded.
+#[derive(Debug, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, ToolEntry>,
+    plugins: Vec<Arc<LoadedPlugin>>,
+    failures: Vec<LoadFailure>,
+    warnings: Vec<String>,
+}
+
+/// FNV-1a: a cheap content fingerprint (not a security boundary: the bytes are re-validated
+/// and compiled regardless).
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Validate and compile one candidate file.
+pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
+    let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
+    let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
+    let pre = runtime.prepare(&c.bytes).map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
+    let (grants, missing) =
+        Grants::effective(&manifest.name, &manifest.capabilities, &config.plugin(&manifest.name));
+    Ok(LoadedPlugin {
+        file: c.path.clone(),
+        name: manifest.name.as_str().into(),
+        manifest,
+        grants,
+        missing,
+        pre,
+        hash: content_hash(&c.bytes),
+    })
+}
+
+/// An error and its causes on one line.
+pub fn chain(e: &anyhow::Error) -> String {
+    e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ")
+}
+
+impl Registry {
+    /// Scan `config.plugins_dir`, load every plugin (compiling in parallel), build a snapshot.
+    pub fn load(runtime: &Runtime, config: &Config) -> std::io::Result<Registry> {
+        let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
+        let results = load_all(runtime, config, &candidates);
+        let mut plugins = Vec::new();
+        for r in results {
+            match r {
+                Ok(p) => plugins.push(Arc::new(p)),
+                Err(f) => failures.push(f),
+            }
+        }
+        Ok(Registry::build(plugins, failures))
+    }
+
+    /// Apply the conflict rules (see the module docs) to already-loaded plugins.
+    pub fn build(mut plugins: Vec<Arc<LoadedPlugin>>, mut failures: Vec<LoadFailure>) -> Registry {
+        plugins.sort_by(|a, b| a.file.cmp(&b.file));
+        failures.sort_by(|a, b| a.file.cmp(&b.file));
+        let mut reg = Registry { failures, ..Registry::default() };
+        let mut by_name: BTreeMap<Arc<str>, PathBuf> = BTreeMap::new();
+        for plugin in plugins {
+            if let Some(first) = by_name.get(&plugin.name) {
+                reg.failures.push(LoadFailure {
+                    file: plugin.file.clone(),
+                    reason: format!(
+                        "plugin name `{}` is already loaded from {}; rename one of them",
+                        plugin.name,
+                        discovery::file_name(first)
+                    ),
+                });
+                continue;
+            }
+            by_name.insert(plugin.name.clone(), plugin.file.clone());
+            for (index, spec) in plugin.manifest.tools.iter().enumerate() {
+                if let Some(existing) = reg.tools.get(&spec.name) {
+                    let msg = format!(
+                        "tool `{}` of plugin `{}` ({}) is shadowed by plugin `{}` ({}), which comes first by file name",
+                        spec.name,
+                        plugin.name,
+                        discovery::file_name(&plugin.file),
+                        existing.plugin.name,
+                        discovery::file_name(&existing.plugin.file),
+                    );
+                    tracing::warn!("{msg}");
+                    reg.warnings.push(msg);
+                    continue;
+                }
+                reg.tools.insert(spec.name.clone(), ToolEntry { plugin: plugin.clone(), index });
+            }
+            reg.plugins.push(plugin);
+        }
+        reg
+    }
+
+    pub fn get(&self, tool: &str) -> Option<&ToolEntry> {
+        self.tools.get(tool)
+    }
+
+    /// Tools in name order.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.tools.values()
+    }
+
+    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
+        &self.plugins
+    }
+
+    pub fn failures(&self) -> &[LoadFailure] {
+        &self.failures
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Registered tool names close to `name`, best first.
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        let lower = name.to_lowercase();
+        let mut scored: Vec<(usize, &String)> = self
+            .tools
+            .keys()
+            .filter_map(|k| {
+                let kl = k.to_lowercase();
+                let d = edit_distance(&lower, &kl);
+                let close =
+                    d <= (name.chars().count() / 3).max(2) || kl.contains(&lower) || lower.contains(&kl);
+                close.then_some((d, k))
+            })
+            .collect();
+        scored.sort();
+        scored.into_iter().take(5).map(|(_, k)| k.clone()).collect()
+    }
+}
+
+/// Load candidates on a few threads (wasmtime also parallelises inside each compile).
+fn load_all(
+    runtime: &Runtime,
+    config: &Config,
+    candidates: &[Candidate],
+) -> Vec<Result<LoadedPlugin, LoadFailure>> {
+    let workers =
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(candidates.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<LoadedPlugin, LoadFailure>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(c) = candidates.get(i) else { break mine };
+                        tracing::info!("compiling {} ({} of {})", c.file_name(), i + 1, candidates.len());
+                        let r = load_plugin(runtime, config, c);
+                        if let Err(f) = &r {
+                            tracing::warn!("skipped {f}");
+                        }
+                        mine.push((i, r));
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Read one file's manifest for `inspect`: no compilation, no execution.
+pub fn inspect_file(path: &Path, max_bytes: u64) -> Result<Manifest, String> {
+    let bytes = discovery::read_capped(path, max_bytes)?.ok_or_else(|| "not a file".to_string())?;
+    manifest::read(&bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance_and_hash() {
+        assert_eq!(edit_distance("read", "reed"), 1);
+        assert_eq!(edit_distance("", "ls"), 2);
+        assert_ne!(content_hash(b"a"), content_hash(b"b"));
+    }
+}

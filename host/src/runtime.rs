@@ -1,0 +1,113 @@
+//! The wasmtime side: one shared [`Engine`] per process (component model, epoch interruption),
+//! the single host-side `bindgen!` of `wit/`, compilation of a plugin into an `InstancePre`,
+//! and the epoch ticker that turns wall-clock time into deadlines.
+
+use crate::sandbox::HostState;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config as WasmConfig, Engine};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    exports: { default: async },
+});
+
+pub use self::toolhost::plugin::host::Level;
+
+/// Length of one epoch tick: deadlines are rounded up to it.
+pub const TICK: Duration = Duration::from_millis(5);
+
+impl toolhost::plugin::host::Host for HostState {
+    fn log(&mut self, level: Level, message: String) {
+        // Bound what a plugin can push into the host's log per line.
+        let message: String = message.chars().take(4096).collect();
+        let (plugin, tool) = (&*self.plugin, self.tool.as_str());
+        match level {
+            Level::Trace => tracing::trace!(plugin, tool, "{message}"),
+            Level::Debug => tracing::debug!(plugin, tool, "{message}"),
+            Level::Info => tracing::info!(plugin, tool, "{message}"),
+            Level::Warn => tracing::warn!(plugin, tool, "{message}"),
+            Level::Error => tracing::error!(plugin, tool, "{message}"),
+        }
+    }
+}
+
+/// The process-wide engine, linker and epoch ticker.
+pub struct Runtime {
+    pub engine: Engine,
+    pub linker: Linker<HostState>,
+    ticker_stop: Arc<AtomicBool>,
+    /// Compiled components by SHA-256 of their bytes: an unchanged file is never recompiled.
+    compiled: Mutex<HashMap<[u8; 32], Component>>,
+}
+
+/// Compiled components kept in memory (oldest dropped first beyond this).
+const COMPILED_CACHE: usize = 256;
+
+impl Runtime {
+    /// Build the engine. `stack_kb` bounds wasm stack per call (engine-wide).
+    pub fn new(stack_kb: usize) -> anyhow::Result<Arc<Runtime>> {
+        let mut cfg = WasmConfig::new();
+        cfg.wasm_component_model(true);
+        cfg.epoch_interruption(true);
+        let stack = stack_kb * 1024;
+        cfg.max_wasm_stack(stack);
+        // The fiber stack must hold the wasm stack plus the host frames below it.
+        cfg.async_stack_size(stack + 1024 * 1024);
+        let engine = Engine::new(&cfg)?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        toolhost::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let weak = engine.weak();
+        let stop = ticker_stop.clone();
+        std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })?;
+        Ok(Arc::new(Runtime { engine, linker, ticker_stop, compiled: Mutex::default() }))
+    }
+
+    /// Compile a component and link it against the host's imports. Fails with a readable
+    /// message if the component imports something the host does not provide.
+    pub fn prepare(&self, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
+        let key: [u8; 32] = Sha256::digest(bytes).into();
+        let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+        let component = match cached {
+            Some(c) => c,
+            None => {
+                let c = Component::new(&self.engine, bytes)?;
+                let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= COMPILED_CACHE {
+                    cache.clear();
+                }
+                cache.insert(key, c.clone());
+                c
+            }
+        };
+        let pre = self.linker.instantiate_pre(&component)?;
+        Ok(PluginPre::new(pre)?)
+    }
+
+    /// Epoch ticks for a timeout (rounded up, at least one).
+    pub fn ticks_for(timeout: Duration) -> u64 {
+        (timeout.as_nanos().div_ceil(TICK.as_nanos()) as u64).max(1) + 1
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,343 @@
+//! The per-call sandbox: turns the effective grants of one plugin into a fresh WASI context and
+//! store state, in one place.
+//!
+//! **What a plugin gets by default: nothing.** No preopened directory, no environment
+//! variables, no arguments, closed stdin, no network (no sockets, no name lookup), and
+//! stdout/stderr captured into bounded buffers that go to the host's log — never to the
+//! host's own stdout. Clocks and random numbers are available (they grant no access).
+//! Every other capability is an explicit grant computed by [`Grants::effective`].
+
+use crate::config::{FsGrant, PluginConfig};
+use crate::manifest::{Capabilities, FsMode};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// Bytes of guest stdout/stderr kept per call (the rest is counted and dropped).
+pub const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
+
+/// What one plugin is actually allowed: its request intersected with the operator's grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    pub fs: Vec<FsGrant>,
+    pub env: Vec<(String, String)>,
+}
+
+/// A capability the plugin requested and the operator did not grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    pub what: String,
+    /// The config line that would grant it.
+    pub how: String,
+}
+
+impl Grants {
+    /// Request ∩ grant. A directory is granted at the lower of the two modes; an env var only
+    /// if both name it (its value is read from the host environment now).
+    pub fn effective(plugin: &str, request: &Capabilities, grant: &PluginConfig) -> (Grants, Vec<Missing>) {
+        let mut out = Grants::default();
+        let mut missing = Vec::new();
+        for req in &request.fs {
+            match grant.fs.iter().find(|g| g.name == req.path) {
+                Some(g) => {
+                    let mode = req.mode.min(g.mode);
+                    out.fs.push(FsGrant { mode, ..g.clone() });
+                    if mode < req.mode {
+                        missing.push(Missing {
+                            what: format!("fs {}:{} (granted {})", req.path, req.mode, g.mode),
+                            how: fs_hint(plugin, &req.path, req.mode),
+                        });
+                    }
+                }
+                None => missing.push(Missing {
+                    what: format!("fs {}:{}", req.path, req.mode),
+                    how: fs_hint(plugin, &req.path, req.mode),
+                }),
+            }
+        }
+        for var in &request.env {
+            if grant.env.iter().any(|g| g == var) {
+                if let Ok(value) = std::env::var(var) {
+                    out.env.push((var.clone(), value));
+                }
+            } else {
+                missing.push(Missing {
+                    what: format!("env {var}"),
+                    how: format!("[plugin.{plugin}] env = [\"{var}\"]  (or --allow-env {plugin}={var})"),
+                });
+            }
+        }
+        for host in &request.net {
+            missing.push(Missing {
+                what: format!("net {host}"),
+                how: "network grants are not supported by this host version".into(),
+            });
+        }
+        for secret in &request.secrets {
+            missing.push(Missing {
+                what: format!("secret {secret}"),
+                how: "secret grants are not supported by this host version".into(),
+            });
+        }
+        (out, missing)
+    }
+
+    /// A fresh WASI context with exactly these grants (see the module docs for the defaults).
+    pub fn wasi_ctx(&self, stdout: CappedPipe, stderr: CappedPipe) -> io::Result<WasiCtx> {
+        let mut b = WasiCtxBuilder::new();
+        b.stdout(stdout).stderr(stderr);
+        b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        // Bound what a guest can make the host allocate through `get-random-bytes`.
+        b.max_random_size(1024 * 1024);
+        for (k, v) in &self.env {
+            b.env(k, v);
+        }
+        for fs in &self.fs {
+            let perms = match fs.mode {
+                FsMode::ReadOnly => FsPerms::ReadOnly,
+                FsMode::ReadWrite => FsPerms::ReadWrite,
+            };
+            b.preopened_dir(&fs.host_path, fs.guest_path(), perms).map_err(|e| {
+                io::Error::other(format!(
+                    "cannot open granted directory {} ({}): {e}",
+                    fs.host_path.display(),
+                    fs.name
+                ))
+            })?;
+        }
+        Ok(b.build())
+    }
+}
+
+fn fs_hint(plugin: &str, name: &str, mode: FsMode) -> String {
+    if name == "workspace" {
+        let flag = if mode == FsMode::ReadWrite { "--allow-write" } else { "--allow-read" };
+        format!(
+            "[plugin.{plugin}] fs = [{{ path = \"workspace\", mode = \"{mode}\" }}]  (or {flag} {plugin})"
+        )
+    } else {
+        format!("[plugin.{plugin}] fs = [{{ path = \"/some/dir\", name = \"{name}\", mode = \"{mode}\" }}]")
+    }
+}
+
+/// Store data for one call.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: MemoryLimiter,
+    pub plugin: Arc<str>,
+    pub tool: String,
+}
+
+impl HostState {
+    pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String) -> Self {
+        HostState { wasi, table: ResourceTable::new(), limiter, plugin, tool }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps the total linear memory (and table size) of one call's store, and remembers whether
+/// the cap was hit so the outcome can say "memory limit" rather than a generic trap.
+#[derive(Debug)]
+pub struct MemoryLimiter {
+    limit: usize,
+    used: usize,
+    pub hit: bool,
+}
+
+/// Raised into the guest when it grows past its memory limit.
+#[derive(Debug, thiserror::Error)]
+#[error("memory limit of {limit_mb} MiB exceeded (tried to grow to {wanted_mb} MiB)")]
+pub struct MemoryLimitExceeded {
+    pub limit_mb: u64,
+    pub wanted_mb: u64,
+}
+
+impl MemoryLimiter {
+    pub fn new(limit_mb: u64) -> Self {
+        MemoryLimiter { limit: (limit_mb as usize).saturating_mul(1024 * 1024), used: 0, hit: false }
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.used.saturating_add(desired.saturating_sub(current));
+        if total > self.limit {
+            self.hit = true;
+            return Err(wasmtime::Error::new(MemoryLimitExceeded {
+                limit_mb: (self.limit / (1024 * 1024)) as u64,
+                wanted_mb: (total / (1024 * 1024)) as u64,
+            }));
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables cost a pointer per element; 1M elements is far beyond any real plugin.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Captures a guest's stdout or stderr: keeps the first `cap` bytes, counts and drops the rest.
+/// Never fails a write, so a chatty guest is not turned into a crashing one.
+#[derive(Clone)]
+pub struct CappedPipe {
+    inner: Arc<Mutex<Captured>>,
+}
+
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    dropped: usize,
+    cap: usize,
+}
+
+impl CappedPipe {
+    pub fn new(cap: usize) -> Self {
+        CappedPipe { inner: Arc::new(Mutex::new(Captured { cap, ..Default::default() })) }
+    }
+
+    fn push(&self, buf: &[u8]) {
+        let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let room = c.cap.saturating_sub(c.bytes.len());
+        let take = room.min(buf.len());
+        c.bytes.extend_from_slice(&buf[..take]);
+        c.dropped += buf.len() - take;
+    }
+
+    /// What was captured, as lossy UTF-8, and how many bytes were dropped.
+    pub fn take(&self) -> (String, usize) {
+        let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = std::mem::take(&mut c.bytes);
+        (String::from_utf8_lossy(&bytes).into_owned(), std::mem::take(&mut c.dropped))
+    }
+}
+
+impl IsTerminal for CappedPipe {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CappedPipe {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for CappedPipe {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for CappedPipe {
+    fn write(&mut self, bytes: bytes::Bytes) -> Result<(), StreamError> {
+        self.push(&bytes);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        Ok(64 * 1024)
+    }
+}
+
+impl tokio::io::AsyncWrite for CappedPipe {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.push(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::FsRequest;
+    use std::path::PathBuf;
+
+    fn grant(mode: FsMode) -> PluginConfig {
+        PluginConfig {
+            fs: vec![FsGrant { name: "workspace".into(), host_path: PathBuf::from("/ws"), mode }],
+            ..Default::default()
+        }
+    }
+
+    fn request(mode: FsMode) -> Capabilities {
+        Capabilities { fs: vec![FsRequest { path: "workspace".into(), mode }], ..Default::default() }
+    }
+
+    #[test]
+    fn effective_is_the_intersection() {
+        let (g, missing) = Grants::effective("files", &request(FsMode::ReadWrite), &grant(FsMode::ReadOnly));
+        assert_eq!(g.fs[0].mode, FsMode::ReadOnly);
+        assert_eq!(missing.len(), 1, "rw requested, ro granted: the difference is reported");
+        let (g, missing) = Grants::effective("files", &request(FsMode::ReadOnly), &grant(FsMode::ReadWrite));
+        assert_eq!(g.fs[0].mode, FsMode::ReadOnly, "never more than requested");
+        assert!(missing.is_empty());
+        let (g, missing) = Grants::effective("files", &Capabilities::default(), &grant(FsMode::ReadWrite));
+        assert!(g.fs.is_empty(), "a grant the plugin did not request is not given");
+        assert!(missing.is_empty());
+        let (g, missing) = Grants::effective("files", &request(FsMode::ReadOnly), &PluginConfig::default());
+        assert!(g.fs.is_empty());
+        assert!(missing[0].how.contains("--allow-read files"), "{:?}", missing[0]);
+    }
+
+    #[test]
+    fn env_needs_request_and_grant() {
+        // SAFETY-free: reads PATH, which every test environment has.
+        let req = Capabilities { env: vec!["PATH".into(), "HOME".into()], ..Default::default() };
+        let grant = PluginConfig { env: vec!["PATH".into(), "SHELL".into()], ..Default::default() };
+        let (g, missing) = Grants::effective("p", &req, &grant);
+        assert_eq!(g.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["PATH"]);
+        assert_eq!(missing[0].what, "env HOME");
+    }
+
+    #[test]
+    fn capped_pipe_keeps_a_prefix_and_counts_the_rest() {
+        let p = CappedPipe::new(4);
+        p.push(b"abcdef");
+        p.push(b"gh");
+        assert_eq!(p.take(), ("abcd".to_string(), 4));
+    }
+
+    #[test]
+    fn limiter_counts_all_memories() {
+        let mut l = MemoryLimiter::new(1);
+        assert!(l.memory_growing(0, 600 * 1024, None).unwrap());
+        assert!(l.memory_growing(0, 300 * 1024, None).unwrap());
+        assert!(l.memory_growing(0, 200 * 1024, None).is_err());
+        assert!(l.hit);
+    }
+}

@@ -1,0 +1,719 @@
+//! The `#[toolhost_sdk::plugin]` attribute: turns a module of ordinary Rust functions into a
+//! toolhost plugin (embedded manifest, WIT export and argument dispatch), so a tool's
+//! declaration and its implementation can never drift apart.
+//!
+//! Use it through `toolhost-sdk`, which re-exports it and everything the expansion names.
+//! Every misuse is reported as a `syn::Error` at the offending span, never as a panic.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote, quote_spanned};
+use serde_json::{Map, Value, json};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Expr, ExprLit, FnArg, GenericArgument, Item, ItemFn, ItemMod, Lit, Meta, Pat, PathArguments,
+    Token, Type,
+};
+
+/// Manifest format version written by this SDK (the host accepts exactly the versions it knows).
+const FORMAT: u64 = 1;
+/// Name of the custom section that carries the manifest.
+const SECTION: &str = "toolhost-manifest";
+
+/// Make the functions marked `#[tool]` inside this module the tools of a toolhost plugin.
+///
+/// See the `toolhost-sdk` crate documentation for the full reference.
+#[proc_macro_attribute]
+pub fn plugin(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr = TokenStream2::from(attr);
+    let item = TokenStream2::from(item);
+    match expand(attr, item) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+/// `#[tool]` outside a `#[toolhost_sdk::plugin]` module is a mistake; say so at its span.
+#[proc_macro_attribute]
+pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = TokenStream2::from(item);
+    let err = syn::Error::new(
+        Span::call_site(),
+        "`#[tool]` only works on functions inside a `#[toolhost_sdk::plugin] mod … { }` module",
+    )
+    .to_compile_error();
+    quote!(#err #item).into()
+}
+
+/// One `key = value` or bare `key` option of `#[plugin(...)]` or `#[tool(...)]`.
+struct Opt {
+    key: syn::Ident,
+    value: Option<Expr>,
+}
+
+impl Parse for Opt {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let key: syn::Ident = input.parse()?;
+        let value = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(Opt { key, value })
+    }
+}
+
+fn parse_opts(tokens: TokenStream2) -> syn::Result<Vec<Opt>> {
+    let parser = Punctuated::<Opt, Token![,]>::parse_terminated;
+    Ok(syn::parse::Parser::parse2(parser, tokens)?.into_iter().collect())
+}
+
+fn lit_str(opt: &Opt) -> syn::Result<String> {
+    match &opt.value {
+        Some(Expr::Lit(ExprLit { lit: Lit::Str(s), .. })) => Ok(s.value()),
+        Some(other) => Err(syn::Error::new_spanned(other, format!("`{}` takes a string literal", opt.key))),
+        None => Err(syn::Error::new_spanned(
+            &opt.key,
+            format!("`{}` needs a value: `{} = \"…\"`", opt.key, opt.key),
+        )),
+    }
+}
+
+fn lit_u64(opt: &Opt) -> syn::Result<u64> {
+    match &opt.value {
+        Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. })) => {
+            let n: u64 = i.base10_parse()?;
+            if n == 0 {
+                return Err(syn::Error::new_spanned(i, format!("`{}` must be at least 1", opt.key)));
+            }
+            Ok(n)
+        }
+        Some(other) => Err(syn::Error::new_spanned(other, format!("`{}` takes a positive integer", opt.key))),
+        None => Err(syn::Error::new_spanned(
+            &opt.key,
+            format!("`{}` needs a value: `{} = 1000`", opt.key, opt.key),
+        )),
+    }
+}
+
+fn flag(opt: &Opt) -> syn::Result<bool> {
+    match &opt.value {
+        None => Ok(true),
+        Some(Expr::Lit(ExprLit { lit: Lit::Bool(b), .. })) => Ok(b.value),
+        Some(other) => Err(syn::Error::new_spanned(
+            other,
+            format!("`{}` is a flag: write `{}` or `{} = false`", opt.key, opt.key, opt.key),
+        )),
+    }
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let mut module: ItemMod = syn::parse2(item).map_err(|e| {
+        syn::Error::new(e.span(), "`#[toolhost_sdk::plugin]` goes on an inline module: `mod my_tools { … }`")
+    })?;
+    let Some((_, items)) = module.content.as_mut() else {
+        return Err(syn::Error::new_spanned(
+            &module,
+            "`#[toolhost_sdk::plugin]` needs an inline module body (`mod name { … }`), not `mod name;`",
+        ));
+    };
+
+    let mut plugin = Map::new();
+    plugin.insert("format".into(), json!(FORMAT));
+    plugin.insert("name".into(), json!(std::env::var("CARGO_PKG_NAME").unwrap_or_default()));
+    plugin.insert("version".into(), json!(std::env::var("CARGO_PKG_VERSION").unwrap_or_default()));
+    plugin.insert("description".into(), json!(std::env::var("CARGO_PKG_DESCRIPTION").unwrap_or_default()));
+    let mut caps = Capabilities::default();
+    for opt in parse_opts(attr)? {
+        match opt.key.to_string().as_str() {
+            "name" | "version" | "description" => {
+                let v = lit_str(&opt)?;
+                if opt.key == "name" && !is_plugin_name(&v) {
+                    return Err(syn::Error::new_spanned(
+                        &opt.value,
+                        "plugin name must match [A-Za-z_][A-Za-z0-9_-]*",
+                    ));
+                }
+                plugin.insert(opt.key.to_string(), json!(v));
+            }
+            "fs" => caps.fs.push(parse_fs(&opt)?),
+            "env" => caps.env.push(lit_str(&opt)?),
+            "net" => caps.net.push(lit_str(&opt)?),
+            "secret" => caps.secrets.push(lit_str(&opt)?),
+            other => {
+                return Err(syn::Error::new_spanned(
+                    &opt.key,
+                    format!(
+                        "unknown plugin option `{other}`; expected one of: name, version, description, fs, env, net, secret"
+                    ),
+                ));
+            }
+        }
+    }
+    plugin.insert("capabilities".into(), caps.to_json());
+
+    let mod_name = &module.ident;
+    let mut tools_json = Vec::new();
+    let mut arms = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for item in items.iter_mut() {
+        let Item::Fn(func) = item else { continue };
+        let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
+            continue;
+        };
+        let tool_attr = func.attrs.remove(pos);
+        let tool = Tool::from_fn(func, &tool_attr)?;
+        if !seen.insert(tool.name.clone()) {
+            return Err(syn::Error::new_spanned(
+                &func.sig.ident,
+                format!("tool name `{}` is used twice in this plugin", tool.name),
+            ));
+        }
+        if !matches!(func.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_)) {
+            return Err(syn::Error::new_spanned(
+                &func.sig.ident,
+                "a `#[tool]` function must be visible to the plugin: write `pub fn` (or `pub(crate) fn`)",
+            ));
+        }
+        tools_json.push(tool.manifest());
+        arms.push(tool.dispatch_arm(mod_name, &func.sig.ident));
+    }
+    if tools_json.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &module.ident,
+            "this plugin declares no tools: mark at least one `pub fn` in the module with `#[tool]`",
+        ));
+    }
+    plugin.insert("tools".into(), Value::Array(tools_json));
+    let manifest = serde_json::to_string(&Value::Object(plugin))
+        .map_err(|e| syn::Error::new(Span::call_site(), format!("cannot encode manifest: {e}")))?;
+    let bytes = syn::LitByteStr::new(manifest.as_bytes(), Span::call_site());
+    let len = manifest.len();
+    let section = SECTION;
+
+    Ok(quote! {
+        #module
+
+        #[doc(hidden)]
+        const _: () = {
+            // The manifest travels inside the .wasm as a custom section, so the host can read it
+            // without compiling or running the plugin.
+            #[unsafe(link_section = #section)]
+            #[used]
+            static __TOOLHOST_MANIFEST: [u8; #len] = *#bytes;
+
+            struct __ToolhostPlugin;
+
+            impl ::toolhost_sdk::__private::Guest for __ToolhostPlugin {
+                fn call(
+                    tool: ::std::string::String,
+                    args: ::std::vec::Vec<::std::string::String>,
+                ) -> ::std::result::Result<::std::string::String, ::std::string::String> {
+                    let mut args = ::toolhost_sdk::__private::Args::new(&tool, args);
+                    match tool.as_str() {
+                        #(#arms)*
+                        other => ::std::result::Result::Err(::std::format!(
+                            "this plugin has no tool named `{}`", other
+                        )),
+                    }
+                }
+            }
+
+            ::toolhost_sdk::__bindings::__export_plugin!(__ToolhostPlugin with_types_in ::toolhost_sdk::__bindings);
+        };
+    })
+}
+
+fn is_plugin_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric())
+}
+
+#[derive(Default)]
+struct Capabilities {
+    fs: Vec<Value>,
+    env: Vec<String>,
+    net: Vec<String>,
+    secrets: Vec<String>,
+}
+
+impl Capabilities {
+    fn to_json(&self) -> Value {
+        json!({ "fs": self.fs, "env": self.env, "net": self.net, "secrets": self.secrets })
+    }
+}
+
+/// `fs = "workspace:rw"` / `fs = "docs:ro"`.
+fn parse_fs(opt: &Opt) -> syn::Result<Value> {
+    let v = lit_str(opt)?;
+    let (name, mode) = v.split_once(':').unwrap_or((v.as_str(), "ro"));
+    if !matches!(mode, "ro" | "rw") || name.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &opt.value,
+            "`fs` takes \"NAME:ro\" or \"NAME:rw\", e.g. `fs = \"workspace:rw\"`",
+        ));
+    }
+    Ok(json!({ "path": name, "mode": mode }))
+}
+
+/// What the macro learned about one `#[tool]` function.
+struct Tool {
+    name: String,
+    description: String,
+    params: Vec<Param>,
+    rest: bool,
+    danger: bool,
+    read_only: bool,
+    output_limit: Option<u64>,
+    category: Option<String>,
+}
+
+struct Param {
+    name: String,
+    description: String,
+    kind: ParamKind,
+    optional: bool,
+    /// JSON Schema for the param: a type name or a full schema.
+    schema: Value,
+    span: Span,
+}
+
+#[derive(PartialEq)]
+enum ParamKind {
+    Text,
+    Json,
+}
+
+impl Tool {
+    fn from_fn(func: &mut ItemFn, attr: &Attribute) -> syn::Result<Self> {
+        let mut tool = Tool {
+            name: func.sig.ident.to_string(),
+            description: String::new(),
+            params: Vec::new(),
+            rest: false,
+            danger: false,
+            read_only: false,
+            output_limit: None,
+            category: None,
+        };
+        if let Meta::List(list) = &attr.meta {
+            for opt in parse_opts(list.tokens.clone())? {
+                match opt.key.to_string().as_str() {
+                    "name" => {
+                        let n = lit_str(&opt)?;
+                        if !is_ident(&n) {
+                            return Err(syn::Error::new_spanned(
+                                &opt.value,
+                                "tool name must match [A-Za-z_][A-Za-z0-9_]*",
+                            ));
+                        }
+                        tool.name = n;
+                    }
+                    "danger" => tool.danger = flag(&opt)?,
+                    "read_only" => tool.read_only = flag(&opt)?,
+                    "rest" => tool.rest = flag(&opt)?,
+                    "output_limit" => tool.output_limit = Some(lit_u64(&opt)?),
+                    "category" => tool.category = Some(lit_str(&opt)?),
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            &opt.key,
+                            format!(
+                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if func.sig.asyncness.is_some() {
+            return Err(syn::Error::new_spanned(func.sig.asyncness, "tools are synchronous: remove `async`"));
+        }
+        if !func.sig.generics.params.is_empty() {
+            return Err(syn::Error::new_spanned(&func.sig.generics, "a tool function cannot be generic"));
+        }
+        let docs = doc_lines(&func.attrs);
+        let (description, param_docs) = split_docs(&docs);
+        if description.is_empty() {
+            return Err(syn::Error::new_spanned(
+                &func.sig.ident,
+                "a tool needs a doc comment: its first paragraph is the description the model reads",
+            ));
+        }
+        tool.description = description;
+
+        for input in func.sig.inputs.iter_mut() {
+            let FnArg::Typed(pat_ty) = input else {
+                return Err(syn::Error::new_spanned(input, "a tool is a free function: no `self`"));
+            };
+            let Pat::Ident(pat_ident) = &*pat_ty.pat else {
+                return Err(syn::Error::new_spanned(
+                    &pat_ty.pat,
+                    "tool parameters must be plain names (`path: String`), not patterns",
+                ));
+            };
+            let name = pat_ident.ident.to_string().trim_start_matches("r#").to_string();
+            // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type.
+            let mut schema_override = None;
+            let mut kept = Vec::new();
+            for a in pat_ty.attrs.drain(..) {
+                if a.path().is_ident("schema") {
+                    let Meta::NameValue(nv) = &a.meta else {
+                        return Err(syn::Error::new_spanned(&a, "write `#[schema = r#\"{…}\"#]`"));
+                    };
+                    let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value else {
+                        return Err(syn::Error::new_spanned(
+                            &nv.value,
+                            "`schema` takes a string literal holding JSON",
+                        ));
+                    };
+                    let v: Value = serde_json::from_str(&s.value()).map_err(|e| {
+                        syn::Error::new_spanned(s, format!("`schema` is not valid JSON: {e}"))
+                    })?;
+                    schema_override = Some(v);
+                } else {
+                    kept.push(a);
+                }
+            }
+            pat_ty.attrs = kept;
+            let (kind, optional, mut schema) = classify(&pat_ty.ty)?;
+            if let Some(s) = schema_override {
+                if kind == ParamKind::Text {
+                    return Err(syn::Error::new_spanned(
+                        &pat_ty.ty,
+                        "`#[schema]` is for JSON parameters; a `String` parameter is always plain text",
+                    ));
+                }
+                schema = s;
+            }
+            let description =
+                param_docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone()).unwrap_or_default();
+            tool.params.push(Param { name, description, kind, optional, schema, span: pat_ty.ty.span() });
+        }
+        for (doc_name, _) in &param_docs {
+            if !tool.params.iter().any(|p| &p.name == doc_name) {
+                return Err(syn::Error::new_spanned(
+                    &func.sig.ident,
+                    format!(
+                        "the doc comment describes a parameter `{doc_name}` that this function does not have"
+                    ),
+                ));
+            }
+        }
+        // Optional parameters may only trail: the model leaves them off the end.
+        let mut seen_optional = false;
+        for p in &tool.params {
+            if p.optional {
+                seen_optional = true;
+            } else if seen_optional {
+                return Err(syn::Error::new(
+                    p.span,
+                    "a required parameter cannot follow an `Option<…>` parameter",
+                ));
+            }
+        }
+        if tool.rest {
+            match tool.params.last() {
+                None => {
+                    return Err(syn::Error::new_spanned(
+                        &func.sig,
+                        "`rest` needs at least one parameter: the last one takes the remaining arguments",
+                    ));
+                }
+                Some(p) if p.kind != ParamKind::Text || p.optional => {
+                    return Err(syn::Error::new(
+                        p.span,
+                        "with `rest`, the last parameter must be a `String`: it receives the remaining arguments joined with `,`",
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(tool)
+    }
+
+    fn manifest(&self) -> Value {
+        let params: Vec<Value> = self
+            .params
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "type": p.schema,
+                    "description": p.description,
+                    "optional": p.optional,
+                })
+            })
+            .collect();
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        m.insert("description".into(), json!(self.description));
+        m.insert("params".into(), Value::Array(params));
+        m.insert("argCount".into(), json!(self.params.len()));
+        m.insert(
+            "parseJson".into(),
+            json!(self.params.iter().map(|p| p.kind == ParamKind::Json).collect::<Vec<_>>()),
+        );
+        m.insert("rest".into(), json!(self.rest));
+        if let Some(limit) = self.output_limit {
+            m.insert("outputLimit".into(), json!(limit));
+        }
+        m.insert("danger".into(), json!(self.danger));
+        m.insert("readOnly".into(), json!(self.read_only));
+        if let Some(c) = &self.category {
+            m.insert("category".into(), json!(c));
+        }
+        Value::Object(m)
+    }
+
+    fn dispatch_arm(&self, module: &syn::Ident, func: &syn::Ident) -> TokenStream2 {
+        let tool = &self.name;
+        let mut lets = Vec::new();
+        let mut idents = Vec::new();
+        for (i, p) in self.params.iter().enumerate() {
+            let var = format_ident!("__arg_{}", i);
+            let pname = &p.name;
+            let getter = match (&p.kind, p.optional) {
+                (ParamKind::Text, false) => quote!(args.text(#i, #pname)),
+                (ParamKind::Text, true) => quote!(args.opt_text(#i)),
+                (ParamKind::Json, false) => quote!(args.json(#i, #pname)),
+                (ParamKind::Json, true) => quote!(args.opt_json(#i, #pname)),
+            };
+            lets.push(quote_spanned!(p.span=> let #var = #getter?;));
+            idents.push(var);
+        }
+        quote! {
+            #tool => {
+                #(#lets)*
+                ::toolhost_sdk::__private::IntoToolResult::into_tool_result(#module::#func(#(#idents),*))
+            }
+        }
+    }
+}
+
+/// How a parameter's Rust type maps onto the manifest: text or JSON, optional, and its schema.
+fn classify(ty: &Type) -> syn::Result<(ParamKind, bool, Value)> {
+    if let Type::Reference(r) = ty {
+        return Err(syn::Error::new_spanned(
+            r,
+            "tool parameters are owned values: use `String` instead of `&str` (or an owned JSON type)",
+        ));
+    }
+    let Type::Path(tp) = ty else {
+        return Err(syn::Error::new_spanned(
+            ty,
+            "unsupported parameter type: use `String` for text or a `serde::Deserialize` type for JSON",
+        ));
+    };
+    let Some(last) = tp.path.segments.last() else {
+        return Err(syn::Error::new_spanned(ty, "unsupported parameter type"));
+    };
+    let name = last.ident.to_string();
+    if name == "Option" {
+        let PathArguments::AngleBracketed(args) = &last.arguments else {
+            return Err(syn::Error::new_spanned(ty, "write `Option<T>`"));
+        };
+        let Some(GenericArgument::Type(inner)) = args.args.first() else {
+            return Err(syn::Error::new_spanned(ty, "write `Option<T>`"));
+        };
+        if matches!(inner, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option")) {
+            return Err(syn::Error::new_spanned(
+                ty,
+                "`Option<Option<…>>` is not a meaningful tool parameter",
+            ));
+        }
+        let (kind, _, schema) = classify(inner)?;
+        return Ok((kind, true, schema));
+    }
+    let schema = match name.as_str() {
+        "String" => return Ok((ParamKind::Text, false, json!("string"))),
+        "str" => {
+            return Err(syn::Error::new_spanned(ty, "use `String` instead of `str`"));
+        }
+        "bool" => json!("boolean"),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => {
+            json!("integer")
+        }
+        "f32" | "f64" => json!("number"),
+        "Vec" | "VecDeque" | "HashSet" | "BTreeSet" => json!("array"),
+        "Value" => json!({}),
+        _ => json!("object"),
+    };
+    Ok((ParamKind::Json, false, schema))
+}
+
+fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .flat_map(|s| s.lines().map(|l| l.strip_prefix(' ').unwrap_or(l).to_string()).collect::<Vec<_>>())
+        .collect()
+}
+
+/// First paragraph → description; lines like ``- `path`: text`` or ``* `path` - text`` → param docs.
+fn split_docs(lines: &[String]) -> (String, Vec<(String, String)>) {
+    let mut description = Vec::new();
+    let mut in_first_paragraph = true;
+    let mut params: Vec<(String, String)> = Vec::new();
+    for line in lines {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("- `").or_else(|| t.strip_prefix("* `"))
+            && let Some((name, after)) = rest.split_once('`')
+        {
+            let desc = after.trim_start().trim_start_matches([':', '-', '—']).trim().to_string();
+            params.push((name.to_string(), desc));
+            in_first_paragraph = false;
+            continue;
+        }
+        if t.is_empty() {
+            if !description.is_empty() {
+                in_first_paragraph = false;
+            }
+            continue;
+        }
+        if t.starts_with('#') {
+            in_first_paragraph = false;
+            continue;
+        }
+        if in_first_paragraph {
+            description.push(t.to_string());
+        } else if let Some(last) = params.last_mut() {
+            // Continuation line of a param description.
+            if !line.starts_with(|c: char| c.is_whitespace()) {
+                continue;
+            }
+            last.1.push(' ');
+            last.1.push_str(t);
+        }
+    }
+    (description.join(" "), params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(attr: &str, item: &str) -> Result<String, String> {
+        let attr: TokenStream2 = attr.parse().unwrap();
+        let item: TokenStream2 = item.parse().unwrap();
+        expand(attr, item).map(|t| t.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn manifest_of(item: &str) -> Value {
+        let out = expand_str("name = \"demo\"", item).expect("expands");
+        // The manifest is the byte string literal in the expansion.
+        let start = out.find("b\"").expect("byte string") + 2;
+        let end = out[start..].find("\" ;").expect("end of byte string") + start;
+        let raw = &out[start..end];
+        let unescaped = raw.replace("\\\"", "\"").replace("\\\\", "\\");
+        serde_json::from_str(&unescaped).expect("manifest json")
+    }
+
+    #[test]
+    fn doc_comment_and_signature_become_manifest() {
+        let m = manifest_of(
+            r#"mod t {
+                /// Split a task into subtasks.
+                ///
+                /// - `title`: the task title
+                /// - `subtasks`: JSON array of subtasks
+                #[tool(category = "task", output_limit = 500)]
+                pub fn split_task(title: String, subtasks: Vec<Sub>, days: Option<u32>) -> Result<String, String> { todo!() }
+            }"#,
+        );
+        let t = &m["tools"][0];
+        assert_eq!(m["name"], "demo");
+        assert_eq!(m["format"], 1);
+        assert_eq!(t["name"], "split_task");
+        assert_eq!(t["description"], "Split a task into subtasks.");
+        assert_eq!(t["argCount"], 3);
+        assert_eq!(t["parseJson"], json!([false, true, true]));
+        assert_eq!(t["params"][0]["description"], "the task title");
+        assert_eq!(t["params"][1]["type"], "array");
+        assert_eq!(t["params"][2]["optional"], true);
+        assert_eq!(t["params"][2]["type"], "integer");
+        assert_eq!(t["outputLimit"], 500);
+        assert_eq!(t["category"], "task");
+        assert_eq!(t["danger"], false);
+    }
+
+    #[test]
+    fn danger_and_rest_flags() {
+        let m = manifest_of(
+            r#"mod t {
+                /// Search.
+                #[tool(rest, danger)]
+                pub fn search(query: String) -> String { query }
+            }"#,
+        );
+        assert_eq!(m["tools"][0]["rest"], true);
+        assert_eq!(m["tools"][0]["danger"], true);
+    }
+
+    #[test]
+    fn misuse_is_an_error_not_a_panic() {
+        let cases = [
+            ("", "mod t { /// d\n #[tool] pub fn a(x: &str) -> String { todo!() } }", "use `String`"),
+            ("", "mod t { #[tool] pub fn a() -> String { todo!() } }", "needs a doc comment"),
+            (
+                "",
+                "mod t { /// d\n #[tool(rest)] pub fn a(x: u32) -> String { todo!() } }",
+                "must be a `String`",
+            ),
+            ("", "mod t { /// d\n #[tool(bogus)] pub fn a() -> String { todo!() } }", "unknown tool option"),
+            (
+                "",
+                "mod t { /// d\n #[tool(output_limit = 0)] pub fn a() -> String { todo!() } }",
+                "at least 1",
+            ),
+            (
+                "",
+                "mod t { /// d\n #[tool] pub fn a(x: Option<String>, y: String) -> String { todo!() } }",
+                "cannot follow",
+            ),
+            ("", "mod t { fn helper() {} }", "declares no tools"),
+            ("", "mod t { /// d\n #[tool] fn a() -> String { todo!() } }", "pub fn"),
+            (
+                "",
+                "mod t { /// d\n /// - `nope`: x\n #[tool] pub fn a() -> String { todo!() } }",
+                "does not have",
+            ),
+            (
+                "bogus = 1",
+                "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }",
+                "unknown plugin option",
+            ),
+            (
+                "fs = \"workspace:rwx\"",
+                "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }",
+                "NAME:ro",
+            ),
+            ("", "fn not_a_module() {}", "inline module"),
+            (
+                "",
+                "mod t { /// d\n #[tool(name = \"a\")] pub fn a() -> String { todo!() }\n /// d\n #[tool(name = \"a\")] pub fn b() -> String { todo!() } }",
+                "used twice",
+            ),
+        ];
+        for (attr, item, want) in cases {
+            let err = expand_str(attr, item).expect_err(item);
+            assert!(err.contains(want), "for {item}: expected {want:?} in {err:?}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The `toolhost` binary, driven as a user would.
+
+use crate::support::{Env, component};
+use std::process::{Command, Output, Stdio};
+
+fn toolhost(env: &Env, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(args)
+        .current_dir(env.workspace.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run toolhost")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_explains_the_commands_and_grants() {
+    let env = Env::with(&[]);
+    let out = toolhost(&env, &["--help"]);
+    let help = stdout(&out);
+    for word in ["list", "inspect", "call", "--allow-write", "--config", "Nothing is granted"] {
+        assert!(help.contains(word), "--help lacks {word}:\n{help}");
+    }
+}
+
+#[test]
+fn list_shows_tools_grants_and_failures() {
+    let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    std::fs::write(env.plugins.path().join("broken.wasm"), b"nope").unwrap();
+    let out = toolhost(&env, &["--allow-read", "text", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("delete(path)") && text.contains("danger"), "{text}");
+    assert!(text.contains("split_task(title, subtasks: json)"), "{text}");
+    assert!(text.contains("missing:   fs workspace:rw"), "{text}");
+    assert!(text.contains("fs workspace:ro →"), "{text}");
+    assert!(text.contains("! broken.wasm: not a WebAssembly file"), "{text}");
+
+    let out = toolhost(&env, &["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["plugins"].as_array().unwrap().len(), 2);
+    assert_eq!(v["failures"][0]["reason"].as_str().unwrap().split(' ').next(), Some("not"));
+    let files = v["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
+    assert_eq!(files["tools"].as_array().unwrap().len(), 7);
+}
+
+#[test]
+fn inspect_reads_the_manifest_without_running_code() {
+    let env = Env::with(&[]);
+    // A component whose instantiation would trap immediately: inspect must not care.
+    let trap = env.workspace.path().join("trap.wasm");
+    let manifest = r#"{"format":1,"name":"trappy","version":"9.9.9","tools":[{"name":"boom","description":"Would trap on start.","argCount":0}]}"#;
+    std::fs::write(
+        &trap,
+        component(
+            "(component (core module $m (func $s unreachable) (start $s)) (core instance (instantiate $m)))",
+            Some(manifest),
+        ),
+    )
+    .unwrap();
+    let out = toolhost(&env, &["inspect", trap.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("plugin trappy 9.9.9") && stdout(&out).contains("boom()"),
+        "{}",
+        stdout(&out)
+    );
+    let out = toolhost(&env, &["inspect", "--json", plugin_artifacts::FILES]);
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m["name"], "files");
+    assert_eq!(m["tools"][0]["argCount"], 1);
+
+    let garbage = env.workspace.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"xx").unwrap();
+    let out = toolhost(&env, &["inspect", garbage.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("garbage.wasm") && stderr(&out).contains("not a WebAssembly file"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn call_with_quick_grants_and_exit_codes() {
+    let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    // No grant: the call fails and says how to grant.
+    let out = toolhost(&env, &["call", "write", "notes.txt", "hello, world"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--allow-write files"), "{}", stderr(&out));
+    assert!(!env.ws("notes.txt").exists());
+
+    let out = toolhost(&env, &["--allow-write", "files", "call", "write", "notes.txt", "hello, world"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(env.ws("notes.txt")).unwrap(), "hello, world");
+
+    // Dangerous without --yes and without a terminal: denied, exit 1, file kept.
+    let out = toolhost(&env, &["--allow-write", "files", "call", "delete", "notes.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error[denied]"), "{}", stderr(&out));
+    assert!(env.ws("notes.txt").exists());
+    let out = toolhost(&env, &["--allow-write", "files", "call", "--yes", "delete", "notes.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!env.ws("notes.txt").exists());
+
+    let out = toolhost(&env, &["call", "--json", "echo", "a", "b"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v, serde_json::json!({"success": true, "data": "a,b"}));
+
+    let out = toolhost(&env, &["call", "--json", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "unknown_tool");
+}
+
+#[test]
+fn config_errors_name_the_file_and_key() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let cfg = env.workspace.path().join("toolhost.toml");
+    std::fs::write(&cfg, "[limits]\ntimeout = 3\n").unwrap();
+    let out = toolhost(&env, &["--config", cfg.to_str().unwrap(), "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("toolhost.toml") && e.contains("unknown field `timeout`"), "{e}");
+}

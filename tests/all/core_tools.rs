@@ -1,0 +1,165 @@
+//! Every example tool called through the executor, and the call semantics around them:
+//! arity, JSON arguments, `rest`, danger policy, output limits, grants.
+
+use crate::support::{Env, call, err, ok};
+use toolhost::ErrorKind;
+use toolhost::config::DangerPolicy;
+use toolhost::manifest::FsMode;
+
+fn files_env() -> Env {
+    let mut env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    env.config.grant_workspace("files", FsMode::ReadWrite);
+    env.config.grant_workspace("text", FsMode::ReadOnly);
+    env
+}
+
+#[tokio::test]
+async fn files_tools_work_inside_the_workspace() {
+    let env = files_env();
+    let host = env.host_yes();
+    std::fs::write(env.ws("hello.txt"), "hi there").unwrap();
+
+    assert_eq!(ok(&call(&host, "ls", &["."]).await), "hello.txt");
+    assert_eq!(ok(&call(&host, "read", &["hello.txt"]).await), "hi there");
+    ok(&call(&host, "mkdir", &["notes/daily"]).await);
+    // `write` is a rest tool: extra args are the content's commas.
+    ok(&call(&host, "write", &["notes/daily/a.txt", "apples", " pears", " plums"]).await);
+    assert_eq!(std::fs::read_to_string(env.ws("notes/daily/a.txt")).unwrap(), "apples, pears, plums");
+    ok(&call(&host, "copy", &["notes/daily/a.txt", "b.txt"]).await);
+    assert_eq!(std::fs::read_to_string(env.ws("b.txt")).unwrap(), "apples, pears, plums");
+    ok(&call(&host, "rename", &["b.txt", "c.txt"]).await);
+    assert!(!env.ws("b.txt").exists() && env.ws("c.txt").exists());
+    assert_eq!(ok(&call(&host, "ls", &["."]).await), "c.txt\nhello.txt\nnotes/");
+    ok(&call(&host, "delete", &["notes"]).await);
+    assert!(!env.ws("notes").exists());
+
+    let e = err(&call(&host, "read", &["missing.txt"]).await, ErrorKind::ToolError);
+    assert!(e.contains("missing.txt"), "{e}");
+    let e = err(&call(&host, "read", &["../etc/passwd"]).await, ErrorKind::ToolError);
+    assert!(e.contains("not allowed"), "{e}");
+}
+
+#[tokio::test]
+async fn text_tools() {
+    let env = files_env();
+    let host = env.host();
+    assert_eq!(ok(&call(&host, "echo", &["a", " b"]).await), "a, b");
+    let counts: serde_json::Value =
+        serde_json::from_str(&ok(&call(&host, "count_words", &["one two", " three"]).await)).unwrap();
+    assert_eq!(counts["words"], 3);
+
+    std::fs::write(env.ws("fruit.txt"), "we sell apples, pears (ripe)\nand nothing else\n").unwrap();
+    let hits = ok(&call(&host, "search", &["apples", " pears (ripe)"]).await).to_string();
+    assert_eq!(hits, "fruit.txt:1: we sell apples, pears (ripe)");
+
+    let plan = ok(&call(
+        &host,
+        "split_task",
+        &[
+            "Launch",
+            r#"[{"title": "design, review", "days": 2}, {"title": "ship", "days": 1, "owner": "ana"}]"#,
+        ],
+    )
+    .await)
+    .to_string();
+    assert!(plan.contains("1. design, review — 2 d"), "{plan}");
+    assert!(plan.contains("2. ship (@ana) — 1 d, done by day 3"), "{plan}");
+    assert!(plan.ends_with("total: 2 subtasks, 3 days"), "{plan}");
+}
+
+#[tokio::test]
+async fn invalid_json_is_refused_before_the_plugin_runs() {
+    let env = files_env();
+    let host = env.host();
+    let e =
+        err(&call(&host, "split_task", &["Launch", "[{\"title\": \"a\",}]"]).await, ErrorKind::BadArguments);
+    assert!(e.contains("argument 2 (`subtasks`)") && e.contains("line 1 column"), "{e}");
+    // Valid JSON of the wrong shape reaches the plugin, whose SDK names the argument.
+    let e = err(&call(&host, "split_task", &["Launch", "{\"title\": 1}"]).await, ErrorKind::ToolError);
+    assert!(e.contains("`subtasks`"), "{e}");
+}
+
+#[tokio::test]
+async fn unknown_tool_and_wrong_arity_explain_themselves() {
+    let env = files_env();
+    let host = env.host();
+    let e = err(&call(&host, "raed", &["x"]).await, ErrorKind::UnknownTool);
+    assert!(e.contains("did you mean: read"), "{e}");
+    let e = err(&call(&host, "copy", &["only-one"]).await, ErrorKind::BadArguments);
+    assert!(e.contains("takes 2 arguments but got 1") && e.contains("copy(from, to)"), "{e}");
+}
+
+#[tokio::test]
+async fn danger_policy() {
+    let mut env = files_env();
+    std::fs::write(env.ws("victim.txt"), "x").unwrap();
+    // ask + no one to ask → denied with a way out.
+    let e = err(&call(&env.host(), "delete", &["victim.txt"]).await, ErrorKind::Denied);
+    assert!(e.contains("--yes") && e.contains("policy"), "{e}");
+    assert!(env.ws("victim.txt").exists(), "a denied call must not run");
+    // deny: even a confirmed call is refused.
+    env.config.danger = DangerPolicy::Deny;
+    err(&call(&env.host_yes(), "delete", &["victim.txt"]).await, ErrorKind::Denied);
+    assert!(env.ws("victim.txt").exists());
+    // allow: runs without asking.
+    env.config.danger = DangerPolicy::Allow;
+    ok(&call(&env.host(), "delete", &["victim.txt"]).await);
+    assert!(!env.ws("victim.txt").exists());
+}
+
+#[tokio::test]
+async fn operator_can_mark_any_tool_dangerous() {
+    let mut env = files_env();
+    let cfg =
+        toolhost::Config::from_str_at("[tool.ls]\ndanger = true\n", env.workspace.path(), None).unwrap();
+    env.config.tools = cfg.tools;
+    let e = err(&call(&env.host(), "ls", &["."]).await, ErrorKind::Denied);
+    assert!(e.contains("`ls`"), "{e}");
+    ok(&call(&env.host_yes(), "ls", &["."]).await);
+}
+
+#[tokio::test]
+async fn output_over_the_limit_is_truncated_and_marked() {
+    let mut env = files_env();
+    std::fs::write(env.ws("big.txt"), "é".repeat(30_000)).unwrap();
+    // The manifest says 20000 for `read`.
+    let o = call(&env.host(), "read", &["big.txt"]).await;
+    assert!(o.truncated);
+    let data = ok(&o);
+    assert!(data.ends_with("…[truncated 10000 of 30000 chars]"), "{}", &data[data.len() - 60..]);
+    // The operator's per-tool limit wins over the manifest.
+    let cfg =
+        toolhost::Config::from_str_at("[tool.read]\noutput_limit = 5\n", env.workspace.path(), None).unwrap();
+    env.config.tools = cfg.tools;
+    let o = call(&env.host(), "read", &["big.txt"]).await;
+    assert_eq!(ok(&o), "ééééé\n…[truncated 29995 of 30000 chars]");
+}
+
+#[tokio::test]
+async fn nothing_is_granted_by_default() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    std::fs::write(env.ws("secret.txt"), "s").unwrap();
+    let host = env.host();
+    let e = err(&call(&host, "read", &["secret.txt"]).await, ErrorKind::ToolError);
+    assert!(e.contains("not granted") && e.contains("--allow-write files"), "{e}");
+    let reg = host.registry.load();
+    let files = &reg.plugins()[0];
+    assert!(files.grants.fs.is_empty());
+    assert_eq!(files.missing[0].what, "fs workspace:rw");
+}
+
+#[tokio::test]
+async fn read_only_grant_refuses_writes() {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.grant_workspace("files", FsMode::ReadOnly);
+    std::fs::write(env.ws("keep.txt"), "original").unwrap();
+    let host = env.host_yes();
+    assert_eq!(ok(&call(&host, "read", &["keep.txt"]).await), "original");
+    err(&call(&host, "write", &["keep.txt", "changed"]).await, ErrorKind::ToolError);
+    err(&call(&host, "write", &["new.txt", "x"]).await, ErrorKind::ToolError);
+    err(&call(&host, "rename", &["keep.txt", "moved.txt"]).await, ErrorKind::ToolError);
+    err(&call(&host, "delete", &["keep.txt"]).await, ErrorKind::ToolError);
+    err(&call(&host, "mkdir", &["d"]).await, ErrorKind::ToolError);
+    assert_eq!(std::fs::read_to_string(env.ws("keep.txt")).unwrap(), "original");
+    assert!(!env.ws("new.txt").exists() && !env.ws("d").exists());
+}

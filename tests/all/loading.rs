@@ -1,0 +1,82 @@
+//! Discovery and loading: bad files are reported with their name and reason and skipped,
+//! while the good plugins in the same folder load.
+
+use crate::support::{Env, component};
+
+const MANIFEST: &str =
+    r#"{"format":1,"name":"weird","version":"0.1.0","tools":[{"name":"x","description":"d","argCount":0}]}"#;
+
+fn reason<'a>(reg: &'a toolhost::Registry, file: &str) -> &'a str {
+    reg.failures()
+        .iter()
+        .find(|f| f.file.file_name().unwrap() == file)
+        .map(|f| f.reason.as_str())
+        .unwrap_or_else(|| panic!("{file} not reported; failures: {:?}", reg.failures()))
+}
+
+#[test]
+fn bad_files_are_reported_and_skipped() {
+    let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    let dir = env.plugins.path();
+    std::fs::write(dir.join("garbage.wasm"), b"definitely not wasm").unwrap();
+    std::fs::write(dir.join("empty.wasm"), b"").unwrap();
+    std::fs::write(dir.join("core.wasm"), wat::parse_str("(module)").unwrap()).unwrap();
+    std::fs::write(dir.join("precompiled.wasm"), b"\x7fELF\x02\x01\x01\0\0\0\0\0").unwrap();
+    std::fs::write(dir.join("nomanifest.wasm"), component("(component)", None)).unwrap();
+    std::fs::write(dir.join("badjson.wasm"), component("(component)", Some("{\"format\": 1,"))).unwrap();
+    std::fs::write(
+        dir.join("badfield.wasm"),
+        component("(component)", Some(&MANIFEST.replace("\"argCount\":0", "\"argCount\":2"))),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("imports.wasm"),
+        component(r#"(component (import "acme:nope/thing" (instance (export "f" (func)))))"#, Some(MANIFEST)),
+    )
+    .unwrap();
+    // Ignored: dotfiles and temp files never even count as failures.
+    std::fs::write(dir.join(".hidden.wasm"), b"junk").unwrap();
+    std::fs::write(dir.join("files.wasm.tmp"), b"junk").unwrap();
+
+    let reg = env.registry();
+    assert!(reg.get("ls").is_some() && reg.get("split_task").is_some(), "good plugins still load");
+    assert!(reason(&reg, "garbage.wasm").contains("not a WebAssembly file"));
+    assert!(reason(&reg, "empty.wasm").contains("empty"));
+    assert!(reason(&reg, "core.wasm").contains("not a component"));
+    assert!(reason(&reg, "precompiled.wasm").contains("precompiled"));
+    assert!(reason(&reg, "nomanifest.wasm").contains("no `toolhost-manifest` custom section"));
+    assert!(reason(&reg, "badjson.wasm").contains("not valid JSON"));
+    assert_eq!(
+        reason(&reg, "badfield.wasm"),
+        "manifest field `tools[0].argCount`: is 2 but 0 params are declared"
+    );
+    let imports = reason(&reg, "imports.wasm");
+    assert!(imports.contains("cannot load component") && imports.contains("acme:nope/thing"), "{imports}");
+    assert_eq!(reg.failures().len(), 8, "{:?}", reg.failures());
+}
+
+#[test]
+fn same_plugin_name_twice_keeps_the_first_file() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    std::fs::copy(plugin_artifacts::FILES, env.plugins.path().join("zz-files-copy.wasm")).unwrap();
+    let reg = env.registry();
+    assert_eq!(reg.plugins().len(), 1);
+    assert_eq!(reg.plugins()[0].file.file_name().unwrap(), "files.wasm");
+    assert!(reason(&reg, "zz-files-copy.wasm").contains("already loaded from files.wasm"));
+}
+
+#[test]
+fn oversized_files_are_refused() {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.max_plugin_bytes = 1000;
+    let reg = env.registry();
+    assert!(reason(&reg, "files.wasm").contains("limit"));
+}
+
+#[test]
+fn a_missing_folder_is_an_error_naming_it() {
+    let mut env = Env::with(&[]);
+    env.config.plugins_dir = env.plugins.path().join("nope");
+    let e = toolhost::Registry::load(&crate::support::runtime(), &env.config).unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+}

@@ -1,0 +1,108 @@
+//! Shared set-up: one engine for the whole test binary, temp plugin folders and workspaces.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use toolhost::config::Config;
+use toolhost::executor::{AlwaysConfirm, Confirm, NoConfirm};
+use toolhost::runtime::Runtime;
+use toolhost::{Outcome, Registry, ToolCall, Toolhost};
+
+/// One engine per test process; compiled components are cached in it by content hash, so
+/// each plugin is compiled once however many tests load it.
+pub fn runtime() -> Arc<Runtime> {
+    static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| Runtime::new(512).expect("engine")).clone()
+}
+
+/// A plugins folder and a workspace, both temporary.
+pub struct Env {
+    pub plugins: tempfile::TempDir,
+    pub workspace: tempfile::TempDir,
+    pub config: Config,
+}
+
+impl Env {
+    /// A folder holding copies of `wasm` files (paths from `plugin_artifacts`).
+    pub fn with(wasm: &[&str]) -> Env {
+        let plugins = tempfile::tempdir().unwrap();
+        for w in wasm {
+            let src = Path::new(w);
+            std::fs::copy(src, plugins.path().join(src.file_name().unwrap())).unwrap();
+        }
+        let workspace = tempfile::tempdir().unwrap();
+        let mut config = Config { plugins_dir: plugins.path().to_path_buf(), ..Config::default() };
+        config.set_workspace(workspace.path());
+        Env { plugins, workspace, config }
+    }
+
+    pub fn ws(&self, rel: &str) -> PathBuf {
+        self.workspace.path().join(rel)
+    }
+
+    pub fn registry(&self) -> Registry {
+        Registry::load(&runtime(), &self.config).expect("scan plugins folder")
+    }
+
+    /// A host that denies dangerous calls (no one to ask).
+    pub fn host(&self) -> Toolhost {
+        self.host_with(Arc::new(NoConfirm))
+    }
+
+    /// A host whose operator confirmed dangerous calls up front.
+    pub fn host_yes(&self) -> Toolhost {
+        self.host_with(Arc::new(AlwaysConfirm))
+    }
+
+    pub fn host_with(&self, confirm: Arc<dyn Confirm>) -> Toolhost {
+        Toolhost::from_parts(runtime(), Arc::new(self.config.clone()), self.registry(), confirm)
+    }
+}
+
+pub async fn call(host: &Toolhost, name: &str, args: &[&str]) -> Outcome {
+    host.call(&ToolCall::new(name, args.iter().copied())).await
+}
+
+/// Assert success and return the data.
+#[track_caller]
+pub fn ok(o: &Outcome) -> String {
+    assert!(o.success, "expected success, got {o:?}");
+    o.data.clone().unwrap()
+}
+
+/// Assert failure of `kind` and return the error text.
+#[track_caller]
+pub fn err(o: &Outcome, kind: toolhost::ErrorKind) -> String {
+    assert!(!o.success, "expected failure {kind:?}, got {o:?}");
+    assert_eq!(o.kind, Some(kind), "wrong kind: {o:?}");
+    o.error.clone().unwrap()
+}
+
+/// A `.wasm` component built from WAT text, with an optional manifest section appended.
+pub fn component(wat: &str, manifest: Option<&str>) -> Vec<u8> {
+    let mut bytes = wat::parse_str(wat).expect("valid wat");
+    if let Some(m) = manifest {
+        append_custom_section(&mut bytes, toolhost::manifest::SECTION, m.as_bytes());
+    }
+    bytes
+}
+
+pub fn append_custom_section(bytes: &mut Vec<u8>, name: &str, data: &[u8]) {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut payload = Vec::new();
+    leb(name.len(), &mut payload);
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(data);
+    bytes.push(0);
+    leb(payload.len(), bytes);
+    bytes.extend_from_slice(&payload);
+}

@@ -1,0 +1,185 @@
+//! Project automation (`cargo xtask …`): build the example plugins, run the demo, run the
+//! whole test suite exactly as CI does.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const HELP: &str = "\
+cargo xtask <task>
+
+tasks:
+  plugins   build the example plugins for wasm32-wasip2 and copy the shipped ones
+            (files, text) into target/plugins/
+  demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
+            workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
+            query has commas, a denied dangerous call and a truncated output
+  test      the whole suite, as CI runs it: rustfmt check, clippy with warnings as errors,
+            then every unit and integration test (the test build compiles the plugins itself)
+";
+
+fn main() -> Result<()> {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    match task.as_str() {
+        "plugins" => plugins().map(|_| ()),
+        "demo" => demo(),
+        "test" => test(),
+        "" | "help" | "--help" | "-h" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => bail!("unknown task `{other}`\n\n{HELP}"),
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("$ {}", shown(cmd));
+    let status = cmd.status().with_context(|| format!("cannot run {}", shown(cmd)))?;
+    if !status.success() {
+        bail!("`{}` failed ({status})", shown(cmd));
+    }
+    Ok(())
+}
+
+fn shown(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program().to_string_lossy().into_owned())
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Make sure the wasm target is there (rust-toolchain.toml asks rustup for it too).
+fn ensure_target() -> Result<()> {
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    match installed {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "wasm32-wasip2") => {
+            Ok(())
+        }
+        Ok(_) => run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"])),
+        Err(_) => {
+            eprintln!("note: rustup not found; assuming the wasm32-wasip2 target is installed");
+            Ok(())
+        }
+    }
+}
+
+/// Build the example plugins; copy the shipped ones into target/plugins. Returns that folder.
+fn plugins() -> Result<PathBuf> {
+    ensure_target()?;
+    let root = root();
+    let build_dir = root.join("target/plugins-build");
+    eprintln!("building the example plugins for wasm32-wasip2 …");
+    run(cargo()
+        .current_dir(root.join("plugins"))
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&build_dir))?;
+    let out = root.join("target/plugins");
+    std::fs::create_dir_all(&out)?;
+    for name in ["files", "text"] {
+        let from = build_dir.join(format!("wasm32-wasip2/release/{name}.wasm"));
+        let to = out.join(format!("{name}.wasm"));
+        // Write-then-rename, so a running host never sees half a file.
+        let tmp = out.join(format!(".{name}.wasm.tmp"));
+        std::fs::copy(&from, &tmp).with_context(|| format!("copy {}", from.display()))?;
+        std::fs::rename(&tmp, &to)?;
+        eprintln!("  {} ({} KiB)", to.display(), std::fs::metadata(&to)?.len() / 1024);
+    }
+    Ok(out)
+}
+
+fn demo() -> Result<()> {
+    let plugins = plugins()?;
+    let root = root();
+    eprintln!("building toolhost …");
+    run(cargo().current_dir(&root).args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"]))?;
+    let exe = root.join("target/debug/toolhost");
+    let ws = root.join("target/demo-workspace");
+    let _ = std::fs::remove_dir_all(&ws);
+    std::fs::create_dir_all(&ws)?;
+    std::fs::write(
+        ws.join("README.txt"),
+        "A scratch workspace for the toolhost demo.\nWe sell apples, pears (ripe) and plums.\n",
+    )?;
+    std::fs::write(ws.join("long.txt"), "All work and no play. ".repeat(2000))?;
+
+    // A config like an operator would write: relative paths resolve against its folder.
+    let config = root.join("target/demo-toolhost.toml");
+    std::fs::write(
+        &config,
+        "plugins = \"plugins\"\nworkspace = \"demo-workspace\"\n\n[limits]\ntimeout_ms = 5000\n\n[tool.read]\noutput_limit = 120   # the operator's word beats the manifest's 20000\n",
+    )?;
+    debug_assert!(plugins.starts_with(root.join("target")));
+    let base = |cmd: &mut Command| {
+        cmd.arg("--config").arg(&config);
+    };
+    let step = |title: &str, args: &[&str]| -> Result<()> {
+        let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        println!("\n### {title}\n$ toolhost {}", quoted.join(" "));
+        let mut cmd = Command::new(&exe);
+        base(&mut cmd);
+        let status = cmd.args(args).stdin(std::process::Stdio::null()).status()?;
+        println!("(exit code {})", status.code().unwrap_or(-1));
+        Ok(())
+    };
+    step(
+        "the registry: tools from the manifests inside the .wasm files",
+        &["--allow-write", "files", "--allow-read", "text", "list"],
+    )?;
+    step("nothing is granted unless asked: reading without a grant fails", &["call", "read", "README.txt"])?;
+    step("a quick grant on the command line", &["--allow-read", "files", "call", "ls", "."])?;
+    step(
+        "write: a `rest` tool, so commas stay in the content",
+        &["--allow-write", "files", "call", "write", "notes.txt", "buy apples", " pears", " plums"],
+    )?;
+    step("read it back", &["--allow-read", "files", "call", "read", "notes.txt"])?;
+    step(
+        "search: the query keeps its commas and parentheses",
+        &["--allow-read", "text", "call", "search", "apples, pears (ripe)"],
+    )?;
+    step(
+        "split_task: a JSON argument, checked by the host before the plugin runs",
+        &[
+            "call",
+            "split_task",
+            "Launch",
+            r#"[{"title": "design, review", "days": 2}, {"title": "ship", "days": 1, "owner": "ana"}]"#,
+        ],
+    )?;
+    step("invalid JSON never reaches the plugin", &["call", "split_task", "Launch", r#"[{"title": "a",}]"#])?;
+    step(
+        "a dangerous tool with no one to confirm it is denied",
+        &["--allow-write", "files", "call", "delete", "notes.txt"],
+    )?;
+    step(
+        "output over the tool's limit is truncated and marked",
+        &["--allow-read", "files", "call", "--json", "read", "long.txt"],
+    )?;
+    step("an unknown tool suggests close names", &["call", "raed", "notes.txt"])?;
+    Ok(())
+}
+
+/// Quote an argument the way a POSIX shell user would type it.
+fn shell_quote(a: &str) -> String {
+    if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c)) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+fn test() -> Result<()> {
+    ensure_target()?;
+    let root = root();
+    run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
+    run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(cargo().current_dir(&root).args(["test", "--workspace"]))?;
+    Ok(())
+}
