@@ -5,6 +5,7 @@ use crate::Toolhost;
 use crate::config::{Config, DangerPolicy};
 use crate::executor::{AlwaysConfirm, Confirm, TerminalConfirm, ToolCall};
 use crate::manifest::{FsMode, Manifest};
+use crate::protocol::{openai, text};
 use crate::registry::{self, Registry};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
@@ -80,6 +81,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run every `[TOOL] name(args) [/TOOL]` call in a model's reply, in order, and print the
+    /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
+    Run {
+        /// File holding the reply; `-` or nothing reads standard input
+        file: Option<PathBuf>,
+        /// Input format: a text reply, or an OpenAI assistant message with `tool_calls`
+        #[arg(long, value_enum, default_value_t = ReplyFormat::Text)]
+        format: ReplyFormat,
+        /// Print the structured result as JSON instead of the feedback block
+        #[arg(long)]
+        json: bool,
+        /// Confirm dangerous tools without asking
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Print the prompt section that teaches a model the [TOOL] protocol and lists every tool
+    Prompt,
+    /// Print the tool definitions for function calling
+    Schema {
+        /// Which definitions
+        #[arg(long, value_enum, default_value_t = SchemaFormat::Openai)]
+        format: SchemaFormat,
+    },
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
         /// Tool name
@@ -93,6 +117,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Input format of `toolhost run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplyFormat {
+    /// A model reply with `[TOOL] … [/TOOL]` calls
+    Text,
+    /// An OpenAI assistant message (or chat completion) with `tool_calls`; prints `role: "tool"` messages
+    Openai,
+}
+
+/// Output format of `toolhost schema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaFormat {
+    /// The `tools` array of the OpenAI chat completions API
+    Openai,
 }
 
 /// Entry point for the binary.
@@ -177,6 +217,47 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Run { file, format, json, yes } => {
+            let reply = read_input(file.as_deref())?;
+            let confirm: Arc<dyn Confirm> =
+                if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
+            let host = open(&cli.global, confirm)?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            match format {
+                ReplyFormat::Text => {
+                    let results = rt.block_on(text::execute(&host.executor, &reply));
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&text::results_json(&results))?);
+                    } else {
+                        print!("{}", text::feedback(&reply, &results));
+                    }
+                    let all_ok = results.iter().all(|(seg, o)| {
+                        !matches!(seg, text::Segment::Error { .. }) && o.as_ref().is_none_or(|o| o.success)
+                    });
+                    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                }
+                ReplyFormat::Openai => {
+                    let message =
+                        openai::parse_message(&reply).map_err(|e| anyhow::anyhow!("--format openai: {e}"))?;
+                    let results = rt.block_on(openai::execute(&host.executor, &message));
+                    let messages: Vec<_> = results.iter().map(|(m, _)| m).collect();
+                    println!("{}", serde_json::to_string_pretty(&messages)?);
+                    let all_ok = results.iter().all(|(_, o)| o.success);
+                    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                }
+            }
+        }
+        Command::Prompt => {
+            let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
+            print!("{}", text::prompt(&host.registry.load()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema { format: SchemaFormat::Openai } => {
+            let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
+            let tools = openai::tools(&host.registry.load(), Some(&host.executor))?;
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Call { tool, args, yes, json } => {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
@@ -196,6 +277,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("error[{kind}]: {}", outcome.error.as_deref().unwrap_or(""));
             }
             Ok(if outcome.success { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+    }
+}
+
+fn read_input(file: Option<&std::path::Path>) -> Result<String> {
+    use std::io::Read;
+    match file {
+        Some(p) if p != std::path::Path::new("-") => {
+            let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        _ => {
+            // Invalid UTF-8 from a model is replaced, not fatal: the parser sees U+FFFD.
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).context("cannot read the reply from standard input")?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
         }
     }
 }

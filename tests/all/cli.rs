@@ -133,3 +133,63 @@ fn config_errors_name_the_file_and_key() {
     let e = stderr(&out);
     assert!(e.contains("toolhost.toml") && e.contains("unknown field `timeout`"), "{e}");
 }
+
+fn toolhost_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolhost");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn run_reads_a_reply_and_prints_feedback() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let reply = "Counting: [TOOL] count_words(\"one two\") [/TOOL] and [TOOL] echo(a, b) [/TOOL]";
+    let out = toolhost_stdin(&env, &["run"], reply.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with(reply), "{text}");
+    assert!(
+        text.contains(
+            "[RESULT 1] count_words(\"one two\") success\n{\"chars\":7,\"lines\":1,\"words\":2}\n[/RESULT]"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("[RESULT 2] echo(\"a\", \"b\") success\na,b\n[/RESULT]"), "{text}");
+
+    // Invalid UTF-8 and a malformed call: a clear parse error, exit code 1, no crash.
+    let out = toolhost_stdin(&env, &["run", "--json", "-"], b"\xff\xfe [TOOL] echo(\"x [/TOOL]");
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["segments"][1]["type"], "error");
+
+    let msg = r#"{"role":"assistant","tool_calls":[{"id":"c9","type":"function","function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}]}"#;
+    let out = toolhost_stdin(&env, &["run", "--format", "openai"], msg.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!([{"role": "tool", "tool_call_id": "c9", "content": "{\"success\":true,\"data\":\"hi\"}"}])
+    );
+}
+
+#[test]
+fn prompt_and_schema_commands() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let out = toolhost(&env, &["prompt"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("- split_task(title, subtasks: json) — "), "{}", stdout(&out));
+    let out = toolhost(&env, &["schema", "--format", "openai"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 4);
+}

@@ -6,4 +6,5 @@ mod core_tools;
 mod hostile;
 mod loading;
 mod manifests;
+mod protocols;
 mod support;

@@ -2,4 +2,5 @@
 //! into [`crate::ToolCall`]s and renders [`crate::Outcome`]s back; all of them call the one
 //! executor.
 
+pub mod openai;
 pub mod text;

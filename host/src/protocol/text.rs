@@ -15,7 +15,7 @@ use serde::Serialize;
 pub const OPEN: &str = "[TOOL]";
 /// Closing marker of a call.
 pub const CLOSE: &str = "[/TOOL]";
-/// Calls parsed from one reply at most; later ones become errors.
+/// `[TOOL]` markers parsed in one reply at most; later ones become errors.
 pub const MAX_CALLS: usize = 64;
 /// Bytes in one argument at most.
 pub const MAX_ARG_BYTES: usize = 1024 * 1024;
@@ -47,39 +47,47 @@ impl std::fmt::Display for ParseError {
 }
 
 /// Split `reply` into prose, calls and errors.
+///
+/// Linear time: the main loop only moves forward; at most [`MAX_CALLS`] call bodies are
+/// parsed (any further `[TOOL]` becomes an error without being parsed), and the search for
+/// the next `[/TOOL]` is cached, so a reply full of unclosed calls is not rescanned per call.
 pub fn parse(reply: &str) -> Vec<Segment> {
     let mut out = Vec::new();
     let mut pos = 0; // byte offset of the first unconsumed char
-    let mut calls = 0;
-    let lines = LineIndex::new(reply);
+    let mut attempts = 0;
+    let mut lines = LineIndex::new(reply);
+    let mut closes = NextClose::default();
     while let Some(rel) = reply[pos..].find(OPEN) {
         let start = pos + rel;
         if start > pos {
             push_text(&mut out, &reply[pos..start]);
         }
         let body = start + OPEN.len();
+        attempts += 1;
+        if attempts > MAX_CALLS {
+            let (line, column) = lines.at(start);
+            let end = recovery_point(reply, body, &mut closes);
+            out.push(Segment::Error {
+                error: ParseError {
+                    message: format!(
+                        "too many calls in one reply (at most {MAX_CALLS}); this one was not parsed"
+                    ),
+                    line,
+                    column,
+                },
+                raw: reply[start..end].to_string(),
+            });
+            pos = end;
+            continue;
+        }
         match parse_call(reply, body) {
             Ok((call, end)) => {
-                calls += 1;
-                let raw = reply[start..end].to_string();
-                if calls > MAX_CALLS {
-                    let (line, column) = lines.at(start);
-                    out.push(Segment::Error {
-                        error: ParseError {
-                            message: format!("too many calls in one reply (at most {MAX_CALLS})"),
-                            line,
-                            column,
-                        },
-                        raw,
-                    });
-                } else {
-                    out.push(Segment::Call { call, raw });
-                }
+                out.push(Segment::Call { call, raw: reply[start..end].to_string() });
                 pos = end;
             }
             Err((message, at)) => {
-                let (line, column) = lines.at(at);
-                let end = recovery_point(reply, body);
+                let (line, column) = lines.at(at.max(start));
+                let end = recovery_point(reply, body, &mut closes);
                 out.push(Segment::Error {
                     error: ParseError { message, line, column },
                     raw: reply[start..end].to_string(),
@@ -110,15 +118,38 @@ fn push_text(out: &mut Vec<Segment>, text: &str) {
     }
 }
 
+/// The next `[/TOOL]` at or after a position, remembered between lookups (positions only grow).
+#[derive(Default)]
+struct NextClose {
+    /// `Some(Some(i))`: the next close is at `i`; `Some(None)`: there is none after `from`.
+    found: Option<Option<usize>>,
+    from: usize,
+}
+
+impl NextClose {
+    fn at_or_after(&mut self, reply: &str, pos: usize) -> Option<usize> {
+        match self.found {
+            Some(Some(i)) if i >= pos => return Some(i),
+            Some(None) if pos >= self.from => return None,
+            _ => {}
+        }
+        let found = reply[pos..].find(CLOSE).map(|i| pos + i);
+        self.found = Some(found);
+        self.from = pos;
+        found
+    }
+}
+
 /// After a malformed call, resume at the end of its `[/TOOL]` — unless another `[TOOL]` starts
 /// first (the call was never closed), in which case resume there.
-fn recovery_point(reply: &str, body: usize) -> usize {
-    let next_open = reply[body..].find(OPEN).map(|i| body + i);
-    let next_close = reply[body..].find(CLOSE).map(|i| body + i);
+fn recovery_point(reply: &str, body: usize, closes: &mut NextClose) -> usize {
+    let next_close = closes.at_or_after(reply, body);
+    // Only look for the next open up to the close: that bounds the scan.
+    let window_end = next_close.unwrap_or(reply.len());
+    let next_open = reply[body..window_end].find(OPEN).map(|i| body + i);
     match (next_open, next_close) {
-        (Some(o), Some(c)) if o < c => o,
-        (_, Some(c)) => c + CLOSE.len(),
-        (Some(o), None) => o,
+        (Some(o), _) => o,
+        (None, Some(c)) => c + CLOSE.len(),
         (None, None) => reply.len(),
     }
 }
@@ -218,12 +249,25 @@ fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
         if c.rest().starts_with(CLOSE) || c.rest().starts_with(OPEN) {
             return Err(("unclosed `(`: the call ends before its `)`".into(), open_paren));
         }
+        let arg_start = c.pos;
         let arg = parse_arg(c)?;
         if arg.len() > MAX_ARG_BYTES {
             return Err((format!("argument {} is over {} KiB", args.len() + 1, MAX_ARG_BYTES / 1024), c.pos));
         }
         args.push(arg);
         c.skip_ws();
+        // A string that swallowed a `[/TOOL]` and then does not end the argument list was almost
+        // certainly never closed: say so, at its opening quote.
+        let swallowed_close = c.s[arg_start..c.pos].contains(CLOSE);
+        if swallowed_close && !matches!(c.peek(), Some(',') | Some(')')) {
+            return Err((
+                "unterminated string: it runs past `[/TOOL]`; close the quote before the marker".into(),
+                arg_start,
+            ));
+        }
+        if c.rest().starts_with(CLOSE) || c.rest().starts_with(OPEN) {
+            return Err(("unclosed `(`: the call ends before its `)`".into(), open_paren));
+        }
         match c.peek() {
             Some(',') => {
                 c.bump();
@@ -409,22 +453,67 @@ fn bare(c: &mut Cursor) -> PResult<String> {
     Ok(text.to_string())
 }
 
-/// Byte offset → (line, column), 1-based, columns in characters.
+/// Byte offset → (line, column), 1-based, columns in characters. Queries come in
+/// non-decreasing order, so it walks forward from the previous answer (linear overall).
 struct LineIndex<'a> {
     s: &'a str,
+    offset: usize,
+    line: usize,
+    column: usize,
 }
 
 impl<'a> LineIndex<'a> {
     fn new(s: &'a str) -> Self {
-        LineIndex { s }
+        LineIndex { s, offset: 0, line: 1, column: 1 }
     }
-    fn at(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.s.len());
-        let before = &self.s[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-        (line, self.s[line_start..offset].chars().count() + 1)
+    fn at(&mut self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.s.len());
+        while !self.s.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        if offset < self.offset {
+            *self = LineIndex::new(self.s);
+        }
+        for ch in self.s[self.offset..offset].chars() {
+            if ch == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        self.offset = offset;
+        (self.line, self.column)
     }
+}
+
+/// Parse `reply` and run its calls in order through the executor. Parse errors and prose get
+/// no outcome; nothing half-parsed is ever run.
+pub async fn execute(executor: &crate::Executor, reply: &str) -> Vec<(Segment, Option<Outcome>)> {
+    let mut out = Vec::new();
+    for seg in parse(reply) {
+        let outcome = match &seg {
+            Segment::Call { call, .. } => Some(executor.call(call).await),
+            _ => None,
+        };
+        out.push((seg, outcome));
+    }
+    out
+}
+
+/// The structured form of an executed reply (`toolhost run --json`).
+pub fn results_json(results: &[(Segment, Option<Outcome>)]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(seg, outcome)| {
+            let mut v = serde_json::to_value(seg).unwrap_or_default();
+            if let (Some(o), Some(obj)) = (outcome, v.as_object_mut()) {
+                obj.insert("outcome".into(), serde_json::to_value(o).unwrap_or_default());
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({ "segments": items })
 }
 
 /// Render a call in the protocol, every argument as a JSON string (so `parse(render(c)) == c`).
@@ -464,7 +553,11 @@ pub fn prompt(registry: &Registry) -> String {
             let ty = match &p.ty {
                 serde_json::Value::String(t) if t == "string" => String::new(),
                 serde_json::Value::String(t) => format!(" ({t})"),
-                other => format!(" (JSON: {other})"),
+                serde_json::Value::Object(o) => match o.get("type").and_then(|t| t.as_str()) {
+                    Some(t) => format!(" (JSON {t})"),
+                    None => " (JSON)".to_string(),
+                },
+                _ => " (JSON)".to_string(),
             };
             let opt = if p.optional { " Optional." } else { "" };
             out.push_str(&format!("    {}{ty}: {}{opt}\n", p.name, p.description));
@@ -531,4 +624,148 @@ fn short_arg(a: &str) -> String {
     let shown: String = a.chars().take(60).collect();
     let shown = if shown.len() < a.len() { format!("{shown}…") } else { shown };
     serde_json::to_string(&shown).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::path::Path;
+
+    /// The case table: `tests/protocol/text_cases.json` (inputs) against
+    /// `text_cases.expected.json` (segments). `TOOLHOST_BLESS=1` rewrites the expectations.
+    #[test]
+    fn golden_case_table() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/protocol");
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("text_cases.json")).unwrap()).unwrap();
+        assert!(cases.len() >= 40, "the table must keep at least 40 cases");
+        let mut actual = serde_json::Map::new();
+        for case in &cases {
+            let name = case["name"].as_str().unwrap().to_string();
+            let segments = parse(case["input"].as_str().unwrap());
+            actual.insert(name, serde_json::to_value(segments).unwrap());
+        }
+        let expected_path = dir.join("text_cases.expected.json");
+        if std::env::var_os("TOOLHOST_BLESS").is_some() {
+            let text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
+            std::fs::write(&expected_path, text).unwrap();
+            return;
+        }
+        let expected: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap()).unwrap();
+        let mut diffs = Vec::new();
+        for (name, got) in &actual {
+            match expected.get(name) {
+                Some(want) if want == got => {}
+                Some(want) => diffs.push(format!("{name}:\n  want {want}\n  got  {got}")),
+                None => diffs.push(format!("{name}: no expectation (run with TOOLHOST_BLESS=1)")),
+            }
+        }
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+        assert_eq!(expected.len(), actual.len(), "expectations for cases that no longer exist");
+    }
+
+    fn call_args(input: &str) -> Vec<String> {
+        match parse(input).as_slice() {
+            [Segment::Call { call, .. }] => call.args.clone(),
+            other => panic!("expected one call, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn spot_checks() {
+        assert_eq!(call_args(r#"[TOOL] f("a, b (c)") [/TOOL]"#), ["a, b (c)"]);
+        assert_eq!(call_args("[TOOL] f(apples, pears) [/TOOL]"), ["apples", "pears"]);
+        assert_eq!(call_args(r#"[TOOL] f([{"t": "a, b"}]) [/TOOL]"#), [r#"[{"t": "a, b"}]"#]);
+        assert_eq!(call_args(r#"[TOOL] f("\ud83d\ude00") [/TOOL]"#), ["😀"]);
+        let segs = parse("a [TOOL] f(\"x) [/TOOL] b [TOOL] g() [/TOOL]");
+        assert!(
+            matches!(&segs[1], Segment::Error { error, .. } if error.message.contains("unterminated string"))
+        );
+        assert!(matches!(&segs[3], Segment::Call { call, .. } if call.name == "g"));
+    }
+
+    #[test]
+    fn the_call_cap_holds() {
+        let reply = "[TOOL] f() [/TOOL]".repeat(MAX_CALLS + 3);
+        let segs = parse(&reply);
+        assert_eq!(calls(&segs).count(), MAX_CALLS);
+        assert_eq!(segs.iter().filter(|s| matches!(s, Segment::Error { .. })).count(), 3);
+    }
+
+    /// Inputs that take quadratic time in a naive parser (every call rescanning to the end).
+    /// At this size a quadratic parser needs minutes; a linear one, milliseconds.
+    #[test]
+    fn adversarial_inputs_stay_linear() {
+        let n = 40_000;
+        for unit in
+            ["[TOOL] a('", "[TOOL] a(\"", "[TOOL] a([", "[TOOL] a(", "[TOOL] ", "[TOOL] a(x [/", "(\"[TOOL]"]
+        {
+            let input = unit.repeat(n);
+            let segs = parse(&input);
+            let total: usize = segs
+                .iter()
+                .map(|s| match s {
+                    Segment::Text { text } => text.len(),
+                    Segment::Call { raw, .. } | Segment::Error { raw, .. } => raw.len(),
+                })
+                .sum();
+            assert_eq!(total, input.len(), "segments must cover the input exactly for {unit:?}");
+        }
+    }
+
+    fn arb_name() -> impl Strategy<Value = String> {
+        "[A-Za-z_][A-Za-z0-9_]{0,12}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn render_then_parse_round_trips(name in arb_name(), args in proptest::collection::vec(any::<String>(), 0..6)) {
+            let call = ToolCall { name, args };
+            let rendered = render_call(&call);
+            let segs = parse(&rendered);
+            prop_assert_eq!(segs, vec![Segment::Call { call, raw: rendered.clone() }]);
+        }
+
+        #[test]
+        fn random_replies_never_panic_and_cover_the_input(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("[TOOL]".to_string()), Just("[/TOOL]".to_string()), Just("(".to_string()),
+                    Just(")".to_string()), Just(",".to_string()), Just("\"".to_string()), Just("'".to_string()),
+                    Just("\\".to_string()), Just("[".to_string()), Just("]".to_string()), Just("{".to_string()),
+                    Just("}".to_string()), Just("\u{201c}".to_string()), Just("\u{201d}".to_string()),
+                    Just("\\u".to_string()), Just(" ".to_string()), Just("\n".to_string()), "[a-z]{1,4}",
+                    any::<String>(),
+                ],
+                0..60,
+            )
+        ) {
+            let input: String = parts.concat();
+            let segs = parse(&input);
+            let rebuilt: String = segs.iter().map(|s| match s {
+                Segment::Text { text } => text.as_str(),
+                Segment::Call { raw, .. } | Segment::Error { raw, .. } => raw.as_str(),
+            }).collect();
+            prop_assert_eq!(rebuilt, input);
+        }
+
+        #[test]
+        fn mutated_calls_never_panic(name in arb_name(), args in proptest::collection::vec(".{0,12}", 0..4), cut in 0usize..200, insert in ".{0,3}") {
+            let rendered = render_call(&ToolCall { name, args });
+            let mut cut_at = cut.min(rendered.len());
+            while !rendered.is_char_boundary(cut_at) { cut_at -= 1; }
+            let mutated = format!("{}{}{}", &rendered[..cut_at], insert, &rendered[cut_at..]);
+            let _ = parse(&mutated);
+            let truncated = &rendered[..cut_at];
+            let segs = parse(truncated);
+            // A call cut short is never executed half-parsed.
+            if cut_at < rendered.len() && truncated.contains(OPEN) {
+                prop_assert!(calls(&segs).next().is_none(), "half a call was parsed: {truncated:?}");
+            }
+        }
+    }
 }

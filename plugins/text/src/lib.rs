@@ -123,7 +123,8 @@ mod tools {
             }
             out.push('\n');
         }
-        out.push_str(&format!("total: {} subtasks, {total} days", subtasks.len()));
+        let n = subtasks.len();
+        out.push_str(&format!("total: {n} subtask{}, {total} days", if n == 1 { "" } else { "s" }));
         Ok(out)
     }
 }

@@ -1,0 +1,138 @@
+//! The LLM front ends over the real plugins: the `[TOOL]` text protocol (feedback block and
+//! prompt, against golden files) and OpenAI function calling (schema valid against the JSON
+//! Schema meta-schema, `tool_calls` executed into `role: "tool"` messages).
+
+use crate::support::Env;
+use std::path::{Path, PathBuf};
+use toolhost::manifest::FsMode;
+use toolhost::protocol::{openai, text};
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/protocol").join(name)
+}
+
+/// Compare with a golden file (`TOOLHOST_BLESS=1` rewrites it).
+#[track_caller]
+fn assert_golden(name: &str, actual: &str) {
+    let path = golden(name);
+    if std::env::var_os("TOOLHOST_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing golden {}", path.display()));
+    assert!(
+        expected == actual,
+        "{} differs:\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+fn env() -> Env {
+    let mut env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    env.config.grant_workspace("files", FsMode::ReadWrite);
+    env
+}
+
+const REPLY: &str = "I'll plan it, then save a note.\n\
+[TOOL] split_task(\"Launch\", [{\"title\": \"design, review\", \"days\": 2}]) [/TOOL]\n\
+[TOOL] write(\"note.txt\", apples, pears) [/TOOL]\n\
+[TOOL] read(\"note.txt\") [/TOOL]\n\
+A broken one: [TOOL] read(\"oops) [/TOOL]\n\
+[TOOL] raed(\"note.txt\") [/TOOL]\n\
+[TOOL] delete(\"note.txt\") [/TOOL]\n\
+[TOOL] copy(\"note.txt\") [/TOOL]\n\
+Done.";
+
+#[tokio::test]
+async fn text_reply_runs_in_order_and_feeds_back() {
+    let env = env();
+    let host = env.host();
+    let results = text::execute(&host.executor, REPLY).await;
+    let feedback = text::feedback(REPLY, &results);
+    assert_golden("feedback.golden", &feedback);
+    // The write ran before the read, and the dangerous delete did not run.
+    assert_eq!(std::fs::read_to_string(env.ws("note.txt")).unwrap(), "apples,pears");
+    let json = text::results_json(&results);
+    let segs = json["segments"].as_array().unwrap();
+    assert_eq!(segs.iter().filter(|s| s["type"] == "call").count(), 6);
+    assert_eq!(segs.iter().filter(|s| s["type"] == "error").count(), 1);
+    assert!(
+        segs.iter().filter(|s| s["type"] == "error").all(|s| s.get("outcome").is_none()),
+        "parse errors never run"
+    );
+}
+
+#[test]
+fn prompt_lists_every_tool_from_the_registry() {
+    let env = env();
+    let prompt = text::prompt(&env.registry());
+    assert_golden("prompt.golden", &prompt);
+    for tool in ["ls", "read", "write", "split_task", "search", "count_words", "delete"] {
+        assert!(prompt.contains(&format!("- {tool}(")), "{tool} missing from the prompt");
+    }
+    assert!(
+        prompt.contains("delete(path) — Delete a file, or a directory with everything in it. DANGEROUS.")
+    );
+}
+
+#[test]
+fn openai_schema_is_valid_json_schema() {
+    let env = env();
+    let tools = openai::tools(&env.registry(), None).unwrap();
+    assert_golden("openai_tools.json", &(serde_json::to_string_pretty(&tools).unwrap() + "\n"));
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), 11);
+    for t in tools {
+        assert_eq!(t["type"], "function");
+        let params = &t["function"]["parameters"];
+        if let Err(e) = jsonschema::meta::validate(params) {
+            panic!("{} parameters are not a valid JSON Schema: {e}", t["function"]["name"]);
+        }
+        assert!(openai::is_openai_name(t["function"]["name"].as_str().unwrap()));
+    }
+    // The split_task schema accepts a real call and rejects a wrong one.
+    let split = tools.iter().find(|t| t["function"]["name"] == "split_task").unwrap();
+    let validator = jsonschema::validator_for(&split["function"]["parameters"]).unwrap();
+    assert!(validator.is_valid(&serde_json::json!({"title": "x", "subtasks": [{"title": "a", "days": 1}]})));
+    assert!(!validator.is_valid(&serde_json::json!({"title": "x", "subtasks": "nope"})));
+    assert!(!validator.is_valid(&serde_json::json!({"title": "x"})));
+}
+
+#[tokio::test]
+async fn openai_tool_calls_round_trip() {
+    let env = env();
+    let host = env.host();
+    let message = openai::parse_message(
+        &serde_json::json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "split_task",
+                    "arguments": "{\"title\": \"Launch\", \"subtasks\": [{\"title\": \"ship\", \"days\": 1}]}"}},
+                {"id": "call_2", "type": "function", "function": {"name": "write",
+                    "arguments": "{\"path\": \"a.txt\", \"content\": \"x, y\"}"}},
+                {"id": "call_3", "type": "function", "function": {"name": "split_task",
+                    "arguments": "{\"title\": \"Launch\"}"}},
+                {"id": "call_4", "type": "function", "function": {"name": "raed", "arguments": "{}"}},
+                {"id": "call_5", "type": "function", "function": {"name": "read", "arguments": "not json"}}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let results = openai::execute(&host.executor, &message).await;
+    let ids: Vec<&str> = results.iter().map(|(m, _)| m.tool_call_id.as_str()).collect();
+    assert_eq!(ids, ["call_1", "call_2", "call_3", "call_4", "call_5"]);
+    assert!(results.iter().all(|(m, _)| m.role == "tool"));
+    let content = |i: usize| -> serde_json::Value { serde_json::from_str(&results[i].0.content).unwrap() };
+    assert_eq!(content(0)["success"], true);
+    assert!(content(0)["data"].as_str().unwrap().contains("1. ship"));
+    assert_eq!(content(1)["success"], true);
+    assert_eq!(std::fs::read_to_string(env.ws("a.txt")).unwrap(), "x, y");
+    assert_eq!(content(2)["kind"], "bad_arguments");
+    assert!(content(2)["error"].as_str().unwrap().contains("needs the argument `subtasks`"));
+    assert_eq!(content(3)["kind"], "unknown_tool");
+    assert!(content(3)["error"].as_str().unwrap().contains("did you mean: read"));
+    assert_eq!(content(4)["kind"], "bad_arguments");
+}
