@@ -7,11 +7,13 @@ use crate::executor::{AlwaysConfirm, Confirm, TerminalConfirm, ToolCall};
 use crate::manifest::{FsMode, Manifest};
 use crate::protocol::{openai, text};
 use crate::registry::{self, Registry};
+use crate::reload::{Change, Reloader, WatchHandle};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 const AFTER_HELP: &str = "\
 Plugins are WebAssembly components (*.wasm) in the plugins folder; each carries its own manifest.
@@ -103,6 +105,22 @@ pub enum Command {
         /// Which definitions
         #[arg(long, value_enum, default_value_t = SchemaFormat::Openai)]
         format: SchemaFormat,
+    },
+    /// Load the plugins and keep the registry live while files in the folder change, printing
+    /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`
+    Serve {
+        /// Quiet time after the last file event before the folder is rescanned
+        #[arg(long, value_name = "MS", default_value_t = 150)]
+        debounce_ms: u64,
+    },
+    /// Rebuild a plugin crate for wasm32-wasip2 on every save and drop the .wasm into the
+    /// plugins folder (created if missing); a running `toolhost serve` picks it up
+    Dev {
+        /// The plugin crate: a folder with a Cargo.toml building a cdylib
+        path: PathBuf,
+        /// Quiet time after the last source change before rebuilding
+        #[arg(long, value_name = "MS", default_value_t = 150)]
+        debounce_ms: u64,
     },
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
@@ -258,6 +276,21 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&tools)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve { debounce_ms } => {
+            let cfg = resolve_config(&cli.global)?;
+            if !cfg.plugins_dir.is_dir() {
+                bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(serve(cfg, Duration::from_millis(debounce_ms)))
+        }
+        Command::Dev { path, debounce_ms } => {
+            let cfg = resolve_config(&cli.global)?;
+            std::fs::create_dir_all(&cfg.plugins_dir)
+                .with_context(|| format!("cannot create plugins folder {}", cfg.plugins_dir.display()))?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(dev(cfg, &path, Duration::from_millis(debounce_ms)))
+        }
         Command::Call { tool, args, yes, json } => {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
@@ -277,6 +310,102 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("error[{kind}]: {}", outcome.error.as_deref().unwrap_or(""));
             }
             Ok(if outcome.success { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+    }
+}
+
+/// Print registry changes as they happen.
+fn print_change(change: &Change) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in change.lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+/// A host whose registry follows the folder: initial load (printed as additions), then a watch.
+async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    let runtime = crate::runtime::Runtime::new(cfg.stack_kb)?;
+    let host = Toolhost::from_parts(
+        runtime,
+        Arc::new(cfg),
+        Registry::default(),
+        Arc::new(crate::executor::NoConfirm),
+    );
+    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    let r = reloader.clone();
+    let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
+    print_change(&initial);
+    if host.registry.load().tools().next().is_none() {
+        println!("(no tools yet in {})", host.config.plugins_dir.display());
+    }
+    let watch = reloader.watch(debounce)?;
+    Ok((host, reloader, watch))
+}
+
+async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
+    let (host, reloader, _watch) = live_host(cfg, debounce).await?;
+    let mut changes = reloader.subscribe();
+    eprintln!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            change = changes.recv() => match change {
+                Ok(c) => print_change(&c),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("toolhost: {n} changes not shown"),
+                Err(_) => return Ok(ExitCode::SUCCESS),
+            },
+        }
+    }
+}
+
+async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<ExitCode> {
+    use notify::Watcher;
+    let krate = crate::dev::PluginCrate::locate(path)?;
+    let plugins_dir = cfg.plugins_dir.clone();
+    let (_host, reloader, _watch) = live_host(cfg, debounce).await?;
+    let mut changes = reloader.subscribe();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let k = krate.clone();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res
+            && crate::reload::is_change(&ev)
+            && ev.paths.iter().any(|p| k.is_source(p))
+        {
+            let _ = tx.send(());
+        }
+    })?;
+    watcher.watch(krate.dir(), notify::RecursiveMode::Recursive)?;
+    eprintln!(
+        "toolhost dev: watching {} → {} (Ctrl-C to stop)",
+        krate.dir().display(),
+        plugins_dir.display()
+    );
+    let build = |k: crate::dev::PluginCrate, dir: std::path::PathBuf| async move {
+        let started = std::time::Instant::now();
+        eprintln!("toolhost dev: building {} …", k.name);
+        let result = tokio::task::spawn_blocking(move || k.build().and_then(|_| k.install(&dir))).await;
+        match result {
+            Ok(Ok(to)) => {
+                eprintln!("toolhost dev: built in {:.1}s → {}", started.elapsed().as_secs_f64(), to.display())
+            }
+            Ok(Err(e)) => eprintln!("toolhost dev: {e:#}"),
+            Err(e) => eprintln!("toolhost dev: build task failed: {e}"),
+        }
+    };
+    build(krate.clone(), plugins_dir.clone()).await;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            change = changes.recv() => {
+                if let Ok(c) = change { print_change(&c) }
+            }
+            ev = rx.recv() => {
+                if ev.is_none() { return Ok(ExitCode::SUCCESS) }
+                while let Ok(Some(())) = tokio::time::timeout(debounce, rx.recv()).await {}
+                build(krate.clone(), plugins_dir.clone()).await;
+            }
         }
     }
 }

@@ -9,11 +9,13 @@
 
 pub mod cli;
 pub mod config;
+pub mod dev;
 pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod protocol;
 pub mod registry;
+pub mod reload;
 pub mod runtime;
 pub mod sandbox;
 

@@ -25,8 +25,8 @@ pub struct LoadedPlugin {
     pub grants: Grants,
     pub missing: Vec<Missing>,
     pub pre: PluginPre<HostState>,
-    /// Content hash of the file (FNV-1a 64), to skip unchanged files on rescan.
-    pub hash: u64,
+    /// SHA-256 of the file, to skip unchanged files on rescan.
+    pub hash: [u8; 32],
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -60,15 +60,10 @@ pub struct Registry {
     warnings: Vec<String>,
 }
 
-/// FNV-1a: a cheap content fingerprint (not a security boundary: the bytes are re-validated
-/// and compiled regardless).
-pub fn content_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+/// SHA-256 of a plugin file's bytes.
+pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
 /// Validate and compile one candidate file.
@@ -190,7 +185,7 @@ impl Registry {
 }
 
 /// Load candidates on a few threads (wasmtime also parallelises inside each compile).
-fn load_all(
+pub(crate) fn load_all(
     runtime: &Runtime,
     config: &Config,
     candidates: &[Candidate],

@@ -193,3 +193,69 @@ fn prompt_and_schema_commands() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 4);
 }
+
+/// `toolhost dev`: an author saves, the plugin is rebuilt, and the new tool is announced.
+#[test]
+fn dev_rebuilds_on_save_and_the_tool_appears() {
+    use std::io::BufRead;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let krate = tempfile::tempdir().unwrap();
+    std::fs::create_dir(krate.path().join("src")).unwrap();
+    std::fs::write(
+        krate.path().join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"devloop\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+             [dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("plugin-sdk").display().to_string()
+        ),
+    )
+    .unwrap();
+    // Reuse the plugins' lock file and build dir, so no dependency is fetched or rebuilt.
+    std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
+    let src = |body: &str| format!("#[toolhost_sdk::plugin]\nmod tools {{\n{body}\n}}\n");
+    let hi = "    /// Say hi.\n    #[tool]\n    pub fn hi() -> String { \"hi\".into() }";
+    std::fs::write(krate.path().join("src/lib.rs"), src(hi)).unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("dev")
+        .arg(krate.path())
+        .env("CARGO_TARGET_DIR", root.join("target/plugins-build"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |want: &str| -> Result<(), String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(line) if line.starts_with(want) => return Ok(()),
+                Ok(line) => seen.push(line),
+                Err(_) => break,
+            }
+        }
+        Err(format!("never saw {want:?}; saw {seen:?}"))
+    };
+    let first = wait_for("+ hi (devloop v0.1.0)");
+    let second = first.clone().and_then(|_| {
+        let bye = "    /// Say bye.\n    #[tool]\n    pub fn bye() -> String { \"bye\".into() }";
+        std::fs::write(krate.path().join("src/lib.rs"), src(&format!("{hi}\n{bye}"))).unwrap();
+        wait_for("+ bye (devloop v0.1.0)")
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    first.unwrap();
+    second.unwrap();
+    assert!(plugins.path().join("devloop.wasm").is_file());
+}

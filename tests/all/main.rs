@@ -7,4 +7,5 @@ mod hostile;
 mod loading;
 mod manifests;
 mod protocols;
+mod reload;
 mod support;

@@ -171,6 +171,14 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             continue;
         };
         let tool_attr = func.attrs.remove(pos);
+        if let Some(cfg) =
+            func.attrs.iter().find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+        {
+            return Err(syn::Error::new_spanned(
+                cfg,
+                "`#[cfg]` on a tool is not supported (the manifest is written before cfg is known); put the whole `#[toolhost_sdk::plugin]` module behind `#[cfg]` instead",
+            ));
+        }
         let tool = Tool::from_fn(func, &tool_attr)?;
         if !seen.insert(tool.name.clone()) {
             return Err(syn::Error::new_spanned(
@@ -705,6 +713,11 @@ mod tests {
                 "NAME:ro",
             ),
             ("", "fn not_a_module() {}", "inline module"),
+            (
+                "",
+                "mod t { /// d\n #[tool] #[cfg(test)] pub fn a() -> String { todo!() } }",
+                "`#[cfg]` on a tool",
+            ),
             (
                 "",
                 "mod t { /// d\n #[tool(name = \"a\")] pub fn a() -> String { todo!() }\n /// d\n #[tool(name = \"a\")] pub fn b() -> String { todo!() } }",

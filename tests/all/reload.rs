@@ -1,0 +1,195 @@
+//! Hot reload with a real file watcher: each editor/copy pattern ends in exactly one registry
+//! change, failures never replace a working version, and calls in flight finish.
+
+use crate::support::{Env, call, err, ok};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::Receiver;
+use toolhost::ErrorKind;
+use toolhost::reload::{Change, Reloader, WatchHandle};
+
+const DEBOUNCE: Duration = Duration::from_millis(100);
+/// Long enough for any pending rescan (debounce + compile) to have happened.
+const SETTLE: Duration = Duration::from_millis(700);
+
+struct Live {
+    env: Env,
+    host: toolhost::Toolhost,
+    reloader: Arc<Reloader>,
+    changes: Receiver<Arc<Change>>,
+    _watch: WatchHandle,
+}
+
+async fn live() -> Live {
+    let env = Env::with(&[]);
+    let host = env.host();
+    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    let watch = reloader.watch(DEBOUNCE).unwrap();
+    let changes = reloader.subscribe();
+    Live { env, host, reloader, changes, _watch: watch }
+}
+
+impl Live {
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.env.plugins.path().join(name)
+    }
+
+    /// The next change (bounded wait, so a missing reload fails instead of hanging).
+    async fn next(&mut self) -> Arc<Change> {
+        tokio::time::timeout(Duration::from_secs(30), self.changes.recv())
+            .await
+            .expect("no registry change within 30 s")
+            .expect("change channel open")
+    }
+
+    /// Exactly one change, then quiet.
+    async fn exactly_one(&mut self) -> Arc<Change> {
+        let c = self.next().await;
+        tokio::time::sleep(SETTLE).await;
+        assert!(
+            self.changes.is_empty(),
+            "more than one reload: first {c:?}, then {:?}",
+            self.changes.try_recv()
+        );
+        c
+    }
+
+    async fn which(&self) -> String {
+        ok(&call(&self.host, "which", &[]).await)
+    }
+}
+
+fn v1() -> Vec<u8> {
+    std::fs::read(plugin_artifacts::VERSIONED).unwrap()
+}
+fn v2() -> Vec<u8> {
+    std::fs::read(plugin_artifacts::VERSIONED_V2).unwrap()
+}
+
+fn tools(c: &Change) -> Vec<String> {
+    let mut t: Vec<String> = c.added.iter().map(|a| a.tool.clone()).collect();
+    t.sort();
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_and_copy_patterns_each_reload_once() {
+    let mut l = live().await;
+
+    // Write in place (a new file).
+    std::fs::write(l.path("versioned.wasm"), v1()).unwrap();
+    let c = l.exactly_one().await;
+    assert_eq!(tools(&c), ["nap", "which"]);
+    assert_eq!(c.lines()[0], "+ nap (versioned v0.1.0)");
+    assert_eq!(l.which().await, "v1");
+
+    // Write-then-rename over it.
+    std::fs::write(l.path(".versioned.wasm.tmp"), v2()).unwrap();
+    std::fs::rename(l.path(".versioned.wasm.tmp"), l.path("versioned.wasm")).unwrap();
+    let c = l.exactly_one().await;
+    assert_eq!(tools(&c), ["added_in_v2"]);
+    assert!(c.lines().contains(&"~ which (v0.1.0 → v0.2.0)".to_string()), "{:?}", c.lines());
+    assert_eq!(l.which().await, "v2");
+
+    // Copy over (truncate and write in place).
+    std::fs::copy(plugin_artifacts::VERSIONED, l.path("versioned.wasm")).unwrap();
+    let c = l.exactly_one().await;
+    assert_eq!(c.removed, ["added_in_v2"]);
+    assert_eq!(l.which().await, "v1");
+
+    // Delete then create.
+    std::fs::remove_file(l.path("versioned.wasm")).unwrap();
+    std::fs::write(l.path("versioned.wasm"), v2()).unwrap();
+    let c = l.exactly_one().await;
+    assert!(c.removed.is_empty(), "{c:?}");
+    assert_eq!(l.which().await, "v2");
+
+    // Several files at once.
+    std::fs::copy(plugin_artifacts::FILES, l.path("files.wasm")).unwrap();
+    std::fs::copy(plugin_artifacts::TEXT, l.path("text.wasm")).unwrap();
+    let c = l.exactly_one().await;
+    assert_eq!(c.added.len(), 11, "{:?}", c.lines());
+
+    // Deleting unregisters.
+    std::fs::remove_file(l.path("text.wasm")).unwrap();
+    let c = l.exactly_one().await;
+    assert_eq!(c.removed.len(), 4);
+    err(&call(&l.host, "echo", &["x"]).await, ErrorKind::UnknownTool);
+    // Touching a file without changing its content changes nothing.
+    std::fs::write(l.path("files.wasm"), std::fs::read(plugin_artifacts::FILES).unwrap()).unwrap();
+    tokio::time::sleep(SETTLE).await;
+    assert!(l.changes.is_empty());
+    assert_eq!(l.reloader.generation(), 6, "one swap per pattern");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_written_file_never_loads_and_the_complete_one_does() {
+    let mut l = live().await;
+    let bytes = v1();
+    let (first, second) = bytes.split_at(bytes.len() / 2);
+    std::fs::write(l.path("versioned.wasm"), first).unwrap();
+    let c = l.next().await;
+    assert!(c.added.is_empty());
+    assert!(
+        c.failures[0].reason.contains("not valid WebAssembly")
+            || c.failures[0].reason.contains("cannot load"),
+        "{c:?}"
+    );
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(l.path("versioned.wasm"))
+        .unwrap()
+        .write_all(second)
+        .unwrap();
+    let c = l.next().await;
+    assert_eq!(tools(&c), ["nap", "which"]);
+    assert!(l.host.registry.load().failures().is_empty(), "the failure is cleared once the file loads");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_replacement_keeps_the_old_version_serving() {
+    let mut l = live().await;
+    std::fs::write(l.path("versioned.wasm"), v1()).unwrap();
+    l.next().await;
+    std::fs::write(l.path("versioned.wasm"), b"\0asm garbage").unwrap();
+    let c = l.next().await;
+    assert!(c.failures[0].reason.ends_with("(still serving v0.1.0)"), "{c:?}");
+    assert!(c.removed.is_empty());
+    assert_eq!(l.which().await, "v1");
+    let listed = toolhost::cli::render_list(&l.host.registry.load());
+    assert!(listed.contains("! versioned.wasm: ") && listed.contains("still serving v0.1.0"), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_finishes_when_its_file_is_deleted() {
+    let mut l = live().await;
+    std::fs::write(l.path("versioned.wasm"), v1()).unwrap();
+    l.next().await;
+    let host = Arc::new(l.host);
+    let h = host.clone();
+    let long = tokio::spawn(async move { h.call(&toolhost::ToolCall::new("nap", ["1500"])).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::remove_file(l.env.plugins.path().join("versioned.wasm")).unwrap();
+    let c = tokio::time::timeout(Duration::from_secs(30), l.changes.recv()).await.unwrap().unwrap();
+    assert_eq!(c.removed.len(), 2);
+    let outcome = long.await.unwrap();
+    assert_eq!(ok(&outcome), "slept 1500 ms");
+    err(&call(&host, "nap", &["1"]).await, ErrorKind::UnknownTool);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_quick_writes_end_on_the_last_version() {
+    let mut l = live().await;
+    let (a, b) = (v1(), v2());
+    for i in 0..20 {
+        std::fs::write(l.path("versioned.wasm"), if i % 2 == 0 { &a } else { &b }).unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    l.next().await;
+    tokio::time::sleep(SETTLE).await;
+    while l.changes.try_recv().is_ok() {}
+    assert_eq!(l.which().await, "v2");
+    assert!(l.reloader.generation() <= 3, "{} reloads for one burst", l.reloader.generation());
+    assert!(l.host.registry.load().failures().is_empty());
+}
