@@ -58,6 +58,9 @@ pub struct GlobalArgs {
     /// Grant PLUGIN the host environment variable VAR, if it requests it
     #[arg(long = "allow-env", global = true, value_name = "PLUGIN=VAR")]
     pub allow_env: Vec<String>,
+    /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
+    #[arg(long, global = true)]
+    pub no_cache: bool,
     /// Danger policy for tools marked dangerous (overrides the config)
     #[arg(long, global = true, value_enum, value_name = "POLICY")]
     pub danger: Option<DangerPolicy>,
@@ -208,6 +211,9 @@ pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
     if let Some(d) = g.danger {
         cfg.danger = d;
     }
+    if g.no_cache {
+        cfg.cache_dir = None;
+    }
     Ok(cfg)
 }
 
@@ -326,7 +332,7 @@ fn print_change(change: &Change) {
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    let runtime = crate::runtime::Runtime::new(cfg.stack_kb)?;
+    let runtime = crate::runtime::Runtime::with_disk_cache(cfg.stack_kb, cfg.cache_dir.as_deref())?;
     let host = Toolhost::from_parts(
         runtime,
         Arc::new(cfg),

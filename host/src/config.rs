@@ -31,6 +31,8 @@ struct RawConfig {
     #[serde(default)]
     danger: RawDanger,
     #[serde(default)]
+    cache: RawCache,
+    #[serde(default)]
     plugin: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     tool: BTreeMap<String, RawTool>,
@@ -50,6 +52,14 @@ struct RawLimits {
 #[serde(deny_unknown_fields)]
 struct RawDanger {
     policy: Option<DangerPolicy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    /// Directory for compiled code; `false` in `enabled` turns the disk cache off.
+    dir: Option<PathBuf>,
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +199,8 @@ pub struct Config {
     /// Plugin files larger than this are skipped.
     pub max_plugin_bytes: u64,
     pub danger: DangerPolicy,
+    /// Compiled-code cache directory; `None` keeps compiled code in memory only.
+    pub cache_dir: Option<PathBuf>,
     pub plugins: BTreeMap<String, PluginConfig>,
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -204,6 +216,7 @@ impl Default for Config {
             stack_kb: 512,
             max_plugin_bytes: 64 * 1024 * 1024,
             danger: DangerPolicy::Ask,
+            cache_dir: crate::runtime::default_cache_dir(),
             plugins: BTreeMap::new(),
             tools: BTreeMap::new(),
         }
@@ -267,6 +280,12 @@ impl Config {
             return Err(invalid("limits.max_plugin_mb must be at least 1".into()));
         }
         cfg.danger = raw.danger.policy.unwrap_or_default();
+        if let Some(dir) = raw.cache.dir {
+            cfg.cache_dir = Some(base.join(dir));
+        }
+        if raw.cache.enabled == Some(false) {
+            cfg.cache_dir = None;
+        }
         for (name, p) in raw.plugin {
             let key = format!("plugin.{name}");
             let mut grant = PluginConfig {

@@ -5,6 +5,8 @@
 use crate::sandbox::HostState;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,14 +46,23 @@ pub struct Runtime {
     ticker_stop: Arc<AtomicBool>,
     /// Compiled components by SHA-256 of their bytes: an unchanged file is never recompiled.
     compiled: Mutex<HashMap<[u8; 32], Component>>,
+    /// Where compiled code is kept across restarts (the host's own directory, never the
+    /// plugins folder), keyed by engine compatibility and content hash. `None`: memory only.
+    disk_cache: Option<PathBuf>,
 }
 
 /// Compiled components kept in memory (oldest dropped first beyond this).
 const COMPILED_CACHE: usize = 256;
 
 impl Runtime {
-    /// Build the engine. `stack_kb` bounds wasm stack per call (engine-wide).
+    /// Build the engine with an in-memory compile cache only.
     pub fn new(stack_kb: usize) -> anyhow::Result<Arc<Runtime>> {
+        Self::with_disk_cache(stack_kb, None)
+    }
+
+    /// Build the engine. `stack_kb` bounds wasm stack per call (engine-wide); compiled code is
+    /// also cached under `cache_dir` so a restart does not recompile.
+    pub fn with_disk_cache(stack_kb: usize, cache_dir: Option<&Path>) -> anyhow::Result<Arc<Runtime>> {
         let mut cfg = WasmConfig::new();
         cfg.wasm_component_model(true);
         cfg.epoch_interruption(true);
@@ -76,7 +87,22 @@ impl Runtime {
                 }
             }
         })?;
-        Ok(Arc::new(Runtime { engine, linker, ticker_stop, compiled: Mutex::default() }))
+        let disk_cache = match cache_dir {
+            Some(dir) => {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                engine.precompile_compatibility_hash().hash(&mut h);
+                let dir = dir.join(format!("engine-{:016x}", h.finish()));
+                match create_private_dir(&dir) {
+                    Ok(()) => Some(dir),
+                    Err(e) => {
+                        tracing::warn!("compile cache disabled: cannot create {}: {e}", dir.display());
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        Ok(Arc::new(Runtime { engine, linker, ticker_stop, compiled: Mutex::default(), disk_cache }))
     }
 
     /// Compile a component and link it against the host's imports. Fails with a readable
@@ -87,7 +113,7 @@ impl Runtime {
         let component = match cached {
             Some(c) => c,
             None => {
-                let c = Component::new(&self.engine, bytes)?;
+                let c = self.compile(&key, bytes)?;
                 let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
                 if cache.len() >= COMPILED_CACHE {
                     cache.clear();
@@ -100,6 +126,43 @@ impl Runtime {
         Ok(PluginPre::new(pre)?)
     }
 
+    /// Compile, or load from the disk cache when this exact content was compiled before by a
+    /// compatible engine.
+    fn compile(&self, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<Component> {
+        let Some(dir) = &self.disk_cache else { return Ok(Component::new(&self.engine, bytes)?) };
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let path = dir.join(format!("{hex}.cwasm"));
+        if let Ok(code) = std::fs::read(&path) {
+            // SAFETY: `deserialize` trusts its input to be wasmtime's own output. The file is in
+            // the host's private cache directory (created 0700 by this process), named by the
+            // SHA-256 of the plugin bytes, under a directory keyed by this engine's
+            // compatibility hash; plugin folders are never read this way. The bytes are read
+            // into memory first (not mapped), so a later change to the file cannot affect the
+            // loaded code.
+            #[allow(unsafe_code)] // the only unsafe in the host; see SAFETY above
+            let loaded = unsafe { Component::deserialize(&self.engine, &code) };
+            match loaded {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    tracing::warn!("ignoring unusable cached code {}: {e}", path.display());
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes)?;
+        match component.serialize() {
+            Ok(code) => {
+                let tmp = dir.join(format!(".{hex}.{}.tmp", std::process::id()));
+                if let Err(e) = std::fs::write(&tmp, code).and_then(|_| std::fs::rename(&tmp, &path)) {
+                    tracing::warn!("cannot write compile cache {}: {e}", path.display());
+                    let _ = std::fs::remove_file(&tmp);
+                }
+            }
+            Err(e) => tracing::warn!("cannot serialize compiled code: {e}"),
+        }
+        Ok(component)
+    }
+
     /// Epoch ticks for a timeout (rounded up, at least one).
     pub fn ticks_for(timeout: Duration) -> u64 {
         (timeout.as_nanos().div_ceil(TICK.as_nanos()) as u64).max(1) + 1
@@ -110,4 +173,26 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// Create `dir` (and parents) readable only by this user.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// The default compile cache: `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .map(|d| d.join("toolhost"))
 }

@@ -3,8 +3,14 @@
 use crate::support::{Env, component};
 use std::process::{Command, Output, Stdio};
 
+/// The compiled-code cache the spawned binaries share (kept out of the user's home).
+fn cache_home() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache")
+}
+
 fn toolhost(env: &Env, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .env("XDG_CACHE_HOME", cache_home())
         .arg("--plugins")
         .arg(env.plugins.path())
         .arg("--workspace")
@@ -137,6 +143,7 @@ fn config_errors_name_the_file_and_key() {
 fn toolhost_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .env("XDG_CACHE_HOME", cache_home())
         .arg("--plugins")
         .arg(env.plugins.path())
         .arg("--workspace")
@@ -218,6 +225,7 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
     let plugins = tempfile::tempdir().unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .env("XDG_CACHE_HOME", cache_home())
         .arg("--plugins")
         .arg(plugins.path())
         .arg("dev")

@@ -80,3 +80,38 @@ fn a_missing_folder_is_an_error_naming_it() {
     let e = toolhost::Registry::load(&crate::support::runtime(), &env.config).unwrap_err();
     assert!(e.to_string().contains("nope"), "{e}");
 }
+
+#[test]
+fn compiled_code_is_cached_on_disk_and_bad_cache_files_are_ignored() {
+    use toolhost::runtime::Runtime;
+    let cache = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let first = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    first.prepare(&bytes).unwrap();
+    let cached: Vec<_> =
+        walk(cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    let meta = std::fs::metadata(cached[0].parent().unwrap()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700, "the cache directory is private");
+
+    // A restart loads the cached code; a corrupt cache file is replaced, not trusted.
+    let second = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    second.prepare(&bytes).unwrap();
+    std::fs::write(&cached[0], b"not compiled code").unwrap();
+    let third = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    third.prepare(&bytes).unwrap();
+    assert!(std::fs::read(&cached[0]).unwrap().len() > 1000, "the corrupt entry was rewritten");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
