@@ -171,7 +171,8 @@ pub fn main() -> ExitCode {
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
+        // Compilation progress (rare: compiled code is cached) is shown by default.
+        0 => "warn,toolhost::runtime=info",
         1 => "info",
         _ => "debug",
     };

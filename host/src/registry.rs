@@ -70,7 +70,9 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
-    let pre = runtime.prepare(&c.bytes).map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
+    let pre = runtime
+        .prepare(&c.file_name(), &c.bytes)
+        .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
     let (grants, missing) =
         Grants::effective(&manifest.name, &manifest.capabilities, &config.plugin(&manifest.name));
     Ok(LoadedPlugin {
@@ -201,7 +203,7 @@ pub(crate) fn load_all(
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(c) = candidates.get(i) else { break mine };
-                        tracing::info!("compiling {} ({} of {})", c.file_name(), i + 1, candidates.len());
+                        tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
                         let r = load_plugin(runtime, config, c);
                         if let Err(f) = &r {
                             tracing::warn!("skipped {f}");

@@ -107,13 +107,14 @@ impl Runtime {
 
     /// Compile a component and link it against the host's imports. Fails with a readable
     /// message if the component imports something the host does not provide.
-    pub fn prepare(&self, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
+    /// `name` is only for progress messages.
+    pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
         let key: [u8; 32] = Sha256::digest(bytes).into();
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
         let component = match cached {
             Some(c) => c,
             None => {
-                let c = self.compile(&key, bytes)?;
+                let c = self.compile(name, &key, bytes)?;
                 let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
                 if cache.len() >= COMPILED_CACHE {
                     cache.clear();
@@ -128,8 +129,16 @@ impl Runtime {
 
     /// Compile, or load from the disk cache when this exact content was compiled before by a
     /// compatible engine.
-    fn compile(&self, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<Component> {
-        let Some(dir) = &self.disk_cache else { return Ok(Component::new(&self.engine, bytes)?) };
+    fn compile(&self, name: &str, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<Component> {
+        let fresh = || {
+            // Compilation is the one slow step (seconds for a large plugin): say so.
+            tracing::info!("compiling {name} ({} KiB)…", bytes.len() / 1024);
+            let t = std::time::Instant::now();
+            let c = Component::new(&self.engine, bytes);
+            tracing::info!("compiled {name} in {:.2}s", t.elapsed().as_secs_f64());
+            c
+        };
+        let Some(dir) = &self.disk_cache else { return Ok(fresh()?) };
         let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
         let path = dir.join(format!("{hex}.cwasm"));
         if let Ok(code) = std::fs::read(&path) {
@@ -149,7 +158,7 @@ impl Runtime {
                 }
             }
         }
-        let component = Component::new(&self.engine, bytes)?;
+        let component = fresh()?;
         match component.serialize() {
             Ok(code) => {
                 let tmp = dir.join(format!(".{hex}.{}.tmp", std::process::id()));

@@ -87,7 +87,7 @@ fn compiled_code_is_cached_on_disk_and_bad_cache_files_are_ignored() {
     let cache = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
     let first = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    first.prepare(&bytes).unwrap();
+    first.prepare("text.wasm", &bytes).unwrap();
     let cached: Vec<_> =
         walk(cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
     assert_eq!(cached.len(), 1, "{cached:?}");
@@ -97,10 +97,10 @@ fn compiled_code_is_cached_on_disk_and_bad_cache_files_are_ignored() {
 
     // A restart loads the cached code; a corrupt cache file is replaced, not trusted.
     let second = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    second.prepare(&bytes).unwrap();
+    second.prepare("text.wasm", &bytes).unwrap();
     std::fs::write(&cached[0], b"not compiled code").unwrap();
     let third = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    third.prepare(&bytes).unwrap();
+    third.prepare("text.wasm", &bytes).unwrap();
     assert!(std::fs::read(&cached[0]).unwrap().len() > 1000, "the corrupt entry was rewritten");
 }
 

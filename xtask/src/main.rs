@@ -14,6 +14,8 @@ tasks:
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
             query has commas, a denied dangerous call and a truncated output
+  bench     run the benchmarks (release build) and write BENCHMARKS.md with the machine they
+            ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run
   test      the whole suite, as CI runs it: rustfmt check, clippy with warnings as errors,
             then every unit and integration test (the test build compiles the plugins itself)
 ";
@@ -24,6 +26,7 @@ fn main() -> Result<()> {
         "plugins" => plugins().map(|_| ()),
         "demo" => demo(),
         "test" => test(),
+        "bench" => bench(),
         "" | "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
@@ -163,6 +166,61 @@ fn demo() -> Result<()> {
         &["--allow-read", "files", "call", "--json", "read", "long.txt"],
     )?;
     step("an unknown tool suggests close names", &["call", "raed", "notes.txt"])?;
+    Ok(())
+}
+
+fn bench() -> Result<()> {
+    ensure_target()?;
+    let root = root();
+    let out = root.join("target/bench-report.md");
+    run(cargo()
+        .current_dir(&root)
+        .env("TOOLHOST_BENCH_OUT", &out)
+        .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
+    let report = std::fs::read_to_string(&out)?;
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0) / 1024 / 1024)
+        })
+        .unwrap_or(0);
+    let rustc = Command::new("rustc")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let date = Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let doc = format!(
+        "# Benchmarks\n\n\
+         Regenerate with `cargo xtask bench` (release build; about 15 minutes cold on two cores, then a\n\
+         minute or two). Every figure is measured in the same run as its baseline — a native function\n\
+         call and raw wasmtime (`InstancePre::instantiate` + the export call, no toolhost code) — and\n\
+         should be read as a ratio: these machines are shared and noisy.\n\n\
+         Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
+         Method: latency is the p50/p99 of {{3000}} sequential calls after a warm-up, each a fresh\n\
+         store and instance; throughput runs 20,000 `echo` calls split over the callers; start-up\n\
+         spawns the release `toolhost` binary (`call count_words` with 10 distinct plugins) with an\n\
+         empty compile cache and then with a warm one; the manifest scan reads, parses and validates\n\
+         100 plugin files without compiling; reload writes a new version of a plugin into a watched\n\
+         folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\n{report}"
+    );
+    std::fs::write(root.join("BENCHMARKS.md"), doc)?;
+    eprintln!("wrote BENCHMARKS.md");
     Ok(())
 }
 
