@@ -125,6 +125,18 @@ pub enum Command {
         #[arg(long, value_name = "MS", default_value_t = 150)]
         debounce_ms: u64,
     },
+    /// Embed a manifest into a component built without toolhost-sdk (componentize-py,
+    /// componentize-js, TinyGo, …); the manifest has the fields `inspect --json` shows
+    EmbedManifest {
+        /// The component (.wasm)
+        input: PathBuf,
+        /// The manifest: a .toml file, or JSON
+        #[arg(long, short)]
+        manifest: PathBuf,
+        /// Where to write the result [default: replace INPUT]
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
         /// Tool name
@@ -271,6 +283,31 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
                 }
             }
+        }
+        Command::EmbedManifest { input, manifest, output } => {
+            let text = std::fs::read_to_string(&manifest)
+                .with_context(|| format!("cannot read {}", manifest.display()))?;
+            let is_toml = manifest.extension().is_some_and(|e| e == "toml");
+            let parsed = crate::manifest::parse_file_text(&text, is_toml)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", manifest.display()))?;
+            let bytes = std::fs::read(&input).with_context(|| format!("cannot read {}", input.display()))?;
+            let out_bytes = crate::manifest::embed(&bytes, &parsed)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))?;
+            let out = output.unwrap_or_else(|| input.clone());
+            let tmp = out.with_file_name(format!(
+                ".{}.tmp",
+                out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ));
+            std::fs::write(&tmp, out_bytes)
+                .and_then(|_| std::fs::rename(&tmp, &out))
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            eprintln!(
+                "embedded manifest of `{}` ({} tools) into {}",
+                parsed.name,
+                parsed.tools.len(),
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Prompt => {
             let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;

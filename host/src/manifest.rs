@@ -244,6 +244,43 @@ pub fn read(bytes: &[u8]) -> Result<Manifest, ManifestError> {
     parse(&find_section(bytes)?)
 }
 
+/// Read a manifest written by hand, as TOML (`.toml`) or JSON (anything else), with the same
+/// fields and validation as an embedded one.
+pub fn parse_file_text(text: &str, is_toml: bool) -> Result<Manifest, ManifestError> {
+    if is_toml {
+        let v: Value =
+            toml::from_str(text).map_err(|e| ManifestError::Json(format!("not valid TOML: {e}")))?;
+        parse(v.to_string().as_bytes())
+    } else {
+        parse(text.as_bytes())
+    }
+}
+
+/// Append `manifest` as the `toolhost-manifest` section of a component that has none — for
+/// components built without toolhost-sdk (componentize-py, componentize-js, TinyGo, …).
+pub fn embed(component: &[u8], manifest: &Manifest) -> Result<Vec<u8>, ManifestError> {
+    match find_section(component) {
+        Err(ManifestError::Missing) => {}
+        Ok(_) | Err(ManifestError::Duplicate(_)) => {
+            return Err(ManifestError::Malformed(format!("it already has a `{SECTION}` section")));
+        }
+        Err(e) => return Err(e),
+    }
+    let json = serde_json::to_vec(manifest).map_err(|e| ManifestError::Json(e.to_string()))?;
+    parse(&json)?;
+    let mut out = component.to_vec();
+    wasm_encoder::Section::append_to(
+        &wasm_encoder::CustomSection { name: SECTION.into(), data: json.as_slice().into() },
+        &mut out,
+    );
+    // Read it back the way the host will.
+    let back = read(&out)?;
+    if &back != manifest {
+        return Err(ManifestError::Malformed("the embedded manifest does not read back identically".into()));
+    }
+    Ok(out)
+}
+
 /// `[A-Za-z_][A-Za-z0-9_]*`: the name the model writes.
 pub fn is_tool_name(s: &str) -> bool {
     let mut chars = s.chars();

@@ -267,3 +267,53 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
     second.unwrap();
     assert!(plugins.path().join("devloop.wasm").is_file());
 }
+
+#[test]
+fn embed_manifest_gives_a_foreign_component_its_manifest() {
+    let env = Env::with(&[]);
+    let wasm = env.workspace.path().join("py.wasm");
+    std::fs::write(&wasm, component("(component)", None)).unwrap();
+    let manifest = env.workspace.path().join("tool.toml");
+    std::fs::write(
+        &manifest,
+        r#"format = 1
+name = "pytools"
+version = "1.2.0"
+description = "Tools written in Python"
+
+[[tools]]
+name = "shout"
+description = "Upper-case a text."
+argCount = 1
+rest = true
+params = [{ name = "text", type = "string", description = "the text" }]
+"#,
+    )
+    .unwrap();
+    let out =
+        toolhost(&env, &["embed-manifest", wasm.to_str().unwrap(), "--manifest", manifest.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = toolhost(&env, &["inspect", wasm.to_str().unwrap()]);
+    assert!(
+        stdout(&out).contains("plugin pytools 1.2.0") && stdout(&out).contains("shout(text…)"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Twice: refused, file unchanged. A bad manifest: refused with the field named.
+    let before = std::fs::read(&wasm).unwrap();
+    let out = toolhost(&env, &["embed-manifest", wasm.to_str().unwrap(), "-m", manifest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("already has"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&wasm).unwrap(), before);
+    std::fs::write(
+        &manifest,
+        std::fs::read_to_string(&manifest).unwrap().replace("argCount = 1", "argCount = 2"),
+    )
+    .unwrap();
+    let fresh = env.workspace.path().join("fresh.wasm");
+    std::fs::write(&fresh, component("(component)", None)).unwrap();
+    let out = toolhost(&env, &["embed-manifest", fresh.to_str().unwrap(), "-m", manifest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("tools[0].argCount"), "{}", stderr(&out));
+}

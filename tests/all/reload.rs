@@ -8,9 +8,9 @@ use tokio::sync::broadcast::Receiver;
 use toolhost::ErrorKind;
 use toolhost::reload::{Change, Reloader, WatchHandle};
 
-const DEBOUNCE: Duration = Duration::from_millis(100);
+const DEBOUNCE: Duration = Duration::from_millis(250);
 /// Long enough for any pending rescan (debounce + compile) to have happened.
-const SETTLE: Duration = Duration::from_millis(700);
+const SETTLE: Duration = Duration::from_millis(1200);
 
 struct Live {
     env: Env,
