@@ -113,7 +113,7 @@ fn main() {
     let mut config = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
     config.set_workspace(&ws);
     config.grant_workspace("files", FsMode::ReadOnly);
-    let runtime = Runtime::new(512).unwrap();
+    let runtime = Runtime::for_config(&config).unwrap();
     let registry = Registry::load(&runtime, &config).unwrap();
     let host =
         Arc::new(Toolhost::from_parts(runtime.clone(), Arc::new(config), registry, Arc::new(AlwaysConfirm)));

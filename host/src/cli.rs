@@ -370,7 +370,7 @@ fn print_change(change: &Change) {
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    let runtime = crate::runtime::Runtime::with_disk_cache(cfg.stack_kb, cfg.cache_dir.as_deref())?;
+    let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(
         runtime,
         Arc::new(cfg),

@@ -46,6 +46,7 @@ struct RawLimits {
     output_limit: Option<usize>,
     stack_kb: Option<usize>,
     max_plugin_mb: Option<u64>,
+    concurrency: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -198,6 +199,8 @@ pub struct Config {
     pub stack_kb: usize,
     /// Plugin files larger than this are skipped.
     pub max_plugin_bytes: u64,
+    /// Calls that may run at once (more wait); sizes the instance pool.
+    pub concurrency: u32,
     pub danger: DangerPolicy,
     /// Compiled-code cache directory; `None` keeps compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
@@ -215,6 +218,7 @@ impl Default for Config {
             limits: Limits::default(),
             stack_kb: 512,
             max_plugin_bytes: 64 * 1024 * 1024,
+            concurrency: 32,
             danger: DangerPolicy::Ask,
             cache_dir: crate::runtime::default_cache_dir(),
             plugins: BTreeMap::new(),
@@ -275,6 +279,12 @@ impl Config {
         .map_err(invalid)?;
         if !(64..=64 * 1024).contains(&cfg.stack_kb) {
             return Err(invalid(format!("limits.stack_kb = {} is outside 64..=65536", cfg.stack_kb)));
+        }
+        if let Some(c) = l.concurrency {
+            if !(1..=1024).contains(&c) {
+                return Err(invalid(format!("limits.concurrency = {c} is outside 1..=1024")));
+            }
+            cfg.concurrency = c;
         }
         if cfg.max_plugin_bytes == 0 {
             return Err(invalid("limits.max_plugin_mb must be at least 1".into()));
@@ -389,6 +399,13 @@ impl Config {
             t.limits.apply(&mut l);
         }
         l
+    }
+
+    /// The largest memory limit any call can get (sizes the instance pool).
+    pub fn max_memory_mb(&self) -> u64 {
+        let overrides = self.plugins.values().filter_map(|p| p.limits.memory_mb);
+        let tools = self.tools.values().filter_map(|t| t.limits.memory_mb);
+        overrides.chain(tools).fold(self.limits.memory_mb, u64::max)
     }
 
     /// Whether the operator marked `tool` dangerous.

@@ -37,7 +37,7 @@ pub struct Toolhost {
 impl Toolhost {
     /// Build the engine and load every plugin in `config.plugins_dir`.
     pub fn load(config: Config, confirm: Arc<dyn executor::Confirm>) -> anyhow::Result<Toolhost> {
-        let runtime = runtime::Runtime::with_disk_cache(config.stack_kb, config.cache_dir.as_deref())?;
+        let runtime = runtime::Runtime::for_config(&config)?;
         let registry = Registry::load(&runtime, &config)?;
         Ok(Self::from_parts(runtime, Arc::new(config), registry, confirm))
     }

@@ -51,19 +51,59 @@ pub struct Runtime {
     disk_cache: Option<PathBuf>,
 }
 
+/// Pooling-allocator sizing.
+#[derive(Debug, Clone, Copy)]
+pub struct Pool {
+    /// Calls that may run at once.
+    pub concurrent_calls: u32,
+    /// The largest memory limit any call may have.
+    pub max_memory_mb: u64,
+}
+
 /// Compiled components kept in memory (oldest dropped first beyond this).
 const COMPILED_CACHE: usize = 256;
 
 impl Runtime {
-    /// Build the engine with an in-memory compile cache only.
+    /// Build the engine with an in-memory compile cache only and on-demand allocation.
     pub fn new(stack_kb: usize) -> anyhow::Result<Arc<Runtime>> {
-        Self::with_disk_cache(stack_kb, None)
+        Self::with_options(stack_kb, None, None)
+    }
+
+    /// The engine `config` asks for: its stack limit, compile cache and an instance pool sized
+    /// by `limits.concurrency` and the largest memory limit.
+    pub fn for_config(config: &crate::Config) -> anyhow::Result<Arc<Runtime>> {
+        let pool = Pool { concurrent_calls: config.concurrency, max_memory_mb: config.max_memory_mb() };
+        Self::with_options(config.stack_kb, config.cache_dir.as_deref(), Some(pool))
+    }
+
+    /// Build the engine with a disk cache and on-demand allocation.
+    pub fn with_disk_cache(stack_kb: usize, cache_dir: Option<&Path>) -> anyhow::Result<Arc<Runtime>> {
+        Self::with_options(stack_kb, cache_dir, None)
     }
 
     /// Build the engine. `stack_kb` bounds wasm stack per call (engine-wide); compiled code is
-    /// also cached under `cache_dir` so a restart does not recompile.
-    pub fn with_disk_cache(stack_kb: usize, cache_dir: Option<&Path>) -> anyhow::Result<Arc<Runtime>> {
+    /// also cached under `cache_dir` so a restart does not recompile; with `pool`, instances
+    /// come from a pooling allocator sized for that many concurrent calls (callers must not
+    /// run more at once: the executor's semaphore sees to it).
+    pub fn with_options(
+        stack_kb: usize,
+        cache_dir: Option<&Path>,
+        pool: Option<Pool>,
+    ) -> anyhow::Result<Arc<Runtime>> {
         let mut cfg = WasmConfig::new();
+        if let Some(pool) = pool {
+            let n = pool.concurrent_calls.max(1);
+            let mut p = wasmtime::PoolingAllocationConfig::new();
+            // A Rust wasip2 component has a handful of core instances, one or two memories
+            // and a few tables; these per-call budgets leave ample room.
+            p.total_component_instances(n)
+                .total_core_instances(n * 16)
+                .total_memories(n * 4)
+                .total_tables(n * 16)
+                .total_stacks(n)
+                .max_memory_size((pool.max_memory_mb as usize).saturating_mul(1024 * 1024));
+            cfg.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(p));
+        }
         cfg.wasm_component_model(true);
         cfg.epoch_interruption(true);
         let stack = stack_kb * 1024;

@@ -8,18 +8,21 @@ fn cache_home() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache")
 }
 
-fn toolhost(env: &Env, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", cache_home())
+/// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the workspace.
+fn command(env: &Env, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.env("XDG_CACHE_HOME", cache_home())
         .arg("--plugins")
         .arg(env.plugins.path())
         .arg("--workspace")
         .arg(env.workspace.path())
         .args(args)
-        .current_dir(env.workspace.path())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run toolhost")
+        .current_dir(env.workspace.path());
+    cmd
+}
+
+fn toolhost(env: &Env, args: &[&str]) -> Output {
+    command(env, args).stdin(Stdio::null()).output().expect("run toolhost")
 }
 
 fn stdout(o: &Output) -> String {
@@ -142,13 +145,7 @@ fn config_errors_name_the_file_and_key() {
 
 fn toolhost_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(args)
+    let mut child = command(env, args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

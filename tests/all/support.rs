@@ -11,7 +11,13 @@ use toolhost::{Outcome, Registry, ToolCall, Toolhost};
 /// each plugin is compiled once however many tests load it.
 pub fn runtime() -> Arc<Runtime> {
     static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RT.get_or_init(|| Runtime::new(512).expect("engine")).clone()
+    // The production configuration: a pooling allocator (sized for the concurrency of the
+    // test binary's hosts) in front of a semaphore.
+    RT.get_or_init(|| {
+        let pool = toolhost::runtime::Pool { concurrent_calls: 256, max_memory_mb: 256 };
+        Runtime::with_options(512, None, Some(pool)).expect("engine")
+    })
+    .clone()
 }
 
 /// A plugins folder and a workspace, both temporary.
