@@ -212,7 +212,7 @@ fn bench() -> Result<()> {
          call and raw wasmtime (`InstancePre::instantiate` + the export call, no toolhost code) — and\n\
          should be read as a ratio: these machines are shared and noisy.\n\n\
          Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
-         Method: latency is the p50/p99 of {{3000}} sequential calls after a warm-up, each a fresh\n\
+         Method: latency is the p50/p99 of 3000 sequential calls after a warm-up, each a fresh\n\
          store and instance; throughput runs 20,000 `echo` calls split over the callers; start-up\n\
          spawns the release `toolhost` binary (`call count_words` with 10 distinct plugins) with an\n\
          empty compile cache and then with a warm one; the manifest scan reads, parses and validates\n\
