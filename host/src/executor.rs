@@ -15,13 +15,15 @@ use std::io::IsTerminal;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Total bytes of arguments accepted for one call.
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 /// Deepest JSON nesting accepted in an argument (a guest decoding deeper JSON recursively
 /// could exhaust its stack).
 pub const MAX_JSON_DEPTH: usize = 128;
+/// Epoch ticks a guest runs between yields to the async runtime.
+const YIELD_TICKS: u64 = 2;
 /// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
@@ -298,8 +300,17 @@ impl Executor {
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         let timeout = Duration::from_millis(limits.timeout_ms);
-        store.set_epoch_deadline(Runtime::ticks_for(timeout));
-        store.epoch_deadline_trap();
+        // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
+        // other calls or the host's own tasks); past its deadline it is interrupted.
+        let deadline = std::time::Instant::now() + timeout;
+        store.epoch_deadline_callback(move |_| {
+            Ok(if std::time::Instant::now() >= deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(YIELD_TICKS)
+            })
+        });
+        store.set_epoch_deadline(YIELD_TICKS);
 
         let result = {
             let run = async {

@@ -211,11 +211,6 @@ impl Runtime {
         }
         Ok(component)
     }
-
-    /// Epoch ticks for a timeout (rounded up, at least one).
-    pub fn ticks_for(timeout: Duration) -> u64 {
-        (timeout.as_nanos().div_ceil(TICK.as_nanos()) as u64).max(1) + 1
-    }
 }
 
 impl Drop for Runtime {

@@ -130,3 +130,24 @@ async fn shadowed_tool_names_follow_file_order() {
     // text's other tools are still registered.
     assert_eq!(&*reg.get("echo").unwrap().plugin.name, "text");
 }
+
+/// On a single-threaded runtime, two guests spinning until their timeout do not stop a third
+/// call from being served meanwhile: running guests yield to the runtime every few ticks.
+#[tokio::test(flavor = "current_thread")]
+async fn busy_guests_do_not_starve_other_calls() {
+    let mut env = hostile_env();
+    env.config.limits.timeout_ms = 3000;
+    let host = std::sync::Arc::new(env.host());
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let h = host.clone();
+            tokio::spawn(async move { h.call(&toolhost::ToolCall::new("spin", Vec::<String>::new())).await })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    still_serving(&host).await;
+    assert!(spinners.iter().all(|s| !s.is_finished()), "the quick call had to wait for the spinners");
+    for s in spinners {
+        err(&s.await.unwrap(), ErrorKind::Timeout);
+    }
+}
