@@ -314,3 +314,21 @@ params = [{ name = "text", type = "string", description = "the text" }]
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("tools[0].argCount"), "{}", stderr(&out));
 }
+
+/// Guest stdout/stderr never reach the host's stdout (which carries results and, for MCP,
+/// protocol messages): they are captured and written to the log on stderr.
+#[test]
+fn guest_stdio_is_captured_into_the_log_not_inherited() {
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let out = toolhost(&env, &["-v", "call", "chatter"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "said hello\n", "guest output leaked into the host's stdout");
+    let log = stderr(&out);
+    for line in ["hello from stdout", "hello from stderr", "hello from the log import"] {
+        assert!(log.contains(line), "{line:?} missing from the log:\n{log}");
+    }
+    assert!(
+        log.contains("plugin=\"hostile\"") || log.contains("plugin=hostile"),
+        "log lines name the plugin:\n{log}"
+    );
+}

@@ -108,13 +108,6 @@ async fn no_environment_or_arguments_leak_in() {
 }
 
 #[tokio::test]
-async fn guest_stdio_is_captured_not_inherited() {
-    let env = hostile_env();
-    let host = env.host();
-    assert_eq!(ok(&call(&host, "chatter", &[]).await), "said hello");
-}
-
-#[tokio::test]
 async fn shadowed_tool_names_follow_file_order() {
     let env = hostile_env();
     let reg = env.registry();
