@@ -58,6 +58,9 @@ pub struct GlobalArgs {
     /// Grant PLUGIN the host environment variable VAR, if it requests it
     #[arg(long = "allow-env", global = true, value_name = "PLUGIN=VAR")]
     pub allow_env: Vec<String>,
+    /// Grant PLUGIN HTTP access to HOST (`example.com`, `*.example.com`, `*`), if it requests it
+    #[arg(long = "allow-net", global = true, value_name = "PLUGIN=HOST")]
+    pub allow_net: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
     #[arg(long, global = true)]
     pub no_cache: bool,
@@ -110,11 +113,32 @@ pub enum Command {
         format: SchemaFormat,
     },
     /// Load the plugins and keep the registry live while files in the folder change, printing
-    /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`
+    /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
+    /// `? plugin waiting for approval`. With --mcp, serve the tools to MCP clients (stdio, or
+    /// streamable HTTP with --http) and send them `tools/list_changed` on every change
+    #[command(after_help = "\
+MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
+  {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
+      \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
+Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp")]
     Serve {
         /// Quiet time after the last file event before the folder is rescanned
         #[arg(long, value_name = "MS", default_value_t = 150)]
         debounce_ms: u64,
+        /// Speak MCP: over stdin/stdout (only protocol messages on stdout; changes and logs go to stderr)
+        #[arg(long)]
+        mcp: bool,
+        /// With --mcp: streamable HTTP at http://ADDR/mcp instead of stdio (use a loopback address
+        /// such as 127.0.0.1:8765; port 0 picks a free port)
+        #[arg(long, value_name = "ADDR", requires = "mcp")]
+        http: Option<std::net::SocketAddr>,
+        /// With --http: also accept this Host header value (localhost, 127.0.0.1 and ::1 always are)
+        #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+        allow_host: Vec<String>,
+        /// With --http: accept requests from this browser origin (e.g. http://localhost:3000);
+        /// by default any request with an Origin header is refused
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
     },
     /// Rebuild a plugin crate for wasm32-wasip2 on every save and drop the .wasm into the
     /// plugins folder (created if missing); a running `toolhost serve` picks it up
@@ -136,6 +160,13 @@ pub enum Command {
         /// Where to write the result [default: replace INPUT]
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Approve what a plugin now requests (a new version asking for more than the version
+    /// approved before is held until then); approval grants nothing by itself, the grants in
+    /// toolhost.toml still decide
+    Approve {
+        /// The plugin name (as `list` shows it)
+        plugin: String,
     },
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
@@ -222,6 +253,12 @@ pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
             bail!("--allow-env takes PLUGIN=VAR, got {pv:?}");
         };
         cfg.grant_env(plugin, var)?;
+    }
+    for ph in &g.allow_net {
+        let Some((plugin, host)) = ph.split_once('=') else {
+            bail!("--allow-net takes PLUGIN=HOST, got {ph:?}");
+        };
+        cfg.grant_net(plugin, host)?;
     }
     if let Some(d) = g.danger {
         cfg.danger = d;
@@ -311,6 +348,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Approve { plugin } => {
+            let cfg = resolve_config(&cli.global)?;
+            approve(&cfg, &plugin)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Prompt => {
             let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
             print!("{}", text::prompt(&host.registry.load()));
@@ -322,13 +364,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&tools)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { debounce_ms } => {
+        Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin } => {
             let cfg = resolve_config(&cli.global)?;
             if !cfg.plugins_dir.is_dir() {
                 bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
             }
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            rt.block_on(serve(cfg, Duration::from_millis(debounce_ms)))
+            let debounce = Duration::from_millis(debounce_ms);
+            if mcp {
+                let options = crate::protocol::mcp::HttpOptions {
+                    allowed_hosts: allow_host,
+                    allowed_origins: allow_origin,
+                };
+                rt.block_on(serve_mcp(cfg, debounce, http, options))
+            } else {
+                rt.block_on(serve(cfg, debounce))
+            }
         }
         Command::Dev { path, debounce_ms } => {
             let cfg = resolve_config(&cli.global)?;
@@ -370,8 +421,69 @@ fn print_change(change: &Change) {
     let _ = out.flush();
 }
 
+/// Print registry changes on stderr (stdout belongs to a protocol).
+fn eprint_change(change: &Change) {
+    for line in change.lines() {
+        eprintln!("toolhost: {line}");
+    }
+}
+
+async fn serve_mcp(
+    cfg: Config,
+    debounce: Duration,
+    http: Option<std::net::SocketAddr>,
+    options: crate::protocol::mcp::HttpOptions,
+) -> Result<ExitCode> {
+    use crate::protocol::mcp::{McpServer, serve_http, serve_stdio};
+    let (host, reloader, _watch) = live_host_with(cfg, debounce, eprint_change).await?;
+    let mut changes = reloader.subscribe();
+    tokio::spawn(async move {
+        while let Ok(c) = changes.recv().await {
+            eprint_change(&c);
+        }
+    });
+    let server = McpServer::new(host.executor.clone(), Some(reloader.clone()));
+    match http {
+        None => {
+            eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
+            tokio::select! {
+                r = serve_stdio(server) => r?,
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            let bound = listener.local_addr()?;
+            if !bound.ip().is_loopback() {
+                tracing::warn!(
+                    "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
+                );
+            }
+            eprintln!(
+                "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
+                host.config.plugins_dir.display()
+            );
+            serve_http(server, listener, options, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    live_host_with(cfg, debounce, print_change).await
+}
+
+async fn live_host_with(
+    cfg: Config,
+    debounce: Duration,
+    print_change: fn(&Change),
+) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
     let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(
         runtime,
@@ -384,7 +496,7 @@ async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Rel
     let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
     print_change(&initial);
     if host.registry.load().tools().next().is_none() {
-        println!("(no tools yet in {})", host.config.plugins_dir.display());
+        eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
     let watch = reloader.watch(debounce)?;
     Ok((host, reloader, watch))
@@ -454,6 +566,50 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
             }
         }
     }
+}
+
+/// `toolhost approve PLUGIN`: record the plugin's current request as approved.
+fn approve(cfg: &Config, plugin: &str) -> Result<()> {
+    use crate::approvals::{Approvals, extra};
+    let (candidates, _) = crate::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes)
+        .with_context(|| format!("cannot scan {}", cfg.plugins_dir.display()))?;
+    let mut names = Vec::new();
+    let mut found: Option<(Manifest, PathBuf)> = None;
+    for c in &candidates {
+        let Ok(m) = crate::manifest::read(&c.bytes) else { continue };
+        if m.name == plugin {
+            found = Some((m, c.path.clone()));
+            break;
+        }
+        names.push(m.name);
+    }
+    let Some((m, file)) = found else {
+        bail!(
+            "no plugin named `{plugin}` in {} (found: {})",
+            cfg.plugins_dir.display(),
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        );
+    };
+    let mut approvals = Approvals::load(&cfg.plugins_dir);
+    let new = approvals.get(plugin).map(|a| extra(&m.capabilities, a)).unwrap_or_default();
+    approvals.approve(plugin, &m.capabilities);
+    approvals.save().with_context(|| {
+        format!("cannot write {}", cfg.plugins_dir.join(crate::approvals::FILE).display())
+    })?;
+    println!(
+        "approved plugin `{plugin}` v{} ({}): requests {}",
+        m.version,
+        crate::discovery::file_name(&file),
+        requests(&m)
+    );
+    if !new.is_empty() {
+        println!("newly approved: {}", new.join(", "));
+    }
+    let missing = crate::sandbox::Grants::effective_with(plugin, &m.capabilities, &cfg.plugin(plugin), cfg).1;
+    for miss in missing {
+        println!("not granted:    {} — grant with {}", miss.what, miss.how);
+    }
+    Ok(())
 }
 
 fn read_input(file: Option<&std::path::Path>) -> Result<String> {
@@ -569,6 +725,7 @@ pub fn render_list(reg: &Registry) -> String {
             .iter()
             .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
             .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
+            .chain(net_granted(&p.grants.net))
             .collect();
         out.push_str(&format!(
             "{} {} ({})\n  requested: {}\n  granted:   {}\n",
@@ -580,6 +737,12 @@ pub fn render_list(reg: &Registry) -> String {
         ));
         for m in &p.missing {
             out.push_str(&format!("  missing:   {} — grant with {}\n", m.what, m.how));
+        }
+    }
+    if !reg.pending().is_empty() {
+        out.push_str("\nPENDING APPROVAL\n");
+        for p in reg.pending() {
+            out.push_str(&format!("  ? {p}\n"));
         }
     }
     if !reg.warnings().is_empty() {
@@ -619,6 +782,9 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                 "granted": {
                     "fs": p.grants.fs.iter().map(|f| json!({"path": f.name, "mode": f.mode, "hostPath": f.host_path})).collect::<Vec<_>>(),
                     "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                    "net": net_granted_hosts(&p.grants.net),
+                    "netPrivate": p.grants.net.private,
+                    "secrets": p.grants.net.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
                 },
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,
@@ -629,5 +795,24 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
         "plugins": plugins,
         "failures": reg.failures(),
         "warnings": reg.warnings(),
+        "pending": reg.pending(),
     })
+}
+
+/// Granted host patterns that can match something the plugin requested.
+fn net_granted_hosts(net: &crate::net::NetGrant) -> Vec<String> {
+    net.granted
+        .iter()
+        .filter(|g| net.requested.iter().any(|r| crate::net::patterns_overlap(r, g)))
+        .cloned()
+        .collect()
+}
+
+fn net_granted(net: &crate::net::NetGrant) -> Vec<String> {
+    let mut out: Vec<String> = net_granted_hosts(net).into_iter().map(|h| format!("net {h}")).collect();
+    if net.private && !out.is_empty() {
+        out.push("private addresses".into());
+    }
+    out.extend(net.secrets.iter().map(|s| format!("secret {}", s.name)));
+    out
 }

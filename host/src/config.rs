@@ -33,9 +33,34 @@ struct RawConfig {
     #[serde(default)]
     cache: RawCache,
     #[serde(default)]
+    net: RawNet,
+    #[serde(default)]
+    secrets: BTreeMap<String, RawSecret>,
+    #[serde(default)]
     plugin: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     tool: BTreeMap<String, RawTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNet {
+    timeout_ms: Option<u64>,
+    max_response_kb: Option<u64>,
+    max_redirects: Option<u32>,
+    max_requests_per_call: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecret {
+    /// Read the value from this environment variable of the host.
+    env: Option<String>,
+    /// Or from this file (trailing newline removed).
+    file: Option<PathBuf>,
+    /// Send it only to these hosts (patterns as in `net`); default: any host the plugin may reach.
+    #[serde(default)]
+    hosts: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -70,6 +95,12 @@ struct RawPlugin {
     fs: Vec<RawFs>,
     #[serde(default)]
     env: Vec<String>,
+    #[serde(default)]
+    net: Vec<String>,
+    /// Let this plugin's granted hosts resolve to loopback, private or link-local addresses.
+    net_private: Option<bool>,
+    #[serde(default)]
+    secrets: Vec<String>,
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
@@ -176,7 +207,68 @@ impl FsGrant {
 pub struct PluginConfig {
     pub fs: Vec<FsGrant>,
     pub env: Vec<String>,
+    /// Host patterns: `example.com`, `*.example.com` (subdomains only), `*` (any host).
+    pub net: Vec<String>,
+    /// Granted hosts may resolve to loopback/private/link-local addresses.
+    pub net_private: bool,
+    /// Names of secrets (defined under `[secrets.NAME]`).
+    pub secrets: Vec<String>,
     pub limits: LimitOverrides,
+}
+
+/// Network settings for every plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetSettings {
+    /// Upper bound for one request (the call's own deadline may be sooner).
+    pub timeout_ms: u64,
+    /// Response bodies are cut at this size.
+    pub max_response_bytes: u64,
+    pub max_redirects: u32,
+    pub max_requests_per_call: u32,
+}
+
+impl Default for NetSettings {
+    fn default() -> Self {
+        NetSettings {
+            timeout_ms: 10_000,
+            max_response_bytes: 2 * 1024 * 1024,
+            max_redirects: 5,
+            max_requests_per_call: 32,
+        }
+    }
+}
+
+/// Where a secret's value comes from. The value is read when a plugin is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretSource {
+    pub name: String,
+    pub from: SecretFrom,
+    /// Send only to hosts matching these patterns (empty: any host the plugin may reach).
+    pub hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretFrom {
+    Env(String),
+    File(PathBuf),
+}
+
+impl SecretSource {
+    /// Read the value now.
+    pub fn read(&self) -> Result<String, String> {
+        let v = match &self.from {
+            SecretFrom::Env(var) => std::env::var(var)
+                .map_err(|_| format!("secret `{}`: environment variable {var} is not set", self.name))?,
+            SecretFrom::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("secret `{}`: cannot read {}: {e}", self.name, path.display()))?
+                .trim_end_matches(['\n', '\r'])
+                .to_string(),
+        };
+        if v.is_empty() {
+            return Err(format!("secret `{}` is empty", self.name));
+        }
+        Ok(v)
+    }
 }
 
 /// Operator settings for one tool.
@@ -204,6 +296,8 @@ pub struct Config {
     pub danger: DangerPolicy,
     /// Compiled-code cache directory; `None` keeps compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
+    pub net: NetSettings,
+    pub secrets: BTreeMap<String, SecretSource>,
     pub plugins: BTreeMap<String, PluginConfig>,
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -221,6 +315,8 @@ impl Default for Config {
             concurrency: 32,
             danger: DangerPolicy::Ask,
             cache_dir: crate::runtime::default_cache_dir(),
+            net: NetSettings::default(),
+            secrets: BTreeMap::new(),
             plugins: BTreeMap::new(),
             tools: BTreeMap::new(),
         }
@@ -296,6 +392,35 @@ impl Config {
         if raw.cache.enabled == Some(false) {
             cfg.cache_dir = None;
         }
+        let n = &raw.net;
+        let dn = NetSettings::default();
+        cfg.net = NetSettings {
+            timeout_ms: n.timeout_ms.unwrap_or(dn.timeout_ms),
+            max_response_bytes: n.max_response_kb.map(|kb| kb * 1024).unwrap_or(dn.max_response_bytes),
+            max_redirects: n.max_redirects.unwrap_or(dn.max_redirects),
+            max_requests_per_call: n.max_requests_per_call.unwrap_or(dn.max_requests_per_call),
+        };
+        if cfg.net.timeout_ms == 0 || cfg.net.max_response_bytes == 0 || cfg.net.max_requests_per_call == 0 {
+            return Err(invalid(
+                "net.timeout_ms, net.max_response_kb and net.max_requests_per_call must be at least 1".into(),
+            ));
+        }
+        for (name, sec) in raw.secrets {
+            let key = format!("secrets.{name}");
+            let from = match (sec.env, sec.file) {
+                (Some(var), None) => SecretFrom::Env(var),
+                (None, Some(file)) => SecretFrom::File(base.join(file)),
+                _ => {
+                    return Err(invalid(format!(
+                        "{key}: give exactly one of `env = \"VAR\"` or `file = \"path\"`"
+                    )));
+                }
+            };
+            for (i, h) in sec.hosts.iter().enumerate() {
+                check_host_pattern(h).map_err(|m| invalid(format!("{key}.hosts[{i}]: {m}")))?;
+            }
+            cfg.secrets.insert(name.clone(), SecretSource { name, from, hosts: sec.hosts });
+        }
         for (name, p) in raw.plugin {
             let key = format!("plugin.{name}");
             let mut grant = PluginConfig {
@@ -305,8 +430,21 @@ impl Config {
                     output_limit: p.output_limit,
                 },
                 env: p.env,
+                net: p.net,
+                net_private: p.net_private.unwrap_or(false),
+                secrets: p.secrets,
                 fs: Vec::new(),
             };
+            for (i, h) in grant.net.iter().enumerate() {
+                check_host_pattern(h).map_err(|m| invalid(format!("{key}.net[{i}]: {m}")))?;
+            }
+            for (i, s) in grant.secrets.iter().enumerate() {
+                if !cfg.secrets.contains_key(s) {
+                    return Err(invalid(format!(
+                        "{key}.secrets[{i}]: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
+                    )));
+                }
+            }
             check_limits(&key, &grant.limits).map_err(invalid)?;
             for (i, fs) in p.fs.into_iter().enumerate() {
                 let g = resolve_fs(&cfg.workspace, base, &fs.path, fs.mode, fs.name)
@@ -355,6 +493,16 @@ impl Config {
         Ok(())
     }
 
+    /// Grant `plugin` (or `*`) network access to hosts matching `pattern`.
+    pub fn grant_net(&mut self, plugin: &str, pattern: &str) -> Result<(), ConfigError> {
+        check_host_pattern(pattern).map_err(|m| ConfigError::Flag(format!("--allow-net: {m}")))?;
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.net.iter().any(|v| v == pattern) {
+            entry.net.push(pattern.to_string());
+        }
+        Ok(())
+    }
+
     /// Change the workspace; workspace grants follow it.
     pub fn set_workspace(&mut self, dir: &Path) {
         let ws = normalize(&absolute(dir));
@@ -381,6 +529,17 @@ impl Config {
                     out.env.push(v.clone());
                 }
             }
+            for v in &all.net {
+                if !out.net.contains(v) {
+                    out.net.push(v.clone());
+                }
+            }
+            for v in &all.secrets {
+                if !out.secrets.contains(v) {
+                    out.secrets.push(v.clone());
+                }
+            }
+            out.net_private |= all.net_private;
         }
         out
     }
@@ -411,6 +570,27 @@ impl Config {
     /// Whether the operator marked `tool` dangerous.
     pub fn tool_marked_dangerous(&self, tool: &str) -> bool {
         self.tools.get(tool).and_then(|t| t.danger).unwrap_or(false)
+    }
+}
+
+/// A host pattern: `example.com`, `*.example.com` or `*`; lower-case letters, digits, `-`, `.`,
+/// or an IP address. No scheme, port or path.
+pub fn check_host_pattern(p: &str) -> Result<(), String> {
+    if p == "*" || p.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let name = p.strip_prefix("*.").unwrap_or(p);
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.ends_with('.')
+        && !name.contains("..")
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{p:?} is not a host pattern; write `example.com`, `*.example.com` (subdomains) or `*` (lower case, no scheme, port or path)"
+        ))
     }
 }
 
@@ -493,8 +673,14 @@ mod tests {
         let e = parse("[limits]\ntimeout = 5").unwrap_err();
         assert!(e.contains("/base/toolhost.toml"), "{e}");
         assert!(e.contains("timeout"), "{e}");
-        let e = parse("[plugin.files]\nnet = [\"x\"]").unwrap_err();
-        assert!(e.contains("unknown field `net`"), "{e}");
+        let e = parse("[plugin.files]\nnetwork = [\"x\"]").unwrap_err();
+        assert!(e.contains("unknown field `network`"), "{e}");
+        let e = parse("[plugin.web]\nnet = [\"https://example.com\"]").unwrap_err();
+        assert!(e.contains("plugin.web.net[0]") && e.contains("not a host pattern"), "{e}");
+        let e = parse("[plugin.web]\nsecrets = [\"gh\"]").unwrap_err();
+        assert!(e.contains("no secret `gh` is defined"), "{e}");
+        let e = parse("[secrets.gh]\nenv = \"A\"\nfile = \"b\"").unwrap_err();
+        assert!(e.contains("secrets.gh: give exactly one"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
+use crate::net::redact;
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
@@ -28,18 +29,7 @@ const YIELD_TICKS: u64 = 2;
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
-/// A request to run one tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub name: String,
-    pub args: Vec<String>,
-}
-
-impl ToolCall {
-    pub fn new(name: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        ToolCall { name: name.into(), args: args.into_iter().map(Into::into).collect() }
-    }
-}
+pub use crate::call::ToolCall;
 
 /// Why a call failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,6 +212,12 @@ impl Executor {
 
     /// Run one call. Never panics and never returns a host error: every failure is an Outcome.
     pub async fn call(&self, call: &ToolCall) -> Outcome {
+        self.call_with(call, &*self.confirm).await
+    }
+
+    /// [`Executor::call`], asking `confirm` (instead of the executor's own) about a dangerous
+    /// tool under policy `ask` — a front end that can ask its client (MCP elicitation) does.
+    pub async fn call_with(&self, call: &ToolCall, confirm: &dyn Confirm) -> Outcome {
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
         let registry = self.registry.load_full();
@@ -249,7 +245,7 @@ impl Executor {
                     );
                 }
                 DangerPolicy::Ask => {
-                    if let Decision::Deny(why) = self.confirm.confirm(&req).await {
+                    if let Decision::Deny(why) = confirm.confirm(&req).await {
                         return Outcome::err(ErrorKind::Denied, why);
                     }
                 }
@@ -297,12 +293,16 @@ impl Executor {
             plugin.name.clone(),
             spec.name.clone(),
         );
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        let deadline = std::time::Instant::now() + timeout;
+        let mut state = state;
+        state.net.grant = plugin.grants.net.clone();
+        state.net.settings = self.config.net;
+        state.net.deadline = deadline;
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let timeout = Duration::from_millis(limits.timeout_ms);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
         // other calls or the host's own tasks); past its deadline it is interrupted.
-        let deadline = std::time::Instant::now() + timeout;
         store.epoch_deadline_callback(move |_| {
             Ok(if std::time::Instant::now() >= deadline {
                 UpdateDeadline::Interrupt
@@ -323,17 +323,22 @@ impl Executor {
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
+        let net = &plugin.grants.net;
+        let (out, err) = (redact(&out, net).into_owned(), redact(&err, net).into_owned());
         log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
         let limit = limits.output_limit;
         match result {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+            // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
-                let (data, truncated) = truncate(data, limit);
+                let (data, truncated) = truncate(redact(&data, net).into_owned(), limit);
                 Outcome::ok(data, truncated)
             }
-            Ok(Ok(Err(message))) => Outcome::err(ErrorKind::ToolError, truncate(message, limit).0),
+            Ok(Ok(Err(message))) => {
+                Outcome::err(ErrorKind::ToolError, truncate(redact(&message, net).into_owned(), limit).0)
+            }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
         }
     }
@@ -369,8 +374,19 @@ fn classify_trap(
             let what = trap
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
-            // A Rust guest's panic message is on its stderr just before the trap.
-            let panic = stderr.lines().rev().find(|l| l.contains("panicked")).map(str::trim);
+            // A Rust guest's panic is on its stderr just before the trap: `thread '…' panicked
+            // at FILE:LINE:COL:` and the message on the next line.
+            let lines: Vec<&str> = stderr.lines().collect();
+            let panic = lines.iter().rposition(|l| l.contains("panicked")).map(|i| {
+                let mut p = lines[i].trim().to_string();
+                if p.ends_with(':')
+                    && let Some(next) = lines.get(i + 1)
+                {
+                    p.push(' ');
+                    p.push_str(next.trim());
+                }
+                p
+            });
             let mut msg = format!("tool `{}` crashed: {what}", spec.name);
             if let Some(p) = panic {
                 msg.push_str(&format!(" ({})", p.chars().take(500).collect::<String>()));

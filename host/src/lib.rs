@@ -7,12 +7,15 @@
 //! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod approvals;
+pub mod call;
 pub mod cli;
 pub mod config;
 pub mod dev;
 pub mod discovery;
 pub mod executor;
 pub mod manifest;
+pub mod net;
 pub mod protocol;
 pub mod registry;
 pub mod reload;

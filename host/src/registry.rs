@@ -8,6 +8,7 @@
 //! declaring the same *plugin* name: the later file is not loaded (grants are per plugin
 //! name, so two plugins must never share one).
 
+use crate::approvals::{Approvals, Pending};
 use crate::config::Config;
 use crate::discovery::{self, Candidate, LoadFailure};
 use crate::manifest::{self, Manifest, ToolSpec};
@@ -27,6 +28,18 @@ pub struct LoadedPlugin {
     pub pre: PluginPre<HostState>,
     /// SHA-256 of the file, to skip unchanged files on rescan.
     pub hash: [u8; 32],
+}
+
+impl LoadedPlugin {
+    /// This version, held back for requesting `extra` beyond what was approved.
+    pub fn pending(&self, extra: Vec<String>) -> Pending {
+        Pending {
+            plugin: self.name.to_string(),
+            version: self.manifest.version.clone(),
+            file: self.file.clone(),
+            extra,
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -58,6 +71,8 @@ pub struct Registry {
     plugins: Vec<Arc<LoadedPlugin>>,
     failures: Vec<LoadFailure>,
     warnings: Vec<String>,
+    /// Versions held back until the operator approves their larger request.
+    pending: Vec<Pending>,
 }
 
 /// SHA-256 of a plugin file's bytes.
@@ -73,8 +88,12 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
     let pre = runtime
         .prepare(&c.file_name(), &c.bytes)
         .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
-    let (grants, missing) =
-        Grants::effective(&manifest.name, &manifest.capabilities, &config.plugin(&manifest.name));
+    let (grants, missing) = Grants::effective_with(
+        &manifest.name,
+        &manifest.capabilities,
+        &config.plugin(&manifest.name),
+        config,
+    );
     Ok(LoadedPlugin {
         file: c.path.clone(),
         name: manifest.name.as_str().into(),
@@ -96,14 +115,35 @@ impl Registry {
     pub fn load(runtime: &Runtime, config: &Config) -> std::io::Result<Registry> {
         let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
         let results = load_all(runtime, config, &candidates);
+        let mut approvals = Approvals::load(&config.plugins_dir);
         let mut plugins = Vec::new();
+        let mut pending = Vec::new();
         for r in results {
             match r {
-                Ok(p) => plugins.push(Arc::new(p)),
+                Ok(p) => match approvals.check(&p.manifest) {
+                    Ok(()) => plugins.push(Arc::new(p)),
+                    Err(extra) => pending.push(p.pending(extra)),
+                },
                 Err(f) => failures.push(f),
             }
         }
-        Ok(Registry::build(plugins, failures))
+        approvals.save_or_warn();
+        for p in &pending {
+            tracing::warn!("{p}");
+        }
+        Ok(Registry::build(plugins, failures).with_pending(pending))
+    }
+
+    /// Attach the versions held for approval.
+    pub fn with_pending(mut self, mut pending: Vec<Pending>) -> Registry {
+        pending.sort_by(|a, b| a.file.cmp(&b.file));
+        self.pending = pending;
+        self
+    }
+
+    /// Versions held back until approved.
+    pub fn pending(&self) -> &[Pending] {
+        &self.pending
     }
 
     /// Apply the conflict rules (see the module docs) to already-loaded plugins.

@@ -7,6 +7,7 @@
 //! good version keeps serving and the failure is reported. Calls in flight keep the snapshot
 //! (and compiled code) they started with. Every change is published to subscribers.
 
+use crate::approvals::{Approvals, Pending};
 use crate::config::Config;
 use crate::discovery::{self, Candidate, LoadFailure};
 use crate::registry::{self, LoadedPlugin, Registry};
@@ -34,6 +35,8 @@ pub struct Change {
     pub removed: Vec<String>,
     /// New load failures (the file keeps its last good version, if it had one).
     pub failures: Vec<LoadFailure>,
+    /// Versions newly held for approval (the last approved version keeps serving).
+    pub pending: Vec<Pending>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -56,6 +59,7 @@ impl Change {
             && self.changed.is_empty()
             && self.removed.is_empty()
             && self.failures.is_empty()
+            && self.pending.is_empty()
     }
 
     /// One line per change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`.
@@ -77,6 +81,9 @@ impl Change {
         for f in &self.failures {
             out.push(format!("! {}: {}", discovery::file_name(&f.file), f.reason));
         }
+        for p in &self.pending {
+            out.push(format!("? {p}"));
+        }
         out
     }
 }
@@ -87,6 +94,8 @@ struct FileState {
     hash: [u8; 32],
     good: Option<Arc<LoadedPlugin>>,
     failure: Option<LoadFailure>,
+    /// A loaded version waiting for approval of its larger request.
+    held: Option<Arc<LoadedPlugin>>,
 }
 
 /// Keeps a registry in step with its plugins folder.
@@ -153,7 +162,8 @@ impl Reloader {
             state.hash = hash;
             match result {
                 Ok(p) => {
-                    state.good = Some(Arc::new(p));
+                    // Activated below, once its request is checked against the approvals.
+                    state.held = Some(Arc::new(p));
                     state.failure = None;
                 }
                 Err(mut f) => {
@@ -177,12 +187,28 @@ impl Reloader {
         }
         files.retain(|path, _| seen.contains(path));
 
+        // New versions (and versions still waiting) go live only if their request is approved;
+        // the approvals are re-read every time, so `toolhost approve` takes effect here.
+        let mut approvals = Approvals::load(&self.config.plugins_dir);
+        let mut pending = Vec::new();
+        for state in files.values_mut() {
+            let Some(held) = state.held.clone() else { continue };
+            match approvals.check(&held.manifest) {
+                Ok(()) => {
+                    state.good = Some(held);
+                    state.held = None;
+                }
+                Err(extra) => pending.push(held.pending(extra)),
+            }
+        }
+        approvals.save_or_warn();
+
         let plugins: Vec<Arc<LoadedPlugin>> = files.values().filter_map(|f| f.good.clone()).collect();
         let failures: Vec<LoadFailure> = files.values().filter_map(|f| f.failure.clone()).collect();
-        let new = Registry::build(plugins, failures);
+        let new = Registry::build(plugins, failures).with_pending(pending);
         let old = self.registry.load_full();
         let mut change = diff(&old, &new);
-        if change.is_empty() && same_failures(&old, &new) {
+        if change.is_empty() && same_failures(&old, &new) && old.pending() == new.pending() {
             return Ok(Arc::new(change));
         }
         change.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -289,5 +315,6 @@ pub fn diff(old: &Registry, new: &Registry) -> Change {
         old.failures().iter().map(|f| (&f.file, &f.reason)).collect();
     change.failures =
         new.failures().iter().filter(|f| !old_failures.contains(&(&f.file, &f.reason))).cloned().collect();
+    change.pending = new.pending().iter().filter(|p| !old.pending().contains(p)).cloned().collect();
     change
 }

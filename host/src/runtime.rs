@@ -16,6 +16,7 @@ use wasmtime::{Config as WasmConfig, Engine};
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "plugin",
+    imports: { "toolhost:plugin/http.send": async },
     exports: { default: async },
 });
 
@@ -28,6 +29,7 @@ impl toolhost::plugin::host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
         // Bound what a plugin can push into the host's log per line.
         let message: String = message.chars().take(4096).collect();
+        let message = crate::net::redact(&message, &self.net.grant);
         let (plugin, tool) = (&*self.plugin, self.tool.as_str());
         match level {
             Level::Trace => tracing::trace!(plugin, tool, "{message}"),
@@ -36,6 +38,29 @@ impl toolhost::plugin::host::Host for HostState {
             Level::Warn => tracing::warn!(plugin, tool, "{message}"),
             Level::Error => tracing::error!(plugin, tool, "{message}"),
         }
+    }
+}
+
+impl toolhost::plugin::http::Host for HostState {
+    async fn send(
+        &mut self,
+        req: toolhost::plugin::http::Request,
+    ) -> Result<toolhost::plugin::http::Response, String> {
+        let req = crate::net::Request {
+            method: req.method,
+            url: req.url,
+            headers: req.headers,
+            secret_headers: req.secret_headers.into_iter().map(|h| (h.name, h.secret, h.prefix)).collect(),
+            body: req.body,
+        };
+        let r = self.net.send(req).await?;
+        Ok(toolhost::plugin::http::Response {
+            status: r.status,
+            url: r.url,
+            headers: r.headers,
+            body: r.body,
+            truncated: r.truncated,
+        })
     }
 }
 
@@ -114,6 +139,7 @@ impl Runtime {
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         toolhost::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        toolhost::plugin::http::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();

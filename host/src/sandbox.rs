@@ -7,8 +7,9 @@
 //! host's own stdout. Clocks and random numbers are available (they grant no access).
 //! Every other capability is an explicit grant computed by [`Grants::effective`].
 
-use crate::config::{FsGrant, PluginConfig};
+use crate::config::{Config, FsGrant, PluginConfig};
 use crate::manifest::{Capabilities, FsMode};
+use crate::net::{GrantedSecret, NetCall, NetGrant, patterns_overlap};
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -22,11 +23,19 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 /// Bytes of guest stdout/stderr kept per call (the rest is counted and dropped).
 pub const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
 
+/// Open WASI handles (files, directories, streams, pollables) one call may hold at once. Each
+/// open file is a host file descriptor: without a cap, one call could exhaust the host's
+/// descriptor limit (and starve every other call). 32 concurrent calls × 256 stays well under
+/// common limits.
+pub const MAX_HANDLES: usize = 256;
+
 /// What one plugin is actually allowed: its request intersected with the operator's grant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
     pub fs: Vec<FsGrant>,
     pub env: Vec<(String, String)>,
+    /// Hosts (request and grant), private-address permission and secrets.
+    pub net: Arc<NetGrant>,
 }
 
 /// A capability the plugin requested and the operator did not grant.
@@ -41,6 +50,16 @@ impl Grants {
     /// Request ∩ grant. A directory is granted at the lower of the two modes; an env var only
     /// if both name it (its value is read from the host environment now).
     pub fn effective(plugin: &str, request: &Capabilities, grant: &PluginConfig) -> (Grants, Vec<Missing>) {
+        Self::effective_with(plugin, request, grant, &Config::default())
+    }
+
+    /// [`Grants::effective`], with secret definitions from `config`.
+    pub fn effective_with(
+        plugin: &str,
+        request: &Capabilities,
+        grant: &PluginConfig,
+        config: &Config,
+    ) -> (Grants, Vec<Missing>) {
         let mut out = Grants::default();
         let mut missing = Vec::new();
         for req in &request.fs {
@@ -73,18 +92,38 @@ impl Grants {
                 });
             }
         }
+        let mut net = NetGrant {
+            requested: request.net.clone(),
+            granted: grant.net.clone(),
+            private: grant.net_private,
+            secrets: Vec::new(),
+        };
         for host in &request.net {
-            missing.push(Missing {
-                what: format!("net {host}"),
-                how: "network grants are not supported by this host version".into(),
-            });
+            if !grant.net.iter().any(|g| patterns_overlap(host, g)) {
+                missing.push(Missing {
+                    what: format!("net {host}"),
+                    how: format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})"),
+                });
+            }
         }
         for secret in &request.secrets {
-            missing.push(Missing {
-                what: format!("secret {secret}"),
-                how: "secret grants are not supported by this host version".into(),
-            });
+            let source = config.secrets.get(secret);
+            let how = format!(
+                "[plugin.{plugin}] secrets = [\"{secret}\"] and [secrets.{secret}] env = \"VAR\" (or file = \"path\")"
+            );
+            match (grant.secrets.iter().any(|s| s == secret), source) {
+                (true, Some(src)) => match src.read() {
+                    Ok(value) => net.secrets.push(GrantedSecret {
+                        name: secret.clone(),
+                        value,
+                        hosts: src.hosts.clone(),
+                    }),
+                    Err(why) => missing.push(Missing { what: format!("secret {secret} ({why})"), how }),
+                },
+                _ => missing.push(Missing { what: format!("secret {secret}"), how }),
+            }
         }
+        out.net = Arc::new(net);
         (out, missing)
     }
 
@@ -136,11 +175,22 @@ pub struct HostState {
     pub limiter: MemoryLimiter,
     pub plugin: Arc<str>,
     pub tool: String,
+    /// Outbound HTTP for this call (grants, budget, deadline).
+    pub net: NetCall,
 }
 
 impl HostState {
     pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String) -> Self {
-        HostState { wasi, table: ResourceTable::new(), limiter, plugin, tool }
+        let net = NetCall {
+            plugin: plugin.clone(),
+            grant: Arc::default(),
+            settings: Default::default(),
+            deadline: std::time::Instant::now(),
+            requests: 0,
+        };
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HANDLES);
+        HostState { wasi, table, limiter, plugin, tool, net }
     }
 }
 

@@ -72,6 +72,130 @@ pub mod log {
     }
 }
 
+/// Outbound HTTP through the host. Only hosts the operator granted to this plugin (and that its
+/// manifest requests with `net = "..."`) are reachable; everything else is an `Err` naming
+/// the missing grant.
+///
+/// ```ignore
+/// let page = toolhost_sdk::http::get("https://example.com/")?;
+/// let text = page.text();
+/// let api = toolhost_sdk::http::Request::get("https://api.github.com/user")
+///     .header("accept", "application/json")
+///     .secret_header("authorization", "github", "Bearer ") // the host fills in the token
+///     .send()?;
+/// ```
+pub mod http {
+    use crate::__bindings::toolhost::plugin::http as wit;
+
+    /// A response. An HTTP error status is still a response: check [`Response::status`].
+    #[derive(Debug, Clone)]
+    pub struct Response {
+        pub status: u16,
+        /// The URL that answered, after redirects.
+        pub url: String,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+        /// The body was cut at the host's response size cap.
+        pub truncated: bool,
+    }
+
+    impl Response {
+        /// The body as text (invalid UTF-8 replaced).
+        pub fn text(&self) -> String {
+            String::from_utf8_lossy(&self.body).into_owned()
+        }
+
+        /// The body parsed as JSON.
+        pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+            serde_json::from_slice(&self.body)
+                .map_err(|e| format!("{}: response is not valid JSON: {e}", self.url))
+        }
+
+        /// The first header named `name` (case-insensitive).
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        }
+
+        /// `Ok(self)` for a 2xx status, otherwise an error naming the status and URL.
+        pub fn error_for_status(self) -> Result<Response, String> {
+            if (200..300).contains(&self.status) {
+                Ok(self)
+            } else {
+                let snippet: String = self.text().chars().take(200).collect();
+                Err(format!("{} answered HTTP {}: {snippet}", self.url, self.status))
+            }
+        }
+    }
+
+    /// A request being built.
+    #[derive(Debug, Clone)]
+    pub struct Request {
+        inner: wit::Request,
+    }
+
+    impl Request {
+        /// A request with any method.
+        pub fn new(method: &str, url: &str) -> Request {
+            Request {
+                inner: wit::Request {
+                    method: method.to_string(),
+                    url: url.to_string(),
+                    headers: Vec::new(),
+                    secret_headers: Vec::new(),
+                    body: None,
+                },
+            }
+        }
+        pub fn get(url: &str) -> Request {
+            Request::new("GET", url)
+        }
+        pub fn post(url: &str) -> Request {
+            Request::new("POST", url)
+        }
+        /// Add a header.
+        pub fn header(mut self, name: &str, value: &str) -> Request {
+            self.inner.headers.push((name.to_string(), value.to_string()));
+            self
+        }
+        /// Add a header whose value is `prefix` + the granted secret `secret`, filled in by the
+        /// host. The plugin never sees the value.
+        pub fn secret_header(mut self, name: &str, secret: &str, prefix: &str) -> Request {
+            self.inner.secret_headers.push(wit::SecretHeader {
+                name: name.to_string(),
+                secret: secret.to_string(),
+                prefix: prefix.to_string(),
+            });
+            self
+        }
+        /// Set the body.
+        pub fn body(mut self, body: impl Into<Vec<u8>>) -> Request {
+            self.inner.body = Some(body.into());
+            self
+        }
+        /// Set a JSON body and its content type.
+        pub fn json<T: serde::Serialize>(self, value: &T) -> Request {
+            let body = serde_json::to_vec(value).unwrap_or_default();
+            self.header("content-type", "application/json").body(body)
+        }
+        /// Send it through the host.
+        pub fn send(self) -> Result<Response, String> {
+            let r = wit::send(&self.inner)?;
+            Ok(Response {
+                status: r.status,
+                url: r.url,
+                headers: r.headers,
+                body: r.body,
+                truncated: r.truncated,
+            })
+        }
+    }
+
+    /// `GET url`.
+    pub fn get(url: &str) -> Result<Response, String> {
+        Request::get(url).send()
+    }
+}
+
 /// Re-exported so plugin authors need no direct dependency for JSON parameters.
 pub use serde;
 pub use serde_json;

@@ -101,9 +101,12 @@ async fn a_thousand_calls_while_the_folder_is_rewritten() {
         .find(|l| l.starts_with("VmHWM:"))
         .map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0) / 1024)
         .unwrap_or(0);
-    eprintln!(
-        "load: 1000 calls, 0 lost, 0 failed, {rewrites} folder rewrites, {} registry swaps, peak RSS of the test process {peak} MiB",
-        reloader.generation()
+    crate::reliability::record_summary(
+        "load",
+        &format!(
+            "load: 1000 calls from 50 tasks, 0 lost, 0 duplicated, 0 wrong, {rewrites} folder rewrites, {} registry swaps, peak RSS of the test process {peak} MiB",
+            reloader.generation()
+        ),
     );
     assert!(
         rewrites >= 3 && reloader.generation() >= 2,

@@ -193,3 +193,69 @@ async fn twenty_quick_writes_end_on_the_last_version() {
     assert!(l.reloader.generation() <= 3, "{} reloads for one burst", l.reloader.generation());
     assert!(l.host.registry.load().failures().is_empty());
 }
+
+/// A new version asking for more capabilities than the approved one waits for the operator:
+/// the old version keeps serving, `list` shows the pending request, `toolhost approve`
+/// activates it in the running host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_requesting_more_waits_for_approval() {
+    let mut l = live().await;
+    std::fs::write(l.path("versioned.wasm"), v1()).unwrap();
+    l.next().await;
+    assert_eq!(l.which().await, "v1");
+
+    // v3 requests network access that v1 did not.
+    let v3 = std::fs::read(plugin_artifacts::VERSIONED_V3).unwrap();
+    std::fs::write(l.path(".versioned.tmp"), &v3).unwrap();
+    std::fs::rename(l.path(".versioned.tmp"), l.path("versioned.wasm")).unwrap();
+    let c = l.next().await;
+    assert!(c.added.is_empty() && c.changed.is_empty(), "{c:?}");
+    assert_eq!(c.pending.len(), 1, "{c:?}");
+    assert_eq!(c.pending[0].extra, ["net example.com"]);
+    let line = c.lines().join("\n");
+    assert!(
+        line.contains("? plugin `versioned` v0.3.0") && line.contains("toolhost approve versioned"),
+        "{line}"
+    );
+    assert_eq!(l.which().await, "v1", "the approved version keeps serving");
+
+    // A separate `toolhost list` sees the same pending request.
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache");
+    let dir = l.env.plugins.path().to_path_buf();
+    let run = |args: &[&str]| {
+        std::process::Command::new(bin)
+            .env("XDG_CACHE_HOME", &cache)
+            .arg("--plugins")
+            .arg(&dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PENDING APPROVAL") && text.contains("net example.com"), "{text}");
+    assert!(!text.contains("which()"), "a pending plugin is not loaded by a fresh host:\n{text}");
+
+    // Approving activates it in the running host, without touching the plugin file.
+    let out = run(&["approve", "versioned"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("newly approved: net example.com"), "{said}");
+    assert!(said.contains("not granted:    net example.com"), "approval is not a grant: {said}");
+    let c = l.next().await;
+    assert_eq!(c.changed.len(), 2, "{c:?}");
+    assert_eq!(l.which().await, "v3");
+    assert!(l.reloader.generation() >= 3);
+
+    // Going back to fewer capabilities needs no approval.
+    std::fs::write(l.path(".versioned.tmp"), v1()).unwrap();
+    std::fs::rename(l.path(".versioned.tmp"), l.path("versioned.wasm")).unwrap();
+    let c = l.next().await;
+    assert!(c.pending.is_empty() && !c.changed.is_empty(), "{c:?}");
+    assert_eq!(l.which().await, "v1");
+
+    let out = run(&["approve", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no plugin named `nosuch`"));
+}

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["files", "text", "hostile", "versioned"];
+const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -14,6 +14,8 @@ fn main() {
         "plugins/Cargo.toml",
         "plugins/files",
         "plugins/text",
+        "plugins/web",
+        "plugins/liar",
         "plugins/hostile",
         "plugins/versioned",
         "plugin-sdk/src",
@@ -32,6 +34,9 @@ fn main() {
     build(&root, &target_dir, &["-p", "versioned", "--features", "v2"]);
     let v2 = out_dir.join("versioned_v2.wasm");
     std::fs::copy(dir.join("versioned.wasm"), &v2).expect("keep the v2 build");
+    build(&root, &target_dir, &["-p", "versioned", "--features", "v3"]);
+    let v3 = out_dir.join("versioned_v3.wasm");
+    std::fs::copy(dir.join("versioned.wasm"), &v3).expect("keep the v3 build");
     build(&root, &target_dir, &[]);
 
     let mut consts = format!(
@@ -50,6 +55,10 @@ fn main() {
     consts.push_str(&format!(
         "/// `versioned.wasm` built with `--features v2`.\npub const VERSIONED_V2: &str = {:?};\n",
         v2.display().to_string()
+    ));
+    consts.push_str(&format!(
+        "/// `versioned.wasm` built with `--features v3` (requests network access).\npub const VERSIONED_V3: &str = {:?};\n",
+        v3.display().to_string()
     ));
     std::fs::write(out_dir.join("artifacts.rs"), consts).expect("write artifacts.rs");
 }

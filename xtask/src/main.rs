@@ -16,8 +16,13 @@ tasks:
             query has commas, a denied dangerous call and a truncated output
   bench     run the benchmarks (release build) and write BENCHMARKS.md with the machine they
             ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run
-  test      the whole suite, as CI runs it: rustfmt check, clippy with warnings as errors,
-            then every unit and integration test (the test build compiles the plugins itself)
+  fuzz [TARGET] [SECONDS]
+            build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
+            toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
+            under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
+  test      the whole suite, as CI runs it: installs the MCP Python SDK into target/pyenv
+            (for the MCP tests), rustfmt check, clippy with warnings as errors, then every
+            unit and integration test (the test build compiles the plugins itself)
 ";
 
 fn main() -> Result<()> {
@@ -27,6 +32,11 @@ fn main() -> Result<()> {
         "demo" => demo(),
         "test" => test(),
         "bench" => bench(),
+        "fuzz" => {
+            let target = std::env::args().nth(2);
+            let secs = std::env::args().nth(3).map(|s| s.parse::<u64>()).transpose().context("SECONDS")?;
+            fuzz(target.as_deref(), secs.unwrap_or(60))
+        }
         "" | "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
@@ -86,7 +96,7 @@ fn plugins() -> Result<PathBuf> {
         .arg(&build_dir))?;
     let out = root.join("target/plugins");
     std::fs::create_dir_all(&out)?;
-    for name in ["files", "text"] {
+    for name in ["files", "text", "web"] {
         let from = build_dir.join(format!("wasm32-wasip2/release/{name}.wasm"));
         let to = out.join(format!("{name}.wasm"));
         // Write-then-rename, so a running host never sees half a file.
@@ -236,8 +246,144 @@ fn shell_quote(a: &str) -> String {
 fn test() -> Result<()> {
     ensure_target()?;
     let root = root();
+    let python = ensure_python_mcp()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    run(cargo().current_dir(&root).args(["test", "--workspace"]))?;
+    let summaries = root.join("target/reliability");
+    let _ = std::fs::remove_dir_all(&summaries);
+    run(cargo().current_dir(&root).args(["test", "--workspace"]).env("TOOLHOST_PYTHON", &python))?;
+    print_reliability_summary(&summaries);
+    // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
+    fuzz(None, 10)?;
     Ok(())
+}
+
+/// The figures the reliability tests recorded (cases run, faults survived, calls lost).
+fn print_reliability_summary(dir: &Path) {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    lines.sort();
+    eprintln!("\n== reliability summary ==");
+    for l in &lines {
+        eprintln!("  {l}");
+    }
+    if lines.is_empty() {
+        eprintln!("  (no summary recorded: were the reliability tests filtered out?)");
+    }
+}
+
+const FUZZ_TARGETS: [&str; 2] = ["text_parser", "manifest"];
+
+/// Build the cargo-fuzz targets in fuzz/ with libFuzzer's coverage instrumentation — the flags
+/// `cargo fuzz build --sanitizer none` passes, all of which stable rustc accepts — and run them.
+fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
+    let root = root();
+    let fuzz_dir = root.join("fuzz");
+    let targets: Vec<&str> = match only {
+        Some(t) if FUZZ_TARGETS.contains(&t) => vec![t],
+        Some(t) => bail!("unknown fuzz target `{t}`; the targets are {}", FUZZ_TARGETS.join(", ")),
+        None => FUZZ_TARGETS.to_vec(),
+    };
+    let target_dir = root.join("target/fuzz");
+    let flags = [
+        "-Cpasses=sancov-module",
+        "-Cllvm-args=-sanitizer-coverage-level=4",
+        "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+        "-Cllvm-args=-sanitizer-coverage-pc-table",
+        "-Cllvm-args=-sanitizer-coverage-trace-compares",
+        "--cfg",
+        "fuzzing",
+        "-Cdebug-assertions",
+        "-Coverflow-checks",
+    ]
+    .join(" ");
+    eprintln!("building the fuzz targets ({}) …", targets.join(", "));
+    let mut build = cargo();
+    build.current_dir(&fuzz_dir).args(["build", "--release", "--bins", "--target-dir"]).arg(&target_dir);
+    build.env("RUSTFLAGS", flags).env_remove("CARGO_ENCODED_RUSTFLAGS");
+    run(&mut build)?;
+    for t in targets {
+        let corpus = root.join("target/fuzz-corpus").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        seed_corpus(t, &corpus)?;
+        let artifacts = fuzz_dir.join("artifacts").join(t);
+        std::fs::create_dir_all(&artifacts)?;
+        eprintln!("fuzzing {t} for {seconds} s …");
+        let bin = target_dir.join("release").join(t);
+        run(Command::new(bin)
+            .arg(&corpus)
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-max_len=65536")
+            .arg("-timeout=5")
+            .arg("-rss_limit_mb=1024")
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .arg("-print_final_stats=1"))
+        .with_context(|| format!("fuzz target {t} found a crash; the input is in {}", artifacts.display()))?;
+    }
+    Ok(())
+}
+
+/// Start each fuzzer from the project's own examples: the text-protocol case table and the
+/// golden manifests (plus any crash inputs kept as regression seeds in fuzz/regressions/).
+fn seed_corpus(target: &str, corpus: &Path) -> Result<()> {
+    let root = root();
+    match target {
+        "text_parser" => {
+            let cases: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(root.join("tests/protocol/text_cases.json"))?)?;
+            for (i, case) in cases.as_array().into_iter().flatten().enumerate() {
+                if let Some(input) = case["input"].as_str() {
+                    std::fs::write(corpus.join(format!("case-{i}")), input)?;
+                }
+            }
+        }
+        _ => {
+            for entry in std::fs::read_dir(root.join("tests/manifests"))? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "json") {
+                    std::fs::copy(&path, corpus.join(path.file_name().unwrap_or_default()))?;
+                }
+            }
+        }
+    }
+    let regressions = root.join("fuzz/regressions").join(target);
+    if regressions.is_dir() {
+        for entry in std::fs::read_dir(regressions)? {
+            let path = entry?.path();
+            std::fs::copy(&path, corpus.join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A Python virtual environment in target/pyenv with the official MCP SDK (the MCP tests drive
+/// toolhost with it). Created once; reinstalled when tests/mcp/requirements.txt changes.
+fn ensure_python_mcp() -> Result<PathBuf> {
+    let root = root();
+    let venv = root.join("target/pyenv");
+    let python = venv.join("bin/python");
+    let requirements = root.join("tests/mcp/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).context("read tests/mcp/requirements.txt")?;
+    let stamp = venv.join("installed-requirements.txt");
+    if python.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        return Ok(python);
+    }
+    eprintln!("installing the MCP Python SDK into {} …", venv.display());
+    if !python.is_file() {
+        let system =
+            if Command::new("python3").arg("--version").output().is_ok() { "python3" } else { "python" };
+        run(Command::new(system).arg("-m").arg("venv").arg(&venv))
+            .context("creating a Python virtual environment (needs python3 with the venv module)")?;
+    }
+    run(Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements))
+    .context("pip install -r tests/mcp/requirements.txt")?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(python)
 }

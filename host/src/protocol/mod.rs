@@ -2,5 +2,6 @@
 //! into [`crate::ToolCall`]s and renders [`crate::Outcome`]s back; all of them call the one
 //! executor.
 
+pub mod mcp;
 pub mod openai;
 pub mod text;

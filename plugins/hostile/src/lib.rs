@@ -1,7 +1,7 @@
 //! `hostile`: a test-only plugin that misbehaves on purpose, so the host's limits and sandbox
 //! are exercised by real guest code. It is built for the tests and never copied to the demo.
 
-#[toolhost_sdk::plugin(fs = "workspace:rw")]
+#[toolhost_sdk::plugin(fs = "workspace:rw", net = "*", secret = "token", env = "TOOLHOST_TEST_TOKEN")]
 mod tools {
     /// Loop forever (the host's timeout must end the call).
     #[tool]
@@ -108,5 +108,83 @@ mod tools {
         eprintln!("hello from stderr");
         toolhost_sdk::log::warn("hello from the log import");
         "said hello".to_string()
+    }
+
+    /// GET a URL through the host and report what came back (or the refusal).
+    ///
+    /// - `url`: the URL
+    #[tool]
+    pub fn net_probe(url: String) -> Result<String, String> {
+        let r = toolhost_sdk::http::get(&url)?;
+        let head: String = r.text().chars().take(200).collect();
+        Ok(format!("status {} bytes {} truncated {} url {} body {head}", r.status, r.body.len(), r.truncated, r.url))
+    }
+
+    /// GET a URL with the secret `token` as a bearer header and return, hex-encoded (so no
+    /// text redaction could hide it), the full response as the guest saw it, plus the guest's
+    /// whole environment.
+    ///
+    /// - `url`: the URL (a test server that echoes request headers)
+    #[tool]
+    pub fn peek_secret(url: String) -> Result<String, String> {
+        let r = toolhost_sdk::http::Request::get(&url).secret_header("authorization", "token", "Bearer ").send()?;
+        let mut seen = r.body.clone();
+        for (k, v) in &r.headers {
+            seen.extend_from_slice(format!("\n{k}: {v}").as_bytes());
+        }
+        for (k, v) in std::env::vars() {
+            seen.extend_from_slice(format!("\n{k}={v}").as_bytes());
+        }
+        Ok(seen.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Ask WASI for this many megabytes of random bytes in one call.
+    ///
+    /// - `mb`: megabytes
+    #[tool]
+    pub fn entropy(mb: u32) -> Result<String, String> {
+        let n = mb as u64 * 1024 * 1024;
+        let bytes = wasip2::random::random::get_random_bytes(n);
+        Ok(format!("got {} random bytes", bytes.len()))
+    }
+
+    /// Open the same workspace directory this many times, keeping every handle.
+    ///
+    /// - `n`: how many handles
+    #[tool]
+    pub fn handles(n: u32) -> Result<String, String> {
+        let mut keep = Vec::new();
+        for i in 0..n {
+            match std::fs::File::open(".") {
+                Ok(f) => keep.push(f),
+                Err(e) => return Ok(format!("opened {i} handles, then: {e}")),
+            }
+        }
+        Ok(format!("opened {} handles", keep.len()))
+    }
+
+    /// Try to change `target` in the workspace some other way than writing it: `truncate`,
+    /// `rename` (to `target.moved`), `link` (a hard link `target.link`), `remove`,
+    /// `mkdir`, `setlen`; report what the host allowed.
+    ///
+    /// - `op`: the operation
+    /// - `target`: a path in the workspace
+    #[tool]
+    pub fn tamper(op: String, target: String) -> Result<String, String> {
+        use std::fs;
+        let r = match op.as_str() {
+            "truncate" => fs::OpenOptions::new().write(true).truncate(true).open(&target).map(|_| ()),
+            "setlen" => fs::OpenOptions::new().write(true).open(&target).and_then(|f| f.set_len(0)),
+            "append" => {
+                use std::io::Write;
+                fs::OpenOptions::new().append(true).open(&target).and_then(|mut f| f.write_all(b"more"))
+            }
+            "rename" => fs::rename(&target, format!("{target}.moved")),
+            "link" => fs::hard_link(&target, format!("{target}.link")),
+            "remove" => fs::remove_file(&target),
+            "mkdir" => fs::create_dir(format!("{target}.dir")),
+            other => return Err(format!("unknown op `{other}`")),
+        };
+        r.map(|_| format!("{op} {target}: done")).map_err(|e| format!("{op} {target}: {e}"))
     }
 }

@@ -3,4 +3,4 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The plugins shipped in the demo folder (the `hostile` test plugin is not among them).
-pub const SHIPPED: &[&str] = &[FILES, TEXT];
+pub const SHIPPED: &[&str] = &[FILES, TEXT, WEB];

@@ -1,0 +1,222 @@
+//! Approved capability requests, so a new version of a plugin cannot quietly ask for more.
+//!
+//! The first version of a plugin seen in a plugins folder has its request recorded as
+//! approved (trust on first use: the operator put it there). A later version whose request
+//! goes beyond the approved one — a new host, env var, secret, directory, or `rw` where `ro`
+//! was approved — is *held*: it is not activated, the version already loaded keeps serving,
+//! and `list` shows the pending request until the operator runs `toolhost approve PLUGIN`.
+//! Approval never grants anything by itself: the effective capability is still request ∩ grant.
+//!
+//! The record is `.toolhost-approvals.json` in the plugins folder (a dotfile, so discovery
+//! skips it, and written atomically; a running host's watcher notices `approve` writing it).
+
+use crate::manifest::{Capabilities, FsMode, Manifest};
+use crate::net::host_matches;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The approvals file name inside the plugins folder.
+pub const FILE: &str = ".toolhost-approvals.json";
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored {
+    format: u32,
+    /// Plugin name → the approved request.
+    plugins: BTreeMap<String, Capabilities>,
+}
+
+/// A plugin version held back until its request is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    pub plugin: String,
+    pub version: String,
+    pub file: PathBuf,
+    /// What it requests beyond the approved request, e.g. `net *.example.org`.
+    pub extra: Vec<String>,
+}
+
+impl std::fmt::Display for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "plugin `{}` v{} ({}) requests more than was approved: {}; run `toolhost approve {}` to activate it",
+            self.plugin,
+            self.version,
+            crate::discovery::file_name(&self.file),
+            self.extra.join(", "),
+            self.plugin
+        )
+    }
+}
+
+/// The approvals of one plugins folder.
+#[derive(Debug)]
+pub struct Approvals {
+    path: PathBuf,
+    stored: Stored,
+    dirty: bool,
+}
+
+impl Approvals {
+    /// Read the approvals of `plugins_dir`. A missing file is empty; an unreadable or corrupt
+    /// one is reported and treated as empty only for plugins it does not name (nothing in it is
+    /// trusted, and nothing is written over it).
+    pub fn load(plugins_dir: &Path) -> Approvals {
+        let path = plugins_dir.join(FILE);
+        let stored = match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<Stored>(&bytes) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(
+                        "{}: {e}; ignoring it (approvals will be recorded afresh)",
+                        path.display()
+                    );
+                    Stored::default()
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stored::default(),
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}", path.display());
+                Stored::default()
+            }
+        };
+        Approvals { path, stored, dirty: false }
+    }
+
+    /// What the operator approved for `plugin`, if anything was recorded.
+    pub fn get(&self, plugin: &str) -> Option<&Capabilities> {
+        self.stored.plugins.get(plugin)
+    }
+
+    /// Check a manifest: `Ok` if its request is within the approved one (recording it if this
+    /// plugin was never seen), otherwise the extra requests.
+    pub fn check(&mut self, m: &Manifest) -> Result<(), Vec<String>> {
+        match self.stored.plugins.get(&m.name) {
+            None => {
+                self.approve(&m.name, &m.capabilities);
+                Ok(())
+            }
+            Some(approved) => {
+                let extra = extra(&m.capabilities, approved);
+                if extra.is_empty() { Ok(()) } else { Err(extra) }
+            }
+        }
+    }
+
+    /// Record `caps` as approved for `plugin` (replacing what was approved).
+    pub fn approve(&mut self, plugin: &str, caps: &Capabilities) {
+        if self.stored.plugins.get(plugin) != Some(caps) {
+            self.stored.plugins.insert(plugin.to_string(), caps.clone());
+            self.dirty = true;
+        }
+    }
+
+    /// Write the file if anything changed (atomically: temp file, then rename).
+    pub fn save(&mut self) -> std::io::Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        self.stored.format = 1;
+        let text = serde_json::to_string_pretty(&self.stored).map_err(std::io::Error::other)?;
+        let tmp = self.path.with_file_name(format!("{FILE}.tmp"));
+        std::fs::write(&tmp, text + "\n")?;
+        std::fs::rename(&tmp, &self.path)?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// [`Approvals::save`], logging a failure (a read-only plugins folder still works; the
+    /// approvals then last for this process only).
+    pub fn save_or_warn(&mut self) {
+        if let Err(e) = self.save() {
+            tracing::warn!("cannot record plugin approvals in {}: {e}", self.path.display());
+            self.dirty = false;
+        }
+    }
+}
+
+/// The parts of `requested` not covered by `approved`, one line each.
+pub fn extra(requested: &Capabilities, approved: &Capabilities) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &requested.fs {
+        let ok = approved.fs.iter().any(|a| a.path == f.path && a.mode >= f.mode);
+        if !ok {
+            let was = approved.fs.iter().find(|a| a.path == f.path);
+            out.push(match was {
+                Some(a) if a.mode == FsMode::ReadOnly => format!("fs {}:{} (approved: ro)", f.path, f.mode),
+                _ => format!("fs {}:{}", f.path, f.mode),
+            });
+        }
+    }
+    for e in &requested.env {
+        if !approved.env.contains(e) {
+            out.push(format!("env {e}"));
+        }
+    }
+    for n in &requested.net {
+        let covered = approved.net.iter().any(|a| {
+            a == n
+                || a == "*"
+                || (a.starts_with("*.") && n != "*" && host_matches(a, n.trim_start_matches("*.")))
+        });
+        if !covered {
+            out.push(format!("net {n}"));
+        }
+    }
+    for s in &requested.secrets {
+        if !approved.secrets.contains(s) {
+            out.push(format!("secret {s}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::FsRequest;
+
+    fn caps(net: &[&str], fs: Option<FsMode>) -> Capabilities {
+        Capabilities {
+            net: net.iter().map(|s| s.to_string()).collect(),
+            fs: fs.map(|mode| FsRequest { path: "workspace".into(), mode }).into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn more_is_extra_less_is_not() {
+        let approved = caps(&["example.com", "*.wikipedia.org"], Some(FsMode::ReadOnly));
+        assert!(extra(&caps(&["example.com"], None), &approved).is_empty());
+        assert!(
+            extra(&caps(&["en.wikipedia.org", "*.de.wikipedia.org"], Some(FsMode::ReadOnly)), &approved)
+                .is_empty()
+        );
+        assert_eq!(extra(&caps(&["evil.com"], None), &approved), ["net evil.com"]);
+        assert_eq!(extra(&caps(&["*"], None), &approved), ["net *"]);
+        assert_eq!(extra(&caps(&[], Some(FsMode::ReadWrite)), &approved), ["fs workspace:rw (approved: ro)"]);
+    }
+
+    #[test]
+    fn first_sight_is_recorded_and_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = |net: &[&str]| Manifest {
+            format: 1,
+            name: "web".into(),
+            version: "1".into(),
+            description: String::new(),
+            capabilities: caps(net, None),
+            tools: vec![],
+        };
+        let mut a = Approvals::load(dir.path());
+        assert!(a.check(&m(&["example.com"])).is_ok());
+        a.save().unwrap();
+        let mut a = Approvals::load(dir.path());
+        assert_eq!(a.check(&m(&["example.com", "evil.com"])), Err(vec!["net evil.com".to_string()]));
+        a.approve("web", &m(&["example.com", "evil.com"]).capabilities);
+        a.save().unwrap();
+        assert!(Approvals::load(dir.path()).check(&m(&["evil.com"])).is_ok());
+    }
+}

@@ -1,0 +1,178 @@
+"""Drive `toolhost serve --mcp` with the official MCP Python SDK (a client this project did
+not write) and check what a real client sees.
+
+    python client.py --plugins DIR --new-plugin versioned.wasm stdio TOOLHOST_BIN [ARGS...]
+    python client.py --plugins DIR --new-plugin versioned.wasm http http://127.0.0.1:PORT/mcp
+
+Exits non-zero with a message on the first failed check; prints one `ok: ...` line per check.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import mcp.types as types
+from mcp import ClientSession, McpError
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+checks = 0
+
+
+def check(cond, what, detail=""):
+    global checks
+    if not cond:
+        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
+        sys.exit(1)
+    checks += 1
+    print(f"ok: {what}")
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+@asynccontextmanager
+async def connect(args, **session_kwargs):
+    if args.transport == "stdio":
+        params = StdioServerParameters(
+            command=args.target[0], args=args.target[1:], env=dict(os.environ)
+        )
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, **session_kwargs) as session:
+                yield session
+    else:
+        async with streamablehttp_client(args.target[0]) as (read, write, _):
+            async with ClientSession(read, write, **session_kwargs) as session:
+                yield session
+
+
+async def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--plugins", required=True)
+    p.add_argument("--new-plugin", required=True)
+    p.add_argument("transport", choices=["stdio", "http"])
+    p.add_argument("target", nargs=argparse.REMAINDER)
+    args = p.parse_args()
+
+    list_changed = asyncio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            list_changed.set()
+
+    async with connect(args, message_handler=on_message) as s:
+        init = await s.initialize()
+        check(init.serverInfo.name == "toolhost", "initialize: server is toolhost", init)
+        check(
+            init.capabilities.tools is not None and init.capabilities.tools.listChanged,
+            "initialize: tools with listChanged",
+            init.capabilities,
+        )
+
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        for name in ["echo", "count_words", "split_task", "read", "delete"]:
+            check(name in tools, f"tools/list has {name}", sorted(tools))
+        check(tools["delete"].annotations.destructiveHint is True, "delete is destructive")
+        check(tools["read"].annotations.readOnlyHint is True, "read is read-only")
+        check(tools["echo"].annotations.destructiveHint is False, "echo is not destructive")
+        schema = tools["split_task"].inputSchema
+        check(
+            schema["type"] == "object"
+            and schema["properties"]["subtasks"]["type"] == "array"
+            and schema["required"] == ["title", "subtasks"],
+            "split_task inputSchema is the JSON Schema of its params",
+            json.dumps(schema),
+        )
+
+        r = await s.call_tool("echo", {"text": "hello, MCP"})
+        check(not r.isError and text_of(r) == "hello, MCP", "call echo succeeds", r)
+
+        r = await s.call_tool(
+            "split_task",
+            {"title": "Launch", "subtasks": [{"title": "design", "days": 2}, {"title": "build", "days": 3}]},
+        )
+        check(not r.isError and "design" in text_of(r), "call with a JSON argument succeeds", r)
+
+        r = await s.call_tool("read", {"path": "no-such-file.txt"})
+        check(r.isError and "no-such-file.txt" in text_of(r), "a failing call is isError with the error text", r)
+
+        r = await s.call_tool("echo", {})
+        check(r.isError and "needs the argument `text`" in text_of(r), "bad arguments are isError for the model", r)
+
+        try:
+            await s.call_tool("ech", {"text": "x"})
+            check(False, "unknown tool is a protocol error")
+        except McpError as e:
+            check("unknown tool `ech`" in str(e) and "echo" in str(e), "unknown tool is a protocol error naming close tools", e)
+
+        r = await s.call_tool("delete", {"path": "keep.txt"})
+        check(
+            r.isError and "does not support elicitation" in text_of(r) and "policy" in text_of(r),
+            "dangerous call refused without elicitation, saying how the operator can allow it",
+            r,
+        )
+        check(os.path.exists(os.path.join(os.getcwd(), "keep.txt")), "the refused call did not run")
+
+        # Several calls in flight at once are served concurrently.
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *[s.call_tool("count_words", {"text": f"one two three {i}"}) for i in range(8)]
+        )
+        check(
+            all(not r.isError and '"words":4' in text_of(r) for r in results),
+            "8 concurrent calls all answered correctly",
+            results,
+        )
+        check(
+            results[0].structuredContent is not None and results[0].structuredContent["words"] == 4,
+            "a tool's JSON object output is also structuredContent",
+            results[0],
+        )
+
+        # Hot reload: a new plugin file gives the client a list_changed and a new tool.
+        shutil.copy(args.new_plugin, os.path.join(args.plugins, ".new.tmp"))
+        os.rename(os.path.join(args.plugins, ".new.tmp"), os.path.join(args.plugins, "versioned.wasm"))
+        await asyncio.wait_for(list_changed.wait(), 30)
+        check(True, "notifications/tools/list_changed received after a plugin file was added")
+        tools = {t.name for t in (await s.list_tools()).tools}
+        check("which" in tools and "nap" in tools, "tools/list shows the new plugin's tools", sorted(tools))
+        r = await s.call_tool("which", {})
+        check(not r.isError and text_of(r) == "v1", "the new tool is called", r)
+
+        started = time.monotonic()
+        naps = await asyncio.gather(*[s.call_tool("nap", {"ms": 600}) for _ in range(4)])
+        took = time.monotonic() - started
+        check(all(text_of(r) == "slept 600 ms" for r in naps), "4 concurrent 600 ms calls answered", naps)
+        check(took < 2.0, f"they ran concurrently ({took:.2f} s for 4 x 0.6 s)")
+
+    # A client that supports elicitation is asked; its answer decides.
+    answers = []
+
+    async def elicit(context, params):
+        answers.append(params.message)
+        approve = len(answers) == 1  # yes the first time, no the second
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    async with connect(args, elicitation_callback=elicit) as s:
+        await s.initialize()
+        r = await s.call_tool("delete", {"path": "keep.txt"})
+        check(not r.isError, "dangerous call runs after the user approves through elicitation", r)
+        check("delete" in answers[0] and "keep.txt" in answers[0], "the question names the tool and its arguments", answers)
+        check(not os.path.exists(os.path.join(os.getcwd(), "keep.txt")), "the approved call ran")
+        r = await s.call_tool("delete", {"path": "other.txt"})
+        check(r.isError and "did not approve" in text_of(r), "a declined elicitation refuses the call", r)
+        check(os.path.exists(os.path.join(os.getcwd(), "other.txt")), "the declined call did not run")
+
+    print(f"all {checks} MCP checks passed ({args.transport})")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
