@@ -302,9 +302,14 @@ fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
         "-Coverflow-checks",
     ]
     .join(" ");
+    // An explicit --target keeps the instrumentation flags off build scripts and proc macros.
+    let host = host_triple()?;
     eprintln!("building the fuzz targets ({}) …", targets.join(", "));
     let mut build = cargo();
-    build.current_dir(&fuzz_dir).args(["build", "--release", "--bins", "--target-dir"]).arg(&target_dir);
+    build
+        .current_dir(&fuzz_dir)
+        .args(["build", "--release", "--bins", "--target", &host, "--target-dir"])
+        .arg(&target_dir);
     build.env("RUSTFLAGS", flags).env_remove("CARGO_ENCODED_RUSTFLAGS");
     run(&mut build)?;
     for t in targets {
@@ -314,7 +319,7 @@ fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
         let artifacts = fuzz_dir.join("artifacts").join(t);
         std::fs::create_dir_all(&artifacts)?;
         eprintln!("fuzzing {t} for {seconds} s …");
-        let bin = target_dir.join("release").join(t);
+        let bin = target_dir.join(&host).join("release").join(t);
         run(Command::new(bin)
             .arg(&corpus)
             .arg(format!("-max_total_time={seconds}"))
@@ -326,6 +331,14 @@ fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
         .with_context(|| format!("fuzz target {t} found a crash; the input is in {}", artifacts.display()))?;
     }
     Ok(())
+}
+
+fn host_triple() -> Result<String> {
+    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())).arg("-vV").output()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .context("rustc -vV did not say the host triple")
 }
 
 /// Start each fuzzer from the project's own examples: the text-protocol case table and the
