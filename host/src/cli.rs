@@ -17,13 +17,17 @@ use std::time::Duration;
 
 const AFTER_HELP: &str = "\
 Plugins are WebAssembly components (*.wasm) in the plugins folder; each carries its own manifest.
-Nothing is granted to any plugin unless toolhost.toml or a flag grants it.
+Nothing is granted to any plugin unless toolhost.toml or a flag grants it: no files, no environment,
+no network, no secrets. A new version of a plugin that requests more than was approved waits for
+`toolhost approve PLUGIN`.
 
 Examples:
   toolhost --plugins target/plugins list
   toolhost --plugins target/plugins inspect target/plugins/files.wasm
   toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
   toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
+  toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
+  toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
 Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr.";
 

@@ -250,6 +250,11 @@ impl NetCall {
     /// Serve one request from the guest. Every refusal is an `Err` for the plugin.
     pub async fn send(&mut self, req: Request) -> Result<Response, String> {
         if self.grant.is_empty() {
+            // Name the host the plugin tried, so the hint is a line the operator can paste.
+            let host = reqwest::Url::parse(&req.url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_else(|| "HOST".into());
             return Err(if self.grant.requested.is_empty() {
                 format!(
                     "plugin `{}` has no network access: its manifest requests no hosts (add `net = \"host\"` to its #[toolhost_sdk::plugin(...)])",
@@ -257,9 +262,8 @@ impl NetCall {
                 )
             } else {
                 format!(
-                    "plugin `{p}` has no network access: it requests {} but none is granted; the operator can add [plugin.{p}] net = [\"{}\"] in toolhost.toml (or --allow-net {p}=HOST)",
+                    "plugin `{p}` has no network access: it requests {} but no host is granted; the operator can add [plugin.{p}] net = [\"{host}\"] in toolhost.toml (or --allow-net {p}={host})",
                     self.grant.requested.join(", "),
-                    self.grant.requested[0],
                     p = self.plugin
                 )
             });
@@ -328,7 +332,10 @@ impl NetCall {
             if let Some(b) = &body {
                 rb = rb.body(b.clone());
             }
-            let resp = rb.send().await.map_err(|e| describe(&e, &url, remaining))?;
+            let resp = rb.send().await.map_err(|e| {
+                describe(&e, &url, remaining)
+                    .replace("for the plugin", &format!("in [plugin.{}] of toolhost.toml", self.plugin))
+            })?;
             let status = resp.status();
             if !status.is_redirection() || status == reqwest::StatusCode::NOT_MODIFIED {
                 break resp;

@@ -100,10 +100,14 @@ impl Grants {
         };
         for host in &request.net {
             if !grant.net.iter().any(|g| patterns_overlap(host, g)) {
-                missing.push(Missing {
-                    what: format!("net {host}"),
-                    how: format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})"),
-                });
+                let how = if host.contains('*') {
+                    format!(
+                        "[plugin.{plugin}] net = [\"example.com\"] with the hosts you allow  (or --allow-net {plugin}=HOST)"
+                    )
+                } else {
+                    format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})")
+                };
+                missing.push(Missing { what: format!("net {host}"), how });
             }
         }
         for secret in &request.secrets {

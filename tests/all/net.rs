@@ -206,11 +206,15 @@ async fn slow_server_hits_the_timeout_while_the_host_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_network_without_a_grant() {
     let s = server();
-    let env = env_granting(&[], true);
+    let mut env = env_granting(&[], true);
     let e =
         err(&call(&env.host(), "net_probe", &[&s.url("localhost", "/hello")]).await, ErrorKind::ToolError);
     assert!(e.contains("plugin `hostile` has no network access"), "{e}");
-    assert!(e.contains("--allow-net hostile=HOST"), "{e}");
+    assert!(
+        e.contains("[plugin.hostile] net = [\"localhost\"]") && e.contains("--allow-net hostile=localhost"),
+        "{e}"
+    );
+    env.config.grant_net("text", "*").unwrap();
     // `text` requests no hosts at all: even a wildcard grant gives it nothing (nothing to call
     // the import with, and a grant it did not ask for is not given).
     let list = toolhost::cli::list_json(&env.registry());

@@ -10,10 +10,11 @@ cargo xtask <task>
 
 tasks:
   plugins   build the example plugins for wasm32-wasip2 and copy the shipped ones
-            (files, text) into target/plugins/
+            (files, text, web) into target/plugins/
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
-            query has commas, a denied dangerous call and a truncated output
+            query has commas, a denied dangerous call, a truncated output and refused
+            network calls
   bench     run the benchmarks (release build) and write BENCHMARKS.md with the machine they
             ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run
   fuzz [TARGET] [SECONDS]
@@ -176,6 +177,14 @@ fn demo() -> Result<()> {
         &["--allow-read", "files", "call", "--json", "read", "long.txt"],
     )?;
     step("an unknown tool suggests close names", &["call", "raed", "notes.txt"])?;
+    step(
+        "the web plugin has no network until the operator grants hosts: the error names the grant",
+        &["call", "fetch", "https://example.com/"],
+    )?;
+    step(
+        "a granted host that resolves to a loopback address is still refused",
+        &["--allow-net", "web=localhost", "call", "fetch", "http://localhost:1/"],
+    )?;
     Ok(())
 }
 
