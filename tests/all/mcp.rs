@@ -165,3 +165,84 @@ fn official_python_client_over_streamable_http() {
     assert_eq!(raw_post(&server.url, "evil.example.com", None), 403, "foreign Host header");
     assert_eq!(raw_post(&server.url, &authority, Some("http://evil.example.com")), 403, "foreign Origin");
 }
+
+/// Raw JSON-RPC over stdio, for what a well-behaved SDK never sends: a cancelled call stops
+/// (the server logs it and answers the next request while the cancelled one would still be
+/// sleeping), and a line of invalid UTF-8 or broken JSON does not end the session.
+#[test]
+fn cancellation_and_garbage_over_raw_stdio() {
+    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::VERSIONED]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["-v", "--plugins"])
+        .arg(env.plugins.path())
+        .args(["serve", "--mcp"])
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = out_tx.send(line);
+        }
+    });
+    let (err_tx, err_rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = err_tx.send(line);
+        }
+    });
+    let mut send = |bytes: &[u8]| {
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64| -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(what);
+                    seen.push(line);
+                    if found {
+                        return seen;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
+    };
+    send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    wait_for(&out_rx, r#""id":1"#, 60);
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nap","arguments":{"ms":8000}}}"#,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    send(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user stopped it"}}"#);
+    wait_for(&err_rx, "call cancelled by the client", 5);
+    send(b"\xff\xfe this is not UTF-8 \xc3\x28");
+    send(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": ");
+    send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the garbage"}}}"#);
+    let lines = wait_for(&out_rx, "after the garbage", 5);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited for the cancelled call: {:?}",
+        started.elapsed()
+    );
+    for line in &lines {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
+        assert_ne!(v["id"], 2, "a cancelled request must not be answered: {line}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
