@@ -84,9 +84,28 @@ impl PluginCrate {
     }
 
     /// Copy the built component into `plugins_dir` atomically; returns the destination.
+    ///
+    /// The author is the operator here: whatever the new build requests is recorded as approved
+    /// first (printed when it grew), so the dev loop never waits on `toolhost approve`. Grants
+    /// still come only from the config and flags.
     pub fn install(&self, plugins_dir: &Path) -> Result<PathBuf> {
         let from = self.artifact();
         let to = plugins_dir.join(format!("{}.wasm", self.name));
+        if let Ok(m) = std::fs::read(&from)
+            .map_err(|e| e.to_string())
+            .and_then(|b| crate::manifest::read(&b).map_err(|e| e.to_string()))
+        {
+            let mut approvals = crate::approvals::Approvals::load(plugins_dir);
+            let extra = approvals
+                .get(&m.name)
+                .map(|a| crate::approvals::extra(&m.capabilities, a))
+                .unwrap_or_default();
+            approvals.approve(&m.name, &m.capabilities);
+            approvals.save_or_warn();
+            if !extra.is_empty() {
+                eprintln!("toolhost dev: approved the new requests of `{}`: {}", m.name, extra.join(", "));
+            }
+        }
         let tmp = plugins_dir.join(format!(".{}.wasm.tmp", self.name));
         std::fs::copy(&from, &tmp).with_context(|| format!("cannot copy {}", from.display()))?;
         std::fs::rename(&tmp, &to).with_context(|| format!("cannot move the build to {}", to.display()))?;

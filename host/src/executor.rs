@@ -5,7 +5,7 @@
 
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
-use crate::net::redact;
+use crate::net::redact_owned;
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
@@ -324,7 +324,7 @@ impl Executor {
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
         let net = &plugin.grants.net;
-        let (out, err) = (redact(&out, net).into_owned(), redact(&err, net).into_owned());
+        let (out, err) = (redact_owned(out, net), redact_owned(err, net));
         log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
@@ -333,11 +333,11 @@ impl Executor {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
-                let (data, truncated) = truncate(redact(&data, net).into_owned(), limit);
+                let (data, truncated) = truncate(redact_owned(data, net), limit);
                 Outcome::ok(data, truncated)
             }
             Ok(Ok(Err(message))) => {
-                Outcome::err(ErrorKind::ToolError, truncate(redact(&message, net).into_owned(), limit).0)
+                Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
         }

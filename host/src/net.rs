@@ -485,6 +485,14 @@ pub fn redact<'a>(s: &'a str, grant: &NetGrant) -> std::borrow::Cow<'a, str> {
     out
 }
 
+/// [`redact`] for an owned string: no copy unless a secret value is actually in it.
+pub fn redact_owned(s: String, grant: &NetGrant) -> String {
+    match redact(&s, grant) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(o) => o,
+    }
+}
+
 fn redact_bytes(body: Vec<u8>, grant: &NetGrant) -> Vec<u8> {
     let mut body = body;
     for (name, value) in grant.redactions() {

@@ -216,9 +216,9 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
     .unwrap();
     // Reuse the plugins' lock file and build dir, so no dependency is fetched or rebuilt.
     std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
-    let src = |body: &str| format!("#[toolhost_sdk::plugin]\nmod tools {{\n{body}\n}}\n");
+    let src = |attr: &str, body: &str| format!("#[toolhost_sdk::plugin{attr}]\nmod tools {{\n{body}\n}}\n");
     let hi = "    /// Say hi.\n    #[tool]\n    pub fn hi() -> String { \"hi\".into() }";
-    std::fs::write(krate.path().join("src/lib.rs"), src(hi)).unwrap();
+    std::fs::write(krate.path().join("src/lib.rs"), src("", hi)).unwrap();
     let plugins = tempfile::tempdir().unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
@@ -255,7 +255,13 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
     let first = wait_for("+ hi (devloop v0.1.0)");
     let second = first.clone().and_then(|_| {
         let bye = "    /// Say bye.\n    #[tool]\n    pub fn bye() -> String { \"bye\".into() }";
-        std::fs::write(krate.path().join("src/lib.rs"), src(&format!("{hi}\n{bye}"))).unwrap();
+        // The new build also requests network access: in the dev loop the author approves it by
+        // building it, so it goes live without `toolhost approve`.
+        std::fs::write(
+            krate.path().join("src/lib.rs"),
+            src("(net = \"example.com\")", &format!("{hi}\n{bye}")),
+        )
+        .unwrap();
         wait_for("+ bye (devloop v0.1.0)")
     });
     let _ = child.kill();
