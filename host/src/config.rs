@@ -264,8 +264,13 @@ impl SecretSource {
                 .trim_end_matches(['\n', '\r'])
                 .to_string(),
         };
-        if v.is_empty() {
-            return Err(format!("secret `{}` is empty", self.name));
+        if v.chars().count() < 8 {
+            // Redaction replaces every occurrence of the value in outputs: a very short value
+            // would garble them, and is not much of a secret either.
+            return Err(format!(
+                "secret `{}` is shorter than 8 characters, too short to be redacted reliably",
+                self.name
+            ));
         }
         Ok(v)
     }
@@ -653,6 +658,23 @@ fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_or_missing_secrets_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "abc\n").unwrap();
+        let short = SecretSource { name: "t".into(), from: SecretFrom::File(file.clone()), hosts: vec![] };
+        assert!(short.read().unwrap_err().contains("shorter than 8 characters"));
+        std::fs::write(&file, "a-long-enough-value\n").unwrap();
+        assert_eq!(short.read().unwrap(), "a-long-enough-value", "the trailing newline is not part of it");
+        let unset = SecretSource {
+            name: "e".into(),
+            from: SecretFrom::Env("TOOLHOST_SURELY_UNSET_VARIABLE".into()),
+            hosts: vec![],
+        };
+        assert!(unset.read().unwrap_err().contains("TOOLHOST_SURELY_UNSET_VARIABLE is not set"));
+    }
 
     fn parse(text: &str) -> Result<Config, String> {
         Config::from_str_at(text, Path::new("/base"), Some(PathBuf::from("/base/toolhost.toml")))
