@@ -609,7 +609,8 @@ fn approve(cfg: &Config, plugin: &str) -> Result<()> {
     if !new.is_empty() {
         println!("newly approved: {}", new.join(", "));
     }
-    let missing = crate::sandbox::Grants::effective_with(plugin, &m.capabilities, &cfg.plugin(plugin), cfg).1;
+    let missing =
+        crate::sandbox::Grants::effective(plugin, &m.capabilities, &cfg.plugin(plugin), &cfg.secrets).1;
     for miss in missing {
         println!("not granted:    {} — grant with {}", miss.what, miss.how);
     }

@@ -5,7 +5,7 @@
 
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
-use crate::net::redact_owned;
+use crate::net::{NetCall, redact_owned};
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
@@ -287,18 +287,22 @@ impl Executor {
                 );
             }
         };
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        let deadline = std::time::Instant::now() + timeout;
+        let net = NetCall {
+            plugin: plugin.name.clone(),
+            grant: plugin.grants.net.clone(),
+            settings: self.config.net,
+            deadline,
+            requests: 0,
+        };
         let state = HostState::new(
             wasi,
             MemoryLimiter::new(limits.memory_mb),
             plugin.name.clone(),
             spec.name.clone(),
+            net,
         );
-        let timeout = Duration::from_millis(limits.timeout_ms);
-        let deadline = std::time::Instant::now() + timeout;
-        let mut state = state;
-        state.net.grant = plugin.grants.net.clone();
-        state.net.settings = self.config.net;
-        state.net.deadline = deadline;
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve

@@ -21,6 +21,8 @@
 //! headers and bodies before the guest sees them, and from everything a call returns.
 
 use crate::config::NetSettings;
+// The request and response records of the WIT `http` interface, as bindgen generated them.
+use crate::runtime::toolhost::plugin::http::{Request, Response};
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
@@ -210,26 +212,6 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
     .map_err(Clone::clone)
 }
 
-/// A plugin's request, as it crosses the import.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub method: String,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    /// (header, secret name, prefix).
-    pub secret_headers: Vec<(String, String, String)>,
-    pub body: Option<Vec<u8>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Response {
-    pub status: u16,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub truncated: bool,
-}
-
 /// The network side of one call's store.
 #[derive(Debug, Clone)]
 pub struct NetCall {
@@ -300,7 +282,9 @@ impl NetCall {
             headers.append(n, v);
         }
         let mut secret_names = Vec::new();
-        for (name, secret, prefix) in &req.secret_headers {
+        for crate::runtime::toolhost::plugin::http::SecretHeader { name, secret, prefix } in
+            &req.secret_headers
+        {
             let Some(s) = self.grant.secrets.iter().find(|s| &s.name == secret) else {
                 return Err(format!(
                     "secret `{secret}` is not granted to plugin `{p}`; the operator can add [plugin.{p}] secrets = [\"{secret}\"] and define [secrets.{secret}] in toolhost.toml",

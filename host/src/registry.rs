@@ -88,11 +88,11 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
     let pre = runtime
         .prepare(&c.file_name(), &c.bytes)
         .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
-    let (grants, missing) = Grants::effective_with(
+    let (grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
         &config.plugin(&manifest.name),
-        config,
+        &config.secrets,
     );
     Ok(LoadedPlugin {
         file: c.path.clone(),

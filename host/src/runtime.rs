@@ -42,25 +42,12 @@ impl toolhost::plugin::host::Host for HostState {
 }
 
 impl toolhost::plugin::http::Host for HostState {
+    /// Every check and bound is in [`crate::net::NetCall::send`].
     async fn send(
         &mut self,
         req: toolhost::plugin::http::Request,
     ) -> Result<toolhost::plugin::http::Response, String> {
-        let req = crate::net::Request {
-            method: req.method,
-            url: req.url,
-            headers: req.headers,
-            secret_headers: req.secret_headers.into_iter().map(|h| (h.name, h.secret, h.prefix)).collect(),
-            body: req.body,
-        };
-        let r = self.net.send(req).await?;
-        Ok(toolhost::plugin::http::Response {
-            status: r.status,
-            url: r.url,
-            headers: r.headers,
-            body: r.body,
-            truncated: r.truncated,
-        })
+        self.net.send(req).await
     }
 }
 

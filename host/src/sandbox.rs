@@ -7,9 +7,10 @@
 //! host's own stdout. Clocks and random numbers are available (they grant no access).
 //! Every other capability is an explicit grant computed by [`Grants::effective`].
 
-use crate::config::{Config, FsGrant, PluginConfig};
+use crate::config::{FsGrant, PluginConfig, SecretSource};
 use crate::manifest::{Capabilities, FsMode};
 use crate::net::{GrantedSecret, NetCall, NetGrant, patterns_overlap};
+use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -49,16 +50,13 @@ pub struct Missing {
 impl Grants {
     /// Request ∩ grant. A directory is granted at the lower of the two modes; an env var only
     /// if both name it (its value is read from the host environment now).
-    pub fn effective(plugin: &str, request: &Capabilities, grant: &PluginConfig) -> (Grants, Vec<Missing>) {
-        Self::effective_with(plugin, request, grant, &Config::default())
-    }
-
-    /// [`Grants::effective`], with secret definitions from `config`.
-    pub fn effective_with(
+    /// A secret is granted if both name it and `secrets` (the operator's `[secrets.NAME]`)
+    /// defines it; its value is read now.
+    pub fn effective(
         plugin: &str,
         request: &Capabilities,
         grant: &PluginConfig,
-        config: &Config,
+        secrets: &BTreeMap<String, SecretSource>,
     ) -> (Grants, Vec<Missing>) {
         let mut out = Grants::default();
         let mut missing = Vec::new();
@@ -111,7 +109,7 @@ impl Grants {
             }
         }
         for secret in &request.secrets {
-            let source = config.secrets.get(secret);
+            let source = secrets.get(secret);
             let how = format!(
                 "[plugin.{plugin}] secrets = [\"{secret}\"] and [secrets.{secret}] env = \"VAR\" (or file = \"path\")"
             );
@@ -184,14 +182,7 @@ pub struct HostState {
 }
 
 impl HostState {
-    pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String) -> Self {
-        let net = NetCall {
-            plugin: plugin.clone(),
-            grant: Arc::default(),
-            settings: Default::default(),
-            deadline: std::time::Instant::now(),
-            requests: 0,
-        };
+    pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
         HostState { wasi, table, limiter, plugin, tool, net }
@@ -357,16 +348,32 @@ mod tests {
 
     #[test]
     fn effective_is_the_intersection() {
-        let (g, missing) = Grants::effective("files", &request(FsMode::ReadWrite), &grant(FsMode::ReadOnly));
+        let (g, missing) = Grants::effective(
+            "files",
+            &request(FsMode::ReadWrite),
+            &grant(FsMode::ReadOnly),
+            &BTreeMap::new(),
+        );
         assert_eq!(g.fs[0].mode, FsMode::ReadOnly);
         assert_eq!(missing.len(), 1, "rw requested, ro granted: the difference is reported");
-        let (g, missing) = Grants::effective("files", &request(FsMode::ReadOnly), &grant(FsMode::ReadWrite));
+        let (g, missing) = Grants::effective(
+            "files",
+            &request(FsMode::ReadOnly),
+            &grant(FsMode::ReadWrite),
+            &BTreeMap::new(),
+        );
         assert_eq!(g.fs[0].mode, FsMode::ReadOnly, "never more than requested");
         assert!(missing.is_empty());
-        let (g, missing) = Grants::effective("files", &Capabilities::default(), &grant(FsMode::ReadWrite));
+        let (g, missing) =
+            Grants::effective("files", &Capabilities::default(), &grant(FsMode::ReadWrite), &BTreeMap::new());
         assert!(g.fs.is_empty(), "a grant the plugin did not request is not given");
         assert!(missing.is_empty());
-        let (g, missing) = Grants::effective("files", &request(FsMode::ReadOnly), &PluginConfig::default());
+        let (g, missing) = Grants::effective(
+            "files",
+            &request(FsMode::ReadOnly),
+            &PluginConfig::default(),
+            &BTreeMap::new(),
+        );
         assert!(g.fs.is_empty());
         assert!(missing[0].how.contains("--allow-read files"), "{:?}", missing[0]);
     }
@@ -376,7 +383,7 @@ mod tests {
         // SAFETY-free: reads PATH, which every test environment has.
         let req = Capabilities { env: vec!["PATH".into(), "HOME".into()], ..Default::default() };
         let grant = PluginConfig { env: vec!["PATH".into(), "SHELL".into()], ..Default::default() };
-        let (g, missing) = Grants::effective("p", &req, &grant);
+        let (g, missing) = Grants::effective("p", &req, &grant, &BTreeMap::new());
         assert_eq!(g.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["PATH"]);
         assert_eq!(missing[0].what, "env HOME");
     }
