@@ -5,10 +5,12 @@
 
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
-use crate::net::{NetCall, redact_owned};
+use crate::net::{NetCall, Refusal, redact_owned};
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
-use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::sandbox::{
+    CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, Missing, STDIO_CAPTURE_BYTES,
+};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -230,7 +232,7 @@ impl Executor {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
         };
-        if spec.danger || self.config.tool_marked_dangerous(&spec.name) {
+        if crate::view::is_dangerous(spec, &self.config) {
             let req = DangerRequest {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
@@ -252,18 +254,13 @@ impl Executor {
             }
         }
         let limits = self.config.limits_for(&plugin.name, &spec.name, spec.output_limit);
-        let outcome = self.run(plugin, spec, args, limits).await;
-        if outcome.kind == Some(ErrorKind::ToolError) && !plugin.missing.is_empty() {
-            // The failure may come from a capability the operator has not granted: say which.
+        let (outcome, refused) = self.run(plugin, spec, args, limits).await;
+        if outcome.kind == Some(ErrorKind::ToolError)
+            && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
+        {
             let mut o = outcome;
-            let hints: Vec<String> =
-                plugin.missing.iter().map(|m| format!("{} (grant: {})", m.what, m.how)).collect();
             let e = o.error.take().unwrap_or_default();
-            o.error = Some(format!(
-                "{e}\n[note: plugin `{}` requested capabilities that are not granted: {}]",
-                plugin.name,
-                hints.join("; ")
-            ));
+            o.error = Some(format!("{e}\n[note: {note}]"));
             return o;
         }
         outcome
@@ -275,27 +272,22 @@ impl Executor {
         spec: &ToolSpec,
         args: Vec<String>,
         limits: Limits,
-    ) -> Outcome {
+    ) -> (Outcome, Vec<Refusal>) {
         let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
             Ok(w) => w,
             Err(e) => {
-                return Outcome::err(
+                let o = Outcome::err(
                     ErrorKind::HostError,
                     format!("cannot set up the sandbox for `{}`: {e}", spec.name),
                 );
+                return (o, Vec::new());
             }
         };
         let timeout = Duration::from_millis(limits.timeout_ms);
         let deadline = std::time::Instant::now() + timeout;
-        let net = NetCall {
-            plugin: plugin.name.clone(),
-            grant: plugin.grants.net.clone(),
-            settings: self.config.net,
-            deadline,
-            requests: 0,
-        };
+        let net = NetCall::new(plugin.name.clone(), plugin.grants.net.clone(), self.config.net, deadline);
         let state = HostState::new(
             wasi,
             MemoryLimiter::new(limits.memory_mb),
@@ -324,6 +316,7 @@ impl Executor {
             tokio::time::timeout(timeout + WALL_CLOCK_GRACE, run).await
         };
         let memory_hit = store.data().limiter.hit;
+        let refused = std::mem::take(&mut store.data_mut().net.refused);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
@@ -333,7 +326,7 @@ impl Executor {
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
         let limit = limits.output_limit;
-        match result {
+        let outcome = match result {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
@@ -344,8 +337,40 @@ impl Executor {
                 Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
-        }
+        };
+        (outcome, refused)
     }
+}
+
+/// The note added to a tool error from a plugin that lacks some requested capability.
+///
+/// Network and secret refusals are recorded by the host as they happen, so when the call hit
+/// one, the note names exactly the grant that would have allowed it. Directories and
+/// variables that are not granted are invisible to the host (they simply do not exist for the
+/// guest), so when nothing was refused the note lists those, and says they are candidates.
+/// Grants the call demonstrably did not need are never mentioned.
+pub fn missing_grant_note(plugin: &str, missing: &[Missing], refused: &[Refusal]) -> Option<String> {
+    let hint = |m: &Missing| format!("{} (grant: {})", m.what, m.how);
+    let explained: Vec<String> =
+        missing.iter().filter(|m| refused.iter().any(|r| m.explains(r))).map(hint).collect();
+    if !explained.is_empty() {
+        return Some(format!(
+            "the host refused what plugin `{plugin}` tried because it is not granted: {}",
+            explained.join("; ")
+        ));
+    }
+    if !refused.is_empty() {
+        // Refused for a reason no grant of the manifest's request would fix (e.g. a host the
+        // manifest does not ask for): the error itself says why.
+        return None;
+    }
+    let unseen: Vec<String> = missing.iter().filter(|m| !m.observable()).map(hint).collect();
+    (!unseen.is_empty()).then(|| {
+        format!(
+            "plugin `{plugin}` is not granted everything it requested; the failure may come from one of these: {}",
+            unseen.join("; ")
+        )
+    })
 }
 
 fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
@@ -596,5 +621,48 @@ mod tests {
         assert_eq!(ok, json!({"success": true, "data": "x"}));
         let err = serde_json::to_value(Outcome::err(ErrorKind::Timeout, "slow")).unwrap();
         assert_eq!(err, json!({"success": false, "error": "slow", "kind": "timeout"}));
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::missing_grant_note;
+    use crate::net::Refusal;
+    use crate::sandbox::{Missing, MissingKind};
+
+    fn missing() -> Vec<Missing> {
+        vec![
+            Missing {
+                kind: MissingKind::Fs("workspace".into()),
+                what: "fs workspace:ro".into(),
+                how: "F".into(),
+            },
+            Missing { kind: MissingKind::Net("*".into()), what: "net *".into(), how: "N".into() },
+            Missing {
+                kind: MissingKind::Secret("api_token".into()),
+                what: "secret api_token".into(),
+                how: "S".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_refusal_names_its_grant_only() {
+        let n = missing_grant_note("web", &missing(), &[Refusal::Host("example.com".into())]).unwrap();
+        assert!(n.contains("net * (grant: N)") && !n.contains("secret") && !n.contains("fs "), "{n}");
+        let n = missing_grant_note("web", &missing(), &[Refusal::Secret("api_token".into())]).unwrap();
+        assert!(n.contains("secret api_token (grant: S)") && !n.contains("net *"), "{n}");
+    }
+
+    #[test]
+    fn without_a_refusal_only_unobservable_grants_are_candidates() {
+        let n = missing_grant_note("web", &missing(), &[]).unwrap();
+        assert!(n.contains("may come from one of these: fs workspace:ro (grant: F)"), "{n}");
+        assert!(!n.contains("net *") && !n.contains("secret"), "{n}");
+        let net_only = &missing()[1..];
+        assert_eq!(missing_grant_note("web", net_only, &[]), None, "no refusal, nothing unseen: no note");
+        // A refusal no missing grant explains (e.g. a host outside the manifest's request).
+        let other = [Refusal::Secret("other".into())];
+        assert_eq!(missing_grant_note("web", net_only, &other), None);
     }
 }

@@ -8,6 +8,7 @@
 //! See `ARCHITECTURE.md` for the map.
 
 pub mod approvals;
+pub mod build;
 pub mod call;
 pub mod cli;
 pub mod config;
@@ -21,6 +22,9 @@ pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
+pub mod sdk_files;
+pub mod view;
 
 pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};

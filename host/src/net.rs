@@ -221,6 +221,25 @@ pub struct NetCall {
     /// The call's deadline: no request may outlive it.
     pub deadline: Instant,
     pub requests: u32,
+    /// What the host refused during this call for want of a grant, so a failed call's note
+    /// can name the grant that matters and no other.
+    pub refused: Vec<Refusal>,
+}
+
+/// A request refused because a capability is not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The host name the plugin tried to reach.
+    Host(String),
+    /// The secret the plugin named in a header.
+    Secret(String),
+}
+
+impl NetCall {
+    /// A fresh budget for one call.
+    pub fn new(plugin: Arc<str>, grant: Arc<NetGrant>, settings: NetSettings, deadline: Instant) -> NetCall {
+        NetCall { plugin, grant, settings, deadline, requests: 0, refused: Vec::new() }
+    }
 }
 
 const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
@@ -237,6 +256,7 @@ impl NetCall {
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_string))
                 .unwrap_or_else(|| "HOST".into());
+            self.refused.push(Refusal::Host(host.clone()));
             return Err(if self.grant.requested.is_empty() {
                 format!(
                     "plugin `{}` has no network access: its manifest requests no hosts (add `net = \"host\"` to its #[toolhost_sdk::plugin(...)])",
@@ -286,6 +306,7 @@ impl NetCall {
             &req.secret_headers
         {
             let Some(s) = self.grant.secrets.iter().find(|s| &s.name == secret) else {
+                self.refused.push(Refusal::Secret(secret.clone()));
                 return Err(format!(
                     "secret `{secret}` is not granted to plugin `{p}`; the operator can add [plugin.{p}] secrets = [\"{secret}\"] and define [secrets.{secret}] in toolhost.toml",
                     p = self.plugin
@@ -368,7 +389,7 @@ impl NetCall {
     }
 
     /// Check scheme, host grant and (for IP literals) the address; returns the host.
-    fn check_url(&self, url: &reqwest::Url) -> Result<String, String> {
+    fn check_url(&mut self, url: &reqwest::Url) -> Result<String, String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("scheme `{}` is not allowed (http and https only): {url}", url.scheme()));
         }
@@ -378,7 +399,10 @@ impl NetCall {
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             None => return Err(format!("URL has no host: {url}")),
         };
-        self.grant.check_host(&self.plugin, &host)?;
+        if let Err(e) = self.grant.check_host(&self.plugin, &host) {
+            self.refused.push(Refusal::Host(host));
+            return Err(e);
+        }
         if !self.grant.private
             && let Ok(ip) = host.parse::<IpAddr>()
             && let Some(kind) = non_public(ip)

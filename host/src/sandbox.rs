@@ -42,9 +42,42 @@ pub struct Grants {
 /// A capability the plugin requested and the operator did not grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
+    pub kind: MissingKind,
     pub what: String,
     /// The config line that would grant it.
     pub how: String,
+}
+
+/// Which capability a [`Missing`] entry is about, so a failure can be matched with the grant
+/// that would have prevented it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MissingKind {
+    /// A directory (by its grant name, e.g. `workspace`).
+    Fs(String),
+    Env(String),
+    /// A requested host pattern.
+    Net(String),
+    Secret(String),
+}
+
+impl Missing {
+    /// Whether the host's refusal `r`, recorded during a call, is explained by this missing
+    /// grant.
+    pub fn explains(&self, r: &crate::net::Refusal) -> bool {
+        use crate::net::Refusal;
+        match (&self.kind, r) {
+            (MissingKind::Net(pattern), Refusal::Host(host)) => crate::net::host_matches(pattern, host),
+            (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether the host can see a refusal of this capability when it happens. Network and
+    /// secret use goes through the host's `http` import, which records every refusal; a
+    /// directory or variable that is not granted simply does not exist for the guest.
+    pub fn observable(&self) -> bool {
+        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_))
+    }
 }
 
 impl Grants {
@@ -67,12 +100,14 @@ impl Grants {
                     out.fs.push(FsGrant { mode, ..g.clone() });
                     if mode < req.mode {
                         missing.push(Missing {
+                            kind: MissingKind::Fs(req.path.clone()),
                             what: format!("fs {}:{} (granted {})", req.path, req.mode, g.mode),
                             how: fs_hint(plugin, &req.path, req.mode),
                         });
                     }
                 }
                 None => missing.push(Missing {
+                    kind: MissingKind::Fs(req.path.clone()),
                     what: format!("fs {}:{}", req.path, req.mode),
                     how: fs_hint(plugin, &req.path, req.mode),
                 }),
@@ -85,6 +120,7 @@ impl Grants {
                 }
             } else {
                 missing.push(Missing {
+                    kind: MissingKind::Env(var.clone()),
                     what: format!("env {var}"),
                     how: format!("[plugin.{plugin}] env = [\"{var}\"]  (or --allow-env {plugin}={var})"),
                 });
@@ -105,7 +141,11 @@ impl Grants {
                 } else {
                     format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})")
                 };
-                missing.push(Missing { what: format!("net {host}"), how });
+                missing.push(Missing {
+                    kind: MissingKind::Net(host.clone()),
+                    what: format!("net {host}"),
+                    how,
+                });
             }
         }
         for secret in &request.secrets {
@@ -120,9 +160,17 @@ impl Grants {
                         value,
                         hosts: src.hosts.clone(),
                     }),
-                    Err(why) => missing.push(Missing { what: format!("secret {secret} ({why})"), how }),
+                    Err(why) => missing.push(Missing {
+                        kind: MissingKind::Secret(secret.clone()),
+                        what: format!("secret {secret} ({why})"),
+                        how,
+                    }),
                 },
-                _ => missing.push(Missing { what: format!("secret {secret}"), how }),
+                _ => missing.push(Missing {
+                    kind: MissingKind::Secret(secret.clone()),
+                    what: format!("secret {secret}"),
+                    how,
+                }),
             }
         }
         out.net = Arc::new(net);

@@ -66,7 +66,7 @@ async fn text_reply_runs_in_order_and_feeds_back() {
 #[test]
 fn prompt_lists_every_tool_from_the_registry() {
     let env = env();
-    let prompt = text::prompt(&env.registry());
+    let prompt = text::prompt(&env.registry(), &env.config);
     assert_golden("prompt.golden", &prompt);
     for tool in ["ls", "read", "write", "split_task", "search", "count_words", "delete"] {
         assert!(prompt.contains(&format!("- {tool}(")), "{tool} missing from the prompt");
@@ -79,7 +79,7 @@ fn prompt_lists_every_tool_from_the_registry() {
 #[test]
 fn openai_schema_is_valid_json_schema() {
     let env = env();
-    let tools = openai::tools(&env.registry(), None).unwrap();
+    let tools = openai::tools(&env.registry(), &env.config).unwrap();
     assert_golden("openai_tools.json", &(serde_json::to_string_pretty(&tools).unwrap() + "\n"));
     let tools = tools.as_array().unwrap();
     assert_eq!(tools.len(), 11);
@@ -135,4 +135,36 @@ async fn openai_tool_calls_round_trip() {
     assert_eq!(content(3)["kind"], "unknown_tool");
     assert!(content(3)["error"].as_str().unwrap().contains("did you mean: read"));
     assert_eq!(content(4)["kind"], "bad_arguments");
+}
+
+/// The operator's `[tool.X] danger = true` reaches every front end through the one
+/// `ToolView`: the `[TOOL]` prompt, the OpenAI tools, MCP `tools/list` and `toolhost list`
+/// all mark `read` dangerous, and MCP does not also call it read-only (issue #12, 1 and 2).
+#[test]
+fn an_operator_danger_marking_reaches_every_front_end() {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.tools.entry("read".into()).or_default().danger = Some(true);
+    let registry = env.registry();
+
+    let prompt = text::prompt(&registry, &env.config);
+    let line = prompt.lines().find(|l| l.starts_with("- read(")).expect("read in the prompt");
+    assert!(line.ends_with("DANGEROUS."), "prompt line: {line}");
+
+    let tools = openai::tools(&registry, &env.config).unwrap();
+    let read = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "read").unwrap();
+    assert!(read["function"]["description"].as_str().unwrap().contains("Dangerous"), "{read}");
+
+    let host = env.host();
+    let server = toolhost::protocol::mcp::McpServer::new(host.executor.clone(), None);
+    let tool = server.tools().into_iter().find(|t| t.name == "read").unwrap();
+    let a = tool.annotations.expect("annotations");
+    assert_eq!(a.destructive_hint, Some(true), "{a:?}");
+    assert_eq!(a.read_only_hint, Some(false), "a dangerous tool is not advertised read-only: {a:?}");
+    // An unmarked read-only tool keeps its hints.
+    let ls = server.tools().into_iter().find(|t| t.name == "ls").unwrap().annotations.unwrap();
+    assert_eq!((ls.read_only_hint, ls.destructive_hint), (Some(true), Some(false)));
+
+    let listed = toolhost::cli::render_list(&registry, &env.config);
+    let row = listed.lines().find(|l| l.starts_with("read(")).unwrap();
+    assert!(row.contains("danger"), "list row: {row}");
 }

@@ -59,16 +59,16 @@ impl McpServer {
         registry
             .tools()
             .map(|entry| {
-                let spec = entry.spec();
-                let dangerous = spec.danger || self.executor.config().tool_marked_dangerous(&spec.name);
+                let view = crate::view::ToolView::new(entry, self.executor.config());
+                let spec = view.spec;
                 let schema = match openai::parameters(spec) {
                     serde_json::Value::Object(o) => o,
                     _ => JsonObject::new(),
                 };
-                let mut annotations = ToolAnnotations::new().destructive(dangerous);
-                if spec.read_only {
-                    annotations = annotations.read_only(true);
-                }
+                // See `ToolView::advertise_read_only`: a dangerous tool is never advertised as
+                // read-only, so the two hints never contradict each other.
+                let annotations =
+                    ToolAnnotations::new().read_only(view.advertise_read_only()).destructive(view.dangerous);
                 let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
                 tool.annotations = Some(annotations);
                 tool

@@ -51,7 +51,7 @@ pub fn render_call(call: &ToolCall) -> String {
 }
 
 /// The prompt section that teaches a model the protocol and lists every registered tool.
-pub fn prompt(registry: &Registry) -> String {
+pub fn prompt(registry: &Registry, config: &crate::Config) -> String {
     let mut out = String::from(
         "## Tools\n\n\
          You can call tools. To call one, write the call between markers, anywhere in your reply:\n\n\
@@ -70,8 +70,9 @@ pub fn prompt(registry: &Registry) -> String {
             .cmp(&(b.spec().category.as_deref().unwrap_or("~"), &b.spec().name))
     });
     for t in tools {
-        let s = t.spec();
-        let danger = if s.danger { " DANGEROUS." } else { "" };
+        let view = crate::view::ToolView::new(t, config);
+        let s = view.spec;
+        let danger = if view.dangerous { " DANGEROUS." } else { "" };
         out.push_str(&format!("\n- {} — {}{danger}\n", s.signature(), s.description));
         for (i, p) in s.params.iter().enumerate() {
             if p.description.is_empty() && !s.is_json(i) {
