@@ -246,6 +246,11 @@ def t() -> str:
 ''')
         self.assertError("pyproject.toml:7", "unknown key `modul` in [tool.toolhost]")
 
+    def test_reserved_module_name(self):
+        self.write("pyproject.toml", '[project]\nname = "x"\nversion = "1"\n[tool.toolhost]\nmodule = "plugin"\n')
+        self.write("plugin.py", "")
+        self.assertError("pyproject.toml:5", "the module name `plugin` is taken inside the component")
+
     def test_missing_module_file(self):
         self.write("pyproject.toml", '[project]\nname = "x"\nversion = "1"\n[tool.toolhost]\nmodule = "tools"\n')
         self.assertError("pyproject.toml:5", "the tool module `tools` has no file")

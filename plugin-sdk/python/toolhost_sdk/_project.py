@@ -15,6 +15,10 @@ from ._spec import Misuse, _Errors
 DEFAULT_MODULE = "app"
 _TOOLHOST_KEYS = ("module",)
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Module names the component already uses: the world (`plugin`), componentize-py's generated
+# bindings and runtime, and the SDK's own entry module.
+_RESERVED = ("plugin", "wit_world", "componentize_py_types", "componentize_py_runtime",
+             "componentize_py_async_support", "poll_loop", "toolhost_entry", "toolhost_sdk")
 
 
 def _line_of(text, table, key):
@@ -69,6 +73,10 @@ class Project:
                     errors.append(Misuse(self.pyproject, _line_of(self.text, "tool.toolhost", "module"),
                                          f"`module` must be a module name such as \"app\" (a file app.py "
                                          f"beside pyproject.toml), got {self.module!r}"))
+                elif self.module in _RESERVED:
+                    errors.append(Misuse(self.pyproject, _line_of(self.text, "tool.toolhost", "module"),
+                                         f"the module name `{self.module}` is taken inside the component "
+                                         f"({', '.join(_RESERVED)}); rename the file, e.g. to app.py"))
         if errors:
             raise _Errors(errors)
         self.module_file = os.path.join(self.root, self.module + ".py")
