@@ -5,7 +5,7 @@
 //! Rust macro writes it into the component itself; the Python and JS SDKs print it from the
 //! decorated/defined tools), the language's toolchain builds the component, the host embeds
 //! the manifest ([`crate::manifest::embed`]) and reads the result back with its own reader
-//! before anything is written. Toolchains (componentize-py, jco + componentize-js) are
+//! before anything is written. Toolchains (componentize-py, jco + componentize-qjs) are
 //! installed at pinned versions on first use into a private folder, never globally; the
 //! Python and JS SDKs and the WIT are carried inside the toolhost binary and written next to
 //! them, so a project needs nothing installed but `python3` or `node`.
@@ -19,9 +19,9 @@ use std::process::{Command, Stdio};
 
 /// componentize-py from PyPI, pinned.
 pub const COMPONENTIZE_PY: &str = "0.25.1";
-/// jco and componentize-js from npm, pinned.
+/// jco from npm, pinned, with componentize-qjs (the QuickJS backend `--backend qjs` runs).
 pub const JCO: &str = "1.35.0";
-pub const COMPONENTIZE_JS: &str = "0.23.0";
+pub const COMPONENTIZE_QJS: &str = "0.4.5";
 
 /// Runs the componentize-py installed in `../lib` next to it, wherever the folder is.
 const COMPONENTIZE_PY_LAUNCHER: &str = r#"#!/bin/sh
@@ -35,9 +35,9 @@ PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-pyth
 const WIT: &str = include_str!("../../wit/toolhost.wit");
 
 /// The Python SDK, as shipped (paths relative to `plugin-sdk/python/`).
-const PYTHON_SDK: &[(&str, &str)] = &crate::sdk_files::PYTHON;
+const PYTHON_SDK: &[(&str, &str)] = crate::sdk_files::PYTHON;
 /// The JS SDK, as shipped (paths relative to `plugin-sdk/js/`).
-const JS_SDK: &[(&str, &str)] = &crate::sdk_files::JS;
+const JS_SDK: &[(&str, &str)] = crate::sdk_files::JS;
 
 /// A plugin project, recognised by what its folder holds.
 #[derive(Debug, Clone)]
@@ -152,6 +152,28 @@ impl Project {
         }
     }
 
+    /// The manifest the SDK derives from the code, without building anything (Python and
+    /// JavaScript; a Rust crate's manifest is written by its macro during the build).
+    pub fn manifest(&self, tools: &Toolchains) -> Result<Manifest> {
+        let sdk = tools.sdk()?;
+        match self {
+            Project::Rust(k) => {
+                bail!("{}: a Rust crate's manifest comes from its build (toolhost build)", k.dir().display())
+            }
+            Project::Python { dir } => derive_manifest(
+                Command::new(python3())
+                    .env("PYTHONPATH", sdk.join("python"))
+                    .args(["-m", "toolhost_sdk", "manifest"])
+                    .arg(dir),
+                dir,
+            ),
+            Project::Js { dir } => derive_manifest(
+                Command::new(node()).arg(sdk.join("js/bin/toolhost-js.mjs")).arg("manifest").arg(dir),
+                dir,
+            ),
+        }
+    }
+
     /// Build the component, with its manifest embedded and checked by the host's own reader.
     pub fn build(&self, tools: &Toolchains) -> Result<Built> {
         let started = std::time::Instant::now();
@@ -167,13 +189,7 @@ impl Project {
             Project::Python { dir } => {
                 let sdk = tools.sdk()?;
                 let python = python3();
-                let manifest = derive_manifest(
-                    Command::new(&python)
-                        .env("PYTHONPATH", sdk.join("python"))
-                        .args(["-m", "toolhost_sdk", "manifest"])
-                        .arg(dir),
-                    dir,
-                )?;
+                let manifest = self.manifest(tools)?;
                 let cpy = tools.componentize_py()?;
                 let out = Scratch::new();
                 run_step(
@@ -194,7 +210,7 @@ impl Project {
             Project::Js { dir } => {
                 let sdk = tools.sdk()?;
                 let cli = sdk.join("js/bin/toolhost-js.mjs");
-                let manifest = derive_manifest(Command::new(node()).arg(&cli).arg("manifest").arg(dir), dir)?;
+                let manifest = self.manifest(tools)?;
                 let jco = tools.jco()?;
                 let out = Scratch::new();
                 run_step(
@@ -342,15 +358,15 @@ impl Toolchains {
         Ok(bin)
     }
 
-    /// jco with componentize-js, installed with npm into a private folder on first use.
+    /// jco with componentize-qjs, installed with npm into a private folder on first use.
     pub fn jco(&self) -> Result<PathBuf> {
-        let dir = self.root.join(format!("jco-{JCO}-cjs-{COMPONENTIZE_JS}"));
+        let dir = self.root.join(format!("jco-{JCO}-qjs-{COMPONENTIZE_QJS}"));
         let bin = dir.join("node_modules/.bin/jco");
         if bin.exists() {
             return Ok(bin);
         }
         eprintln!(
-            "toolhost: installing jco {JCO} and componentize-js {COMPONENTIZE_JS} into {} (first JavaScript build only) …",
+            "toolhost: installing jco {JCO} and componentize-qjs {COMPONENTIZE_QJS} into {} (first JavaScript build only) …",
             dir.display()
         );
         self.install_into(&dir, |tmp| {
@@ -363,7 +379,7 @@ impl Toolchains {
                     .arg(tmp)
                     .args(["--no-audit", "--no-fund", "--loglevel=error"])
                     .arg(format!("@bytecodealliance/jco@{JCO}"))
-                    .arg(format!("@bytecodealliance/componentize-js@{COMPONENTIZE_JS}")),
+                    .arg(format!("componentize-qjs@{COMPONENTIZE_QJS}")),
                 "npm install jco",
             )
         })?;

@@ -162,7 +162,7 @@ Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at 
     #[command(after_help = "\
 Toolchains are installed at pinned versions on first use into $TOOLHOST_TOOLCHAINS
 (default: $XDG_CACHE_HOME/toolhost/toolchains): componentize-py for Python (needs python3),
-jco + componentize-js for JavaScript (needs node and npm). Nothing is installed globally.
+jco + componentize-qjs for JavaScript (needs node and npm). Nothing is installed globally.
 
 Examples:
   toolhost new notes --lang python && toolhost build notes

@@ -49,7 +49,18 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
     let files: Vec<(String, String)> = match lang {
         Lang::Rust => rust_template(name, &rust_sdk(sdk)?),
         Lang::Python => template(crate::sdk_files::PYTHON_TEMPLATE, name),
-        Lang::Js => template(crate::sdk_files::JS_TEMPLATE, name),
+        Lang::Js => {
+            let mut files = template(crate::sdk_files::JS_TEMPLATE, name);
+            // The SDK itself, so plain `node --test` and editors resolve `toolhost-sdk` (the
+            // build always uses the SDK bundled in toolhost, never this copy).
+            files.extend(
+                crate::sdk_files::JS
+                    .iter()
+                    .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
+            );
+            files.push((".gitignore".into(), "node_modules/\n*.wasm\n".into()));
+            files
+        }
     };
     for (rel, text) in files {
         let p = dir.join(&rel);

@@ -10,6 +10,7 @@ mod loading;
 mod manifests;
 mod mcp;
 mod net;
+mod polyglot;
 mod protocols;
 mod reliability;
 mod reload;

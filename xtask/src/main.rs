@@ -9,8 +9,9 @@ const HELP: &str = "\
 cargo xtask <task>
 
 tasks:
-  plugins   build the example plugins for wasm32-wasip2 and copy the shipped ones
-            (files, text, web) into target/plugins/
+  plugins   build the example plugins: the Rust ones for wasm32-wasip2 (files, text, web
+            are copied into target/plugins/), then the Python (notes) and JavaScript
+            (datakit) ones with `toolhost build` (toolchains installed into target/toolchains)
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
             query has commas, a denied dangerous call, a truncated output and refused
@@ -22,8 +23,10 @@ tasks:
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
   test      the whole suite, as CI runs it: installs the MCP Python SDK into target/pyenv
-            (for the MCP tests), rustfmt check, clippy with warnings as errors, then every
-            unit and integration test (the test build compiles the plugins itself)
+            (for the MCP tests), rustfmt check, clippy with warnings as errors, the Python and
+            JS SDK tests, then every unit and integration test (the test build compiles the
+            Rust plugins itself; the Python/JS ones are built with toolchains it installs
+            into target/toolchains)
 ";
 
 fn main() -> Result<()> {
@@ -105,6 +108,17 @@ fn plugins() -> Result<PathBuf> {
         std::fs::copy(&from, &tmp).with_context(|| format!("copy {}", from.display()))?;
         std::fs::rename(&tmp, &to)?;
         eprintln!("  {} ({} KiB)", to.display(), std::fs::metadata(&to)?.len() / 1024);
+    }
+    // The Python and JavaScript examples, built the way their authors would: `toolhost build`.
+    eprintln!("building toolhost, then the Python and JavaScript example plugins …");
+    run(cargo().current_dir(&root).args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"]))?;
+    for project in ["plugins/python/notes", "plugins/js/datakit"] {
+        run(Command::new(root.join("target/debug/toolhost"))
+            .arg("build")
+            .arg(root.join(project))
+            .arg("--install")
+            .arg(&out)
+            .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains")))?;
     }
     Ok(out)
 }
@@ -258,12 +272,45 @@ fn test() -> Result<()> {
     let python = ensure_python_mcp()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    sdk_tests()?;
     let summaries = root.join("target/reliability");
     let _ = std::fs::remove_dir_all(&summaries);
-    run(cargo().current_dir(&root).args(["test", "--workspace"]).env("TOOLHOST_PYTHON", &python))?;
+    // The Python and JS plugin tests install the pinned componentize-py and jco here on first
+    // use (tests/all/polyglot.rs), never globally.
+    run(cargo()
+        .current_dir(&root)
+        .args(["test", "--workspace"])
+        .env("TOOLHOST_PYTHON", &python)
+        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains")))?;
     print_reliability_summary(&summaries);
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
     fuzz(None, 10)?;
+    Ok(())
+}
+
+/// The Python and JavaScript SDKs' own tests, and the tests of the example plugins and the
+/// `toolhost new` templates written in those languages (plain CPython and node: no toolchain).
+fn sdk_tests() -> Result<()> {
+    let root = root();
+    let py_sdk = root.join("plugin-sdk/python");
+    eprintln!("\n== Python SDK and plugins (unittest) ==");
+    run(Command::new("python3")
+        .current_dir(&py_sdk)
+        .args(["-m", "unittest", "discover", "-s", "tests"])
+        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    for dir in ["plugins/python/notes", "plugin-sdk/python/template"] {
+        run(Command::new("python3")
+            .current_dir(root.join(dir))
+            .args(["-m", "unittest", "discover", "-p", "test_*.py"])
+            .env("PYTHONPATH", &py_sdk)
+            .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    }
+    eprintln!("\n== JavaScript SDK and plugins (node --test) ==");
+    let js = root.join("plugin-sdk/js/bin/toolhost-js.mjs");
+    run(Command::new("node").current_dir(root.join("plugin-sdk/js")).args(["--test", "test/"]))?;
+    for dir in ["plugins/js/datakit", "plugin-sdk/js/template"] {
+        run(Command::new("node").arg(&js).arg("test").arg(root.join(dir)))?;
+    }
     Ok(())
 }
 
