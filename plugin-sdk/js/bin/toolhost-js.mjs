@@ -2,7 +2,7 @@
 // toolhost-js: turn a JavaScript plugin project into what toolhost loads.
 //
 //   toolhost-js manifest PROJECT_DIR
-//   toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--keep-stage]
+//   toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--stub-wasi] [--keep-stage]
 //   toolhost-js test PROJECT_DIR [-- NODE_TEST_ARGS...]
 //
 // `manifest` imports the project's module under node and prints the manifest JSON derived from
@@ -26,7 +26,7 @@ const SKIP_DIRS = new Set(['node_modules', 'target', 'dist']);
 
 const USAGE = `usage:
   toolhost-js manifest PROJECT_DIR
-  toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--keep-stage]
+  toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--stub-wasi] [--keep-stage]
   toolhost-js test PROJECT_DIR [-- NODE_TEST_ARGS...]
 
 A project is a folder whose package.json has "toolhost": {"main": "plugin.js"}; the main module
@@ -268,7 +268,7 @@ __internal.setBackend({
   send: (request) => http.send(request),
 });
 
-// QuickJS has no stdout here (WASI is stubbed out): console.* would trap, so it logs instead.
+// A plugin's stdout reaches no one (and traps with --stub-wasi): console.* logs to the host.
 globalThis.console = {
   log: (...a) => log.info(...a),
   info: (...a) => log.info(...a),
@@ -287,6 +287,7 @@ async function cmdComponentize(argv) {
     '-w': { name: 'wit' },
     '--jco': { name: 'jco' },
     '--keep-stage': { name: 'keepStage', flag: true },
+    '--stub-wasi': { name: 'stubWasi', flag: true },
   });
   if (!args.out) throw new Failure(`componentize needs -o OUT.wasm\n\n${USAGE}`, 2);
   if (!args.wit) throw new Failure(`componentize needs --wit WIT_DIR (the toolhost repository's wit/)\n\n${USAGE}`, 2);
@@ -332,9 +333,12 @@ async function cmdComponentize(argv) {
       WORLD,
       '--backend',
       'qjs',
-      // The host gives plugins no WASI through QuickJS's libc; and no component-model async.
-      '--backend-qjs-stub-wasi',
+      // The host does not enable component-model async: a component built with the async
+      // runtime is refused at load (`task.cancel` requires the component model async feature).
       '--backend-qjs-disable-async',
+      // Without this, QuickJS's own WASI p2 imports (clocks, random, stdio, filesystem) are
+      // served by the host's sandbox like any plugin's, so Date.now() and Math.random() work.
+      ...(args.stubWasi ? ['--backend-qjs-stub-wasi'] : []),
       '--cwd',
       stage,
       '-o',
