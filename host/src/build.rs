@@ -437,6 +437,7 @@ fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
 /// Run a build step with its output passed through; fail naming the step.
 fn run_step(cmd: &mut Command, what: &str) -> Result<()> {
     let status = cmd
+        .env("TOOLHOST_BUILD", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())

@@ -354,8 +354,9 @@ async function cmdComponentize(argv) {
     }
     const size = fs.statSync(out).size;
     process.stderr.write(
-      `toolhost-js: wrote ${shown(out)} (${(size / 1024 / 1024).toFixed(2)} MiB) in ${((Date.now() - started) / 1000).toFixed(1)} s; ` +
-        'it has no manifest yet: embed it with `toolhost embed-manifest`\n',
+      `toolhost-js: wrote ${shown(out)} (${(size / 1024 / 1024).toFixed(2)} MiB) in ${((Date.now() - started) / 1000).toFixed(1)} s` +
+        // Under `toolhost build` the host embeds the manifest itself (TOOLHOST_BUILD is set).
+        (process.env.TOOLHOST_BUILD ? '\n' : '; it has no manifest yet: embed it with `toolhost embed-manifest`\n'),
     );
   } finally {
     if (args.keepStage) process.stderr.write(`toolhost-js: kept the staging folder ${stage}\n`);

@@ -105,8 +105,10 @@ def cmd_componentize(args):
         print(f"toolhost_sdk: error: componentize-py failed (exit code {done.returncode})", file=sys.stderr)
         return 1
     size = os.path.getsize(out)
+    # Under `toolhost build` the host embeds the manifest itself (TOOLHOST_BUILD is set).
+    hint = "" if os.environ.get("TOOLHOST_BUILD") else "; embed the manifest with `toolhost embed-manifest`"
     print(f"toolhost_sdk: wrote {args.output} ({size / 1048576:.1f} MiB) in "
-          f"{time.monotonic() - started:.1f} s; embed the manifest with `toolhost embed-manifest`",
+          f"{time.monotonic() - started:.1f} s{hint}",
           file=sys.stderr)
     return 0
 
