@@ -7,9 +7,11 @@
 //! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod approvals;
 pub mod call;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod dev;
 pub mod discovery;
