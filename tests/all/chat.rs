@@ -499,7 +499,8 @@ async fn a_malformed_response_is_explained_and_the_conversation_goes_on() {
     let (r, events) = turn(&agent, &mut conv, "third").await;
     assert_eq!(r.unwrap().answer, "A whole JSON reply.");
     assert_eq!(tokens(&events), "A whole JSON reply.");
-    let users: Vec<&str> = server.seen()[2]
+    let seen = server.seen();
+    let users: Vec<&str> = seen[2]
         .messages()
         .iter()
         .filter(|m| m["role"] == "user")

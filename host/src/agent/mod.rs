@@ -272,7 +272,8 @@ impl Agent {
         cancel: &Cancel,
         events: Sink<'_>,
     ) -> Result<TurnResult, AgentError> {
-        push(conv, Message::user(user), events);
+        // Appended after the system message is reported, so transcripts read in order.
+        let mut user = Some(Message::user(user));
         let mut failures: HashMap<String, usize> = HashMap::new();
         let mut steps = 0;
         let mut last_text = String::new();
@@ -286,6 +287,9 @@ impl Agent {
             if conv.last_system.as_deref() != Some(system.as_str()) {
                 conv.last_system = Some(system.clone());
                 events(Event::Message(Message::system(system.clone())));
+            }
+            if let Some(u) = user.take() {
+                push(conv, u, events);
             }
             let tools = match protocol {
                 Protocol::Text => None,
@@ -350,6 +354,9 @@ impl Agent {
                 StepEnd::Continue => {}
                 StepEnd::Stop(stop) => return Ok(TurnResult { answer: last_text, stop, steps }),
             }
+        }
+        if let Some(u) = user.take() {
+            push(conv, u, events);
         }
         Ok(TurnResult { answer: last_text, stop: Stop::StepLimit(steps), steps })
     }
