@@ -37,8 +37,9 @@ OPENAI_API_KEY is used for the default or OPENAI_BASE_URL endpoint only.
 
 Examples:
   ollama pull qwen2.5:7b
-  toolhost --plugins target/plugins --allow-write files chat --base-url http://localhost:11434/v1 --model qwen2.5:7b
-  toolhost --plugins target/plugins chat --model gpt-4o-mini --once \"How many words are in 'a b c'?\"
+  toolhost --plugins target/plugins --allow-write files chat \\
+      --base-url http://localhost:11434/v1 --model qwen2.5:7b
+  toolhost --plugins target/plugins chat --model gpt-4o-mini --once \"Count the words of 'a b c'\"
   llama-server -m model.gguf --port 8080 --jinja   # then --base-url http://localhost:8080/v1
 
 In the chat: /tools lists the tools, /clear starts over, /exit (or Ctrl-D) quits; Ctrl-C
