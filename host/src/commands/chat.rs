@@ -274,7 +274,6 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
             render.event(&ev);
         };
         let result = run_turn(&agent, &mut conv, input.to_string(), &mut sink).await;
-        drop(sink);
         render.end_line();
         match result {
             Ok(r) => {
