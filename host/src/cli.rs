@@ -214,6 +214,9 @@ Examples:
         /// The plugin name (as `list` shows it)
         plugin: String,
     },
+    /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
+    /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
+    Chat(crate::commands::chat::ChatArgs),
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
         /// Tool name
@@ -471,6 +474,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(dev(cfg, &path, Duration::from_millis(debounce_ms)))
         }
+        Command::Chat(args) => crate::commands::chat::run(&cli.global, args),
         Command::Call { tool, args, yes, json } => {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };

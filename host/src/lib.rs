@@ -7,10 +7,12 @@
 //! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod approvals;
 pub mod build;
 pub mod call;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod dev;
 pub mod discovery;
