@@ -255,7 +255,7 @@ impl Agent {
             Protocol::Text => format!(
                 "{}\n\n{}\nWhen you have the final answer, reply without any [TOOL] call.\n",
                 self.options.system.trim_end(),
-                text::prompt(registry)
+                text::prompt(registry, self.executor.config())
             ),
             _ => self.options.system.clone(),
         }
@@ -293,7 +293,7 @@ impl Agent {
             }
             let tools = match protocol {
                 Protocol::Text => None,
-                _ => Some(openai::tools(&registry, Some(&*self.executor))?)
+                _ => Some(openai::tools(&registry, self.executor.config())?)
                     .filter(|t| t.as_array().is_some_and(|a| !a.is_empty())),
             };
             let mut request = Vec::with_capacity(conv.messages.len() + 1);
