@@ -17,10 +17,13 @@ pub mod executor;
 pub mod manifest;
 pub mod net;
 pub mod protocol;
+pub mod quota;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
+pub mod share;
+pub mod usage;
 
 pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};

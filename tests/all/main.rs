@@ -4,6 +4,7 @@
 mod cli;
 mod core_tools;
 mod hostile;
+mod limits;
 mod load;
 mod loading;
 mod manifests;
