@@ -163,7 +163,7 @@ fn describe(q: &QuotaExceeded) -> String {
 
 /// `64 MiB`, `1.5 MiB`, `12 KiB`.
 fn mib(bytes: u64) -> String {
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else if bytes >= MIB {
         format!("{:.1} MiB", bytes as f64 / MIB as f64)

@@ -81,8 +81,11 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
         c.limits.timeout_ms = 10_000;
         c.limits.write_mb = 8;
         c.limits.create_limit = 50;
-        // Room for the guest to build a 100 MB body (the host must refuse it, not the guest).
-        c.tools.entry("big_post".into()).or_default().limits.memory_mb = Some(200);
+        // Room for the guest to build a 100 MB body (the host must refuse it, not the guest),
+        // and time: handing 100 MB across the boundary takes seconds in a debug build.
+        let big_post = &mut c.tools.entry("big_post".into()).or_default().limits;
+        big_post.memory_mb = Some(200);
+        big_post.timeout_ms = Some(25_000);
         c
     };
     let quota = Toolhost::from_parts(
