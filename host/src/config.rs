@@ -66,6 +66,10 @@ struct RawNet {
     max_response_kb: Option<u64>,
     max_redirects: Option<u32>,
     max_requests_per_call: Option<u32>,
+    /// Largest request body a plugin may send (KiB).
+    max_request_kb: Option<u64>,
+    /// Bytes one call may send and receive over HTTP in total (MiB).
+    max_transfer_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,6 +93,14 @@ struct RawLimits {
     stack_kb: Option<usize>,
     max_plugin_mb: Option<u64>,
     concurrency: Option<u32>,
+    /// Default cap on one plugin's concurrent calls (default: half of `concurrency`).
+    plugin_concurrency: Option<u32>,
+    /// Log lines per second per plugin, across its calls (burst: ten seconds' worth).
+    log_rate: Option<u32>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -121,6 +133,12 @@ struct RawPlugin {
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
+    /// At most this many calls of this plugin at once.
+    concurrency: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,6 +158,10 @@ struct RawTool {
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
 }
 
 /// What happens when a `danger` tool is called.
@@ -171,11 +193,27 @@ pub struct Limits {
     pub timeout_ms: u64,
     pub memory_mb: u64,
     pub output_limit: usize,
+    /// Bytes one call may write to granted directories (writes, appends, `set-size` growth), MiB.
+    pub write_mb: u64,
+    /// Files and directories one call may create in granted directories.
+    pub create_limit: u32,
+    /// Bytes of `log` messages kept per call (KiB); the rest is counted and dropped.
+    pub log_kb: u64,
+    /// `log` lines kept per call; the rest is counted and dropped.
+    pub log_lines: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { timeout_ms: 10_000, memory_mb: 64, output_limit: 10_000 }
+        Limits {
+            timeout_ms: 10_000,
+            memory_mb: 64,
+            output_limit: 10_000,
+            write_mb: 64,
+            create_limit: 1000,
+            log_kb: 64,
+            log_lines: 1000,
+        }
     }
 }
 
@@ -185,6 +223,10 @@ pub struct LimitOverrides {
     pub timeout_ms: Option<u64>,
     pub memory_mb: Option<u64>,
     pub output_limit: Option<usize>,
+    pub write_mb: Option<u64>,
+    pub create_limit: Option<u32>,
+    pub log_kb: Option<u64>,
+    pub log_lines: Option<u32>,
 }
 
 impl LimitOverrides {
@@ -197,6 +239,18 @@ impl LimitOverrides {
         }
         if let Some(v) = self.output_limit {
             l.output_limit = v;
+        }
+        if let Some(v) = self.write_mb {
+            l.write_mb = v;
+        }
+        if let Some(v) = self.create_limit {
+            l.create_limit = v;
+        }
+        if let Some(v) = self.log_kb {
+            l.log_kb = v;
+        }
+        if let Some(v) = self.log_lines {
+            l.log_lines = v;
         }
     }
 }
@@ -231,6 +285,8 @@ pub struct PluginConfig {
     /// Names of secrets (defined under `[secrets.NAME]`).
     pub secrets: Vec<String>,
     pub limits: LimitOverrides,
+    /// At most this many calls of the plugin at once (default: [`Config::plugin_concurrency`]).
+    pub concurrency: Option<u32>,
 }
 
 /// Network settings for every plugin.
@@ -242,6 +298,10 @@ pub struct NetSettings {
     pub max_response_bytes: u64,
     pub max_redirects: u32,
     pub max_requests_per_call: u32,
+    /// Request bodies larger than this are refused before anything is sent.
+    pub max_request_bytes: u64,
+    /// Bytes one call may send (bodies) and receive (bodies) over HTTP in total.
+    pub max_transfer_bytes: u64,
 }
 
 impl Default for NetSettings {
@@ -251,6 +311,8 @@ impl Default for NetSettings {
             max_response_bytes: 2 * 1024 * 1024,
             max_redirects: 5,
             max_requests_per_call: 32,
+            max_request_bytes: 1024 * 1024,
+            max_transfer_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -333,6 +395,11 @@ pub struct Config {
     pub max_plugin_bytes: u64,
     /// Calls that may run at once (more wait); sizes the instance pool.
     pub concurrency: u32,
+    /// Calls of one plugin that may run at once, unless its section says otherwise; always
+    /// below `concurrency` when that is above 1, so one plugin cannot occupy every slot.
+    pub plugin_concurrency: u32,
+    /// `log` lines per second one plugin may put in the host log across its calls.
+    pub log_rate: u32,
     pub danger: DangerPolicy,
     /// Compiled-code cache directory; `None` keeps compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
@@ -354,6 +421,8 @@ impl Default for Config {
             stack_kb: 512,
             max_plugin_bytes: 64 * 1024 * 1024,
             concurrency: 32,
+            plugin_concurrency: 16,
+            log_rate: 100,
             danger: DangerPolicy::Ask,
             cache_dir: crate::runtime::default_cache_dir(),
             net: NetSettings::default(),
@@ -401,6 +470,10 @@ impl Config {
             timeout_ms: l.timeout_ms.unwrap_or(d.timeout_ms),
             memory_mb: l.memory_mb.unwrap_or(d.memory_mb),
             output_limit: l.output_limit.unwrap_or(d.output_limit),
+            write_mb: l.write_mb.unwrap_or(d.write_mb),
+            create_limit: l.create_limit.unwrap_or(d.create_limit),
+            log_kb: l.log_kb.unwrap_or(d.log_kb),
+            log_lines: l.log_lines.unwrap_or(d.log_lines),
         };
         cfg.stack_kb = l.stack_kb.unwrap_or(cfg.stack_kb);
         if let Some(mb) = l.max_plugin_mb {
@@ -412,6 +485,10 @@ impl Config {
                 timeout_ms: Some(cfg.limits.timeout_ms),
                 memory_mb: Some(cfg.limits.memory_mb),
                 output_limit: Some(cfg.limits.output_limit),
+                write_mb: Some(cfg.limits.write_mb),
+                create_limit: Some(cfg.limits.create_limit),
+                log_kb: Some(cfg.limits.log_kb),
+                log_lines: Some(cfg.limits.log_lines),
             },
         )
         .map_err(invalid)?;
@@ -423,6 +500,22 @@ impl Config {
                 return Err(invalid(format!("limits.concurrency = {c} is outside 1..=1024")));
             }
             cfg.concurrency = c;
+        }
+        cfg.plugin_concurrency = match l.plugin_concurrency {
+            Some(c) if !(1..=cfg.concurrency).contains(&c) => {
+                return Err(invalid(format!(
+                    "limits.plugin_concurrency = {c} is outside 1..={} (limits.concurrency)",
+                    cfg.concurrency
+                )));
+            }
+            Some(c) => c,
+            None => default_plugin_concurrency(cfg.concurrency),
+        };
+        if let Some(r) = l.log_rate {
+            if r == 0 {
+                return Err(invalid("limits.log_rate must be at least 1 (lines per second)".into()));
+            }
+            cfg.log_rate = r;
         }
         if cfg.max_plugin_bytes == 0 {
             return Err(invalid("limits.max_plugin_mb must be at least 1".into()));
@@ -441,11 +534,16 @@ impl Config {
             max_response_bytes: n.max_response_kb.map(|kb| kb * 1024).unwrap_or(dn.max_response_bytes),
             max_redirects: n.max_redirects.unwrap_or(dn.max_redirects),
             max_requests_per_call: n.max_requests_per_call.unwrap_or(dn.max_requests_per_call),
+            max_request_bytes: n.max_request_kb.map(|kb| kb * 1024).unwrap_or(dn.max_request_bytes),
+            max_transfer_bytes: n.max_transfer_mb.map(|mb| mb * 1024 * 1024).unwrap_or(dn.max_transfer_bytes),
         };
         if cfg.net.timeout_ms == 0 || cfg.net.max_response_bytes == 0 || cfg.net.max_requests_per_call == 0 {
             return Err(invalid(
                 "net.timeout_ms, net.max_response_kb and net.max_requests_per_call must be at least 1".into(),
             ));
+        }
+        if cfg.net.max_request_bytes == 0 || cfg.net.max_transfer_bytes == 0 {
+            return Err(invalid("net.max_request_kb and net.max_transfer_mb must be at least 1".into()));
         }
         for (name, sec) in raw.secrets {
             let key = format!("secrets.{name}");
@@ -470,7 +568,12 @@ impl Config {
                     timeout_ms: p.timeout_ms,
                     memory_mb: p.memory_mb,
                     output_limit: p.output_limit,
+                    write_mb: p.write_mb,
+                    create_limit: p.create_limit,
+                    log_kb: p.log_kb,
+                    log_lines: p.log_lines,
                 },
+                concurrency: p.concurrency,
                 env: p.env,
                 net: p.net,
                 net_private: p.net_private.unwrap_or(false),
@@ -488,6 +591,14 @@ impl Config {
                 }
             }
             check_limits(&key, &grant.limits).map_err(invalid)?;
+            if let Some(c) = grant.concurrency
+                && !(1..=cfg.concurrency).contains(&c)
+            {
+                return Err(invalid(format!(
+                    "{key}.concurrency = {c} is outside 1..={} (limits.concurrency)",
+                    cfg.concurrency
+                )));
+            }
             for (i, fs) in p.fs.into_iter().enumerate() {
                 let g = resolve_fs(&cfg.workspace, base, &fs.path, fs.mode, fs.name)
                     .map_err(|m| invalid(format!("{key}.fs[{i}]: {m}")))?;
@@ -505,6 +616,10 @@ impl Config {
                 timeout_ms: t.timeout_ms,
                 memory_mb: t.memory_mb,
                 output_limit: t.output_limit,
+                write_mb: t.write_mb,
+                create_limit: t.create_limit,
+                log_kb: t.log_kb,
+                log_lines: t.log_lines,
             };
             check_limits(&format!("tool.{name}"), &limits).map_err(invalid)?;
             cfg.tools.insert(name, ToolConfig { danger: t.danger, limits });
@@ -610,6 +725,12 @@ impl Config {
         overrides.chain(tools).fold(self.limits.memory_mb, u64::max)
     }
 
+    /// How many calls of `plugin` may run at once: its `[plugin.X] concurrency`, else
+    /// `[limits] plugin_concurrency`.
+    pub fn concurrency_for(&self, plugin: &str) -> u32 {
+        self.plugins.get(plugin).and_then(|p| p.concurrency).unwrap_or(self.plugin_concurrency).max(1)
+    }
+
     /// Whether the operator marked `tool` dangerous.
     pub fn tool_marked_dangerous(&self, tool: &str) -> bool {
         self.tools.get(tool).and_then(|t| t.danger).unwrap_or(false)
@@ -699,7 +820,18 @@ fn check_limits(key: &str, l: &LimitOverrides) -> Result<(), String> {
     if l.output_limit == Some(0) {
         return Err(format!("{key}.output_limit must be at least 1"));
     }
+    // Zero is a valid quota (a call may write nothing) for write_mb and create_limit; a
+    // log cap of zero would hide even the line saying what was dropped, so it needs 1.
+    if l.log_kb == Some(0) || l.log_lines == Some(0) {
+        return Err(format!("{key}.log_kb and {key}.log_lines must be at least 1"));
+    }
     Ok(())
+}
+
+/// One plugin may use half the call slots unless the operator says otherwise, so a saturated
+/// plugin always leaves room for the others.
+pub fn default_plugin_concurrency(concurrency: u32) -> u32 {
+    (concurrency / 2).max(1)
 }
 
 fn resolve_fs(

@@ -6,11 +6,14 @@
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
 use crate::net::{NetCall, Refusal, redact_owned};
+use crate::quota::CallMeter;
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
 use crate::sandbox::{
     CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, Missing, STDIO_CAPTURE_BYTES,
 };
+use crate::share::{CallLog, Shares};
+use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -55,6 +58,9 @@ pub enum ErrorKind {
     Trap,
     /// The host could not set up the call (e.g. a granted directory is missing).
     HostError,
+    /// No call slot became free before the call's deadline (the plugin's own
+    /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
+    Busy,
 }
 
 impl std::fmt::Display for ErrorKind {
@@ -79,15 +85,31 @@ pub struct Outcome {
     /// The output was cut at the tool's output limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// What the call cost (set when the plugin ran), for the operator, not the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl Outcome {
     pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated }
+        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
     }
 
     pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
-        Outcome { success: false, data: None, error: Some(error.into()), kind: Some(kind), truncated: false }
+        Outcome {
+            success: false,
+            data: None,
+            error: Some(error.into()),
+            kind: Some(kind),
+            truncated: false,
+            usage: None,
+        }
+    }
+
+    /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
+    pub fn model_json(&self) -> String {
+        let shown = Outcome { usage: None, ..self.clone() };
+        serde_json::to_string(&shown).unwrap_or_default()
     }
 
     /// The data or the error text.
@@ -191,6 +213,8 @@ pub struct Executor {
     config: Arc<Config>,
     registry: Arc<ArcSwap<Registry>>,
     confirm: Arc<dyn Confirm>,
+    /// Call slots, global and per plugin, and each plugin's log budget.
+    shares: Shares,
 }
 
 impl Executor {
@@ -200,7 +224,8 @@ impl Executor {
         registry: Arc<ArcSwap<Registry>>,
         confirm: Arc<dyn Confirm>,
     ) -> Self {
-        Executor { runtime, config, registry, confirm }
+        let shares = Shares::new(&config);
+        Executor { runtime, config, registry, confirm, shares }
     }
 
     /// The current registry snapshot.
@@ -286,7 +311,19 @@ impl Executor {
             }
         };
         let timeout = Duration::from_millis(limits.timeout_ms);
-        let deadline = std::time::Instant::now() + timeout;
+        // The deadline counts from the call's arrival: waiting for a slot is part of it.
+        let arrived = std::time::Instant::now();
+        let deadline = arrived + timeout;
+        let share = self.shares.plugin(&plugin.name, &self.config);
+        let _slot = match self.shares.acquire(&share, deadline.into()).await {
+            Ok(slot) => slot,
+            Err(busy) => {
+                let waited = arrived.elapsed().as_millis();
+                let o = Outcome::err(ErrorKind::Busy, busy.message(&plugin.name, &spec.name, waited));
+                return (o, Vec::new());
+            }
+        };
+        let started = std::time::Instant::now();
         let net = NetCall::new(plugin.name.clone(), plugin.grants.net.clone(), self.config.net, deadline);
         let state = HostState::new(
             wasi,
@@ -294,6 +331,10 @@ impl Executor {
             plugin.name.clone(),
             spec.name.clone(),
             net,
+        )
+        .with_budgets(
+            CallMeter::new(limits.write_mb, limits.create_limit),
+            CallLog::new(&limits, Some(share)),
         );
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -308,15 +349,17 @@ impl Executor {
         });
         store.set_epoch_deadline(YIELD_TICKS);
 
-        let result = {
+        let (result, busy) = {
             let run = async {
                 let instance = plugin.pre.instantiate_async(&mut store).await?;
                 instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
             };
-            tokio::time::timeout(timeout + WALL_CLOCK_GRACE, run).await
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run)).await
         };
         let memory_hit = store.data().limiter.hit;
         let refused = std::mem::take(&mut store.data_mut().net.refused);
+        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
@@ -326,7 +369,7 @@ impl Executor {
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
         let limit = limits.output_limit;
-        let outcome = match result {
+        let mut outcome = match result {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
@@ -338,7 +381,46 @@ impl Executor {
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
         };
+        if let (Some(q), Some(e)) = (&usage.quota, outcome.error.as_mut()) {
+            // The plugin failed after its quota stopped a write: say which limit, and how to
+            // raise it (a plugin that carried on and succeeded has it in `usage` only).
+            e.push_str(&format!(
+                "\n[note: {q}; the operator can raise it with [limits], [plugin.{p}] or [tool.{t}] write_mb / create_limit in toolhost.toml]",
+                p = plugin.name,
+                t = spec.name
+            ));
+        }
+        outcome.usage = Some(usage);
         (outcome, refused)
+    }
+
+    /// The cost of the call, from the store's meters; logs what the log limits dropped.
+    fn usage(
+        &self,
+        state: &HostState,
+        limits: &Limits,
+        busy: Duration,
+        queued: Duration,
+        started: std::time::Instant,
+    ) -> Usage {
+        let log = &state.log;
+        if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
+            tracing::warn!(plugin = &*state.plugin, tool = state.tool.as_str(), "{note}");
+        }
+        Usage {
+            busy_us: micros(busy),
+            wall_us: micros(started.elapsed()),
+            queued_us: micros(queued),
+            peak_memory_kb: state.limiter.peak_bytes() / 1024,
+            written_bytes: state.meter.written(),
+            created: state.meter.created(),
+            http_requests: state.net.requests,
+            http_sent_bytes: state.net.sent_bytes,
+            http_received_bytes: state.net.received_bytes,
+            log_lines: log.lines,
+            log_dropped: log.dropped_lines,
+            quota: state.meter.hit().map(|h| state.meter.message(h)),
+        }
     }
 }
 

@@ -20,12 +20,15 @@ pub mod executor;
 pub mod manifest;
 pub mod net;
 pub mod protocol;
+pub mod quota;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;
 pub mod sdk_files;
+pub mod share;
+pub mod usage;
 pub mod view;
 
 pub use config::Config;

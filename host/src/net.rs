@@ -15,7 +15,11 @@
 //! 5. redirects are followed by this module (never by reqwest), each hop checked as above;
 //!    secret headers are dropped when a redirect leaves the original host;
 //! 6. a timeout (the sooner of `[net] timeout_ms` and the call's own deadline) and a response
-//!    size cap (the body is cut and marked `truncated`).
+//!    size cap (the body is cut and marked `truncated`);
+//! 7. a request body cap (`[net] max_request_kb`, refused before anything is sent) and a
+//!    per-call transfer budget (`[net] max_transfer_mb`, request bodies sent plus response
+//!    bodies received; a response is cut at what is left, a request that does not fit is
+//!    refused).
 //!
 //! Secrets are injected as headers the plugin names; their values are redacted from response
 //! headers and bodies before the guest sees them, and from everything a call returns.
@@ -224,6 +228,10 @@ pub struct NetCall {
     /// What the host refused during this call for want of a grant, so a failed call's note
     /// can name the grant that matters and no other.
     pub refused: Vec<Refusal>,
+    /// Request body bytes sent in this call (each redirect hop that resends it counts).
+    pub sent_bytes: u64,
+    /// Response body bytes received in this call.
+    pub received_bytes: u64,
 }
 
 /// A request refused because a capability is not granted.
@@ -238,7 +246,16 @@ pub enum Refusal {
 impl NetCall {
     /// A fresh budget for one call.
     pub fn new(plugin: Arc<str>, grant: Arc<NetGrant>, settings: NetSettings, deadline: Instant) -> NetCall {
-        NetCall { plugin, grant, settings, deadline, requests: 0, refused: Vec::new() }
+        NetCall {
+            plugin,
+            grant,
+            settings,
+            deadline,
+            requests: 0,
+            refused: Vec::new(),
+            sent_bytes: 0,
+            received_bytes: 0,
+        }
     }
 }
 
@@ -275,6 +292,15 @@ impl NetCall {
             return Err(format!(
                 "too many HTTP requests in one call (limit {}: [net] max_requests_per_call)",
                 self.settings.max_requests_per_call
+            ));
+        }
+        let body_len = req.body.as_ref().map_or(0, |b| b.len() as u64);
+        if body_len > self.settings.max_request_bytes {
+            return Err(format!(
+                "request body of {} KiB is over the limit of {} KiB per request ([net] max_request_kb = {} in toolhost.toml); nothing was sent",
+                body_len.div_ceil(1024),
+                self.settings.max_request_bytes / 1024,
+                self.settings.max_request_bytes / 1024
             ));
         }
         let method = req.method.to_ascii_uppercase();
@@ -326,7 +352,8 @@ impl NetCall {
             headers.insert(n.clone(), v);
             secret_names.push(n);
         }
-        let mut body = req.body;
+        // Shared, not copied, for each hop that resends it.
+        let mut body = req.body.map(bytes::Bytes::from);
         let client = client(self.grant.private)?;
 
         let mut hops = 0;
@@ -335,6 +362,7 @@ impl NetCall {
             let mut rb =
                 client.request(method.clone(), url.clone()).headers(headers.clone()).timeout(remaining);
             if let Some(b) = &body {
+                self.charge_sent(b.len() as u64)?;
                 rb = rb.body(b.clone());
             }
             let resp = rb.send().await.map_err(|e| {
@@ -415,6 +443,26 @@ impl NetCall {
         Ok(host)
     }
 
+    /// Bytes this call may still send or receive.
+    fn transfer_left(&self) -> u64 {
+        self.settings.max_transfer_bytes.saturating_sub(self.sent_bytes + self.received_bytes)
+    }
+
+    fn charge_sent(&mut self, n: u64) -> Result<(), String> {
+        if n > self.transfer_left() {
+            return Err(format!(
+                "sending {} KiB would pass this call's HTTP transfer budget of {} MiB (already sent {} KiB, received {} KiB; [net] max_transfer_mb = {} in toolhost.toml)",
+                n.div_ceil(1024),
+                self.settings.max_transfer_bytes / (1024 * 1024),
+                self.sent_bytes / 1024,
+                self.received_bytes / 1024,
+                self.settings.max_transfer_bytes / (1024 * 1024)
+            ));
+        }
+        self.sent_bytes += n;
+        Ok(())
+    }
+
     fn remaining(&self) -> Result<Duration, String> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -423,8 +471,13 @@ impl NetCall {
         Ok(left.min(Duration::from_millis(self.settings.timeout_ms)))
     }
 
-    async fn read_body(&self, mut response: reqwest::Response, url: &str) -> Result<(Vec<u8>, bool), String> {
-        let cap = self.settings.max_response_bytes as usize;
+    async fn read_body(
+        &mut self,
+        mut response: reqwest::Response,
+        url: &str,
+    ) -> Result<(Vec<u8>, bool), String> {
+        // The response cap, or what is left of the call's transfer budget if that is less.
+        let cap = self.settings.max_response_bytes.min(self.transfer_left()) as usize;
         let mut body = Vec::new();
         let mut truncated = false;
         let read = async {
@@ -442,7 +495,9 @@ impl NetCall {
             Ok::<(), String>(())
         };
         let left = self.remaining()?;
-        match tokio::time::timeout(left, read).await {
+        let r = tokio::time::timeout(left, read).await;
+        self.received_bytes += body.len() as u64;
+        match r {
             Ok(r) => r?,
             Err(_) => return Err(format!("reading {url} timed out after {} ms", left.as_millis())),
         }

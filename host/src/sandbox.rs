@@ -10,6 +10,8 @@
 use crate::config::{FsGrant, PluginConfig, SecretSource};
 use crate::manifest::{Capabilities, FsMode};
 use crate::net::{GrantedSecret, NetCall, NetGrant, patterns_overlap};
+use crate::quota::CallMeter;
+use crate::share::CallLog;
 use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
@@ -227,13 +229,35 @@ pub struct HostState {
     pub tool: String,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
+    /// Bytes written and entries created in granted directories, against the call's quota.
+    pub meter: Arc<CallMeter>,
+    /// What the `log` import kept and dropped in this call.
+    pub log: CallLog,
 }
 
 impl HostState {
     pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        HostState { wasi, table, limiter, plugin, tool, net }
+        let limits = crate::config::Limits::default();
+        HostState {
+            wasi,
+            table,
+            limiter,
+            plugin,
+            tool,
+            net,
+            meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
+            log: CallLog::new(&limits, None),
+        }
+    }
+
+    /// Set the call's disk quota and log budget (the defaults of [`crate::config::Limits`]
+    /// otherwise).
+    pub fn with_budgets(mut self, meter: CallMeter, log: CallLog) -> Self {
+        self.meter = Arc::new(meter);
+        self.log = log;
+        self
     }
 }
 
@@ -263,6 +287,12 @@ pub struct MemoryLimitExceeded {
 impl MemoryLimiter {
     pub fn new(limit_mb: u64) -> Self {
         MemoryLimiter { limit: (limit_mb as usize).saturating_mul(1024 * 1024), used: 0, hit: false }
+    }
+
+    /// The most linear memory the call held at once (wasm memories never shrink, so this is
+    /// what it holds now).
+    pub fn peak_bytes(&self) -> u64 {
+        self.used as u64
     }
 }
 

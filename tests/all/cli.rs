@@ -123,7 +123,13 @@ fn call_with_quick_grants_and_exit_codes() {
     assert!(!env.ws("notes.txt").exists());
 
     let out = toolhost(&env, &["call", "--json", "echo", "a", "b"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // What the call cost, for the operator (issue #14).
+    let usage = v.as_object_mut().unwrap().remove("usage").expect("usage in call --json");
+    assert!(
+        usage["wall_us"].as_u64().unwrap() > 0 && usage["peak_memory_kb"].as_u64().unwrap() > 0,
+        "{usage}"
+    );
     assert_eq!(v, serde_json::json!({"success": true, "data": "a,b"}));
 
     let out = toolhost(&env, &["call", "--json", "nope"]);

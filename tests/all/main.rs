@@ -6,6 +6,7 @@ mod cli;
 mod core_tools;
 mod docs;
 mod hostile;
+mod limits;
 mod load;
 mod loading;
 mod manifests;

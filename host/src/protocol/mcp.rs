@@ -102,7 +102,13 @@ impl McpServer {
         let call = ToolCall { name: spec.name.clone(), args };
         let confirm = ElicitConfirm { peer };
         let outcome = self.executor.call_with(&call, &confirm).await;
-        Ok(if outcome.success {
+        // What the call cost, for the client's operator (not part of the content the model reads).
+        let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
+            let mut m = serde_json::Map::new();
+            m.insert("toolhost/usage".into(), u);
+            rmcp::model::MetaObject(m)
+        });
+        let mut result = if outcome.success {
             let data = outcome.data.unwrap_or_default();
             let structured = match serde_json::from_str::<serde_json::Value>(&data) {
                 Ok(v @ serde_json::Value::Object(_)) if !outcome.truncated => Some(v),
@@ -115,7 +121,9 @@ impl McpServer {
             let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
             let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
             CallToolResult::error(vec![ContentBlock::text(text)])
-        })
+        };
+        result.meta = meta;
+        Ok(result)
     }
 }
 

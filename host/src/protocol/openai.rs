@@ -250,11 +250,8 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
     let mut out = Vec::new();
     for tc in &message.tool_calls {
         let outcome = run_one(executor, tc).await;
-        let msg = ToolMessage {
-            role: "tool".into(),
-            tool_call_id: tc.id.clone(),
-            content: serde_json::to_string(&outcome).unwrap_or_default(),
-        };
+        let msg =
+            ToolMessage { role: "tool".into(), tool_call_id: tc.id.clone(), content: outcome.model_json() };
         out.push((msg, outcome));
     }
     out
