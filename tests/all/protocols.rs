@@ -74,6 +74,8 @@ fn prompt_lists_every_tool_from_the_registry() {
     assert!(
         prompt.contains("delete(path) — Delete a file, or a directory with everything in it. DANGEROUS.")
     );
+    // The model is told that a call inside code is an example (issue #21).
+    assert!(prompt.contains("never inside a code block (```) or `backticks`"));
 }
 
 #[test]
@@ -167,4 +169,51 @@ fn an_operator_danger_marking_reaches_every_front_end() {
     let listed = toolhost::cli::render_list(&registry, &env.config);
     let row = listed.lines().find(|l| l.starts_with("read(")).unwrap();
     assert!(row.contains("danger"), "list row: {row}");
+}
+
+/// A reply as a Chinese-writing model produces it (issue #21): full-width parentheses, markers
+/// and commas mixed with ASCII, and the dangerous `delete` shown twice as an example in code.
+const REPLY_FULL_WIDTH: &str = "好的，我先保存笔记：\n\
+[TOOL] write（“笔记.txt”, “苹果，香蕉”）[/TOOL]\n\
+【TOOL】read(\"笔记.txt\")【／TOOL】\n\
+［TOOL］ echo（\"apples，pears\"）［/TOOL］\n\
+[TOOL] copy(\"笔记.txt\"，\"副本.txt\") [/TOOL]\n\
+删除文件的写法是这样的（只是示例）：\n\
+```\n\
+[TOOL] delete(\"笔记.txt\") [/TOOL]\n\
+```\n\
+或者写成一行：`【TOOL】delete（“笔记.txt”）【/TOOL】`。";
+
+#[tokio::test]
+async fn calls_in_code_are_examples_even_when_dangerous_tools_are_allowed() {
+    let env = env();
+    // The operator allows dangerous calls: only the example rule keeps `delete` from running.
+    let host = env.host_yes();
+    let results = text::execute(&host.executor, REPLY_FULL_WIDTH).await;
+    let feedback = text::feedback(REPLY_FULL_WIDTH, &results);
+    assert_golden("feedback_full_width.golden", &feedback);
+    assert_eq!(
+        std::fs::read_to_string(env.ws("笔记.txt")).unwrap(),
+        "苹果，香蕉",
+        "the examples did not run"
+    );
+    assert!(!env.ws("副本.txt").exists(), "a full-width comma is not a separator: copy did not parse");
+    let kinds: Vec<&str> = results
+        .iter()
+        .filter_map(|(seg, outcome)| match (seg, outcome) {
+            (text::Segment::Call { .. }, Some(o)) if o.success => Some("ok"),
+            (text::Segment::Error { .. }, None) => Some("parse_error"),
+            (text::Segment::Example { call, .. }, None) if call.name == "delete" => Some("example"),
+            (text::Segment::Text { .. }, None) => None,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["ok", "ok", "ok", "parse_error", "example", "example"]);
+    let json = text::results_json(&results);
+    let examples: Vec<_> =
+        json["segments"].as_array().unwrap().iter().filter(|s| s["type"] == "example").collect();
+    assert_eq!(examples.len(), 2);
+    assert_eq!(examples[0]["code"], serde_json::json!({"kind": "fenced_block", "line": 7, "column": 1}));
+    assert_eq!(examples[1]["code"]["kind"], "span");
+    assert!(examples.iter().all(|e| e.get("outcome").is_none()), "examples never run");
 }

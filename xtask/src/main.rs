@@ -376,7 +376,13 @@ fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
         std::fs::create_dir_all(&artifacts)?;
         eprintln!("fuzzing {t} for {seconds} s …");
         let bin = target_dir.join(&host).join("release").join(t);
-        run(Command::new(bin)
+        let mut fuzzer = Command::new(bin);
+        // A target's dictionary (fuzz/TARGET.dict), if it has one: the tokens of its input format.
+        let dict = fuzz_dir.join(format!("{t}.dict"));
+        if dict.is_file() {
+            fuzzer.arg(format!("-dict={}", dict.display()));
+        }
+        run(fuzzer
             .arg(&corpus)
             .arg(format!("-max_total_time={seconds}"))
             .arg("-max_len=65536")
