@@ -360,7 +360,8 @@ fn sdk2_over_http(mode: &str) {
         &["--config", &config],
         &[("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN), ("TOOLHOST_LOG", "debug")],
     );
-    let out = client2(&env, mode).args(["--token", TEST_TOKEN, "http", &server.url]).output().unwrap();
+    let out =
+        client2(&env, mode).args(["--token", TEST_TOKEN, "http", server.url.as_str()]).output().unwrap();
     let log: Vec<String> = server.log.try_iter().collect();
     assert_passed2(&out, &format!("sdk2 {mode} http"), &log);
     assert!(

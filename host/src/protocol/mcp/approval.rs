@@ -4,8 +4,8 @@
 //! its user and retries the same call with `inputResponses` and the state echoed back.
 //!
 //! The state is the only thing that ties the answer to the question, and the client controls
-//! what it echoes. So it is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) with a key drawn
-//! from the OS at process start, and carries the tool, a SHA-256 of the exact checked
+//! what it echoes. So it is sealed (HMAC-SHA256 over the JSON payload, tags compared in constant
+//! time) with a key drawn from the OS (`/dev/urandom`) at process start, and carries the tool, a SHA-256 of the exact checked
 //! arguments, the SHA-256 of the plugin file that would run, a nonce and an expiry. On the
 //! retry it must open (not forged or altered), not be expired, match all three bindings, and
 //! its nonce must not have been redeemed before (one answer runs at most one call). Any failure
@@ -13,10 +13,10 @@
 
 use crate::executor::{Confirm, DangerRequest, Decision};
 use rmcp::model::{
-    ElicitRequest, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestStateCodec, RequestStateError, SealOptions,
+    ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
 };
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -39,15 +39,69 @@ struct Sealed {
     /// SHA-256 (hex) of the plugin file.
     plugin: String,
     nonce: String,
-    /// Expiry, unix milliseconds (the codec enforces it too; kept to prune redeemed nonces).
+    /// Expiry, unix milliseconds.
     exp: u64,
+}
+
+/// Domain separation: this key signs nothing else, but the label keeps it that way by design.
+const DOMAIN: &[u8] = b"toolhost/mcp/request-state/v1\0";
+
+/// Equality of two byte strings in time that depends only on their lengths.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under a 32-byte `key`.
+fn hmac_sha256(key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
+    let mut ipad = [0x36u8; 64];
+    let mut opad = [0x5cu8; 64];
+    for (i, k) in key.iter().enumerate() {
+        ipad[i] ^= k;
+        opad[i] ^= k;
+    }
+    let mut inner = sha2::Sha256::new();
+    inner.update(ipad);
+    for m in message {
+        inner.update(m);
+    }
+    let mut outer = sha2::Sha256::new();
+    outer.update(opad);
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+fn random<const N: usize>() -> Result<[u8; N], String> {
+    use std::io::Read;
+    let mut out = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut out))
+        .map_err(|e| format!("cannot read random bytes from /dev/urandom for MCP approvals: {e}"))?;
+    Ok(out)
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// Why a `requestState` did not open.
+#[derive(Debug)]
+enum OpenError {
+    Forged,
+    Expired,
 }
 
 /// Issues and redeems sealed approvals; one per process, shared by every MCP connection.
 pub struct Approvals {
-    codec: RequestStateCodec,
+    key: [u8; 32],
     ttl: Duration,
-    /// Redeemed nonces until their expiry (after it, the codec refuses the state anyway).
+    /// Redeemed nonces until their expiry (after it, `open` refuses the state anyway).
     redeemed: Mutex<HashMap<String, u64>>,
 }
 
@@ -67,7 +121,6 @@ fn hex(bytes: &[u8]) -> String {
 
 /// SHA-256 of the arguments, each length-prefixed so `["a,b"]` and `["a", "b"]` differ.
 fn args_digest(args: &[String]) -> String {
-    use sha2::Digest;
     let mut h = sha2::Sha256::new();
     for a in args {
         h.update((a.len() as u64).to_be_bytes());
@@ -88,10 +141,28 @@ pub enum Redeemed {
 impl Approvals {
     /// A fresh per-process key from the operating system.
     pub fn new(ttl: Duration) -> Result<Approvals, String> {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| format!("cannot draw a random key for MCP approvals: {e}"))?;
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| e.to_string())?;
-        Ok(Approvals { codec, ttl, redeemed: Mutex::new(HashMap::new()) })
+        Ok(Approvals { key: random()?, ttl, redeemed: Mutex::new(HashMap::new()) })
+    }
+
+    /// `hex(payload).hex(tag)`: readable by the client (it holds only digests), unforgeable.
+    fn seal(&self, sealed: &Sealed) -> Result<String, String> {
+        let payload =
+            serde_json::to_vec(sealed).map_err(|e| format!("cannot seal the request state: {e}"))?;
+        let tag = hmac_sha256(&self.key, &[DOMAIN, &payload]);
+        Ok(format!("{}.{}", hex(&payload), hex(&tag)))
+    }
+
+    fn open(&self, state: &str) -> Result<Sealed, OpenError> {
+        let (payload, tag) = state.split_once('.').ok_or(OpenError::Forged)?;
+        let (payload, tag) = (unhex(payload).ok_or(OpenError::Forged)?, unhex(tag).ok_or(OpenError::Forged)?);
+        if !ct_eq(&hmac_sha256(&self.key, &[DOMAIN, &payload]), &tag) {
+            return Err(OpenError::Forged);
+        }
+        let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| OpenError::Forged)?;
+        if now_ms() > sealed.exp {
+            return Err(OpenError::Expired);
+        }
+        Ok(sealed)
     }
 
     pub fn ttl(&self) -> Duration {
@@ -100,8 +171,7 @@ impl Approvals {
 
     /// The `InputRequiredResult` asking the user about `req`.
     pub fn ask(&self, req: &DangerRequest) -> Result<InputRequiredResult, String> {
-        let mut nonce = [0u8; 16];
-        getrandom::fill(&mut nonce).map_err(|e| format!("cannot draw a nonce: {e}"))?;
+        let nonce: [u8; 16] = random()?;
         let sealed = Sealed {
             tool: req.tool.clone(),
             args: args_digest(&req.args),
@@ -109,10 +179,7 @@ impl Approvals {
             nonce: hex(&nonce),
             exp: now_ms() + self.ttl.as_millis() as u64,
         };
-        let state = self
-            .codec
-            .seal_json_with(&sealed, &SealOptions::new().ttl(self.ttl))
-            .map_err(|e| format!("cannot seal the request state: {e}"))?;
+        let state = self.seal(&sealed)?;
         let (message, schema) = super::question(req)?;
         let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
             meta: None,
@@ -127,18 +194,18 @@ impl Approvals {
     /// Check a retried call's `requestState` and `inputResponses` against the call `req`.
     pub fn redeem(&self, state: &str, responses: Option<&InputResponses>, req: &DangerRequest) -> Redeemed {
         let tool = &req.tool;
-        let sealed: Sealed = match self.codec.open_json(state) {
+        let sealed: Sealed = match self.open(state) {
             Ok(s) => s,
-            Err(RequestStateError::Expired) => {
+            Err(OpenError::Expired) => {
                 return Redeemed::Invalid(format!(
                     "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
                      again without requestState to be asked again",
                     self.ttl.as_secs()
                 ));
             }
-            Err(e) => {
+            Err(OpenError::Forged) => {
                 return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost process or was altered ({e}); \
+                    "the requestState for `{tool}` was not issued by this toolhost process or was altered; \
                      echo the requestState exactly as received, or call again without it to be asked"
                 ));
             }
@@ -294,9 +361,10 @@ mod tests {
         let a = Approvals::new(DEFAULT_TTL).unwrap();
         let r = req(&["keep.txt"]);
         let s = state(&a, &r);
-        let mut forged = s.clone();
-        forged.pop();
-        forged.push(if s.ends_with('A') { 'B' } else { 'A' });
+        // Alter one hex digit of the payload.
+        let mid = 2;
+        let c = if &s[mid..=mid] == "a" { "b" } else { "a" };
+        let forged = format!("{}{c}{}", &s[..mid], &s[mid + 1..]);
         assert!(invalid(a.redeem(&forged, Some(&accept()), &r)).contains("not issued by this toolhost"));
         let other = Approvals::new(DEFAULT_TTL).unwrap();
         assert!(invalid(other.redeem(&s, Some(&accept()), &r)).contains("not issued by this toolhost"));

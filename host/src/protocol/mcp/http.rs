@@ -70,13 +70,12 @@ pub fn check_exposure(
 /// Which configured token `header` (an `Authorization` value) carries, if any. Every token is
 /// compared, each in constant time, so timing says nothing about which prefix matched.
 fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) -> Option<&'a McpToken> {
-    use subtle::ConstantTimeEq;
     let header = header?;
     let value = header.strip_prefix(b"Bearer ").or_else(|| header.strip_prefix(b"bearer "))?;
     let digest: [u8; 32] = sha2::Sha256::digest(value).into();
     let mut found = None;
     for t in tokens {
-        if bool::from(t.digest.ct_eq(&digest)) {
+        if super::approval::ct_eq(&t.digest, &digest) {
             found = Some(t);
         }
     }
