@@ -124,7 +124,8 @@ pub enum Command {
 MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
       \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
-Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp")]
+Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
+With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>")]
     Serve {
         /// Quiet time after the last file event before the folder is rescanned
         #[arg(long, value_name = "MS", default_value_t = 150)]
@@ -143,6 +144,10 @@ Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at 
         /// by default any request with an Origin header is refused
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
+        /// With --http: serve on a non-loopback address even though no `[mcp] tokens` are
+        /// configured, so anyone who can reach the address can call the tools
+        #[arg(long = "allow-unauthenticated-remote", requires = "http")]
+        allow_unauthenticated_remote: bool,
     },
     /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
     /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
@@ -413,7 +418,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&tools)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin } => {
+        Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin, allow_unauthenticated_remote } => {
             let cfg = resolve_config(&cli.global)?;
             if !cfg.plugins_dir.is_dir() {
                 bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
@@ -421,9 +426,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let debounce = Duration::from_millis(debounce_ms);
             if mcp {
+                let tokens =
+                    if http.is_some() { crate::protocol::mcp::load_tokens(&cfg)? } else { Vec::new() };
+                if let Some(addr) = http {
+                    crate::protocol::mcp::check_exposure(addr, &tokens, allow_unauthenticated_remote)?;
+                }
                 let options = crate::protocol::mcp::HttpOptions {
                     allowed_hosts: allow_host,
                     allowed_origins: allow_origin,
+                    tokens,
                 };
                 rt.block_on(serve_mcp(cfg, debounce, http, options))
             } else {
@@ -526,7 +537,11 @@ async fn serve_mcp(
             eprint_change(&c);
         }
     });
-    let server = McpServer::new(host.executor.clone(), Some(reloader.clone()));
+    let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
+        .with_approval_ttl(host.config.mcp.approval_ttl)?;
+    if http.is_some() && !options.tokens.is_empty() {
+        server = server.private_listing();
+    }
     match http {
         None => {
             eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
@@ -540,7 +555,13 @@ async fn serve_mcp(
                 .await
                 .with_context(|| format!("cannot listen on {addr}"))?;
             let bound = listener.local_addr()?;
-            if !bound.ip().is_loopback() {
+            if !options.tokens.is_empty() {
+                let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
+                eprintln!(
+                    "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
+                    names.join(", ")
+                );
+            } else if !bound.ip().is_loopback() {
                 tracing::warn!(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );

@@ -42,6 +42,8 @@ struct RawConfig {
     tool: BTreeMap<String, RawTool>,
     #[serde(default)]
     model: RawModel,
+    #[serde(default)]
+    mcp: RawMcp,
 }
 
 /// `[model]`: the model `toolhost chat` talks to.
@@ -57,6 +59,26 @@ struct RawModel {
     system: Option<String>,
     temperature: Option<f64>,
     timeout_s: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    /// Bearer tokens accepted by `serve --mcp --http`.
+    #[serde(default)]
+    tokens: Vec<RawMcpToken>,
+    /// Seconds a 2026-07-28 client has to answer a danger confirmation.
+    approval_ttl_s: Option<u64>,
+}
+
+/// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcpToken {
+    name: String,
+    secret: Option<String>,
+    env: Option<String>,
+    file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -162,6 +184,45 @@ struct RawTool {
     create_limit: Option<u32>,
     log_kb: Option<u64>,
     log_lines: Option<u32>,
+}
+
+fn resolve_mcp(
+    raw: RawMcp,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<McpSettings, String> {
+    let mut out = McpSettings::default();
+    if let Some(s) = raw.approval_ttl_s {
+        if !(1..=3600).contains(&s) {
+            return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
+        }
+        out.approval_ttl = std::time::Duration::from_secs(s);
+    }
+    for (i, t) in raw.tokens.into_iter().enumerate() {
+        let key = format!("mcp.tokens[{i}]");
+        if t.name.is_empty() || out.tokens.iter().any(|(n, _)| *n == t.name) {
+            return Err(format!(
+                "{key}: name {:?} is empty or used twice; give each token its own name",
+                t.name
+            ));
+        }
+        let own = format!("mcp token `{}`", t.name);
+        let source = match (t.secret, t.env, t.file) {
+            (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
+                format!("{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\"")
+            })?,
+            (None, Some(var), None) => SecretSource { name: own, from: SecretFrom::Env(var), hosts: vec![] },
+            (None, None, Some(f)) => SecretSource { name: own, from: SecretFrom::File(base.join(f)), hosts: vec![] },
+            _ => {
+                return Err(format!(
+                    "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
+                     `file = \"path\"`; a token's value never goes in the config file"
+                ));
+            }
+        };
+        out.tokens.push((t.name, source));
+    }
+    Ok(out)
 }
 
 /// What happens when a `danger` tool is called.
@@ -408,6 +469,21 @@ pub struct Config {
     pub plugins: BTreeMap<String, PluginConfig>,
     pub tools: BTreeMap<String, ToolConfig>,
     pub model: ModelConfig,
+    pub mcp: McpSettings,
+}
+
+/// The `[mcp]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    /// Bearer tokens for MCP over HTTP, by name (the name identifies the client in logs).
+    pub tokens: Vec<(String, SecretSource)>,
+    pub approval_ttl: std::time::Duration,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings { tokens: Vec::new(), approval_ttl: std::time::Duration::from_secs(300) }
+    }
 }
 
 impl Default for Config {
@@ -430,6 +506,7 @@ impl Default for Config {
             plugins: BTreeMap::new(),
             tools: BTreeMap::new(),
             model: ModelConfig::default(),
+            mcp: McpSettings::default(),
         }
     }
 }
@@ -561,6 +638,7 @@ impl Config {
             }
             cfg.secrets.insert(name.clone(), SecretSource { name, from, hosts: sec.hosts });
         }
+        cfg.mcp = resolve_mcp(raw.mcp, &cfg.secrets, base).map_err(invalid)?;
         for (name, p) in raw.plugin {
             let key = format!("plugin.{name}");
             let mut grant = PluginConfig {

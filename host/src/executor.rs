@@ -133,6 +133,8 @@ pub struct DangerRequest {
     pub tool: String,
     pub plugin: String,
     pub args: Vec<String>,
+    /// SHA-256 of the plugin file that will run (an approval is bound to this version).
+    pub plugin_hash: [u8; 32],
 }
 
 /// An answer to a danger confirmation.
@@ -262,6 +264,7 @@ impl Executor {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
                 args: args.clone(),
+                plugin_hash: plugin.hash,
             };
             match self.config.danger {
                 DangerPolicy::Allow => {}

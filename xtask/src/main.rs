@@ -22,11 +22,12 @@ tasks:
             build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
-  test      the whole suite, as CI runs it: installs the MCP Python SDK into target/pyenv
-            (for the MCP tests), rustfmt check, clippy with warnings as errors, the Python and
-            JS SDK tests, then every unit and integration test (the test build compiles the
-            Rust plugins itself; the Python/JS ones are built with toolchains it installs
-            into target/toolchains)
+  test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
+            target/pyenv and 2.x into target/pyenv2 (for the MCP tests), rustfmt check, clippy
+            with warnings as errors, the Python and JS SDK tests, then every unit and
+            integration test (the test build compiles the Rust plugins itself; the Python/JS
+            ones are built with toolchains it installs into target/toolchains); prints the MCP
+            check counts per SDK generation, mode and transport
 ";
 
 fn main() -> Result<()> {
@@ -270,6 +271,7 @@ fn test() -> Result<()> {
     ensure_target()?;
     let root = root();
     let python = ensure_python_mcp()?;
+    let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     sdk_tests()?;
@@ -277,12 +279,16 @@ fn test() -> Result<()> {
     let _ = std::fs::remove_dir_all(&summaries);
     // The Python and JS plugin tests install the pinned componentize-py and jco here on first
     // use (tests/all/polyglot.rs), never globally.
+    let mcp_checks = root.join("target/mcp-checks");
+    let _ = std::fs::remove_dir_all(&mcp_checks);
     run(cargo()
         .current_dir(&root)
         .args(["test", "--workspace"])
         .env("TOOLHOST_PYTHON", &python)
-        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains")))?;
+        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
+        .env("TOOLHOST_PYTHON2", &python2))?;
     print_reliability_summary(&summaries);
+    print_summary("MCP checks per SDK generation, mode and transport", &mcp_checks);
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
     fuzz(None, 10)?;
     Ok(())
@@ -436,19 +442,44 @@ fn seed_corpus(target: &str, corpus: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A Python virtual environment in target/pyenv with the official MCP SDK (the MCP tests drive
-/// toolhost with it). Created once; reinstalled when tests/mcp/requirements.txt changes.
+/// The lines the MCP tests recorded in `dir` (one file per run).
+fn print_summary(title: &str, dir: &Path) {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    lines.sort();
+    eprintln!("\n== {title} ==");
+    for l in &lines {
+        eprintln!("  {l}");
+    }
+    if lines.is_empty() {
+        eprintln!("  (nothing recorded: were the MCP tests filtered out?)");
+    }
+}
+
+/// A Python virtual environment in target/pyenv with the official MCP SDK 1.x (the MCP tests
+/// drive toolhost with it). Created once; reinstalled when tests/mcp/requirements.txt changes.
 fn ensure_python_mcp() -> Result<PathBuf> {
+    ensure_python_venv("target/pyenv", "tests/mcp/requirements.txt")
+}
+
+/// A Python virtual environment at `venv` (relative to the root) with `requirements` installed.
+fn ensure_python_venv(venv: &str, requirements: &str) -> Result<PathBuf> {
     let root = root();
-    let venv = root.join("target/pyenv");
+    let shown = requirements;
+    let venv = root.join(venv);
     let python = venv.join("bin/python");
-    let requirements = root.join("tests/mcp/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).context("read tests/mcp/requirements.txt")?;
+    let requirements = root.join(requirements);
+    let wanted = std::fs::read_to_string(&requirements).with_context(|| format!("read {shown}"))?;
     let stamp = venv.join("installed-requirements.txt");
     if python.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
         return Ok(python);
     }
-    eprintln!("installing the MCP Python SDK into {} …", venv.display());
+    eprintln!("installing {shown} into {} …", venv.display());
     if !python.is_file() {
         let system =
             if Command::new("python3").arg("--version").output().is_ok() { "python3" } else { "python" };
@@ -458,7 +489,7 @@ fn ensure_python_mcp() -> Result<PathBuf> {
     run(Command::new(&python)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
         .arg(&requirements))
-    .context("pip install -r tests/mcp/requirements.txt")?;
+    .with_context(|| format!("pip install -r {shown}"))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
 }
