@@ -157,7 +157,7 @@ fn an_operator_danger_marking_reaches_every_front_end() {
     assert!(read["function"]["description"].as_str().unwrap().contains("Dangerous"), "{read}");
 
     let host = env.host();
-    let server = toolhost::protocol::mcp::McpServer::new(host.executor.clone(), None);
+    let server = toolhost::protocol::mcp::McpServer::new(host.executor.clone(), None).expect("mcp server");
     let tool = server.tools().into_iter().find(|t| t.name == "read").unwrap();
     let a = tool.annotations.expect("annotations");
     assert_eq!(a.destructive_hint, Some(true), "{a:?}");

@@ -438,7 +438,8 @@ impl Agent {
     ) -> StepEnd {
         push(conv, Message::assistant(reply.content.clone(), Vec::new()), events);
         let segments = text::parse(&reply.content);
-        if segments.iter().all(|s| matches!(s, text::Segment::Text { .. })) {
+        // A reply with no call (examples inside code are never run) is the answer.
+        if segments.iter().all(|s| matches!(s, text::Segment::Text { .. } | text::Segment::Example { .. })) {
             return StepEnd::Answer;
         }
         let mut results = Vec::with_capacity(segments.len());
@@ -446,7 +447,8 @@ impl Agent {
         let mut n = 0;
         for seg in segments {
             let (name, args, outcome, shown, elapsed) = match &seg {
-                text::Segment::Text { .. } => {
+                // An example is reported back as `skipped` by the feedback block, never run.
+                text::Segment::Text { .. } | text::Segment::Example { .. } => {
                     results.push((seg, None));
                     continue;
                 }
