@@ -70,9 +70,10 @@ fn api(token: &'static str) -> u16 {
                     }
                     head.push_str(&line);
                 }
-                let authorized = head
-                    .lines()
-                    .any(|l| l.to_ascii_lowercase().starts_with("authorization:") && l.ends_with(&format!("Bearer {token}")));
+                let authorized = head.lines().any(|l| {
+                    l.to_ascii_lowercase().starts_with("authorization:")
+                        && l.ends_with(&format!("Bearer {token}"))
+                });
                 let (status, body) = if authorized {
                     ("200 OK", r#"{"items":[{"name":"first"},{"name":"second"}]}"#.to_string())
                 } else {
@@ -156,7 +157,10 @@ async fn js_plugin_through_the_executor() {
     let mut env = Env::with(&[&js()]);
     env.config.grant_net("datakit", "localhost").unwrap();
     env.config.plugins.get_mut("datakit").unwrap().net_private = true;
-    let e = err(&call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await, ErrorKind::ToolError);
+    let e = err(
+        &call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await,
+        ErrorKind::ToolError,
+    );
     assert!(e.contains("secret api_token"), "{e}");
 }
 
@@ -172,15 +176,20 @@ async fn python_and_js_tools_through_text_and_openai() {
     let outs: Vec<_> = results.iter().filter_map(|(_, o)| o.clone()).collect();
     assert_eq!(outs.len(), 2, "{results:?}");
     assert_eq!(ok(&outs[0]), "noted as #1");
-    assert!(std::fs::read_to_string(env.ws("notes.md")).unwrap().contains("milk, eggs"));
+    let notes = std::fs::read_to_string(env.ws("notes.md")).unwrap();
+    assert!(notes.contains("milk") && notes.contains("eggs"), "{notes}");
     assert_eq!(ok(&outs[1]).trim(), "7");
 
     let prompt = text::prompt(&host.registry.load(), &host.config);
-    assert!(prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"), "{prompt}");
+    assert!(
+        prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"),
+        "{prompt}"
+    );
     assert!(prompt.contains("clear() — ") && prompt.contains("DANGEROUS."), "{prompt}");
 
     let tools = openai::tools(&host.registry.load(), &host.config).unwrap();
-    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     for n in ["note", "add", "json_select", "md_table"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
@@ -267,22 +276,23 @@ fn a_python_signature_change_changes_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let project = toolhost::scaffold::create(dir.path(), "sig", toolhost::build::Lang::Python, None).unwrap();
     let tools = toolchains();
-    let before = Project::locate(&project).unwrap().manifest(&tools).unwrap();
     let app = project.join("app.py");
-    let code = std::fs::read_to_string(&app).unwrap();
-    let t = &before.tools[0];
-    // Add a trailing optional int parameter to the first tool's signature.
-    let def = format!("def {}(", t.name);
-    let at = code.find(&def).unwrap_or_else(|| panic!("no `{def}` in\n{code}"));
-    let close = at + code[at..].find(')').unwrap();
-    let edited = format!("{}, times: int = 1{}", &code[..close], &code[close..]);
-    std::fs::write(&app, edited).unwrap();
+    let code = |signature: &str| {
+        format!(
+            "from toolhost_sdk import plugin, tool\n\nplugin()\n\n\n@tool(read_only=True)\ndef greet({signature}) -> str:\n    \"\"\"Greet someone.\"\"\"\n    return \"hi\"\n"
+        )
+    };
+    std::fs::write(&app, code("name: str")).unwrap();
+    let before = Project::locate(&project).unwrap().manifest(&tools).unwrap();
+    assert_eq!(before.tools[0].params.len(), 1, "{before:?}");
+    std::fs::write(&app, code("name: str, times: int = 1")).unwrap();
     let after = Project::locate(&project).unwrap().manifest(&tools).unwrap();
-    let t2 = &after.tools[0];
-    assert_eq!(t2.params.len(), t.params.len() + 1, "{t2:?}");
-    let p = t2.params.last().unwrap();
+    let t = &after.tools[0];
+    assert_eq!(t.params.len(), 2, "{t:?}");
+    let p = t.params.last().unwrap();
     assert_eq!((p.name.as_str(), p.optional), ("times", true), "{p:?}");
-    assert!(t2.is_json(t2.params.len() - 1), "an int is a JSON parameter: {t2:?}");
+    assert!(t.is_json(1), "an int is a JSON parameter: {t:?}");
+    assert_ne!(serde_json::to_value(&before).unwrap(), serde_json::to_value(&after).unwrap());
 }
 
 fn toolhost_cli(dir: &Path, args: &[&str]) -> std::process::Output {

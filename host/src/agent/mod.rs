@@ -404,7 +404,7 @@ impl Agent {
                     o = self.call(&call) => o,
                     _ = cancel.cancelled() => Outcome::err(ErrorKind::Denied, CANCELLED),
                 },
-                Err(o) => o,
+                Err(e) => Outcome::err(ErrorKind::BadArguments, e),
             };
             let elapsed = started.elapsed();
             events(Event::ToolEnd {
@@ -512,12 +512,10 @@ impl Agent {
     }
 
     /// A native tool call as a [`ToolCall`], or the outcome that explains why it cannot run.
-    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, Outcome> {
+    /// The call a native `tool_calls` entry asks for, or why its arguments are bad.
+    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, String> {
         if tc.kind != "function" {
-            return Err(Outcome::err(
-                ErrorKind::BadArguments,
-                format!("unsupported tool call type {:?}", tc.kind),
-            ));
+            return Err(format!("unsupported tool call type {:?}", tc.kind));
         }
         let registry = self.executor.registry();
         let Some(entry) = registry.get(&tc.function.name) else {
@@ -526,7 +524,6 @@ impl Agent {
         };
         openai::map_arguments(entry.spec(), &tc.function.arguments)
             .map(|args| ToolCall { name: tc.function.name.clone(), args })
-            .map_err(|e| Outcome::err(ErrorKind::BadArguments, e))
     }
 
     fn note_failure(
