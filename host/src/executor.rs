@@ -302,7 +302,14 @@ impl Executor {
             plugin.name.clone(),
             spec.name.clone(),
             net,
-        );
+        )
+        .with_process(crate::process::ProcessCall {
+            plugin: plugin.name.clone(),
+            exec: plugin.grants.exec.clone(),
+            workspace: self.config.workspace.clone(),
+            deadline: Some(deadline),
+            runs: 0,
+        });
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve

@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod net;
+pub mod process;
 pub mod protocol;
 pub mod registry;
 pub mod reload;

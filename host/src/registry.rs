@@ -84,7 +84,7 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 /// Validate and compile one candidate file.
 pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
-    let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
+    let mut manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
     let pre = runtime
         .prepare(&c.file_name(), &c.bytes)
         .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
@@ -94,6 +94,7 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
         &config.plugin(&manifest.name),
         &config.secrets,
     );
+    crate::process::mark_dangerous(&mut manifest, &grants.exec, config);
     Ok(LoadedPlugin {
         file: c.path.clone(),
         name: manifest.name.as_str().into(),

@@ -37,6 +37,8 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     /// Hosts (request and grant), private-address permission and secrets.
     pub net: Arc<NetGrant>,
+    /// Programs it may run (request ∩ grant).
+    pub exec: Arc<crate::process::ExecGrants>,
 }
 
 /// A capability the plugin requested and the operator did not grant.
@@ -79,14 +81,18 @@ impl Grants {
             }
         }
         for var in &request.env {
-            if grant.env.iter().any(|g| g == var) {
+            if let Some(value) = grant.settings.get(var) {
+                out.env.push((var.clone(), value.clone()));
+            } else if grant.env.iter().any(|g| g == var) {
                 if let Ok(value) = std::env::var(var) {
                     out.env.push((var.clone(), value));
                 }
             } else {
                 missing.push(Missing {
                     what: format!("env {var}"),
-                    how: format!("[plugin.{plugin}] env = [\"{var}\"]  (or --allow-env {plugin}={var})"),
+                    how: format!(
+                        "[plugin.{plugin}] env = [\"{var}\"] or settings = {{ {var} = \"value\" }}  (or --allow-env {plugin}={var})"
+                    ),
                 });
             }
         }
@@ -126,6 +132,9 @@ impl Grants {
             }
         }
         out.net = Arc::new(net);
+        let (exec, exec_missing) = crate::process::effective(plugin, &request.exec, &grant.exec);
+        out.exec = Arc::new(exec);
+        missing.extend(exec_missing);
         (out, missing)
     }
 
@@ -179,13 +188,22 @@ pub struct HostState {
     pub tool: String,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
+    /// Programs this call may run (none unless [`HostState::with_process`]).
+    pub process: crate::process::ProcessCall,
 }
 
 impl HostState {
     pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        HostState { wasi, table, limiter, plugin, tool, net }
+        let process = crate::process::ProcessCall::none(plugin.clone());
+        HostState { wasi, table, limiter, plugin, tool, net, process }
+    }
+
+    /// Let this call run the programs `process` grants.
+    pub fn with_process(mut self, process: crate::process::ProcessCall) -> Self {
+        self.process = process;
+        self
     }
 }
 

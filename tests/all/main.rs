@@ -9,6 +9,7 @@ mod loading;
 mod manifests;
 mod mcp;
 mod net;
+mod process;
 mod protocols;
 mod reliability;
 mod reload;

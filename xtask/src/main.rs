@@ -10,7 +10,7 @@ cargo xtask <task>
 
 tasks:
   plugins   build the example plugins for wasm32-wasip2 and copy the shipped ones
-            (files, text, web) into target/plugins/
+            (files, text, web, system) into target/plugins/
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
             query has commas, a denied dangerous call, a truncated output and refused
@@ -97,7 +97,7 @@ fn plugins() -> Result<PathBuf> {
         .arg(&build_dir))?;
     let out = root.join("target/plugins");
     std::fs::create_dir_all(&out)?;
-    for name in ["files", "text", "web"] {
+    for name in ["files", "text", "web", "system"] {
         let from = build_dir.join(format!("wasm32-wasip2/release/{name}.wasm"));
         let to = out.join(format!("{name}.wasm"));
         // Write-then-rename, so a running host never sees half a file.
