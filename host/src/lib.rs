@@ -7,9 +7,12 @@
 //! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod approvals;
+pub mod build;
 pub mod call;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod dev;
 pub mod discovery;
@@ -18,10 +21,16 @@ pub mod manifest;
 pub mod net;
 pub mod process;
 pub mod protocol;
+pub mod quota;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
+pub mod sdk_files;
+pub mod share;
+pub mod usage;
+pub mod view;
 
 pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};

@@ -301,19 +301,6 @@ fn is_requested(requested: &[String], name: &str) -> bool {
     requested.iter().any(|r| r == name || r == "*")
 }
 
-/// A tool of a plugin that may run programs is dangerous unless the operator says otherwise
-/// (`[tool.NAME] danger = false`): any of its tools can call the process import.
-pub fn mark_dangerous(manifest: &mut Manifest, exec: &ExecGrants, config: &Config) {
-    if exec.is_empty() {
-        return;
-    }
-    for t in &mut manifest.tools {
-        if config.tools.get(&t.name).and_then(|c| c.danger) != Some(false) {
-            t.danger = true;
-        }
-    }
-}
-
 /// The process side of one call's store.
 #[derive(Debug, Clone)]
 pub struct ProcessCall {

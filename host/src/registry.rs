@@ -84,7 +84,7 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 /// Validate and compile one candidate file.
 pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
-    let mut manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
+    let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
     let pre = runtime
         .prepare(&c.file_name(), &c.bytes)
         .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
@@ -94,7 +94,6 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
         &config.plugin(&manifest.name),
         &config.secrets,
     );
-    crate::process::mark_dangerous(&mut manifest, &grants.exec, config);
     Ok(LoadedPlugin {
         file: c.path.clone(),
         name: manifest.name.as_str().into(),
@@ -245,11 +244,9 @@ pub(crate) fn load_all(
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(c) = candidates.get(i) else { break mine };
                         tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
-                        let r = load_plugin(runtime, config, c);
-                        if let Err(f) = &r {
-                            tracing::warn!("skipped {f}");
-                        }
-                        mine.push((i, r));
+                        // Failures are returned, not logged: each front end reports them once
+                        // (`list` in its table, `serve` as `!` lines, other commands as warnings).
+                        mine.push((i, load_plugin(runtime, config, c)));
                     }
                 })
             })
