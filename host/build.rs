@@ -13,8 +13,9 @@ fn main() {
         let dir = root.join(sdk);
         let list = dir.join("FILES");
         println!("cargo:rerun-if-changed={}", list.display());
-        let text = std::fs::read_to_string(&list)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e} (the SDK's list of files to bundle)", list.display()));
+        let text = std::fs::read_to_string(&list).unwrap_or_else(|e| {
+            panic!("cannot read {}: {e} (the SDK's list of files to bundle)", list.display())
+        });
         let files: Vec<String> = text
             .lines()
             .map(str::trim)

@@ -24,9 +24,8 @@
 //! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
 
 use crate::config::{Config, ConfigError};
-use crate::manifest::Manifest;
 use crate::runtime::toolhost::plugin::process::{Host, Output};
-use crate::sandbox::{HostState, Missing};
+use crate::sandbox::{HostState, Missing, MissingKind};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -287,7 +286,11 @@ pub fn effective(plugin: &str, requested: &[String], granted: &[ExecGrant]) -> (
             } else {
                 grant_hint(plugin, name)
             };
-            missing.push(Missing { what: format!("exec {name}"), how });
+            missing.push(Missing {
+                kind: MissingKind::Exec(name.clone()),
+                what: format!("exec {name}"),
+                how,
+            });
         }
     }
     for g in granted.iter().filter(|g| is_requested(requested, &g.name)) {

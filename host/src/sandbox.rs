@@ -62,6 +62,8 @@ pub enum MissingKind {
     /// A requested host pattern.
     Net(String),
     Secret(String),
+    /// A requested program.
+    Exec(String),
 }
 
 impl Missing {

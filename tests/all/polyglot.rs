@@ -70,9 +70,10 @@ fn api(token: &'static str) -> u16 {
                     }
                     head.push_str(&line);
                 }
-                let authorized = head
-                    .lines()
-                    .any(|l| l.to_ascii_lowercase().starts_with("authorization:") && l.ends_with(&format!("Bearer {token}")));
+                let authorized = head.lines().any(|l| {
+                    l.to_ascii_lowercase().starts_with("authorization:")
+                        && l.ends_with(&format!("Bearer {token}"))
+                });
                 let (status, body) = if authorized {
                     ("200 OK", r#"{"items":[{"name":"first"},{"name":"second"}]}"#.to_string())
                 } else {
@@ -156,7 +157,10 @@ async fn js_plugin_through_the_executor() {
     let mut env = Env::with(&[&js()]);
     env.config.grant_net("datakit", "localhost").unwrap();
     env.config.plugins.get_mut("datakit").unwrap().net_private = true;
-    let e = err(&call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await, ErrorKind::ToolError);
+    let e = err(
+        &call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await,
+        ErrorKind::ToolError,
+    );
     assert!(e.contains("secret api_token"), "{e}");
 }
 
@@ -176,11 +180,15 @@ async fn python_and_js_tools_through_text_and_openai() {
     assert_eq!(ok(&outs[1]).trim(), "7");
 
     let prompt = text::prompt(&host.registry.load(), &host.config);
-    assert!(prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"), "{prompt}");
+    assert!(
+        prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"),
+        "{prompt}"
+    );
     assert!(prompt.contains("clear() — ") && prompt.contains("DANGEROUS."), "{prompt}");
 
     let tools = openai::tools(&host.registry.load(), &host.config).unwrap();
-    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     for n in ["note", "add", "json_select", "md_table"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
