@@ -27,6 +27,7 @@ Examples:
   toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
   toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
   toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
+  toolhost --plugins target/plugins --allow-run system=git call -y run git status
   toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
 Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr.";
@@ -65,6 +66,11 @@ pub struct GlobalArgs {
     /// Grant PLUGIN HTTP access to HOST (`example.com`, `*.example.com`, `*`), if it requests it
     #[arg(long = "allow-net", global = true, value_name = "PLUGIN=HOST")]
     pub allow_net: Vec<String>,
+    /// Let PLUGIN run PROGRAM (a name, resolved now by your PATH, or an absolute path) with any
+    /// arguments, an empty environment, in the workspace, if it requests it; its tools become
+    /// dangerous (confirmed per call) unless `[tool.NAME] danger = false`
+    #[arg(long = "allow-run", global = true, value_name = "PLUGIN=PROGRAM")]
+    pub allow_run: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
     #[arg(long, global = true)]
     pub no_cache: bool,
@@ -313,6 +319,12 @@ pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
             bail!("--allow-net takes PLUGIN=HOST, got {ph:?}");
         };
         cfg.grant_net(plugin, host)?;
+    }
+    for pp in &g.allow_run {
+        let Some((plugin, program)) = pp.split_once('=') else {
+            bail!("--allow-run takes PLUGIN=PROGRAM, got {pp:?}");
+        };
+        cfg.grant_run(plugin, program)?;
     }
     if let Some(d) = g.danger {
         cfg.danger = d;
@@ -806,6 +818,7 @@ fn requests(m: &Manifest) -> String {
     parts.extend(c.env.iter().map(|e| format!("env {e}")));
     parts.extend(c.net.iter().map(|n| format!("net {n}")));
     parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
+    parts.extend(c.exec.iter().map(|e| format!("exec {e}")));
     if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
 }
 
@@ -840,6 +853,7 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
             .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
             .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
             .chain(net_granted(&p.grants.net))
+            .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
             .collect();
         out.push_str(&format!(
             "{} {} ({})\n  requested: {}\n  granted:   {}\n",
@@ -899,6 +913,14 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                     "net": net_granted_hosts(&p.grants.net),
                     "netPrivate": p.grants.net.private,
                     "secrets": p.grants.net.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
+                    "exec": p.grants.exec.granted.iter().map(|g| json!({
+                        "name": g.grant.name,
+                        "program": g.grant.program,
+                        "args": g.grant.args.as_ref().map(|a| a.iter().map(|p| p.text.clone()).collect::<Vec<_>>()),
+                        "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                        "cwd": g.grant.cwd,
+                        "detach": g.grant.detach,
+                    })).collect::<Vec<_>>(),
                 },
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,

@@ -152,6 +152,13 @@ struct RawPlugin {
     net_private: Option<bool>,
     #[serde(default)]
     secrets: Vec<String>,
+    /// Programs it may run (see `crate::process`).
+    #[serde(default)]
+    exec: Vec<crate::process::RawExec>,
+    /// Values the operator gives the plugin, seen by it as environment variables of these
+    /// names (only names its manifest requests with `env`).
+    #[serde(default)]
+    settings: BTreeMap<String, String>,
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
@@ -345,6 +352,10 @@ pub struct PluginConfig {
     pub net_private: bool,
     /// Names of secrets (defined under `[secrets.NAME]`).
     pub secrets: Vec<String>,
+    /// Programs it may run.
+    pub exec: Vec<crate::process::ExecGrant>,
+    /// Environment variables given by value in the config (`settings = { NAME = "value" }`).
+    pub settings: BTreeMap<String, String>,
     pub limits: LimitOverrides,
     /// At most this many calls of the plugin at once (default: [`Config::plugin_concurrency`]).
     pub concurrency: Option<u32>,
@@ -657,7 +668,17 @@ impl Config {
                 net_private: p.net_private.unwrap_or(false),
                 secrets: p.secrets,
                 fs: Vec::new(),
+                exec: Vec::new(),
+                settings: p.settings,
             };
+            for (i, e) in p.exec.into_iter().enumerate() {
+                grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), base).map_err(&invalid)?);
+            }
+            for var in grant.settings.keys() {
+                if var.is_empty() || var.contains('=') || var.contains('\0') {
+                    return Err(invalid(format!("{key}.settings: {var:?} is not a variable name")));
+                }
+            }
             for (i, h) in grant.net.iter().enumerate() {
                 check_host_pattern(h).map_err(|m| invalid(format!("{key}.net[{i}]: {m}")))?;
             }
@@ -774,6 +795,14 @@ impl Config {
                 if !out.secrets.contains(v) {
                     out.secrets.push(v.clone());
                 }
+            }
+            for g in &all.exec {
+                if !out.exec.iter().any(|e| e.program == g.program) {
+                    out.exec.push(g.clone());
+                }
+            }
+            for (k, v) in &all.settings {
+                out.settings.entry(k.clone()).or_insert_with(|| v.clone());
             }
             out.net_private |= all.net_private;
         }

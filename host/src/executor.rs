@@ -259,7 +259,7 @@ impl Executor {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
         };
-        if crate::view::is_dangerous(spec, &self.config) {
+        if crate::view::is_dangerous(spec, plugin, &self.config) {
             let req = DangerRequest {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
@@ -338,7 +338,14 @@ impl Executor {
         .with_budgets(
             CallMeter::new(limits.write_mb, limits.create_limit),
             CallLog::new(&limits, Some(share)),
-        );
+        )
+        .with_process(crate::process::ProcessCall {
+            plugin: plugin.name.clone(),
+            exec: plugin.grants.exec.clone(),
+            workspace: self.config.workspace.clone(),
+            deadline: Some(deadline),
+            runs: 0,
+        });
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve

@@ -19,6 +19,7 @@ pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod net;
+pub mod process;
 pub mod protocol;
 pub mod quota;
 pub mod registry;

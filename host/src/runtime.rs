@@ -16,7 +16,11 @@ use wasmtime::{Config as WasmConfig, Engine};
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "plugin",
-    imports: { "toolhost:plugin/http.send": async },
+    imports: {
+        "toolhost:plugin/http.send": async,
+        // Trappable: reaching the call's deadline while a program runs ends the call.
+        "toolhost:plugin/process.run": async | trappable,
+    },
     exports: { default: async },
 });
 
@@ -150,6 +154,7 @@ impl Runtime {
         }
         toolhost::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         toolhost::plugin::http::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        toolhost::plugin::process::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();

@@ -39,6 +39,8 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     /// Hosts (request and grant), private-address permission and secrets.
     pub net: Arc<NetGrant>,
+    /// Programs it may run (request ∩ grant).
+    pub exec: Arc<crate::process::ExecGrants>,
 }
 
 /// A capability the plugin requested and the operator did not grant.
@@ -60,6 +62,8 @@ pub enum MissingKind {
     /// A requested host pattern.
     Net(String),
     Secret(String),
+    /// A requested program.
+    Exec(String),
 }
 
 impl Missing {
@@ -116,7 +120,9 @@ impl Grants {
             }
         }
         for var in &request.env {
-            if grant.env.iter().any(|g| g == var) {
+            if let Some(value) = grant.settings.get(var) {
+                out.env.push((var.clone(), value.clone()));
+            } else if grant.env.iter().any(|g| g == var) {
                 if let Ok(value) = std::env::var(var) {
                     out.env.push((var.clone(), value));
                 }
@@ -124,7 +130,9 @@ impl Grants {
                 missing.push(Missing {
                     kind: MissingKind::Env(var.clone()),
                     what: format!("env {var}"),
-                    how: format!("[plugin.{plugin}] env = [\"{var}\"]  (or --allow-env {plugin}={var})"),
+                    how: format!(
+                        "[plugin.{plugin}] env = [\"{var}\"] or settings = {{ {var} = \"value\" }}  (or --allow-env {plugin}={var})"
+                    ),
                 });
             }
         }
@@ -176,6 +184,9 @@ impl Grants {
             }
         }
         out.net = Arc::new(net);
+        let (exec, exec_missing) = crate::process::effective(plugin, &request.exec, &grant.exec);
+        out.exec = Arc::new(exec);
+        missing.extend(exec_missing);
         (out, missing)
     }
 
@@ -229,6 +240,8 @@ pub struct HostState {
     pub tool: String,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
+    /// Programs this call may run (none unless [`HostState::with_process`]).
+    pub process: crate::process::ProcessCall,
     /// Bytes written and entries created in granted directories, against the call's quota.
     pub meter: Arc<CallMeter>,
     /// What the `log` import kept and dropped in this call.
@@ -240,6 +253,7 @@ impl HostState {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
         let limits = crate::config::Limits::default();
+        let process = crate::process::ProcessCall::none(plugin.clone());
         HostState {
             wasi,
             table,
@@ -249,7 +263,14 @@ impl HostState {
             net,
             meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
             log: CallLog::new(&limits, None),
+            process,
         }
+    }
+
+    /// Let this call run the programs `process` grants.
+    pub fn with_process(mut self, process: crate::process::ProcessCall) -> Self {
+        self.process = process;
+        self
     }
 
     /// Set the call's disk quota and log budget (the defaults of [`crate::config::Limits`]

@@ -7,15 +7,14 @@
 
 use crate::config::{Config, Limits};
 use crate::manifest::ToolSpec;
-use crate::registry::ToolEntry;
+use crate::registry::{LoadedPlugin, ToolEntry};
 
 /// What a tool is, as the operator's host presents and enforces it.
 #[derive(Debug, Clone)]
 pub struct ToolView<'a> {
     pub spec: &'a ToolSpec,
     pub plugin: &'a str,
-    /// Needs confirmation under the danger policy: the manifest says so, or the operator marked
-    /// it with `[tool.NAME] danger = true`.
+    /// Needs confirmation under the danger policy (see [`is_dangerous`]).
     pub dangerous: bool,
     /// The manifest declares the tool read-only. This is the author's claim about what the tool
     /// does; see [`ToolView::advertise_read_only`] for what clients are told.
@@ -28,17 +27,13 @@ pub struct ToolView<'a> {
 impl<'a> ToolView<'a> {
     /// The view of one registry entry under `config`.
     pub fn new(entry: &'a ToolEntry, config: &Config) -> ToolView<'a> {
-        Self::of(entry.spec(), &entry.plugin.name, config)
-    }
-
-    /// The view of a tool spec declared by `plugin`.
-    pub fn of(spec: &'a ToolSpec, plugin: &'a str, config: &Config) -> ToolView<'a> {
+        let spec = entry.spec();
         ToolView {
             spec,
-            plugin,
-            dangerous: is_dangerous(spec, config),
+            plugin: &entry.plugin.name,
+            dangerous: is_dangerous(spec, &entry.plugin, config),
             read_only: spec.read_only,
-            limits: config.limits_for(plugin, &spec.name, spec.output_limit),
+            limits: config.limits_for(&entry.plugin.name, &spec.name, spec.output_limit),
         }
     }
 
@@ -79,8 +74,19 @@ impl<'a> ToolView<'a> {
     }
 }
 
-/// Whether calls of `spec` need confirmation: the manifest's `danger`, or the operator's
-/// `[tool.NAME] danger = true`. The executor decides with this same function.
-pub fn is_dangerous(spec: &ToolSpec, config: &Config) -> bool {
-    spec.danger || config.tool_marked_dangerous(&spec.name)
+/// Whether calls of `spec` (a tool of `plugin`) need confirmation. The executor decides with
+/// this same function.
+///
+/// - the operator's `[tool.NAME] danger = true`, or the manifest's `danger`: dangerous (the
+///   operator can add danger to a tool, never take away what its author declared);
+/// - a tool of a plugin the operator granted programs to run (`exec`): dangerous, unless the
+///   operator says `[tool.NAME] danger = false`;
+/// - otherwise not.
+pub fn is_dangerous(spec: &ToolSpec, plugin: &LoadedPlugin, config: &Config) -> bool {
+    match config.tools.get(&spec.name).and_then(|t| t.danger) {
+        Some(true) => true,
+        _ if spec.danger => true,
+        Some(false) => false,
+        None => !plugin.grants.exec.is_empty(),
+    }
 }

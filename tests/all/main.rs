@@ -13,6 +13,7 @@ mod manifests;
 mod mcp;
 mod net;
 mod polyglot;
+mod process;
 mod protocols;
 mod reliability;
 mod reload;

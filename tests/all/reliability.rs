@@ -43,7 +43,13 @@ pub fn record_summary(section: &str, line: &str) {
 }
 
 fn env() -> Env {
-    let mut env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::TEXT, plugin_artifacts::LIAR]);
+    let mut env = Env::with(&[
+        plugin_artifacts::HOSTILE,
+        plugin_artifacts::TEXT,
+        plugin_artifacts::LIAR,
+        plugin_artifacts::SYSTEM,
+    ]);
+    crate::process::grant_programs(&mut env.config);
     env.config.limits.timeout_ms = 300;
     env.config.limits.memory_mb = 32;
     env.config.grant_workspace("hostile", FsMode::ReadOnly);
@@ -212,6 +218,43 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             args: vec!["precious.txt".into()],
             expect: Fail(ErrorKind::Denied, "dangerous"),
         },
+        case(
+            "a program that is not granted is refused, naming the grant",
+            "run",
+            &["git", "status"],
+            Fail(ErrorKind::ToolError, "--allow-run sys=git"),
+        ),
+        case(
+            "a relative program path is refused",
+            "run",
+            &["./echo", "hello"],
+            Fail(ErrorKind::ToolError, "relative program path"),
+        ),
+        case(
+            "arguments outside the granted patterns are refused",
+            "run",
+            &["echo", "rm -rf /"],
+            Fail(ErrorKind::ToolError, "do not match"),
+        ),
+        case(
+            "a shell metacharacter stays one literal argument",
+            "run",
+            &["printf", r#"["<%s>", "a; rm -rf / $(id)"]"#],
+            Ok("<a; rm -rf / $(id)>", false),
+        ),
+        case(
+            "a program past the call's deadline is killed",
+            "run",
+            &["sleep", "30"],
+            Fail(ErrorKind::Timeout, "timed out after 300 ms"),
+        ),
+        case(
+            "a flood of program output is capped and the program stopped",
+            "run",
+            &["yes", ""],
+            Ok("[output cut at the host's limit", true),
+        ),
+        case("a program inherits no environment variable", "run", &["env", ""], OkWithout("", "PATH=")),
         case(
             "an unknown tool names close ones",
             "ech",

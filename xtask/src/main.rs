@@ -9,8 +9,8 @@ const HELP: &str = "\
 cargo xtask <task>
 
 tasks:
-  plugins   build the example plugins: the Rust ones for wasm32-wasip2 (files, text, web
-            are copied into target/plugins/), then the Python (notes) and JavaScript
+  plugins   build the example plugins: the Rust ones for wasm32-wasip2 (files, text, web,
+            system are copied into target/plugins/), then the Python (notes) and JavaScript
             (datakit) ones with `toolhost build` (toolchains installed into target/toolchains)
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
@@ -101,7 +101,7 @@ fn plugins() -> Result<PathBuf> {
         .arg(&build_dir))?;
     let out = root.join("target/plugins");
     std::fs::create_dir_all(&out)?;
-    for name in ["files", "text", "web"] {
+    for name in ["files", "text", "web", "system"] {
         let from = build_dir.join(format!("wasm32-wasip2/release/{name}.wasm"));
         let to = out.join(format!("{name}.wasm"));
         // Write-then-rename, so a running host never sees half a file.
