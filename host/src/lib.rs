@@ -10,17 +10,20 @@
 pub mod approvals;
 pub mod call;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod dev;
 pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod net;
+pub mod oci;
 pub mod protocol;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
+pub mod signing;
 
 pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};

@@ -3,6 +3,7 @@
 
 mod cli;
 mod core_tools;
+mod distribution;
 mod hostile;
 mod load;
 mod loading;
