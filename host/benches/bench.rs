@@ -196,6 +196,45 @@ fn main() {
         ),
     );
 
+    // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
+    // the executor, on an engine with the quota (as every host has it) and on one without.
+    let write_4k = "x".repeat(4096);
+    let mut quota_rows = Vec::new();
+    for disk_quota in [false, true] {
+        let mut cfg = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
+        cfg.set_workspace(&ws);
+        cfg.grant_workspace("files", FsMode::ReadWrite);
+        let pool =
+            toolhost::runtime::Pool { concurrent_calls: cfg.concurrency, max_memory_mb: cfg.max_memory_mb() };
+        let rt = Runtime::with_disk_quota(cfg.stack_kb, None, Some(pool), disk_quota).unwrap();
+        let reg = Registry::load(&rt, &cfg).unwrap();
+        let h = Arc::new(Toolhost::from_parts(rt, Arc::new(cfg), reg, Arc::new(AlwaysConfirm)));
+        let call = ToolCall::new("write", ["out-4k.txt", write_4k.as_str()]);
+        let s = stats(tokio_rt.block_on(sample(n, || {
+            let h = h.clone();
+            let call = call.clone();
+            async move {
+                let o = h.call(&call).await;
+                assert!(o.success, "{o:?}");
+            }
+        })));
+        quota_rows.push(s);
+    }
+    let (off, on) = (&quota_rows[0], &quota_rows[1]);
+    line(format!(
+        "| `write` of 4 KiB, no disk quota (engine without it) | {} | {} | {} |",
+        us(off.p50),
+        us(off.p99),
+        ratio(off)
+    ));
+    line(format!(
+        "| `write` of 4 KiB with the disk quota (p50 {:+.1}% vs without; target within 5%) | {} | {} | {} |",
+        (on.p50.as_secs_f64() / off.p50.as_secs_f64() - 1.0) * 100.0,
+        us(on.p50),
+        us(on.p99),
+        ratio(on)
+    ));
+
     line(String::new());
     line("## Throughput (`echo`, calls/s)".into());
     line(String::new());

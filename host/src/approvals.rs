@@ -170,6 +170,11 @@ pub fn extra(requested: &Capabilities, approved: &Capabilities) -> Vec<String> {
             out.push(format!("secret {s}"));
         }
     }
+    for e in &requested.exec {
+        if !approved.exec.iter().any(|a| a == e || a == "*") {
+            out.push(format!("exec {e}"));
+        }
+    }
     out
 }
 

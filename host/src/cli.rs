@@ -27,6 +27,7 @@ Examples:
   toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
   toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
   toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
+  toolhost --plugins target/plugins --allow-run system=git call -y run git status
   toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
 Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr.";
@@ -65,6 +66,11 @@ pub struct GlobalArgs {
     /// Grant PLUGIN HTTP access to HOST (`example.com`, `*.example.com`, `*`), if it requests it
     #[arg(long = "allow-net", global = true, value_name = "PLUGIN=HOST")]
     pub allow_net: Vec<String>,
+    /// Let PLUGIN run PROGRAM (a name, resolved now by your PATH, or an absolute path) with any
+    /// arguments, an empty environment, in the workspace, if it requests it; its tools become
+    /// dangerous (confirmed per call) unless `[tool.NAME] danger = false`
+    #[arg(long = "allow-run", global = true, value_name = "PLUGIN=PROGRAM")]
+    pub allow_run: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
     #[arg(long, global = true)]
     pub no_cache: bool,
@@ -124,7 +130,8 @@ pub enum Command {
 MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
       \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
-Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp")]
+Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
+With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>")]
     Serve {
         /// Quiet time after the last file event before the folder is rescanned
         #[arg(long, value_name = "MS", default_value_t = 150)]
@@ -143,15 +150,61 @@ Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at 
         /// by default any request with an Origin header is refused
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
+        /// With --http: serve on a non-loopback address even though no `[mcp] tokens` are
+        /// configured, so anyone who can reach the address can call the tools
+        #[arg(long = "allow-unauthenticated-remote", requires = "http")]
+        allow_unauthenticated_remote: bool,
     },
-    /// Rebuild a plugin crate for wasm32-wasip2 on every save and drop the .wasm into the
-    /// plugins folder (created if missing); a running `toolhost serve` picks it up
+    /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
+    /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
     Dev {
-        /// The plugin crate: a folder with a Cargo.toml building a cdylib
+        /// The plugin project: a Rust crate (Cargo.toml), a Python project (pyproject.toml with
+        /// [tool.toolhost], or app.py) or a JS project (package.json with "toolhost")
+        #[arg(default_value = ".")]
         path: PathBuf,
         /// Quiet time after the last source change before rebuilding
         #[arg(long, value_name = "MS", default_value_t = 150)]
         debounce_ms: u64,
+    },
+    /// Build a plugin project into a .wasm with its manifest derived from the code and
+    /// embedded: a Rust crate (cargo, wasm32-wasip2), a Python project (componentize-py) or a
+    /// JavaScript project (jco componentize). The result is checked with the host's own
+    /// manifest reader before it is written
+    #[command(after_help = "\
+Toolchains are installed at pinned versions on first use into $TOOLHOST_TOOLCHAINS
+(default: $XDG_CACHE_HOME/toolhost/toolchains): componentize-py for Python (needs python3),
+jco + componentize-qjs for JavaScript (needs node and npm). Nothing is installed globally.
+
+Examples:
+  toolhost new notes --lang python && toolhost build notes
+  toolhost build . --install ./plugins")]
+    Build {
+        /// The plugin project's folder
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Where to write the component [default: DIR/NAME.wasm]
+        #[arg(long, short, value_name = "FILE", conflicts_with = "install")]
+        output: Option<PathBuf>,
+        /// Install into this plugins folder as NAME.wasm (write-then-rename, safe while a host
+        /// watches the folder)
+        #[arg(long, value_name = "PLUGINS_DIR")]
+        install: Option<PathBuf>,
+    },
+    /// Create a plugin project with one example tool and a test; it builds with
+    /// `toolhost build` and loads unchanged
+    New {
+        /// The plugin's name (lower-case letters, digits, `_`, `-`); also the folder's name
+        name: String,
+        /// The language
+        #[arg(long, value_enum, default_value_t = crate::build::Lang::Rust)]
+        lang: crate::build::Lang,
+        /// Create the project inside this folder [default: the current folder]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Rust only: the toolhost-sdk folder the project depends on [default: the plugin-sdk/
+        /// of the checkout toolhost was built from]
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
     },
     /// Embed a manifest into a component built without toolhost-sdk (componentize-py,
     /// componentize-js, TinyGo, …); the manifest has the fields `inspect --json` shows
@@ -172,6 +225,9 @@ Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at 
         /// The plugin name (as `list` shows it)
         plugin: String,
     },
+    /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
+    /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
+    Chat(crate::commands::chat::ChatArgs),
     /// Push a plugin to an OCI registry (the component as the layer, its manifest as the config)
     Publish(crate::commands::publish::Args),
     /// Pull a plugin from an OCI registry into the plugins folder and record it in toolhost.lock
@@ -272,6 +328,12 @@ pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
         };
         cfg.grant_net(plugin, host)?;
     }
+    for pp in &g.allow_run {
+        let Some((plugin, program)) = pp.split_once('=') else {
+            bail!("--allow-run takes PLUGIN=PROGRAM, got {pp:?}");
+        };
+        cfg.grant_run(plugin, program)?;
+    }
     if let Some(d) = g.danger {
         cfg.danger = d;
     }
@@ -306,7 +368,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&list_json(&reg))?);
             } else {
-                print!("{}", render_list(&reg));
+                print!("{}", render_list(&reg, &host.config));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -314,7 +376,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let reply = read_input(file.as_deref())?;
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
-            let host = open(&cli.global, confirm)?;
+            let host = open_reporting(&cli.global, confirm)?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             match format {
                 ReplyFormat::Text => {
@@ -375,17 +437,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Prompt => {
-            let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
-            print!("{}", text::prompt(&host.registry.load()));
+            let host = open_reporting(&cli.global, Arc::new(crate::executor::NoConfirm))?;
+            print!("{}", text::prompt(&host.registry.load(), &host.config));
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema { format: SchemaFormat::Openai } => {
-            let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
-            let tools = openai::tools(&host.registry.load(), Some(&host.executor))?;
+            let host = open_reporting(&cli.global, Arc::new(crate::executor::NoConfirm))?;
+            let tools = openai::tools(&host.registry.load(), &host.config)?;
             println!("{}", serde_json::to_string_pretty(&tools)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin } => {
+        Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin, allow_unauthenticated_remote } => {
             let cfg = resolve_config(&cli.global)?;
             if !cfg.plugins_dir.is_dir() {
                 bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
@@ -393,14 +455,57 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let debounce = Duration::from_millis(debounce_ms);
             if mcp {
+                let tokens =
+                    if http.is_some() { crate::protocol::mcp::load_tokens(&cfg)? } else { Vec::new() };
+                if let Some(addr) = http {
+                    crate::protocol::mcp::check_exposure(addr, &tokens, allow_unauthenticated_remote)?;
+                }
                 let options = crate::protocol::mcp::HttpOptions {
                     allowed_hosts: allow_host,
                     allowed_origins: allow_origin,
+                    tokens,
                 };
                 rt.block_on(serve_mcp(cfg, debounce, http, options))
             } else {
                 rt.block_on(serve(cfg, debounce))
             }
+        }
+        Command::Build { dir, output, install } => {
+            let project = crate::build::Project::locate(&dir)?;
+            eprintln!("toolhost build: {} project {} …", project.lang(), project.dir().display());
+            let built = project.build(&crate::build::Toolchains::from_env())?;
+            let to = match (output, install) {
+                (Some(out), _) => {
+                    built.write(&out)?;
+                    out
+                }
+                (None, Some(plugins)) => built.install(&plugins)?,
+                (None, None) => {
+                    let out = project.dir().join(format!("{}.wasm", built.manifest.name));
+                    built.write(&out)?;
+                    out
+                }
+            };
+            let tools: Vec<String> = built.manifest.tools.iter().map(|t| t.signature()).collect();
+            eprintln!(
+                "toolhost build: {} {} ({} tool{}: {}) in {:.1}s → {} ({} KiB)",
+                built.manifest.name,
+                built.manifest.version,
+                tools.len(),
+                if tools.len() == 1 { "" } else { "s" },
+                tools.join(", "),
+                built.seconds,
+                to.display(),
+                built.bytes.len() / 1024
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::New { name, lang, dir, sdk } => {
+            let parent = dir.unwrap_or_else(|| PathBuf::from("."));
+            let created = crate::scaffold::create(&parent, &name, lang, sdk.as_deref())?;
+            println!("created {} ({lang})", created.display());
+            println!("next: toolhost build {0} && toolhost --plugins {0} list", created.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Dev { path, debounce_ms } => {
             let cfg = resolve_config(&cli.global)?;
@@ -409,13 +514,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(dev(cfg, &path, Duration::from_millis(debounce_ms)))
         }
+        Command::Chat(args) => crate::commands::chat::run(&cli.global, args),
         Command::Call { tool, args, yes, json } => {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
-            let host = open(&cli.global, confirm)?;
-            for f in host.registry.load().failures() {
-                tracing::warn!("skipped {f}");
-            }
+            let host = open_reporting(&cli.global, confirm)?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let outcome = rt.block_on(host.call(&ToolCall { name: tool, args }));
             if json {
@@ -463,7 +566,11 @@ async fn serve_mcp(
             eprint_change(&c);
         }
     });
-    let server = McpServer::new(host.executor.clone(), Some(reloader.clone()));
+    let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
+        .with_approval_ttl(host.config.mcp.approval_ttl)?;
+    if http.is_some() && !options.tokens.is_empty() {
+        server = server.private_listing();
+    }
     match http {
         None => {
             eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
@@ -477,7 +584,13 @@ async fn serve_mcp(
                 .await
                 .with_context(|| format!("cannot listen on {addr}"))?;
             let bound = listener.local_addr()?;
-            if !bound.ip().is_loopback() {
+            if !options.tokens.is_empty() {
+                let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
+                eprintln!(
+                    "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
+                    names.join(", ")
+                );
+            } else if !bound.ip().is_loopback() {
                 tracing::warn!(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );
@@ -541,39 +654,44 @@ async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
 
 async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<ExitCode> {
     use notify::Watcher;
-    let krate = crate::dev::PluginCrate::locate(path)?;
+    let project = crate::build::Project::locate(path)?;
+    let toolchains = crate::build::Toolchains::from_env();
     let plugins_dir = cfg.plugins_dir.clone();
     let (_host, reloader, _watch) = live_host(cfg, debounce).await?;
     let mut changes = reloader.subscribe();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let k = krate.clone();
+    let p = project.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res
             && crate::reload::is_change(&ev)
-            && ev.paths.iter().any(|p| k.is_source(p))
+            && ev.paths.iter().any(|path| p.is_source(path))
         {
             let _ = tx.send(());
         }
     })?;
-    watcher.watch(krate.dir(), notify::RecursiveMode::Recursive)?;
+    watcher.watch(project.dir(), notify::RecursiveMode::Recursive)?;
     eprintln!(
-        "toolhost dev: watching {} → {} (Ctrl-C to stop)",
-        krate.dir().display(),
+        "toolhost dev: watching {} ({}) → {} (Ctrl-C to stop)",
+        project.dir().display(),
+        project.lang(),
         plugins_dir.display()
     );
-    let build = |k: crate::dev::PluginCrate, dir: std::path::PathBuf| async move {
-        let started = std::time::Instant::now();
-        eprintln!("toolhost dev: building {} …", k.name);
-        let result = tokio::task::spawn_blocking(move || k.build().and_then(|_| k.install(&dir))).await;
+    let build = |p: crate::build::Project, t: crate::build::Toolchains, dir: std::path::PathBuf| async move {
+        eprintln!("toolhost dev: building {} …", p.dir().display());
+        let result = tokio::task::spawn_blocking(move || {
+            let built = p.build(&t)?;
+            crate::dev::approve_own_build(&dir, &built.manifest);
+            let to = built.install(&dir)?;
+            anyhow::Ok((built.seconds, to))
+        })
+        .await;
         match result {
-            Ok(Ok(to)) => {
-                eprintln!("toolhost dev: built in {:.1}s → {}", started.elapsed().as_secs_f64(), to.display())
-            }
+            Ok(Ok((secs, to))) => eprintln!("toolhost dev: built in {secs:.1}s → {}", to.display()),
             Ok(Err(e)) => eprintln!("toolhost dev: {e:#}"),
             Err(e) => eprintln!("toolhost dev: build task failed: {e}"),
         }
     };
-    build(krate.clone(), plugins_dir.clone()).await;
+    build(project.clone(), toolchains.clone(), plugins_dir.clone()).await;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
@@ -583,7 +701,7 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
             ev = rx.recv() => {
                 if ev.is_none() { return Ok(ExitCode::SUCCESS) }
                 while let Ok(Some(())) = tokio::time::timeout(debounce, rx.recv()).await {}
-                build(krate.clone(), plugins_dir.clone()).await;
+                build(project.clone(), toolchains.clone(), plugins_dir.clone()).await;
             }
         }
     }
@@ -661,6 +779,17 @@ fn open(g: &GlobalArgs, confirm: Arc<dyn Confirm>) -> Result<Toolhost> {
     Toolhost::load(cfg, confirm)
 }
 
+/// Load the plugins for a command that shows no table of them (`call`, `run`, `prompt`,
+/// `schema`): each file that failed to load is reported once, here. The registry itself only
+/// returns failures; `list` shows them in its table and `serve` as `!` lines.
+fn open_reporting(g: &GlobalArgs, confirm: Arc<dyn Confirm>) -> Result<Toolhost> {
+    let host = open(g, confirm)?;
+    for f in host.registry.load().failures() {
+        tracing::warn!("skipped {f}");
+    }
+    Ok(host)
+}
+
 /// Human-readable manifest, as `inspect` prints it.
 pub fn render_manifest(m: &Manifest) -> String {
     let mut out = format!("plugin {} {} (manifest format {})\n", m.name, m.version, m.format);
@@ -706,25 +835,18 @@ fn requests(m: &Manifest) -> String {
     parts.extend(c.env.iter().map(|e| format!("env {e}")));
     parts.extend(c.net.iter().map(|n| format!("net {n}")));
     parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
+    parts.extend(c.exec.iter().map(|e| format!("exec {e}")));
     if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
 }
 
 /// The `list` table.
-pub fn render_list(reg: &Registry) -> String {
+pub fn render_list(reg: &Registry, config: &Config) -> String {
     let mut rows: Vec<[String; 4]> =
         vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "DESCRIPTION".into()]];
     for t in reg.tools() {
-        let s = t.spec();
-        let mut flags = Vec::new();
-        if s.danger {
-            flags.push("danger");
-        }
-        if s.read_only {
-            flags.push("read-only");
-        }
-        if s.rest {
-            flags.push("rest");
-        }
+        let view = crate::view::ToolView::new(t, config);
+        let s = view.spec;
+        let flags = view.flags();
         rows.push([s.signature(), t.plugin.name.to_string(), flags.join(","), s.description.clone()]);
     }
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
@@ -748,6 +870,7 @@ pub fn render_list(reg: &Registry) -> String {
             .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
             .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
             .chain(net_granted(&p.grants.net))
+            .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
             .collect();
         out.push_str(&format!(
             "{} {} ({})\n  requested: {}\n  granted:   {}\n",
@@ -810,6 +933,14 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                     "net": net_granted_hosts(&p.grants.net),
                     "netPrivate": p.grants.net.private,
                     "secrets": p.grants.net.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
+                    "exec": p.grants.exec.granted.iter().map(|g| json!({
+                        "name": g.grant.name,
+                        "program": g.grant.program,
+                        "args": g.grant.args.as_ref().map(|a| a.iter().map(|p| p.text.clone()).collect::<Vec<_>>()),
+                        "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                        "cwd": g.grant.cwd,
+                        "detach": g.grant.detach,
+                    })).collect::<Vec<_>>(),
                 },
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,

@@ -46,6 +46,45 @@ struct RawConfig {
     /// Per-registry credentials and transport (see `oci`).
     #[serde(default)]
     registry: BTreeMap<String, crate::oci::RawRegistry>,
+    #[serde(default)]
+    model: RawModel,
+    #[serde(default)]
+    mcp: RawMcp,
+}
+
+/// `[model]`: the model `toolhost chat` talks to.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+    api_key_secret: Option<String>,
+    protocol: Option<crate::agent::Protocol>,
+    max_steps: Option<usize>,
+    system: Option<String>,
+    temperature: Option<f64>,
+    timeout_s: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    /// Bearer tokens accepted by `serve --mcp --http`.
+    #[serde(default)]
+    tokens: Vec<RawMcpToken>,
+    /// Seconds a 2026-07-28 client has to answer a danger confirmation.
+    approval_ttl_s: Option<u64>,
+}
+
+/// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcpToken {
+    name: String,
+    secret: Option<String>,
+    env: Option<String>,
+    file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -55,6 +94,10 @@ struct RawNet {
     max_response_kb: Option<u64>,
     max_redirects: Option<u32>,
     max_requests_per_call: Option<u32>,
+    /// Largest request body a plugin may send (KiB).
+    max_request_kb: Option<u64>,
+    /// Bytes one call may send and receive over HTTP in total (MiB).
+    max_transfer_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,6 +121,14 @@ struct RawLimits {
     stack_kb: Option<usize>,
     max_plugin_mb: Option<u64>,
     concurrency: Option<u32>,
+    /// Default cap on one plugin's concurrent calls (default: half of `concurrency`).
+    plugin_concurrency: Option<u32>,
+    /// Log lines per second per plugin, across its calls (burst: ten seconds' worth).
+    log_rate: Option<u32>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,9 +158,22 @@ struct RawPlugin {
     net_private: Option<bool>,
     #[serde(default)]
     secrets: Vec<String>,
+    /// Programs it may run (see `crate::process`).
+    #[serde(default)]
+    exec: Vec<crate::process::RawExec>,
+    /// Values the operator gives the plugin, seen by it as environment variables of these
+    /// names (only names its manifest requests with `env`).
+    #[serde(default)]
+    settings: BTreeMap<String, String>,
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
+    /// At most this many calls of this plugin at once.
+    concurrency: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +193,49 @@ struct RawTool {
     timeout_ms: Option<u64>,
     memory_mb: Option<u64>,
     output_limit: Option<usize>,
+    write_mb: Option<u64>,
+    create_limit: Option<u32>,
+    log_kb: Option<u64>,
+    log_lines: Option<u32>,
+}
+
+fn resolve_mcp(
+    raw: RawMcp,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<McpSettings, String> {
+    let mut out = McpSettings::default();
+    if let Some(s) = raw.approval_ttl_s {
+        if !(1..=3600).contains(&s) {
+            return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
+        }
+        out.approval_ttl = std::time::Duration::from_secs(s);
+    }
+    for (i, t) in raw.tokens.into_iter().enumerate() {
+        let key = format!("mcp.tokens[{i}]");
+        if t.name.is_empty() || out.tokens.iter().any(|(n, _)| *n == t.name) {
+            return Err(format!(
+                "{key}: name {:?} is empty or used twice; give each token its own name",
+                t.name
+            ));
+        }
+        let own = format!("mcp token `{}`", t.name);
+        let source = match (t.secret, t.env, t.file) {
+            (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
+                format!("{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\"")
+            })?,
+            (None, Some(var), None) => SecretSource { name: own, from: SecretFrom::Env(var), hosts: vec![] },
+            (None, None, Some(f)) => SecretSource { name: own, from: SecretFrom::File(base.join(f)), hosts: vec![] },
+            _ => {
+                return Err(format!(
+                    "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
+                     `file = \"path\"`; a token's value never goes in the config file"
+                ));
+            }
+        };
+        out.tokens.push((t.name, source));
+    }
+    Ok(out)
 }
 
 /// What happens when a `danger` tool is called.
@@ -160,11 +267,27 @@ pub struct Limits {
     pub timeout_ms: u64,
     pub memory_mb: u64,
     pub output_limit: usize,
+    /// Bytes one call may write to granted directories (writes, appends, `set-size` growth), MiB.
+    pub write_mb: u64,
+    /// Files and directories one call may create in granted directories.
+    pub create_limit: u32,
+    /// Bytes of `log` messages kept per call (KiB); the rest is counted and dropped.
+    pub log_kb: u64,
+    /// `log` lines kept per call; the rest is counted and dropped.
+    pub log_lines: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { timeout_ms: 10_000, memory_mb: 64, output_limit: 10_000 }
+        Limits {
+            timeout_ms: 10_000,
+            memory_mb: 64,
+            output_limit: 10_000,
+            write_mb: 64,
+            create_limit: 1000,
+            log_kb: 64,
+            log_lines: 1000,
+        }
     }
 }
 
@@ -174,6 +297,10 @@ pub struct LimitOverrides {
     pub timeout_ms: Option<u64>,
     pub memory_mb: Option<u64>,
     pub output_limit: Option<usize>,
+    pub write_mb: Option<u64>,
+    pub create_limit: Option<u32>,
+    pub log_kb: Option<u64>,
+    pub log_lines: Option<u32>,
 }
 
 impl LimitOverrides {
@@ -186,6 +313,18 @@ impl LimitOverrides {
         }
         if let Some(v) = self.output_limit {
             l.output_limit = v;
+        }
+        if let Some(v) = self.write_mb {
+            l.write_mb = v;
+        }
+        if let Some(v) = self.create_limit {
+            l.create_limit = v;
+        }
+        if let Some(v) = self.log_kb {
+            l.log_kb = v;
+        }
+        if let Some(v) = self.log_lines {
+            l.log_lines = v;
         }
     }
 }
@@ -219,7 +358,13 @@ pub struct PluginConfig {
     pub net_private: bool,
     /// Names of secrets (defined under `[secrets.NAME]`).
     pub secrets: Vec<String>,
+    /// Programs it may run.
+    pub exec: Vec<crate::process::ExecGrant>,
+    /// Environment variables given by value in the config (`settings = { NAME = "value" }`).
+    pub settings: BTreeMap<String, String>,
     pub limits: LimitOverrides,
+    /// At most this many calls of the plugin at once (default: [`Config::plugin_concurrency`]).
+    pub concurrency: Option<u32>,
 }
 
 /// Network settings for every plugin.
@@ -231,6 +376,10 @@ pub struct NetSettings {
     pub max_response_bytes: u64,
     pub max_redirects: u32,
     pub max_requests_per_call: u32,
+    /// Request bodies larger than this are refused before anything is sent.
+    pub max_request_bytes: u64,
+    /// Bytes one call may send (bodies) and receive (bodies) over HTTP in total.
+    pub max_transfer_bytes: u64,
 }
 
 impl Default for NetSettings {
@@ -240,6 +389,8 @@ impl Default for NetSettings {
             max_response_bytes: 2 * 1024 * 1024,
             max_redirects: 5,
             max_requests_per_call: 32,
+            max_request_bytes: 1024 * 1024,
+            max_transfer_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -290,6 +441,24 @@ pub struct ToolConfig {
     pub limits: LimitOverrides,
 }
 
+/// `[model]`, resolved: the model `toolhost chat` talks to (command-line flags override it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelConfig {
+    /// The API root, e.g. `http://localhost:11434/v1`.
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The API key is read from this environment variable…
+    pub api_key_env: Option<String>,
+    /// …or from this `[secrets.NAME]` entry.
+    pub api_key_secret: Option<String>,
+    pub protocol: Option<crate::agent::Protocol>,
+    pub max_steps: Option<usize>,
+    pub system: Option<String>,
+    pub temperature: Option<f64>,
+    /// Longest silence from the server, in seconds.
+    pub timeout_s: Option<u64>,
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -304,6 +473,11 @@ pub struct Config {
     pub max_plugin_bytes: u64,
     /// Calls that may run at once (more wait); sizes the instance pool.
     pub concurrency: u32,
+    /// Calls of one plugin that may run at once, unless its section says otherwise; always
+    /// below `concurrency` when that is above 1, so one plugin cannot occupy every slot.
+    pub plugin_concurrency: u32,
+    /// `log` lines per second one plugin may put in the host log across its calls.
+    pub log_rate: u32,
     pub danger: DangerPolicy,
     /// Compiled-code cache directory; `None` keeps compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
@@ -315,6 +489,22 @@ pub struct Config {
     pub trust: crate::signing::Trust,
     /// `[registry."HOST"]`: credentials and transport for OCI registries.
     pub registries: BTreeMap<String, crate::oci::RegistryConfig>,
+    pub model: ModelConfig,
+    pub mcp: McpSettings,
+}
+
+/// The `[mcp]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    /// Bearer tokens for MCP over HTTP, by name (the name identifies the client in logs).
+    pub tokens: Vec<(String, SecretSource)>,
+    pub approval_ttl: std::time::Duration,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings { tokens: Vec::new(), approval_ttl: std::time::Duration::from_secs(300) }
+    }
 }
 
 impl Default for Config {
@@ -328,6 +518,8 @@ impl Default for Config {
             stack_kb: 512,
             max_plugin_bytes: 64 * 1024 * 1024,
             concurrency: 32,
+            plugin_concurrency: 16,
+            log_rate: 100,
             danger: DangerPolicy::Ask,
             cache_dir: crate::runtime::default_cache_dir(),
             net: NetSettings::default(),
@@ -336,6 +528,8 @@ impl Default for Config {
             tools: BTreeMap::new(),
             trust: crate::signing::Trust::default(),
             registries: BTreeMap::new(),
+            model: ModelConfig::default(),
+            mcp: McpSettings::default(),
         }
     }
 }
@@ -376,6 +570,10 @@ impl Config {
             timeout_ms: l.timeout_ms.unwrap_or(d.timeout_ms),
             memory_mb: l.memory_mb.unwrap_or(d.memory_mb),
             output_limit: l.output_limit.unwrap_or(d.output_limit),
+            write_mb: l.write_mb.unwrap_or(d.write_mb),
+            create_limit: l.create_limit.unwrap_or(d.create_limit),
+            log_kb: l.log_kb.unwrap_or(d.log_kb),
+            log_lines: l.log_lines.unwrap_or(d.log_lines),
         };
         cfg.stack_kb = l.stack_kb.unwrap_or(cfg.stack_kb);
         if let Some(mb) = l.max_plugin_mb {
@@ -387,6 +585,10 @@ impl Config {
                 timeout_ms: Some(cfg.limits.timeout_ms),
                 memory_mb: Some(cfg.limits.memory_mb),
                 output_limit: Some(cfg.limits.output_limit),
+                write_mb: Some(cfg.limits.write_mb),
+                create_limit: Some(cfg.limits.create_limit),
+                log_kb: Some(cfg.limits.log_kb),
+                log_lines: Some(cfg.limits.log_lines),
             },
         )
         .map_err(invalid)?;
@@ -398,6 +600,22 @@ impl Config {
                 return Err(invalid(format!("limits.concurrency = {c} is outside 1..=1024")));
             }
             cfg.concurrency = c;
+        }
+        cfg.plugin_concurrency = match l.plugin_concurrency {
+            Some(c) if !(1..=cfg.concurrency).contains(&c) => {
+                return Err(invalid(format!(
+                    "limits.plugin_concurrency = {c} is outside 1..={} (limits.concurrency)",
+                    cfg.concurrency
+                )));
+            }
+            Some(c) => c,
+            None => default_plugin_concurrency(cfg.concurrency),
+        };
+        if let Some(r) = l.log_rate {
+            if r == 0 {
+                return Err(invalid("limits.log_rate must be at least 1 (lines per second)".into()));
+            }
+            cfg.log_rate = r;
         }
         if cfg.max_plugin_bytes == 0 {
             return Err(invalid("limits.max_plugin_mb must be at least 1".into()));
@@ -416,11 +634,16 @@ impl Config {
             max_response_bytes: n.max_response_kb.map(|kb| kb * 1024).unwrap_or(dn.max_response_bytes),
             max_redirects: n.max_redirects.unwrap_or(dn.max_redirects),
             max_requests_per_call: n.max_requests_per_call.unwrap_or(dn.max_requests_per_call),
+            max_request_bytes: n.max_request_kb.map(|kb| kb * 1024).unwrap_or(dn.max_request_bytes),
+            max_transfer_bytes: n.max_transfer_mb.map(|mb| mb * 1024 * 1024).unwrap_or(dn.max_transfer_bytes),
         };
         if cfg.net.timeout_ms == 0 || cfg.net.max_response_bytes == 0 || cfg.net.max_requests_per_call == 0 {
             return Err(invalid(
                 "net.timeout_ms, net.max_response_kb and net.max_requests_per_call must be at least 1".into(),
             ));
+        }
+        if cfg.net.max_request_bytes == 0 || cfg.net.max_transfer_bytes == 0 {
+            return Err(invalid("net.max_request_kb and net.max_transfer_mb must be at least 1".into()));
         }
         for (name, sec) in raw.secrets {
             let key = format!("secrets.{name}");
@@ -438,6 +661,7 @@ impl Config {
             }
             cfg.secrets.insert(name.clone(), SecretSource { name, from, hosts: sec.hosts });
         }
+        cfg.mcp = resolve_mcp(raw.mcp, &cfg.secrets, base).map_err(invalid)?;
         for (name, p) in raw.plugin {
             let key = format!("plugin.{name}");
             let mut grant = PluginConfig {
@@ -445,13 +669,28 @@ impl Config {
                     timeout_ms: p.timeout_ms,
                     memory_mb: p.memory_mb,
                     output_limit: p.output_limit,
+                    write_mb: p.write_mb,
+                    create_limit: p.create_limit,
+                    log_kb: p.log_kb,
+                    log_lines: p.log_lines,
                 },
+                concurrency: p.concurrency,
                 env: p.env,
                 net: p.net,
                 net_private: p.net_private.unwrap_or(false),
                 secrets: p.secrets,
                 fs: Vec::new(),
+                exec: Vec::new(),
+                settings: p.settings,
             };
+            for (i, e) in p.exec.into_iter().enumerate() {
+                grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), base).map_err(&invalid)?);
+            }
+            for var in grant.settings.keys() {
+                if var.is_empty() || var.contains('=') || var.contains('\0') {
+                    return Err(invalid(format!("{key}.settings: {var:?} is not a variable name")));
+                }
+            }
             for (i, h) in grant.net.iter().enumerate() {
                 check_host_pattern(h).map_err(|m| invalid(format!("{key}.net[{i}]: {m}")))?;
             }
@@ -463,6 +702,14 @@ impl Config {
                 }
             }
             check_limits(&key, &grant.limits).map_err(invalid)?;
+            if let Some(c) = grant.concurrency
+                && !(1..=cfg.concurrency).contains(&c)
+            {
+                return Err(invalid(format!(
+                    "{key}.concurrency = {c} is outside 1..={} (limits.concurrency)",
+                    cfg.concurrency
+                )));
+            }
             for (i, fs) in p.fs.into_iter().enumerate() {
                 let g = resolve_fs(&cfg.workspace, base, &fs.path, fs.mode, fs.name)
                     .map_err(|m| invalid(format!("{key}.fs[{i}]: {m}")))?;
@@ -480,12 +727,17 @@ impl Config {
                 timeout_ms: t.timeout_ms,
                 memory_mb: t.memory_mb,
                 output_limit: t.output_limit,
+                write_mb: t.write_mb,
+                create_limit: t.create_limit,
+                log_kb: t.log_kb,
+                log_lines: t.log_lines,
             };
             check_limits(&format!("tool.{name}"), &limits).map_err(invalid)?;
             cfg.tools.insert(name, ToolConfig { danger: t.danger, limits });
         }
         cfg.trust = crate::signing::Trust::resolve(raw.trust, base).map_err(invalid)?;
         cfg.registries = crate::oci::RegistryConfig::resolve(raw.registry, &cfg.secrets).map_err(invalid)?;
+        cfg.model = resolve_model(raw.model, &cfg.secrets).map_err(invalid)?;
         Ok(cfg)
     }
 
@@ -558,6 +810,14 @@ impl Config {
                     out.secrets.push(v.clone());
                 }
             }
+            for g in &all.exec {
+                if !out.exec.iter().any(|e| e.program == g.program) {
+                    out.exec.push(g.clone());
+                }
+            }
+            for (k, v) in &all.settings {
+                out.settings.entry(k.clone()).or_insert_with(|| v.clone());
+            }
             out.net_private |= all.net_private;
         }
         out
@@ -584,6 +844,12 @@ impl Config {
         let overrides = self.plugins.values().filter_map(|p| p.limits.memory_mb);
         let tools = self.tools.values().filter_map(|t| t.limits.memory_mb);
         overrides.chain(tools).fold(self.limits.memory_mb, u64::max)
+    }
+
+    /// How many calls of `plugin` may run at once: its `[plugin.X] concurrency`, else
+    /// `[limits] plugin_concurrency`.
+    pub fn concurrency_for(&self, plugin: &str) -> u32 {
+        self.plugins.get(plugin).and_then(|p| p.concurrency).unwrap_or(self.plugin_concurrency).max(1)
     }
 
     /// Whether the operator marked `tool` dangerous.
@@ -613,6 +879,56 @@ pub fn check_host_pattern(p: &str) -> Result<(), String> {
     }
 }
 
+fn resolve_model(m: RawModel, secrets: &BTreeMap<String, SecretSource>) -> Result<ModelConfig, String> {
+    if let Some(u) = &m.base_url {
+        let ok = url::Url::parse(u).is_ok_and(|p| matches!(p.scheme(), "http" | "https"));
+        if !ok {
+            return Err(format!(
+                "model.base_url = {u:?} is not an http(s) URL; write the API root, e.g. \"http://localhost:11434/v1\""
+            ));
+        }
+    }
+    if m.api_key_env.is_some() && m.api_key_secret.is_some() {
+        return Err("model: give at most one of `api_key_env` and `api_key_secret`".into());
+    }
+    if let Some(v) = &m.api_key_env
+        && (v.is_empty() || v.contains('='))
+    {
+        return Err(format!("model.api_key_env = {v:?} is not a variable name"));
+    }
+    if let Some(s) = &m.api_key_secret
+        && !secrets.contains_key(s)
+    {
+        return Err(format!(
+            "model.api_key_secret: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
+        ));
+    }
+    if let Some(n) = m.max_steps
+        && !(1..=1000).contains(&n)
+    {
+        return Err(format!("model.max_steps = {n} is outside 1..=1000"));
+    }
+    if let Some(t) = m.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(format!("model.temperature = {t} is outside 0..=2"));
+    }
+    if m.timeout_s == Some(0) {
+        return Err("model.timeout_s must be at least 1".into());
+    }
+    Ok(ModelConfig {
+        base_url: m.base_url,
+        model: m.model,
+        api_key_env: m.api_key_env,
+        api_key_secret: m.api_key_secret,
+        protocol: m.protocol,
+        max_steps: m.max_steps,
+        system: m.system,
+        temperature: m.temperature,
+        timeout_s: m.timeout_s,
+    })
+}
+
 fn check_limits(key: &str, l: &LimitOverrides) -> Result<(), String> {
     if l.timeout_ms == Some(0) {
         return Err(format!("{key}.timeout_ms must be at least 1"));
@@ -625,7 +941,18 @@ fn check_limits(key: &str, l: &LimitOverrides) -> Result<(), String> {
     if l.output_limit == Some(0) {
         return Err(format!("{key}.output_limit must be at least 1"));
     }
+    // Zero is a valid quota (a call may write nothing) for write_mb and create_limit; a
+    // log cap of zero would hide even the line saying what was dropped, so it needs 1.
+    if l.log_kb == Some(0) || l.log_lines == Some(0) {
+        return Err(format!("{key}.log_kb and {key}.log_lines must be at least 1"));
+    }
     Ok(())
+}
+
+/// One plugin may use half the call slots unless the operator says otherwise, so a saturated
+/// plugin always leaves room for the others.
+pub fn default_plugin_concurrency(concurrency: u32) -> u32 {
+    (concurrency / 2).max(1)
 }
 
 fn resolve_fs(
@@ -762,6 +1089,25 @@ mod tests {
                 .contains("plugin.a.fs[0]")
         );
         assert!(parse("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").unwrap_err().contains("rwx"));
+    }
+
+    #[test]
+    fn model_section_resolves_and_is_checked() {
+        let c = parse(
+            "[secrets.openai]\nenv = \"OPENAI_API_KEY\"\n[model]\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"qwen2.5\"\napi_key_secret = \"openai\"\nprotocol = \"text\"\nmax_steps = 5",
+        )
+        .unwrap();
+        assert_eq!(c.model.model.as_deref(), Some("qwen2.5"));
+        assert_eq!(c.model.protocol, Some(crate::agent::Protocol::Text));
+        assert_eq!(c.model.max_steps, Some(5));
+        let e = parse("[model]\nbase_url = \"localhost:11434\"").unwrap_err();
+        assert!(e.contains("model.base_url"), "{e}");
+        let e = parse("[model]\napi_key_secret = \"nope\"").unwrap_err();
+        assert!(e.contains("no secret `nope`"), "{e}");
+        let e = parse("[model]\napi_key = \"sk-123\"").unwrap_err();
+        assert!(e.contains("unknown field `api_key`"), "{e}");
+        let e = parse("[model]\nprotocol = \"smoke\"").unwrap_err();
+        assert!(e.contains("smoke"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! `toolhost dev`: the plugin author's loop. Watch a plugin crate's sources, rebuild it for
-//! `wasm32-wasip2` on every save, and drop the `.wasm` into the plugins folder with
-//! write-then-rename (so a running host never sees half a file).
+//! The Rust side of `toolhost build` and `toolhost dev`: locate a plugin crate with `cargo
+//! metadata`, build it for `wasm32-wasip2`; and the dev loop's self-approval. The language-
+//! independent parts (other languages, install with write-then-rename) are in `build`.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -83,35 +83,6 @@ impl PluginCrate {
         Ok(())
     }
 
-    /// Copy the built component into `plugins_dir` atomically; returns the destination.
-    ///
-    /// The author is the operator here: whatever the new build requests is recorded as approved
-    /// first (printed when it grew), so the dev loop never waits on `toolhost approve`. Grants
-    /// still come only from the config and flags.
-    pub fn install(&self, plugins_dir: &Path) -> Result<PathBuf> {
-        let from = self.artifact();
-        let to = plugins_dir.join(format!("{}.wasm", self.name));
-        if let Ok(m) = std::fs::read(&from)
-            .map_err(|e| e.to_string())
-            .and_then(|b| crate::manifest::read(&b).map_err(|e| e.to_string()))
-        {
-            let mut approvals = crate::approvals::Approvals::load(plugins_dir);
-            let extra = approvals
-                .get(&m.name)
-                .map(|a| crate::approvals::extra(&m.capabilities, a))
-                .unwrap_or_default();
-            approvals.approve(&m.name, &m.capabilities);
-            approvals.save_or_warn();
-            if !extra.is_empty() {
-                eprintln!("toolhost dev: approved the new requests of `{}`: {}", m.name, extra.join(", "));
-            }
-        }
-        let tmp = plugins_dir.join(format!(".{}.wasm.tmp", self.name));
-        std::fs::copy(&from, &tmp).with_context(|| format!("cannot copy {}", from.display()))?;
-        std::fs::rename(&tmp, &to).with_context(|| format!("cannot move the build to {}", to.display()))?;
-        Ok(to)
-    }
-
     /// Whether a changed path should trigger a rebuild (sources, manifests, WIT; not build output).
     pub fn is_source(&self, path: &Path) -> bool {
         if path.starts_with(&self.target_dir) || path.components().any(|c| c.as_os_str() == "target") {
@@ -123,6 +94,20 @@ impl PluginCrate {
         }
         matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "toml" | "wit" | "json"))
             || name == "Cargo.lock"
+    }
+}
+
+/// The dev loop's author is the operator: whatever a new build requests is recorded as
+/// approved (printed when it grew), so the loop never waits on `toolhost approve`. Grants still
+/// come only from the config and flags.
+pub fn approve_own_build(plugins_dir: &Path, m: &crate::manifest::Manifest) {
+    let mut approvals = crate::approvals::Approvals::load(plugins_dir);
+    let extra =
+        approvals.get(&m.name).map(|a| crate::approvals::extra(&m.capabilities, a)).unwrap_or_default();
+    approvals.approve(&m.name, &m.capabilities);
+    approvals.save_or_warn();
+    if !extra.is_empty() {
+        eprintln!("toolhost dev: approved the new requests of `{}`: {}", m.name, extra.join(", "));
     }
 }
 

@@ -5,10 +5,15 @@
 
 use crate::config::{Config, DangerPolicy, Limits};
 use crate::manifest::ToolSpec;
-use crate::net::{NetCall, redact_owned};
+use crate::net::{NetCall, Refusal, redact_owned};
+use crate::quota::CallMeter;
 use crate::registry::{LoadedPlugin, Registry};
 use crate::runtime::Runtime;
-use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::sandbox::{
+    CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, Missing, STDIO_CAPTURE_BYTES,
+};
+use crate::share::{CallLog, Shares};
+use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -53,6 +58,9 @@ pub enum ErrorKind {
     Trap,
     /// The host could not set up the call (e.g. a granted directory is missing).
     HostError,
+    /// No call slot became free before the call's deadline (the plugin's own
+    /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
+    Busy,
 }
 
 impl std::fmt::Display for ErrorKind {
@@ -77,15 +85,31 @@ pub struct Outcome {
     /// The output was cut at the tool's output limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// What the call cost (set when the plugin ran), for the operator, not the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl Outcome {
     pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated }
+        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
     }
 
     pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
-        Outcome { success: false, data: None, error: Some(error.into()), kind: Some(kind), truncated: false }
+        Outcome {
+            success: false,
+            data: None,
+            error: Some(error.into()),
+            kind: Some(kind),
+            truncated: false,
+            usage: None,
+        }
+    }
+
+    /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
+    pub fn model_json(&self) -> String {
+        let shown = Outcome { usage: None, ..self.clone() };
+        serde_json::to_string(&shown).unwrap_or_default()
     }
 
     /// The data or the error text.
@@ -109,6 +133,8 @@ pub struct DangerRequest {
     pub tool: String,
     pub plugin: String,
     pub args: Vec<String>,
+    /// SHA-256 of the plugin file that will run (an approval is bound to this version).
+    pub plugin_hash: [u8; 32],
 }
 
 /// An answer to a danger confirmation.
@@ -189,6 +215,8 @@ pub struct Executor {
     config: Arc<Config>,
     registry: Arc<ArcSwap<Registry>>,
     confirm: Arc<dyn Confirm>,
+    /// Call slots, global and per plugin, and each plugin's log budget.
+    shares: Shares,
 }
 
 impl Executor {
@@ -198,7 +226,8 @@ impl Executor {
         registry: Arc<ArcSwap<Registry>>,
         confirm: Arc<dyn Confirm>,
     ) -> Self {
-        Executor { runtime, config, registry, confirm }
+        let shares = Shares::new(&config);
+        Executor { runtime, config, registry, confirm, shares }
     }
 
     /// The current registry snapshot.
@@ -230,11 +259,12 @@ impl Executor {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
         };
-        if spec.danger || self.config.tool_marked_dangerous(&spec.name) {
+        if crate::view::is_dangerous(spec, plugin, &self.config) {
             let req = DangerRequest {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
                 args: args.clone(),
+                plugin_hash: plugin.hash,
             };
             match self.config.danger {
                 DangerPolicy::Allow => {}
@@ -252,18 +282,13 @@ impl Executor {
             }
         }
         let limits = self.config.limits_for(&plugin.name, &spec.name, spec.output_limit);
-        let outcome = self.run(plugin, spec, args, limits).await;
-        if outcome.kind == Some(ErrorKind::ToolError) && !plugin.missing.is_empty() {
-            // The failure may come from a capability the operator has not granted: say which.
+        let (outcome, refused) = self.run(plugin, spec, args, limits).await;
+        if outcome.kind == Some(ErrorKind::ToolError)
+            && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
+        {
             let mut o = outcome;
-            let hints: Vec<String> =
-                plugin.missing.iter().map(|m| format!("{} (grant: {})", m.what, m.how)).collect();
             let e = o.error.take().unwrap_or_default();
-            o.error = Some(format!(
-                "{e}\n[note: plugin `{}` requested capabilities that are not granted: {}]",
-                plugin.name,
-                hints.join("; ")
-            ));
+            o.error = Some(format!("{e}\n[note: {note}]"));
             return o;
         }
         outcome
@@ -275,34 +300,52 @@ impl Executor {
         spec: &ToolSpec,
         args: Vec<String>,
         limits: Limits,
-    ) -> Outcome {
+    ) -> (Outcome, Vec<Refusal>) {
         let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
             Ok(w) => w,
             Err(e) => {
-                return Outcome::err(
+                let o = Outcome::err(
                     ErrorKind::HostError,
                     format!("cannot set up the sandbox for `{}`: {e}", spec.name),
                 );
+                return (o, Vec::new());
             }
         };
         let timeout = Duration::from_millis(limits.timeout_ms);
-        let deadline = std::time::Instant::now() + timeout;
-        let net = NetCall {
-            plugin: plugin.name.clone(),
-            grant: plugin.grants.net.clone(),
-            settings: self.config.net,
-            deadline,
-            requests: 0,
+        // The deadline counts from the call's arrival: waiting for a slot is part of it.
+        let arrived = std::time::Instant::now();
+        let deadline = arrived + timeout;
+        let share = self.shares.plugin(&plugin.name, &self.config);
+        let _slot = match self.shares.acquire(&share, deadline.into()).await {
+            Ok(slot) => slot,
+            Err(busy) => {
+                let waited = arrived.elapsed().as_millis();
+                let o = Outcome::err(ErrorKind::Busy, busy.message(&plugin.name, &spec.name, waited));
+                return (o, Vec::new());
+            }
         };
+        let started = std::time::Instant::now();
+        let net = NetCall::new(plugin.name.clone(), plugin.grants.net.clone(), self.config.net, deadline);
         let state = HostState::new(
             wasi,
             MemoryLimiter::new(limits.memory_mb),
             plugin.name.clone(),
             spec.name.clone(),
             net,
-        );
+        )
+        .with_budgets(
+            CallMeter::new(limits.write_mb, limits.create_limit),
+            CallLog::new(&limits, Some(share)),
+        )
+        .with_process(crate::process::ProcessCall {
+            plugin: plugin.name.clone(),
+            exec: plugin.grants.exec.clone(),
+            workspace: self.config.workspace.clone(),
+            deadline: Some(deadline),
+            runs: 0,
+        });
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
@@ -316,14 +359,17 @@ impl Executor {
         });
         store.set_epoch_deadline(YIELD_TICKS);
 
-        let result = {
+        let (result, busy) = {
             let run = async {
                 let instance = plugin.pre.instantiate_async(&mut store).await?;
                 instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
             };
-            tokio::time::timeout(timeout + WALL_CLOCK_GRACE, run).await
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run)).await
         };
         let memory_hit = store.data().limiter.hit;
+        let refused = std::mem::take(&mut store.data_mut().net.refused);
+        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
@@ -333,7 +379,7 @@ impl Executor {
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
         let limit = limits.output_limit;
-        match result {
+        let mut outcome = match result {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
@@ -344,8 +390,79 @@ impl Executor {
                 Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
+        };
+        if let (Some(q), Some(e)) = (&usage.quota, outcome.error.as_mut()) {
+            // The plugin failed after its quota stopped a write: say which limit, and how to
+            // raise it (a plugin that carried on and succeeded has it in `usage` only).
+            e.push_str(&format!(
+                "\n[note: {q}; the operator can raise it with [limits], [plugin.{p}] or [tool.{t}] write_mb / create_limit in toolhost.toml]",
+                p = plugin.name,
+                t = spec.name
+            ));
+        }
+        outcome.usage = Some(usage);
+        (outcome, refused)
+    }
+
+    /// The cost of the call, from the store's meters; logs what the log limits dropped.
+    fn usage(
+        &self,
+        state: &HostState,
+        limits: &Limits,
+        busy: Duration,
+        queued: Duration,
+        started: std::time::Instant,
+    ) -> Usage {
+        let log = &state.log;
+        if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
+            tracing::warn!(plugin = &*state.plugin, tool = state.tool.as_str(), "{note}");
+        }
+        Usage {
+            busy_us: micros(busy),
+            wall_us: micros(started.elapsed()),
+            queued_us: micros(queued),
+            peak_memory_kb: state.limiter.peak_bytes() / 1024,
+            written_bytes: state.meter.written(),
+            created: state.meter.created(),
+            http_requests: state.net.requests,
+            http_sent_bytes: state.net.sent_bytes,
+            http_received_bytes: state.net.received_bytes,
+            log_lines: log.lines,
+            log_dropped: log.dropped_lines,
+            quota: state.meter.hit().map(|h| state.meter.message(h)),
         }
     }
+}
+
+/// The note added to a tool error from a plugin that lacks some requested capability.
+///
+/// Network and secret refusals are recorded by the host as they happen, so when the call hit
+/// one, the note names exactly the grant that would have allowed it. Directories and
+/// variables that are not granted are invisible to the host (they simply do not exist for the
+/// guest), so when nothing was refused the note lists those, and says they are candidates.
+/// Grants the call demonstrably did not need are never mentioned.
+pub fn missing_grant_note(plugin: &str, missing: &[Missing], refused: &[Refusal]) -> Option<String> {
+    let hint = |m: &Missing| format!("{} (grant: {})", m.what, m.how);
+    let explained: Vec<String> =
+        missing.iter().filter(|m| refused.iter().any(|r| m.explains(r))).map(hint).collect();
+    if !explained.is_empty() {
+        return Some(format!(
+            "the host refused what plugin `{plugin}` tried because it is not granted: {}",
+            explained.join("; ")
+        ));
+    }
+    if !refused.is_empty() {
+        // Refused for a reason no grant of the manifest's request would fix (e.g. a host the
+        // manifest does not ask for): the error itself says why.
+        return None;
+    }
+    let unseen: Vec<String> = missing.iter().filter(|m| !m.observable()).map(hint).collect();
+    (!unseen.is_empty()).then(|| {
+        format!(
+            "plugin `{plugin}` is not granted everything it requested; the failure may come from one of these: {}",
+            unseen.join("; ")
+        )
+    })
 }
 
 fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
@@ -596,5 +713,48 @@ mod tests {
         assert_eq!(ok, json!({"success": true, "data": "x"}));
         let err = serde_json::to_value(Outcome::err(ErrorKind::Timeout, "slow")).unwrap();
         assert_eq!(err, json!({"success": false, "error": "slow", "kind": "timeout"}));
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::missing_grant_note;
+    use crate::net::Refusal;
+    use crate::sandbox::{Missing, MissingKind};
+
+    fn missing() -> Vec<Missing> {
+        vec![
+            Missing {
+                kind: MissingKind::Fs("workspace".into()),
+                what: "fs workspace:ro".into(),
+                how: "F".into(),
+            },
+            Missing { kind: MissingKind::Net("*".into()), what: "net *".into(), how: "N".into() },
+            Missing {
+                kind: MissingKind::Secret("api_token".into()),
+                what: "secret api_token".into(),
+                how: "S".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_refusal_names_its_grant_only() {
+        let n = missing_grant_note("web", &missing(), &[Refusal::Host("example.com".into())]).unwrap();
+        assert!(n.contains("net * (grant: N)") && !n.contains("secret") && !n.contains("fs "), "{n}");
+        let n = missing_grant_note("web", &missing(), &[Refusal::Secret("api_token".into())]).unwrap();
+        assert!(n.contains("secret api_token (grant: S)") && !n.contains("net *"), "{n}");
+    }
+
+    #[test]
+    fn without_a_refusal_only_unobservable_grants_are_candidates() {
+        let n = missing_grant_note("web", &missing(), &[]).unwrap();
+        assert!(n.contains("may come from one of these: fs workspace:ro (grant: F)"), "{n}");
+        assert!(!n.contains("net *") && !n.contains("secret"), "{n}");
+        let net_only = &missing()[1..];
+        assert_eq!(missing_grant_note("web", net_only, &[]), None, "no refusal, nothing unseen: no note");
+        // A refusal no missing grant explains (e.g. a host outside the manifest's request).
+        let other = [Refusal::Secret("other".into())];
+        assert_eq!(missing_grant_note("web", net_only, &other), None);
     }
 }

@@ -7,7 +7,9 @@
 //! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
 //! See `ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod approvals;
+pub mod build;
 pub mod call;
 pub mod cli;
 pub mod commands;
@@ -18,12 +20,19 @@ pub mod executor;
 pub mod manifest;
 pub mod net;
 pub mod oci;
+pub mod process;
 pub mod protocol;
+pub mod quota;
 pub mod registry;
 pub mod reload;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
+pub mod sdk_files;
+pub mod share;
 pub mod signing;
+pub mod usage;
+pub mod view;
 
 pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};

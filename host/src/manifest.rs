@@ -70,6 +70,10 @@ pub struct Capabilities {
     /// Named secrets.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Programs to run through the host, by name (`git`), or `*` for any the operator grants;
+    /// the operator maps each name to an executable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec: Vec<String>,
 }
 
 /// A filesystem request: a logical directory and an access mode.
@@ -318,6 +322,22 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
             return Err(field(
                 format!("capabilities.env[{i}]"),
                 format!("{e:?} is not an environment variable name"),
+            ));
+        }
+    }
+    for (i, e) in m.capabilities.exec.iter().enumerate() {
+        let plain = e == "*"
+            || (!e.is_empty()
+                && e.len() <= 255
+                && e != "."
+                && e != ".."
+                && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)));
+        if !plain {
+            return Err(field(
+                format!("capabilities.exec[{i}]"),
+                format!(
+                    "{e:?} is not a program name (no paths: the operator decides where `git` is; `*` asks for whatever the operator grants)"
+                ),
             ));
         }
     }

@@ -15,7 +15,11 @@
 //! 5. redirects are followed by this module (never by reqwest), each hop checked as above;
 //!    secret headers are dropped when a redirect leaves the original host;
 //! 6. a timeout (the sooner of `[net] timeout_ms` and the call's own deadline) and a response
-//!    size cap (the body is cut and marked `truncated`).
+//!    size cap (the body is cut and marked `truncated`);
+//! 7. a request body cap (`[net] max_request_kb`, refused before anything is sent) and a
+//!    per-call transfer budget (`[net] max_transfer_mb`, request bodies sent plus response
+//!    bodies received; a response is cut at what is left, a request that does not fit is
+//!    refused).
 //!
 //! Secrets are injected as headers the plugin names; their values are redacted from response
 //! headers and bodies before the guest sees them, and from everything a call returns.
@@ -221,6 +225,38 @@ pub struct NetCall {
     /// The call's deadline: no request may outlive it.
     pub deadline: Instant,
     pub requests: u32,
+    /// What the host refused during this call for want of a grant, so a failed call's note
+    /// can name the grant that matters and no other.
+    pub refused: Vec<Refusal>,
+    /// Request body bytes sent in this call (each redirect hop that resends it counts).
+    pub sent_bytes: u64,
+    /// Response body bytes received in this call.
+    pub received_bytes: u64,
+}
+
+/// A request refused because a capability is not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The host name the plugin tried to reach.
+    Host(String),
+    /// The secret the plugin named in a header.
+    Secret(String),
+}
+
+impl NetCall {
+    /// A fresh budget for one call.
+    pub fn new(plugin: Arc<str>, grant: Arc<NetGrant>, settings: NetSettings, deadline: Instant) -> NetCall {
+        NetCall {
+            plugin,
+            grant,
+            settings,
+            deadline,
+            requests: 0,
+            refused: Vec::new(),
+            sent_bytes: 0,
+            received_bytes: 0,
+        }
+    }
 }
 
 const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
@@ -237,6 +273,7 @@ impl NetCall {
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_string))
                 .unwrap_or_else(|| "HOST".into());
+            self.refused.push(Refusal::Host(host.clone()));
             return Err(if self.grant.requested.is_empty() {
                 format!(
                     "plugin `{}` has no network access: its manifest requests no hosts (add `net = \"host\"` to its #[toolhost_sdk::plugin(...)])",
@@ -255,6 +292,15 @@ impl NetCall {
             return Err(format!(
                 "too many HTTP requests in one call (limit {}: [net] max_requests_per_call)",
                 self.settings.max_requests_per_call
+            ));
+        }
+        let body_len = req.body.as_ref().map_or(0, |b| b.len() as u64);
+        if body_len > self.settings.max_request_bytes {
+            return Err(format!(
+                "request body of {} KiB is over the limit of {} KiB per request ([net] max_request_kb = {} in toolhost.toml); nothing was sent",
+                body_len.div_ceil(1024),
+                self.settings.max_request_bytes / 1024,
+                self.settings.max_request_bytes / 1024
             ));
         }
         let method = req.method.to_ascii_uppercase();
@@ -286,6 +332,7 @@ impl NetCall {
             &req.secret_headers
         {
             let Some(s) = self.grant.secrets.iter().find(|s| &s.name == secret) else {
+                self.refused.push(Refusal::Secret(secret.clone()));
                 return Err(format!(
                     "secret `{secret}` is not granted to plugin `{p}`; the operator can add [plugin.{p}] secrets = [\"{secret}\"] and define [secrets.{secret}] in toolhost.toml",
                     p = self.plugin
@@ -305,7 +352,8 @@ impl NetCall {
             headers.insert(n.clone(), v);
             secret_names.push(n);
         }
-        let mut body = req.body;
+        // Shared, not copied, for each hop that resends it.
+        let mut body = req.body.map(bytes::Bytes::from);
         let client = client(self.grant.private)?;
 
         let mut hops = 0;
@@ -314,6 +362,7 @@ impl NetCall {
             let mut rb =
                 client.request(method.clone(), url.clone()).headers(headers.clone()).timeout(remaining);
             if let Some(b) = &body {
+                self.charge_sent(b.len() as u64)?;
                 rb = rb.body(b.clone());
             }
             let resp = rb.send().await.map_err(|e| {
@@ -368,7 +417,7 @@ impl NetCall {
     }
 
     /// Check scheme, host grant and (for IP literals) the address; returns the host.
-    fn check_url(&self, url: &reqwest::Url) -> Result<String, String> {
+    fn check_url(&mut self, url: &reqwest::Url) -> Result<String, String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("scheme `{}` is not allowed (http and https only): {url}", url.scheme()));
         }
@@ -378,7 +427,10 @@ impl NetCall {
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             None => return Err(format!("URL has no host: {url}")),
         };
-        self.grant.check_host(&self.plugin, &host)?;
+        if let Err(e) = self.grant.check_host(&self.plugin, &host) {
+            self.refused.push(Refusal::Host(host));
+            return Err(e);
+        }
         if !self.grant.private
             && let Ok(ip) = host.parse::<IpAddr>()
             && let Some(kind) = non_public(ip)
@@ -391,6 +443,26 @@ impl NetCall {
         Ok(host)
     }
 
+    /// Bytes this call may still send or receive.
+    fn transfer_left(&self) -> u64 {
+        self.settings.max_transfer_bytes.saturating_sub(self.sent_bytes + self.received_bytes)
+    }
+
+    fn charge_sent(&mut self, n: u64) -> Result<(), String> {
+        if n > self.transfer_left() {
+            return Err(format!(
+                "sending {} KiB would pass this call's HTTP transfer budget of {} MiB (already sent {} KiB, received {} KiB; [net] max_transfer_mb = {} in toolhost.toml)",
+                n.div_ceil(1024),
+                self.settings.max_transfer_bytes / (1024 * 1024),
+                self.sent_bytes / 1024,
+                self.received_bytes / 1024,
+                self.settings.max_transfer_bytes / (1024 * 1024)
+            ));
+        }
+        self.sent_bytes += n;
+        Ok(())
+    }
+
     fn remaining(&self) -> Result<Duration, String> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -399,8 +471,13 @@ impl NetCall {
         Ok(left.min(Duration::from_millis(self.settings.timeout_ms)))
     }
 
-    async fn read_body(&self, mut response: reqwest::Response, url: &str) -> Result<(Vec<u8>, bool), String> {
-        let cap = self.settings.max_response_bytes as usize;
+    async fn read_body(
+        &mut self,
+        mut response: reqwest::Response,
+        url: &str,
+    ) -> Result<(Vec<u8>, bool), String> {
+        // The response cap, or what is left of the call's transfer budget if that is less.
+        let cap = self.settings.max_response_bytes.min(self.transfer_left()) as usize;
         let mut body = Vec::new();
         let mut truncated = false;
         let read = async {
@@ -418,7 +495,9 @@ impl NetCall {
             Ok::<(), String>(())
         };
         let left = self.remaining()?;
-        match tokio::time::timeout(left, read).await {
+        let r = tokio::time::timeout(left, read).await;
+        self.received_bytes += body.len() as u64;
+        match r {
             Ok(r) => r?,
             Err(_) => return Err(format!("reading {url} timed out after {} ms", left.as_millis())),
         }

@@ -250,11 +250,9 @@ pub(crate) fn load_all(
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(c) = candidates.get(i) else { break mine };
                         tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
-                        let r = load_plugin(runtime, config, c);
-                        if let Err(f) = &r {
-                            tracing::warn!("skipped {f}");
-                        }
-                        mine.push((i, r));
+                        // Failures are returned, not logged: each front end reports them once
+                        // (`list` in its table, `serve` as `!` lines, other commands as warnings).
+                        mine.push((i, load_plugin(runtime, config, c)));
                     }
                 })
             })

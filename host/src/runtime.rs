@@ -16,7 +16,11 @@ use wasmtime::{Config as WasmConfig, Engine};
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "plugin",
-    imports: { "toolhost:plugin/http.send": async },
+    imports: {
+        "toolhost:plugin/http.send": async,
+        // Trappable: reaching the call's deadline while a program runs ends the call.
+        "toolhost:plugin/process.run": async | trappable,
+    },
     exports: { default: async },
 });
 
@@ -27,8 +31,15 @@ pub const TICK: Duration = Duration::from_millis(5);
 
 impl toolhost::plugin::host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
-        // Bound what a plugin can push into the host's log per line.
-        let message: String = message.chars().take(4096).collect();
+        // Bound what a plugin can push into the host's log: per line, per call and per plugin
+        // across calls (see `share`). A dropped line costs a count, nothing more.
+        let mut message = message;
+        if message.len() > 4096 {
+            message = message.chars().take(4096).collect();
+        }
+        if !self.log.admit(message.len()) {
+            return;
+        }
         let message = crate::net::redact(&message, &self.net.grant);
         let (plugin, tool) = (&*self.plugin, self.tool.as_str());
         match level {
@@ -102,6 +113,18 @@ impl Runtime {
         cache_dir: Option<&Path>,
         pool: Option<Pool>,
     ) -> anyhow::Result<Arc<Runtime>> {
+        Self::with_disk_quota(stack_kb, cache_dir, pool, true)
+    }
+
+    /// [`Runtime::with_options`], choosing whether file writes are charged to the call's disk
+    /// quota. Without it (`false`) nothing bounds what a call writes: only for measuring the
+    /// quota's cost (the benchmarks) — every host built from a config has it.
+    pub fn with_disk_quota(
+        stack_kb: usize,
+        cache_dir: Option<&Path>,
+        pool: Option<Pool>,
+        disk_quota: bool,
+    ) -> anyhow::Result<Arc<Runtime>> {
         let mut cfg = WasmConfig::new();
         if let Some(pool) = pool {
             let n = pool.concurrent_calls.max(1);
@@ -125,8 +148,13 @@ impl Runtime {
         let engine = Engine::new(&cfg)?;
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // Writes to granted directories are charged to the call's quota.
+        if disk_quota {
+            crate::quota::add_to_linker(&mut linker)?;
+        }
         toolhost::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         toolhost::plugin::http::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        toolhost::plugin::process::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();

@@ -10,6 +10,8 @@
 use crate::config::{FsGrant, PluginConfig, SecretSource};
 use crate::manifest::{Capabilities, FsMode};
 use crate::net::{GrantedSecret, NetCall, NetGrant, patterns_overlap};
+use crate::quota::CallMeter;
+use crate::share::CallLog;
 use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
@@ -37,14 +39,51 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     /// Hosts (request and grant), private-address permission and secrets.
     pub net: Arc<NetGrant>,
+    /// Programs it may run (request ∩ grant).
+    pub exec: Arc<crate::process::ExecGrants>,
 }
 
 /// A capability the plugin requested and the operator did not grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
+    pub kind: MissingKind,
     pub what: String,
     /// The config line that would grant it.
     pub how: String,
+}
+
+/// Which capability a [`Missing`] entry is about, so a failure can be matched with the grant
+/// that would have prevented it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MissingKind {
+    /// A directory (by its grant name, e.g. `workspace`).
+    Fs(String),
+    Env(String),
+    /// A requested host pattern.
+    Net(String),
+    Secret(String),
+    /// A requested program.
+    Exec(String),
+}
+
+impl Missing {
+    /// Whether the host's refusal `r`, recorded during a call, is explained by this missing
+    /// grant.
+    pub fn explains(&self, r: &crate::net::Refusal) -> bool {
+        use crate::net::Refusal;
+        match (&self.kind, r) {
+            (MissingKind::Net(pattern), Refusal::Host(host)) => crate::net::host_matches(pattern, host),
+            (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether the host can see a refusal of this capability when it happens. Network and
+    /// secret use goes through the host's `http` import, which records every refusal; a
+    /// directory or variable that is not granted simply does not exist for the guest.
+    pub fn observable(&self) -> bool {
+        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_))
+    }
 }
 
 impl Grants {
@@ -67,26 +106,33 @@ impl Grants {
                     out.fs.push(FsGrant { mode, ..g.clone() });
                     if mode < req.mode {
                         missing.push(Missing {
+                            kind: MissingKind::Fs(req.path.clone()),
                             what: format!("fs {}:{} (granted {})", req.path, req.mode, g.mode),
                             how: fs_hint(plugin, &req.path, req.mode),
                         });
                     }
                 }
                 None => missing.push(Missing {
+                    kind: MissingKind::Fs(req.path.clone()),
                     what: format!("fs {}:{}", req.path, req.mode),
                     how: fs_hint(plugin, &req.path, req.mode),
                 }),
             }
         }
         for var in &request.env {
-            if grant.env.iter().any(|g| g == var) {
+            if let Some(value) = grant.settings.get(var) {
+                out.env.push((var.clone(), value.clone()));
+            } else if grant.env.iter().any(|g| g == var) {
                 if let Ok(value) = std::env::var(var) {
                     out.env.push((var.clone(), value));
                 }
             } else {
                 missing.push(Missing {
+                    kind: MissingKind::Env(var.clone()),
                     what: format!("env {var}"),
-                    how: format!("[plugin.{plugin}] env = [\"{var}\"]  (or --allow-env {plugin}={var})"),
+                    how: format!(
+                        "[plugin.{plugin}] env = [\"{var}\"] or settings = {{ {var} = \"value\" }}  (or --allow-env {plugin}={var})"
+                    ),
                 });
             }
         }
@@ -105,7 +151,11 @@ impl Grants {
                 } else {
                     format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})")
                 };
-                missing.push(Missing { what: format!("net {host}"), how });
+                missing.push(Missing {
+                    kind: MissingKind::Net(host.clone()),
+                    what: format!("net {host}"),
+                    how,
+                });
             }
         }
         for secret in &request.secrets {
@@ -120,12 +170,23 @@ impl Grants {
                         value,
                         hosts: src.hosts.clone(),
                     }),
-                    Err(why) => missing.push(Missing { what: format!("secret {secret} ({why})"), how }),
+                    Err(why) => missing.push(Missing {
+                        kind: MissingKind::Secret(secret.clone()),
+                        what: format!("secret {secret} ({why})"),
+                        how,
+                    }),
                 },
-                _ => missing.push(Missing { what: format!("secret {secret}"), how }),
+                _ => missing.push(Missing {
+                    kind: MissingKind::Secret(secret.clone()),
+                    what: format!("secret {secret}"),
+                    how,
+                }),
             }
         }
         out.net = Arc::new(net);
+        let (exec, exec_missing) = crate::process::effective(plugin, &request.exec, &grant.exec);
+        out.exec = Arc::new(exec);
+        missing.extend(exec_missing);
         (out, missing)
     }
 
@@ -179,13 +240,45 @@ pub struct HostState {
     pub tool: String,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
+    /// Programs this call may run (none unless [`HostState::with_process`]).
+    pub process: crate::process::ProcessCall,
+    /// Bytes written and entries created in granted directories, against the call's quota.
+    pub meter: Arc<CallMeter>,
+    /// What the `log` import kept and dropped in this call.
+    pub log: CallLog,
 }
 
 impl HostState {
     pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        HostState { wasi, table, limiter, plugin, tool, net }
+        let limits = crate::config::Limits::default();
+        let process = crate::process::ProcessCall::none(plugin.clone());
+        HostState {
+            wasi,
+            table,
+            limiter,
+            plugin,
+            tool,
+            net,
+            meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
+            log: CallLog::new(&limits, None),
+            process,
+        }
+    }
+
+    /// Let this call run the programs `process` grants.
+    pub fn with_process(mut self, process: crate::process::ProcessCall) -> Self {
+        self.process = process;
+        self
+    }
+
+    /// Set the call's disk quota and log budget (the defaults of [`crate::config::Limits`]
+    /// otherwise).
+    pub fn with_budgets(mut self, meter: CallMeter, log: CallLog) -> Self {
+        self.meter = Arc::new(meter);
+        self.log = log;
+        self
     }
 }
 
@@ -215,6 +308,12 @@ pub struct MemoryLimitExceeded {
 impl MemoryLimiter {
     pub fn new(limit_mb: u64) -> Self {
         MemoryLimiter { limit: (limit_mb as usize).saturating_mul(1024 * 1024), used: 0, hit: false }
+    }
+
+    /// The most linear memory the call held at once (wasm memories never shrink, so this is
+    /// what it holds now).
+    pub fn peak_bytes(&self) -> u64 {
+        self.used as u64
     }
 }
 

@@ -23,7 +23,9 @@
 //!
 //! `#[plugin(...)]` options: `name`, `version`, `description` (default: from Cargo.toml), and
 //! capability requests `fs = "workspace:rw"` (or `:ro`), `env = "VAR"`, `net = "host"`,
-//! `secret = "NAME"`, each repeatable. A request is only a request: the operator grants.
+//! `secret = "NAME"`, `exec = "git"` (a program run through [`process::run`]; `"*"`: any
+//! program the operator grants), each
+//! repeatable. A request is only a request: the operator grants.
 //!
 //! `#[tool(...)]` options: `danger`, `read_only`, `rest` (the last `String` param takes all
 //! remaining arguments joined with `,`), `output_limit = N` (characters), `category = "…"`,
@@ -193,6 +195,57 @@ pub mod http {
     /// `GET url`.
     pub fn get(url: &str) -> Result<Response, String> {
         Request::get(url).send()
+    }
+}
+
+/// Running programs through the host. Only programs the manifest requests (`exec = "git"`)
+/// and the operator grants can run; the host runs the granted executable with exactly these
+/// arguments (no shell: `;` or `$(…)` in an argument are just characters), an empty
+/// environment plus what the operator grants, stdin closed, in the workspace, its output
+/// capped and everything it started killed at the call's deadline. Anything else is an `Err`
+/// naming the missing grant.
+///
+/// ```ignore
+/// let out = toolhost_sdk::process::run("git", &["log", "--oneline", "-5"])?;
+/// if !out.success() { return Err(out.stderr_text()); }
+/// let log = out.stdout_text();
+/// ```
+pub mod process {
+    use crate::__bindings::toolhost::plugin::process as wit;
+
+    /// What a program did.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Output {
+        /// The exit code; `None` if it ended by a signal or the host stopped it.
+        pub code: Option<i32>,
+        pub stdout: Vec<u8>,
+        pub stderr: Vec<u8>,
+        /// The output passed the host's cap: the program was stopped there.
+        pub truncated: bool,
+    }
+
+    impl Output {
+        /// Exit code 0.
+        pub fn success(&self) -> bool {
+            self.code == Some(0)
+        }
+        /// stdout as text (invalid UTF-8 replaced).
+        pub fn stdout_text(&self) -> String {
+            String::from_utf8_lossy(&self.stdout).into_owned()
+        }
+        /// stderr as text (invalid UTF-8 replaced).
+        pub fn stderr_text(&self) -> String {
+            String::from_utf8_lossy(&self.stderr).into_owned()
+        }
+    }
+
+    /// Run `program` — a name the plugin requests (`"git"`) or its granted absolute path —
+    /// with `args`, and wait for it. A non-zero exit is `Ok`; `Err` is a refusal or a failure
+    /// to start.
+    pub fn run<S: AsRef<str>>(program: &str, args: &[S]) -> Result<Output, String> {
+        let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+        let o = wit::run(program, &args)?;
+        Ok(Output { code: o.code, stdout: o.stdout, stderr: o.stderr, truncated: o.truncated })
     }
 }
 

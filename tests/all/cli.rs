@@ -123,7 +123,13 @@ fn call_with_quick_grants_and_exit_codes() {
     assert!(!env.ws("notes.txt").exists());
 
     let out = toolhost(&env, &["call", "--json", "echo", "a", "b"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // What the call cost, for the operator (issue #14).
+    let usage = v.as_object_mut().unwrap().remove("usage").expect("usage in call --json");
+    assert!(
+        usage["wall_us"].as_u64().unwrap() > 0 && usage["peak_memory_kb"].as_u64().unwrap() > 0,
+        "{usage}"
+    );
     assert_eq!(v, serde_json::json!({"success": true, "data": "a,b"}));
 
     let out = toolhost(&env, &["call", "--json", "nope"]);
@@ -337,4 +343,27 @@ fn guest_stdio_is_captured_into_the_log_not_inherited() {
         log.contains("plugin=\"hostile\"") || log.contains("plugin=hostile"),
         "log lines name the plugin:\n{log}"
     );
+}
+
+/// Each plugin file that failed to load is reported exactly once per command (issue #12, 3):
+/// the registry returns failures and the command reports them, never both.
+#[test]
+fn each_skipped_file_is_reported_once() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    for i in 0..5 {
+        std::fs::write(env.plugins.path().join(format!("broken{i}.wasm")), b"nope").unwrap();
+    }
+    for args in [&["call", "echo", "hi"][..], &["prompt"], &["schema"]] {
+        let out = toolhost(&env, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        for i in 0..5 {
+            let n = err.matches(&format!("broken{i}.wasm")).count();
+            assert_eq!(n, 1, "{args:?}: broken{i}.wasm reported {n} times:\n{err}");
+        }
+    }
+    // `list` reports them in its table and not again on stderr.
+    let out = toolhost(&env, &["list"]);
+    assert_eq!(stdout(&out).matches("broken0.wasm").count(), 1, "{}", stdout(&out));
+    assert!(!stderr(&out).contains("broken0.wasm"), "{}", stderr(&out));
 }

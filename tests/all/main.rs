@@ -1,15 +1,20 @@
 //! Integration tests for toolhost: one binary (wasmtime is linked once), a module per area.
 //! The plugins under test are built from source by `plugin-artifacts`' build script.
 
+mod chat;
 mod cli;
 mod core_tools;
 mod distribution;
+mod docs;
 mod hostile;
+mod limits;
 mod load;
 mod loading;
 mod manifests;
 mod mcp;
 mod net;
+mod polyglot;
+mod process;
 mod protocols;
 mod reliability;
 mod reload;

@@ -1,6 +1,8 @@
-//! MCP (issue #7), driven by the official MCP Python SDK over stdio and streamable HTTP. The
-//! client script is `tests/mcp/client.py`; `cargo xtask test` installs the SDK into
-//! `target/pyenv` (or set TOOLHOST_PYTHON to a Python that has `mcp` 1.x).
+//! MCP (issues #7 and #15), driven by the official MCP Python SDK over stdio and streamable
+//! HTTP, in both generations: 1.x (`tests/mcp/client.py`, the handshake revisions) and 2.x
+//! (`tests/mcp/client2.py`, in its default 2026-07-28 mode and in legacy mode). `cargo xtask
+//! test` installs 1.x into `target/pyenv` and 2.x into `target/pyenv2` (or set TOOLHOST_PYTHON /
+//! TOOLHOST_PYTHON2). Each run records its check count in `target/mcp-checks/` for the summary.
 
 use crate::support::Env;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,18 +15,44 @@ fn root() -> PathBuf {
 }
 
 fn python() -> PathBuf {
-    let p = std::env::var_os("TOOLHOST_PYTHON")
+    python_with("TOOLHOST_PYTHON", "target/pyenv", "1.")
+}
+
+fn python2() -> PathBuf {
+    python_with("TOOLHOST_PYTHON2", "target/pyenv2", "2.")
+}
+
+/// The Python named by `var` (or the venv under target/), checked to have `mcp` of `generation`.
+fn python_with(var: &str, venv: &str, generation: &str) -> PathBuf {
+    let p = std::env::var_os(var)
         .map(PathBuf::from)
         .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
-        .unwrap_or_else(|| root().join("target/pyenv/bin/python"));
-    let ok = Command::new(&p).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
+        .unwrap_or_else(|| root().join(venv).join("bin/python"));
+    let version = Command::new(&p)
+        .args(["-c", "import importlib.metadata as m; print(m.version('mcp'))"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     assert!(
-        ok,
-        "the MCP tests need Python with the `mcp` package at {}: run `cargo xtask test` (it installs it), \
-         or set TOOLHOST_PYTHON",
+        version.starts_with(generation),
+        "the MCP tests need Python with the `mcp` package {generation}x at {} (found {version:?}): run \
+         `cargo xtask test` (it installs it), or set {var}",
         p.display()
     );
     p
+}
+
+/// Record a run's check count for the `cargo xtask test` summary.
+fn record(label: &str, stdout: &str) {
+    let n = stdout.lines().filter(|l| l.starts_with("ok: ")).count();
+    let dir = root().join("target/mcp-checks");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(
+        dir.join(format!("{}.txt", label.replace(' ', "-"))),
+        format!("{label}: {n} checks\n"),
+    );
 }
 
 fn mcp_env() -> Env {
@@ -67,6 +95,7 @@ fn assert_passed(out: &std::process::Output, transport: &str) {
     assert!(out.status.success(), "MCP client over {transport} failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(&format!("MCP checks passed ({transport})")), "{stdout}");
     assert!(stdout.lines().filter(|l| l.starts_with("ok: ")).count() >= 25, "{stdout}");
+    record(&format!("sdk1 legacy {transport}"), &stdout);
 }
 
 #[test]
@@ -97,9 +126,16 @@ impl Drop for HttpServer {
 }
 
 fn http_server(env: &Env) -> HttpServer {
+    http_server_with(env, &[], &[])
+}
+
+/// `serve --mcp --http 127.0.0.1:0` with `global` arguments before the subcommand and `vars` set.
+fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpServer {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(global)
         .args(host_args(env))
         .args(["--http", "127.0.0.1:0"])
+        .envs(vars.iter().copied())
         .current_dir(env.workspace.path())
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
         .stdin(Stdio::null())
@@ -132,19 +168,30 @@ fn http_server(env: &Env) -> HttpServer {
 
 /// One raw HTTP request; returns the status code.
 fn raw_post(url: &str, host_header: &str, origin: Option<&str>) -> u16 {
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    raw_post_with(url, host_header, &origin).0
+}
+
+/// One raw `initialize` POST with `extra` header lines; returns the status and the response head.
+fn raw_post_with(url: &str, host_header: &str, extra: &str) -> (u16, String) {
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
     let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {host_header}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {host_header}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).unwrap();
-    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).is_ok_and(|n| n == 1) {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let status =
+        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
+    (status, head)
 }
 
 #[test]
@@ -245,4 +292,186 @@ fn cancellation_and_garbage_over_raw_stdio() {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// The bearer token the SDK 2.x HTTP runs use (set in the server's environment, named in its
+/// config as `[mcp] tokens = [{ name = "ci", env = ... }]`).
+const TEST_TOKEN: &str = "test-token-9f2c1e7a4b";
+
+/// A config for the 2.x runs: a token from the environment and a 3 s approval lifetime (the
+/// expiry check waits it out).
+fn sdk2_config(env: &Env) -> PathBuf {
+    let path = env.workspace.path().join("toolhost-mcp.toml");
+    std::fs::write(
+        &path,
+        "[mcp]\napproval_ttl_s = 3\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_MCP_TOKEN\" }]\n",
+    )
+    .unwrap();
+    path
+}
+
+fn client2(env: &Env, mode: &str) -> Command {
+    let mut cmd = Command::new(python2());
+    cmd.arg(root().join("tests/mcp/client2.py"))
+        .args(["--mode", mode, "--expiry-s", "3", "--plugins"])
+        .arg(env.plugins.path())
+        .arg("--new-plugin")
+        .arg(plugin_artifacts::VERSIONED)
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn assert_passed2(out: &std::process::Output, label: &str, server_log: &[String]) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "MCP client ({label}) failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server_log.join("\n")
+    );
+    assert!(stdout.contains(&format!("MCP checks passed ({label})")), "{stdout}");
+    assert!(stdout.lines().filter(|l| l.starts_with("ok: ")).count() >= 35, "{stdout}");
+    record(label, &stdout);
+}
+
+fn sdk2_over_stdio(mode: &str) {
+    let env = mcp_env();
+    let config = sdk2_config(&env);
+    let out = client2(&env, mode)
+        .arg("stdio")
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&config)
+        .args(host_args(&env))
+        .env("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN)
+        .output()
+        .unwrap();
+    assert_passed2(&out, &format!("sdk2 {mode} stdio"), &[]);
+}
+
+fn sdk2_over_http(mode: &str) {
+    let env = mcp_env();
+    let config = sdk2_config(&env);
+    let config = config.display().to_string();
+    let server = http_server_with(
+        &env,
+        &["--config", &config],
+        &[("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN), ("TOOLHOST_LOG", "debug")],
+    );
+    let out =
+        client2(&env, mode).args(["--token", TEST_TOKEN, "http", server.url.as_str()]).output().unwrap();
+    let log: Vec<String> = server.log.try_iter().collect();
+    assert_passed2(&out, &format!("sdk2 {mode} http"), &log);
+    assert!(
+        log.iter().any(|l| l.contains("token=\"ci\"") || l.contains("token=ci")),
+        "the token name is logged:\n{}",
+        log.join("\n")
+    );
+    assert!(
+        !log.iter().any(|l| l.contains(TEST_TOKEN)),
+        "the token value must never be logged:\n{}",
+        log.join("\n")
+    );
+}
+
+#[test]
+fn official_python_sdk2_default_mode_over_stdio() {
+    sdk2_over_stdio("auto");
+}
+
+#[test]
+fn official_python_sdk2_legacy_mode_over_stdio() {
+    sdk2_over_stdio("legacy");
+}
+
+#[test]
+fn official_python_sdk2_default_mode_over_streamable_http_with_a_token() {
+    sdk2_over_http("auto");
+}
+
+#[test]
+fn official_python_sdk2_legacy_mode_over_streamable_http_with_a_token() {
+    sdk2_over_http("legacy");
+}
+
+/// With `[mcp] tokens`, every request needs `Authorization: Bearer <token>`: 401 with a Bearer
+/// challenge without one or with a wrong one; the Host/Origin checks still apply with a good one.
+#[test]
+fn streamable_http_requires_a_configured_bearer_token() {
+    let env = mcp_env();
+    let config = sdk2_config(&env).display().to_string();
+    let server = http_server_with(&env, &["--config", &config], &[("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN)]);
+    let authority = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let good = format!("Authorization: Bearer {TEST_TOKEN}\r\n");
+
+    let (status, head) = raw_post_with(&server.url, &authority, "");
+    assert_eq!(status, 401, "{head}");
+    assert!(head.to_lowercase().contains("www-authenticate: bearer"), "{head}");
+    let (status, head) =
+        raw_post_with(&server.url, &authority, "Authorization: Bearer wrong-token-0000000000\r\n");
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("invalid_token"), "{head}");
+    let (status, _) =
+        raw_post_with(&server.url, &authority, &format!("Authorization: Basic {TEST_TOKEN}\r\n"));
+    assert_eq!(status, 401, "only the Bearer scheme");
+    let (status, head) = raw_post_with(&server.url, &authority, &good);
+    assert_eq!(status, 200, "{head}");
+    let (status, _) = raw_post_with(&server.url, "evil.example.com", &good);
+    assert_eq!(status, 403, "a foreign Host is refused even with a token");
+    let (status, _) =
+        raw_post_with(&server.url, &authority, &format!("{good}Origin: http://evil.example.com\r\n"));
+    assert_eq!(status, 403, "a foreign Origin is refused even with a token");
+}
+
+/// Binding beyond loopback without a token is refused unless the operator says so explicitly;
+/// a token value in the config file itself is not accepted.
+#[test]
+fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
+    let env = mcp_env();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(host_args(&env))
+        .args(["--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("--allow-unauthenticated-remote") && stderr.contains("[mcp] tokens"), "{stderr}");
+
+    let bad = env.workspace.path().join("literal.toml");
+    std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\", value = \"abcdefghijklmnopqrstuvwxyz\" }]\n")
+        .unwrap();
+    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("value"), "{e}");
+    std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\" }]\n").unwrap();
+    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("mcp.tokens[0]") && e.contains("never goes in the config file"), "{e}");
+    std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\", secret = \"nope\" }]\n").unwrap();
+    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    assert!(e.contains("no secret `nope`"), "{e}");
+    std::fs::write(
+        &bad,
+        "[secrets.mcp_ci]\nenv = \"X\"\n[mcp]\ntokens = [{ name = \"ci\", secret = \"mcp_ci\" }]\n",
+    )
+    .unwrap();
+    let cfg = toolhost::config::Config::from_file(&bad).unwrap();
+    assert_eq!(cfg.mcp.tokens[0].0, "ci");
+
+    // A token too short to be one is refused at start.
+    let short = env.workspace.path().join("short.toml");
+    std::fs::write(&short, "[mcp]\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_SHORT\" }]\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&short)
+        .args(host_args(&env))
+        .args(["--http", "127.0.0.1:0"])
+        .env("TOOLHOST_TEST_SHORT", "short-token")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("at least 16 characters"), "{stderr}");
+    assert!(!stderr.contains("short-token"), "the value is not echoed: {stderr}");
 }

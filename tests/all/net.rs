@@ -294,3 +294,32 @@ async fn web_plugin_fetches_readable_text_and_json() {
     let e = err(&call(&host, "fetch", &["https://example.org/"]).await, ErrorKind::ToolError);
     assert!(e.contains("host `example.org` is not granted to plugin `web`"), "{e}");
 }
+
+/// A failed call's note names only the grant the failure points at (issue #12, 5): a network
+/// refusal names the `net` grant and not the unrelated `api_token` secret, and a refused
+/// secret names the secret and not the network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_note_names_only_the_grant_it_points_at() {
+    let s = server();
+    // Nothing granted: `fetch` is refused for want of a host grant.
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    let host = env.host();
+    let e = err(
+        &call(&host, "fetch", &[&format!("http://localhost:{}/hello", s.port)]).await,
+        ErrorKind::ToolError,
+    );
+    assert!(e.contains("[note: the host refused") && e.contains("net *"), "{e}");
+    assert!(!e.contains("api_token"), "the secret has nothing to do with this failure: {e}");
+
+    // The host granted, the secret not: `api_get` is refused for want of the secret.
+    let mut env = Env::with(&[plugin_artifacts::WEB]);
+    env.config.grant_net("web", "localhost").unwrap();
+    env.config.plugins.get_mut("web").unwrap().net_private = true;
+    let host = env.host();
+    let e = err(
+        &call(&host, "api_get", &[&format!("http://localhost:{}/json", s.port)]).await,
+        ErrorKind::ToolError,
+    );
+    assert!(e.contains("[note: the host refused") && e.contains("secret api_token"), "{e}");
+    assert!(!e.contains("net *"), "the network grant has nothing to do with this failure: {e}");
+}

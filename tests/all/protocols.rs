@@ -66,7 +66,7 @@ async fn text_reply_runs_in_order_and_feeds_back() {
 #[test]
 fn prompt_lists_every_tool_from_the_registry() {
     let env = env();
-    let prompt = text::prompt(&env.registry());
+    let prompt = text::prompt(&env.registry(), &env.config);
     assert_golden("prompt.golden", &prompt);
     for tool in ["ls", "read", "write", "split_task", "search", "count_words", "delete"] {
         assert!(prompt.contains(&format!("- {tool}(")), "{tool} missing from the prompt");
@@ -74,12 +74,14 @@ fn prompt_lists_every_tool_from_the_registry() {
     assert!(
         prompt.contains("delete(path) — Delete a file, or a directory with everything in it. DANGEROUS.")
     );
+    // The model is told that a call inside code is an example (issue #21).
+    assert!(prompt.contains("never inside a code block (```) or `backticks`"));
 }
 
 #[test]
 fn openai_schema_is_valid_json_schema() {
     let env = env();
-    let tools = openai::tools(&env.registry(), None).unwrap();
+    let tools = openai::tools(&env.registry(), &env.config).unwrap();
     assert_golden("openai_tools.json", &(serde_json::to_string_pretty(&tools).unwrap() + "\n"));
     let tools = tools.as_array().unwrap();
     assert_eq!(tools.len(), 11);
@@ -135,4 +137,83 @@ async fn openai_tool_calls_round_trip() {
     assert_eq!(content(3)["kind"], "unknown_tool");
     assert!(content(3)["error"].as_str().unwrap().contains("did you mean: read"));
     assert_eq!(content(4)["kind"], "bad_arguments");
+}
+
+/// The operator's `[tool.X] danger = true` reaches every front end through the one
+/// `ToolView`: the `[TOOL]` prompt, the OpenAI tools, MCP `tools/list` and `toolhost list`
+/// all mark `read` dangerous, and MCP does not also call it read-only (issue #12, 1 and 2).
+#[test]
+fn an_operator_danger_marking_reaches_every_front_end() {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.tools.entry("read".into()).or_default().danger = Some(true);
+    let registry = env.registry();
+
+    let prompt = text::prompt(&registry, &env.config);
+    let line = prompt.lines().find(|l| l.starts_with("- read(")).expect("read in the prompt");
+    assert!(line.ends_with("DANGEROUS."), "prompt line: {line}");
+
+    let tools = openai::tools(&registry, &env.config).unwrap();
+    let read = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "read").unwrap();
+    assert!(read["function"]["description"].as_str().unwrap().contains("Dangerous"), "{read}");
+
+    let host = env.host();
+    let server = toolhost::protocol::mcp::McpServer::new(host.executor.clone(), None).expect("mcp server");
+    let tool = server.tools().into_iter().find(|t| t.name == "read").unwrap();
+    let a = tool.annotations.expect("annotations");
+    assert_eq!(a.destructive_hint, Some(true), "{a:?}");
+    assert_eq!(a.read_only_hint, Some(false), "a dangerous tool is not advertised read-only: {a:?}");
+    // An unmarked read-only tool keeps its hints.
+    let ls = server.tools().into_iter().find(|t| t.name == "ls").unwrap().annotations.unwrap();
+    assert_eq!((ls.read_only_hint, ls.destructive_hint), (Some(true), Some(false)));
+
+    let listed = toolhost::cli::render_list(&registry, &env.config);
+    let row = listed.lines().find(|l| l.starts_with("read(")).unwrap();
+    assert!(row.contains("danger"), "list row: {row}");
+}
+
+/// A reply as a Chinese-writing model produces it (issue #21): full-width parentheses, markers
+/// and commas mixed with ASCII, and the dangerous `delete` shown twice as an example in code.
+const REPLY_FULL_WIDTH: &str = "好的，我先保存笔记：\n\
+[TOOL] write（“笔记.txt”, “苹果，香蕉”）[/TOOL]\n\
+【TOOL】read(\"笔记.txt\")【／TOOL】\n\
+［TOOL］ echo（\"apples，pears\"）［/TOOL］\n\
+[TOOL] copy(\"笔记.txt\"，\"副本.txt\") [/TOOL]\n\
+删除文件的写法是这样的（只是示例）：\n\
+```\n\
+[TOOL] delete(\"笔记.txt\") [/TOOL]\n\
+```\n\
+或者写成一行：`【TOOL】delete（“笔记.txt”）【/TOOL】`。";
+
+#[tokio::test]
+async fn calls_in_code_are_examples_even_when_dangerous_tools_are_allowed() {
+    let env = env();
+    // The operator allows dangerous calls: only the example rule keeps `delete` from running.
+    let host = env.host_yes();
+    let results = text::execute(&host.executor, REPLY_FULL_WIDTH).await;
+    let feedback = text::feedback(REPLY_FULL_WIDTH, &results);
+    assert_golden("feedback_full_width.golden", &feedback);
+    assert_eq!(
+        std::fs::read_to_string(env.ws("笔记.txt")).unwrap(),
+        "苹果，香蕉",
+        "the examples did not run"
+    );
+    assert!(!env.ws("副本.txt").exists(), "a full-width comma is not a separator: copy did not parse");
+    let kinds: Vec<&str> = results
+        .iter()
+        .filter_map(|(seg, outcome)| match (seg, outcome) {
+            (text::Segment::Call { .. }, Some(o)) if o.success => Some("ok"),
+            (text::Segment::Error { .. }, None) => Some("parse_error"),
+            (text::Segment::Example { call, .. }, None) if call.name == "delete" => Some("example"),
+            (text::Segment::Text { .. }, None) => None,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["ok", "ok", "ok", "parse_error", "example", "example"]);
+    let json = text::results_json(&results);
+    let examples: Vec<_> =
+        json["segments"].as_array().unwrap().iter().filter(|s| s["type"] == "example").collect();
+    assert_eq!(examples.len(), 2);
+    assert_eq!(examples[0]["code"], serde_json::json!({"kind": "fenced_block", "line": 7, "column": 1}));
+    assert_eq!(examples[1]["code"]["kind"], "span");
+    assert!(examples.iter().all(|e| e.get("outcome").is_none()), "examples never run");
 }

@@ -22,7 +22,8 @@ enum Expect {
 
 struct Case {
     promise: &'static str,
-    /// 0: the plain host; 1: the host whose operator marked `liar` dangerous.
+    /// 0: the plain host; 1: the host whose operator marked `liar` dangerous; 2: the host
+    /// with small quotas that grants `hostile` a scratch workspace read-write and 127.0.0.1.
     host: usize,
     tool: &'static str,
     args: Vec<String>,
@@ -42,7 +43,13 @@ pub fn record_summary(section: &str, line: &str) {
 }
 
 fn env() -> Env {
-    let mut env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::TEXT, plugin_artifacts::LIAR]);
+    let mut env = Env::with(&[
+        plugin_artifacts::HOSTILE,
+        plugin_artifacts::TEXT,
+        plugin_artifacts::LIAR,
+        plugin_artifacts::SYSTEM,
+    ]);
+    crate::process::grant_programs(&mut env.config);
     env.config.limits.timeout_ms = 300;
     env.config.limits.memory_mb = 32;
     env.config.grant_workspace("hostile", FsMode::ReadOnly);
@@ -69,6 +76,32 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
         env.registry(),
         std::sync::Arc::new(toolhost::executor::NoConfirm),
     );
+    // Issue #14: resource quotas.
+    let scratch = tempfile::tempdir().unwrap();
+    let quota_cfg = {
+        let mut c = env.config.clone();
+        c.set_workspace(scratch.path());
+        c.grant_workspace("hostile", FsMode::ReadWrite);
+        c.grant_net("hostile", "127.0.0.1").unwrap();
+        c.plugins.get_mut("hostile").unwrap().net_private = true;
+        c.limits.timeout_ms = 10_000;
+        c.limits.write_mb = 8;
+        c.limits.create_limit = 50;
+        // Room for the guest to build a 100 MB body (the host must refuse it, not the guest),
+        // and time: handing 100 MB across the boundary takes seconds in a debug build.
+        let big_post = &mut c.tools.entry("big_post".into()).or_default().limits;
+        big_post.memory_mb = Some(200);
+        big_post.timeout_ms = Some(25_000);
+        c
+    };
+    let quota = Toolhost::from_parts(
+        crate::support::runtime(),
+        std::sync::Arc::new(quota_cfg.clone()),
+        toolhost::Registry::load(&crate::support::runtime(), &quota_cfg).unwrap(),
+        std::sync::Arc::new(toolhost::executor::NoConfirm),
+    );
+    let quota_case =
+        |promise, tool, args: &[&str], expect| Case { host: 2, ..case(promise, tool, args, expect) };
     let nested = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let huge = "x".repeat(1024 * 1024 + 1);
 
@@ -186,6 +219,43 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             expect: Fail(ErrorKind::Denied, "dangerous"),
         },
         case(
+            "a program that is not granted is refused, naming the grant",
+            "run",
+            &["git", "status"],
+            Fail(ErrorKind::ToolError, "--allow-run sys=git"),
+        ),
+        case(
+            "a relative program path is refused",
+            "run",
+            &["./echo", "hello"],
+            Fail(ErrorKind::ToolError, "relative program path"),
+        ),
+        case(
+            "arguments outside the granted patterns are refused",
+            "run",
+            &["echo", "rm -rf /"],
+            Fail(ErrorKind::ToolError, "do not match"),
+        ),
+        case(
+            "a shell metacharacter stays one literal argument",
+            "run",
+            &["printf", r#"["<%s>", "a; rm -rf / $(id)"]"#],
+            Ok("<a; rm -rf / $(id)>", false),
+        ),
+        case(
+            "a program past the call's deadline is killed",
+            "run",
+            &["sleep", "30"],
+            Fail(ErrorKind::Timeout, "timed out after 300 ms"),
+        ),
+        case(
+            "a flood of program output is capped and the program stopped",
+            "run",
+            &["yes", ""],
+            Ok("[output cut at the host's limit", true),
+        ),
+        case("a program inherits no environment variable", "run", &["env", ""], OkWithout("", "PATH=")),
+        case(
             "an unknown tool names close ones",
             "ech",
             &["x"],
@@ -215,8 +285,53 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             &["t", nested.as_str()],
             Fail(ErrorKind::BadArguments, "nest"),
         ),
+        quota_case(
+            "a write loop through std::fs stops at the disk quota",
+            "fill",
+            &["stream", "1024"],
+            Fail(ErrorKind::ToolError, "quota exceeded: wrote 8 MiB, limit write_mb = 8"),
+        ),
+        quota_case(
+            "a pwrite loop stops at the disk quota",
+            "fill",
+            &["pwrite", "1024"],
+            Fail(ErrorKind::ToolError, "quota exceeded: wrote 8 MiB, limit write_mb = 8"),
+        ),
+        quota_case(
+            "growing a file with set_len is charged to the disk quota",
+            "fill",
+            &["setlen", "1024"],
+            Fail(ErrorKind::ToolError, "limit write_mb = 8"),
+        ),
+        quota_case(
+            "creating files stops at the creation limit",
+            "fill",
+            &["files", "100000"],
+            Fail(
+                ErrorKind::ToolError,
+                "quota exceeded: created 50 files or directories, limit create_limit = 50",
+            ),
+        ),
+        quota_case(
+            "creating directories stops at the creation limit",
+            "fill",
+            &["dirs", "100000"],
+            Fail(ErrorKind::ToolError, "limit create_limit = 50"),
+        ),
+        quota_case(
+            "a log flood is cut to the per-call log limits",
+            "logflood",
+            &["20000"],
+            Ok("logged 20000", false),
+        ),
+        quota_case(
+            "a 100 MB request body is refused before anything is sent",
+            "big_post",
+            &["http://127.0.0.1:9/", "100"],
+            Fail(ErrorKind::ToolError, "max_request_kb"),
+        ),
     ];
-    let hosts = [&plain, &strict];
+    let hosts = [&plain, &strict, &quota];
     let (mut run_n, mut survived, mut lost) = (0, 0, 0);
     let mut failures = Vec::new();
     for c in cases.drain(..) {

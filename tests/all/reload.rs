@@ -157,7 +157,7 @@ async fn a_corrupt_replacement_keeps_the_old_version_serving() {
     assert!(c.failures[0].reason.ends_with("(still serving v0.1.0)"), "{c:?}");
     assert!(c.removed.is_empty());
     assert_eq!(l.which().await, "v1");
-    let listed = toolhost::cli::render_list(&l.host.registry.load());
+    let listed = toolhost::cli::render_list(&l.host.registry.load(), &l.host.config);
     assert!(listed.contains("! versioned.wasm: ") && listed.contains("still serving v0.1.0"), "{listed}");
 }
 

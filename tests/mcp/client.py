@@ -136,6 +136,12 @@ async def main():
             "a tool's JSON object output is also structuredContent",
             results[0],
         )
+        usage = (results[0].meta or {}).get("toolhost/usage") or {}
+        check(
+            usage.get("wall_us", 0) > 0 and "peak_memory_kb" in usage and "busy_us" in usage,
+            "what the call cost is in _meta[\"toolhost/usage\"]",
+            results[0],
+        )
 
         # Hot reload: a new plugin file gives the client a list_changed and a new tool.
         shutil.copy(args.new_plugin, os.path.join(args.plugins, ".new.tmp"))

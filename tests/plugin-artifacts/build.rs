@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar"];
+const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -18,6 +18,7 @@ fn main() {
         "plugins/liar",
         "plugins/hostile",
         "plugins/versioned",
+        "plugins/system",
         "plugin-sdk/src",
         "plugin-sdk/macros/src",
         "plugin-sdk/Cargo.toml",

@@ -9,8 +9,9 @@ const HELP: &str = "\
 cargo xtask <task>
 
 tasks:
-  plugins   build the example plugins for wasm32-wasip2 and copy the shipped ones
-            (files, text, web) into target/plugins/
+  plugins   build the example plugins: the Rust ones for wasm32-wasip2 (files, text, web,
+            system are copied into target/plugins/), then the Python (notes) and JavaScript
+            (datakit) ones with `toolhost build` (toolchains installed into target/toolchains)
   demo      build the plugins and toolhost, then show `list` and a few calls on a scratch
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
             query has commas, a denied dangerous call, a truncated output and refused
@@ -21,10 +22,13 @@ tasks:
             build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
-  test      the whole suite, as CI runs it: installs the MCP Python SDK into target/pyenv
-            (for the MCP tests) and Debian's docker-registry if missing (for the
-            distribution tests), rustfmt check, clippy with warnings as errors, then every
-            unit and integration test (the test build compiles the plugins itself)
+  test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
+            target/pyenv and 2.x into target/pyenv2 (for the MCP tests) and Debian's
+            docker-registry if missing (for the distribution tests), rustfmt check, clippy
+            with warnings as errors, the Python and JS SDK tests, then every unit and
+            integration test (the test build compiles the Rust plugins itself; the Python/JS
+            ones are built with toolchains it installs into target/toolchains); prints the MCP
+            check counts per SDK generation, mode and transport
 ";
 
 fn main() -> Result<()> {
@@ -98,7 +102,7 @@ fn plugins() -> Result<PathBuf> {
         .arg(&build_dir))?;
     let out = root.join("target/plugins");
     std::fs::create_dir_all(&out)?;
-    for name in ["files", "text", "web"] {
+    for name in ["files", "text", "web", "system"] {
         let from = build_dir.join(format!("wasm32-wasip2/release/{name}.wasm"));
         let to = out.join(format!("{name}.wasm"));
         // Write-then-rename, so a running host never sees half a file.
@@ -106,6 +110,17 @@ fn plugins() -> Result<PathBuf> {
         std::fs::copy(&from, &tmp).with_context(|| format!("copy {}", from.display()))?;
         std::fs::rename(&tmp, &to)?;
         eprintln!("  {} ({} KiB)", to.display(), std::fs::metadata(&to)?.len() / 1024);
+    }
+    // The Python and JavaScript examples, built the way their authors would: `toolhost build`.
+    eprintln!("building toolhost, then the Python and JavaScript example plugins …");
+    run(cargo().current_dir(&root).args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"]))?;
+    for project in ["plugins/python/notes", "plugins/js/datakit"] {
+        run(Command::new(root.join("target/debug/toolhost"))
+            .arg("build")
+            .arg(root.join(project))
+            .arg("--install")
+            .arg(&out)
+            .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains")))?;
     }
     Ok(out)
 }
@@ -257,15 +272,53 @@ fn test() -> Result<()> {
     ensure_target()?;
     let root = root();
     let python = ensure_python_mcp()?;
+    let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
     ensure_registry()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    sdk_tests()?;
     let summaries = root.join("target/reliability");
     let _ = std::fs::remove_dir_all(&summaries);
-    run(cargo().current_dir(&root).args(["test", "--workspace"]).env("TOOLHOST_PYTHON", &python))?;
+    // The Python and JS plugin tests install the pinned componentize-py and jco here on first
+    // use (tests/all/polyglot.rs), never globally.
+    let mcp_checks = root.join("target/mcp-checks");
+    let _ = std::fs::remove_dir_all(&mcp_checks);
+    run(cargo()
+        .current_dir(&root)
+        .args(["test", "--workspace"])
+        .env("TOOLHOST_PYTHON", &python)
+        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
+        .env("TOOLHOST_PYTHON2", &python2))?;
     print_reliability_summary(&summaries);
+    print_summary("MCP checks per SDK generation, mode and transport", &mcp_checks);
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
     fuzz(None, 10)?;
+    Ok(())
+}
+
+/// The Python and JavaScript SDKs' own tests, and the tests of the example plugins and the
+/// `toolhost new` templates written in those languages (plain CPython and node: no toolchain).
+fn sdk_tests() -> Result<()> {
+    let root = root();
+    let py_sdk = root.join("plugin-sdk/python");
+    eprintln!("\n== Python SDK and plugins (unittest) ==");
+    run(Command::new("python3")
+        .current_dir(&py_sdk)
+        .args(["-m", "unittest", "discover", "-s", "tests"])
+        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    for dir in ["plugins/python/notes", "plugin-sdk/python/template"] {
+        run(Command::new("python3")
+            .current_dir(root.join(dir))
+            .args(["-m", "unittest", "discover", "-p", "test_*.py"])
+            .env("PYTHONPATH", &py_sdk)
+            .env("PYTHONDONTWRITEBYTECODE", "1"))?;
+    }
+    eprintln!("\n== JavaScript SDK and plugins (node --test) ==");
+    let js = root.join("plugin-sdk/js/bin/toolhost-js.mjs");
+    run(Command::new("node").current_dir(root.join("plugin-sdk/js")).args(["--test", "test/"]))?;
+    for dir in ["plugins/js/datakit", "plugin-sdk/js/template"] {
+        run(Command::new("node").arg(&js).arg("test").arg(root.join(dir)))?;
+    }
     Ok(())
 }
 
@@ -331,7 +384,13 @@ fn fuzz(only: Option<&str>, seconds: u64) -> Result<()> {
         std::fs::create_dir_all(&artifacts)?;
         eprintln!("fuzzing {t} for {seconds} s …");
         let bin = target_dir.join(&host).join("release").join(t);
-        run(Command::new(bin)
+        let mut fuzzer = Command::new(bin);
+        // A target's dictionary (fuzz/TARGET.dict), if it has one: the tokens of its input format.
+        let dict = fuzz_dir.join(format!("{t}.dict"));
+        if dict.is_file() {
+            fuzzer.arg(format!("-dict={}", dict.display()));
+        }
+        run(fuzzer
             .arg(&corpus)
             .arg(format!("-max_total_time={seconds}"))
             .arg("-max_len=65536")
@@ -385,19 +444,44 @@ fn seed_corpus(target: &str, corpus: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A Python virtual environment in target/pyenv with the official MCP SDK (the MCP tests drive
-/// toolhost with it). Created once; reinstalled when tests/mcp/requirements.txt changes.
+/// The lines the MCP tests recorded in `dir` (one file per run).
+fn print_summary(title: &str, dir: &Path) {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    lines.sort();
+    eprintln!("\n== {title} ==");
+    for l in &lines {
+        eprintln!("  {l}");
+    }
+    if lines.is_empty() {
+        eprintln!("  (nothing recorded: were the MCP tests filtered out?)");
+    }
+}
+
+/// A Python virtual environment in target/pyenv with the official MCP SDK 1.x (the MCP tests
+/// drive toolhost with it). Created once; reinstalled when tests/mcp/requirements.txt changes.
 fn ensure_python_mcp() -> Result<PathBuf> {
+    ensure_python_venv("target/pyenv", "tests/mcp/requirements.txt")
+}
+
+/// A Python virtual environment at `venv` (relative to the root) with `requirements` installed.
+fn ensure_python_venv(venv: &str, requirements: &str) -> Result<PathBuf> {
     let root = root();
-    let venv = root.join("target/pyenv");
+    let shown = requirements;
+    let venv = root.join(venv);
     let python = venv.join("bin/python");
-    let requirements = root.join("tests/mcp/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).context("read tests/mcp/requirements.txt")?;
+    let requirements = root.join(requirements);
+    let wanted = std::fs::read_to_string(&requirements).with_context(|| format!("read {shown}"))?;
     let stamp = venv.join("installed-requirements.txt");
     if python.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
         return Ok(python);
     }
-    eprintln!("installing the MCP Python SDK into {} …", venv.display());
+    eprintln!("installing {shown} into {} …", venv.display());
     if !python.is_file() {
         let system =
             if Command::new("python3").arg("--version").output().is_ok() { "python3" } else { "python" };
@@ -407,7 +491,7 @@ fn ensure_python_mcp() -> Result<PathBuf> {
     run(Command::new(&python)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
         .arg(&requirements))
-    .context("pip install -r tests/mcp/requirements.txt")?;
+    .with_context(|| format!("pip install -r {shown}"))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
 }

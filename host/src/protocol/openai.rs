@@ -63,29 +63,20 @@ pub fn parameters(spec: &ToolSpec) -> Value {
     })
 }
 
-/// The description shown to the model, with the danger note.
-pub fn description(spec: &ToolSpec, dangerous: bool) -> String {
-    if dangerous {
-        format!("{} (Dangerous: needs a human's confirmation and may be refused.)", spec.description)
-    } else {
-        spec.description.clone()
-    }
-}
-
 /// The `tools` array for a chat completion request.
-pub fn tools(registry: &Registry, executor: Option<&Executor>) -> Result<Value, NameError> {
+pub fn tools(registry: &Registry, config: &crate::Config) -> Result<Value, NameError> {
     let mut out = Vec::new();
     for entry in registry.tools() {
         let spec = entry.spec();
         if !is_openai_name(&spec.name) {
             return Err(NameError { name: spec.name.clone(), plugin: entry.plugin.name.to_string() });
         }
-        let dangerous = spec.danger || executor.is_some_and(|e| e.config().tool_marked_dangerous(&spec.name));
+        let view = crate::view::ToolView::new(entry, config);
         out.push(json!({
             "type": "function",
             "function": {
                 "name": spec.name,
-                "description": description(spec, dangerous),
+                "description": view.description_with_danger_note(),
                 "parameters": parameters(spec),
             }
         }));
@@ -259,11 +250,8 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
     let mut out = Vec::new();
     for tc in &message.tool_calls {
         let outcome = run_one(executor, tc).await;
-        let msg = ToolMessage {
-            role: "tool".into(),
-            tool_call_id: tc.id.clone(),
-            content: serde_json::to_string(&outcome).unwrap_or_default(),
-        };
+        let msg =
+            ToolMessage { role: "tool".into(), tool_call_id: tc.id.clone(), content: outcome.model_json() };
         out.push((msg, outcome));
     }
     out

@@ -149,11 +149,26 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             "env" => caps.env.push(lit_str(&opt)?),
             "net" => caps.net.push(lit_str(&opt)?),
             "secret" => caps.secrets.push(lit_str(&opt)?),
+            "exec" => {
+                let v = lit_str(&opt)?;
+                let plain = v == "*"
+                    || (!v.is_empty()
+                        && v != "."
+                        && v != ".."
+                        && v.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)));
+                if !plain {
+                    return Err(syn::Error::new_spanned(
+                        &opt.value,
+                        "`exec` takes a program name such as \"git\", not a path: the operator grants the executable",
+                    ));
+                }
+                caps.exec.push(v);
+            }
             other => {
                 return Err(syn::Error::new_spanned(
                     &opt.key,
                     format!(
-                        "unknown plugin option `{other}`; expected one of: name, version, description, fs, env, net, secret"
+                        "unknown plugin option `{other}`; expected one of: name, version, description, fs, env, net, secret, exec"
                     ),
                 ));
             }
@@ -253,11 +268,17 @@ struct Capabilities {
     env: Vec<String>,
     net: Vec<String>,
     secrets: Vec<String>,
+    exec: Vec<String>,
 }
 
 impl Capabilities {
     fn to_json(&self) -> Value {
-        json!({ "fs": self.fs, "env": self.env, "net": self.net, "secrets": self.secrets })
+        let mut v = json!({ "fs": self.fs, "env": self.env, "net": self.net, "secrets": self.secrets });
+        // Only when requested, so plugins that run nothing load on hosts that predate `exec`.
+        if !self.exec.is_empty() {
+            v["exec"] = json!(self.exec);
+        }
+        v
     }
 }
 
@@ -662,6 +683,15 @@ mod tests {
     }
 
     #[test]
+    fn exec_requests_are_written_only_when_made() {
+        let item = "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }";
+        let out = expand_str("exec = \"git\", exec = \"xdg-open\"", item).unwrap();
+        assert!(out.contains(r#"\"exec\":[\"git\",\"xdg-open\"]"#), "{out}");
+        let out = expand_str("", item).unwrap();
+        assert!(!out.contains("exec"), "{out}");
+    }
+
+    #[test]
     fn danger_and_rest_flags() {
         let m = manifest_of(
             r#"mod t {
@@ -713,6 +743,11 @@ mod tests {
                 "NAME:ro",
             ),
             ("", "fn not_a_module() {}", "inline module"),
+            (
+                "exec = \"/bin/sh\"",
+                "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }",
+                "not a path",
+            ),
             (
                 "",
                 "mod t { /// d\n #[tool] #[cfg(test)] pub fn a() -> String { todo!() } }",

@@ -187,4 +187,97 @@ mod tools {
         };
         r.map(|_| format!("{op} {target}: done")).map_err(|e| format!("{op} {target}: {e}"))
     }
+    /// Write into the workspace until something stops it, `mb` MiB at most: `stream` writes
+    /// `fill.bin` through std (WASI output streams), `pwrite` through `descriptor.write`,
+    /// `setlen` grows `fill.bin` to `mb` MiB with `set_len`, `files` creates `mb` files and
+    /// `dirs` `mb` directories. Fails with what stopped it.
+    ///
+    /// - `how`: stream, pwrite, setlen, files or dirs
+    /// - `mb`: how much to write (or how many entries to create)
+    #[tool]
+    pub fn fill(how: String, mb: u32) -> Result<String, String> {
+        use std::io::Write;
+        let total = mb as u64 * 1024 * 1024;
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut done: u64 = 0;
+        let r: Result<(), String> = match how.as_str() {
+            "stream" => (|| {
+                let mut f = std::fs::File::create("fill.bin").map_err(|e| e.to_string())?;
+                while done < total {
+                    f.write_all(&chunk).map_err(|e| e.to_string())?;
+                    done += chunk.len() as u64;
+                }
+                Ok(())
+            })(),
+            "pwrite" => (|| {
+                use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+                let (dir, _) = wasip2::filesystem::preopens::get_directories()
+                    .into_iter()
+                    .next()
+                    .ok_or("no preopened directory")?;
+                let f = dir
+                    .open_at(PathFlags::empty(), "fill.bin", OpenFlags::CREATE, DescriptorFlags::WRITE)
+                    .map_err(|e| format!("{e:?}"))?;
+                while done < total {
+                    let n = f.write(&chunk, done).map_err(|e| format!("{e:?}"))?;
+                    done += n;
+                    if n < chunk.len() as u64 {
+                        // A short write: the next one says why.
+                        continue;
+                    }
+                }
+                Ok(())
+            })(),
+            "setlen" => std::fs::File::create("fill.bin")
+                .and_then(|f| f.set_len(total))
+                .map(|_| done = total)
+                .map_err(|e| e.to_string()),
+            "files" | "dirs" => (|| {
+                for i in 0..mb {
+                    let name = format!("{how}-{i}");
+                    let r = if how == "files" { std::fs::write(&name, b"").map(|_| ()) } else { std::fs::create_dir(&name) };
+                    r.map_err(|e| format!("{name}: {e}"))?;
+                    done += 1;
+                }
+                Ok(())
+            })(),
+            other => Err(format!("unknown way `{other}`")),
+        };
+        match r {
+            Ok(()) => Ok(format!("{how}: done {done}")),
+            Err(e) => Err(format!("{how}: stopped after {done}: {e}")),
+        }
+    }
+
+    /// Call the `log` import `n` times with a 1000-character line.
+    ///
+    /// - `n`: how many lines
+    #[tool]
+    pub fn logflood(n: u32) -> String {
+        let line = "L".repeat(1000);
+        for _ in 0..n {
+            toolhost_sdk::log::info(&line);
+        }
+        format!("logged {n} lines")
+    }
+
+    /// POST a body of `mb` MiB to `url`.
+    ///
+    /// - `url`: the URL
+    /// - `mb`: body size in MiB
+    #[tool]
+    pub fn big_post(url: String, mb: u32) -> Result<String, String> {
+        let body = vec![b'x'; mb as usize * 1024 * 1024];
+        let r = toolhost_sdk::http::Request::post(&url).body(body).send()?;
+        Ok(format!("status {}", r.status))
+    }
+
+    /// Sleep `ms` milliseconds (a slow call that uses no CPU).
+    ///
+    /// - `ms`: milliseconds
+    #[tool]
+    pub fn doze(ms: u32) -> String {
+        std::thread::sleep(std::time::Duration::from_millis(ms as u64));
+        format!("slept {ms} ms")
+    }
 }

@@ -9,7 +9,10 @@
 
 mod parse;
 
-pub use parse::{CLOSE, MAX_ARG_BYTES, MAX_CALLS, OPEN, ParseError, Segment, calls, parse};
+pub use parse::{
+    CLOSE, CLOSE_BRACKETS, CodeKind, InCode, MAX_ARG_BYTES, MAX_CALLS, MAX_EXAMPLES, OPEN, OPEN_BRACKETS,
+    ParseError, SLASHES, Segment, calls, parse,
+};
 
 use crate::executor::{Outcome, ToolCall};
 use crate::registry::Registry;
@@ -51,7 +54,7 @@ pub fn render_call(call: &ToolCall) -> String {
 }
 
 /// The prompt section that teaches a model the protocol and lists every registered tool.
-pub fn prompt(registry: &Registry) -> String {
+pub fn prompt(registry: &Registry, config: &crate::Config) -> String {
     let mut out = String::from(
         "## Tools\n\n\
          You can call tools. To call one, write the call between markers, anywhere in your reply:\n\n\
@@ -61,6 +64,7 @@ pub fn prompt(registry: &Registry) -> String {
          - Arguments marked `json` take a JSON value written directly, without quotes: [TOOL] split_task(\"Launch\", [{\"title\": \"design\"}]) [/TOOL]\n\
          - Arguments marked `…` take the rest of the line: commas in them are kept.\n\
          - You may make several calls in one reply; they run in order, and you get one result per call.\n\
+         - Write calls as plain text, never inside a code block (```) or `backticks`: a call inside code is an example and is not run.\n\
          - Tools marked DANGEROUS need a human's confirmation and may be refused.\n\n\
          Available tools:\n",
     );
@@ -70,8 +74,9 @@ pub fn prompt(registry: &Registry) -> String {
             .cmp(&(b.spec().category.as_deref().unwrap_or("~"), &b.spec().name))
     });
     for t in tools {
-        let s = t.spec();
-        let danger = if s.danger { " DANGEROUS." } else { "" };
+        let view = crate::view::ToolView::new(t, config);
+        let s = view.spec;
+        let danger = if view.dangerous { " DANGEROUS." } else { "" };
         out.push_str(&format!("\n- {} — {}{danger}\n", s.signature(), s.description));
         for (i, p) in s.params.iter().enumerate() {
             if p.description.is_empty() && !s.is_json(i) {
@@ -108,7 +113,8 @@ pub fn prompt(registry: &Registry) -> String {
 /// ```
 ///
 /// A truncated output says `success truncated`. A malformed call gets `error parse_error`
-/// with what was wrong and where.
+/// with what was wrong and where. A call inside Markdown code gets `skipped`, with where the
+/// code starts.
 pub fn feedback(reply: &str, results: &[(Segment, Option<Outcome>)]) -> String {
     let mut out = reply.trim_end().to_string();
     out.push_str("\n\n");
@@ -136,6 +142,16 @@ pub fn feedback(reply: &str, results: &[(Segment, Option<Outcome>)]) -> String {
                 out.push_str(&format!(
                     "[RESULT {n}] {} error parse_error\nthis call was not run: {error}\n[/RESULT]\n",
                     short_arg(raw.trim())
+                ));
+            }
+            (Segment::Example { call, code, .. }, _) => {
+                n += 1;
+                let args: Vec<String> = call.args.iter().map(|a| short_arg(a)).collect();
+                out.push_str(&format!(
+                    "[RESULT {n}] {}({}) skipped\nthis call was not run: it is {code}, so it is an example; \
+                     to run it, write it as plain text outside code\n[/RESULT]\n",
+                    call.name,
+                    args.join(", ")
                 ));
             }
             _ => {}
@@ -231,13 +247,7 @@ mod tests {
         {
             let input = unit.repeat(n);
             let segs = parse(&input);
-            let total: usize = segs
-                .iter()
-                .map(|s| match s {
-                    Segment::Text { text } => text.len(),
-                    Segment::Call { raw, .. } | Segment::Error { raw, .. } => raw.len(),
-                })
-                .sum();
+            let total: usize = segs.iter().map(|s| s.source().len()).sum();
             assert_eq!(total, input.len(), "segments must cover the input exactly for {unit:?}");
         }
     }
@@ -273,10 +283,7 @@ mod tests {
         ) {
             let input: String = parts.concat();
             let segs = parse(&input);
-            let rebuilt: String = segs.iter().map(|s| match s {
-                Segment::Text { text } => text.as_str(),
-                Segment::Call { raw, .. } | Segment::Error { raw, .. } => raw.as_str(),
-            }).collect();
+            let rebuilt: String = segs.iter().map(Segment::source).collect();
             prop_assert_eq!(rebuilt, input);
         }
 

@@ -1,0 +1,661 @@
+//! Running programs for plugins: the host side of the `toolhost:plugin/process` import, the
+//! operator's `exec` grants, and the spawn itself (`tokio::process`).
+//!
+//! A plugin never starts a process. It names a program its manifest requests (`exec`), and
+//! the host runs the executable the operator granted under that name, deny by default:
+//! 1. the per-call budget ([`MAX_RUNS_PER_CALL`]);
+//! 2. the program: a plain name (`git`) is looked up among the operator's grants only — never
+//!    in `PATH` or the working directory; an absolute path must be exactly a granted path; a
+//!    relative path (`./x`, `bin/sh`) is refused;
+//! 3. the program must be both requested by the manifest and granted by the operator;
+//! 4. the arguments: at most [`MAX_ARGS`] of at most [`MAX_ARGS_BYTES`] in all, no NUL, and
+//!    matching one of the grant's argument patterns if it has any;
+//! 5. the spawn: argv only (no shell, so `;`, `|`, `$(…)` are literal characters of one
+//!    argument), a cleared environment plus the variables granted for that program, stdin
+//!    closed, cwd the workspace (or the grant's `cwd`), its own process group;
+//! 6. stdout and stderr are captured up to [`MAX_OUTPUT_BYTES`] each; past that the process
+//!    group is killed and the output marked truncated;
+//! 7. at the call's deadline the whole process group is killed, the child reaped, and the call
+//!    ends as a timeout. When the program exits, processes it left behind in its group are
+//!    killed too, unless the grant says `detach = true` (desktop launchers such as `xdg-open`,
+//!    whose whole point is an application that outlives them; their output is not captured).
+//!
+//! Every refusal names the grant that would allow it. A plugin granted any program has all its
+//! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
+
+use crate::config::{Config, ConfigError};
+use crate::runtime::toolhost::plugin::process::{Host, Output};
+use crate::sandbox::{HostState, Missing, MissingKind};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Bytes kept of each of stdout and stderr; past this the process group is killed.
+pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Programs one call may run.
+pub const MAX_RUNS_PER_CALL: u32 = 16;
+/// Arguments per run.
+pub const MAX_ARGS: usize = 1024;
+/// Total bytes of arguments per run.
+pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// How long the pipes are still read after the program exits (a process it left behind may
+/// hold them open; its output after that is not waited for).
+const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// How long reaping a killed child may take before it is left to tokio's orphan reaper.
+const REAP_GRACE: Duration = Duration::from_secs(2);
+
+/// One entry of `[plugin.NAME] exec = [...]`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExec {
+    /// The executable's absolute path.
+    program: String,
+    /// Allowed argument lists (patterns); absent: any arguments.
+    args: Option<Vec<String>>,
+    /// Host environment variables the program gets (by name; everything else is cleared).
+    #[serde(default)]
+    env: Vec<String>,
+    /// Working directory (default: the workspace).
+    cwd: Option<PathBuf>,
+    /// Processes the program leaves behind keep running after the call; output not captured.
+    #[serde(default)]
+    detach: bool,
+}
+
+impl RawExec {
+    /// Check and resolve (a relative `cwd` is relative to `base`, the config file's directory).
+    pub fn resolve(self, key: &str, base: &Path) -> Result<ExecGrant, String> {
+        let program = PathBuf::from(&self.program);
+        if !program.is_absolute() {
+            let hint = resolve_in_path(&self.program)
+                .map(|p| format!("program = \"{}\"", p.display()))
+                .unwrap_or_else(|| format!("program = \"/usr/bin/{}\"", self.program));
+            return Err(format!(
+                "{key}.program: {:?} is not an absolute path; grant the exact executable, e.g. {hint}",
+                self.program
+            ));
+        }
+        let args = match self.args {
+            None => None,
+            Some(list) if list.is_empty() => {
+                return Err(format!(
+                    "{key}.args is empty, which allows no call; remove `args` to allow any arguments, or write [\"\"] for none"
+                ));
+            }
+            Some(list) => Some(list.iter().map(|p| ArgPattern::new(p)).collect()),
+        };
+        for (i, var) in self.env.iter().enumerate() {
+            if var.is_empty() || var.contains('=') || var.contains('\0') {
+                return Err(format!("{key}.env[{i}]: {var:?} is not a variable name"));
+            }
+        }
+        Ok(ExecGrant {
+            name: program_name(&program),
+            program,
+            args,
+            env: self.env,
+            cwd: self.cwd.map(|c| base.join(c)),
+            detach: self.detach,
+        })
+    }
+}
+
+/// A program the operator grants to a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecGrant {
+    /// The name a plugin requests and runs it by: the path's file name.
+    pub name: String,
+    /// Absolute path of the executable.
+    pub program: PathBuf,
+    /// Allowed argument lists; `None`: any.
+    pub args: Option<Vec<ArgPattern>>,
+    /// Host environment variables passed to it (by name).
+    pub env: Vec<String>,
+    /// Working directory; `None`: the workspace.
+    pub cwd: Option<PathBuf>,
+    pub detach: bool,
+}
+
+impl ExecGrant {
+    /// `/usr/bin/git (args: status | log *)`, as `list` shows it.
+    pub fn describe(&self) -> String {
+        let mut s = self.program.display().to_string();
+        if let Some(p) = &self.args {
+            let shown: Vec<&str> = p.iter().map(|p| p.text.as_str()).collect();
+            s.push_str(&format!(" (args: {})", shown.join(" | ")));
+        }
+        if self.detach {
+            s.push_str(" (detached)");
+        }
+        s
+    }
+}
+
+/// An allowed argument list, written as words separated by spaces: each word matches one
+/// argument exactly, `*` inside a word matches any characters within that argument, and a
+/// final word `*` matches any number of further arguments (none included). `""` allows no
+/// arguments. `log *` allows `log` and `log --oneline -5`; `diff --stat` only that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgPattern {
+    pub text: String,
+    words: Vec<String>,
+}
+
+impl ArgPattern {
+    pub fn new(text: &str) -> ArgPattern {
+        ArgPattern { text: text.to_string(), words: text.split_whitespace().map(str::to_string).collect() }
+    }
+
+    /// Whether `args` is allowed by this pattern.
+    pub fn matches(&self, args: &[String]) -> bool {
+        let (fixed, rest_any) = match self.words.split_last() {
+            Some((last, init)) if last == "*" => (init, true),
+            _ => (self.words.as_slice(), false),
+        };
+        if args.len() < fixed.len() || (!rest_any && args.len() != fixed.len()) {
+            return false;
+        }
+        fixed.iter().zip(args).all(|(w, a)| glob(w, a))
+    }
+}
+
+/// `*` matches any run of characters (within one argument); everything else literally.
+fn glob(pattern: &str, s: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == s;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
+        return false;
+    }
+    let mut rest = &s[first.len()..s.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn program_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Find `name` in the operator's `PATH` (absolute directories only), as a shell would.
+pub fn resolve_in_path(name: &str) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).filter(|d| d.is_absolute()).map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    match std::fs::metadata(p) {
+        #[cfg(unix)]
+        Ok(m) => {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        }
+        #[cfg(not(unix))]
+        Ok(m) => m.is_file(),
+        Err(_) => false,
+    }
+}
+
+impl Config {
+    /// `--allow-run PLUGIN=PROGRAM`: grant `plugin` (or `*`) the program, with any arguments,
+    /// no environment, in the workspace. A bare name is resolved now, by the operator's
+    /// `PATH` (the plugin never chooses the executable); `list` shows the absolute path.
+    pub fn grant_run(&mut self, plugin: &str, program: &str) -> Result<(), ConfigError> {
+        let path = if program.starts_with('/') {
+            PathBuf::from(program)
+        } else if program.contains('/') || program.is_empty() {
+            return Err(ConfigError::Flag(format!(
+                "--allow-run: {program:?} is neither a program name nor an absolute path"
+            )));
+        } else {
+            resolve_in_path(program).ok_or_else(|| {
+                ConfigError::Flag(format!(
+                    "--allow-run: no executable `{program}` in PATH; give its absolute path (--allow-run {plugin}=/path/to/{program})"
+                ))
+            })?
+        };
+        let grant = ExecGrant {
+            name: program_name(&path),
+            program: path,
+            args: None,
+            env: Vec::new(),
+            cwd: None,
+            detach: false,
+        };
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.exec.iter().any(|g| g.program == grant.program) {
+            entry.exec.push(grant);
+        }
+        Ok(())
+    }
+}
+
+/// A granted program with the values of its environment variables (read at load time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantedProgram {
+    pub grant: ExecGrant,
+    pub env: Vec<(String, String)>,
+}
+
+/// What one plugin may run: the names it requested and the programs granted for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecGrants {
+    pub requested: Vec<String>,
+    pub granted: Vec<GrantedProgram>,
+}
+
+impl ExecGrants {
+    pub fn is_empty(&self) -> bool {
+        self.granted.is_empty()
+    }
+}
+
+fn grant_hint(plugin: &str, name: &str) -> String {
+    let path = resolve_in_path(name).unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{name}")));
+    format!(
+        "[plugin.{plugin}] exec = [{{ program = \"{}\" }}]  (or --allow-run {plugin}={name})",
+        path.display()
+    )
+}
+
+/// Request ∩ grant: a granted program is given only if the manifest requests its name (or
+/// `*`, any program the operator grants).
+pub fn effective(plugin: &str, requested: &[String], granted: &[ExecGrant]) -> (ExecGrants, Vec<Missing>) {
+    let mut out = ExecGrants { requested: requested.to_vec(), granted: Vec::new() };
+    let mut missing = Vec::new();
+    for name in requested {
+        let any = name == "*";
+        if !granted.iter().any(|g| any || &g.name == name) {
+            let how = if any {
+                format!(
+                    "[plugin.{plugin}] exec = [{{ program = \"/usr/bin/git\" }}] with the programs you allow  (or --allow-run {plugin}=PROGRAM)"
+                )
+            } else {
+                grant_hint(plugin, name)
+            };
+            missing.push(Missing {
+                kind: MissingKind::Exec(name.clone()),
+                what: format!("exec {name}"),
+                how,
+            });
+        }
+    }
+    for g in granted.iter().filter(|g| is_requested(requested, &g.name)) {
+        let env = g.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
+        out.granted.push(GrantedProgram { grant: g.clone(), env });
+    }
+    (out, missing)
+}
+
+fn is_requested(requested: &[String], name: &str) -> bool {
+    requested.iter().any(|r| r == name || r == "*")
+}
+
+/// The process side of one call's store.
+#[derive(Debug, Clone)]
+pub struct ProcessCall {
+    pub plugin: Arc<str>,
+    pub exec: Arc<ExecGrants>,
+    /// Default working directory.
+    pub workspace: PathBuf,
+    /// The call's deadline; `None` (a store built without one) runs nothing.
+    pub deadline: Option<Instant>,
+    pub runs: u32,
+}
+
+impl ProcessCall {
+    /// A call that may run nothing.
+    pub fn none(plugin: Arc<str>) -> ProcessCall {
+        ProcessCall { plugin, exec: Arc::default(), workspace: PathBuf::from("/"), deadline: None, runs: 0 }
+    }
+
+    /// Find the granted program `program` names, or say why there is none.
+    fn find(&self, program: &str) -> Result<&GrantedProgram, String> {
+        let p = &*self.plugin;
+        if program.is_empty() || program.contains('\0') {
+            return Err(format!("{program:?} is not a program name"));
+        }
+        if self.exec.is_empty() {
+            return Err(if self.exec.requested.is_empty() {
+                format!(
+                    "plugin `{p}` cannot run programs: its manifest requests none (add `exec = \"{program}\"` to its #[toolhost_sdk::plugin(...)])"
+                )
+            } else {
+                let name = program.rsplit('/').next().unwrap_or(program);
+                format!(
+                    "plugin `{p}` cannot run programs: it requests {} but none is granted; the operator can add {}",
+                    self.exec.requested.join(", "),
+                    grant_hint(p, name)
+                )
+            });
+        }
+        let found = if program.starts_with('/') {
+            self.exec.granted.iter().find(|g| g.grant.program.as_os_str() == program)
+        } else if program.contains('/') {
+            return Err(format!(
+                "relative program path {program:?} refused: name a granted program (e.g. `{}`) or give its granted absolute path; programs are never looked up in PATH or the working directory",
+                self.exec.granted[0].grant.name
+            ));
+        } else {
+            self.exec.granted.iter().find(|g| g.grant.name == program)
+        };
+        found.ok_or_else(|| {
+            let name = program.rsplit('/').next().unwrap_or(program);
+            let granted: Vec<String> = self.exec.granted.iter().map(|g| g.grant.describe()).collect();
+            if !is_requested(&self.exec.requested, name) {
+                format!(
+                    "program `{program}` is not in plugin `{p}`'s manifest request (it asks for: {}; granted: {})",
+                    self.exec.requested.join(", "),
+                    granted.join(", ")
+                )
+            } else {
+                format!(
+                    "program `{program}` is not granted to plugin `{p}` (granted: {}); the operator can add {}",
+                    granted.join(", "),
+                    grant_hint(p, name)
+                )
+            }
+        })
+    }
+
+    fn check_args(&self, g: &GrantedProgram, args: &[String]) -> Result<(), String> {
+        if args.len() > MAX_ARGS {
+            return Err(format!("too many arguments ({}, limit {MAX_ARGS})", args.len()));
+        }
+        let total: usize = args.iter().map(String::len).sum();
+        if total > MAX_ARGS_BYTES {
+            return Err(format!("arguments too large ({total} bytes, limit {MAX_ARGS_BYTES})"));
+        }
+        if let Some(i) = args.iter().position(|a| a.contains('\0')) {
+            return Err(format!("argument {} contains a NUL character", i + 1));
+        }
+        let Some(patterns) = &g.grant.args else { return Ok(()) };
+        if patterns.iter().any(|p| p.matches(args)) {
+            return Ok(());
+        }
+        let shown: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
+        Err(format!(
+            "arguments {args:?} for `{name}` do not match what plugin `{p}` is granted ({}); the operator can add a pattern to [plugin.{p}] exec = [{{ program = \"{}\", args = [...] }}]",
+            shown.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
+            g.grant.program.display(),
+            name = g.grant.name,
+            p = self.plugin,
+        ))
+    }
+
+    /// Serve one `run` from the guest. A refusal or spawn failure is `Ok(Err(..))` for the
+    /// plugin; reaching the call's deadline is a trap (the call ends as a timeout).
+    pub async fn run(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+    ) -> wasmtime::Result<Result<Output, String>> {
+        let Some(deadline) = self.deadline else {
+            return Ok(Err("this call may not run programs".into()));
+        };
+        self.runs += 1;
+        if self.runs > MAX_RUNS_PER_CALL {
+            return Ok(Err(format!("too many programs run in one call (limit {MAX_RUNS_PER_CALL})")));
+        }
+        let g = match self.find(&program).and_then(|g| self.check_args(g, &args).map(|()| g)) {
+            Ok(g) => g.clone(),
+            Err(e) => {
+                tracing::info!(plugin = &*self.plugin, "refused to run {program:?} {args:?}: {e}");
+                return Ok(Err(e));
+            }
+        };
+        if Instant::now() >= deadline {
+            return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
+        }
+        let cwd = g.grant.cwd.clone().unwrap_or_else(|| self.workspace.clone());
+        tracing::info!(
+            plugin = &*self.plugin,
+            "running {} {args:?} in {}",
+            g.grant.program.display(),
+            cwd.display()
+        );
+        spawn(&g, &args, &cwd, deadline).await
+    }
+}
+
+/// The process group of a spawned child; dropping it kills the group unless disarmed.
+struct Group {
+    #[cfg(unix)]
+    pgid: Option<rustix::process::Pid>,
+    armed: bool,
+}
+
+impl Group {
+    #[cfg_attr(not(unix), allow(unused_variables))] // no process groups to kill there
+    fn new(pid: Option<u32>) -> Group {
+        Group {
+            // Never 0 or 1: kill(-1) would signal every process the host may signal.
+            #[cfg(unix)]
+            pgid: pid
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|p| *p > 1)
+                .and_then(rustix::process::Pid::from_raw),
+            armed: true,
+        }
+    }
+
+    /// SIGKILL every process still in the group.
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.pgid {
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // The call was abandoned mid-run (its future dropped): nothing it started outlives it.
+        if self.armed {
+            self.kill();
+        }
+    }
+}
+
+/// Read `r` into `buf` up to `cap` bytes; past the cap, mark `over` and kill the group.
+async fn pump(
+    r: Option<impl AsyncRead + Unpin>,
+    buf: &std::sync::Mutex<Vec<u8>>,
+    over: &AtomicBool,
+    group: &Group,
+) {
+    let Some(mut r) = r else { return };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_OUTPUT_BYTES - b.len();
+        b.extend_from_slice(&chunk[..n.min(room)]);
+        if n > room {
+            over.store(true, Ordering::Relaxed);
+            group.kill();
+            return;
+        }
+    }
+}
+
+async fn spawn(
+    g: &GrantedProgram,
+    args: &[String],
+    cwd: &Path,
+    deadline: Instant,
+) -> wasmtime::Result<Result<Output, String>> {
+    let program = &g.grant.program;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .envs(g.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        // If this future is dropped, tokio kills the child and reaps it in the background.
+        .kill_on_drop(true);
+    if g.grant.detach {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    // Its own process group, so the deadline can kill everything it started.
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(Err(format!(
+                "cannot start {} (granted as `{}`) in {}: {e}",
+                program.display(),
+                g.grant.name,
+                cwd.display()
+            )));
+        }
+    };
+    let mut group = Group::new(child.id());
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let (out_buf, err_buf) = (std::sync::Mutex::new(Vec::new()), std::sync::Mutex::new(Vec::new()));
+    let over = AtomicBool::new(false);
+    let status = {
+        let work = async {
+            let mut readers = std::pin::pin!(async {
+                tokio::join!(pump(out, &out_buf, &over, &group), pump(err, &err_buf, &over, &group))
+            });
+            let mut drained = false;
+            let status = tokio::select! {
+                s = child.wait() => s,
+                _ = &mut readers => { drained = true; child.wait().await }
+            };
+            if !drained {
+                // The program exited; something it left behind may still hold the pipes.
+                let _ = tokio::time::timeout(DRAIN_GRACE, &mut readers).await;
+            }
+            status
+        };
+        tokio::time::timeout_at(deadline.into(), work).await
+    };
+    let status = match status {
+        Ok(s) => s,
+        Err(_elapsed) => {
+            group.kill();
+            group.armed = false;
+            // Reap it (SIGKILL cannot be ignored, so this is quick); if the kernel is slow,
+            // kill_on_drop and tokio's orphan reaper finish the job.
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            tracing::warn!("killed {} (and its process group) at the call's deadline", program.display());
+            return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
+        }
+    };
+    if !g.grant.detach {
+        // Nothing the program started outlives the call.
+        group.kill();
+    }
+    group.armed = false;
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(format!("waiting for {} failed: {e}", program.display()))),
+    };
+    let take = |m: std::sync::Mutex<Vec<u8>>| m.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(Ok(Output {
+        code: status.code(),
+        stdout: take(out_buf),
+        stderr: take(err_buf),
+        truncated: over.load(Ordering::Relaxed),
+    }))
+}
+
+impl Host for HostState {
+    /// Every check and bound is in [`ProcessCall::run`].
+    async fn run(&mut self, program: String, args: Vec<String>) -> wasmtime::Result<Result<Output, String>> {
+        self.process.run(program, args).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn argument_patterns() {
+        let p = ArgPattern::new("log *");
+        assert!(p.matches(&args(&["log"])));
+        assert!(p.matches(&args(&["log", "--oneline", "-5"])));
+        assert!(!p.matches(&args(&["push"])));
+        assert!(!p.matches(&args(&[])));
+        let p = ArgPattern::new("status");
+        assert!(p.matches(&args(&["status"])));
+        assert!(!p.matches(&args(&["status", "--porcelain"])));
+        let p = ArgPattern::new("");
+        assert!(p.matches(&args(&[])));
+        assert!(!p.matches(&args(&["x"])));
+        let p = ArgPattern::new("show --format=* *");
+        assert!(p.matches(&args(&["show", "--format=%H", "HEAD"])));
+        assert!(!p.matches(&args(&["show", "--stat"])));
+        let p = ArgPattern::new("* b");
+        assert!(p.matches(&args(&["anything", "b"])));
+        assert!(!p.matches(&args(&["anything", "c"])));
+        assert!(glob("a*b*c", "aXbYc") && !glob("a*b*c", "ac") && glob("*", "") && !glob("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn grants_resolve_and_are_checked() {
+        let raw = |program: &str, a: Option<Vec<&str>>| RawExec {
+            program: program.into(),
+            args: a.map(|v| v.into_iter().map(String::from).collect()),
+            env: vec![],
+            cwd: None,
+            detach: false,
+        };
+        let e = raw("git", None).resolve("plugin.sys.exec[0]", Path::new("/")).unwrap_err();
+        assert!(e.contains("not an absolute path") && e.contains("program = \""), "{e}");
+        let e = raw("/usr/bin/git", Some(vec![])).resolve("k", Path::new("/")).unwrap_err();
+        assert!(e.contains("allows no call"), "{e}");
+        let g = raw("/usr/bin/git", Some(vec!["status"])).resolve("k", Path::new("/")).unwrap();
+        assert_eq!(g.name, "git");
+        assert_eq!(g.describe(), "/usr/bin/git (args: status)");
+    }
+
+    #[test]
+    fn only_requested_and_granted_programs_are_given() {
+        let g = |p: &str| ExecGrant {
+            name: program_name(Path::new(p)),
+            program: p.into(),
+            args: None,
+            env: vec![],
+            cwd: None,
+            detach: false,
+        };
+        let (exec, missing) =
+            effective("sys", &args(&["git", "xdg-open"]), &[g("/usr/bin/git"), g("/bin/rm")]);
+        assert_eq!(exec.granted.len(), 1, "rm was granted but not requested: not given");
+        assert_eq!(exec.granted[0].grant.program, PathBuf::from("/usr/bin/git"));
+        assert_eq!(missing.len(), 1);
+        assert!(missing[0].how.contains("--allow-run sys=xdg-open"), "{:?}", missing[0]);
+        let (exec, missing) = effective("sys", &args(&["*"]), &[g("/usr/bin/git"), g("/bin/rm")]);
+        assert_eq!(exec.granted.len(), 2, "`*` takes whatever is granted");
+        assert!(missing.is_empty());
+        let (_, missing) = effective("sys", &args(&["*"]), &[]);
+        assert!(missing[0].how.contains("--allow-run sys=PROGRAM"), "{:?}", missing[0]);
+    }
+}

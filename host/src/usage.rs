@@ -1,0 +1,105 @@
+//! What one call cost, for the operator: busy and wall time, peak memory, bytes written, files
+//! created, HTTP requests and bytes, log lines. Shown in `call --json` (`usage`) and in MCP
+//! results (`_meta["toolhost/usage"]`); never shown to the model.
+
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The cost of one call that ran (calls refused before running have none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Time a host thread spent running this call: the wall time inside the polls of the
+    /// call's future, i.e. the guest's code and the host functions it called inline (file I/O
+    /// included), instantiation too. Waiting (timers, sleeps, HTTP, a free slot) is not
+    /// counted. It is the call's CPU time unless the OS preempted the thread mid-poll, so an
+    /// upper bound of it. Microseconds.
+    pub busy_us: u64,
+    /// Wall-clock time from the call's start (instantiation included) to its end, waiting for
+    /// a slot excluded. Microseconds.
+    pub wall_us: u64,
+    /// Waiting for a free slot (per plugin, then global), microseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queued_us: u64,
+    /// Largest total linear memory of the instance, KiB.
+    pub peak_memory_kb: u64,
+    /// Bytes written to granted directories (writes, appends, `set-size` growth).
+    pub written_bytes: u64,
+    /// Files, directories and links created in granted directories.
+    pub created: u32,
+    pub http_requests: u32,
+    /// HTTP request bodies sent, bytes.
+    pub http_sent_bytes: u64,
+    /// HTTP response bodies received, bytes.
+    pub http_received_bytes: u64,
+    /// `log` lines that reached the host log, and lines dropped by the limits.
+    pub log_lines: u32,
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub log_dropped: u32,
+    /// The quota the call ran into, as the guest was told (`quota exceeded: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<String>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero32(v: &u32) -> bool {
+    *v == 0
+}
+
+/// Micro-seconds in a `Duration`, saturating.
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Runs a future and adds up the time spent inside its polls. A wasmtime guest runs on a
+/// fiber inside `poll` and yields (returns `Pending`) whenever it waits, so this is the time a
+/// host thread spent running the call, whichever worker polled it. Two monotonic clock reads
+/// (vDSO, no system call) per poll.
+pub struct BusyTimed<F> {
+    inner: Pin<Box<F>>,
+    busy: Duration,
+}
+
+impl<F: Future> BusyTimed<F> {
+    pub fn new(inner: F) -> Self {
+        BusyTimed { inner: Box::pin(inner), busy: Duration::ZERO }
+    }
+}
+
+impl<F: Future> Future for BusyTimed<F> {
+    type Output = (F::Output, Duration);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let start = std::time::Instant::now();
+        let r = self.inner.as_mut().poll(cx);
+        self.busy += start.elapsed();
+        let busy = self.busy;
+        r.map(|out| (out, busy))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn busy_time_counts_work_not_sleeps() {
+        let busy = async {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(30) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            x
+        };
+        let (_, t) = BusyTimed::new(busy).await;
+        assert!(t >= Duration::from_millis(30), "work is counted: {t:?}");
+        assert!(t < Duration::from_millis(100), "sleep is not: {t:?}");
+    }
+}

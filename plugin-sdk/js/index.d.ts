@@ -1,0 +1,233 @@
+// Types for toolhost-sdk (index.mjs): write toolhost tool plugins as ES modules.
+
+/** A param's type: `'string'` is plain text handed over as is; every other type is JSON. */
+export type ParamType = 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array' | 'null' | 'json';
+
+/** The JavaScript value a param of this type arrives as. */
+export type ParamValue<T extends ParamType> = T extends 'string'
+  ? string
+  : T extends 'number' | 'integer'
+    ? number
+    : T extends 'boolean'
+      ? boolean
+      : T extends 'array'
+        ? unknown[]
+        : T extends 'object'
+          ? Record<string, unknown>
+          : T extends 'null'
+            ? null
+            : unknown;
+
+/** A JSON Schema object, for a JSON param whose shape matters. */
+export type JsonSchema = { [key: string]: unknown };
+
+export interface ParamOptions {
+  /** Must be the name of run's parameter at the same position. */
+  name: string;
+  /** Default `'string'`; `'json'` (or a `schema`) is any JSON value. */
+  type?: ParamType;
+  /** What the model should put here. */
+  description?: string;
+  /** May be left off by the caller (only trailing params); run gets `undefined`. */
+  optional?: boolean;
+  /** A JSON Schema for a JSON param (then `type` defaults to `'json'`). */
+  schema?: JsonSchema;
+}
+
+/** What `run` may return: a string as is, `undefined` as "ok", anything else as JSON text. */
+export type ToolResult = string | number | boolean | null | undefined | object;
+
+export interface ToolOptions<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {
+  /** The name the model calls: `[A-Za-z_][A-Za-z0-9_]*`, at most 64 characters. */
+  name: string;
+  /** What the tool does; the model reads it to choose the tool. */
+  description: string;
+  /**
+   * One entry per parameter of `run`, in order and by the same names. Leave it out and every
+   * parameter of run is a required string param (optional if it has a default value).
+   * A string entry `'text'` is short for `{ name: 'text' }`.
+   */
+  params?: Array<ParamOptions | string>;
+  /** The tool itself: synchronous; a thrown error becomes the tool's error message. */
+  run: Run;
+  /** The host asks before running it (per the operator's danger policy). */
+  danger?: boolean;
+  /** The tool only reads (MCP `readOnlyHint`). */
+  readOnly?: boolean;
+  /** The last param (a required string) receives all remaining arguments joined with ",". */
+  rest?: boolean;
+  /** At most this many characters of output are handed back. */
+  outputLimit?: number;
+  /** A grouping shown in listings. */
+  category?: string;
+}
+
+/** One manifest entry, as the host reads it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  params: Array<{ name: string; type: string | JsonSchema; description: string; optional: boolean }>;
+  argCount: number;
+  parseJson: boolean[];
+  rest: boolean;
+  outputLimit?: number;
+  danger: boolean;
+  readOnly: boolean;
+  category?: string;
+}
+
+export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {
+  readonly name: string;
+  /** This tool's manifest entry. */
+  readonly spec: ToolSpec;
+  /** The declared params after defaults were applied. */
+  readonly params: ReadonlyArray<Required<Omit<ParamOptions, 'schema'>> & { type: ParamType; schema?: JsonSchema }>;
+  /** The function given as `run`, to call directly in tests. */
+  readonly run: Run;
+  /** Where defineTool was called. */
+  readonly site: { file: string; line: number } | null;
+  /**
+   * Call the tool as the host does: string arguments (JSON params as JSON text) in, output text
+   * out. Throws a ToolError with the message the model would see.
+   */
+  call(...args: string[]): string;
+}
+
+/** Declare a tool. Checked against `run` at once; misuse throws a DefinitionError. */
+export function defineTool<Run extends (...args: any[]) => ToolResult>(options: ToolOptions<Run>): Tool<Run>;
+
+export interface FsRequest {
+  /** A logical directory: `workspace` or a name the operator maps to a path. */
+  path: string;
+  mode?: 'ro' | 'rw';
+}
+
+export interface Capabilities {
+  /** Directories: `"workspace:ro"`, `"workspace:rw"` or `{ path, mode }`. */
+  fs?: Array<string | FsRequest>;
+  /** Environment variable names. */
+  env?: string[];
+  /** Hosts for `http`: `"api.example.com"`, `"*.example.com"` or `"*"`. */
+  net?: string[];
+  /** Secret names `http` may put into headers (the plugin never sees their values). */
+  secrets?: string[];
+}
+
+export interface PluginOptions {
+  /** Default: package.json `name` (without a scope). `[A-Za-z_][A-Za-z0-9_-]*`. */
+  name?: string;
+  /** Default: package.json `version`. */
+  version?: string;
+  /** Default: package.json `description`. */
+  description?: string;
+  /** What the plugin asks the operator for. Only a request: the operator grants. */
+  capabilities?: Capabilities;
+}
+
+export interface Plugin {
+  readonly name?: string;
+  readonly version?: string;
+  readonly description?: string;
+  readonly capabilities: { fs: FsRequest[]; env: string[]; net: string[]; secrets: string[] };
+}
+
+/** Declare the plugin (at most once). Misuse throws a DefinitionError. */
+export function definePlugin(options: PluginOptions): Plugin;
+
+/** A misuse of definePlugin or defineTool, at the file and line of that call. */
+export class DefinitionError extends Error {
+  readonly file?: string;
+  readonly line?: number;
+}
+
+/** A tool's failure as the model sees it (thrown by `Tool.call`). */
+export class ToolError extends Error {}
+
+/** The message of anything thrown (what the model sees for a thrown value). */
+export function errorMessage(e: unknown): string;
+
+/** The parameters of a function as written in its source (null for native or bound ones). */
+export function functionParams(
+  fn: Function,
+): Array<{ name: string | null; hasDefault: boolean; isRest: boolean; isPattern: boolean; text: string }> | null;
+
+type LogFn = (...parts: unknown[]) => void;
+
+/** Write to the host's log (info); the host attributes the line to this plugin and tool. */
+export const log: LogFn & { trace: LogFn; debug: LogFn; info: LogFn; warn: LogFn; error: LogFn };
+
+/** A header whose value the host fills in from a granted secret. */
+export interface SecretHeader {
+  /** Header name, e.g. `authorization`. */
+  name: string;
+  /** The secret's name, as in `capabilities.secrets` and the operator's `[secrets]`. */
+  secret: string;
+  /** Text put before the value, e.g. `"Bearer "`. */
+  prefix?: string;
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+
+export interface HttpRequest {
+  /** Default `GET`. */
+  method?: HttpMethod;
+  url: string;
+  headers?: Record<string, string> | Array<[string, string]>;
+  secretHeaders?: SecretHeader[];
+  body?: string | Uint8Array | ArrayBuffer | number[];
+  /** A JSON body (sets `content-type: application/json` unless given). */
+  json?: unknown;
+}
+
+export interface HttpResponse {
+  readonly status: number;
+  /** The URL that answered, after redirects. */
+  readonly url: string;
+  readonly headers: Array<[string, string]>;
+  readonly body: Uint8Array;
+  /** The body was cut at the host's response size cap. */
+  readonly truncated: boolean;
+  /** 2xx. */
+  readonly ok: boolean;
+  text(): string;
+  /** Throws an error naming the URL if the body is not JSON. */
+  json(): any;
+  header(name: string): string | undefined;
+  /** This response if 2xx, else throws an error naming the status and URL. */
+  errorForStatus(): HttpResponse;
+}
+
+type HttpOptions = Omit<HttpRequest, 'method' | 'url'>;
+
+/**
+ * Outbound HTTP through the host: only hosts the operator grants this plugin (and that
+ * `capabilities.net` requests). Throws an Error saying why the host refused or failed a request;
+ * an HTTP error status is still a response.
+ */
+export const http: ((request: HttpRequest) => HttpResponse) & {
+  send(request: HttpRequest): HttpResponse;
+  get(url: string, options?: HttpOptions): HttpResponse;
+  post(url: string, body?: HttpRequest['body'], options?: Omit<HttpOptions, 'body'>): HttpResponse;
+  /** `{ name: 'authorization', secret, prefix: 'Bearer ' }`. */
+  bearer(secret: string): SecretHeader;
+};
+
+/** Helpers for tests under node, where there is no host. */
+export const testing: {
+  /** Answer `http` calls with `handler(request)`; `null` removes it. */
+  onHttp(
+    handler:
+      | ((request: {
+          method: HttpMethod;
+          url: string;
+          headers: Array<[string, string]>;
+          secretHeaders: Array<Required<SecretHeader>>;
+          body: Uint8Array | null;
+        }) => { status?: number; body?: string | Uint8Array; headers?: Array<[string, string]>; url?: string; truncated?: boolean })
+      | null,
+  ): void;
+  /** Lines logged so far under node. */
+  readonly logs: Array<{ level: 'trace' | 'debug' | 'info' | 'warn' | 'error'; message: string }>;
+  /** Forget logged lines and the http stand-in. */
+  reset(): void;
+};

@@ -1,0 +1,919 @@
+// toolhost-sdk for JavaScript: write toolhost tool plugins as ES modules.
+//
+//   import { definePlugin, defineTool, log, http } from 'toolhost-sdk';
+//
+//   definePlugin({ name: 'notes', version: '0.1.0', capabilities: { net: ['api.example.com'] } });
+//
+//   export const countWords = defineTool({
+//     name: 'count_words',
+//     description: 'Count the words of a text.',
+//     params: [{ name: 'text', description: 'the text; commas are part of it' }],
+//     rest: true,
+//     run(text) { return { words: text.split(/\s+/).filter(Boolean).length }; },
+//   });
+//
+// The same module runs in two places: under node, where `toolhost-js manifest` imports it and
+// derives the manifest from what `definePlugin`/`defineTool` recorded, and inside the
+// component (QuickJS), where the host's `tools.call` is dispatched to the `run` functions. Every
+// declaration is checked against its `run` function when `defineTool` is called, so the
+// manifest and the code cannot drift apart; misuse throws a `DefinitionError` carrying the
+// file and line of the `defineTool` call.
+//
+// This file must not import anything: it runs inside QuickJS, which has no node modules.
+
+const FORMAT = 1;
+const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'];
+const PARAM_TYPES = [...JSON_TYPES, 'json'];
+const TOOL_KEYS = [
+  'name',
+  'description',
+  'params',
+  'run',
+  'danger',
+  'readOnly',
+  'rest',
+  'outputLimit',
+  'category',
+];
+const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
+const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
+const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets'];
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
+
+/** A misuse of `definePlugin` or `defineTool`, located at the call that made it. */
+export class DefinitionError extends Error {
+  constructor(message, site) {
+    super(message);
+    this.name = 'DefinitionError';
+    /** The file of the offending call (a path, or a URL if it was not a file URL). */
+    this.file = site ? site.file : undefined;
+    /** Its 1-based line. */
+    this.line = site ? site.line : undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where a call came from.
+
+const SELF = (() => {
+  const here = siteOfStack(new Error().stack, null, 0);
+  return here ? here.file : null;
+})();
+
+/** The first stack frame outside this file, as {file, line}. */
+function callSite() {
+  return siteOfStack(new Error().stack, SELF, 0);
+}
+
+function siteOfStack(stack, skipFile) {
+  if (typeof stack !== 'string') return null;
+  for (const raw of stack.split('\n')) {
+    // V8: "    at fn (file:///x/plugin.js:12:5)" or "    at file:///x/plugin.js:12:5";
+    // QuickJS: "    at fn (/x/plugin.js:12:5)" or "    at /x/plugin.js:12".
+    const m = /\(?((?:file:\/\/)?[^\s()]+?):(\d+)(?::\d+)?\)?\s*$/.exec(raw.trim());
+    if (!m || !raw.trim().startsWith('at ')) continue;
+    const file = toPath(m[1]);
+    if (skipFile && file === skipFile) continue;
+    return { file, line: Number(m[2]) };
+  }
+  return null;
+}
+
+function toPath(location) {
+  if (!location.startsWith('file://')) return location;
+  try {
+    return decodeURIComponent(location.slice('file://'.length));
+  } catch {
+    return location.slice('file://'.length);
+  }
+}
+
+function fail(message, site) {
+  throw new DefinitionError(message, site);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small checks.
+
+const isIdent = (s) => typeof s === 'string' && s.length <= 64 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(s);
+const isPluginName = (s) =>
+  typeof s === 'string' && s.length <= 64 && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(s);
+const isPlainObject = (v) =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+const show = (v) => {
+  if (typeof v === 'function') return 'a function';
+  if (typeof v === 'string') return JSON.stringify(v);
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + '...' : s;
+  } catch {
+    return String(v);
+  }
+};
+
+function editDistance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** Reject keys not in `allowed`, suggesting the closest one (`read_only` → `readOnly`). */
+function checkKeys(obj, allowed, what, site) {
+  for (const key of Object.keys(obj)) {
+    if (allowed.includes(key)) continue;
+    const folded = key.replace(/[_-]/g, '').toLowerCase();
+    const near =
+      allowed.find((k) => k.toLowerCase() === folded) ??
+      allowed.find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
+    const hint = near ? `; did you mean \`${near}\`?` : `; expected one of: ${allowed.join(', ')}`;
+    fail(`unknown ${what} option \`${key}\`${hint}`, site);
+  }
+}
+
+function checkBool(obj, key, what, site) {
+  if (obj[key] !== undefined && typeof obj[key] !== 'boolean') {
+    fail(`${what} \`${key}\` must be true or false, got ${show(obj[key])}`, site);
+  }
+  return obj[key] === true;
+}
+
+function checkString(obj, key, what, site) {
+  if (obj[key] !== undefined && typeof obj[key] !== 'string') {
+    fail(`${what} \`${key}\` must be a string, got ${show(obj[key])}`, site);
+  }
+  return obj[key];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading a function's parameter list from its source.
+
+/**
+ * The parameters of `fn` as written: [{name, hasDefault, isRest, isPattern, text}], or null if
+ * its source cannot be read (a native or bound function).
+ */
+export function functionParams(fn) {
+  const src = Function.prototype.toString.call(fn);
+  if (/\{\s*\[native code\]\s*\}\s*$/.test(src)) return null;
+  let i = 0;
+  // `x => …` and `async x => …`: one parameter without parentheses.
+  const bare = /^(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(src);
+  if (bare) return [{ name: bare[1], hasDefault: false, isRest: false, isPattern: false, text: bare[1] }];
+  // Otherwise the first `(` outside strings and comments opens the list (a method name may be
+  // quoted or computed: `'a b'(x) {}`, `[key](x) {}`).
+  i = skipTo(src, 0, '(');
+  if (i < 0) return null;
+  const params = [];
+  let depth = 0;
+  let start = i + 1;
+  for (let j = i + 1; j < src.length; j++) {
+    const c = src[j];
+    const skipped = skipLiteral(src, j);
+    if (skipped !== j) {
+      j = skipped - 1;
+      continue;
+    }
+    if (c === '(' || c === '[' || c === '{') depth++;
+    else if (c === ')' || c === ']' || c === '}') {
+      if (depth === 0) {
+        params.push(src.slice(start, j));
+        break;
+      }
+      depth--;
+    } else if (c === ',' && depth === 0) {
+      params.push(src.slice(start, j));
+      start = j + 1;
+    }
+  }
+  return params
+    .map((p) => stripComments(p).trim())
+    .filter((p, k, all) => p !== '' || k !== all.length - 1)
+    .map((text) => {
+      const isRest = text.startsWith('...');
+      const body = isRest ? text.slice(3).trim() : text;
+      const isPattern = body.startsWith('{') || body.startsWith('[');
+      const m = /^([A-Za-z_$][\w$]*)\s*(=)?/.exec(body);
+      return {
+        name: m && !isPattern ? m[1] : null,
+        hasDefault: Boolean(m && m[2]) || (isPattern && /[}\]]\s*=/.test(body)),
+        isRest,
+        isPattern,
+        text,
+      };
+    });
+}
+
+/** Index of the first `ch` at or after `from` outside strings and comments, or -1. */
+function skipTo(src, from, ch) {
+  for (let j = from; j < src.length; j++) {
+    const skipped = skipLiteral(src, j);
+    if (skipped !== j) {
+      j = skipped - 1;
+      continue;
+    }
+    if (src[j] === ch) return j;
+  }
+  return -1;
+}
+
+/** If a string, template or comment starts at `j`, the index just after it; else `j`. */
+function skipLiteral(src, j) {
+  const c = src[j];
+  if (c === '/' && src[j + 1] === '/') {
+    const end = src.indexOf('\n', j);
+    return end < 0 ? src.length : end;
+  }
+  if (c === '/' && src[j + 1] === '*') {
+    const end = src.indexOf('*/', j + 2);
+    return end < 0 ? src.length : end + 2;
+  }
+  if (c === '"' || c === "'" || c === '`') {
+    let k = j + 1;
+    while (k < src.length && src[k] !== c) {
+      if (src[k] === '\\') k++;
+      else if (c === '`' && src[k] === '$' && src[k + 1] === '{') {
+        // Skip the substitution, which may itself hold strings and braces.
+        let depth = 1;
+        k += 2;
+        while (k < src.length && depth > 0) {
+          const inner = skipLiteral(src, k);
+          if (inner !== k) {
+            k = inner;
+            continue;
+          }
+          if (src[k] === '{') depth++;
+          else if (src[k] === '}') depth--;
+          k++;
+        }
+        continue;
+      }
+      k++;
+    }
+    return k + 1;
+  }
+  return j;
+}
+
+function stripComments(s) {
+  let out = '';
+  for (let j = 0; j < s.length; j++) {
+    const c = s[j];
+    if (c === '/' && (s[j + 1] === '/' || s[j + 1] === '*')) {
+      j = skipLiteral(s, j) - 1;
+      out += ' ';
+      continue;
+    }
+    const skipped = skipLiteral(s, j);
+    if (skipped !== j) {
+      out += s.slice(j, skipped);
+      j = skipped - 1;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry: what this module's plugin declares.
+
+const state = {
+  plugin: null, // {options, site}
+  tools: [], // Tool
+  byName: new Map(),
+  backend: null,
+  testHttp: null,
+  logs: [],
+};
+
+/**
+ * Declare the plugin: its name, version, description and the capabilities it requests. Optional
+ * when package.json gives the name and version; call it at most once.
+ */
+export function definePlugin(options) {
+  const site = callSite();
+  if (!isPlainObject(options)) fail(`definePlugin takes an object, got ${show(options)}`, site);
+  if (state.plugin) {
+    const at = state.plugin.site;
+    fail(`definePlugin is called twice; the first call is at ${at ? `${at.file}:${at.line}` : 'an unknown place'}`, site);
+  }
+  checkKeys(options, PLUGIN_KEYS, 'plugin', site);
+  if (options.name !== undefined && !isPluginName(options.name)) {
+    fail(`plugin name ${show(options.name)} must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars)`, site);
+  }
+  if (options.version !== undefined && (typeof options.version !== 'string' || options.version.trim() === '')) {
+    fail(`plugin \`version\` must be a non-empty string, got ${show(options.version)}`, site);
+  }
+  checkString(options, 'description', 'plugin', site);
+  const capabilities = normalizeCapabilities(options.capabilities ?? {}, site);
+  const plugin = Object.freeze({
+    name: options.name,
+    version: options.version,
+    description: options.description,
+    capabilities,
+  });
+  state.plugin = { options: plugin, site };
+  return plugin;
+}
+
+function normalizeCapabilities(caps, site) {
+  if (!isPlainObject(caps)) fail(`\`capabilities\` must be an object, got ${show(caps)}`, site);
+  checkKeys(caps, CAPABILITY_KEYS, 'capabilities', site);
+  const list = (key) => {
+    const v = caps[key] ?? [];
+    if (!Array.isArray(v)) fail(`\`capabilities.${key}\` must be an array, got ${show(v)}`, site);
+    return v;
+  };
+  const fs = list('fs').map((entry, i) => {
+    let path;
+    let mode;
+    if (typeof entry === 'string') {
+      const colon = entry.lastIndexOf(':');
+      [path, mode] = colon < 0 ? [entry, 'ro'] : [entry.slice(0, colon), entry.slice(colon + 1)];
+    } else if (isPlainObject(entry)) {
+      checkKeys(entry, ['path', 'mode'], `capabilities.fs[${i}]`, site);
+      path = entry.path;
+      mode = entry.mode ?? 'ro';
+    }
+    if (typeof path !== 'string' || path.trim() === '' || (mode !== 'ro' && mode !== 'rw')) {
+      fail(
+        `\`capabilities.fs[${i}]\` is ${show(entry)}; write "NAME:ro" or "NAME:rw", e.g. "workspace:rw"`,
+        site,
+      );
+    }
+    return { path, mode };
+  });
+  const names = (key, check, rule) =>
+    list(key).map((v, i) => {
+      if (typeof v !== 'string' || !check(v)) fail(`\`capabilities.${key}[${i}]\` is ${show(v)}: ${rule}`, site);
+      return v;
+    });
+  return {
+    fs,
+    env: names('env', (v) => v !== '' && !v.includes('=') && !v.includes('\0'), 'an environment variable name'),
+    net: names('net', (v) => v.trim() !== '' && !/\s/.test(v), 'a host such as "api.example.com", "*.example.com" or "*"'),
+    secrets: names('secrets', (v) => v.trim() !== '', 'a secret name such as "api_token"'),
+  };
+}
+
+/**
+ * Declare a tool. The declaration is checked against `run`: the params must be run's
+ * parameters, in order, by name; a parameter with a default value must be optional.
+ */
+export function defineTool(options) {
+  const site = callSite();
+  if (!isPlainObject(options)) fail(`defineTool takes an object, got ${show(options)}`, site);
+  checkKeys(options, TOOL_KEYS, 'tool', site);
+
+  const name = options.name;
+  if (name === undefined) fail('the tool has no `name`', site);
+  if (!isIdent(name)) fail(`tool name ${show(name)} must match [A-Za-z_][A-Za-z0-9_]* (at most 64 chars)`, site);
+  const what = `tool \`${name}\`:`;
+  const previous = state.byName.get(name);
+  if (previous) {
+    const at = previous.site;
+    fail(`tool \`${name}\` is defined twice; the first definition is at ${at ? `${at.file}:${at.line}` : 'an unknown place'}`, site);
+  }
+  if (typeof options.description !== 'string' || options.description.trim() === '') {
+    fail(`${what} \`description\` must be a non-empty string (the model reads it to choose the tool)`, site);
+  }
+  const run = options.run;
+  if (typeof run !== 'function') fail(`${what} \`run\` must be a function, got ${show(run)}`, site);
+  const kind = run.constructor && run.constructor.name;
+  if (kind === 'AsyncFunction' || kind === 'AsyncGeneratorFunction') {
+    fail(`${what} \`run\` is async; tools are synchronous (the host calls them and waits): remove \`async\``, site);
+  }
+  if (kind === 'GeneratorFunction') fail(`${what} \`run\` is a generator; write a plain function`, site);
+  if (/^class[\s{]/.test(Function.prototype.toString.call(run))) {
+    fail(`${what} \`run\` is a class; write a plain function`, site);
+  }
+  const danger = checkBool(options, 'danger', what, site);
+  const readOnly = checkBool(options, 'readOnly', what, site);
+  const rest = checkBool(options, 'rest', what, site);
+  const outputLimit = options.outputLimit;
+  if (outputLimit !== undefined && !(Number.isSafeInteger(outputLimit) && outputLimit >= 1)) {
+    fail(`${what} \`outputLimit\` must be a whole number of characters, at least 1, got ${show(outputLimit)}`, site);
+  }
+  const category = checkString(options, 'category', what, site);
+  if (category !== undefined && category.trim() === '') fail(`${what} \`category\` must not be empty`, site);
+
+  const params = checkParams(options.params, run, what, site);
+  if (rest) {
+    const last = params[params.length - 1];
+    if (!last) fail(`${what} \`rest\` needs at least one parameter: the last one takes the remaining arguments`, site);
+    if (last.type !== 'string' || last.optional) {
+      fail(
+        `${what} with \`rest\`, the last parameter \`${last.name}\` must be a required 'string': it receives the remaining arguments joined with ","`,
+        site,
+      );
+    }
+  }
+
+  const spec = {
+    name,
+    description: options.description.trim(),
+    params: params.map((p) => ({
+      name: p.name,
+      type: p.schema ?? p.type,
+      description: p.description,
+      optional: p.optional,
+    })),
+    argCount: params.length,
+    parseJson: params.map((p) => p.type !== 'string'),
+    rest,
+  };
+  if (outputLimit !== undefined) spec.outputLimit = outputLimit;
+  spec.danger = danger;
+  spec.readOnly = readOnly;
+  if (category !== undefined) spec.category = category;
+
+  const tool = Object.freeze({
+    name,
+    spec: deepFreeze(spec),
+    params: Object.freeze(params.map((p) => Object.freeze({ ...p }))),
+    run,
+    site,
+    /** Run as the host would: string arguments in, output text out; throws ToolError. */
+    call(...args) {
+      const out = dispatchTool(tool, args);
+      if (out.ok) return out.value;
+      throw new ToolError(out.error);
+    },
+  });
+  state.tools.push(tool);
+  state.byName.set(name, tool);
+  return tool;
+}
+
+function checkParams(declared, run, what, site) {
+  const actual = functionParams(run);
+  if (actual) {
+    for (const [i, p] of actual.entries()) {
+      if (p.isRest) {
+        fail(
+          `${what} run's parameter ${i + 1} \`${p.text}\` is a rest parameter; tools take fixed parameters (use \`rest: true\` to give the last one all remaining arguments joined with ",")`,
+          site,
+        );
+      }
+      if (p.isPattern || !p.name) {
+        fail(`${what} run's parameter ${i + 1} \`${p.text}\` must be a plain name, not a pattern`, site);
+      }
+    }
+  }
+  let params;
+  if (declared === undefined) {
+    if (!actual) fail(`${what} \`run\` is a native or bound function, so give \`params\` explicitly`, site);
+    params = actual.map((p) => ({ name: p.name, type: 'string', description: '', optional: p.hasDefault }));
+  } else {
+    if (!Array.isArray(declared)) fail(`${what} \`params\` must be an array, got ${show(declared)}`, site);
+    params = declared.map((p, i) => normalizeParam(p, i, what, site));
+    if (actual) {
+      const names = actual.map((p) => p.name);
+      if (actual.length !== params.length) {
+        fail(
+          `${what} declares ${params.length} param${params.length === 1 ? '' : 's'} (${params.map((p) => p.name).join(', ')}) but run takes ${actual.length} (${names.join(', ')})`,
+          site,
+        );
+      }
+      for (const [i, p] of params.entries()) {
+        if (p.name !== names[i]) {
+          fail(`${what} param ${i + 1} is declared as \`${p.name}\` but run's parameter ${i + 1} is \`${names[i]}\``, site);
+        }
+        if (actual[i].hasDefault && !p.optional) {
+          fail(`${what} run's parameter \`${p.name}\` has a default value but the param is not declared \`optional: true\``, site);
+        }
+      }
+    } else if (run.length > params.length) {
+      fail(`${what} declares ${params.length} params but run takes ${run.length}`, site);
+    }
+  }
+  const seen = new Set();
+  let firstOptional = null;
+  for (const p of params) {
+    if (!isIdent(p.name)) fail(`${what} param name ${show(p.name)} must match [A-Za-z_][A-Za-z0-9_]*`, site);
+    if (seen.has(p.name)) fail(`${what} param \`${p.name}\` is declared twice`, site);
+    seen.add(p.name);
+    if (p.optional) firstOptional ??= p.name;
+    else if (firstOptional) {
+      fail(`${what} required param \`${p.name}\` follows optional param \`${firstOptional}\`; optional params must come last`, site);
+    }
+  }
+  return params;
+}
+
+function normalizeParam(p, i, what, site) {
+  if (typeof p === 'string') p = { name: p };
+  if (!isPlainObject(p)) fail(`${what} params[${i}] must be an object like {name: 'text'}, got ${show(p)}`, site);
+  checkKeys(p, PARAM_KEYS, `params[${i}]`, site);
+  if (p.name === undefined) fail(`${what} params[${i}] has no \`name\``, site);
+  const at = `${what} param \`${p.name}\`:`;
+  const description = checkString(p, 'description', at, site) ?? '';
+  const optional = checkBool(p, 'optional', at, site);
+  let type = p.type;
+  if (p.schema !== undefined) {
+    if (!isPlainObject(p.schema)) fail(`${at} \`schema\` must be a JSON Schema object, got ${show(p.schema)}`, site);
+    if (type === 'string') {
+      fail(`${at} \`schema\` is for JSON params; a 'string' param is always plain text (use type 'json' or leave type out)`, site);
+    }
+    type ??= 'json';
+  }
+  type ??= 'string';
+  if (!PARAM_TYPES.includes(type)) {
+    fail(`${at} \`type\` ${show(type)} is not one of ${PARAM_TYPES.map((t) => `'${t}'`).join(', ')}`, site);
+  }
+  const param = { name: p.name, type, description, optional };
+  if (p.schema !== undefined) param.schema = JSON.parse(JSON.stringify(p.schema));
+  else if (type === 'json') param.schema = {};
+  return param;
+}
+
+function deepFreeze(v) {
+  if (v && typeof v === 'object') {
+    Object.values(v).forEach(deepFreeze);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calling a tool.
+
+/** A tool's failure: its message reaches the model as the tool's error. */
+export class ToolError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+const article = { integer: 'an integer', object: 'an object', array: 'an array', null: 'null' };
+
+function decodeArg(tool, param, i, raw) {
+  if (param.type === 'string') return raw;
+  let value;
+  try {
+    value = JSON.parse(raw);
+  } catch (e) {
+    throw new ToolError(`${tool.name}: argument ${i + 1} (\`${param.name}\`) is not valid JSON: ${e.message}`);
+  }
+  const type = param.type === 'json' ? (param.schema && typeof param.schema.type === 'string' ? param.schema.type : null) : param.type;
+  const ok =
+    type === null ||
+    !JSON_TYPES.includes(type) ||
+    (type === 'number' && typeof value === 'number') ||
+    (type === 'integer' && Number.isInteger(value)) ||
+    (type === 'boolean' && typeof value === 'boolean') ||
+    (type === 'object' && isJsonObject(value)) ||
+    (type === 'array' && Array.isArray(value)) ||
+    (type === 'null' && value === null) ||
+    (type === 'string' && typeof value === 'string');
+  if (!ok) {
+    throw new ToolError(
+      `${tool.name}: argument ${i + 1} (\`${param.name}\`) must be ${article[type] ?? `a ${type}`}, got ${show(value)}`,
+    );
+  }
+  return value;
+}
+
+const isJsonObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The message of anything thrown. */
+export function errorMessage(e) {
+  if (e instanceof Error) return e.message || e.name || 'error';
+  if (typeof e === 'string') return e;
+  if (e && typeof e === 'object' && typeof e.message === 'string') return e.message;
+  try {
+    const s = JSON.stringify(e);
+    return s === undefined ? String(e) : s;
+  } catch {
+    return String(e);
+  }
+}
+
+/** A tool's return value as output text: a string as is, `undefined` as "ok", else JSON. */
+function outputText(tool, value) {
+  if (typeof value === 'string') return value;
+  if (value === undefined) return 'ok';
+  if (value && typeof value.then === 'function') {
+    throw new ToolError(`${tool.name}: run returned a Promise; tools are synchronous, return the value itself`);
+  }
+  if (typeof value === 'bigint') return value.toString();
+  let text;
+  try {
+    text = JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch (e) {
+    throw new ToolError(`${tool.name}: the result cannot be written as JSON: ${errorMessage(e)}`);
+  }
+  if (text === undefined) throw new ToolError(`${tool.name}: run returned ${typeof value}, which is not text or JSON`);
+  return text;
+}
+
+function dispatchTool(tool, args) {
+  try {
+    if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) {
+      throw new ToolError(`${tool.name}: arguments must be strings`);
+    }
+    if (args.length > tool.params.length) {
+      throw new ToolError(`${tool.name}: takes at most ${tool.params.length} arguments, got ${args.length}`);
+    }
+    const values = tool.params.map((p, i) => {
+      if (i >= args.length) {
+        if (p.optional) return undefined;
+        throw new ToolError(`${tool.name}: argument ${i + 1} (\`${p.name}\`) is missing`);
+      }
+      return decodeArg(tool, p, i, args[i]);
+    });
+    return { ok: true, value: outputText(tool, tool.run(...values)) };
+  } catch (e) {
+    return { ok: false, error: errorMessage(e) };
+  }
+}
+
+/** The host's `tools.call`: the output text, or throws the error message (a string). */
+function dispatch(name, args) {
+  const tool = state.byName.get(name);
+  if (!tool) throw `this plugin has no tool named \`${name}\``;
+  const out = dispatchTool(tool, args);
+  if (out.ok) return out.value;
+  throw out.error;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manifest.
+
+/**
+ * The manifest JSON object for what was declared, with name, version and description from
+ * `defaults` (package.json) where definePlugin leaves them out. `where` locates whole-plugin
+ * errors ({file, line}).
+ */
+function manifest(defaults = {}, where = null) {
+  const p = state.plugin ? state.plugin.options : {};
+  const at = state.plugin ? state.plugin.site : where;
+  const name = p.name ?? defaults.name;
+  const version = p.version ?? defaults.version;
+  if (name === undefined) fail('the plugin has no name: give `name` in definePlugin or package.json', at);
+  if (!isPluginName(name)) {
+    fail(
+      `plugin name ${show(name)} must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars); give \`name\` in definePlugin`,
+      at,
+    );
+  }
+  if (typeof version !== 'string' || version.trim() === '') {
+    fail('the plugin has no version: give `version` in definePlugin or package.json', at);
+  }
+  if (state.tools.length === 0) fail('the plugin defines no tools: call defineTool at least once', at);
+  return {
+    format: FORMAT,
+    name,
+    version,
+    description: p.description ?? defaults.description ?? '',
+    capabilities: p.capabilities ?? { fs: [], env: [], net: [], secrets: [] },
+    tools: state.tools.map((t) => JSON.parse(JSON.stringify(t.spec))),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logging and HTTP, through the host inside the component and through stand-ins under node.
+
+function backend() {
+  return state.backend ?? nodeBackend;
+}
+
+const nodeBackend = {
+  log(level, message) {
+    state.logs.push({ level, message });
+    if (typeof console !== 'undefined' && typeof process !== 'undefined' && process.env.TOOLHOST_LOG_STDERR) {
+      console.error(`[${level}] ${message}`);
+    }
+  },
+  send(req) {
+    if (state.testHttp) return state.testHttp(req);
+    throw 'http is only available inside toolhost (in tests, set a stand-in with testing.onHttp)';
+  },
+};
+
+function logAt(level, parts) {
+  const message = parts.map((p) => (typeof p === 'string' ? p : p instanceof Error ? p.stack || p.message : show(p))).join(' ');
+  backend().log(level, message);
+}
+
+/** Write a line to the host's log (info level); `log.debug(…)`, `log.warn(…)` and so on. */
+export const log = Object.assign((...parts) => logAt('info', parts), {
+  trace: (...parts) => logAt('trace', parts),
+  debug: (...parts) => logAt('debug', parts),
+  info: (...parts) => logAt('info', parts),
+  warn: (...parts) => logAt('warn', parts),
+  error: (...parts) => logAt('error', parts),
+});
+
+function utf8Encode(s) {
+  if (typeof TextEncoder !== 'undefined') return new TextEncoder().encode(s);
+  const out = [];
+  for (const ch of s) {
+    let c = ch.codePointAt(0);
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return new Uint8Array(out);
+}
+
+function utf8Decode(bytes) {
+  if (typeof TextDecoder !== 'undefined') return new TextDecoder().decode(bytes);
+  let out = '';
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    let c = 0xfffd;
+    let n = 1;
+    const cont = (k) => i + k < bytes.length && (bytes[i + k] & 0xc0) === 0x80;
+    if (b < 0x80) c = b;
+    else if (b >= 0xc2 && b < 0xe0 && cont(1)) {
+      c = ((b & 31) << 6) | (bytes[i + 1] & 63);
+      n = 2;
+    } else if (b >= 0xe0 && b < 0xf0 && cont(1) && cont(2)) {
+      c = ((b & 15) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63);
+      n = 3;
+      if (c < 0x800 || (c >= 0xd800 && c <= 0xdfff)) c = 0xfffd;
+    } else if (b >= 0xf0 && b < 0xf5 && cont(1) && cont(2) && cont(3)) {
+      c = ((b & 7) << 18) | ((bytes[i + 1] & 63) << 12) | ((bytes[i + 2] & 63) << 6) | (bytes[i + 3] & 63);
+      n = 4;
+      if (c < 0x10000 || c > 0x10ffff) c = 0xfffd;
+    }
+    out += String.fromCodePoint(c);
+    i += n;
+  }
+  return out;
+}
+
+function toBytes(body) {
+  if (body === undefined || body === null) return null;
+  if (typeof body === 'string') return utf8Encode(body);
+  if (body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  if (Array.isArray(body)) return Uint8Array.from(body);
+  throw new TypeError(`http: \`body\` must be a string or bytes, got ${show(body)} (use \`json\` for a JSON body)`);
+}
+
+function headerList(headers) {
+  if (headers === undefined || headers === null) return [];
+  const pairs = Array.isArray(headers) ? headers : Object.entries(headers);
+  return pairs.map((pair) => {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') {
+      throw new TypeError(`http: each header must be a [name, value] pair of strings, got ${show(pair)}`);
+    }
+    return [pair[0], pair[1]];
+  });
+}
+
+function secretHeaderList(list) {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new TypeError('http: `secretHeaders` must be an array of {name, secret, prefix}');
+  return list.map((h) => {
+    if (!h || typeof h.name !== 'string' || typeof h.secret !== 'string') {
+      throw new TypeError(`http: a secret header needs a \`name\` and a \`secret\`, got ${show(h)}`);
+    }
+    if (h.prefix !== undefined && typeof h.prefix !== 'string') {
+      throw new TypeError('http: a secret header\'s `prefix` must be a string');
+    }
+    const declared = state.plugin ? state.plugin.options.capabilities.secrets : [];
+    if (!declared.includes(h.secret)) {
+      throw new Error(
+        `http: secret \`${h.secret}\` is not requested by this plugin: add it to definePlugin({capabilities: {secrets: [...]}})`,
+      );
+    }
+    return { name: h.name, secret: h.secret, prefix: h.prefix ?? '' };
+  });
+}
+
+/** An HTTP response. An error status is still a response: check `status` or `ok`. */
+class Response {
+  constructor(r) {
+    this.status = r.status;
+    this.url = r.url;
+    this.headers = (r.headers ?? []).map(([k, v]) => [k, v]);
+    this.body = r.body instanceof Uint8Array ? r.body : toBytes(r.body ?? []);
+    this.truncated = Boolean(r.truncated);
+  }
+  get ok() {
+    return this.status >= 200 && this.status < 300;
+  }
+  /** The body as text (invalid UTF-8 replaced). */
+  text() {
+    return utf8Decode(this.body);
+  }
+  /** The body parsed as JSON; throws an error naming the URL if it is not JSON. */
+  json() {
+    try {
+      return JSON.parse(this.text());
+    } catch (e) {
+      throw new Error(`${this.url}: response is not valid JSON: ${errorMessage(e)}`);
+    }
+  }
+  /** The first header named `name` (case-insensitive), or undefined. */
+  header(name) {
+    const lower = name.toLowerCase();
+    const hit = this.headers.find(([k]) => k.toLowerCase() === lower);
+    return hit ? hit[1] : undefined;
+  }
+  /** This response for a 2xx status; otherwise throws an error naming the status and URL. */
+  errorForStatus() {
+    if (this.ok) return this;
+    const snippet = [...this.text()].slice(0, 200).join('');
+    throw new Error(`${this.url} answered HTTP ${this.status}: ${snippet}`);
+  }
+}
+
+/** Send one request through the host. Throws if the host refuses or fails it. */
+function send(request) {
+  if (!request || typeof request !== 'object') throw new TypeError('http.send takes a request object');
+  const method = (request.method ?? 'GET').toUpperCase();
+  if (!HTTP_METHODS.includes(method)) {
+    throw new TypeError(`http: method ${show(request.method)} is not one of ${HTTP_METHODS.join(', ')}`);
+  }
+  if (typeof request.url !== 'string') throw new TypeError('http: `url` must be a string');
+  const headers = headerList(request.headers);
+  let body = toBytes(request.body);
+  if (request.json !== undefined) {
+    if (body !== null) throw new TypeError('http: give either `body` or `json`, not both');
+    body = utf8Encode(JSON.stringify(request.json));
+    if (!headers.some(([k]) => k.toLowerCase() === 'content-type')) headers.push(['content-type', 'application/json']);
+  }
+  const wire = {
+    method,
+    url: request.url,
+    headers,
+    secretHeaders: secretHeaderList(request.secretHeaders),
+    body,
+  };
+  let raw;
+  try {
+    raw = backend().send(wire);
+  } catch (e) {
+    throw new Error(errorMessage(e));
+  }
+  return new Response(raw);
+}
+
+/** Outbound HTTP through the host: `http(request)` is `http.send(request)`. */
+export const http = Object.assign((request) => send(request), {
+  send,
+  get: (url, options = {}) => send({ ...options, method: 'GET', url }),
+  post: (url, body, options = {}) => send({ ...options, method: 'POST', url, body }),
+  /** A secret header `authorization: Bearer <secret>`, filled in by the host. */
+  bearer: (secret) => ({ name: 'authorization', secret, prefix: 'Bearer ' }),
+  Response,
+});
+
+// ---------------------------------------------------------------------------------------------
+// For tests under node.
+
+/** Helpers for testing tools under node, where there is no host. */
+export const testing = Object.freeze({
+  /** Answer `http` calls with `handler(request)` → {status, body, headers?, url?}; null resets. */
+  onHttp(handler) {
+    state.testHttp = handler
+      ? (req) => {
+          const r = handler(req);
+          return { status: 200, url: req.url, headers: [], truncated: false, ...r, body: toBytes(r.body ?? '') };
+        }
+      : null;
+  },
+  /** The lines logged so far under node: [{level, message}]. */
+  get logs() {
+    return state.logs.slice();
+  },
+  /** Forget logged lines and the http stand-in. */
+  reset() {
+    state.logs.length = 0;
+    state.testHttp = null;
+  },
+});
+
+/** Not public API: used by toolhost-js and the component's entry module. */
+export const __internal = Object.freeze({
+  FORMAT,
+  LEVELS,
+  manifest,
+  dispatch,
+  tools: () => state.tools.slice(),
+  setBackend(b) {
+    state.backend = b;
+  },
+  reset() {
+    state.plugin = null;
+    state.tools.length = 0;
+    state.byName.clear();
+    state.backend = null;
+    state.testHttp = null;
+    state.logs.length = 0;
+  },
+  siteOfStack,
+});

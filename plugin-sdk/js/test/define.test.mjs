@@ -1,0 +1,137 @@
+// defineTool/definePlugin checks, in process: each misuse throws a DefinitionError located at
+// the line of the offending call in this file.
+import { test, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { defineTool, definePlugin, DefinitionError, functionParams, __internal } from '../index.mjs';
+
+const HERE = fileURLToPath(import.meta.url);
+
+beforeEach(() => __internal.reset());
+
+/** Line of the caller of this helper, to compare with a DefinitionError's line. */
+function lineHere() {
+  const frame = new Error().stack.split('\n')[2];
+  return Number(/:(\d+):\d+\)?$/.exec(frame)[1]);
+}
+
+function rejects(make, pattern) {
+  let err;
+  try {
+    make();
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof DefinitionError, `expected a DefinitionError, got ${err}`);
+  assert.match(err.message, pattern);
+  assert.equal(err.file, HERE);
+  return err;
+}
+
+const base = { name: 't', description: 'A tool.', run: () => 'x' };
+
+test('a misuse names the file and line of the defineTool call', () => {
+  const line = lineHere(); const err = rejects(() => defineTool({ ...base, bogus: 1 }), /unknown tool option `bogus`/);
+  assert.equal(err.line, line);
+});
+
+test('a call spread over lines is located at its first line', () => {
+  const line = lineHere() + 2;
+  const err = rejects(() =>
+    defineTool({
+      name: 't',
+      description: 'A tool.',
+      params: [{ name: 'a' }],
+      run(a, b) {
+        return a + b;
+      },
+    }),
+  /declares 1 param \(a\) but run takes 2 \(a, b\)/);
+  assert.equal(err.line, line);
+});
+
+test('unknown keys suggest the right spelling', () => {
+  rejects(() => defineTool({ ...base, read_only: true }), /unknown tool option `read_only`; did you mean `readOnly`\?/);
+  rejects(() => defineTool({ ...base, outputlimit: 5 }), /did you mean `outputLimit`/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'x', optinal: true }], run: (x) => x }), /unknown params\[0\] option `optinal`; did you mean `optional`/);
+  rejects(() => definePlugin({ name: 'p', capabilites: {} }), /unknown plugin option `capabilites`; did you mean `capabilities`/);
+  rejects(() => definePlugin({ name: 'p', capabilities: { secret: ['a'] } }), /did you mean `secrets`/);
+});
+
+test('params are checked against run by count and by name', () => {
+  rejects(() => defineTool({ ...base, params: [{ name: 'a' }, { name: 'b' }], run: (a) => a }), /declares 2 params \(a, b\) but run takes 1 \(a\)/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'from' }, { name: 'to' }], run: (to, from) => to + from }), /param 1 is declared as `from` but run's parameter 1 is `to`/);
+  rejects(() => defineTool({ ...base, params: [], run: function (a) { return a; } }), /declares 0 params \(\) but run takes 1 \(a\)/);
+});
+
+test('a default value needs optional, and optional params must trail', () => {
+  rejects(() => defineTool({ ...base, params: ['a', 'b'], run: (a, b = 1) => a + b }), /`b` has a default value but the param is not declared `optional: true`/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'a', optional: true }, 'b'], run: (a, b) => a + b }), /required param `b` follows optional param `a`/);
+  // Derived from run: a default makes the param optional, and then order matters too.
+  rejects(() => defineTool({ ...base, run: (a = 1, b) => a + b }), /required param `b` follows optional param `a`/);
+});
+
+test('rest needs a trailing required string param', () => {
+  rejects(() => defineTool({ ...base, rest: true }), /`rest` needs at least one parameter/);
+  rejects(() => defineTool({ ...base, rest: true, params: [{ name: 'n', type: 'integer' }], run: (n) => n }), /last parameter `n` must be a required 'string'/);
+  rejects(() => defineTool({ ...base, rest: true, params: [{ name: 's', optional: true }], run: (s) => s }), /last parameter `s` must be a required 'string'/);
+});
+
+test('JavaScript rest parameters, patterns, async and non-functions are refused', () => {
+  rejects(() => defineTool({ ...base, run: (...parts) => parts.join() }), /`\.\.\.parts` is a rest parameter; .*use `rest: true`/);
+  rejects(() => defineTool({ ...base, run: ({ a }) => a }), /`\{ a \}` must be a plain name, not a pattern/);
+  rejects(() => defineTool({ ...base, run: async () => 'x' }), /`run` is async; tools are synchronous/);
+  rejects(() => defineTool({ ...base, run: 'x' }), /`run` must be a function/);
+  rejects(() => defineTool({ ...base, run: undefined }), /`run` must be a function/);
+});
+
+test('names, descriptions, types and option values are checked', () => {
+  rejects(() => defineTool({ ...base, name: 'bad-name' }), /tool name "bad-name" must match/);
+  rejects(() => defineTool({ ...base, name: undefined }), /has no `name`/);
+  rejects(() => defineTool({ ...base, description: '  ' }), /`description` must be a non-empty string/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'x', type: 'int' }], run: (x) => x }), /`type` "int" is not one of 'string', 'number', 'integer'/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'x', type: 'string', schema: {} }], run: (x) => x }), /`schema` is for JSON params/);
+  rejects(() => defineTool({ ...base, params: ['x', 'x'], run: function (x, y) { return x + y; } }), /param 2 is declared as `x` but run's parameter 2 is `y`/);
+  rejects(() => defineTool({ ...base, params: ['$x'], run: ($x) => $x }), /param name "\$x" must match/);
+  rejects(() => defineTool({ ...base, danger: 'yes' }), /`danger` must be true or false/);
+  rejects(() => defineTool({ ...base, outputLimit: 0 }), /`outputLimit` must be a whole number of characters, at least 1/);
+  rejects(() => defineTool({ ...base, outputLimit: 1.5 }), /`outputLimit`/);
+  rejects(() => defineTool({ ...base, category: '' }), /`category` must not be empty/);
+  rejects(() => defineTool('nope'), /defineTool takes an object/);
+});
+
+test('a tool name used twice points at the first definition', () => {
+  const first = lineHere(); defineTool(base);
+  const err = rejects(() => defineTool(base), /tool `t` is defined twice; the first definition is at .*define\.test\.mjs:(\d+)/);
+  assert.equal(Number(/:(\d+)$/.exec(err.message)[1]), first);
+});
+
+test('definePlugin checks its fields and may be called once', () => {
+  rejects(() => definePlugin({ name: 'has space' }), /plugin name "has space" must match/);
+  rejects(() => definePlugin({ version: '' }), /`version` must be a non-empty string/);
+  rejects(() => definePlugin({ capabilities: { fs: ['workspace:rwx'] } }), /capabilities\.fs\[0\]` is "workspace:rwx"; write "NAME:ro" or "NAME:rw"/);
+  rejects(() => definePlugin({ capabilities: { env: ['A=B'] } }), /capabilities\.env\[0\]` is "A=B": an environment variable name/);
+  rejects(() => definePlugin({ capabilities: { net: 'example.com' } }), /`capabilities\.net` must be an array/);
+  definePlugin({ name: 'p' });
+  rejects(() => definePlugin({ name: 'p' }), /definePlugin is called twice/);
+});
+
+test('function parameter lists are read from source', () => {
+  const names = (fn) => functionParams(fn).map((p) => [p.name, p.hasDefault]);
+  assert.deepEqual(names((a, b) => a + b), [['a', false], ['b', false]]);
+  assert.deepEqual(names((a) => a), [['a', false]]);
+  assert.deepEqual(names(function named(first, /* c, d */ second = '(,)', third = { x: [1, 2] }) { return [first, second, third]; }), [['first', false], ['second', true], ['third', true]]);
+  const obj = { run(text, sep = `,${'('}`,) { return text + sep; } };
+  assert.deepEqual(names(obj.run), [['text', false], ['sep', true]]);
+  assert.deepEqual(names(() => 1), []);
+  assert.equal(functionParams(Math.max), null);
+  assert.equal(functionParams(((a) => a).bind(null)), null);
+});
+
+test('a bound run needs explicit params and is checked by length', () => {
+  const bound = ((a, b) => a + b).bind(null);
+  rejects(() => defineTool({ ...base, run: bound }), /native or bound function, so give `params`/);
+  rejects(() => defineTool({ ...base, params: ['a'], run: bound }), /declares 1 params but run takes 2/);
+  const ok = defineTool({ ...base, params: ['a', 'b'], run: bound });
+  assert.equal(ok.spec.argCount, 2);
+});

@@ -1,0 +1,69 @@
+"""Helpers for the SDK tests: write a throwaway plugin project and derive its manifest."""
+
+import os
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDK = os.path.dirname(HERE)
+if SDK not in sys.path:
+    sys.path.insert(0, SDK)
+
+from toolhost_sdk import _project  # noqa: E402
+from toolhost_sdk._spec import _Errors  # noqa: E402
+
+PYPROJECT = """\
+[project]
+name = "demo"
+version = "0.1.0"
+description = "a demo plugin"
+
+[tool.toolhost]
+module = "app"
+"""
+
+
+class ProjectCase(unittest.TestCase):
+    """Each test gets its own project folder; `write` puts files in it."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="toolhost-sdk-test-")
+        self.dir = self._tmp.name
+        self.write("pyproject.toml", PYPROJECT)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, name, text, dedent=True):
+        path = os.path.join(self.dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(text) if dedent else text)
+        return path
+
+    def app(self, body):
+        """Write app.py with the SDK imports in front; returns the number of header lines."""
+        header = "from toolhost_sdk import tool, plugin, ToolError\nimport dataclasses, typing\nfrom typing import Optional, Any\n"
+        self.write("app.py", header + textwrap.dedent(body), dedent=False)
+        return header.count("\n")
+
+    def manifest(self):
+        return _project.manifest(self.dir)
+
+    def tool(self, name=None):
+        m = self.manifest()
+        tools = {t["name"]: t for t in m["tools"]}
+        return tools[name] if name else m["tools"][0]
+
+    def errors(self):
+        """The misuse lines as `app.py:LINE: message` (file base name only)."""
+        with self.assertRaises(_Errors) as ctx:
+            self.manifest()
+        return [f"{os.path.basename(e.file)}:{e.line}: {e.message}" for e in ctx.exception.errors]
+
+    def assertError(self, want_file_line, want_text):
+        errs = self.errors()
+        hits = [e for e in errs if e.startswith(want_file_line + ": ") and want_text in e]
+        self.assertTrue(hits, f"expected {want_file_line}: …{want_text}… in {errs}")

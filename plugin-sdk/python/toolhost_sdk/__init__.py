@@ -1,0 +1,25 @@
+"""toolhost_sdk: write toolhost tool plugins as ordinary Python functions.
+
+    from toolhost_sdk import tool, plugin, log, http
+
+    plugin(fs="workspace:ro")
+
+    @tool(rest=True, category="text")
+    def count_words(text: str) -> dict:
+        \"\"\"Count the words in a text.
+
+        Args:
+            text: the text to count; commas are part of it
+        \"\"\"
+        return {"words": len(text.split())}
+
+`python3 -m toolhost_sdk manifest DIR` prints the manifest derived from the code (docstring →
+description, signature and type hints → params, argCount, parseJson; decorator options →
+danger, readOnly, rest, outputLimit, category); `python3 -m toolhost_sdk componentize DIR -o
+OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
+"""
+
+from . import http, log
+from ._spec import ToolError, plugin, tool
+
+__all__ = ["tool", "plugin", "log", "http", "ToolError"]

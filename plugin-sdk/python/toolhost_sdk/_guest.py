@@ -1,0 +1,36 @@
+"""The component side: the dispatch behind the `tools.call` export. The generated entry module
+(see `_build.ENTRY`) imports the author's module, calls `prepare()` while componentize-py
+pre-initializes the component, and forwards `Tools.call` to `dispatch`."""
+
+import sys
+import traceback
+
+from . import _spec
+
+_specs = None
+
+
+def prepare():
+    """Derive every tool's spec now (at build time inside the component, once per test run
+    under CPython)."""
+    global _specs
+    _specs = {s.name: s for s in _spec.derive_all()}
+    return _specs
+
+
+def dispatch(tool, args):
+    """(True, output) or (False, error message) for one call; never raises."""
+    specs = _specs if _specs is not None else prepare()
+    spec = specs.get(tool)
+    if spec is None:
+        return False, f"this plugin has no tool named `{tool}`"
+    try:
+        values = _spec.decode_args(spec, list(args))
+        return True, _spec.encode_result(spec, spec.func(*values))
+    except _spec.ToolError as e:
+        return False, str(e) or type(e).__name__
+    except Exception as e:
+        # The traceback goes to the guest's stderr, which the host writes to its log.
+        traceback.print_exc(file=sys.stderr)
+        text = str(e)
+        return False, f"{type(e).__name__}: {text}" if text else type(e).__name__

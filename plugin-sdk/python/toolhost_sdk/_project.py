@@ -1,0 +1,276 @@
+"""A plugin project on disk: `pyproject.toml` (`[project]` name/version/description,
+`[tool.toolhost] module`) and the module that defines the tools. `manifest(dir)` imports the
+module under plain CPython and builds the manifest JSON the host validates."""
+
+import os
+import re
+import sys
+import tomllib
+import traceback
+import types
+
+from . import _spec
+from ._spec import Misuse, _Errors
+
+DEFAULT_MODULE = "app"
+_TOOLHOST_KEYS = ("module",)
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Module names the component already uses: the world (`plugin`), componentize-py's generated
+# bindings and runtime, and the SDK's own entry module.
+_RESERVED = ("plugin", "wit_world", "componentize_py_types", "componentize_py_runtime",
+             "componentize_py_async_support", "poll_loop", "toolhost_entry", "toolhost_sdk")
+
+
+def _line_of(text, table, key):
+    """Line (1-based) of `key = …` inside `[table]` in TOML text, else the table's line, else 1."""
+    current = None
+    table_line = 1
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s.startswith("["):
+            current = s.strip("[]").strip()
+            if current == table:
+                table_line = i
+            continue
+        if current == table and re.match(rf"{re.escape(key)}\s*=", s):
+            return i
+    return table_line
+
+
+class Project:
+    """What a project directory says about itself before its code is imported."""
+
+    def __init__(self, root):
+        self.root = os.path.normpath(root)
+        self.pyproject = os.path.join(self.root, "pyproject.toml")
+        self.module = DEFAULT_MODULE
+        self.meta = {}  # name, version, description from [project], with their lines
+        self.text = ""
+        errors = []
+        if not os.path.isdir(self.root):
+            raise _Errors([Misuse(self.root, 1, "not a directory: give the plugin project's folder")])
+        if os.path.exists(self.pyproject):
+            with open(self.pyproject, encoding="utf-8") as f:
+                self.text = f.read()
+            try:
+                data = tomllib.loads(self.text)
+            except tomllib.TOMLDecodeError as e:
+                m = re.search(r"line (\d+)", str(e))
+                raise _Errors([Misuse(self.pyproject, int(m.group(1)) if m else 1, f"not valid TOML: {e}")])
+            project = data.get("project", {})
+            for key in ("name", "version", "description"):
+                if key in project:
+                    self.meta[key] = (project[key], _line_of(self.text, "project", key))
+            th = data.get("tool", {}).get("toolhost", {})
+            for key in th:
+                if key not in _TOOLHOST_KEYS:
+                    errors.append(Misuse(self.pyproject, _line_of(self.text, "tool.toolhost", key),
+                                         f"unknown key `{key}` in [tool.toolhost]; expected: "
+                                         + ", ".join(_TOOLHOST_KEYS)))
+            if "module" in th:
+                self.module = th["module"]
+                if not isinstance(self.module, str) or not _MODULE.match(self.module):
+                    errors.append(Misuse(self.pyproject, _line_of(self.text, "tool.toolhost", "module"),
+                                         f"`module` must be a module name such as \"app\" (a file app.py "
+                                         f"beside pyproject.toml), got {self.module!r}"))
+                elif self.module in _RESERVED:
+                    errors.append(Misuse(self.pyproject, _line_of(self.text, "tool.toolhost", "module"),
+                                         f"the module name `{self.module}` is taken inside the component "
+                                         f"({', '.join(_RESERVED)}); rename the file, e.g. to app.py"))
+        if errors:
+            raise _Errors(errors)
+        self.module_file = os.path.join(self.root, self.module + ".py")
+        if not os.path.isfile(self.module_file):
+            package = os.path.join(self.root, self.module, "__init__.py")
+            if os.path.isfile(package):
+                self.module_file = package
+            else:
+                where = self.pyproject if self.text else self.module_file
+                line = _line_of(self.text, "tool.toolhost", "module") if self.text else 1
+                raise _Errors([Misuse(where, line, f"the tool module `{self.module}` has no file: expected "
+                                                   f"{os.path.join(self.root, self.module + '.py')}")])
+
+
+# Modules the previous `load` imported (the author's and whatever they imported).
+_loaded = set()
+
+
+def _purge(root):
+    """Forget modules loaded from `root` or by the previous load, so a reload reads the files
+    as they are now (and a second project's `helper.py` is not the first one's)."""
+    for name in _loaded:
+        sys.modules.pop(name, None)
+    _loaded.clear()
+    root = os.path.abspath(root) + os.sep
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if f and os.path.abspath(f).startswith(root):
+            del sys.modules[name]
+
+
+def _import_failure(exc, project):
+    """Point an exception raised while importing the author's code at the author's line."""
+    if isinstance(exc, Misuse):
+        return [exc]
+    if isinstance(exc, _Errors):
+        return exc.errors
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return [Misuse(exc.filename, exc.lineno or 1, f"SyntaxError: {exc.msg}")]
+    root = os.path.abspath(project.root) + os.sep
+    file, line = project.module_file, 1
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        f = frame.f_code.co_filename
+        if os.path.abspath(f).startswith(root):
+            file, line = f, lineno
+    return [Misuse(file, line, f"importing `{project.module}` failed: {type(exc).__name__}: {exc}")]
+
+
+def load(root):
+    """Import the project's module with a fresh registry; return (project, module)."""
+    project = Project(root)
+    _spec._tools.clear()
+    _spec._plugins.clear()
+    _spec._ast_cache.clear()
+    _purge(project.root)
+    before = set(sys.modules)
+    added = project.root not in sys.path
+    if added:
+        sys.path.insert(0, project.root)
+    try:
+        # Compile the source ourselves: a file rewritten within the same second keeps its
+        # stale .pyc under the normal import system, and `manifest` must see the code as it is.
+        with open(project.module_file, encoding="utf-8") as f:
+            source = f.read()
+        module = types.ModuleType(project.module)
+        module.__file__ = project.module_file
+        if project.module_file.endswith("__init__.py"):
+            module.__path__ = [os.path.dirname(project.module_file)]
+        sys.modules[project.module] = module
+        try:
+            exec(compile(source, project.module_file, "exec"), module.__dict__)
+        except BaseException as e:  # noqa: B036 - the author's import may raise anything
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            del sys.modules[project.module]
+            raise _Errors(_import_failure(e, project)) from None
+    finally:
+        if added and project.root in sys.path:
+            sys.path.remove(project.root)
+        _loaded.update(
+            name for name in set(sys.modules) - before
+            if not name.startswith("toolhost_sdk") and _is_local(sys.modules[name], project.root)
+        )
+    return project, module
+
+
+def _is_local(module, root):
+    """Whether a module came from the project folder (stdlib and site packages stay loaded)."""
+    f = getattr(module, "__file__", None)
+    return f is not None and os.path.abspath(f).startswith(os.path.abspath(root) + os.sep)
+
+
+def _list_option(value, key, file, line, errors):
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    errors.append(Misuse(file, line, f"`{key}` takes a string or a list of strings, got {value!r}"))
+    return []
+
+
+_PLUGIN_OPTIONS = ("name", "version", "description", "fs", "env", "net", "secret", "secrets")
+
+
+def _plugin_fields(project):
+    """name, version, description and capabilities from `plugin(...)` over `[project]`."""
+    errors = []
+    fields = {k: (v, project.pyproject, line) for k, (v, line) in project.meta.items()}
+    caps = {"fs": [], "env": [], "net": [], "secrets": []}
+    if len(_spec._plugins) > 1:
+        _, file, line = _spec._plugins[1]
+        _, f0, l0 = _spec._plugins[0]
+        errors.append(Misuse(file, line, f"`plugin(...)` is called twice (first at {_spec._shown_path(f0)}:{l0}); "
+                                         "declare the plugin once"))
+    for options, file, line in _spec._plugins[:1]:
+        for key, value in options.items():
+            if key not in _PLUGIN_OPTIONS:
+                errors.append(Misuse(file, line, f"unknown plugin option `{key}`; expected one of: "
+                                                 + ", ".join(_PLUGIN_OPTIONS)))
+            elif key in ("name", "version", "description"):
+                fields[key] = (value, file, line)
+            elif key == "fs":
+                for v in _list_option(value, key, file, line, errors):
+                    name, _, mode = v.partition(":")
+                    mode = mode or "ro"
+                    if not name or mode not in ("ro", "rw"):
+                        errors.append(Misuse(file, line, f"`fs` takes \"NAME:ro\" or \"NAME:rw\", e.g. "
+                                                         f"fs=\"workspace:rw\"; got {v!r}"))
+                    else:
+                        caps["fs"].append({"path": name, "mode": mode})
+            elif key == "env":
+                for v in _list_option(value, key, file, line, errors):
+                    if not v or "=" in v or "\0" in v:
+                        errors.append(Misuse(file, line, f"{v!r} is not an environment variable name"))
+                    else:
+                        caps["env"].append(v)
+            else:
+                target = "secrets" if key in ("secret", "secrets") else key
+                for v in _list_option(value, key, file, line, errors):
+                    if not v.strip():
+                        errors.append(Misuse(file, line, f"`{key}` entries must not be empty"))
+                    else:
+                        caps[target].append(v)
+
+    out = {}
+    for key in ("name", "version", "description"):
+        if key not in fields:
+            if key == "description":
+                out[key] = ""
+                continue
+            errors.append(Misuse(project.pyproject if project.text else project.module_file, 1,
+                                 f"the plugin has no {key}: set `{key}` in [project] of pyproject.toml "
+                                 f"or call plugin({key}=...) in {os.path.basename(project.module_file)}"))
+            continue
+        value, file, line = fields[key]
+        if not isinstance(value, str):
+            errors.append(Misuse(file, line, f"plugin {key} must be a string, got {value!r}"))
+        elif key == "name" and (not _spec._PLUGIN_NAME.match(value) or len(value) > 64):
+            errors.append(Misuse(file, line, f"plugin name {value!r} must match [A-Za-z_][A-Za-z0-9_-]* "
+                                             "(at most 64 chars); set plugin(name=...) to override"))
+        elif key == "version" and not value.strip():
+            errors.append(Misuse(file, line, "plugin version must not be empty"))
+        out[key] = value
+    if errors:
+        raise _Errors(errors)
+    return out, caps
+
+
+def manifest(root):
+    """The manifest (a dict, in the field order the Rust SDK writes) of the project at `root`,
+    or raise _Errors listing every misuse."""
+    project, _module = load(root)
+    errors = []
+    fields = caps = None
+    try:
+        fields, caps = _plugin_fields(project)
+    except _Errors as e:
+        errors.extend(e.errors)
+    specs = []
+    try:
+        specs = _spec.derive_all()
+    except _Errors as e:
+        errors.extend(e.errors)
+    if not _spec._tools and not errors:
+        errors.append(Misuse(project.module_file, 1, "this plugin declares no tools: mark at least one "
+                                                     "function with `@tool`"))
+    if errors:
+        errors.sort(key=lambda m: (m.file, m.line))
+        raise _Errors(errors)
+    return {
+        "format": _spec.FORMAT,
+        "name": fields["name"],
+        "version": fields["version"],
+        "description": fields["description"],
+        "capabilities": caps,
+        "tools": [s.manifest for s in specs],
+    }

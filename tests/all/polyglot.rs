@@ -1,0 +1,344 @@
+//! Tools written in Python and JavaScript (issue #13): the example plugins in
+//! `plugins/python/notes` and `plugins/js/datakit` are built from source with `toolhost build`'s
+//! library path (componentize-py, jco; the pinned toolchains are installed into
+//! `target/toolchains` on first use) and called through the executor, the `[TOOL]` text
+//! protocol, OpenAI tool_calls and MCP; `toolhost new` + `toolhost build` are driven as a
+//! user would for every language.
+
+use crate::support::{Env, call, err, ok};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use toolhost::ErrorKind;
+use toolhost::build::{Project, Toolchains};
+use toolhost::config::{SecretFrom, SecretSource};
+use toolhost::protocol::{openai, text};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+}
+
+/// The toolchains `cargo xtask test` installs (or these tests install on first use).
+fn toolchains() -> Toolchains {
+    let root = std::env::var_os("TOOLHOST_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| self::root().join("target/toolchains"));
+    Toolchains { root }
+}
+
+/// Build a project of `plugins/` once per test process (builds are serialised: they share
+/// the toolchain folder and two cores).
+fn built(project: &str) -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    static DONE: OnceLock<Mutex<std::collections::BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let done = DONE.get_or_init(Default::default);
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = done.lock().unwrap().get(project) {
+        return p.clone();
+    }
+    let p = Project::locate(&root().join("plugins").join(project)).unwrap();
+    let b = p.build(&toolchains()).unwrap_or_else(|e| panic!("building plugins/{project}: {e:#}"));
+    let out = root().join("target/polyglot").join(format!("{}.wasm", b.manifest.name));
+    b.write(&out).unwrap();
+    done.lock().unwrap().insert(project.into(), out.clone());
+    out
+}
+
+fn py() -> String {
+    built("python/notes").display().to_string()
+}
+fn js() -> String {
+    built("js/datakit").display().to_string()
+}
+
+/// A JSON API on 127.0.0.1 that answers only with the right bearer token.
+fn api(token: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                let authorized = head.lines().any(|l| {
+                    l.to_ascii_lowercase().starts_with("authorization:")
+                        && l.ends_with(&format!("Bearer {token}"))
+                });
+                let (status, body) = if authorized {
+                    ("200 OK", r#"{"items":[{"name":"first"},{"name":"second"}]}"#.to_string())
+                } else {
+                    ("401 Unauthorized", r#"{"error":"no token"}"#.to_string())
+                };
+                let mut out = stream;
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// An env with `plugin` granted the workspace, `localhost` and the `api_token` secret.
+fn env_with(wasm: &str, plugin: &str) -> (Env, tempfile::NamedTempFile) {
+    let mut env = Env::with(&[wasm]);
+    env.config.grant_workspace(plugin, toolhost::manifest::FsMode::ReadWrite);
+    env.config.grant_net(plugin, "localhost").unwrap();
+    env.config.plugins.get_mut(plugin).unwrap().net_private = true;
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(TOKEN.as_bytes()).unwrap();
+    env.config.secrets.insert(
+        "api_token".into(),
+        SecretSource { name: "api_token".into(), from: SecretFrom::File(file.path().into()), hosts: vec![] },
+    );
+    env.config.plugins.get_mut(plugin).unwrap().secrets.push("api_token".into());
+    (env, file)
+}
+
+const TOKEN: &str = "s3cret-polyglot-token";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_plugin_through_the_executor() {
+    let (env, _secret) = env_with(&py(), "notes");
+    let host = env.host_yes();
+    // A `rest` tool: the commas stay in the one argument.
+    assert_eq!(ok(&call(&host, "note", &["buy apples, pears", " plums"]).await), "noted as #1");
+    // A JSON parameter decoded into a dataclass.
+    let added = ok(&call(&host, "add", &[r#"[{"text": "call Bob", "tags": ["work"]}]"#]).await);
+    assert!(added.contains("\"added\": 1") || added.contains("\"added\":1"), "{added}");
+    let shown = ok(&call(&host, "show", &["work"]).await);
+    assert!(shown.contains("call Bob") && !shown.contains("apples"), "{shown}");
+    let file = std::fs::read_to_string(env.ws("notes.md")).unwrap();
+    assert!(file.contains("buy apples, pears, plums") && file.contains("call Bob #work"), "{file}");
+    // A raised exception is the tool's error; bad JSON never reaches the code.
+    let e = err(&call(&host, "add", &["[]"]).await, ErrorKind::ToolError);
+    assert!(e.contains("`items` is empty"), "{e}");
+    let e = err(&call(&host, "add", &["not json"]).await, ErrorKind::BadArguments);
+    assert!(e.contains("JSON"), "{e}");
+    let e = err(&call(&host, "done", &["99"]).await, ErrorKind::ToolError);
+    assert!(e.contains("99"), "{e}");
+    // `http` through the host, with the secret header the host fills in.
+    let port = api(TOKEN);
+    let got = ok(&call(&host, "api_get", &[&format!("http://localhost:{port}/api"), "/items/1/name"]).await);
+    assert_eq!(got.trim(), "\"second\"");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_plugin_through_the_executor() {
+    let (env, _secret) = env_with(&js(), "datakit");
+    let host = env.host();
+    let got = ok(&call(&host, "json_select", &[r#"{"a": [10, 20, 30]}"#, "/a/2"]).await);
+    assert_eq!(got.trim(), "30");
+    let e = err(&call(&host, "json_select", &["{oops"]).await, ErrorKind::BadArguments);
+    assert!(e.contains("JSON"), "{e}");
+    let table = ok(&call(&host, "md_table", &[r#"[{"name": "a", "n": 1}, {"name": "b", "n": 2}]"#]).await);
+    assert!(table.contains("| name | n |") && table.contains("| b | 2 |"), "{table}");
+    let freq = ok(&call(&host, "word_freq", &["apple, pear", " apple"]).await);
+    assert!(freq.contains("apple"), "{freq}");
+    // A thrown error is the tool's error.
+    let e = err(&call(&host, "json_select", &[r#"{"a": 1}"#, "/missing"]).await, ErrorKind::ToolError);
+    assert!(e.contains("/missing"), "{e}");
+    let port = api(TOKEN);
+    let got = ok(&call(&host, "json_api", &[&format!("http://localhost:{port}/api"), "/items/0/name"]).await);
+    assert_eq!(got.trim(), "\"first\"");
+    // Without the secret granted, the host refuses and says which grant is missing.
+    let mut env = Env::with(&[&js()]);
+    env.config.grant_net("datakit", "localhost").unwrap();
+    env.config.plugins.get_mut("datakit").unwrap().net_private = true;
+    let e = err(
+        &call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await,
+        ErrorKind::ToolError,
+    );
+    assert!(e.contains("secret api_token"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_js_tools_through_text_and_openai() {
+    let (env, _secret) = env_with(&py(), "notes");
+    std::fs::copy(js(), env.plugins.path().join("datakit.wasm")).unwrap();
+    let host = env.host_yes();
+    let reply = "I'll note it and check the data.\n\
+        [TOOL] note(milk, eggs) [/TOOL]\n\
+        [TOOL] json_select({\"x\": {\"y\": 7}}, \"/x/y\") [/TOOL]";
+    let results = text::execute(&host.executor, reply).await;
+    let outs: Vec<_> = results.iter().filter_map(|(_, o)| o.clone()).collect();
+    assert_eq!(outs.len(), 2, "{results:?}");
+    assert_eq!(ok(&outs[0]), "noted as #1");
+    let notes = std::fs::read_to_string(env.ws("notes.md")).unwrap();
+    assert!(notes.contains("milk") && notes.contains("eggs"), "{notes}");
+    assert_eq!(ok(&outs[1]).trim(), "7");
+
+    let prompt = text::prompt(&host.registry.load(), &host.config);
+    assert!(
+        prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("clear() — ") && prompt.contains("DANGEROUS."), "{prompt}");
+
+    let tools = openai::tools(&host.registry.load(), &host.config).unwrap();
+    let names: Vec<&str> =
+        tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    for n in ["note", "add", "json_select", "md_table"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let msg = openai::parse_message(
+        r#"{"role": "assistant", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "add", "arguments": "{\"items\": [{\"text\": \"from openai\"}]}"}},
+            {"id": "b", "type": "function", "function": {"name": "md_table", "arguments": "{\"rows\": [{\"k\": 1}]}"}}
+        ]}"#,
+    )
+    .unwrap();
+    let results = openai::execute(&host.executor, &msg).await;
+    assert!(results.iter().all(|(_, o)| o.success), "{results:?}");
+    assert!(std::fs::read_to_string(env.ws("notes.md")).unwrap().contains("from openai"));
+}
+
+/// MCP over stdio with both plugins: list, a call each, an error.
+#[test]
+fn python_and_js_tools_over_mcp() {
+    let env = Env::with(&[&py(), &js()]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["--allow-write", "notes", "serve", "--mcp"])
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |id: u32, body: &str| -> serde_json::Value {
+        writeln!(stdin, "{body}").unwrap();
+        stdin.flush().unwrap();
+        if id == 0 {
+            return serde_json::Value::Null; // a notification: no answer
+        }
+        loop {
+            let line = lines.next().expect("server closed stdout").unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    ask(
+        1,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    ask(0, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let list = ask(2, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for n in ["note", "add", "json_select", "word_freq"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let r = ask(
+        3,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"note","arguments":{"text":"over mcp, with commas"}}}"#,
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "noted as #1", "{r}");
+    assert!(std::fs::read_to_string(env.ws("notes.md")).unwrap().contains("over mcp, with commas"));
+    let r = ask(
+        4,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"json_select","arguments":{"document":{"k":[1,2]},"pointer":"/k/1"}}}"#,
+    );
+    assert_eq!(r["result"]["content"][0]["text"].as_str().unwrap().trim(), "2", "{r}");
+    let r = ask(
+        5,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"items":[]}}}"#,
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("`items` is empty"), "{r}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Changing a Python tool's signature changes its manifest, with no other edit.
+#[test]
+fn a_python_signature_change_changes_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = toolhost::scaffold::create(dir.path(), "sig", toolhost::build::Lang::Python, None).unwrap();
+    let tools = toolchains();
+    let app = project.join("app.py");
+    let code = |signature: &str| {
+        format!(
+            "from toolhost_sdk import plugin, tool\n\nplugin()\n\n\n@tool(read_only=True)\ndef greet({signature}) -> str:\n    \"\"\"Greet someone.\"\"\"\n    return \"hi\"\n"
+        )
+    };
+    std::fs::write(&app, code("name: str")).unwrap();
+    let before = Project::locate(&project).unwrap().manifest(&tools).unwrap();
+    assert_eq!(before.tools[0].params.len(), 1, "{before:?}");
+    std::fs::write(&app, code("name: str, times: int = 1")).unwrap();
+    let after = Project::locate(&project).unwrap().manifest(&tools).unwrap();
+    let t = &after.tools[0];
+    assert_eq!(t.params.len(), 2, "{t:?}");
+    let p = t.params.last().unwrap();
+    assert_eq!((p.name.as_str(), p.optional), ("times", true), "{p:?}");
+    assert!(t.is_json(1), "an int is a JSON parameter: {t:?}");
+    assert_ne!(serde_json::to_value(&before).unwrap(), serde_json::to_value(&after).unwrap());
+}
+
+fn toolhost_cli(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(dir)
+        .env("TOOLHOST_TOOLCHAINS", toolchains().root)
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        // A Rust project's build shares one target dir across runs (the SDK's dependencies
+        // are compiled once).
+        .env("CARGO_TARGET_DIR", root().join("target/new-plugins-build"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `toolhost new x --lang L && toolhost build x` gives a `.wasm` that `inspect` shows and
+/// whose tool answers a call, in every language.
+#[test]
+fn new_then_build_then_call_in_every_language() {
+    // The examples' builds installed the toolchains (no concurrent first install).
+    let _ = (py(), js());
+    for (lang, tool, args, expect) in [
+        ("python", "count_words", vec!["one two, three"], "\"words\": 3"),
+        ("js", "word_count", vec!["one two, three"], "\"words\":3"),
+        ("rust", "greet", vec!["World"], "Hello, World!"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("my-{lang}");
+        let out = toolhost_cli(dir.path(), &["new", &name, "--lang", lang]);
+        assert!(out.status.success(), "new --lang {lang}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = toolhost_cli(dir.path(), &["build", &name, "--install", "plugins"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "build {lang}: {stderr}");
+        assert!(stderr.contains(&format!("{name} 0.1.0")), "{stderr}");
+        let wasm = dir.path().join("plugins").join(format!("{name}.wasm"));
+        let out = toolhost_cli(dir.path(), &["inspect", wasm.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "inspect {lang}: {}", String::from_utf8_lossy(&out.stderr));
+        let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(m["name"], name.as_str(), "{m}");
+        assert!(m["tools"].as_array().unwrap().iter().any(|t| t["name"] == tool), "{m}");
+        let mut call = vec!["--plugins", "plugins", "call", tool];
+        call.extend(args.iter().copied());
+        let out = toolhost_cli(dir.path(), &call);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "call {lang}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(expect), "call {lang}: {stdout}");
+    }
+}
