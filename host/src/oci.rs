@@ -71,7 +71,10 @@ impl RegistryConfig {
             if secret.is_some() != r.username.is_some() {
                 return Err(format!("registry.\"{host}\": give both `username` and `secret`, or neither"));
             }
-            out.insert(host, RegistryConfig { username: r.username, secret, insecure: r.insecure.unwrap_or(false) });
+            out.insert(
+                host,
+                RegistryConfig { username: r.username, secret, insecure: r.insecure.unwrap_or(false) },
+            );
         }
         Ok(out)
     }
@@ -110,12 +113,19 @@ impl LockFile {
     pub fn read(path: &Path) -> Result<LockFile> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile { version: 1, plugins: vec![] }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(LockFile { version: 1, plugins: vec![] });
+            }
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        let lock: LockFile = toml::from_str(&text).map_err(|e| anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+        let lock: LockFile =
+            toml::from_str(&text).map_err(|e| anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
         if lock.version != 1 {
-            bail!("{}: lock file version {} is not known to this toolhost (it reads 1)", path.display(), lock.version);
+            bail!(
+                "{}: lock file version {} is not known to this toolhost (it reads 1)",
+                path.display(),
+                lock.version
+            );
         }
         Ok(lock)
     }
@@ -170,7 +180,8 @@ fn parse_ref(s: &str) -> Result<Reference> {
 }
 
 fn is_loopback(registry: &str) -> bool {
-    let host = registry.rsplit_once(':').filter(|(h, p)| !h.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    let host =
+        registry.rsplit_once(':').filter(|(h, p)| !h.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
     let host = host.map(|(h, _)| h).unwrap_or(registry).trim_start_matches('[').trim_end_matches(']');
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
@@ -211,10 +222,8 @@ fn docker_auth(registry: &str) -> Option<RegistryAuth> {
     };
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
     let keys = [registry.to_string(), format!("https://{registry}"), format!("http://{registry}")];
-    let helper = keys
-        .iter()
-        .find_map(|k| doc["credHelpers"][k].as_str())
-        .or_else(|| doc["credsStore"].as_str());
+    let helper =
+        keys.iter().find_map(|k| doc["credHelpers"][k].as_str()).or_else(|| doc["credsStore"].as_str());
     if let Some(helper) = helper
         && let Some(auth) = credential_helper(helper, registry)
     {
@@ -224,7 +233,8 @@ fn docker_auth(registry: &str) -> Option<RegistryAuth> {
     if let (Some(u), Some(p)) = (entry["username"].as_str(), entry["password"].as_str()) {
         return Some(RegistryAuth::Basic(u.into(), p.into()));
     }
-    let decoded = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, entry["auth"].as_str()?).ok()?;
+    let decoded =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, entry["auth"].as_str()?).ok()?;
     let (u, p) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
     Some(RegistryAuth::Basic(u.into(), p.into()))
 }
@@ -248,7 +258,11 @@ fn credential_helper(helper: &str, registry: &str) -> Option<RegistryAuth> {
 }
 
 /// An oci-client error with its causes, naming the registry.
-fn oci_error(e: oci_client::errors::OciDistributionError, what: &str, reference: &Reference) -> anyhow::Error {
+fn oci_error(
+    e: oci_client::errors::OciDistributionError,
+    what: &str,
+    reference: &Reference,
+) -> anyhow::Error {
     let mut msg = e.to_string();
     let mut src = std::error::Error::source(&e);
     while let Some(s) = src {
@@ -355,7 +369,10 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
         bail!("{reference}: a plugin artifact has exactly one layer, this one has {}", manifest.layers.len());
     };
     if !LAYER_MEDIA_TYPES.contains(&layer.media_type.as_str()) {
-        bail!("{reference}: layer media type {:?} is not a WebAssembly component ({LAYER_MEDIA_TYPES:?})", layer.media_type);
+        bail!(
+            "{reference}: layer media type {:?} is not a WebAssembly component ({LAYER_MEDIA_TYPES:?})",
+            layer.media_type
+        );
     }
     if u64::try_from(layer.size).unwrap_or(u64::MAX) > cfg.max_plugin_bytes {
         bail!(
@@ -376,10 +393,14 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
     // oci-client checks the digest as it streams; check again on the whole, exact bytes.
     let actual = format!("sha256:{}", sha256_hex(&bytes));
     if actual != layer.digest {
-        bail!("{reference}: digest mismatch: the layer should be {} but is {actual}; nothing was installed", layer.digest);
+        bail!(
+            "{reference}: digest mismatch: the layer should be {} but is {actual}; nothing was installed",
+            layer.digest
+        );
     }
     let plugin = crate::manifest::read(&bytes).map_err(|e| anyhow!("{reference}: the plugin {e}"))?;
-    let signer = signing::check(&cfg.trust, &plugin.name, &bytes).map_err(|e| anyhow!("{reference}: refused: {e}"))?;
+    let signer =
+        signing::check(&cfg.trust, &plugin.name, &bytes).map_err(|e| anyhow!("{reference}: refused: {e}"))?;
     let signers = signing::verify(&bytes).unwrap_or_default();
     let signer_key = signers
         .iter()
@@ -425,9 +446,14 @@ pub async fn install_locked(cfg: &Config, lock_path: &Path) -> Result<Vec<Pulled
     for e in &lock.plugins {
         let base = parse_ref(&e.reference)?;
         let by_digest = format!("{}/{}@{}", base.registry(), base.repository(), e.digest);
-        let mut p = pull(cfg, &by_digest).await.with_context(|| format!("{} (locked as {})", e.file, e.reference))?;
+        let mut p =
+            pull(cfg, &by_digest).await.with_context(|| format!("{} (locked as {})", e.file, e.reference))?;
         if p.entry.digest != e.digest {
-            bail!("{}: the registry resolved {by_digest} to {}, not the locked digest", e.file, p.entry.digest);
+            bail!(
+                "{}: the registry resolved {by_digest} to {}, not the locked digest",
+                e.file,
+                p.entry.digest
+            );
         }
         if p.entry.sha256 != e.sha256 {
             bail!(

@@ -102,7 +102,9 @@ impl SecretKey {
 
     pub fn parse(text: &str) -> Result<SecretKey, String> {
         let b = text.trim().strip_prefix(SECRET_PREFIX).ok_or_else(|| {
-            format!("not a toolhost private key: it must start with `{SECRET_PREFIX}` (see `toolhost keygen`)")
+            format!(
+                "not a toolhost private key: it must start with `{SECRET_PREFIX}` (see `toolhost keygen`)"
+            )
         })?;
         let bytes = b64().decode(b).map_err(|e| format!("private key: bad base64: {e}"))?;
         let seed: [u8; 32] = bytes.try_into().map_err(|_| "private key: not 32 bytes".to_string())?;
@@ -111,7 +113,8 @@ impl SecretKey {
 
     /// Read a private key file.
     pub fn read(path: &Path) -> Result<SecretKey, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read key {}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read key {}: {e}", path.display()))?;
         SecretKey::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -152,7 +155,10 @@ pub enum SignatureError {
 }
 
 /// Byte ranges of the top-level `toolhost-signature` sections (whole sections, header included).
-fn signature_ranges(bytes: &[u8]) -> Result<Vec<(std::ops::Range<usize>, Vec<u8>)>, String> {
+/// Each signature section: its byte range in the file and its contents.
+type Sections = Vec<(std::ops::Range<usize>, Vec<u8>)>;
+
+fn signature_ranges(bytes: &[u8]) -> Result<Sections, String> {
     let mut parser = Parser::new(0);
     let mut offset = 0usize;
     let mut found = Vec::new();
@@ -285,7 +291,11 @@ pub struct SignerInfo {
 
 impl std::fmt::Display for SignerInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.trusted { write!(f, "{}", self.signer) } else { write!(f, "{} (key not trusted)", self.signer) }
+        if self.trusted {
+            write!(f, "{}", self.signer)
+        } else {
+            write!(f, "{} (key not trusted)", self.signer)
+        }
     }
 }
 
@@ -333,7 +343,8 @@ impl Trust {
             };
             keys.push(key.map_err(|e| format!("trust.keys[{i}]: {e}"))?);
         }
-        let mut trust = Trust { keys, require_signature: raw.require_signature.unwrap_or(false), ..Trust::default() };
+        let mut trust =
+            Trust { keys, require_signature: raw.require_signature.unwrap_or(false), ..Trust::default() };
         for (name, p) in raw.plugin {
             if let Some(r) = p.require_signature {
                 trust.plugins.insert(name, r);
@@ -453,7 +464,7 @@ mod tests {
 
     fn plugin() -> Vec<u8> {
         let mut bytes = wat::parse_str("(component)").unwrap();
-        let m = r#"{"format":1,"name":"p","version":"0.1.0","tools":[]}"#;
+        let m = r#"{"format":1,"name":"p","version":"0.1.0","tools":[{"name":"t","description":"A tool.","argCount":0}]}"#;
         wasm_encoder::Section::append_to(
             &wasm_encoder::CustomSection { name: manifest::SECTION.into(), data: m.as_bytes().into() },
             &mut bytes,
@@ -476,7 +487,11 @@ mod tests {
         let pos = signed.windows(5).position(|w| w == b"0.1.0").unwrap();
         let mut tampered = signed.clone();
         tampered[pos] = b'9';
-        assert!(matches!(verify(&tampered), Err(SignatureError::ManifestChanged(_))), "{:?}", verify(&tampered));
+        assert!(
+            matches!(verify(&tampered), Err(SignatureError::ManifestChanged(_))),
+            "{:?}",
+            verify(&tampered)
+        );
         assert!(verify(&plugin()).unwrap().is_empty());
     }
 
@@ -485,7 +500,10 @@ mod tests {
         let key = SecretKey::generate().unwrap();
         let signed = sign(&plugin(), &key).unwrap();
         let trust = Trust { keys: vec![key.public("me")], require_signature: true, ..Trust::default() };
-        assert_eq!(check(&trust, "p", &signed).unwrap().unwrap().signer, format!("me ({})", key.public("").id()));
+        assert_eq!(
+            check(&trust, "p", &signed).unwrap().unwrap().signer,
+            format!("me ({})", key.public("").id())
+        );
         assert!(check(&trust, "p", &plugin()).unwrap_err().starts_with("unsigned"));
         let stranger = Trust { keys: vec![SecretKey::generate().unwrap().public("")], ..trust.clone() };
         assert!(check(&stranger, "p", &signed).unwrap_err().contains("unknown key"));

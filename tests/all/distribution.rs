@@ -105,7 +105,11 @@ fn key(comment: &str) -> Key {
 }
 
 fn trust(keys: &[&Key], required: bool) -> Trust {
-    Trust { keys: keys.iter().map(|k| k.secret.public("team")).collect(), require_signature: required, ..Trust::default() }
+    Trust {
+        keys: keys.iter().map(|k| k.secret.public("team")).collect(),
+        require_signature: required,
+        ..Trust::default()
+    }
 }
 
 fn signed(file: &str, k: &Key) -> Vec<u8> {
@@ -130,15 +134,24 @@ fn a_code_byte(bytes: &[u8]) -> usize {
 /// Change the plugin version inside the embedded manifest JSON, keeping its length.
 fn tamper_manifest(bytes: &mut [u8]) {
     let json = toolhost::manifest::find_section(bytes).unwrap();
-    let at = bytes.windows(json.len()).position(|w| w == json.as_slice()).unwrap();
     let v = json.windows(5).position(|w| w == b"0.1.0").expect("version in the manifest");
-    bytes[at + v + 4] = b'9';
+    // The JSON can occur more than once in a component (the section, and its bytes elsewhere
+    // in the module): edit every copy, so the manifest the host reads is the edited one.
+    let mut from = 0;
+    while let Some(at) = bytes[from..].windows(json.len()).position(|w| w == json.as_slice()) {
+        bytes[from + at + v + 4] = b'9';
+        from += at + json.len();
+    }
+    assert_ne!(toolhost::manifest::find_section(bytes).unwrap(), json, "the manifest was edited");
 }
 
+/// The files of a plugins folder, temporary files included, but not the approvals record
+/// that loading the folder writes.
 fn files_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
+    names.retain(|n| n != toolhost::approvals::FILE);
     names.sort();
     names
 }
@@ -164,7 +177,9 @@ fn project(k: &Key, required: bool) -> tempfile::TempDir {
     std::fs::copy(signing::public_path(&k.path), dir.path().join("team.key.pub")).unwrap();
     std::fs::write(
         dir.path().join("toolhost.toml"),
-        format!("plugins = \"plugins\"\n[trust]\nkeys = [\"team.key.pub\"]\nrequire_signature = {required}\n"),
+        format!(
+            "plugins = \"plugins\"\n[trust]\nkeys = [\"team.key.pub\"]\nrequire_signature = {required}\n"
+        ),
     )
     .unwrap();
     dir
@@ -217,7 +232,10 @@ fn publish_then_install_by_tag_and_by_digest() {
     let lock = LockFile::read(&dir.path().join("toolhost.lock")).unwrap();
     assert_eq!(lock.plugins.len(), 1);
     let e = &lock.plugins[0];
-    assert_eq!((e.name.as_str(), e.file.as_str(), e.reference.as_str()), ("files", "files.wasm", reference.as_str()));
+    assert_eq!(
+        (e.name.as_str(), e.file.as_str(), e.reference.as_str()),
+        ("files", "files.wasm", reference.as_str())
+    );
     assert_eq!(e.digest, digest);
     assert_eq!(e.signer.as_deref(), Some(k.secret.public("").encoded().as_str()));
     use sha2::Digest as _;
@@ -228,7 +246,11 @@ fn publish_then_install_by_tag_and_by_digest() {
     let out = toolhost(&["list"], dir.path());
     assert!(text(&out).contains("signed by: alice@team (ed25519:"), "{}", text(&out));
     let out = toolhost(&["inspect", "plugins/files.wasm"], dir.path());
-    assert!(text(&out).contains("signed by alice@team (ed25519:") && text(&out).contains("(trusted)"), "{}", text(&out));
+    assert!(
+        text(&out).contains("signed by alice@team (ed25519:") && text(&out).contains("(trusted)"),
+        "{}",
+        text(&out)
+    );
 
     // Install by digest into another project: the same bytes.
     let other = project(&k, true);
@@ -261,7 +283,8 @@ async fn a_digest_mismatch_is_refused_and_nothing_is_written() {
     use sha2::Digest as _;
     let bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
     let hex: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-    let blob = reg.storage.path().join(format!("data/docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]));
+    let blob =
+        reg.storage.path().join(format!("data/docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]));
     let mut stored = std::fs::read(&blob).expect("the layer blob in the registry's storage");
     let n = stored.len() / 2;
     stored[n] ^= 0x01;
@@ -272,7 +295,11 @@ async fn a_digest_mismatch_is_refused_and_nothing_is_written() {
     let e = oci::install(&env.config, &reference, &lock).await.unwrap_err();
     let msg = format!("{e:#}");
     assert!(msg.contains("digest mismatch"), "{msg}");
-    assert!(files_in(env.plugins.path()).is_empty(), "nothing may be written: {:?}", files_in(env.plugins.path()));
+    assert!(
+        files_in(env.plugins.path()).is_empty(),
+        "nothing may be written: {:?}",
+        files_in(env.plugins.path())
+    );
     assert!(!lock.exists());
 }
 
@@ -382,7 +409,7 @@ fn signatures_are_checked_at_load() {
                 assert!(reg.plugins().is_empty(), "{what} was loaded");
                 let f = &reg.failures()[0];
                 assert!(f.reason.contains(reason), "{what}: {}", f.reason);
-                let listed = toolhost::cli::render_list(&reg);
+                let listed = toolhost::cli::render_list(&reg, &env.config);
                 assert!(listed.contains("! versioned.wasm: ") && listed.contains(reason), "{what}: {listed}");
             }
         }
@@ -392,10 +419,11 @@ fn signatures_are_checked_at_load() {
     let mut env = Env::with(&[]);
     env.config.trust = trust(&[&team], false);
     std::fs::write(env.plugins.path().join("versioned.wasm"), &unknown).unwrap();
-    std::fs::write(env.plugins.path().join("text.wasm"), std::fs::read(plugin_artifacts::TEXT).unwrap()).unwrap();
+    std::fs::write(env.plugins.path().join("text.wasm"), std::fs::read(plugin_artifacts::TEXT).unwrap())
+        .unwrap();
     let reg = env.registry();
     assert_eq!(reg.plugins().len(), 2, "{:?}", reg.failures());
-    assert!(toolhost::cli::render_list(&reg).contains("(key not trusted)"));
+    assert!(toolhost::cli::render_list(&reg, &env.config).contains("(key not trusted)"));
     std::fs::write(env.plugins.path().join("versioned.wasm"), &code).unwrap();
     assert!(env.registry().failures()[0].reason.contains("tampered"));
 

@@ -504,9 +504,12 @@ fn ensure_registry() -> Result<()> {
     if Path::new(BIN).is_file() || std::env::var_os("TOOLHOST_TEST_REGISTRY").is_some() {
         return Ok(());
     }
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let root =
+        Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
-        bail!("{BIN} is missing and this is not root: run `sudo apt-get install -y docker-registry` (the distribution tests need it)");
+        bail!(
+            "{BIN} is missing and this is not root: run `sudo apt-get install -y docker-registry` (the distribution tests need it)"
+        );
     }
     eprintln!("installing the OCI registry for the distribution tests (apt-get install docker-registry) …");
     let install = || {

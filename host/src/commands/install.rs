@@ -10,7 +10,9 @@ use std::process::ExitCode;
 /// recorded in toolhost.lock. `--locked` reinstalls exactly what the lock file records (by
 /// digest, checking each file's SHA-256 and signer) and writes nothing unless all of it checks
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  toolhost install registry.example.com/tools/files:0.1.0\n  toolhost install registry.example.com/tools/files@sha256:4f1c…\n  toolhost install --locked          # on another machine, from toolhost.lock")]
+#[command(
+    after_help = "Examples:\n  toolhost install registry.example.com/tools/files:0.1.0\n  toolhost install registry.example.com/tools/files@sha256:4f1c…\n  toolhost install --locked          # on another machine, from toolhost.lock"
+)]
 pub struct Args {
     /// What to install: HOST[:PORT]/REPOSITORY:TAG or HOST[:PORT]/REPOSITORY@sha256:DIGEST
     #[arg(required_unless_present = "locked", conflicts_with = "locked")]

@@ -21,6 +21,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     println!("private key: {} (keep it secret)", args.path.display());
     println!("public key:  {}", crate::signing::public_path(&args.path).display());
     println!("key id:      {}", public.id());
-    println!("\nto trust it, add to toolhost.toml:\n[trust]\nkeys = [\"{}\"]", std::fs::read_to_string(crate::signing::public_path(&args.path))?.trim());
+    println!(
+        "\nto trust it, add to toolhost.toml:\n[trust]\nkeys = [\"{}\"]",
+        std::fs::read_to_string(crate::signing::public_path(&args.path))?.trim()
+    );
     Ok(ExitCode::SUCCESS)
 }
