@@ -228,6 +228,14 @@ Examples:
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
     Chat(crate::commands::chat::ChatArgs),
+    /// Push a plugin to an OCI registry (the component as the layer, its manifest as the config)
+    Publish(crate::commands::publish::Args),
+    /// Pull a plugin from an OCI registry into the plugins folder and record it in toolhost.lock
+    Install(crate::commands::install::Args),
+    /// Sign a plugin with an Ed25519 key (a signature section inside the file)
+    Sign(crate::commands::sign::Args),
+    /// Write a key pair for signing plugins
+    Keygen(crate::commands::keygen::Args),
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call {
         /// Tool name
@@ -342,10 +350,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let cfg = resolve_config(&cli.global)?;
             let manifest = registry::inspect_file(&file, cfg.max_plugin_bytes)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let signature = std::fs::read(&file)
+                .map(|b| crate::signing::describe(&cfg.trust, &manifest.name, &b))
+                .unwrap_or_default();
             if json {
                 println!("{}", serde_json::to_string_pretty(&manifest)?);
+                eprintln!("{signature}"); // stdout stays the manifest alone (embed-manifest reads it)
             } else {
                 print!("{}", render_manifest(&manifest));
+                println!("{signature}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -414,6 +427,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Publish(a) => crate::commands::publish::run(&resolve_config(&cli.global)?, &a),
+        Command::Install(a) => crate::commands::install::run(&resolve_config(&cli.global)?, &a),
+        Command::Sign(a) => crate::commands::sign::run(&a),
+        Command::Keygen(a) => crate::commands::keygen::run(&a),
         Command::Approve { plugin } => {
             let cfg = resolve_config(&cli.global)?;
             approve(&cfg, &plugin)?;
@@ -866,6 +883,9 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         for m in &p.missing {
             out.push_str(&format!("  missing:   {} — grant with {}\n", m.what, m.how));
         }
+        if let Some(signer) = &p.signer {
+            out.push_str(&format!("  signed by: {signer}\n"));
+        }
     }
     if !reg.pending().is_empty() {
         out.push_str("\nPENDING APPROVAL\n");
@@ -924,6 +944,7 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                 },
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,
+                "signer": p.signer,
             })
         })
         .collect();

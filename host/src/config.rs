@@ -40,6 +40,12 @@ struct RawConfig {
     plugin: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     tool: BTreeMap<String, RawTool>,
+    /// Signature policy (see `signing`).
+    #[serde(default)]
+    trust: crate::signing::RawTrust,
+    /// Per-registry credentials and transport (see `oci`).
+    #[serde(default)]
+    registry: BTreeMap<String, crate::oci::RawRegistry>,
     #[serde(default)]
     model: RawModel,
     #[serde(default)]
@@ -479,6 +485,10 @@ pub struct Config {
     pub secrets: BTreeMap<String, SecretSource>,
     pub plugins: BTreeMap<String, PluginConfig>,
     pub tools: BTreeMap<String, ToolConfig>,
+    /// `[trust]`: trusted signing keys and whether plugins must be signed.
+    pub trust: crate::signing::Trust,
+    /// `[registry."HOST"]`: credentials and transport for OCI registries.
+    pub registries: BTreeMap<String, crate::oci::RegistryConfig>,
     pub model: ModelConfig,
     pub mcp: McpSettings,
 }
@@ -516,6 +526,8 @@ impl Default for Config {
             secrets: BTreeMap::new(),
             plugins: BTreeMap::new(),
             tools: BTreeMap::new(),
+            trust: crate::signing::Trust::default(),
+            registries: BTreeMap::new(),
             model: ModelConfig::default(),
             mcp: McpSettings::default(),
         }
@@ -723,6 +735,8 @@ impl Config {
             check_limits(&format!("tool.{name}"), &limits).map_err(invalid)?;
             cfg.tools.insert(name, ToolConfig { danger: t.danger, limits });
         }
+        cfg.trust = crate::signing::Trust::resolve(raw.trust, base).map_err(invalid)?;
+        cfg.registries = crate::oci::RegistryConfig::resolve(raw.registry, &cfg.secrets).map_err(invalid)?;
         cfg.model = resolve_model(raw.model, &cfg.secrets).map_err(invalid)?;
         Ok(cfg)
     }

@@ -19,6 +19,7 @@ pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod net;
+pub mod oci;
 pub mod process;
 pub mod protocol;
 pub mod quota;
@@ -29,6 +30,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod sdk_files;
 pub mod share;
+pub mod signing;
 pub mod usage;
 pub mod view;
 

@@ -28,6 +28,8 @@ pub struct LoadedPlugin {
     pub pre: PluginPre<HostState>,
     /// SHA-256 of the file, to skip unchanged files on rescan.
     pub hash: [u8; 32],
+    /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
+    pub signer: Option<crate::signing::SignerInfo>,
 }
 
 impl LoadedPlugin {
@@ -85,6 +87,9 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
+    // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
+    // failure like any other, so the last good version keeps serving.
+    let signer = crate::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
     let pre = runtime
         .prepare(&c.file_name(), &c.bytes)
         .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
@@ -102,6 +107,7 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
         missing,
         pre,
         hash: content_hash(&c.bytes),
+        signer,
     })
 }
 

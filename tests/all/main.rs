@@ -4,6 +4,7 @@
 mod chat;
 mod cli;
 mod core_tools;
+mod distribution;
 mod docs;
 mod hostile;
 mod limits;

@@ -23,7 +23,8 @@ tasks:
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
-            target/pyenv and 2.x into target/pyenv2 (for the MCP tests), rustfmt check, clippy
+            target/pyenv and 2.x into target/pyenv2 (for the MCP tests) and Debian's
+            docker-registry if missing (for the distribution tests), rustfmt check, clippy
             with warnings as errors, the Python and JS SDK tests, then every unit and
             integration test (the test build compiles the Rust plugins itself; the Python/JS
             ones are built with toolchains it installs into target/toolchains); prints the MCP
@@ -272,6 +273,7 @@ fn test() -> Result<()> {
     let root = root();
     let python = ensure_python_mcp()?;
     let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
+    ensure_registry()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     sdk_tests()?;
@@ -492,4 +494,37 @@ fn ensure_python_venv(venv: &str, requirements: &str) -> Result<PathBuf> {
     .with_context(|| format!("pip install -r {shown}"))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
+}
+
+/// The reference OCI registry (Debian's `docker-registry`, distribution 2.8) that the
+/// distribution tests start on 127.0.0.1. Installed with apt when missing and we are root;
+/// otherwise the tests fail with a message saying how to install it.
+fn ensure_registry() -> Result<()> {
+    const BIN: &str = "/usr/bin/docker-registry";
+    if Path::new(BIN).is_file() || std::env::var_os("TOOLHOST_TEST_REGISTRY").is_some() {
+        return Ok(());
+    }
+    let root =
+        Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        bail!(
+            "{BIN} is missing and this is not root: run `sudo apt-get install -y docker-registry` (the distribution tests need it)"
+        );
+    }
+    eprintln!("installing the OCI registry for the distribution tests (apt-get install docker-registry) …");
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "docker-registry"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !install() {
+        // A fresh machine may have no package lists yet.
+        run(Command::new("apt-get").arg("update"))?;
+        if !install() {
+            bail!("apt-get install docker-registry failed; the distribution tests need {BIN}");
+        }
+    }
+    Ok(())
 }
