@@ -131,7 +131,7 @@ async fn python_plugin_through_the_executor() {
     assert!(e.contains("99"), "{e}");
     // `http` through the host, with the secret header the host fills in.
     let port = api(TOKEN);
-    let got = ok(&call(&host, "api_get", &[&format!("http://localhost:{port}/api"), "/items/1/name"]).await);
+    let got = ok(&call(&host, "read_api", &[&format!("http://localhost:{port}/api"), "/items/1/name"]).await);
     assert_eq!(got.trim(), "\"second\"");
 }
 

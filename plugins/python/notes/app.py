@@ -149,7 +149,7 @@ def _select(value, pointer):
 
 
 @tool(read_only=True, output_limit=20000, category="web")
-def api_get(url: str, pointer: Optional[str] = None) -> str:
+def read_api(url: str, pointer: Optional[str] = None) -> str:
     """GET a JSON API with the operator's `api_token` secret sent as a bearer token (the host
     adds the token; the plugin never sees it).
 

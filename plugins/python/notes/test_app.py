@@ -44,7 +44,7 @@ class Notes(unittest.TestCase):
             app.done(1) and app.done(1)
         self.assertEqual(app.clear(), "deleted 1 notes")
 
-    def test_api_get_sends_the_token_as_a_secret_header(self):
+    def test_read_api_sends_the_token_as_a_secret_header(self):
         seen = []
 
         def fake(req):
@@ -52,9 +52,9 @@ class Notes(unittest.TestCase):
             return http.Response(200, req.url, [], b'{"items": [{"name": "a"}]}')
 
         with mock.patch("toolhost_sdk.http.send", fake):
-            self.assertEqual(app.api_get("https://api.example.com/x", "/items/0/name"), '"a"')
+            self.assertEqual(app.read_api("https://api.example.com/x", "/items/0/name"), '"a"')
             with self.assertRaisesRegex(ToolError, "nothing at JSON pointer"):
-                app.api_get("https://api.example.com/x", "/nope")
+                app.read_api("https://api.example.com/x", "/nope")
         self.assertEqual(seen[0].secret_headers, [http.SecretHeader("authorization", "api_token", "Bearer ")])
 
 
