@@ -71,6 +71,9 @@ fn every_readme_toml_example_parses_with_the_real_config_parser() {
     let tomls: Vec<&Block> = blocks.iter().filter(|b| b.lang == "toml").collect();
     assert!(!tomls.is_empty(), "the README has no toml example");
     let base = tempfile::tempdir().unwrap();
+    // The files the examples refer to, as a reader following the README would have them: a
+    // public key made by `toolhost keygen team.key`.
+    toolhost::signing::keygen(&base.path().join("team.key"), "team").unwrap();
     for b in tomls {
         // Plugin projects' Cargo.toml / pyproject.toml snippets are not toolhost configs: they
         // only have to be TOML.
