@@ -324,21 +324,7 @@ fn sdk_tests() -> Result<()> {
 
 /// The figures the reliability tests recorded (cases run, faults survived, calls lost).
 fn print_reliability_summary(dir: &Path) {
-    let mut lines: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .map(|s| s.trim().to_string())
-        .collect();
-    lines.sort();
-    eprintln!("\n== reliability summary ==");
-    for l in &lines {
-        eprintln!("  {l}");
-    }
-    if lines.is_empty() {
-        eprintln!("  (no summary recorded: were the reliability tests filtered out?)");
-    }
+    print_summary("reliability summary", dir);
 }
 
 const FUZZ_TARGETS: [&str; 2] = ["text_parser", "manifest"];
@@ -444,7 +430,7 @@ fn seed_corpus(target: &str, corpus: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The lines the MCP tests recorded in `dir` (one file per run).
+/// The lines tests recorded in `dir` (one file per test or run), sorted, under `title`.
 fn print_summary(title: &str, dir: &Path) {
     let mut lines: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
@@ -459,7 +445,7 @@ fn print_summary(title: &str, dir: &Path) {
         eprintln!("  {l}");
     }
     if lines.is_empty() {
-        eprintln!("  (nothing recorded: were the MCP tests filtered out?)");
+        eprintln!("  (nothing recorded: were these tests filtered out?)");
     }
 }
 
