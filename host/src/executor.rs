@@ -119,6 +119,39 @@ impl Outcome {
 }
 
 /// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
+/// The result of a tool that declared an `outputSchema`: it must be a JSON object matching the
+/// schema, and it is never cut (half an object is no object), so one over the output limit
+/// fails, naming the limit.
+fn structured_outcome(spec: &ToolSpec, schema: &serde_json::Value, data: String, limit: usize) -> Outcome {
+    let fail = |why: String| {
+        Outcome::err(
+            ErrorKind::ToolError,
+            format!("tool `{}` declares an outputSchema, but its result {why}", spec.name),
+        )
+    };
+    let chars = data.chars().count();
+    if chars > limit {
+        return fail(format!(
+            "is {chars} characters, over its output limit of {limit}, and a JSON result cannot be cut; \
+             the operator can raise it with [tool.{}] output_limit",
+            spec.name
+        ));
+    }
+    let value = match serde_json::from_str::<serde_json::Value>(&data) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
+        Err(e) => return fail(format!("is not JSON ({e})")),
+    };
+    match jsonschema::validator_for(schema) {
+        Ok(v) => match v.iter_errors(&value).next() {
+            None => Outcome::ok(data, false),
+            Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
+        },
+        // The manifest was validated at load; this is only reachable for a hand-made spec.
+        Err(e) => fail(format!("cannot be checked: the schema is invalid ({e})")),
+    }
+}
+
 pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
     let Some((cut, _)) = s.char_indices().nth(limit) else { return (s, false) };
     let total = limit + s[cut..].chars().count();
@@ -383,8 +416,14 @@ impl Executor {
             Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
-                let (data, truncated) = truncate(redact_owned(data, net), limit);
-                Outcome::ok(data, truncated)
+                let data = redact_owned(data, net);
+                match &spec.output_schema {
+                    Some(schema) => structured_outcome(spec, schema, data, limit),
+                    None => {
+                        let (data, truncated) = truncate(data, limit);
+                        Outcome::ok(data, truncated)
+                    }
+                }
             }
             Ok(Ok(Err(message))) => {
                 Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
@@ -647,6 +686,7 @@ mod tests {
             danger: false,
             read_only: false,
             category: None,
+            output_schema: None,
         }
     }
 
@@ -695,6 +735,30 @@ mod tests {
     fn oversized_arguments_are_refused() {
         let t = spec(&[("a", false, false)], false);
         assert!(check_args(&t, &["x".repeat(MAX_ARGS_BYTES + 1)]).unwrap_err().contains("limit"));
+    }
+
+    #[test]
+    fn a_result_is_checked_against_the_declared_output_schema() {
+        let mut t = spec(&[], false);
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        t.output_schema = Some(schema.clone());
+        let run = |data: &str, limit| structured_outcome(&t, &schema, data.to_string(), limit);
+        assert_eq!(run(r#"{"n": 3}"#, 100), Outcome::ok(r#"{"n": 3}"#.into(), false));
+        for (data, limit, says) in [
+            (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),
+            ("{}", 100, "\"n\" is a required property"),
+            ("[1]", 100, "is JSON but not an object"),
+            ("n=3", 100, "is not JSON"),
+            (r#"{"n": 3}"#, 4, "over its output limit of 4, and a JSON result cannot be cut"),
+        ] {
+            let o = run(data, limit);
+            assert_eq!(o.kind, Some(ErrorKind::ToolError), "{data}");
+            let e = o.error.unwrap();
+            assert!(
+                e.starts_with("tool `t` declares an outputSchema, but its result") && e.contains(says),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -35,6 +35,20 @@ pub enum ManifestError {
     Field { field: String, message: String },
 }
 
+/// An `outputSchema` must be a valid JSON Schema for an object (MCP's `structuredContent` is
+/// always an object).
+fn check_output_schema(schema: &Value) -> Result<(), String> {
+    let Value::Object(o) = schema else {
+        return Err(format!("must be a JSON Schema object, got {schema}"));
+    };
+    if o.get("type") != Some(&Value::String("object".into())) {
+        return Err(
+            "must describe an object (`\"type\": \"object\"`): a structured result is a JSON object".into()
+        );
+    }
+    jsonschema::validator_for(schema).map(drop).map_err(|e| format!("is not a valid JSON Schema: {e}"))
+}
+
 fn field(field: impl Into<String>, message: impl Into<String>) -> ManifestError {
     ManifestError::Field { field: field.into(), message: message.into() }
 }
@@ -127,6 +141,11 @@ pub struct ToolSpec {
     pub read_only: bool,
     #[serde(default)]
     pub category: Option<String>,
+    /// The JSON Schema of the tool's result (an object schema). A tool that declares one
+    /// promises a JSON object matching it: the executor checks every result against it, and
+    /// MCP advertises it as `outputSchema` and sends the result as `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// One declared parameter.
@@ -377,6 +396,9 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         if tool.output_limit == Some(0) {
             return Err(field(at("outputLimit"), "must be at least 1"));
         }
+        if let Some(schema) = &tool.output_schema {
+            check_output_schema(schema).map_err(|e| field(at("outputSchema"), e))?;
+        }
         let mut pnames = BTreeSet::new();
         let mut seen_optional = false;
         for (p, param) in tool.params.iter().enumerate() {
@@ -471,6 +493,23 @@ mod tests {
         let m = check(|_| {}).unwrap();
         assert_eq!(m.tools[0].signature(), "copy(from, to)");
         assert_eq!(m.tools[0].required_count(), 2);
+    }
+
+    #[test]
+    fn an_output_schema_must_be_a_valid_object_schema() {
+        let with = |schema: Value| check(|v| v["tools"][0]["outputSchema"] = schema);
+        let m =
+            with(serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}})).unwrap();
+        assert!(m.tools[0].output_schema.is_some());
+        assert!(check(|_| {}).unwrap().tools[0].output_schema.is_none());
+        for (schema, says) in [
+            (serde_json::json!({"type": "array"}), "must describe an object"),
+            (serde_json::json!("object"), "must be a JSON Schema object"),
+            (serde_json::json!({"type": "object", "minProperties": "two"}), "is not a valid JSON Schema"),
+        ] {
+            let e = with(schema).unwrap_err().to_string();
+            assert!(e.contains("tools[0].outputSchema") && e.contains(says), "{e}");
+        }
     }
 
     #[test]

@@ -60,6 +60,9 @@ export interface ToolOptions<Run extends (...args: any[]) => ToolResult = (...ar
   outputLimit?: number;
   /** A grouping shown in listings. */
   category?: string;
+  /** The JSON Schema of the result (an object schema): `run` then returns a matching object,
+   * the host checks it, and MCP clients get it as `structuredContent`. */
+  outputSchema?: JsonSchema;
 }
 
 /** One manifest entry, as the host reads it. */
@@ -74,6 +77,7 @@ export interface ToolSpec {
   danger: boolean;
   readOnly: boolean;
   category?: string;
+  outputSchema?: JsonSchema;
 }
 
 export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {

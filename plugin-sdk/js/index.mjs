@@ -34,6 +34,7 @@ const TOOL_KEYS = [
   'rest',
   'outputLimit',
   'category',
+  'outputSchema',
 ];
 const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
@@ -402,6 +403,18 @@ export function defineTool(options) {
   const category = checkString(options, 'category', what, site);
   if (category !== undefined && category.trim() === '') fail(`${what} \`category\` must not be empty`, site);
 
+  const outputSchema = options.outputSchema;
+  if (outputSchema !== undefined) {
+    if (outputSchema === null || typeof outputSchema !== 'object' || Array.isArray(outputSchema) || outputSchema.type !== 'object') {
+      fail(`${what} \`outputSchema\` must be a JSON Schema describing an object ({type: 'object', ...}): a structured result is a JSON object`, site);
+    }
+    try {
+      JSON.stringify(outputSchema);
+    } catch (e) {
+      fail(`${what} \`outputSchema\` is not JSON: ${e.message}`, site);
+    }
+  }
+
   const params = checkParams(options.params, run, what, site);
   if (rest) {
     const last = params[params.length - 1];
@@ -431,6 +444,7 @@ export function defineTool(options) {
   spec.danger = danger;
   spec.readOnly = readOnly;
   if (category !== undefined) spec.category = category;
+  if (outputSchema !== undefined) spec.outputSchema = JSON.parse(JSON.stringify(outputSchema));
 
   const tool = Object.freeze({
     name,

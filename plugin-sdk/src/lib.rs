@@ -29,7 +29,10 @@
 //!
 //! `#[tool(...)]` options: `danger`, `read_only`, `rest` (the last `String` param takes all
 //! remaining arguments joined with `,`), `output_limit = N` (characters), `category = "…"`,
-//! `name = "…"`. `#[schema = r#"{…}"#]` on a JSON parameter gives its JSON Schema.
+//! `name = "…"`, `output_schema = r#"{"type": "object", …}"#` (the JSON Schema of the result,
+//! which must then be a JSON object matching it: the host checks every result, and MCP clients
+//! get it as `structuredContent`). `#[schema = r#"{…}"#]` on a JSON parameter gives its JSON
+//! Schema.
 //!
 //! A tool returns `String`, `&'static str`, `serde_json::Value`, or a `Result` of those (or of
 //! `()`) with any `Display` error: `Err` reaches the model as the tool's error message.

@@ -248,6 +248,9 @@ fn python_and_js_tools_over_mcp() {
     for n in ["note", "add", "json_select", "word_freq"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
+    // `add`'s TypedDict return annotation is its outputSchema, and its result is structured.
+    let add = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "add").unwrap();
+    assert_eq!(add["outputSchema"]["required"], serde_json::json!(["added", "total"]), "{add}");
     let r = ask(
         3,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"note","arguments":{"text":"over mcp, with commas"}}}"#,
@@ -260,6 +263,11 @@ fn python_and_js_tools_over_mcp() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"json_select","arguments":{"document":{"k":[1,2]},"pointer":"/k/1"}}}"#,
     );
     assert_eq!(r["result"]["content"][0]["text"].as_str().unwrap().trim(), "2", "{r}");
+    let r = ask(
+        6,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"add","arguments":{"items":[{"text":"structured"}]}}}"#,
+    );
+    assert_eq!(r["result"]["structuredContent"], serde_json::json!({"added": 1, "total": 2}), "{r}");
     let r = ask(
         5,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"items":[]}}}"#,

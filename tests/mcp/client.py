@@ -83,6 +83,12 @@ async def main():
         check(tools["delete"].annotations.destructiveHint is True, "delete is destructive")
         check(tools["read"].annotations.readOnlyHint is True, "read is read-only")
         check(tools["echo"].annotations.destructiveHint is False, "echo is not destructive")
+        check(
+            (tools["count_words"].outputSchema or {}).get("required") == ["words", "lines", "chars"]
+            and tools["echo"].outputSchema is None,
+            "count_words has the outputSchema its manifest declares; echo has none",
+            tools["count_words"],
+        )
         schema = tools["split_task"].inputSchema
         check(
             schema["type"] == "object"

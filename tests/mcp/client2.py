@@ -27,6 +27,13 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 checks = 0
 
 
+def as_dict(x):
+    """A schema as a plain dict, whether the SDK gives a dict or a model."""
+    if x is None:
+        return {}
+    return x if isinstance(x, dict) else x.model_dump(by_alias=True, exclude_none=True)
+
+
 def check(cond, what, detail=""):
     global checks
     if not cond:
@@ -105,6 +112,12 @@ async def main():
         check(tools["delete"].annotations.destructive_hint is True, "delete is destructive")
         check(tools["read"].annotations.read_only_hint is True, "read is read-only")
         check(tools["echo"].annotations.destructive_hint is False, "echo is not destructive")
+        check(
+            as_dict(tools["count_words"].output_schema).get("required") == ["words", "lines", "chars"]
+            and tools["echo"].output_schema is None,
+            "count_words has the outputSchema its manifest declares; echo has none",
+            tools["count_words"],
+        )
         schema = tools["split_task"].input_schema
         check(
             schema["type"] == "object"

@@ -316,6 +316,7 @@ mod tests {
             danger: false,
             read_only: false,
             category: None,
+            output_schema: None,
         }
     }
 

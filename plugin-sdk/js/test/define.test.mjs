@@ -97,6 +97,8 @@ test('names, descriptions, types and option values are checked', () => {
   rejects(() => defineTool({ ...base, outputLimit: 0 }), /`outputLimit` must be a whole number of characters, at least 1/);
   rejects(() => defineTool({ ...base, outputLimit: 1.5 }), /`outputLimit`/);
   rejects(() => defineTool({ ...base, category: '' }), /`category` must not be empty/);
+  rejects(() => defineTool({ ...base, outputSchema: { type: 'array' } }), /`outputSchema` must be a JSON Schema describing an object/);
+  rejects(() => defineTool({ ...base, outputSchema: 'object' }), /`outputSchema`/);
   rejects(() => defineTool('nope'), /defineTool takes an object/);
 });
 
@@ -134,4 +136,11 @@ test('a bound run needs explicit params and is checked by length', () => {
   rejects(() => defineTool({ ...base, params: ['a'], run: bound }), /declares 1 params but run takes 2/);
   const ok = defineTool({ ...base, params: ['a', 'b'], run: bound });
   assert.equal(ok.spec.argCount, 2);
+});
+
+test('an outputSchema is written to the manifest entry as given', () => {
+  const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+  const t = defineTool({ ...base, outputSchema: schema, run: () => ({ n: 1 }) });
+  assert.deepEqual(t.spec.outputSchema, schema);
+  assert.equal(defineTool({ ...base, name: 'plain' }).spec.outputSchema, undefined);
 });

@@ -295,6 +295,22 @@ fn parse_fs(opt: &Opt) -> syn::Result<Value> {
     Ok(json!({ "path": name, "mode": mode }))
 }
 
+/// `output_schema = r#"{"type": "object", …}"#`: JSON, and a schema for an object (the host
+/// checks the rest of JSON Schema when it loads the plugin).
+fn output_schema(opt: &Opt) -> syn::Result<Value> {
+    let text = lit_str(opt)?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        syn::Error::new_spanned(&opt.value, format!("`output_schema` is not valid JSON: {e}"))
+    })?;
+    if v.get("type") != Some(&json!("object")) {
+        return Err(syn::Error::new_spanned(
+            &opt.value,
+            "`output_schema` must describe an object (`\"type\": \"object\"`); return the result as a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
 /// What the macro learned about one `#[tool]` function.
 struct Tool {
     name: String,
@@ -305,6 +321,8 @@ struct Tool {
     read_only: bool,
     output_limit: Option<u64>,
     category: Option<String>,
+    /// `output_schema = r#"{…}"#`: the JSON Schema (an object schema) of the tool's result.
+    output_schema: Option<Value>,
 }
 
 struct Param {
@@ -334,6 +352,7 @@ impl Tool {
             read_only: false,
             output_limit: None,
             category: None,
+            output_schema: None,
         };
         if let Meta::List(list) = &attr.meta {
             for opt in parse_opts(list.tokens.clone())? {
@@ -353,11 +372,12 @@ impl Tool {
                     "rest" => tool.rest = flag(&opt)?,
                     "output_limit" => tool.output_limit = Some(lit_u64(&opt)?),
                     "category" => tool.category = Some(lit_str(&opt)?),
+                    "output_schema" => tool.output_schema = Some(output_schema(&opt)?),
                     other => {
                         return Err(syn::Error::new_spanned(
                             &opt.key,
                             format!(
-                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category"
+                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema"
                             ),
                         ));
                     }
@@ -500,6 +520,9 @@ impl Tool {
         m.insert("readOnly".into(), json!(self.read_only));
         if let Some(c) = &self.category {
             m.insert("category".into(), json!(c));
+        }
+        if let Some(schema) = &self.output_schema {
+            m.insert("outputSchema".into(), schema.clone());
         }
         Value::Object(m)
     }
@@ -680,6 +703,26 @@ mod tests {
         assert_eq!(t["outputLimit"], 500);
         assert_eq!(t["category"], "task");
         assert_eq!(t["danger"], false);
+    }
+
+    #[test]
+    fn output_schema_is_written_and_must_describe_an_object() {
+        let m = manifest_of(
+            r##"mod t { /// d
+                #[tool(output_schema = r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#)]
+                pub fn a() -> String { todo!() } }"##,
+        );
+        assert_eq!(m["tools"][0]["outputSchema"]["properties"]["n"]["type"], "integer");
+        let m = manifest_of("mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }");
+        assert!(m["tools"][0].get("outputSchema").is_none());
+        let err = |schema: &str| {
+            let item = format!(
+                "mod t {{ /// d\n #[tool(output_schema = {schema:?})] pub fn a() -> String {{ todo!() }} }}"
+            );
+            expand_str("", &item).unwrap_err()
+        };
+        assert!(err(r#"{"type": "array"}"#).contains("must describe an object"));
+        assert!(err("{not json").contains("not valid JSON"));
     }
 
     #[test]

@@ -135,6 +135,47 @@ def plain() -> str:
         self.assertEqual(list(say), ["name", "description", "params", "argCount", "parseJson", "rest",
                                      "outputLimit", "danger", "readOnly", "category"])
 
+    def test_output_schema_from_option_or_return_annotation(self):
+        self.app('''\
+from dataclasses import dataclass
+from typing import TypedDict
+
+@dataclass
+class Counts:
+    words: int
+    note: str = ""
+
+class Point(TypedDict):
+    x: float
+
+@tool
+def count(text: str) -> Counts:
+    """Count."""
+    return Counts(len(text.split()))
+
+@tool(output_schema=Point)
+def point() -> dict:
+    """Point."""
+    return {"x": 1.0}
+
+@tool(output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}})
+def raw() -> dict:
+    """Raw."""
+    return {"ok": True}
+
+@tool
+def text() -> str:
+    """Text."""
+    return ""
+''')
+        count, point, raw, text = self.manifest()["tools"]
+        self.assertEqual(count["outputSchema"], {
+            "type": "object", "properties": {"words": {"type": "integer"}, "note": {"type": "string"}},
+            "required": ["words"], "additionalProperties": False})
+        self.assertEqual(point["outputSchema"]["properties"], {"x": {"type": "number"}})
+        self.assertEqual(raw["outputSchema"]["properties"], {"ok": {"type": "boolean"}})
+        self.assertNotIn("outputSchema", text)
+
     def test_plugin_declaration_and_pyproject_defaults(self):
         self.app('''\
 plugin(fs=["workspace:rw", "docs"], env="LANG", net=["example.com", "*.example.org"], secret="api_token")

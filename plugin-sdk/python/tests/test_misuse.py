@@ -145,6 +145,23 @@ def d() -> str:
         self.assertTrue(errs[2].startswith("app.py:14: `danger` is a flag"), errs)
         self.assertTrue(errs[3].startswith("app.py:19: tool name 'no spaces' must match"), errs)
 
+    def test_output_schema_must_be_an_object_schema(self):
+        self.app('''\
+@tool(output_schema={"type": "array"})
+def a() -> list:
+    """A."""
+    return []
+
+@tool(output_schema=list)
+def b() -> list:
+    """B."""
+    return []
+''')
+        errs = self.errors()
+        self.assertEqual(len(errs), 2, errs)
+        self.assertTrue(errs[0].startswith("app.py:4: `output_schema` must describe an object"), errs)
+        self.assertTrue(errs[1].startswith("app.py:9: `output_schema` takes a dataclass"), errs)
+
     def test_var_args_keyword_only_and_async(self):
         self.app('''\
 @tool

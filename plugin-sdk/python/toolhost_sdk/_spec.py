@@ -68,15 +68,17 @@ class _ToolDecl:
         self.spec = None
 
 
-_TOOL_OPTIONS = ("name", "danger", "read_only", "rest", "output_limit", "category")
+_TOOL_OPTIONS = ("name", "danger", "read_only", "rest", "output_limit", "category", "output_schema")
 
 
 def tool(func=None, **options):
     """Make a module-level function a tool of this plugin.
 
     Use it bare (`@tool`) or with options (`@tool(rest=True, category="text")`): `name`,
-    `danger`, `read_only`, `rest`, `output_limit`, `category`. The function itself is returned
-    unchanged, so tests call it directly.
+    `danger`, `read_only`, `rest`, `output_limit`, `category`, `output_schema` (a dataclass or
+    TypedDict, or a JSON Schema dict for an object; by default derived from a dataclass or
+    TypedDict return annotation). The function itself is returned unchanged, so tests call it
+    directly.
     """
     file, line = _caller()
 
@@ -500,6 +502,8 @@ def derive(decl):
         if node.args.kwarg:
             arg_nodes[node.args.kwarg.arg] = node.args.kwarg.lineno
 
+    output_schema = _output_schema(decl, hints.get("return"), errors)
+
     params = []
     seen_optional = None
     for p in sig.parameters.values():
@@ -580,7 +584,42 @@ def derive(decl):
     entry["readOnly"] = read_only
     if category is not None:
         entry["category"] = category
+    if output_schema is not None:
+        entry["outputSchema"] = output_schema
     return ToolSpec(name, func, params, entry)
+
+
+def _is_record(tp):
+    return isinstance(tp, type) and (dataclasses.is_dataclass(tp) or _is_typeddict(tp))
+
+
+def _output_schema(decl, returns, errors):
+    """The tool's outputSchema: the `output_schema` option (a dataclass, a TypedDict or a JSON
+    Schema dict for an object), else derived from a dataclass or TypedDict return annotation."""
+    file, line = decl.file, decl.line
+    given = decl.options.get("output_schema", returns if _is_record(returns) else None)
+    if given is None:
+        return None
+    if _is_record(given):
+        try:
+            return schema(given)
+        except _Unsupported as e:
+            errors.append(Misuse(file, line, f"output schema: {e}"))
+            return None
+    if isinstance(given, dict):
+        if given.get("type") != "object":
+            errors.append(Misuse(file, line, "`output_schema` must describe an object (`\"type\": \"object\"`): "
+                                             "a structured result is a JSON object"))
+            return None
+        try:
+            json.dumps(given)
+        except (TypeError, ValueError) as e:
+            errors.append(Misuse(file, line, f"`output_schema` is not JSON: {e}"))
+            return None
+        return given
+    errors.append(Misuse(file, line, f"`output_schema` takes a dataclass, a TypedDict or a JSON Schema dict, "
+                                     f"got {given!r}"))
+    return None
 
 
 class _Errors(Exception):

@@ -5,7 +5,7 @@ never sees it)."""
 import dataclasses
 import json
 import os
-from typing import Optional
+from typing import Optional, TypedDict
 
 from toolhost_sdk import ToolError, http, log, plugin, tool
 
@@ -67,8 +67,15 @@ def note(text: str) -> str:
     return f"noted as #{len(notes)}"
 
 
+class Added(TypedDict):
+    """What `add` answers: its return annotation is the tool's outputSchema."""
+
+    added: int
+    total: int
+
+
 @tool(category="notes")
-def add(items: list[Note]) -> dict:
+def add(items: list[Note]) -> Added:
     """Add several notes at once, each with its tags and done flag.
 
     Args:

@@ -49,7 +49,14 @@ mod tools {
     /// Count the words, lines and characters of a text.
     ///
     /// - `text`: the text; commas are part of it
-    #[tool(category = "text", rest, read_only)]
+    #[tool(
+        category = "text",
+        rest,
+        read_only,
+        output_schema = r#"{"type": "object", "required": ["words", "lines", "chars"],
+            "properties": {"words": {"type": "integer"}, "lines": {"type": "integer"},
+                           "chars": {"type": "integer"}}}"#
+    )]
     pub fn count_words(text: String) -> serde_json::Value {
         serde_json::json!({
             "words": text.split_whitespace().count(),

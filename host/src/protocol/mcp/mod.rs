@@ -5,10 +5,11 @@
 //!
 //! - `tools/list`: every registered tool in name order, with the same JSON Schema as the OpenAI
 //!   front end, `destructiveHint` for `danger` tools (from the manifest or the operator's
-//!   `[tool.X]`) and `readOnlyHint` where the manifest says `read_only`; on 2026-07-28 with
-//!   `ttlMs`/`cacheScope` (see [`McpServer::tools_result`]).
+//!   `[tool.X]`), `readOnlyHint` where the manifest says `read_only`, and the manifest's
+//!   `outputSchema`; on 2026-07-28 with `ttlMs`/`cacheScope` (see [`McpServer::tools_result`]).
 //! - `tools/call`: through the one executor. Success is text content (plus `structuredContent`
-//!   when the tool returned a JSON object); a failed call is `isError: true` with the error
+//!   when the tool returned a JSON object — always, for a tool with an `outputSchema`, whose
+//!   result the executor has checked against it); a failed call is `isError: true` with the error
 //!   text for the model (bad arguments included, so the model can correct itself); an unknown
 //!   tool is a JSON-RPC `invalid params` error, as the spec lists it among protocol errors.
 //! - Danger under policy `ask`: a client that declares form elicitation is asked — on the
@@ -107,6 +108,9 @@ impl McpServer {
                     ToolAnnotations::new().read_only(view.advertise_read_only()).destructive(view.dangerous);
                 let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
                 tool.annotations = Some(annotations);
+                if let Some(serde_json::Value::Object(o)) = &spec.output_schema {
+                    tool.output_schema = Some(Arc::new(o.clone()));
+                }
                 tool
             })
             .collect()
@@ -173,6 +177,8 @@ impl McpServer {
         });
         let mut result = if outcome.success {
             let data = outcome.data.unwrap_or_default();
+            // A tool with an outputSchema always has an object here (the executor checked it
+            // against the schema); any other tool's JSON object result is structured too.
             let structured = match serde_json::from_str::<serde_json::Value>(&data) {
                 Ok(v @ serde_json::Value::Object(_)) if !outcome.truncated => Some(v),
                 _ => None,
