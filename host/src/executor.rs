@@ -129,7 +129,7 @@ fn structured_outcome(spec: &ToolSpec, schema: &serde_json::Value, data: String,
             format!("tool `{}` declares an outputSchema, but its result {why}", spec.name),
         )
     };
-    let chars = data.chars().count();
+    let chars = if data.len() <= limit { data.len() } else { data.chars().count() };
     if chars > limit {
         return fail(format!(
             "is {chars} characters, over its output limit of {limit}, and a JSON result cannot be cut; \
@@ -153,6 +153,10 @@ fn structured_outcome(spec: &ToolSpec, schema: &serde_json::Value, data: String,
 }
 
 pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
+    // No more bytes than the limit: no more characters either (the common case, no scan).
+    if s.len() <= limit {
+        return (s, false);
+    }
     let Some((cut, _)) = s.char_indices().nth(limit) else { return (s, false) };
     let total = limit + s[cut..].chars().count();
     s.truncate(cut);

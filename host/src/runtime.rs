@@ -83,6 +83,63 @@ pub struct Pool {
     pub max_memory_mb: u64,
 }
 
+/// How the pooling allocator resets a slot's memory, tables and fiber stack when a call ends
+/// (every call still gets a fresh instance: only how the zeroing is done differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Bytes of each linear memory, table and async stack reset with `memset` and kept
+    /// resident, instead of `madvise`d away (which costs a page fault per touched page on the
+    /// next call, and TLB-shootdown IPIs to the other cores).
+    pub keep_resident: usize,
+    /// Linux ≥ 6.7: find the pages a call dirtied with `PAGEMAP_SCAN` and reset only those.
+    pub pagemap_scan: bool,
+    /// Decommits queued before one batched `madvise`.
+    pub decommit_batch: usize,
+}
+
+impl Tuning {
+    /// wasmtime's defaults: everything `madvise`d, no batching.
+    pub const WASMTIME_DEFAULT: Tuning = Tuning { keep_resident: 0, pagemap_scan: false, decommit_batch: 1 };
+    /// What the host uses (chosen by `cargo xtask bench`, which measures it against the
+    /// default and other candidates in the same run): up to 4 MiB per slot kept resident and
+    /// reset by `memset` of only the pages `PAGEMAP_SCAN` finds dirty (where the kernel has it;
+    /// elsewhere wasmtime falls back to `madvise`). A slot's resident memory is bounded by what
+    /// its calls touched, at most 4 MiB per memory and table.
+    pub const HOST: Tuning = Tuning { keep_resident: 4 << 20, pagemap_scan: true, decommit_batch: 1 };
+}
+
+/// The engine configuration every toolhost engine uses: component model, epoch interruption,
+/// the wasm stack limit (and a fiber stack to hold it), and with `pool` a pooling allocator
+/// sized for that many concurrent calls, reset as `tuning` says.
+pub fn engine_config(stack_kb: usize, pool: Option<Pool>, tuning: Tuning) -> WasmConfig {
+    let mut cfg = WasmConfig::new();
+    if let Some(pool) = pool {
+        let n = pool.concurrent_calls.max(1);
+        let mut p = wasmtime::PoolingAllocationConfig::new();
+        // A Rust wasip2 component has a handful of core instances, one or two memories
+        // and a few tables; these per-call budgets leave ample room.
+        p.total_component_instances(n)
+            .total_core_instances(n * 16)
+            .total_memories(n * 4)
+            .total_tables(n * 16)
+            .total_stacks(n)
+            .max_memory_size((pool.max_memory_mb as usize).saturating_mul(1024 * 1024));
+        p.linear_memory_keep_resident(tuning.keep_resident)
+            .table_keep_resident(tuning.keep_resident)
+            .async_stack_keep_resident(tuning.keep_resident)
+            .decommit_batch_size(tuning.decommit_batch.max(1))
+            .pagemap_scan(if tuning.pagemap_scan { wasmtime::Enabled::Auto } else { wasmtime::Enabled::No });
+        cfg.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(p));
+    }
+    cfg.wasm_component_model(true);
+    cfg.epoch_interruption(true);
+    let stack = stack_kb * 1024;
+    cfg.max_wasm_stack(stack);
+    // The fiber stack must hold the wasm stack plus the host frames below it.
+    cfg.async_stack_size(stack + 1024 * 1024);
+    cfg
+}
+
 /// Compiled components kept in memory (oldest dropped first beyond this).
 const COMPILED_CACHE: usize = 256;
 
@@ -125,26 +182,19 @@ impl Runtime {
         pool: Option<Pool>,
         disk_quota: bool,
     ) -> anyhow::Result<Arc<Runtime>> {
-        let mut cfg = WasmConfig::new();
-        if let Some(pool) = pool {
-            let n = pool.concurrent_calls.max(1);
-            let mut p = wasmtime::PoolingAllocationConfig::new();
-            // A Rust wasip2 component has a handful of core instances, one or two memories
-            // and a few tables; these per-call budgets leave ample room.
-            p.total_component_instances(n)
-                .total_core_instances(n * 16)
-                .total_memories(n * 4)
-                .total_tables(n * 16)
-                .total_stacks(n)
-                .max_memory_size((pool.max_memory_mb as usize).saturating_mul(1024 * 1024));
-            cfg.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(p));
-        }
-        cfg.wasm_component_model(true);
-        cfg.epoch_interruption(true);
-        let stack = stack_kb * 1024;
-        cfg.max_wasm_stack(stack);
-        // The fiber stack must hold the wasm stack plus the host frames below it.
-        cfg.async_stack_size(stack + 1024 * 1024);
+        Self::with_tuning(stack_kb, cache_dir, pool, disk_quota, Tuning::HOST)
+    }
+
+    /// [`Runtime::with_disk_quota`] with the pool's slot reset set by `tuning` (the benchmarks
+    /// compare the host's setting with wasmtime's default; hosts use [`Tuning::HOST`]).
+    pub fn with_tuning(
+        stack_kb: usize,
+        cache_dir: Option<&Path>,
+        pool: Option<Pool>,
+        disk_quota: bool,
+        tuning: Tuning,
+    ) -> anyhow::Result<Arc<Runtime>> {
+        let cfg = engine_config(stack_kb, pool, tuning);
         let engine = Engine::new(&cfg)?;
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;

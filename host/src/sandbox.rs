@@ -41,6 +41,41 @@ pub struct Grants {
     pub net: Arc<NetGrant>,
     /// Programs it may run (request ∩ grant).
     pub exec: Arc<crate::process::ExecGrants>,
+    /// The granted directories, opened once and shared by the calls (see [`Preopens`]).
+    pub preopens: Preopens,
+}
+
+/// The granted directories opened once, for every call's WASI context to share (a clone of
+/// the filesystem context: the same directory handles, no `open`/`close` per call). Each call
+/// checks with one `stat` per directory that its path still leads to the directory that was
+/// opened, and opens them afresh when it does not (a directory replaced, or missing: that call
+/// then fails as it would without the cache).
+#[derive(Clone, Default)]
+pub struct Preopens(Arc<arc_swap::ArcSwapOption<PreopenSet>>);
+
+struct PreopenSet {
+    fs: wasmtime_wasi::filesystem::WasiFilesystemCtx,
+    /// (device, inode) of each granted directory when it was opened, in grant order.
+    ids: Vec<(u64, u64)>,
+}
+
+/// A cache, not part of what is granted: grants compare equal whatever it holds.
+impl PartialEq for Preopens {
+    fn eq(&self, _: &Preopens) -> bool {
+        true
+    }
+}
+impl Eq for Preopens {}
+impl std::fmt::Debug for Preopens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Preopens")
+    }
+}
+
+/// (device, inode) of each path, or `None` if one cannot be read.
+fn dir_ids(fs: &[FsGrant]) -> Option<Vec<(u64, u64)>> {
+    use std::os::unix::fs::MetadataExt;
+    fs.iter().map(|g| std::fs::metadata(&g.host_path).ok().map(|m| (m.dev(), m.ino()))).collect()
 }
 
 /// A capability the plugin requested and the operator did not grant.
@@ -203,6 +238,30 @@ impl Grants {
         for (k, v) in &self.env {
             b.env(k, v);
         }
+        if self.fs.is_empty() {
+            return Ok(b.build());
+        }
+        let ids = dir_ids(&self.fs);
+        if let (Some(ids), Some(set)) = (&ids, &*self.preopens.0.load())
+            && *ids == set.ids
+        {
+            let mut ctx = b.build();
+            *ctx.filesystem() = set.fs.clone();
+            return Ok(ctx);
+        }
+        self.open_dirs(&mut b)?;
+        let mut ctx = b.build();
+        // Kept for the next calls only if no directory changed while they were opened.
+        if let Some(before) = ids
+            && dir_ids(&self.fs).as_ref() == Some(&before)
+        {
+            let fs = ctx.filesystem().clone();
+            self.preopens.0.store(Some(Arc::new(PreopenSet { fs, ids: before })));
+        }
+        Ok(ctx)
+    }
+
+    fn open_dirs(&self, b: &mut WasiCtxBuilder) -> io::Result<()> {
         for fs in &self.fs {
             let perms = match fs.mode {
                 FsMode::ReadOnly => FsPerms::ReadOnly,
@@ -216,7 +275,7 @@ impl Grants {
                 ))
             })?;
         }
-        Ok(b.build())
+        Ok(())
     }
 }
 

@@ -39,6 +39,28 @@ async fn files_tools_work_inside_the_workspace() {
     assert!(e.contains("not allowed"), "{e}");
 }
 
+/// The granted directories are opened once and shared by calls; a workspace replaced under
+/// the same path (or removed and made again) is what the next call sees, never the old one.
+#[tokio::test]
+async fn a_replaced_workspace_is_what_the_next_call_sees() {
+    let env = files_env();
+    let host = env.host_yes();
+    std::fs::write(env.ws("old.txt"), "old").unwrap();
+    assert_eq!(ok(&call(&host, "read", &["old.txt"]).await), "old");
+    let ws = env.ws("");
+    let aside = ws.with_extension("aside");
+    std::fs::rename(&ws, &aside).unwrap();
+    let e = err(&call(&host, "read", &["old.txt"]).await, ErrorKind::HostError);
+    assert!(e.contains("cannot open granted directory"), "{e}");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(env.ws("new.txt"), "new").unwrap();
+    assert_eq!(ok(&call(&host, "ls", &["."]).await), "new.txt");
+    ok(&call(&host, "write", &["made.txt", "here"]).await);
+    assert_eq!(std::fs::read_to_string(env.ws("made.txt")).unwrap(), "here");
+    assert!(!aside.join("made.txt").exists());
+    std::fs::remove_dir_all(&aside).unwrap();
+}
+
 #[tokio::test]
 async fn text_tools() {
     let env = files_env();

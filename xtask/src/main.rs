@@ -211,6 +211,8 @@ fn bench() -> Result<()> {
     run(cargo()
         .current_dir(&root)
         .env("TOOLHOST_BENCH_OUT", &out)
+        // The Python and JavaScript plugins are built with the toolchains the tests use.
+        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
         .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
     let report = std::fs::read_to_string(&out)?;
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
