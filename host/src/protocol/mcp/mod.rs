@@ -357,7 +357,9 @@ impl Confirm for ElicitConfirm {
 /// messages (logs go to stderr).
 pub async fn serve_stdio(server: McpServer) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    // Pipes (how MCP clients start a server) go through tokio's reactor rather than its
+    // blocking pool: no thread hand-off per message (rmcp falls back to `stdio()` otherwise).
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
     running.waiting().await?;
     Ok(())
 }
