@@ -144,3 +144,23 @@ async fn busy_guests_do_not_starve_other_calls() {
         err(&s.await.unwrap(), ErrorKind::Timeout);
     }
 }
+
+/// Nothing one call leaves in its instance is visible to the next: not a static counter, not
+/// static memory, not heap pages grown past the pool slot's resident part — in sequence (the
+/// same pool slot reused) and from concurrent calls.
+#[tokio::test]
+async fn nothing_a_call_leaves_behind_reaches_the_next() {
+    let env = hostile_env();
+    let host = env.host();
+    let clean = serde_json::json!({"calls_before": 0, "statics_dirty": 0, "heap_dirty": 0});
+    for _ in 0..5 {
+        let seen: serde_json::Value = serde_json::from_str(&ok(&call(&host, "remember", &[]).await)).unwrap();
+        assert_eq!(seen, clean);
+    }
+    let r = || call(&host, "remember", &[]);
+    let (a, b, c, d) = tokio::join!(r(), r(), r(), r());
+    for o in [a, b, c, d] {
+        let seen: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+        assert_eq!(seen, clean);
+    }
+}

@@ -280,4 +280,23 @@ mod tools {
         std::thread::sleep(std::time::Duration::from_millis(ms as u64));
         format!("slept {ms} ms")
     }
+
+    /// Report what an earlier call left behind, then leave traces for the next one: a call
+    /// counter and 64 KiB in static memory, and 8 MiB of heap (past the pool's resident part)
+    /// filled with 0xAB. On a fresh instance every call finds none of them.
+    #[tool]
+    pub fn remember() -> serde_json::Value {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        static STATICS: [AtomicU64; 8192] = [const { AtomicU64::new(0) }; 8192];
+        let calls_before = CALLS.fetch_add(1, Ordering::Relaxed);
+        let statics_dirty = STATICS.iter().filter(|a| a.load(Ordering::Relaxed) != 0).count();
+        STATICS.iter().for_each(|a| a.store(0xABAB, Ordering::Relaxed));
+        // calloc on memory the instance just grew: the allocator trusts it to be zero.
+        let mut heap = vec![0u8; 8 << 20];
+        let heap_dirty = heap.iter().filter(|&&b| b != 0).count();
+        heap.fill(0xAB);
+        std::mem::forget(std::hint::black_box(heap));
+        serde_json::json!({"calls_before": calls_before, "statics_dirty": statics_dirty, "heap_dirty": heap_dirty})
+    }
 }
