@@ -249,9 +249,18 @@ fn bench() -> Result<()> {
          call and raw wasmtime (`InstancePre::instantiate` + the export call, no toolhost code) — and\n\
          should be read as a ratio: these machines are shared and noisy.\n\n\
          Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
-         Method: latency is the p50/p99 of 3000 sequential calls after a warm-up, each a fresh\n\
-         store and instance; throughput runs 20,000 `echo` calls split over the callers; start-up\n\
-         spawns the release `toolhost` binary (`call count_words` with 10 distinct plugins) with an\n\
+         Method: latency is the p50/p99 of 3000 sequential calls per case after a warm-up, each a\n\
+         fresh store and instance; the cases of a table are measured side by side, in turns of 50\n\
+         calls each, so they share the machine's noise. Page faults and context switches per call\n\
+         come from `/proc/self/stat` and `/proc/self/task/*/status` over a separate pass per case.\n\
+         The raw-wasmtime floor is measured with wasmtime's default pool slot reset and with each\n\
+         candidate reset strategy; the best is the tuned floor. Throughput runs 20,000 `echo` calls\n\
+         split over the callers. The per-language rows build the `toolhost new` template of each\n\
+         language (pinned toolchains in `target/toolchains`). MCP rows: one client, sequential\n\
+         `echo` calls over stdio and over streamable HTTP, against `toolhost serve --mcp` and\n\
+         against a do-nothing JSON-RPC server (the benchmark binary itself) over the same\n\
+         transport, alternating runs. Start-up spawns the release `toolhost` binary (`call\n\
+         count_words` with 10 distinct plugins; `serve --mcp` to its `tools/list` answer) with an\n\
          empty compile cache and then with a warm one; the manifest scan reads, parses and validates\n\
          100 plugin files without compiling; reload writes a new version of a plugin into a watched\n\
          folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\n{report}"
