@@ -224,6 +224,13 @@ Examples:
     Approve {
         /// The plugin name (as `list` shows it)
         plugin: String,
+        /// Write nothing: print the `[approvals.plugin.NAME]` entry that pins the plugin's current
+        /// request in toolhost.toml (for a read-only plugins folder, or replicas sharing one)
+        #[arg(long)]
+        print: bool,
+        /// With --print: also pin this exact file by its SHA-256 (any rebuild then needs a new entry)
+        #[arg(long, requires = "print")]
+        sha256: bool,
     },
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
@@ -431,9 +438,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Install(a) => crate::commands::install::run(&resolve_config(&cli.global)?, &a),
         Command::Sign(a) => crate::commands::sign::run(&a),
         Command::Keygen(a) => crate::commands::keygen::run(&a),
-        Command::Approve { plugin } => {
+        Command::Approve { plugin, print, sha256 } => {
             let cfg = resolve_config(&cli.global)?;
-            approve(&cfg, &plugin)?;
+            approve(&cfg, &plugin, print.then_some(sha256))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Prompt => {
@@ -464,8 +471,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_hosts: allow_host,
                     allowed_origins: allow_origin,
                     tokens,
+                    service: None,
                 };
-                rt.block_on(serve_mcp(cfg, debounce, http, options))
+                let r = rt.block_on(serve_mcp(cfg, debounce, http, options));
+                // The stdio transport's blocked read of stdin must not hold the exit.
+                rt.shutdown_timeout(Duration::from_millis(500));
+                r
             } else {
                 rt.block_on(serve(cfg, debounce))
             }
@@ -558,8 +569,28 @@ async fn serve_mcp(
     http: Option<std::net::SocketAddr>,
     options: crate::protocol::mcp::HttpOptions,
 ) -> Result<ExitCode> {
-    use crate::protocol::mcp::{McpServer, serve_http, serve_stdio};
+    use crate::protocol::mcp::{McpServer, serve_http, serve_stdio_until};
     let (host, reloader, _watch) = live_host_with(cfg, debounce, eprint_change).await?;
+    // From here on SIGTERM/SIGINT drain the calls in flight instead of killing the process.
+    let mut signals =
+        crate::service::shutdown::Signals::install().context("cannot install signal handlers")?;
+    let service =
+        Arc::new(crate::service::Service::for_command(&host.config, host.registry.clone(), "mcp", true)?);
+    host.executor.attach_service(service.clone());
+    service.watch_reloads(&reloader);
+    if let Some(path) = service.audit_path() {
+        eprintln!("toolhost: audit trail in {}", path.display());
+    }
+    let on_signal = {
+        let service = service.clone();
+        async move {
+            let (name, _) = signals.recv().await;
+            service.lifecycle.stop_admitting();
+            eprintln!("toolhost: {name}: no new calls; finishing the calls in flight");
+            let s = service.clone();
+            signals.exit_on_next(move || s.sync());
+        }
+    };
     let mut changes = reloader.subscribe();
     tokio::spawn(async move {
         while let Ok(c) = changes.recv().await {
@@ -574,10 +605,8 @@ async fn serve_mcp(
     match http {
         None => {
             eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
-            tokio::select! {
-                r = serve_stdio(server) => r?,
-                _ = tokio::signal::ctrl_c() => {}
-            }
+            service.lifecycle.set_ready();
+            serve_stdio_until(server, on_signal, Some(service.clone())).await?;
         }
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -599,12 +628,13 @@ async fn serve_mcp(
                 "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
                 host.config.plugins_dir.display()
             );
-            serve_http(server, listener, options, async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+            service.lifecycle.set_ready();
+            let options = crate::protocol::mcp::HttpOptions { service: Some(service.clone()), ..options };
+            serve_http(server, listener, options, on_signal).await?;
         }
     }
+    service.sync();
+    eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -639,10 +669,12 @@ async fn live_host_with(
 async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
     let (host, reloader, _watch) = live_host(cfg, debounce).await?;
     let mut changes = reloader.subscribe();
+    let mut signals =
+        crate::service::shutdown::Signals::install().context("cannot install signal handlers")?;
     eprintln!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = signals.recv() => return Ok(ExitCode::SUCCESS),
             change = changes.recv() => match change {
                 Ok(c) => print_change(&c),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("toolhost: {n} changes not shown"),
@@ -707,8 +739,9 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
     }
 }
 
-/// `toolhost approve PLUGIN`: record the plugin's current request as approved.
-fn approve(cfg: &Config, plugin: &str) -> Result<()> {
+/// `toolhost approve PLUGIN`: record the plugin's current request as approved; with `print`
+/// (`Some(with_sha256)`), print the config entry that pins it instead and write nothing.
+fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     use crate::approvals::{Approvals, extra};
     let (candidates, _) = crate::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes)
         .with_context(|| format!("cannot scan {}", cfg.plugins_dir.display()))?;
@@ -729,6 +762,20 @@ fn approve(cfg: &Config, plugin: &str) -> Result<()> {
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         );
     };
+    if let Some(with_sha256) = print {
+        let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        let hash = crate::registry::content_hash(&bytes);
+        print!("{}", crate::approvals::lock_entry(&m, &file, &hash, with_sha256));
+        return Ok(());
+    }
+    if cfg.approvals.locked || cfg.approvals.plugins.contains_key(plugin) {
+        bail!(
+            "plugin `{plugin}` is approved in [approvals] of {} (the config decides, not {}); paste the entry \
+             `toolhost approve {plugin} --print` prints into the config instead",
+            cfg.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the config".into()),
+            crate::approvals::FILE
+        );
+    }
     let mut approvals = Approvals::load(&cfg.plugins_dir);
     let new = approvals.get(plugin).map(|a| extra(&m.capabilities, a)).unwrap_or_default();
     approvals.approve(plugin, &m.capabilities);
