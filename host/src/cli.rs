@@ -384,6 +384,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
             let host = open_reporting(&cli.global, confirm)?;
+            crate::service::Service::attach_audit(
+                &host,
+                if format == ReplyFormat::Text { "text" } else { "openai" },
+            )?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             match format {
                 ReplyFormat::Text => {
@@ -530,6 +534,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
             let host = open_reporting(&cli.global, confirm)?;
+            crate::service::Service::attach_audit(&host, "cli")?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let outcome = rt.block_on(host.call(&ToolCall { name: tool, args }));
             if json {

@@ -894,3 +894,28 @@ fn the_deployment_files_agree_with_the_flags() {
     assert!(recipe.contains(&format!("EXPOSE {}", addr.port())), "EXPOSE the --http port");
     assert!(recipe.contains("STOPSIGNAL SIGTERM"), "{recipe}");
 }
+
+/// `call` and `run` write the trail too when `[audit] file` is set (and not otherwise).
+#[test]
+fn one_off_commands_are_audited_when_a_file_is_configured() {
+    let d = Deployment::new(&[plugin_artifacts::TEXT], "");
+    let out = d.command().args(["call", "echo", "audited"]).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reply = d.dir.path().join("reply.txt");
+    std::fs::write(&reply, "[TOOL] echo(one) [/TOOL] and [TOOL] nope() [/TOOL]").unwrap();
+    let out = d.command().arg("run").arg(&reply).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let audit = d.audit();
+    let got: Vec<(&str, &str, &str)> = audit
+        .iter()
+        .map(|l| {
+            (l["front_end"].as_str().unwrap(), l["tool"].as_str().unwrap(), l["outcome"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(got, [("cli", "echo", "ok"), ("text", "echo", "ok"), ("text", "nope", "unknown_tool")]);
+
+    std::fs::write(d.config(), "[audit]\nenabled = false\nfile = \"audit/other.jsonl\"\n").unwrap();
+    let out = d.command().args(["call", "echo", "not audited"]).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success());
+    assert!(!d.dir.path().join("audit/other.jsonl").exists(), "enabled = false writes nothing");
+}

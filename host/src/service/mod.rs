@@ -206,6 +206,16 @@ impl Service {
         Ok(Service::new(config, registry, front_end, audit))
     }
 
+    /// For one-off commands (`call`, `run`, `chat`): attach a service to `host` only when
+    /// `[audit] file` is set, so their calls are audited too.
+    pub fn attach_audit(host: &crate::Toolhost, front_end: &'static str) -> anyhow::Result<()> {
+        if host.config.audit.file_for(false).is_some() {
+            let s = Service::for_command(&host.config, host.registry.clone(), front_end, false)?;
+            host.executor.attach_service(Arc::new(s));
+        }
+        Ok(())
+    }
+
     pub fn new(
         config: &Config,
         registry: Arc<ArcSwap<Registry>>,
