@@ -131,7 +131,15 @@ MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
       \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
 Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
-With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>")]
+With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>
+
+As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
+(Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
+SIGINT no new call is accepted (HTTP: 503 with Retry-After), calls in flight finish within
+[serve] shutdown_grace_ms (default 15000), the rest are cancelled with an error to their
+clients, and the process exits 0; a second signal exits at once. Every call is appended to the
+audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
+systemd unit, a container recipe and a Kubernetes example.")]
     Serve {
         /// Quiet time after the last file event before the folder is rescanned
         #[arg(long, value_name = "MS", default_value_t = 150)]
