@@ -379,6 +379,71 @@ mod tests {
         assert_eq!(extra(&caps(&[], Some(FsMode::ReadWrite)), &approved), ["fs workspace:rw (approved: ro)"]);
     }
 
+    fn manifest(name: &str, net: &[&str]) -> Manifest {
+        Manifest {
+            format: 1,
+            name: name.into(),
+            version: "1".into(),
+            description: String::new(),
+            capabilities: caps(net, None),
+            tools: vec![],
+        }
+    }
+
+    fn lock(toml_text: &str) -> Result<ApprovalLock, String> {
+        #[derive(Deserialize)]
+        struct Doc {
+            approvals: RawApprovals,
+        }
+        let doc: Doc = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        ApprovalLock::resolve(doc.approvals)
+    }
+
+    #[test]
+    fn a_printed_entry_parses_back_and_pins_the_request_and_the_file() {
+        let m = manifest("web", &["example.com"]);
+        let hash = crate::registry::content_hash(b"web v1");
+        let entry = lock_entry(&m, Path::new("/p/web.wasm"), &hash, true);
+        assert!(entry.starts_with("[approvals.plugin.web]   # web v1 (web.wasm)\n"), "{entry}");
+        let pinned = lock(&format!("[approvals]\nlocked = true\n{entry}")).unwrap();
+        assert!(pinned.locked);
+        assert_eq!(pinned.plugins["web"].sha256, Some(hash));
+        assert_eq!(pinned.plugins["web"].request.as_ref(), Some(&m.capabilities));
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            plugins_dir: dir.path().to_path_buf(),
+            approvals: pinned,
+            ..crate::config::Config::default()
+        };
+        let mut a = Approvals::for_config(&config);
+        assert_eq!(a.check_file(&m, &hash), Ok(()));
+        let other = crate::registry::content_hash(b"web v2");
+        let e = a.check_file(&m, &other).unwrap_err().join("; ");
+        assert!(e.contains(&format!("file sha256:{}", hex(&other))) && e.contains("--print --sha256"), "{e}");
+        let e = a.check_file(&manifest("web", &["example.com", "evil.com"]), &hash).unwrap_err();
+        assert_eq!(e, ["net evil.com"]);
+        // Locked: a plugin without an entry is held, not trusted on first sight, and nothing is saved.
+        let e = a.check_file(&manifest("notes", &[]), &hash).unwrap_err().join("; ");
+        assert!(e.contains("not in [approvals]") && e.contains("toolhost approve notes --print"), "{e}");
+        a.save().unwrap();
+        assert!(!dir.path().join(FILE).exists(), "a locked config writes no approvals file");
+    }
+
+    #[test]
+    fn pinned_entries_are_checked_when_the_config_is_read() {
+        let e = lock("[approvals.plugin.web]\n").unwrap_err();
+        assert!(e.contains("approvals.plugin.web") && e.contains("--print"), "{e}");
+        let e = lock("[approvals.plugin.web]\nsha256 = \"abc\"\n").unwrap_err();
+        assert!(e.contains("approvals.plugin.web.sha256") && e.contains("64 hex digits"), "{e}");
+        let e = lock("[approvals.plugin.web]\nrequest = { nett = [] }\n").unwrap_err();
+        assert!(e.contains("nett"), "{e}");
+        let e = lock("[approvals]\nlock = true\n").unwrap_err();
+        assert!(e.contains("lock"), "{e}");
+        let full = format!("[approvals.plugin.web]\nsha256 = \"sha256:{}\"\n", "ab".repeat(32));
+        assert_eq!(lock(&full).unwrap().plugins["web"].sha256, Some([0xab; 32]));
+    }
+
     #[test]
     fn first_sight_is_recorded_and_saved() {
         let dir = tempfile::tempdir().unwrap();

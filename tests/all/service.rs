@@ -919,3 +919,30 @@ fn one_off_commands_are_audited_when_a_file_is_configured() {
     assert!(out.status.success());
     assert!(!d.dir.path().join("audit/other.jsonl").exists(), "enabled = false writes nothing");
 }
+
+/// A second signal does not wait for the drain: the process exits at once, with the status of
+/// a process killed by that signal.
+#[test]
+fn a_second_signal_exits_at_once() {
+    let d = Deployment::new(
+        &[plugin_artifacts::VERSIONED],
+        "[serve]\nshutdown_grace_ms = 60000\n\n[limits]\ntimeout_ms = 60000\n",
+    );
+    let mut server = d.serve_http();
+    let (mut client, _out) =
+        mcp_calls(&server, "impatient", serde_json::json!([{ "name": "nap", "arguments": { "ms": 30000 } }]));
+    poll(60, "the nap in flight", || {
+        (server.metrics().value("toolhost_calls_in_flight", &[]) == 1.0).then_some(())
+    });
+    sigterm(&server.child);
+    let mut seen = Vec::new();
+    wait_line(&server.log, "SIGTERM: no new calls", 10, &mut seen);
+    let again = Instant::now();
+    sigterm(&server.child);
+    let status = exit_status(&mut server.child, 10);
+    assert!(again.elapsed() < Duration::from_secs(5), "{:?}", again.elapsed());
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    wait_line(&server.log, "SIGTERM again: exiting now", 5, &mut seen);
+    let _ = client.kill();
+    let _ = client.wait();
+}

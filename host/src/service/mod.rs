@@ -385,3 +385,39 @@ impl Service {
         format!("{prefix}…[{chars} chars, sha256:{}]", crate::approvals::hex(&hash))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::from_str_at(text, Path::new("/etc/toolhost"), None).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn serve_and_audit_settings_are_checked_and_resolved() {
+        let c = parse(
+            "[serve]\nshutdown_grace_ms = 2500\n[audit]\nfile = \"log/a.jsonl\"\nmax_mb = 2\nkeep = 0\n",
+        )
+        .unwrap();
+        assert_eq!(c.serve.shutdown_grace, Duration::from_millis(2500));
+        assert_eq!(c.audit.file_for(false), Some(PathBuf::from("/etc/toolhost/log/a.jsonl")));
+        assert_eq!((c.audit.max_bytes, c.audit.keep), (2 * 1024 * 1024, 0));
+        let d = parse("").unwrap();
+        assert_eq!(d.serve.shutdown_grace, Duration::from_secs(15));
+        assert_eq!(d.audit.file_for(false), None, "off by default for one-off commands");
+        assert_eq!(d.audit.file_for(true), default_audit_file(), "on for serve");
+        let off = parse("[audit]\nenabled = false\nfile = \"a.jsonl\"\n").unwrap();
+        assert_eq!((off.audit.file_for(true), off.audit.file_for(false)), (None, None));
+        for (bad, says) in [
+            ("[serve]\nshutdown_grace_ms = 3600001\n", "serve.shutdown_grace_ms"),
+            ("[serve]\ngrace = 1\n", "grace"),
+            ("[audit]\nmax_mb = 0\n", "audit.max_mb"),
+            ("[audit]\nkeep = 5000\n", "audit.keep"),
+            ("[audit]\nrotate = true\n", "rotate"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}
