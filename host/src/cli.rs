@@ -583,18 +583,19 @@ async fn serve_mcp(
     options: crate::protocol::mcp::HttpOptions,
 ) -> Result<ExitCode> {
     use crate::protocol::mcp::{McpServer, serve_http, serve_stdio_until};
-    let (host, reloader, _watch) = live_host_with(cfg, debounce, eprint_change).await?;
-    // From here on SIGTERM/SIGINT drain the calls in flight instead of killing the process.
+    // From the start, SIGTERM/SIGINT end the process cleanly: during the first load by stopping
+    // it, later by draining the calls in flight (see `service::shutdown`).
     let mut signals =
         crate::service::shutdown::Signals::install().context("cannot install signal handlers")?;
+    let (host, reloader) = unloaded_host(cfg)?;
     let service =
         Arc::new(crate::service::Service::for_command(&host.config, host.registry.clone(), "mcp", true)?);
     host.executor.attach_service(service.clone());
-    service.watch_reloads(&reloader);
     if let Some(path) = service.audit_path() {
         eprintln!("toolhost: audit trail in {}", path.display());
     }
-    let on_signal = {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn({
         let service = service.clone();
         async move {
             let (name, _) = signals.recv().await;
@@ -602,26 +603,45 @@ async fn serve_mcp(
             eprintln!("toolhost: {name}: no new calls; finishing the calls in flight");
             let s = service.clone();
             signals.exit_on_next(move || s.sync());
-        }
-    };
-    let mut changes = reloader.subscribe();
-    tokio::spawn(async move {
-        while let Ok(c) = changes.recv().await {
-            eprint_change(&c);
+            let _ = stop_tx.send(true);
         }
     });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
         .with_approval_ttl(host.config.mcp.approval_ttl)?;
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();
     }
+    let load = async {
+        let watch = load_and_watch(&host, &reloader, debounce, eprint_change).await?;
+        // Reloads are counted from here: the first load is not one.
+        service.watch_reloads(&reloader);
+        let mut changes = reloader.subscribe();
+        tokio::spawn(async move {
+            while let Ok(c) = changes.recv().await {
+                eprint_change(&c);
+            }
+        });
+        service.lifecycle.set_ready();
+        anyhow::Ok(watch)
+    };
     match http {
         None => {
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => return Ok(ExitCode::SUCCESS),
+            };
             eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
-            service.lifecycle.set_ready();
-            serve_stdio_until(server, on_signal, Some(service.clone())).await?;
+            serve_stdio_until(server, stopped(), Some(service.clone())).await?;
         }
         Some(addr) => {
+            // Listening before the plugins are loaded: the probes answer (`/readyz` is 503 until
+            // they are) while a cold start compiles, and MCP requests get 503 until then.
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr}"))?;
@@ -637,13 +657,23 @@ async fn serve_mcp(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );
             }
+            let options = crate::protocol::mcp::HttpOptions { service: Some(service.clone()), ..options };
+            eprintln!(
+                "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
+            );
+            let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => {
+                    serving.await??;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
             eprintln!(
                 "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
                 host.config.plugins_dir.display()
             );
-            service.lifecycle.set_ready();
-            let options = crate::protocol::mcp::HttpOptions { service: Some(service.clone()), ..options };
-            serve_http(server, listener, options, on_signal).await?;
+            serving.await??;
         }
     }
     service.sync();
@@ -661,6 +691,13 @@ async fn live_host_with(
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    let (host, reloader) = unloaded_host(cfg)?;
+    let watch = load_and_watch(&host, &reloader, debounce, print_change).await?;
+    Ok((host, reloader, watch))
+}
+
+/// A host with an empty registry and the reloader that will fill it.
+fn unloaded_host(cfg: Config) -> Result<(Toolhost, Arc<Reloader>)> {
     let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(
         runtime,
@@ -669,14 +706,23 @@ async fn live_host_with(
         Arc::new(crate::executor::NoConfirm),
     );
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    Ok((host, reloader))
+}
+
+/// The initial load (printed as additions), then the watch.
+async fn load_and_watch(
+    host: &Toolhost,
+    reloader: &Arc<Reloader>,
+    debounce: Duration,
+    print_change: fn(&Change),
+) -> Result<WatchHandle> {
     let r = reloader.clone();
     let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
     print_change(&initial);
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
-    let watch = reloader.watch(debounce)?;
-    Ok((host, reloader, watch))
+    Ok(reloader.watch(debounce)?)
 }
 
 async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {

@@ -199,7 +199,7 @@ pub async fn serve_http(
                 });
                 continue;
             }
-            _ = drained_rx.wait_for(|d| *d) => break,
+            () = async { let _ = drained_rx.wait_for(|d| *d).await; } => break,
         };
         let service = service.clone();
         let tokens = tokens.clone();
@@ -260,12 +260,14 @@ pub async fn serve_http(
                     }
                 }
                 if let Some(s) = &host_service
-                    && s.lifecycle.phase() != crate::service::shutdown::Phase::Serving
+                    && !s.lifecycle.is_ready()
                 {
-                    let mut resp = text(
-                        hyper::StatusCode::SERVICE_UNAVAILABLE,
-                        "toolhost is shutting down: retry (another replica will answer)\n",
-                    );
+                    let why = if s.lifecycle.phase() == crate::service::shutdown::Phase::Serving {
+                        "toolhost is starting: the plugins are loading; retry\n"
+                    } else {
+                        "toolhost is shutting down: retry (another replica will answer)\n"
+                    };
+                    let mut resp = text(hyper::StatusCode::SERVICE_UNAVAILABLE, why);
                     resp.headers_mut().insert(
                         hyper::header::RETRY_AFTER,
                         hyper::header::HeaderValue::from_static(RETRY_AFTER_S),
