@@ -9,12 +9,137 @@
 //!
 //! The record is `.toolhost-approvals.json` in the plugins folder (a dotfile, so discovery
 //! skips it, and written atomically; a running host's watcher notices `approve` writing it).
+//!
+//! A deployment whose plugins folder is read-only (a shared volume, an image layer) pins the
+//! approvals in `toolhost.toml` instead ([`ApprovalLock`], `[approvals.plugin.NAME]`, printed by
+//! `toolhost approve NAME --print`): an entry there is the only word on that plugin, by its
+//! approved request, its file's SHA-256, or both. With `[approvals] locked = true`, a plugin
+//! without an entry is held (no trust on first use) and the approvals file is neither read nor
+//! written, so every replica started from the same folder and config serves the same registry.
 
 use crate::manifest::{Capabilities, FsMode, Manifest};
 use crate::net::host_matches;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `[approvals]` as written in `toolhost.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApprovals {
+    /// Only the plugins listed here are approved (no trust on first use, no approvals file).
+    locked: Option<bool>,
+    #[serde(default)]
+    plugin: BTreeMap<String, RawPinned>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPinned {
+    /// The approved request (what `list` shows as requested).
+    request: Option<Capabilities>,
+    /// The SHA-256 of the one approved file, as hex (`sha256:` prefix optional).
+    sha256: Option<String>,
+}
+
+/// One plugin's approval pinned in the config: its request must be within `request` and its
+/// file must hash to `sha256`, for whichever of the two is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    pub request: Option<Capabilities>,
+    pub sha256: Option<[u8; 32]>,
+}
+
+/// `[approvals]`, resolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalLock {
+    /// Plugins without an entry are held, and `.toolhost-approvals.json` is not used.
+    pub locked: bool,
+    pub plugins: BTreeMap<String, Pinned>,
+}
+
+impl ApprovalLock {
+    pub fn resolve(raw: RawApprovals) -> Result<ApprovalLock, String> {
+        let mut out = ApprovalLock { locked: raw.locked.unwrap_or(false), plugins: BTreeMap::new() };
+        for (name, p) in raw.plugin {
+            let key = format!("approvals.plugin.{name}");
+            let sha256 = match p.sha256 {
+                None => None,
+                Some(text) => Some(parse_sha256(&text).ok_or_else(|| {
+                    format!("{key}.sha256: {text:?} is not 64 hex digits (as `toolhost approve {name} --print --sha256` prints it)")
+                })?),
+            };
+            if p.request.is_none() && sha256.is_none() {
+                return Err(format!(
+                    "{key}: give `request = {{ … }}`, `sha256 = \"…\"` or both (`toolhost approve {name} --print` prints the entry)"
+                ));
+            }
+            out.plugins.insert(name, Pinned { request: p.request, sha256 });
+        }
+        Ok(out)
+    }
+
+    /// Whether the config says anything about approvals (then the file is not the only source).
+    pub fn is_empty(&self) -> bool {
+        !self.locked && self.plugins.is_empty()
+    }
+}
+
+fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+    let hex = text.strip_prefix("sha256:").unwrap_or(text);
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Lower-case hex of a SHA-256.
+pub fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `[approvals.plugin.NAME]` entry that pins `m` (its request, and with `sha256` also this
+/// exact file), as `toolhost approve NAME --print` prints it for pasting into `toolhost.toml`.
+pub fn lock_entry(m: &Manifest, file: &Path, hash: &[u8; 32], sha256: bool) -> String {
+    let strings = |v: &[String]| {
+        let quoted: Vec<String> = v.iter().map(|s| toml_string(s)).collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    let c = &m.capabilities;
+    let fs: Vec<String> =
+        c.fs.iter()
+            .map(|f| format!("{{ path = {}, mode = \"{}\" }}", toml_string(&f.path), f.mode))
+            .collect();
+    let mut out = format!(
+        "[approvals.plugin.{}]   # {} v{} ({})\n",
+        m.name,
+        m.name,
+        m.version,
+        crate::discovery::file_name(file)
+    );
+    if sha256 {
+        out.push_str(&format!("sha256 = \"{}\"\n", hex(hash)));
+    }
+    out.push_str(&format!(
+        "request = {{ fs = [{}], env = {}, net = {}, secrets = {}, exec = {} }}\n",
+        fs.join(", "),
+        strings(&c.env),
+        strings(&c.net),
+        strings(&c.secrets),
+        strings(&c.exec)
+    ));
+    out
+}
+
+/// A TOML basic string (JSON's escapes are a subset TOML reads the same way).
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
 
 /// The approvals file name inside the plugins folder.
 pub const FILE: &str = ".toolhost-approvals.json";
@@ -57,6 +182,8 @@ pub struct Approvals {
     path: PathBuf,
     stored: Stored,
     dirty: bool,
+    /// Approvals pinned in the config, which take precedence over the file.
+    lock: Arc<ApprovalLock>,
 }
 
 impl Approvals {
@@ -82,7 +209,54 @@ impl Approvals {
                 Stored::default()
             }
         };
-        Approvals { path, stored, dirty: false }
+        Approvals { path, stored, dirty: false, lock: Arc::default() }
+    }
+
+    /// The approvals a host with `config` uses: those pinned in `[approvals]` first, then (unless
+    /// `locked`) the folder's file.
+    pub fn for_config(config: &crate::config::Config) -> Approvals {
+        let mut a = if config.approvals.locked {
+            Approvals {
+                path: config.plugins_dir.join(FILE),
+                stored: Stored::default(),
+                dirty: false,
+                lock: Arc::default(),
+            }
+        } else {
+            Approvals::load(&config.plugins_dir)
+        };
+        a.lock = Arc::new(config.approvals.clone());
+        a
+    }
+
+    /// [`Approvals::check`] for a loaded file: a plugin pinned in the config is judged by its
+    /// entry there alone (request and/or the file's SHA-256); under `locked`, an unlisted one is held.
+    pub fn check_file(&mut self, m: &Manifest, hash: &[u8; 32]) -> Result<(), Vec<String>> {
+        let Some(pin) = self.lock.plugins.get(&m.name) else {
+            if self.lock.locked {
+                return Err(vec![format!(
+                    "approval: plugin `{}` is not in [approvals] of the config, which is locked (add the entry `toolhost approve {} --print` prints)",
+                    m.name, m.name
+                )]);
+            }
+            return self.check(m);
+        };
+        let mut out = Vec::new();
+        if let Some(want) = &pin.sha256
+            && want != hash
+        {
+            out.push(format!(
+                "file sha256:{} (approved: sha256:{}; update [approvals.plugin.{}] with `toolhost approve {} --print --sha256`)",
+                hex(hash),
+                hex(want),
+                m.name,
+                m.name
+            ));
+        }
+        if let Some(request) = &pin.request {
+            out.extend(extra(&m.capabilities, request));
+        }
+        if out.is_empty() { Ok(()) } else { Err(out) }
     }
 
     /// What the operator approved for `plugin`, if anything was recorded.
@@ -115,7 +289,8 @@ impl Approvals {
 
     /// Write the file if anything changed (atomically: temp file, then rename).
     pub fn save(&mut self) -> std::io::Result<()> {
-        if !self.dirty {
+        // Under a locked config nothing is recorded: the folder may be read-only.
+        if !self.dirty || self.lock.locked {
             return Ok(());
         }
         self.stored.format = 1;
@@ -202,6 +377,71 @@ mod tests {
         assert_eq!(extra(&caps(&["evil.com"], None), &approved), ["net evil.com"]);
         assert_eq!(extra(&caps(&["*"], None), &approved), ["net *"]);
         assert_eq!(extra(&caps(&[], Some(FsMode::ReadWrite)), &approved), ["fs workspace:rw (approved: ro)"]);
+    }
+
+    fn manifest(name: &str, net: &[&str]) -> Manifest {
+        Manifest {
+            format: 1,
+            name: name.into(),
+            version: "1".into(),
+            description: String::new(),
+            capabilities: caps(net, None),
+            tools: vec![],
+        }
+    }
+
+    fn lock(toml_text: &str) -> Result<ApprovalLock, String> {
+        #[derive(Deserialize)]
+        struct Doc {
+            approvals: RawApprovals,
+        }
+        let doc: Doc = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        ApprovalLock::resolve(doc.approvals)
+    }
+
+    #[test]
+    fn a_printed_entry_parses_back_and_pins_the_request_and_the_file() {
+        let m = manifest("web", &["example.com"]);
+        let hash = crate::registry::content_hash(b"web v1");
+        let entry = lock_entry(&m, Path::new("/p/web.wasm"), &hash, true);
+        assert!(entry.starts_with("[approvals.plugin.web]   # web v1 (web.wasm)\n"), "{entry}");
+        let pinned = lock(&format!("[approvals]\nlocked = true\n{entry}")).unwrap();
+        assert!(pinned.locked);
+        assert_eq!(pinned.plugins["web"].sha256, Some(hash));
+        assert_eq!(pinned.plugins["web"].request.as_ref(), Some(&m.capabilities));
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            plugins_dir: dir.path().to_path_buf(),
+            approvals: pinned,
+            ..crate::config::Config::default()
+        };
+        let mut a = Approvals::for_config(&config);
+        assert_eq!(a.check_file(&m, &hash), Ok(()));
+        let other = crate::registry::content_hash(b"web v2");
+        let e = a.check_file(&m, &other).unwrap_err().join("; ");
+        assert!(e.contains(&format!("file sha256:{}", hex(&other))) && e.contains("--print --sha256"), "{e}");
+        let e = a.check_file(&manifest("web", &["example.com", "evil.com"]), &hash).unwrap_err();
+        assert_eq!(e, ["net evil.com"]);
+        // Locked: a plugin without an entry is held, not trusted on first sight, and nothing is saved.
+        let e = a.check_file(&manifest("notes", &[]), &hash).unwrap_err().join("; ");
+        assert!(e.contains("not in [approvals]") && e.contains("toolhost approve notes --print"), "{e}");
+        a.save().unwrap();
+        assert!(!dir.path().join(FILE).exists(), "a locked config writes no approvals file");
+    }
+
+    #[test]
+    fn pinned_entries_are_checked_when_the_config_is_read() {
+        let e = lock("[approvals.plugin.web]\n").unwrap_err();
+        assert!(e.contains("approvals.plugin.web") && e.contains("--print"), "{e}");
+        let e = lock("[approvals.plugin.web]\nsha256 = \"abc\"\n").unwrap_err();
+        assert!(e.contains("approvals.plugin.web.sha256") && e.contains("64 hex digits"), "{e}");
+        let e = lock("[approvals.plugin.web]\nrequest = { nett = [] }\n").unwrap_err();
+        assert!(e.contains("nett"), "{e}");
+        let e = lock("[approvals]\nlock = true\n").unwrap_err();
+        assert!(e.contains("lock"), "{e}");
+        let full = format!("[approvals.plugin.web]\nsha256 = \"sha256:{}\"\n", "ab".repeat(32));
+        assert_eq!(lock(&full).unwrap().plugins["web"].sha256, Some([0xab; 32]));
     }
 
     #[test]

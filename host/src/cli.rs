@@ -131,7 +131,15 @@ MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
       \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
 Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
-With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>")]
+With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>
+
+As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
+(Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
+SIGINT no new call is accepted (HTTP: 503 with Retry-After), calls in flight finish within
+[serve] shutdown_grace_ms (default 15000), the rest are cancelled with an error to their
+clients, and the process exits 0; a second signal exits at once. Every call is appended to the
+audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
+systemd unit, a container recipe and a Kubernetes example.")]
     Serve {
         /// Quiet time after the last file event before the folder is rescanned
         #[arg(long, value_name = "MS", default_value_t = 150)]
@@ -224,6 +232,13 @@ Examples:
     Approve {
         /// The plugin name (as `list` shows it)
         plugin: String,
+        /// Write nothing: print the `[approvals.plugin.NAME]` entry that pins the plugin's current
+        /// request in toolhost.toml (for a read-only plugins folder, or replicas sharing one)
+        #[arg(long)]
+        print: bool,
+        /// With --print: also pin this exact file by its SHA-256 (any rebuild then needs a new entry)
+        #[arg(long, requires = "print")]
+        sha256: bool,
     },
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
@@ -377,6 +392,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
             let host = open_reporting(&cli.global, confirm)?;
+            crate::service::Service::attach_audit(
+                &host,
+                if format == ReplyFormat::Text { "text" } else { "openai" },
+            )?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             match format {
                 ReplyFormat::Text => {
@@ -431,9 +450,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Install(a) => crate::commands::install::run(&resolve_config(&cli.global)?, &a),
         Command::Sign(a) => crate::commands::sign::run(&a),
         Command::Keygen(a) => crate::commands::keygen::run(&a),
-        Command::Approve { plugin } => {
+        Command::Approve { plugin, print, sha256 } => {
             let cfg = resolve_config(&cli.global)?;
-            approve(&cfg, &plugin)?;
+            approve(&cfg, &plugin, print.then_some(sha256))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Prompt => {
@@ -464,8 +483,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_hosts: allow_host,
                     allowed_origins: allow_origin,
                     tokens,
+                    service: None,
                 };
-                rt.block_on(serve_mcp(cfg, debounce, http, options))
+                let r = rt.block_on(serve_mcp(cfg, debounce, http, options));
+                // The stdio transport's blocked read of stdin must not hold the exit.
+                rt.shutdown_timeout(Duration::from_millis(500));
+                r
             } else {
                 rt.block_on(serve(cfg, debounce))
             }
@@ -519,6 +542,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let confirm: Arc<dyn Confirm> =
                 if yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
             let host = open_reporting(&cli.global, confirm)?;
+            crate::service::Service::attach_audit(&host, "cli")?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let outcome = rt.block_on(host.call(&ToolCall { name: tool, args }));
             if json {
@@ -558,28 +582,66 @@ async fn serve_mcp(
     http: Option<std::net::SocketAddr>,
     options: crate::protocol::mcp::HttpOptions,
 ) -> Result<ExitCode> {
-    use crate::protocol::mcp::{McpServer, serve_http, serve_stdio};
-    let (host, reloader, _watch) = live_host_with(cfg, debounce, eprint_change).await?;
-    let mut changes = reloader.subscribe();
-    tokio::spawn(async move {
-        while let Ok(c) = changes.recv().await {
-            eprint_change(&c);
+    use crate::protocol::mcp::{McpServer, serve_http, serve_stdio_until};
+    // From the start, SIGTERM/SIGINT end the process cleanly: during the first load by stopping
+    // it, later by draining the calls in flight (see `service::shutdown`).
+    let mut signals =
+        crate::service::shutdown::Signals::install().context("cannot install signal handlers")?;
+    let (host, reloader) = unloaded_host(cfg)?;
+    let service =
+        Arc::new(crate::service::Service::for_command(&host.config, host.registry.clone(), "mcp", true)?);
+    host.executor.attach_service(service.clone());
+    if let Some(path) = service.audit_path() {
+        eprintln!("toolhost: audit trail in {}", path.display());
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn({
+        let service = service.clone();
+        async move {
+            let (name, _) = signals.recv().await;
+            service.lifecycle.stop_admitting();
+            eprintln!("toolhost: {name}: no new calls; finishing the calls in flight");
+            let s = service.clone();
+            signals.exit_on_next(move || s.sync());
+            let _ = stop_tx.send(true);
         }
     });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
         .with_approval_ttl(host.config.mcp.approval_ttl)?;
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();
     }
+    let load = async {
+        let watch = load_and_watch(&host, &reloader, debounce, eprint_change).await?;
+        // Reloads are counted from here: the first load is not one.
+        service.watch_reloads(&reloader);
+        let mut changes = reloader.subscribe();
+        tokio::spawn(async move {
+            while let Ok(c) = changes.recv().await {
+                eprint_change(&c);
+            }
+        });
+        service.lifecycle.set_ready();
+        anyhow::Ok(watch)
+    };
     match http {
         None => {
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => return Ok(ExitCode::SUCCESS),
+            };
             eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
-            tokio::select! {
-                r = serve_stdio(server) => r?,
-                _ = tokio::signal::ctrl_c() => {}
-            }
+            serve_stdio_until(server, stopped(), Some(service.clone())).await?;
         }
         Some(addr) => {
+            // Listening before the plugins are loaded: the probes answer (`/readyz` is 503 until
+            // they are) while a cold start compiles, and MCP requests get 503 until then.
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr}"))?;
@@ -595,16 +657,27 @@ async fn serve_mcp(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );
             }
+            let options = crate::protocol::mcp::HttpOptions { service: Some(service.clone()), ..options };
+            eprintln!(
+                "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
+            );
+            let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => {
+                    serving.await??;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
             eprintln!(
                 "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
                 host.config.plugins_dir.display()
             );
-            serve_http(server, listener, options, async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+            serving.await??;
         }
     }
+    service.sync();
+    eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -618,6 +691,13 @@ async fn live_host_with(
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    let (host, reloader) = unloaded_host(cfg)?;
+    let watch = load_and_watch(&host, &reloader, debounce, print_change).await?;
+    Ok((host, reloader, watch))
+}
+
+/// A host with an empty registry and the reloader that will fill it.
+fn unloaded_host(cfg: Config) -> Result<(Toolhost, Arc<Reloader>)> {
     let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(
         runtime,
@@ -626,23 +706,34 @@ async fn live_host_with(
         Arc::new(crate::executor::NoConfirm),
     );
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    Ok((host, reloader))
+}
+
+/// The initial load (printed as additions), then the watch.
+async fn load_and_watch(
+    host: &Toolhost,
+    reloader: &Arc<Reloader>,
+    debounce: Duration,
+    print_change: fn(&Change),
+) -> Result<WatchHandle> {
     let r = reloader.clone();
     let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
     print_change(&initial);
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
-    let watch = reloader.watch(debounce)?;
-    Ok((host, reloader, watch))
+    Ok(reloader.watch(debounce)?)
 }
 
 async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
     let (host, reloader, _watch) = live_host(cfg, debounce).await?;
     let mut changes = reloader.subscribe();
+    let mut signals =
+        crate::service::shutdown::Signals::install().context("cannot install signal handlers")?;
     eprintln!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = signals.recv() => return Ok(ExitCode::SUCCESS),
             change = changes.recv() => match change {
                 Ok(c) => print_change(&c),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("toolhost: {n} changes not shown"),
@@ -707,8 +798,9 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
     }
 }
 
-/// `toolhost approve PLUGIN`: record the plugin's current request as approved.
-fn approve(cfg: &Config, plugin: &str) -> Result<()> {
+/// `toolhost approve PLUGIN`: record the plugin's current request as approved; with `print`
+/// (`Some(with_sha256)`), print the config entry that pins it instead and write nothing.
+fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     use crate::approvals::{Approvals, extra};
     let (candidates, _) = crate::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes)
         .with_context(|| format!("cannot scan {}", cfg.plugins_dir.display()))?;
@@ -729,6 +821,20 @@ fn approve(cfg: &Config, plugin: &str) -> Result<()> {
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         );
     };
+    if let Some(with_sha256) = print {
+        let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        let hash = crate::registry::content_hash(&bytes);
+        print!("{}", crate::approvals::lock_entry(&m, &file, &hash, with_sha256));
+        return Ok(());
+    }
+    if cfg.approvals.locked || cfg.approvals.plugins.contains_key(plugin) {
+        bail!(
+            "plugin `{plugin}` is approved in [approvals] of {} (the config decides, not {}); paste the entry \
+             `toolhost approve {plugin} --print` prints into the config instead",
+            cfg.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the config".into()),
+            crate::approvals::FILE
+        );
+    }
     let mut approvals = Approvals::load(&cfg.plugins_dir);
     let new = approvals.get(plugin).map(|a| extra(&m.capabilities, a)).unwrap_or_default();
     approvals.approve(plugin, &m.capabilities);

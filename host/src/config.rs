@@ -50,6 +50,15 @@ struct RawConfig {
     model: RawModel,
     #[serde(default)]
     mcp: RawMcp,
+    /// `serve` as a service: shutdown (see `service`).
+    #[serde(default)]
+    serve: crate::service::RawServe,
+    /// The audit trail of calls (see `service::audit`).
+    #[serde(default)]
+    audit: crate::service::RawAudit,
+    /// Approvals pinned in the config, for read-only plugin folders (see `approvals`).
+    #[serde(default)]
+    approvals: crate::approvals::RawApprovals,
 }
 
 /// `[model]`: the model `toolhost chat` talks to.
@@ -491,6 +500,12 @@ pub struct Config {
     pub registries: BTreeMap<String, crate::oci::RegistryConfig>,
     pub model: ModelConfig,
     pub mcp: McpSettings,
+    /// `[serve]`: how `serve` behaves as a service.
+    pub serve: crate::service::ServeSettings,
+    /// `[audit]`: where the audit trail goes.
+    pub audit: crate::service::AuditSettings,
+    /// `[approvals]`: approvals pinned in the config.
+    pub approvals: crate::approvals::ApprovalLock,
 }
 
 /// The `[mcp]` section.
@@ -530,6 +545,9 @@ impl Default for Config {
             registries: BTreeMap::new(),
             model: ModelConfig::default(),
             mcp: McpSettings::default(),
+            serve: crate::service::ServeSettings::default(),
+            audit: crate::service::AuditSettings::default(),
+            approvals: crate::approvals::ApprovalLock::default(),
         }
     }
 }
@@ -738,6 +756,9 @@ impl Config {
         cfg.trust = crate::signing::Trust::resolve(raw.trust, base).map_err(invalid)?;
         cfg.registries = crate::oci::RegistryConfig::resolve(raw.registry, &cfg.secrets).map_err(invalid)?;
         cfg.model = resolve_model(raw.model, &cfg.secrets).map_err(invalid)?;
+        cfg.serve = crate::service::ServeSettings::resolve(raw.serve).map_err(&invalid)?;
+        cfg.audit = crate::service::AuditSettings::resolve(raw.audit, base).map_err(&invalid)?;
+        cfg.approvals = crate::approvals::ApprovalLock::resolve(raw.approvals).map_err(&invalid)?;
         Ok(cfg)
     }
 

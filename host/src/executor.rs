@@ -61,6 +61,9 @@ pub enum ErrorKind {
     /// No call slot became free before the call's deadline (the plugin's own
     /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
     Busy,
+    /// The host is shutting down: the call was not admitted, or was cancelled at the end of
+    /// the grace period (see `service::shutdown`). Retrying elsewhere is safe for the former.
+    Unavailable,
 }
 
 impl std::fmt::Display for ErrorKind {
@@ -184,6 +187,17 @@ pub enum Decision {
 /// Asks someone whether a dangerous call may run (policy `ask`).
 pub trait Confirm: Send + Sync {
     fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+
+    /// Who answered, for the audit trail and metrics: `terminal`, `elicitation`, `flag`
+    /// (`--yes`) or `no_one`. Asked after [`Confirm::confirm`].
+    fn decided_by(&self) -> &'static str {
+        "front_end"
+    }
+
+    /// The refusal only stands for "asked, the answer comes with a retry" (2026-07-28 MCP).
+    fn pending(&self) -> bool {
+        false
+    }
 }
 
 /// No one to ask: deny, and say how the operator can allow it.
@@ -200,6 +214,10 @@ impl Confirm for NoConfirm {
             ))
         })
     }
+
+    fn decided_by(&self) -> &'static str {
+        "no_one"
+    }
 }
 
 /// The operator confirmed up front (`--yes`).
@@ -209,6 +227,10 @@ pub struct AlwaysConfirm;
 impl Confirm for AlwaysConfirm {
     fn confirm<'a>(&'a self, _req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async { Decision::Allow })
+    }
+
+    fn decided_by(&self) -> &'static str {
+        "flag"
     }
 }
 
@@ -244,6 +266,10 @@ impl Confirm for TerminalConfirm {
             }
         })
     }
+
+    fn decided_by(&self) -> &'static str {
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() { "terminal" } else { "no_one" }
+    }
 }
 
 /// Runs tool calls against the current registry snapshot.
@@ -254,6 +280,8 @@ pub struct Executor {
     confirm: Arc<dyn Confirm>,
     /// Call slots, global and per plugin, and each plugin's log budget.
     shares: Shares,
+    /// Shutdown, metrics and audit, when the host runs as a service (`serve`).
+    service: std::sync::OnceLock<Arc<crate::service::Service>>,
 }
 
 impl Executor {
@@ -264,7 +292,17 @@ impl Executor {
         confirm: Arc<dyn Confirm>,
     ) -> Self {
         let shares = Shares::new(&config);
-        Executor { runtime, config, registry, confirm, shares }
+        Executor { runtime, config, registry, confirm, shares, service: std::sync::OnceLock::new() }
+    }
+
+    /// Route every call through `service` from now on (once; `false` if one was attached).
+    pub fn attach_service(&self, service: Arc<crate::service::Service>) -> bool {
+        self.service.set(service).is_ok()
+    }
+
+    /// The attached service, if any.
+    pub fn service(&self) -> Option<&Arc<crate::service::Service>> {
+        self.service.get()
     }
 
     /// The current registry snapshot.
@@ -284,6 +322,30 @@ impl Executor {
     /// [`Executor::call`], asking `confirm` (instead of the executor's own) about a dangerous
     /// tool under policy `ask` — a front end that can ask its client (MCP elicitation) does.
     pub async fn call_with(&self, call: &ToolCall, confirm: &dyn Confirm) -> Outcome {
+        self.call_in(call, confirm, &crate::service::CallContext::default()).await
+    }
+
+    /// [`Executor::call_with`] on behalf of the client `ctx` names (for the audit trail).
+    pub async fn call_in(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        ctx: &crate::service::CallContext,
+    ) -> Outcome {
+        match self.service.get() {
+            Some(service) => service.observe(self, call, confirm, ctx).await,
+            None => self.call_recorded(call, confirm, &mut crate::service::CallRecord::default()).await,
+        }
+    }
+
+    /// The call itself, noting in `rec` the plugin that served it and any danger decision.
+    pub(crate) async fn call_recorded(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        rec: &mut crate::service::CallRecord,
+    ) -> Outcome {
+        use crate::service::DangerRecord;
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
         let registry = self.registry.load_full();
@@ -292,6 +354,7 @@ impl Executor {
         };
         let spec = entry.spec();
         let plugin = &entry.plugin;
+        rec.plugin = Some(plugin.clone());
         let args = match check_args(spec, &call.args) {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
@@ -304,17 +367,23 @@ impl Executor {
                 plugin_hash: plugin.hash,
             };
             match self.config.danger {
-                DangerPolicy::Allow => {}
+                DangerPolicy::Allow => rec.danger = Some(DangerRecord { decision: "allow", by: "policy" }),
                 DangerPolicy::Deny => {
+                    rec.danger = Some(DangerRecord { decision: "deny", by: "policy" });
                     return Outcome::err(
                         ErrorKind::Denied,
                         format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name),
                     );
                 }
                 DangerPolicy::Ask => {
-                    if let Decision::Deny(why) = confirm.confirm(&req).await {
+                    let decision = confirm.confirm(&req).await;
+                    let by = confirm.decided_by();
+                    if let Decision::Deny(why) = decision {
+                        let decision = if confirm.pending() { "asked" } else { "deny" };
+                        rec.danger = Some(DangerRecord { decision, by });
                         return Outcome::err(ErrorKind::Denied, why);
                     }
+                    rec.danger = Some(DangerRecord { decision: "allow", by });
                 }
             }
         }
@@ -355,7 +424,10 @@ impl Executor {
         let arrived = std::time::Instant::now();
         let deadline = arrived + timeout;
         let share = self.shares.plugin(&plugin.name, &self.config);
-        let _slot = match self.shares.acquire(&share, deadline.into()).await {
+        let waiting = self.service.get().map(|s| s.metrics.waiting());
+        let acquired = self.shares.acquire(&share, deadline.into()).await;
+        drop(waiting);
+        let _slot = match acquired {
             Ok(slot) => slot,
             Err(busy) => {
                 let waited = arrived.elapsed().as_millis();

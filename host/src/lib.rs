@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;
 pub mod sdk_files;
+pub mod service;
 pub mod share;
 pub mod signing;
 pub mod usage;

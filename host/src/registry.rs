@@ -121,12 +121,12 @@ impl Registry {
     pub fn load(runtime: &Runtime, config: &Config) -> std::io::Result<Registry> {
         let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
         let results = load_all(runtime, config, &candidates);
-        let mut approvals = Approvals::load(&config.plugins_dir);
+        let mut approvals = Approvals::for_config(config);
         let mut plugins = Vec::new();
         let mut pending = Vec::new();
         for r in results {
             match r {
-                Ok(p) => match approvals.check(&p.manifest) {
+                Ok(p) => match approvals.check_file(&p.manifest, &p.hash) {
                     Ok(()) => plugins.push(Arc::new(p)),
                     Err(extra) => pending.push(p.pending(extra)),
                 },

@@ -189,11 +189,11 @@ impl Reloader {
 
         // New versions (and versions still waiting) go live only if their request is approved;
         // the approvals are re-read every time, so `toolhost approve` takes effect here.
-        let mut approvals = Approvals::load(&self.config.plugins_dir);
+        let mut approvals = Approvals::for_config(&self.config);
         let mut pending = Vec::new();
         for state in files.values_mut() {
             let Some(held) = state.held.clone() else { continue };
-            match approvals.check(&held.manifest) {
+            match approvals.check_file(&held.manifest, &held.hash) {
                 Ok(()) => {
                     state.good = Some(held);
                     state.held = None;

@@ -18,4 +18,5 @@ mod process;
 mod protocols;
 mod reliability;
 mod reload;
+mod service;
 mod support;

@@ -85,7 +85,8 @@ fn client(env: &Env) -> Command {
         .arg("--new-plugin")
         .arg(plugin_artifacts::VERSIONED)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"));
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"));
     cmd
 }
 
@@ -138,6 +139,7 @@ fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpSe
         .envs(vars.iter().copied())
         .current_dir(env.workspace.path())
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -224,6 +226,7 @@ fn cancellation_and_garbage_over_raw_stdio() {
         .arg(env.plugins.path())
         .args(["serve", "--mcp"])
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -319,6 +322,7 @@ fn client2(env: &Env, mode: &str) -> Command {
         .arg(plugin_artifacts::VERSIONED)
         .current_dir(env.workspace.path())
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
         .stdin(Stdio::null());
     cmd
 }

@@ -216,6 +216,7 @@ fn python_and_js_tools_over_mcp() {
         .arg(env.workspace.path())
         .args(["--allow-write", "notes", "serve", "--mcp"])
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

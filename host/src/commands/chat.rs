@@ -157,6 +157,7 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
     };
     let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
+    crate::service::Service::attach_audit(&host, "chat")?;
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
     let r = reloader.clone();
     tokio::task::spawn_blocking(move || r.rescan()).await??;
@@ -488,5 +489,9 @@ impl Confirm for LineConfirm {
                 _ => Decision::Deny(format!("the user declined to run dangerous tool `{}`", req.tool)),
             }
         })
+    }
+
+    fn decided_by(&self) -> &'static str {
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() { "terminal" } else { "no_one" }
     }
 }

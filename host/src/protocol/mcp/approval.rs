@@ -315,6 +315,14 @@ impl Confirm for MrtrConfirm<'_> {
             }
         })
     }
+
+    fn decided_by(&self) -> &'static str {
+        if self.can_elicit || self.request_state.is_some() { "elicitation" } else { "no_one" }
+    }
+
+    fn pending(&self) -> bool {
+        matches!(*self.interrupt.lock().unwrap_or_else(|p| p.into_inner()), Some(Interrupt::InputRequired(_)))
+    }
 }
 
 #[cfg(test)]

@@ -82,6 +82,11 @@ fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) -> Option<&'a
     found
 }
 
+/// The name of the `[mcp] tokens` entry a request authenticated with, put in the request's
+/// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
+#[derive(Debug, Clone)]
+pub struct TokenName(pub String);
+
 /// Options for the streamable HTTP transport.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
@@ -92,16 +97,62 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Accepted bearer tokens; empty means no authentication (see [`check_exposure`]).
     pub tokens: Vec<McpToken>,
+    /// With a service: `/healthz`, `/readyz` and `/metrics` are served, and a shutdown drains
+    /// the calls in flight (see `service::shutdown`) before the server returns.
+    pub service: Option<Arc<crate::service::Service>>,
 }
 
-/// Serve MCP over streamable HTTP at `http://ADDR/mcp` until `shutdown` completes.
+/// How long, after the last call, connections get to deliver their final responses.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
+/// `Retry-After` (seconds) on a `503` while shutting down: a load balancer has usually routed
+/// the client elsewhere by then.
+const RETRY_AFTER_S: &str = "1";
+
+type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
+    use http_body_util::{BodyExt, Full};
+    let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from_static(body.as_bytes())).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut()
+        .insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// `401` with a Bearer challenge; the header's value is never logged (it may be a real token
+/// typed wrong).
+fn unauthorized(peer: SocketAddr, what: &str, had_header: bool) -> hyper::Response<Body> {
+    tracing::info!(
+        "{what} request from {peer} refused: {}",
+        if had_header { "unknown bearer token" } else { "no bearer token" }
+    );
+    let challenge = if had_header {
+        r#"Bearer realm="toolhost", error="invalid_token""#
+    } else {
+        r#"Bearer realm="toolhost""#
+    };
+    let mut resp = text(
+        hyper::StatusCode::UNAUTHORIZED,
+        "unauthorized: send Authorization: Bearer <token> (an [mcp] tokens entry)\n",
+    );
+    resp.headers_mut()
+        .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static(challenge));
+    resp
+}
+
+/// Serve MCP over streamable HTTP at `http://ADDR/mcp` until `shutdown` completes — and, with
+/// a service, until the calls in flight are drained: the listener keeps answering (probes,
+/// `503` for new MCP requests) while they finish.
 pub async fn serve_http(
     server: McpServer,
     listener: tokio::net::TcpListener,
     options: HttpOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    use http_body_util::{BodyExt, Full};
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
     use rmcp::transport::streamable_http_server::StreamableHttpService;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -115,13 +166,19 @@ pub async fn serve_http(
     } else {
         config.with_allowed_origins(options.allowed_origins.clone())
     };
+    // Cancelled once the calls are drained: rmcp then ends its sessions and open streams.
+    let sessions = config.cancellation_token.clone();
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let host_service = options.service.clone();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let (drained_tx, mut drained_rx) = tokio::sync::watch::channel(false);
+    let mut shutting_down = false;
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -132,66 +189,114 @@ pub async fn serve_http(
                     continue;
                 }
             },
-            _ = &mut shutdown => return Ok(()),
+            _ = &mut shutdown, if !shutting_down => {
+                shutting_down = true;
+                let Some(s) = host_service.clone() else { break };
+                let done = drained_tx.clone();
+                tokio::spawn(async move {
+                    s.shutdown().await;
+                    let _ = done.send(true);
+                });
+                continue;
+            }
+            () = async { let _ = drained_rx.wait_for(|d| *d).await; } => break,
         };
         // Each answer is one small write: without TCP_NODELAY, Nagle's algorithm holds it until
         // the client's delayed ACK (~40 ms per call on Linux).
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         let tokens = tokens.clone();
-        tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let service = service.clone();
-                let tokens = tokens.clone();
-                async move {
-                    if req.uri().path() != "/mcp" {
-                        let body =
-                            Full::new(bytes::Bytes::from_static(b"not found: the MCP endpoint is /mcp\n"))
-                                .map_err(|never| match never {})
-                                .boxed();
-                        let mut resp = hyper::Response::new(body);
-                        *resp.status_mut() = hyper::StatusCode::NOT_FOUND;
-                        return Ok::<_, std::convert::Infallible>(resp);
+        let host_service = host_service.clone();
+        let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let service = service.clone();
+            let tokens = tokens.clone();
+            let host_service = host_service.clone();
+            async move {
+                let path = req.uri().path();
+                let get = req.method() == hyper::Method::GET;
+                let authorized = || {
+                    let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+                    (auth.is_some(), authenticate(&tokens, auth).map(|t| t.name.clone()))
+                };
+                // Probes: unauthenticated, and they say nothing but the status.
+                match (path, &host_service) {
+                    ("/healthz", Some(_)) if get => {
+                        return Ok::<_, std::convert::Infallible>(text(hyper::StatusCode::OK, "ok\n"));
                     }
-                    if !tokens.is_empty() {
-                        let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
-                        match authenticate(&tokens, auth) {
-                            Some(t) => tracing::debug!(token = t.name, "MCP {} from {peer}", req.method()),
-                            None => {
-                                // The header's value is never logged: it may be a real token typed wrong.
-                                tracing::info!(
-                                    "MCP request from {peer} refused: {}",
-                                    if auth.is_some() { "unknown bearer token" } else { "no bearer token" }
-                                );
-                                let challenge = if auth.is_some() {
-                                    r#"Bearer realm="toolhost", error="invalid_token""#
-                                } else {
-                                    r#"Bearer realm="toolhost""#
-                                };
-                                let body = Full::new(bytes::Bytes::from_static(
-                                    b"unauthorized: send Authorization: Bearer <token> (an [mcp] tokens entry)\n",
-                                ))
-                                .map_err(|never| match never {})
-                                .boxed();
-                                let mut resp = hyper::Response::new(body);
-                                *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-                                resp.headers_mut().insert(
-                                    hyper::header::WWW_AUTHENTICATE,
-                                    hyper::header::HeaderValue::from_static(challenge),
-                                );
-                                return Ok(resp);
-                            }
+                    ("/readyz", Some(s)) if get => {
+                        return Ok(if s.lifecycle.is_ready() {
+                            text(hyper::StatusCode::OK, "ready\n")
+                        } else {
+                            text(hyper::StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+                        });
+                    }
+                    ("/metrics", Some(s)) if get => {
+                        if !tokens.is_empty()
+                            && let (had, None) = authorized()
+                        {
+                            return Ok(unauthorized(peer, "metrics", had));
                         }
+                        use http_body_util::{BodyExt, Full};
+                        let mut resp =
+                            hyper::Response::new(Full::new(bytes::Bytes::from(s.metrics_text())).boxed());
+                        resp.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static(crate::service::metrics::CONTENT_TYPE),
+                        );
+                        return Ok(resp);
                     }
-                    Ok(service.handle(req).await)
+                    ("/mcp", _) => {}
+                    _ => {
+                        return Ok(text(
+                            hyper::StatusCode::NOT_FOUND,
+                            "not found: the MCP endpoint is /mcp\n",
+                        ));
+                    }
                 }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, handler).await {
+                if !tokens.is_empty() {
+                    match authorized() {
+                        (_, Some(name)) => {
+                            tracing::debug!(token = name, "MCP {} from {peer}", req.method());
+                            req.extensions_mut().insert(TokenName(name));
+                        }
+                        (had, None) => return Ok(unauthorized(peer, "MCP", had)),
+                    }
+                }
+                if let Some(s) = &host_service
+                    && !s.lifecycle.is_ready()
+                {
+                    let why = if s.lifecycle.phase() == crate::service::shutdown::Phase::Serving {
+                        "toolhost is starting: the plugins are loading; retry\n"
+                    } else {
+                        "toolhost is shutting down: retry (another replica will answer)\n"
+                    };
+                    let mut resp = text(hyper::StatusCode::SERVICE_UNAVAILABLE, why);
+                    resp.headers_mut().insert(
+                        hyper::header::RETRY_AFTER,
+                        hyper::header::HeaderValue::from_static(RETRY_AFTER_S),
+                    );
+                    return Ok(resp);
+                }
+                Ok(service.handle(req).await)
+            }
+        });
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
                 tracing::debug!("MCP HTTP connection from {peer}: {e}");
             }
         });
     }
+    drop(listener);
+    // Every call has its outcome: end rmcp's sessions and streams, let connections deliver
+    // what they hold (each closes after its current response), then return.
+    sessions.cancel();
+    if tokio::time::timeout(FLUSH_WAIT, graceful.shutdown()).await.is_err() {
+        tracing::debug!("MCP HTTP: connections still open after {FLUSH_WAIT:?}; closing them");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

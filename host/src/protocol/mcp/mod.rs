@@ -28,9 +28,10 @@ pub mod http;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 
-use crate::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, ToolCall};
+use crate::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
 use crate::protocol::openai;
 use crate::reload::Reloader;
+use crate::service::CallContext;
 use approval::{Approvals, Interrupt, MrtrConfirm};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
@@ -138,16 +139,21 @@ impl McpServer {
             } else {
                 format!("; did you mean: {}?", close.join(", "))
             };
-            return Err(ErrorData::invalid_params(format!("unknown tool `{}`{hint}", params.name), None));
+            let message = format!("unknown tool `{}`{hint}", params.name);
+            self.unrun(&params, context, ErrorKind::UnknownTool, &message);
+            return Err(ErrorData::invalid_params(message, None));
         };
         let spec = entry.spec().clone();
         drop(registry);
-        let arguments = serde_json::Value::Object(params.arguments.unwrap_or_default()).to_string();
-        let args = match openai::map_arguments(&spec, &arguments) {
+        let args = match openai::map_arguments(&spec, &arguments_text(&params)) {
             Ok(a) => a,
-            Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e)]).into()),
+            Err(e) => {
+                self.unrun(&params, context, ErrorKind::BadArguments, &e);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(e)]).into());
+            }
         };
         let call = ToolCall { name: spec.name.clone(), args };
+        let who = caller(context);
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
         let outcome = if modern {
             let confirm = MrtrConfirm {
@@ -157,7 +163,7 @@ impl McpServer {
                 input_responses: params.input_responses,
                 interrupt: Mutex::new(None),
             };
-            let outcome = self.executor.call_with(&call, &confirm).await;
+            let outcome = self.executor.call_in(&call, &confirm, &who).await;
             match confirm.take_interrupt() {
                 Some(Interrupt::InputRequired(r)) => return Ok(CallToolResponse::InputRequired(r)),
                 Some(Interrupt::Invalid(e)) => {
@@ -167,7 +173,7 @@ impl McpServer {
                 None => outcome,
             }
         } else {
-            self.executor.call_with(&call, &ElicitConfirm { peer: context.peer.clone() }).await
+            self.executor.call_in(&call, &ElicitConfirm { peer: context.peer.clone() }, &who).await
         };
         // What the call cost, for the client's operator (not part of the content the model reads).
         let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
@@ -193,6 +199,42 @@ impl McpServer {
         };
         result.meta = meta;
         Ok(result.into())
+    }
+}
+
+fn arguments_text(params: &CallToolRequestParams) -> String {
+    serde_json::Value::Object(params.arguments.clone().unwrap_or_default()).to_string()
+}
+
+impl McpServer {
+    /// Count and audit a call answered here, before the executor (unknown tool, arguments
+    /// that do not map to the tool's parameters).
+    fn unrun(
+        &self,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        kind: ErrorKind,
+        why: &str,
+    ) {
+        if let Some(service) = self.executor.service() {
+            let call = ToolCall { name: params.name.to_string(), args: vec![arguments_text(params)] };
+            service.record_unrun(
+                &self.executor.registry(),
+                &call,
+                &caller(context),
+                &Outcome::err(kind, why),
+            );
+        }
+    }
+}
+
+/// Who is calling: the transport, the client's own name, and over HTTP the token it presented.
+fn caller(context: &RequestContext<RoleServer>) -> CallContext {
+    let parts = context.extensions.get::<hyper::http::request::Parts>();
+    CallContext {
+        front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
+        client: context.client_info().map(|i| i.name),
+        token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
     }
 }
 
@@ -351,15 +393,52 @@ impl Confirm for ElicitConfirm {
             }
         })
     }
+
+    fn decided_by(&self) -> &'static str {
+        if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            "elicitation"
+        } else {
+            "no_one"
+        }
+    }
 }
 
 /// Serve MCP over stdin/stdout until the client disconnects. stdout carries only protocol
 /// messages (logs go to stderr).
 pub async fn serve_stdio(server: McpServer) -> anyhow::Result<()> {
+    serve_stdio_until(server, std::future::pending(), None).await
+}
+
+/// [`serve_stdio`] until the client disconnects or `shutdown` completes; then, with a
+/// `service`, the calls in flight are drained (new ones refused, the rest cancelled at the
+/// grace period) and their answers written before the session is closed.
+pub async fn serve_stdio_until(
+    server: McpServer,
+    shutdown: impl Future<Output = ()>,
+    service: Option<Arc<crate::service::Service>>,
+) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
+    let mut shutdown = std::pin::pin!(shutdown);
     // Pipes (how MCP clients start a server) go through tokio's reactor rather than its
     // blocking pool: no thread hand-off per message (rmcp falls back to `stdio()` otherwise).
-    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
-    running.waiting().await?;
+    let running = tokio::select! {
+        r = server.serve(rmcp::transport::stdio_pipes()) => r?,
+        () = &mut shutdown => return Ok(()), // no session yet: nothing in flight
+    };
+    let session = running.cancellation_token();
+    let mut waiting = std::pin::pin!(running.waiting());
+    tokio::select! {
+        r = &mut waiting => {
+            r?;
+            return Ok(());
+        }
+        () = &mut shutdown => {}
+    }
+    if let Some(s) = service {
+        s.shutdown().await;
+    }
+    // rmcp writes the answers still queued, then closes.
+    session.cancel();
+    waiting.await?;
     Ok(())
 }

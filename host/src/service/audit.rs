@@ -1,0 +1,197 @@
+//! The audit trail: one JSON line per call, appended to a file opened with `O_APPEND`.
+//!
+//! Each line is written whole with one `write_all` of a complete line, under a lock, straight
+//! to the file (no user-space buffer): a crash of the host loses at most the line being
+//! written, and a reader never sees two lines interleaved. When the next line would take the
+//! file past `max_bytes`, the file is rotated first: `audit.jsonl.N-1` → `.N`, …, `audit.jsonl`
+//! → `.1`, the oldest beyond `keep` removed, and a fresh file opened. The file is created
+//! `0600`: it names clients and carries (redacted) arguments.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// An open audit file.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    file: File,
+    size: u64,
+    /// Write errors are logged once until a write succeeds again.
+    failing: bool,
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
+}
+
+impl AuditLog {
+    /// Open (creating the file and its folder) `path` for appending.
+    pub fn open(path: &Path, max_bytes: u64, keep: u32) -> std::io::Result<AuditLog> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = open_append(path)?;
+        let size = file.metadata()?.len();
+        Ok(AuditLog {
+            path: path.to_path_buf(),
+            max_bytes: max_bytes.max(1),
+            keep,
+            inner: Mutex::new(Inner { file, size, failing: false }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one record as a line. Failures are logged, never returned: the call it records
+    /// has already happened.
+    pub fn append(&self, record: &serde_json::Value) {
+        let mut line = record.to_string();
+        line.push('\n');
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if inner.size > 0
+            && inner.size + line.len() as u64 > self.max_bytes
+            && let Err(e) = self.rotate(&mut inner)
+        {
+            tracing::warn!("audit: cannot rotate {}: {e}", self.path.display());
+        }
+        match inner.file.write_all(line.as_bytes()) {
+            Ok(()) => {
+                inner.size += line.len() as u64;
+                inner.failing = false;
+            }
+            Err(e) => {
+                if !inner.failing {
+                    tracing::error!("audit: cannot write {}: {e}", self.path.display());
+                }
+                inner.failing = true;
+            }
+        }
+    }
+
+    fn rotated(&self, n: u32) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{n}"));
+        self.path.with_file_name(name)
+    }
+
+    fn rotate(&self, inner: &mut Inner) -> std::io::Result<()> {
+        let _ = inner.file.sync_all();
+        if self.keep == 0 {
+            std::fs::remove_file(&self.path)?;
+        } else {
+            let _ = std::fs::remove_file(self.rotated(self.keep));
+            for n in (1..self.keep).rev() {
+                let from = self.rotated(n);
+                if from.exists() {
+                    std::fs::rename(&from, self.rotated(n + 1))?;
+                }
+            }
+            std::fs::rename(&self.path, self.rotated(1))?;
+        }
+        inner.file = open_append(&self.path)?;
+        inner.size = 0;
+        Ok(())
+    }
+
+    /// Force what was written to disk (at shutdown).
+    pub fn sync(&self) {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = inner.file.sync_all() {
+            tracing::warn!("audit: cannot sync {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// `2026-11-30T19:04:05.123Z` for a time since the Unix epoch (UTC, proleptic Gregorian).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(951_782_400_123)), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_065_445)), "2026-11-30T19:04:05.000Z");
+    }
+
+    #[test]
+    fn lines_are_whole_and_the_file_rotates_by_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/audit.jsonl");
+        let log = AuditLog::open(&path, 200, 2).unwrap();
+        for i in 0..20 {
+            log.append(&serde_json::json!({ "n": i, "pad": "x".repeat(40) }));
+        }
+        log.sync();
+        let read = |p: &Path| -> Vec<serde_json::Value> {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("every line is whole JSON"))
+                .collect()
+        };
+        let current = read(&path);
+        let one = read(&dir.path().join("logs/audit.jsonl.1"));
+        let two = read(&dir.path().join("logs/audit.jsonl.2"));
+        assert!(!dir.path().join("logs/audit.jsonl.3").exists(), "only `keep` old files");
+        assert!(std::fs::metadata(&path).unwrap().len() <= 200);
+        // The newest lines, in order, across the rotated files.
+        let all: Vec<i64> =
+            two.iter().chain(&one).chain(&current).map(|v| v["n"].as_i64().unwrap()).collect();
+        assert_eq!(*all.last().unwrap(), 19);
+        assert!(all.windows(2).all(|w| w[1] == w[0] + 1), "{all:?}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        // Reopening appends.
+        drop(log);
+        let log = AuditLog::open(&path, 10_000, 2).unwrap();
+        log.append(&serde_json::json!({ "n": 20 }));
+        assert_eq!(read(&path).last().unwrap()["n"], 20);
+        assert_eq!(read(&path).len(), current.len() + 1);
+    }
+}

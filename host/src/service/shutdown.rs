@@ -1,0 +1,239 @@
+//! Graceful shutdown: what `serve` does between a SIGTERM (or SIGINT) and its exit.
+//!
+//! 1. **Draining**: no new call is admitted (the executor answers `unavailable`; HTTP answers
+//!    `503` with `Retry-After` before any MCP handling) and `/readyz` says not ready, while
+//!    the calls in flight go on.
+//! 2. When the last one finishes, or at the grace period (`[serve] shutdown_grace_ms`),
+//!    **cancelling**: each call still running ends at once with an `unavailable` outcome that
+//!    its client receives as the answer.
+//! 3. The front end sends those answers and closes; `serve` syncs the audit file and exits 0.
+//!
+//! A second signal during all this exits at once (status 130 for SIGINT, 143 for SIGTERM).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How long cancelled calls get to hand back their outcome before the front end closes.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// Where the process is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    Serving,
+    /// No new calls; calls in flight go on.
+    Draining,
+    /// The grace period is over: calls still running are being cancelled.
+    Cancelling,
+    /// Every call has its outcome.
+    Drained,
+}
+
+/// The shutdown state and the calls in flight.
+#[derive(Debug)]
+pub struct Lifecycle {
+    phase: watch::Sender<Phase>,
+    in_flight: watch::Sender<usize>,
+    ready: AtomicBool,
+    grace: Duration,
+}
+
+/// Holds one admitted call in the in-flight count until dropped.
+#[derive(Debug)]
+pub struct Ticket<'a>(&'a Lifecycle);
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// What a drain did, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Calls in flight when the shutdown began.
+    pub in_flight: usize,
+    /// Of those, cancelled at the end of the grace period.
+    pub cancelled: usize,
+}
+
+impl Lifecycle {
+    pub fn new(grace: Duration) -> Lifecycle {
+        Lifecycle {
+            phase: watch::Sender::new(Phase::Serving),
+            in_flight: watch::Sender::new(0),
+            ready: AtomicBool::new(false),
+            grace,
+        }
+    }
+
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    pub fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    /// The registry is loaded and the front end is up.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// `/readyz`: loaded, and not shutting down.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && self.phase() == Phase::Serving
+    }
+
+    pub fn in_flight(&self) -> usize {
+        *self.in_flight.borrow()
+    }
+
+    /// Admit a call, unless shutting down.
+    pub fn admit(&self) -> Option<Ticket<'_>> {
+        let mut admitted = false;
+        // Checked and counted together, so a drain that starts now waits for this call.
+        self.in_flight.send_modify(|n| {
+            if *self.phase.borrow() == Phase::Serving {
+                *n += 1;
+                admitted = true;
+            }
+        });
+        // Not `then_some`: a Ticket built and dropped would uncount someone else's call.
+        admitted.then(|| Ticket(self))
+    }
+
+    /// Completes when calls still running must give up (the grace period is over).
+    pub async fn cancelled(&self) {
+        let mut rx = self.phase.subscribe();
+        let _ = rx.wait_for(|p| *p >= Phase::Cancelling).await;
+    }
+
+    /// Completes when the drain is over.
+    pub async fn drained(&self) {
+        let mut rx = self.phase.subscribe();
+        let _ = rx.wait_for(|p| *p == Phase::Drained).await;
+    }
+
+    /// Stop admitting calls (the first step of [`Lifecycle::drain`], which may come later);
+    /// returns the calls in flight now.
+    pub fn stop_admitting(&self) -> usize {
+        let mut count = 0;
+        self.in_flight.send_modify(|n| {
+            count = *n;
+            self.phase.send_if_modified(|p| {
+                let was = *p;
+                *p = (*p).max(Phase::Draining);
+                was != *p
+            });
+        });
+        count
+    }
+
+    /// Stop admitting calls, wait up to the grace period for those in flight, cancel the rest
+    /// and wait (briefly) for them to hand back their outcomes.
+    pub async fn drain(&self) -> Drained {
+        let count = self.stop_admitting();
+        let mut rx = self.in_flight.subscribe();
+        let mut cancelled = 0;
+        if tokio::time::timeout(self.grace, rx.wait_for(|n| *n == 0)).await.is_err() {
+            cancelled = self.in_flight();
+            self.phase.send_if_modified(|p| {
+                let was = *p;
+                *p = (*p).max(Phase::Cancelling);
+                was != *p
+            });
+            let _ = tokio::time::timeout(CANCEL_WAIT, rx.wait_for(|n| *n == 0)).await;
+        }
+        self.phase.send_replace(Phase::Drained);
+        Drained { in_flight: count, cancelled }
+    }
+}
+
+/// SIGTERM and SIGINT, as a process manager or a person at the terminal sends them.
+#[derive(Debug)]
+pub struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Install the handlers (from now on the signals no longer kill the process by default).
+    pub fn install() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals { term: signal(SignalKind::terminate())?, int: signal(SignalKind::interrupt())? })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next signal: its name and the exit status a process killed by it would have.
+    pub async fn recv(&mut self) -> (&'static str, u8) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => ("SIGTERM", 143),
+                _ = self.int.recv() => ("SIGINT", 130),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            ("Ctrl-C", 130)
+        }
+    }
+
+    /// After the first signal: a second one ends the process at once, with `on_exit` run first
+    /// (it syncs the audit file).
+    pub fn exit_on_next(mut self, on_exit: impl FnOnce() + Send + 'static) {
+        tokio::spawn(async move {
+            let (name, status) = self.recv().await;
+            eprintln!("toolhost: {name} again: exiting now, without waiting for calls in flight");
+            on_exit();
+            std::process::exit(i32::from(status));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_drain_waits_for_calls_then_cancels_what_is_left() {
+        let l = std::sync::Arc::new(Lifecycle::new(Duration::from_millis(200)));
+        l.set_ready();
+        assert!(l.is_ready());
+        let quick = l.admit().unwrap();
+        let slow = l.admit().unwrap();
+        assert_eq!(l.in_flight(), 2);
+        let l2 = l.clone();
+        let drain = tokio::spawn(async move { l2.drain().await });
+        // Draining: not ready, nothing new admitted, calls in flight go on.
+        let mut phase = l.phase.subscribe();
+        phase.wait_for(|p| *p == Phase::Draining).await.unwrap();
+        assert!(!l.is_ready());
+        assert!(l.admit().is_none());
+        assert_eq!(l.in_flight(), 2, "a refused call is not counted, nor uncounts another");
+        drop(quick);
+        // The slow one is told to give up at the end of the grace period, and does.
+        let started = std::time::Instant::now();
+        l.cancelled().await;
+        assert!(started.elapsed() >= Duration::from_millis(150), "{:?}", started.elapsed());
+        drop(slow);
+        assert_eq!(drain.await.unwrap(), Drained { in_flight: 2, cancelled: 1 });
+        assert_eq!(l.phase(), Phase::Drained);
+    }
+
+    #[tokio::test]
+    async fn an_idle_drain_ends_at_once() {
+        let l = Lifecycle::new(Duration::from_secs(60));
+        let started = std::time::Instant::now();
+        assert_eq!(l.drain().await, Drained { in_flight: 0, cancelled: 0 });
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
