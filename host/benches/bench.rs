@@ -342,8 +342,6 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     line(String::new());
     line(format!("## MCP round trips (`echo`, {calls} sequential calls, median of {runs} runs' p50)"));
     line(String::new());
-    line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 1.5× |".into());
-    line("|---|---|---|---|---|".into());
     let exe = env!("CARGO_BIN_EXE_toolhost");
     let me = std::env::current_exe().unwrap();
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
@@ -357,6 +355,35 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         v.sort();
         v[v.len() / 2]
     };
+    // `serve` keeps its audit trail under $XDG_STATE_HOME (on by default, part of what is
+    // measured): here, beside the plugins.
+    let state = plugins.with_file_name("state");
+    // Client and servers on one CPU (where `taskset` exists), so a round trip measures the
+    // software on both ends rather than cross-CPU wake-ups out of idle states.
+    let pin = |cpus: &str| {
+        Command::new("taskset")
+            .args(["-cp", cpus, &std::process::id().to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let is_pinned = pin("0");
+    let pinned = |program: &Path| {
+        if is_pinned {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    line(if is_pinned {
+        "Client and servers pinned to CPU 0 (`taskset`).".to_string()
+    } else {
+        "Not pinned (no `taskset`): cross-CPU wake-ups are part of each round trip.".to_string()
+    });
+    line(String::new());
+    line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 1.5× |".into());
+    line("|---|---|---|---|---|".into());
 
     // stdio: one line out, one line back.
     let stdio_p50 = |mut cmd: Command| -> Duration {
@@ -389,13 +416,13 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         stats(v).p50
     };
     let noop = || {
-        let mut c = Command::new(&me);
+        let mut c = pinned(&me);
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
         c
     };
     let host = || {
-        let mut c = Command::new(exe);
-        c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]);
+        let mut c = pinned(Path::new(exe));
+        c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
         c
     };
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -423,7 +450,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
             loop {
                 let l = err.next().expect("serve exited before listening").unwrap();
-                if let Some(at) = l.find("http://") {
+                if let Some(at) = l.find("http://").filter(|_| l.contains("/mcp,")) {
                     break l[at..].split_whitespace().next().unwrap().trim_end_matches(',').to_string();
                 }
             }
@@ -462,11 +489,14 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     };
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let mut n = Command::new(&me);
+        let mut n = pinned(&me);
         n.env("TOOLHOST_BENCH_NOOP", "http");
         a.push(http_p50(n, true));
-        let mut h = Command::new(exe);
-        h.arg("--plugins").arg(plugins).args(["serve", "--mcp", "--http", "127.0.0.1:0"]);
+        let mut h = pinned(Path::new(exe));
+        h.arg("--plugins")
+            .arg(plugins)
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .env("XDG_STATE_HOME", &state);
         b.push(http_p50(h, false));
     }
     let (a, b) = (median(a), median(b));
@@ -477,6 +507,10 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(b),
         if r <= 1.5 { "yes" } else { "**no**" }
     ));
+    if is_pinned {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        pin(&format!("0-{}", cores - 1));
+    }
 }
 
 async fn sample<F, Fut>(n: usize, mut f: F) -> Vec<Duration>
