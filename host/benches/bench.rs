@@ -753,11 +753,11 @@ fn main() {
         met(echo.p50 <= Duration::from_micros(10))
     ));
     let e = x(echo, &best.stats);
-    line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.2}× | {} |", met(e <= 1.2)));
+    line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.3}× | {} |", met(e <= 1.2)));
     let r = x(read, echo);
     line(format!("| 4 KiB `read` ≤ 1.5× `echo` | {r:.2}× | {} |", met(r <= 1.5)));
     let sp = x(split, echo);
-    line(format!("| `split_task` ≤ 1.3× `echo` | {sp:.2}× | {} |", met(sp <= 1.3)));
+    line(format!("| `split_task` ≤ 1.3× `echo` | {sp:.3}× | {} |", met(sp <= 1.3)));
 
     if want("throughput") {
         line(String::new());
@@ -802,7 +802,7 @@ fn main() {
         line("| target (issue #16) | measured | met |".into());
         line("|---|---|---|".into());
         line(format!(
-            "| 2 workers ≥ 1.8× one worker (best of each) | {scaling:.2}× ({best_two:.0} vs {best_one:.0} calls/s) | {} |",
+            "| 2 workers ≥ 1.8× one worker (best of each) | {scaling:.3}× ({best_two:.0} vs {best_one:.0} calls/s) | {} |",
             if scaling >= 1.8 { "yes" } else { "**no**" }
         ));
         line(format!(

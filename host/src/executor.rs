@@ -121,11 +121,15 @@ impl Outcome {
     }
 }
 
-/// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
-/// The result of a tool that declared an `outputSchema`: it must be a JSON object matching the
-/// schema, and it is never cut (half an object is no object), so one over the output limit
-/// fails, naming the limit.
-fn structured_outcome(spec: &ToolSpec, schema: &serde_json::Value, data: String, limit: usize) -> Outcome {
+/// The result of a tool that declared an `outputSchema` (compiled into `validator` when the
+/// plugin was loaded): it must be a JSON object matching the schema, and it is never cut (half
+/// an object is no object), so one over the output limit fails, naming the limit.
+fn structured_outcome(
+    spec: &ToolSpec,
+    validator: &jsonschema::Validator,
+    data: String,
+    limit: usize,
+) -> Outcome {
     let fail = |why: String| {
         Outcome::err(
             ErrorKind::ToolError,
@@ -145,16 +149,13 @@ fn structured_outcome(spec: &ToolSpec, schema: &serde_json::Value, data: String,
         Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
         Err(e) => return fail(format!("is not JSON ({e})")),
     };
-    match jsonschema::validator_for(schema) {
-        Ok(v) => match v.iter_errors(&value).next() {
-            None => Outcome::ok(data, false),
-            Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
-        },
-        // The manifest was validated at load; this is only reachable for a hand-made spec.
-        Err(e) => fail(format!("cannot be checked: the schema is invalid ({e})")),
+    match validator.iter_errors(&value).next() {
+        None => Outcome::ok(data, false),
+        Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
     }
 }
 
+/// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
 pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
     // No more bytes than the limit: no more characters either (the common case, no scan).
     if s.len() <= limit {
@@ -493,8 +494,8 @@ impl Executor {
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
                 let data = redact_owned(data, net);
-                match &spec.output_schema {
-                    Some(schema) => structured_outcome(spec, schema, data, limit),
+                match plugin.output_validator(spec) {
+                    Some(validator) => structured_outcome(spec, validator, data, limit),
                     None => {
                         let (data, truncated) = truncate(data, limit);
                         Outcome::ok(data, truncated)
@@ -818,7 +819,8 @@ mod tests {
         let mut t = spec(&[], false);
         let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
         t.output_schema = Some(schema.clone());
-        let run = |data: &str, limit| structured_outcome(&t, &schema, data.to_string(), limit);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let run = |data: &str, limit| structured_outcome(&t, &validator, data.to_string(), limit);
         assert_eq!(run(r#"{"n": 3}"#, 100), Outcome::ok(r#"{"n": 3}"#.into(), false));
         for (data, limit, says) in [
             (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),

@@ -30,9 +30,17 @@ pub struct LoadedPlugin {
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
     pub signer: Option<crate::signing::SignerInfo>,
+    /// Per tool (manifest order): its `outputSchema` compiled once, for checking results.
+    pub output_validators: Vec<Option<Arc<jsonschema::Validator>>>,
 }
 
 impl LoadedPlugin {
+    /// The compiled `outputSchema` of one of this plugin's tools, if it declares one.
+    pub fn output_validator(&self, spec: &ToolSpec) -> Option<&jsonschema::Validator> {
+        let i = self.manifest.tools.iter().position(|t| t.name == spec.name)?;
+        self.output_validators.get(i)?.as_deref()
+    }
+
     /// This version, held back for requesting `extra` beyond what was approved.
     pub fn pending(&self, extra: Vec<String>) -> Pending {
         Pending {
@@ -99,7 +107,20 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
         &config.plugin(&manifest.name),
         &config.secrets,
     );
+    // Each `outputSchema` compiled once (the manifest reader has already checked it compiles).
+    let output_validators = manifest
+        .tools
+        .iter()
+        .map(|t| {
+            t.output_schema
+                .as_ref()
+                .map(|s| jsonschema::validator_for(s).map(Arc::new))
+                .transpose()
+                .map_err(|e| fail(format!("tool `{}`: outputSchema is not a valid JSON Schema: {e}", t.name)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(LoadedPlugin {
+        output_validators,
         file: c.path.clone(),
         name: manifest.name.as_str().into(),
         manifest,
