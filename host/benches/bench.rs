@@ -579,8 +579,12 @@ fn main() {
     // (run under `perf record` to see where a call's time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
         let call = ToolCall::new(&tool, [if tool == "read" { "4k.txt" } else { "hello" }]);
-        let raw =
-            RawFloor::new(stack_kb, pool, Tuning::HOST, &std::fs::read(plugin_artifacts::TEXT).unwrap());
+        let raw = RawFloor::new(
+            stack_kb,
+            pool,
+            Tuning::for_this_machine(),
+            &std::fs::read(plugin_artifacts::TEXT).unwrap(),
+        );
         // `raw`: the raw-wasmtime floor with the host's tuning, for comparison.
         let mut case = if tool == "raw" { raw.case() } else { host_case(&host, call) };
         let until = Instant::now() + Duration::from_secs(5);
@@ -679,7 +683,7 @@ fn main() {
     };
     for (i, ((label, t), m)) in floors.iter().zip(raw_results).enumerate() {
         let mark = if i == best_i { " (**tuned floor**)" } else { "" };
-        let host = if *t == Tuning::HOST { ", toolhost's setting" } else { "" };
+        let host = if *t == Tuning::for_this_machine() { ", toolhost's setting" } else { "" };
         line(row(&format!("raw wasmtime instantiate + call, {label}{host}{mark}"), m));
     }
     for ((label, _), m) in calls.iter().zip(host_results) {
