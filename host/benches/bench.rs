@@ -420,22 +420,36 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
         c
     };
-    let host = || {
+    // The same server with its audit trail off, to show what the trail's line per call costs.
+    let no_audit = plugins.with_file_name("no-audit.toml");
+    std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
+    let host = |audit: bool| {
         let mut c = pinned(Path::new(exe));
+        if !audit {
+            c.arg("--config").arg(&no_audit);
+        }
         c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
         c
     };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         a.push(stdio_p50(noop()));
-        b.push(stdio_p50(host()));
+        b.push(stdio_p50(host(true)));
+        c.push(stdio_p50(host(false)));
     }
-    let (a, b) = (median(a), median(b));
+    let (a, b, c) = (median(a), median(b), median(c));
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
         "| stdio | {} | {} | {r:.2}× | {} |",
         us(a),
         us(b),
+        if r <= 1.5 { "yes" } else { "**no**" }
+    ));
+    let r = c.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| stdio, `[audit] enabled = false` | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(c),
         if r <= 1.5 { "yes" } else { "**no**" }
     ));
 
