@@ -106,7 +106,6 @@ fn languages(
     }
     line("| language | component | per-call p50 | p99 | p50 ÷ Rust | p50 ÷ tuned raw floor (Rust `echo`) | start → first call, cold cache | warm cache |".into());
     line("|---|---|---|---|---|---|---|---|".into());
-    let exe = env!("CARGO_BIN_EXE_toolhost");
     let mut rust_p50 = None;
     for (label, tool, bytes) in plugins {
         let dir = work.join(format!("lang-{label}"));
@@ -125,21 +124,7 @@ fn languages(
         })));
         let base = *rust_p50.get_or_insert(per_call.p50);
         let cache = work.join(format!("lang-cache-{label}"));
-        let start = |fresh: bool| -> Duration {
-            if fresh {
-                let _ = std::fs::remove_dir_all(&cache);
-            }
-            let t = Instant::now();
-            let out = std::process::Command::new(exe)
-                .env("XDG_CACHE_HOME", &cache)
-                .arg("--plugins")
-                .arg(&dir)
-                .args(["call", tool, "a b c"])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
-            t.elapsed()
-        };
+        let start = |fresh: bool| first_call(&cache, &dir, tool, fresh);
         let cold = stats((0..3).map(|_| start(true)).collect());
         start(false);
         let warm = stats((0..5).map(|_| start(false)).collect());
@@ -283,6 +268,10 @@ fn host_case(host: &Arc<Toolhost>, call: ToolCall) -> Case<'_> {
     })
 }
 
+/// The MCP handshake the benchmark's clients send (request id 0), and its notification.
+const MCP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+const MCP_INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
 /// A JSON-RPC server that answers every request with an empty result and does nothing else:
 /// over stdio (`stdio`), or over HTTP (`http`, printing its address on stdout first). The floor
 /// the MCP rows are measured against, by the same client in the same run.
@@ -344,8 +333,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     line(String::new());
     let exe = env!("CARGO_BIN_EXE_toolhost");
     let me = std::env::current_exe().unwrap();
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (init, initialized) = (MCP_INITIALIZE, MCP_INITIALIZED);
     let call = |id: usize| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
@@ -525,6 +513,24 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         pin(&format!("0-{}", cores - 1));
     }
+}
+
+/// A `toolhost call TOOL "a b c"` process over the plugins in `dir`, from spawn to exit, with
+/// the compile cache under `cache` (emptied first when `fresh`).
+fn first_call(cache: &Path, dir: &Path, tool: &str, fresh: bool) -> Duration {
+    if fresh {
+        let _ = std::fs::remove_dir_all(cache);
+    }
+    let t = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .env("XDG_CACHE_HOME", cache)
+        .arg("--plugins")
+        .arg(dir)
+        .args(["call", tool, "a b c"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{tool} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    t.elapsed()
 }
 
 async fn sample<F, Fut>(n: usize, mut f: F) -> Vec<Duration>
@@ -884,21 +890,7 @@ fn main() {
         line("|---|---|---|".into());
         let exe = env!("CARGO_BIN_EXE_toolhost");
         let cache = work.path().join("cache");
-        let first_call = |fresh_cache: bool| -> Duration {
-            if fresh_cache {
-                let _ = std::fs::remove_dir_all(&cache);
-            }
-            let t = Instant::now();
-            let out = std::process::Command::new(exe)
-                .env("XDG_CACHE_HOME", &cache)
-                .args(["--plugins"])
-                .arg(&ten)
-                .args(["call", "count_words", "a b c"])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            t.elapsed()
-        };
+        let first_call = |fresh: bool| first_call(&cache, &ten, "count_words", fresh);
         let runs = if quick { 1 } else { 3 };
         let cold = stats((0..runs).map(|_| first_call(true)).collect());
         first_call(false);
@@ -931,12 +923,7 @@ fn main() {
                 .spawn()
                 .unwrap();
             let mut stdin = child.stdin.take().unwrap();
-            writeln!(
-                stdin,
-                r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"bench","version":"0"}}}}}}"#
-            )
-            .unwrap();
-            writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+            writeln!(stdin, "{MCP_INITIALIZE}\n{MCP_INITIALIZED}").unwrap();
             writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
             stdin.flush().unwrap();
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
