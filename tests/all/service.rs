@@ -389,7 +389,9 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     let signalled = Instant::now();
     sigterm(&server.child);
     let mut seen = Vec::new();
-    let nap = json_line(&wait_line(&out, "\"nap\"", 15, &mut seen));
+    // Generous for a loaded CI machine, and still short of the 30 s nap: an answer in time is
+    // the cancellation, not the nap finishing.
+    let nap = json_line(&wait_line(&out, "\"nap\"", 25, &mut seen));
     assert_eq!(nap["isError"], true, "{nap}");
     let text = nap["text"].as_str().unwrap();
     assert!(
@@ -401,7 +403,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     );
     let status = exit_status(&mut server.child, 15);
     assert!(status.success(), "{status:?}");
-    assert!(signalled.elapsed() < Duration::from_secs(10), "{:?}", signalled.elapsed());
+    assert!(signalled.elapsed() < Duration::from_secs(25), "{:?}", signalled.elapsed());
     let _ = client.wait();
     let audit = d.audit();
     assert_eq!(audit.len(), 1, "{audit:?}");
