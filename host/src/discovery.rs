@@ -2,12 +2,16 @@
 //! oversized files refused, results in file-name order so every later rule is deterministic.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A plugin file read whole from the folder.
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub path: PathBuf,
-    pub bytes: Vec<u8>,
+    pub bytes: Arc<Vec<u8>>,
+    /// SHA-256 of `bytes`, computed once: it keys the compile cache, the approvals and the
+    /// reload's unchanged-file check.
+    pub hash: [u8; 32],
 }
 
 impl Candidate {
@@ -28,6 +32,12 @@ impl std::fmt::Display for LoadFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.file.display(), self.reason)
     }
+}
+
+/// SHA-256 of a plugin file's bytes.
+pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
 pub(crate) fn file_name(p: &Path) -> String {
@@ -61,7 +71,9 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
     let mut failures = Vec::new();
     for path in paths {
         match read_capped(&path, max_bytes) {
-            Ok(Some(bytes)) => found.push(Candidate { path, bytes }),
+            Ok(Some(bytes)) => {
+                found.push(Candidate { hash: content_hash(&bytes), path, bytes: Arc::new(bytes) })
+            }
             Ok(None) => {} // a directory named *.wasm, or a file that vanished
             Err(reason) => failures.push(LoadFailure { file: path, reason }),
         }

@@ -403,11 +403,23 @@ impl Executor {
 
     async fn run(
         &self,
-        plugin: &LoadedPlugin,
+        plugin: &Arc<LoadedPlugin>,
         spec: &ToolSpec,
         args: Vec<String>,
         limits: Limits,
     ) -> (Outcome, Vec<Refusal>) {
+        // A plugin loaded from the warm compile cache is linked on first use (see
+        // `registry::Code`): off the async workers, as it blocks for about a millisecond.
+        if !plugin.code.is_ready() {
+            let p = plugin.clone();
+            let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
+        }
+        let pre = match plugin.code.get() {
+            Ok(pre) => pre,
+            Err(e) => {
+                return (Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)), Vec::new());
+            }
+        };
         let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
@@ -471,7 +483,7 @@ impl Executor {
 
         let (result, busy) = {
             let run = async {
-                let instance = plugin.pre.instantiate_async(&mut store).await?;
+                let instance = pre.instantiate_async(&mut store).await?;
                 instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());

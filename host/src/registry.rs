@@ -16,16 +16,17 @@ use crate::runtime::{PluginPre, Runtime};
 use crate::sandbox::{Grants, HostState, Missing};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// A validated, compiled plugin, ready to instantiate per call.
+/// A validated plugin, ready to instantiate per call.
 pub struct LoadedPlugin {
     pub file: PathBuf,
     pub name: Arc<str>,
     pub manifest: Manifest,
     pub grants: Grants,
     pub missing: Vec<Missing>,
-    pub pre: PluginPre<HostState>,
+    /// Its linked code (see [`Code`]).
+    pub code: Code,
     /// SHA-256 of the file, to skip unchanged files on rescan.
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
@@ -48,6 +49,74 @@ impl LoadedPlugin {
             version: self.manifest.version.clone(),
             file: self.file.clone(),
             extra,
+        }
+    }
+}
+
+/// A plugin's code, linked against the host's imports and ready to instantiate.
+///
+/// A plugin whose compiled code is not cached yet is compiled and linked while it loads, so a
+/// component that does not compile is a load failure like any other. One whose compiled code is
+/// already cached (in memory, or on disk under this engine's key — so these exact bytes compiled
+/// before) is linked on first use or by [`Code::prepare_in_background`]: a start with a warm cache
+/// answers `tools/list` from the manifests alone, and a call waits only for its own plugin.
+pub struct Code {
+    ready: OnceLock<Result<PluginPre<HostState>, String>>,
+    /// What linking needs, until it is done.
+    source: Mutex<Option<Source>>,
+}
+
+struct Source {
+    runtime: Arc<Runtime>,
+    file: String,
+    hash: [u8; 32],
+    bytes: Arc<Vec<u8>>,
+}
+
+impl Code {
+    fn ready(pre: PluginPre<HostState>) -> Code {
+        Code { ready: OnceLock::from(Ok(pre)), source: Mutex::new(None) }
+    }
+
+    /// The linked code, linking it first if that has not been done (blocking: deserializing
+    /// cached code takes about a millisecond; should the cache entry have become unusable, the
+    /// plugin is compiled again, which takes longer).
+    pub fn get(&self) -> Result<&PluginPre<HostState>, &str> {
+        self.ready
+            .get_or_init(|| {
+                let source = self.source.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let Some(s) = source else {
+                    return Err("the plugin's code was lost while linking it".into());
+                };
+                s.runtime.prepare_hashed(&s.file, &s.hash, &s.bytes).map_err(|e| {
+                    let message = format!("cannot load component {}: {}", s.file, chain(&e));
+                    tracing::warn!("{message}");
+                    message
+                })
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// Whether [`Code::get`] returns at once.
+    pub fn is_ready(&self) -> bool {
+        self.ready.get().is_some()
+    }
+
+    /// Link, on a thread of their own, the plugins of `plugins` not linked yet, so their first
+    /// calls do not wait for it.
+    pub fn prepare_in_background(plugins: Vec<Arc<LoadedPlugin>>) {
+        let waiting: Vec<_> = plugins.into_iter().filter(|p| !p.code.is_ready()).collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let spawned = std::thread::Builder::new().name("toolhost-link".into()).spawn(move || {
+            for p in waiting {
+                let _ = p.code.get();
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::debug!("plugins will be linked on first use (no thread: {e})");
         }
     }
 }
@@ -85,22 +154,37 @@ pub struct Registry {
     pending: Vec<Pending>,
 }
 
-/// SHA-256 of a plugin file's bytes.
-pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
-}
+pub use crate::discovery::content_hash;
 
-/// Validate and compile one candidate file.
-pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<LoadedPlugin, LoadFailure> {
+/// Validate and compile one candidate file (or, when its compiled code is cached, defer linking
+/// it: see [`Code`]).
+pub fn load_plugin(
+    runtime: &Arc<Runtime>,
+    config: &Config,
+    c: &Candidate,
+) -> Result<LoadedPlugin, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
     let signer = crate::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
-    let pre = runtime
-        .prepare(&c.file_name(), &c.bytes)
-        .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?;
+    let code = if runtime.is_cached(&c.hash) {
+        Code {
+            ready: OnceLock::new(),
+            source: Mutex::new(Some(Source {
+                runtime: runtime.clone(),
+                file: c.file_name(),
+                hash: c.hash,
+                bytes: c.bytes.clone(),
+            })),
+        }
+    } else {
+        Code::ready(
+            runtime
+                .prepare_hashed(&c.file_name(), &c.hash, &c.bytes)
+                .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?,
+        )
+    };
     let (grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
@@ -126,8 +210,8 @@ pub fn load_plugin(runtime: &Runtime, config: &Config, c: &Candidate) -> Result<
         manifest,
         grants,
         missing,
-        pre,
-        hash: content_hash(&c.bytes),
+        code,
+        hash: c.hash,
         signer,
     })
 }
@@ -139,7 +223,7 @@ pub fn chain(e: &anyhow::Error) -> String {
 
 impl Registry {
     /// Scan `config.plugins_dir`, load every plugin (compiling in parallel), build a snapshot.
-    pub fn load(runtime: &Runtime, config: &Config) -> std::io::Result<Registry> {
+    pub fn load(runtime: &Arc<Runtime>, config: &Config) -> std::io::Result<Registry> {
         let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
         let results = load_all(runtime, config, &candidates);
         let mut approvals = Approvals::for_config(config);
@@ -255,30 +339,30 @@ impl Registry {
 
 /// Load candidates on a few threads (wasmtime also parallelises inside each compile).
 pub(crate) fn load_all(
-    runtime: &Runtime,
+    runtime: &Arc<Runtime>,
     config: &Config,
     candidates: &[Candidate],
 ) -> Vec<Result<LoadedPlugin, LoadFailure>> {
     let workers =
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(candidates.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(c) = candidates.get(i) else { break mine };
+            tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
+            // Failures are returned, not logged: each front end reports them once
+            // (`list` in its table, `serve` as `!` lines, other commands as warnings).
+            mine.push((i, load_plugin(runtime, config, c)));
+        }
+    };
+    // This thread is one of the workers (a single plugin spawns no thread).
     let mut done: Vec<(usize, Result<LoadedPlugin, LoadFailure>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(c) = candidates.get(i) else { break mine };
-                        tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
-                        // Failures are returned, not logged: each front end reports them once
-                        // (`list` in its table, `serve` as `!` lines, other commands as warnings).
-                        mine.push((i, load_plugin(runtime, config, c)));
-                    }
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        all.extend(handles.into_iter().flat_map(|h| h.join().unwrap_or_default()));
+        all
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()

@@ -146,7 +146,7 @@ impl Reloader {
         let mut to_load: Vec<(Candidate, [u8; 32])> = Vec::new();
         for c in candidates {
             seen.insert(c.path.clone());
-            let hash = registry::content_hash(&c.bytes);
+            let hash = c.hash;
             if files.get(&c.path).is_some_and(|f| f.hash == hash) {
                 continue; // unchanged content: nothing to do
             }
@@ -212,6 +212,9 @@ impl Reloader {
             return Ok(Arc::new(change));
         }
         change.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        // Plugins loaded from the warm compile cache are linked after the swap, in the
+        // background: the new registry answers `tools/list` at once.
+        registry::Code::prepare_in_background(new.plugins().to_vec());
         self.registry.store(Arc::new(new));
         drop(files);
         let change = Arc::new(change);

@@ -265,7 +265,18 @@ impl Runtime {
     /// message if the component imports something the host does not provide.
     /// `name` is only for progress messages.
     pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
-        let key: [u8; 32] = Sha256::digest(bytes).into();
+        self.prepare_hashed(name, &Sha256::digest(bytes).into(), bytes)
+    }
+
+    /// [`Runtime::prepare`] with the SHA-256 of `bytes` already computed (discovery computes
+    /// it once per file; hashing is a visible part of start-up).
+    pub fn prepare_hashed(
+        &self,
+        name: &str,
+        key: &[u8; 32],
+        bytes: &[u8],
+    ) -> anyhow::Result<PluginPre<HostState>> {
+        let key = *key;
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
         let component = match cached {
             Some(c) => c,
@@ -283,6 +294,15 @@ impl Runtime {
         Ok(PluginPre::new(pre)?)
     }
 
+    /// Whether code compiled from bytes with this SHA-256 is cached (in memory, or on disk for
+    /// this engine): these bytes compiled before, and preparing them again needs no compiler.
+    pub fn is_cached(&self, key: &[u8; 32]) -> bool {
+        if self.compiled.lock().unwrap_or_else(|p| p.into_inner()).contains_key(key) {
+            return true;
+        }
+        self.disk_cache.as_ref().is_some_and(|dir| dir.join(format!("{}.cwasm", hex(key))).is_file())
+    }
+
     /// Compile, or load from the disk cache when this exact content was compiled before by a
     /// compatible engine.
     fn compile(&self, name: &str, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<Component> {
@@ -295,21 +315,24 @@ impl Runtime {
             c
         };
         let Some(dir) = &self.disk_cache else { return Ok(fresh()?) };
-        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex(key);
         let path = dir.join(format!("{hex}.cwasm"));
-        if let Ok(code) = std::fs::read(&path) {
-            // SAFETY: `deserialize` trusts its input to be wasmtime's own output. The file is in
-            // the host's private cache directory (created 0700 by this process), named by the
+        if path.is_file() {
+            // SAFETY: `deserialize_file` trusts its input to be wasmtime's own output, and maps
+            // the file, so the file must not change while the code is in use. The file is in the
+            // host's private cache directory (created 0700 by this process), named by the
             // SHA-256 of the plugin bytes, under a directory keyed by this engine's
-            // compatibility hash; plugin folders are never read this way. The bytes are read
-            // into memory first (not mapped), so a later change to the file cannot affect the
-            // loaded code.
+            // compatibility hash; plugin folders are never read this way. Cache entries are
+            // never written in place: a new one is written to a temporary name and renamed
+            // over (below), and an unusable one is unlinked, so a mapped file's contents stay
+            // as they were. Mapping instead of reading saves copying the code twice (into a
+            // buffer, then into executable memory) on every start: the issue-#16 start-up rows.
             #[allow(unsafe_code)] // the only unsafe in the host; see SAFETY above
-            let loaded = unsafe { Component::deserialize(&self.engine, &code) };
+            let loaded = unsafe { Component::deserialize_file(&self.engine, &path) };
             match loaded {
                 Ok(c) => return Ok(c),
                 Err(e) => {
-                    tracing::warn!("ignoring unusable cached code {}: {e}", path.display());
+                    tracing::warn!("ignoring unusable cached code {}: {e:#}", path.display());
                     let _ = std::fs::remove_file(&path);
                 }
             }
@@ -333,6 +356,10 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
+}
+
+fn hex(key: &[u8; 32]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Create `dir` (and parents) readable only by this user.

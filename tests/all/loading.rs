@@ -95,13 +95,19 @@ fn compiled_code_is_cached_on_disk_and_bad_cache_files_are_ignored() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(meta.permissions().mode() & 0o777, 0o700, "the cache directory is private");
 
-    // A restart loads the cached code; a corrupt cache file is replaced, not trusted.
+    // A restart loads the cached code (mapped from the file); a corrupt cache file is replaced,
+    // not trusted. Entries are only ever replaced by rename, never written in place, so the
+    // running host that mapped the old one is unaffected.
     let second = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    second.prepare("text.wasm", &bytes).unwrap();
-    std::fs::write(&cached[0], b"not compiled code").unwrap();
+    let mapped = second.prepare("text.wasm", &bytes).unwrap();
+    let corrupt = cached[0].with_extension("corrupt");
+    std::fs::write(&corrupt, b"not compiled code").unwrap();
+    std::fs::rename(&corrupt, &cached[0]).unwrap();
     let third = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
     third.prepare("text.wasm", &bytes).unwrap();
     assert!(std::fs::read(&cached[0]).unwrap().len() > 1000, "the corrupt entry was rewritten");
+    drop(mapped);
+    drop(second);
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -114,4 +120,40 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn cached_code_is_linked_on_first_use_and_a_spoiled_entry_is_compiled_again() {
+    use crate::support::{call, ok};
+    use toolhost::runtime::Runtime;
+    let cache = tempfile::tempdir().unwrap();
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    // First start, empty cache: compiled (and cached) while loading.
+    let first = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    let reg = toolhost::Registry::load(&first, &env.config).unwrap();
+    assert!(reg.plugins()[0].code.is_ready(), "a plugin not in the cache is compiled while it loads");
+
+    // Restart: the tools are registered from the manifest; the code is linked on first use.
+    let second = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    let reg = toolhost::Registry::load(&second, &env.config).unwrap();
+    let plugin = reg.plugins()[0].clone();
+    assert!(!plugin.code.is_ready(), "a cached plugin is linked on first use");
+    assert!(reg.get("count_words").is_some());
+
+    // Should the cache entry be spoiled meanwhile, the first call compiles the plugin again.
+    let cached: Vec<_> =
+        walk(cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    let spoiled = cached[0].with_extension("spoiled");
+    std::fs::write(&spoiled, b"not compiled code").unwrap();
+    std::fs::rename(&spoiled, &cached[0]).unwrap();
+    let host = toolhost::Toolhost::from_parts(
+        second,
+        std::sync::Arc::new(env.config.clone()),
+        reg,
+        std::sync::Arc::new(toolhost::executor::NoConfirm),
+    );
+    let out = ok(&call(&host, "count_words", &["a b c"]).await);
+    assert!(out.contains('3'), "{out}");
+    assert!(plugin.code.is_ready());
+    assert!(std::fs::read(&cached[0]).unwrap().len() > 1000, "the spoiled entry was rewritten");
 }

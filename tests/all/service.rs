@@ -600,7 +600,10 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     assert_eq!(o.kind, Some(ErrorKind::HostError), "{o:?}");
     expected.push(("delete".into(), "host_error".into()));
 
-    // busy: `versioned` runs one call at a time; `which` waits past its 300 ms deadline.
+    // busy: `versioned` runs one call at a time; `which` waits past its 300 ms deadline. Its
+    // code is linked first (a plugin from the compile cache is linked on first use, off the
+    // async workers), so the nap holds its slot from the moment it is admitted.
+    host.registry.load().get("nap").unwrap().plugin.code.get().unwrap();
     let nap = tokio::spawn({
         let exec = host.executor.clone();
         async move { exec.call(&ToolCall::new("nap", ["1000"])).await }
