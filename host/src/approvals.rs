@@ -100,7 +100,7 @@ fn parse_sha256(text: &str) -> Option<[u8; 32]> {
 
 /// Lower-case hex of a SHA-256.
 pub fn hex(hash: &[u8; 32]) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    crate::discovery::hex(hash)
 }
 
 /// The `[approvals.plugin.NAME]` entry that pins `m` (its request, and with `sha256` also this

@@ -66,11 +66,28 @@ pub enum ErrorKind {
     Unavailable,
 }
 
+impl ErrorKind {
+    /// The kind as it appears in JSON (`unknown_tool`, `bad_arguments`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::BadArguments => "bad_arguments",
+            ErrorKind::Denied => "denied",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MemoryLimit => "memory_limit",
+            ErrorKind::StackOverflow => "stack_overflow",
+            ErrorKind::Trap => "trap",
+            ErrorKind::HostError => "host_error",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Unavailable => "unavailable",
+        }
+    }
+}
+
 impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s =
-            serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        f.write_str(&s)
+        f.write_str(self.as_str())
     }
 }
 
@@ -417,7 +434,10 @@ impl Executor {
         let pre = match plugin.code.get() {
             Ok(pre) => pre,
             Err(e) => {
-                return (Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)), Vec::new());
+                return (
+                    Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)),
+                    Vec::new(),
+                );
             }
         };
         let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
@@ -754,6 +774,28 @@ mod tests {
     use super::*;
     use crate::manifest::ParamSpec;
     use serde_json::json;
+
+    #[test]
+    fn an_error_kind_reads_as_it_serializes() {
+        use ErrorKind::*;
+        let all = [
+            UnknownTool,
+            BadArguments,
+            Denied,
+            ToolError,
+            Timeout,
+            MemoryLimit,
+            StackOverflow,
+            Trap,
+            HostError,
+            Busy,
+            Unavailable,
+        ];
+        for kind in all {
+            assert_eq!(json!(kind), json!(kind.as_str()), "{kind:?}");
+            assert_eq!(serde_json::from_value::<ErrorKind>(json!(kind.to_string())).unwrap(), kind);
+        }
+    }
 
     fn spec(params: &[(&str, bool, bool)], rest: bool) -> ToolSpec {
         ToolSpec {

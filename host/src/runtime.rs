@@ -300,7 +300,9 @@ impl Runtime {
         if self.compiled.lock().unwrap_or_else(|p| p.into_inner()).contains_key(key) {
             return true;
         }
-        self.disk_cache.as_ref().is_some_and(|dir| dir.join(format!("{}.cwasm", hex(key))).is_file())
+        self.disk_cache
+            .as_ref()
+            .is_some_and(|dir| dir.join(format!("{}.cwasm", crate::discovery::hex(key))).is_file())
     }
 
     /// Compile, or load from the disk cache when this exact content was compiled before by a
@@ -315,7 +317,7 @@ impl Runtime {
             c
         };
         let Some(dir) = &self.disk_cache else { return Ok(fresh()?) };
-        let hex = hex(key);
+        let hex = crate::discovery::hex(key);
         let path = dir.join(format!("{hex}.cwasm"));
         if path.is_file() {
             // SAFETY: `deserialize_file` trusts its input to be wasmtime's own output, and maps
@@ -356,10 +358,6 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
-}
-
-fn hex(key: &[u8; 32]) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Create `dir` (and parents) readable only by this user.

@@ -145,14 +145,6 @@ pub fn parse_message(text: &str) -> Result<AssistantMessage, String> {
 /// Map a JSON-object `arguments` string onto the tool's params, in order. Missing required
 /// params, unknown keys and wrong types are errors for the model.
 pub fn map_arguments(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, String> {
-    let usage = || {
-        let names: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
-        if names.is_empty() {
-            "it takes no arguments".to_string()
-        } else {
-            format!("its arguments are: {}", names.join(", "))
-        }
-    };
     let trimmed = arguments.trim();
     let obj: Map<String, Value> = if trimmed.is_empty() {
         Map::new()
@@ -167,6 +159,19 @@ pub fn map_arguments(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, St
                 ));
             }
             Err(e) => return Err(format!("the arguments of `{}` are not valid JSON: {e}", spec.name)),
+        }
+    };
+    map_argument_object(spec, &obj)
+}
+
+/// [`map_arguments`] for arguments already parsed into a JSON object (MCP's `tools/call`).
+pub fn map_argument_object(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let usage = || {
+        let names: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
+        if names.is_empty() {
+            "it takes no arguments".to_string()
+        } else {
+            format!("its arguments are: {}", names.join(", "))
         }
     };
     for key in obj.keys() {

@@ -62,8 +62,14 @@ impl AuditLog {
 
     /// Append one record as a line. Failures are logged, never returned: the call it records
     /// has already happened.
-    pub fn append(&self, record: &serde_json::Value) {
-        let mut line = record.to_string();
+    pub fn append(&self, record: &impl serde::Serialize) {
+        let mut line = match serde_json::to_string(record) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::error!("audit: cannot encode a record: {e}");
+                return;
+            }
+        };
         line.push('\n');
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if inner.size > 0

@@ -19,7 +19,6 @@ use arc_swap::ArcSwap;
 use audit::AuditLog;
 use metrics::Metrics;
 use serde::Deserialize;
-use serde_json::json;
 use shutdown::Lifecycle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -153,13 +152,13 @@ pub struct CallRecord {
 }
 
 /// A decision about a dangerous call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct DangerRecord {
-    /// `allow`, `deny`, or `asked` (the question went to the client, whose answer comes with a retry).
-    pub decision: &'static str,
     /// `policy` (`[danger] policy` allow/deny), `terminal`, `elicitation`, `flag` (`--yes`) or
     /// `no_one` (policy `ask` with no one to ask).
     pub by: &'static str,
+    /// `allow`, `deny`, or `asked` (the question went to the client, whose answer comes with a retry).
+    pub decision: &'static str,
 }
 
 /// The service side of a running host: lifecycle, metrics, audit.
@@ -346,30 +345,46 @@ impl Service {
     }
 
     fn finish(&self, call: &ToolCall, ctx: &CallContext, rec: &CallRecord, o: &Outcome, took: Duration) {
-        let outcome = o.kind.map(|k| k.to_string()).unwrap_or_else(|| "ok".into());
+        let outcome = o.kind.map_or("ok", ErrorKind::as_str);
         let tool = if rec.plugin.is_some() { call.name.as_str() } else { metrics::UNKNOWN_TOOL };
-        self.metrics.call(tool, &outcome, took.as_secs_f64());
+        self.metrics.call(tool, outcome, took.as_secs_f64());
         if let Some(d) = rec.danger {
             self.metrics.danger(d.decision, d.by);
         }
         let Some(audit) = &self.audit else { return };
-        let args: Vec<String> = call.args.iter().map(|a| self.audit_arg(a)).collect();
         let plugin = rec.plugin.as_ref();
-        audit.append(&json!({
-            "time": audit::rfc3339(std::time::SystemTime::now()),
-            "front_end": ctx.front_end.unwrap_or(self.front_end),
-            "client": ctx.client,
-            "token": ctx.token,
-            "tool": call.name,
-            "plugin": plugin.map(|p| &*p.name),
-            "version": plugin.map(|p| &p.manifest.version),
-            "sha256": plugin.map(|p| crate::approvals::hex(&p.hash)),
-            "args": args,
-            "danger": rec.danger.map(|d| json!({ "decision": d.decision, "by": d.by })),
-            "outcome": outcome,
-            "duration_ms": (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
-            "truncated": o.truncated,
-        }));
+        // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            args: Vec<String>,
+            client: Option<&'a str>,
+            danger: Option<&'a DangerRecord>,
+            duration_ms: f64,
+            front_end: &'a str,
+            outcome: &'a str,
+            plugin: Option<&'a str>,
+            sha256: Option<String>,
+            time: String,
+            token: Option<&'a str>,
+            tool: &'a str,
+            truncated: bool,
+            version: Option<&'a str>,
+        }
+        audit.append(&Line {
+            args: call.args.iter().map(|a| self.audit_arg(a)).collect(),
+            client: ctx.client.as_deref(),
+            danger: rec.danger.as_ref(),
+            duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+            front_end: ctx.front_end.unwrap_or(self.front_end),
+            outcome,
+            plugin: plugin.map(|p| &*p.name),
+            sha256: plugin.map(|p| crate::approvals::hex(&p.hash)),
+            time: audit::rfc3339(std::time::SystemTime::now()),
+            token: ctx.token.as_deref(),
+            tool: &call.name,
+            truncated: o.truncated,
+            version: plugin.map(|p| p.manifest.version.as_str()),
+        });
     }
 
     /// An argument as the audit trail keeps it: secrets redacted, a long one cut to a prefix

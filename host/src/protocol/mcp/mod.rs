@@ -143,9 +143,9 @@ impl McpServer {
             self.unrun(&params, context, ErrorKind::UnknownTool, &message);
             return Err(ErrorData::invalid_params(message, None));
         };
-        let spec = entry.spec().clone();
-        drop(registry);
-        let args = match openai::map_arguments(&spec, &arguments_text(&params)) {
+        let spec = entry.spec();
+        let empty = JsonObject::new();
+        let args = match openai::map_argument_object(spec, params.arguments.as_ref().unwrap_or(&empty)) {
             Ok(a) => a,
             Err(e) => {
                 self.unrun(&params, context, ErrorKind::BadArguments, &e);
@@ -153,6 +153,7 @@ impl McpServer {
             }
         };
         let call = ToolCall { name: spec.name.clone(), args };
+        drop(registry);
         let who = caller(context);
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
         let outcome = if modern {
@@ -185,9 +186,10 @@ impl McpServer {
             let data = outcome.data.unwrap_or_default();
             // A tool with an outputSchema always has an object here (the executor checked it
             // against the schema); any other tool's JSON object result is structured too.
-            let structured = match serde_json::from_str::<serde_json::Value>(&data) {
-                Ok(v @ serde_json::Value::Object(_)) if !outcome.truncated => Some(v),
-                _ => None,
+            let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
+                serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
+            } else {
+                None
             };
             let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
             result.structured_content = structured;
