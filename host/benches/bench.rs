@@ -632,9 +632,39 @@ fn main() {
     let tokio_rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
 
-    // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor) for 5 s and stop
-    // (run under `perf record` to see where a call's time goes).
+    // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor; `echo*N`: N
+    // concurrent echo callers on one worker) for 5 s and stop (run under `perf record` to see
+    // where a call's time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
+        if let Some(callers) = tool.strip_prefix("echo*").and_then(|n| n.parse::<usize>().ok()) {
+            // `echo*N`: N concurrent callers on a one-worker runtime.
+            let rt =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            let done: u64 = rt.block_on(async {
+                let tasks: Vec<_> = (0..callers)
+                    .map(|_| {
+                        let h = host.clone();
+                        tokio::spawn(async move {
+                            let call = ToolCall::new("echo", ["hello"]);
+                            let mut n = 0u64;
+                            while Instant::now() < until {
+                                assert!(h.call(&call).await.success);
+                                n += 1;
+                            }
+                            n
+                        })
+                    })
+                    .collect();
+                let mut total = 0;
+                for t in tasks {
+                    total += t.await.unwrap();
+                }
+                total
+            });
+            eprintln!("{done} calls by {callers} callers on one worker in 5 s");
+            return;
+        }
         let call = ToolCall::new(&tool, [if tool == "read" { "4k.txt" } else { "hello" }]);
         let raw = RawFloor::new(
             stack_kb,
