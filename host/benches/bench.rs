@@ -854,11 +854,17 @@ fn main() {
         line(String::new());
         line("## Throughput (`echo`, calls/s)".into());
         line(String::new());
+        // Each case is run in 3 interleaved rounds and its best round kept: on a shared machine
+        // a neighbour's burst lowers one round, not all three.
+        let rounds = if quick { 1 } else { 3 };
+        line(format!("Best of {rounds} interleaved rounds per case."));
+        line(String::new());
         line("| callers | runtime workers | calls/s |".into());
         line("|---|---|---|".into());
         let total = if quick { 2000 } else { 20_000 };
-        let (mut best_one, mut best_two) = (0f64, 0f64);
-        for (workers, callers) in [(1usize, 1usize), (1, 8), (2, 2), (2, 8), (2, 50)] {
+        let cases = [(1usize, 1usize), (1, 8), (2, 2), (2, 8), (2, 50)];
+        let mut best_rate = [0f64; 5];
+        for (i, (workers, callers)) in (0..rounds).flat_map(|_| cases.iter().copied().enumerate()) {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
                 .enable_all()
@@ -884,8 +890,12 @@ fn main() {
                 }
             });
             let rate = (per * callers) as f64 / t.elapsed().as_secs_f64();
+            best_rate[i] = best_rate[i].max(rate);
+        }
+        let (mut best_one, mut best_two) = (0f64, 0f64);
+        for ((workers, callers), rate) in cases.iter().zip(best_rate) {
             line(format!("| {callers} | {workers} | {rate:.0} |"));
-            let best = if workers == 1 { &mut best_one } else { &mut best_two };
+            let best = if *workers == 1 { &mut best_one } else { &mut best_two };
             *best = best.max(rate);
         }
         line(String::new());
