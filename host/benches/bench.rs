@@ -222,6 +222,12 @@ fn interleaved(rt: &tokio::runtime::Runtime, cases: &mut [Case<'_>], n: usize) -
 struct RawFloor {
     engine: wasmtime::Engine,
     pre: PluginPre<Raw>,
+    /// The export call: tool, argument, and the result it must give.
+    tool: &'static str,
+    arg: String,
+    expect: Option<String>,
+    /// A preopened directory (guest `.`), opened once and cloned per call as toolhost does.
+    fs: Option<wasmtime_wasi::filesystem::WasiFilesystemCtx>,
 }
 
 impl RawFloor {
@@ -234,24 +240,41 @@ impl RawFloor {
             .unwrap();
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
         let pre = PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-        RawFloor { engine, pre }
+        RawFloor { engine, pre, tool: "echo", arg: "hello".into(), expect: Some("hello".into()), fs: None }
+    }
+
+    /// The same floor for `files`' `read` of `file` in `dir` (granted read-only as the guest's
+    /// `.`), on toolhost's WASI settings for files (blocking I/O on the calling thread).
+    fn read(mut self, dir: &Path, file: &str) -> RawFloor {
+        let mut b = WasiCtx::builder();
+        b.allow_blocking_current_thread(true);
+        b.preopened_dir(dir, ".", wasmtime_wasi::FsPerms::ReadOnly).unwrap();
+        self.fs = Some(b.build().filesystem().clone());
+        self.tool = "read";
+        self.arg = file.into();
+        self.expect = None;
+        self
     }
 
     fn case(&self) -> Case<'_> {
         Box::new(move || {
             Box::pin(async move {
-                let mut store = Store::new(
-                    &self.engine,
-                    Raw { wasi: WasiCtx::builder().build(), table: ResourceTable::new() },
-                );
+                let mut wasi = WasiCtx::builder().allow_blocking_current_thread(true).build();
+                if let Some(fs) = &self.fs {
+                    *wasi.filesystem() = fs.clone();
+                }
+                let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new() });
                 store.set_epoch_deadline(u64::MAX / 2);
                 let inst = self.pre.instantiate_async(&mut store).await.unwrap();
                 let out = inst
                     .toolhost_plugin_tools()
-                    .call_call(&mut store, "echo", &["hello".to_string()])
+                    .call_call(&mut store, self.tool, std::slice::from_ref(&self.arg))
                     .await
                     .unwrap();
-                assert_eq!(out.as_deref(), Ok("hello"));
+                let out = out.unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+                if let Some(want) = &self.expect {
+                    assert_eq!(&out, want);
+                }
             })
         })
     }
@@ -737,9 +760,19 @@ fn main() {
         let reg = Registry::load(&rt, &cfg).unwrap();
         Arc::new(Toolhost::from_parts(rt, cfg, reg, Arc::new(AlwaysConfirm)))
     };
+    // The raw floor of `read` (files.wasm, the granted directory opened once and cloned per
+    // call, as toolhost does): what wasmtime and WASI alone cost for that call.
+    let raw_read = RawFloor::new(
+        stack_kb,
+        pool,
+        Tuning::for_this_machine(),
+        &std::fs::read(plugin_artifacts::FILES).unwrap(),
+    )
+    .read(&ws, "4k.txt");
     let mut cases: Vec<Case<'_>> = raws.iter().map(RawFloor::case).collect();
     cases.extend(calls.iter().map(|(_, c)| host_case(&host, c.clone())));
     cases.push(host_case(&before, ToolCall::new("echo", ["hello"])));
+    cases.push(raw_read.case());
     let results = interleaved(&tokio_rt, &mut cases, n);
     drop(cases);
     let (raw_results, host_results) = results.split_at(floors.len());
@@ -780,7 +813,12 @@ fn main() {
         "toolhost executor: `echo(\"hello\")` on wasmtime's default slot reset (before issue #16)",
         &host_results[3],
     ));
+    line(row(
+        "raw wasmtime instantiate + `read` of the 4 KiB file (files.wasm), toolhost's setting (the `read` floor)",
+        &host_results[4],
+    ));
     let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
+    let raw_read = &host_results[4].stats;
 
     // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
     // the executor, on an engine with the quota (as every host has it) and on one without,
@@ -847,6 +885,12 @@ fn main() {
     line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.3}× | {} |", met(e <= 1.2)));
     let r = x(read, echo);
     line(format!("| 4 KiB `read` ≤ 1.5× `echo` | {r:.2}× | {} |", met(r <= 1.5)));
+    // What bounds it: the same ratio with no toolhost code on either side.
+    line(format!(
+        "| (bound) raw `read` floor ÷ tuned raw `echo` floor | {:.2}× | — |",
+        x(raw_read, &best.stats)
+    ));
+    line(format!("| (bound) executor `read` ÷ raw `read` floor | {:.2}× | — |", x(read, raw_read)));
     let sp = x(split, echo);
     line(format!("| `split_task` ≤ 1.3× `echo` | {sp:.3}× | {} |", met(sp <= 1.3)));
 
