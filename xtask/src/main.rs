@@ -254,15 +254,17 @@ fn bench() -> Result<()> {
          calls each, so they share the machine's noise. Page faults and context switches per call\n\
          come from `/proc/self/stat` and `/proc/self/task/*/status` over a separate pass per case.\n\
          The raw-wasmtime floor is measured with wasmtime's default pool slot reset and with each\n\
-         candidate reset strategy; the best is the tuned floor. Throughput runs 20,000 `echo` calls\n\
-         split over the callers. The per-language rows build the `toolhost new` template of each\n\
+         candidate reset strategy; the best is the tuned floor; `read` has its own raw floor.\n\
+         Throughput runs 20,000 `echo` calls split over the callers, each case in 3 interleaved\n\
+         rounds (the best kept). The per-language rows build the `toolhost new` template of each\n\
          language (pinned toolchains in `target/toolchains`). MCP rows: one client, sequential\n\
          `echo` calls over stdio and over streamable HTTP, against `toolhost serve --mcp` and\n\
          against a do-nothing JSON-RPC server (the benchmark binary itself) over the same\n\
          transport, alternating runs. Start-up spawns the release `toolhost` binary (`call\n\
          count_words` with 10 distinct plugins; `serve --mcp` to its `tools/list` answer) with an\n\
-         empty compile cache and then with a warm one; the manifest scan reads, parses and validates\n\
-         100 plugin files without compiling; reload writes a new version of a plugin into a watched\n\
+         empty compile cache and then with a warm one, beside `toolhost --version` (the floor of\n\
+         any start); the manifest scan reads, hashes, parses and validates 100 plugin files\n\
+         without compiling; reload writes a new version of a plugin into a watched\n\
          folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\n{report}"
     );
     std::fs::write(root.join("BENCHMARKS.md"), doc)?;
