@@ -56,10 +56,11 @@ impl LoadedPlugin {
 /// A plugin's code, linked against the host's imports and ready to instantiate.
 ///
 /// A plugin whose compiled code is not cached yet is compiled and linked while it loads, so a
-/// component that does not compile is a load failure like any other. One whose compiled code is
-/// already cached (in memory, or on disk under this engine's key — so these exact bytes compiled
-/// before) is linked on first use or by [`Code::prepare_in_background`]: a start with a warm cache
-/// answers `tools/list` from the manifests alone, and a call waits only for its own plugin.
+/// component that does not compile or link is a load failure like any other. One whose compiled
+/// code is already cached (in memory, or on disk under this engine's and toolhost version's key;
+/// code is cached only once it has linked, so these exact bytes loaded before) is linked on
+/// first use or by [`Code::prepare_in_background`]: a start with a warm cache answers
+/// `tools/list` from the manifests alone, and a call waits only for its own plugin.
 pub struct Code {
     ready: OnceLock<Result<PluginPre<HostState>, String>>,
     /// What linking needs, until it is done.

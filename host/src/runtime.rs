@@ -247,6 +247,9 @@ impl Runtime {
             Some(dir) => {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 engine.precompile_compatibility_hash().hash(&mut h);
+                // And by toolhost's version: what a plugin may import (the linker) can change
+                // between versions, and a cache entry stands for "these bytes loaded".
+                env!("CARGO_PKG_VERSION").hash(&mut h);
                 let dir = dir.join(format!("engine-{:016x}", h.finish()));
                 match create_private_dir(&dir) {
                     Ok(()) => Some(dir),
@@ -278,24 +281,30 @@ impl Runtime {
     ) -> anyhow::Result<PluginPre<HostState>> {
         let key = *key;
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
-        let component = match cached {
-            Some(c) => c,
-            None => {
-                let c = self.compile(name, &key, bytes)?;
-                let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
-                if cache.len() >= COMPILED_CACHE {
-                    cache.clear();
-                }
-                cache.insert(key, c.clone());
-                c
-            }
+        let (component, compiled_now) = match cached {
+            Some(c) => (c, false),
+            None => self.load_or_compile(name, &key, bytes)?,
         };
-        let pre = self.linker.instantiate_pre(&component)?;
-        Ok(PluginPre::new(pre)?)
+        let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
+        // Code is remembered (in memory, and when just compiled on disk) only once it links, so
+        // `is_cached` means "these bytes loaded before": deferring their linking to the first
+        // call (`registry::Code`) cannot hide a load failure.
+        {
+            let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= COMPILED_CACHE {
+                cache.clear();
+            }
+            cache.insert(key, component.clone());
+        }
+        if compiled_now {
+            self.persist(&key, &component);
+        }
+        Ok(pre)
     }
 
     /// Whether code compiled from bytes with this SHA-256 is cached (in memory, or on disk for
-    /// this engine): these bytes compiled before, and preparing them again needs no compiler.
+    /// this engine and toolhost version): these bytes compiled and linked before, and preparing
+    /// them again needs no compiler.
     pub fn is_cached(&self, key: &[u8; 32]) -> bool {
         if self.compiled.lock().unwrap_or_else(|p| p.into_inner()).contains_key(key) {
             return true;
@@ -305,9 +314,9 @@ impl Runtime {
             .is_some_and(|dir| dir.join(format!("{}.cwasm", crate::discovery::hex(key))).is_file())
     }
 
-    /// Compile, or load from the disk cache when this exact content was compiled before by a
-    /// compatible engine.
-    fn compile(&self, name: &str, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<Component> {
+    /// Load from the disk cache when this exact content was compiled before by a compatible
+    /// engine, or compile (`true`: compiled now, not yet in the disk cache).
+    fn load_or_compile(&self, name: &str, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<(Component, bool)> {
         let fresh = || {
             // Compilation is the one slow step (seconds for a large plugin): say so.
             tracing::info!("compiling {name} ({} KiB)…", bytes.len() / 1024);
@@ -316,7 +325,7 @@ impl Runtime {
             tracing::info!("compiled {name} in {:.2}s", t.elapsed().as_secs_f64());
             c
         };
-        let Some(dir) = &self.disk_cache else { return Ok(fresh()?) };
+        let Some(dir) = &self.disk_cache else { return Ok((fresh()?, true)) };
         let hex = crate::discovery::hex(key);
         let path = dir.join(format!("{hex}.cwasm"));
         if path.is_file() {
@@ -326,20 +335,28 @@ impl Runtime {
             // SHA-256 of the plugin bytes, under a directory keyed by this engine's
             // compatibility hash; plugin folders are never read this way. Cache entries are
             // never written in place: a new one is written to a temporary name and renamed
-            // over (below), and an unusable one is unlinked, so a mapped file's contents stay
+            // over (`persist`), and an unusable one is unlinked, so a mapped file's contents stay
             // as they were. Mapping instead of reading saves copying the code twice (into a
             // buffer, then into executable memory) on every start: the issue-#16 start-up rows.
             #[allow(unsafe_code)] // the only unsafe in the host; see SAFETY above
             let loaded = unsafe { Component::deserialize_file(&self.engine, &path) };
             match loaded {
-                Ok(c) => return Ok(c),
+                Ok(c) => return Ok((c, false)),
                 Err(e) => {
                     tracing::warn!("ignoring unusable cached code {}: {e:#}", path.display());
                     let _ = std::fs::remove_file(&path);
                 }
             }
         }
-        let component = fresh()?;
+        Ok((fresh()?, true))
+    }
+
+    /// Write compiled code to the disk cache: to a temporary name, then renamed over (entries
+    /// are mapped by running hosts, so never written in place).
+    fn persist(&self, key: &[u8; 32], component: &Component) {
+        let Some(dir) = &self.disk_cache else { return };
+        let hex = crate::discovery::hex(key);
+        let path = dir.join(format!("{hex}.cwasm"));
         match component.serialize() {
             Ok(code) => {
                 let tmp = dir.join(format!(".{hex}.{}.tmp", std::process::id()));
@@ -350,7 +367,6 @@ impl Runtime {
             }
             Err(e) => tracing::warn!("cannot serialize compiled code: {e}"),
         }
-        Ok(component)
     }
 }
 

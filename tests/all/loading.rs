@@ -53,6 +53,13 @@ fn bad_files_are_reported_and_skipped() {
     let imports = reason(&reg, "imports.wasm");
     assert!(imports.contains("cannot load component") && imports.contains("acme:nope/thing"), "{imports}");
     assert_eq!(reg.failures().len(), 8, "{:?}", reg.failures());
+
+    // Loaded again (its code now compiled once in this engine), a component that does not link
+    // is still a load failure, not a tool that fails on its first call.
+    let again = env.registry();
+    assert!(again.get("x").is_none());
+    let imports = reason(&again, "imports.wasm");
+    assert!(imports.contains("cannot load component") && imports.contains("acme:nope/thing"), "{imports}");
 }
 
 #[test]
