@@ -110,6 +110,54 @@ const RETRY_AFTER_S: &str = "1";
 
 type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
 
+/// MCP `POST` responses whose body has not been sent in full. A call that finishes during the
+/// drain has its answer still on the way through rmcp to the client when the drain sees no call
+/// in flight: sessions are ended only once these are done (or after [`FLUSH_WAIT`]).
+#[derive(Clone, Default)]
+struct OpenAnswers(Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>);
+
+/// Held by a response body until hyper has sent it (or dropped it).
+struct OpenAnswer(OpenAnswers);
+
+impl Drop for OpenAnswer {
+    fn drop(&mut self) {
+        let (count, notify) = &*self.0.0;
+        if count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            notify.notify_waiters();
+        }
+    }
+}
+
+impl OpenAnswers {
+    /// `resp`, counted until its body is done.
+    fn track(&self, resp: hyper::Response<Body>) -> hyper::Response<Body> {
+        use http_body_util::BodyExt;
+        self.0.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let open = OpenAnswer(self.clone());
+        resp.map(move |body| {
+            body.map_frame(move |frame| {
+                let _held = &open;
+                frame
+            })
+            .boxed()
+        })
+    }
+
+    /// Until no tracked response is open.
+    async fn idle(&self) {
+        let (count, notify) = &*self.0;
+        loop {
+            let notified = notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
     use http_body_util::{BodyExt, Full};
     let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from_static(body.as_bytes())).boxed());
@@ -175,6 +223,7 @@ pub async fn serve_http(
         config,
     );
     let host_service = options.service.clone();
+    let answers = OpenAnswers::default();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let (drained_tx, mut drained_rx) = tokio::sync::watch::channel(false);
@@ -207,10 +256,12 @@ pub async fn serve_http(
         let service = service.clone();
         let tokens = tokens.clone();
         let host_service = host_service.clone();
+        let answers = answers.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
+            let answers = answers.clone();
             async move {
                 let path = req.uri().path();
                 let get = req.method() == hyper::Method::GET;
@@ -277,7 +328,9 @@ pub async fn serve_http(
                     );
                     return Ok(resp);
                 }
-                Ok(service.handle(req).await)
+                let post = req.method() == hyper::Method::POST;
+                let resp = service.handle(req).await;
+                Ok(if post { answers.track(resp) } else { resp })
             }
         });
         let io = hyper_util::rt::TokioIo::new(stream);
@@ -290,8 +343,12 @@ pub async fn serve_http(
         });
     }
     drop(listener);
-    // Every call has its outcome: end rmcp's sessions and streams, let connections deliver
-    // what they hold (each closes after its current response), then return.
+    // Every call has its outcome; the last answers may still be on their way through rmcp:
+    // let them be sent, then end rmcp's sessions and streams, let connections deliver what they
+    // hold (each closes after its current response), and return.
+    if tokio::time::timeout(FLUSH_WAIT, answers.idle()).await.is_err() {
+        tracing::debug!("MCP HTTP: answers still open after {FLUSH_WAIT:?}; ending the sessions");
+    }
     sessions.cancel();
     if tokio::time::timeout(FLUSH_WAIT, graceful.shutdown()).await.is_err() {
         tracing::debug!("MCP HTTP: connections still open after {FLUSH_WAIT:?}; closing them");
