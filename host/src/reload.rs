@@ -143,23 +143,18 @@ impl Reloader {
             discovery::scan(&self.config.plugins_dir, self.config.max_plugin_bytes)?;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut to_load: Vec<(Candidate, [u8; 32])> = Vec::new();
+        let mut to_load: Vec<Candidate> = Vec::new();
         for c in candidates {
             seen.insert(c.path.clone());
-            let hash = c.hash;
-            if files.get(&c.path).is_some_and(|f| f.hash == hash) {
+            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
                 continue; // unchanged content: nothing to do
             }
-            to_load.push((c, hash));
+            to_load.push(c);
         }
-        let loaded = registry::load_all(
-            &self.runtime,
-            &self.config,
-            &to_load.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
-        );
-        for ((c, hash), result) in to_load.into_iter().zip(loaded) {
+        let loaded = registry::load_all(&self.runtime, &self.config, &to_load);
+        for (c, result) in to_load.into_iter().zip(loaded) {
             let state = files.entry(c.path.clone()).or_default();
-            state.hash = hash;
+            state.hash = c.hash;
             match result {
                 Ok(p) => {
                     // Activated below, once its request is checked against the approvals.

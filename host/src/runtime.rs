@@ -3,7 +3,6 @@
 //! and the epoch ticker that turns wall-clock time into deadlines.
 
 use crate::sandbox::HostState;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -268,7 +267,7 @@ impl Runtime {
     /// message if the component imports something the host does not provide.
     /// `name` is only for progress messages.
     pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
-        self.prepare_hashed(name, &Sha256::digest(bytes).into(), bytes)
+        self.prepare_hashed(name, &crate::discovery::content_hash(bytes), bytes)
     }
 
     /// [`Runtime::prepare`] with the SHA-256 of `bytes` already computed (discovery computes
@@ -309,9 +308,13 @@ impl Runtime {
         if self.compiled.lock().unwrap_or_else(|p| p.into_inner()).contains_key(key) {
             return true;
         }
-        self.disk_cache
-            .as_ref()
-            .is_some_and(|dir| dir.join(format!("{}.cwasm", crate::discovery::hex(key))).is_file())
+        self.cache_file(key).is_some_and(|path| path.is_file())
+    }
+
+    /// Where the disk cache keeps the code compiled from bytes with this SHA-256.
+    fn cache_file(&self, key: &[u8; 32]) -> Option<PathBuf> {
+        let dir = self.disk_cache.as_ref()?;
+        Some(dir.join(format!("{}.cwasm", crate::discovery::hex(key))))
     }
 
     /// Load from the disk cache when this exact content was compiled before by a compatible
@@ -325,9 +328,7 @@ impl Runtime {
             tracing::info!("compiled {name} in {:.2}s", t.elapsed().as_secs_f64());
             c
         };
-        let Some(dir) = &self.disk_cache else { return Ok((fresh()?, true)) };
-        let hex = crate::discovery::hex(key);
-        let path = dir.join(format!("{hex}.cwasm"));
+        let Some(path) = self.cache_file(key) else { return Ok((fresh()?, true)) };
         if path.is_file() {
             // SAFETY: `deserialize_file` trusts its input to be wasmtime's own output, and maps
             // the file, so the file must not change while the code is in use. The file is in the
@@ -354,12 +355,10 @@ impl Runtime {
     /// Write compiled code to the disk cache: to a temporary name, then renamed over (entries
     /// are mapped by running hosts, so never written in place).
     fn persist(&self, key: &[u8; 32], component: &Component) {
-        let Some(dir) = &self.disk_cache else { return };
-        let hex = crate::discovery::hex(key);
-        let path = dir.join(format!("{hex}.cwasm"));
+        let Some(path) = self.cache_file(key) else { return };
         match component.serialize() {
             Ok(code) => {
-                let tmp = dir.join(format!(".{hex}.{}.tmp", std::process::id()));
+                let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
                 if let Err(e) = std::fs::write(&tmp, code).and_then(|_| std::fs::rename(&tmp, &path)) {
                     tracing::warn!("cannot write compile cache {}: {e}", path.display());
                     let _ = std::fs::remove_file(&tmp);
