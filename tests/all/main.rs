@@ -18,5 +18,6 @@ mod process;
 mod protocols;
 mod reliability;
 mod reload;
+mod security;
 mod service;
 mod support;

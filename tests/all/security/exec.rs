@@ -1,0 +1,1 @@
+//! Programs run for plugins are confined by the operating system (Landlock, namespaces), not only by their argument lists.

@@ -1,0 +1,1 @@
+//! MCP over HTTP cannot be held down by slow clients; /metrics is guarded like /mcp.

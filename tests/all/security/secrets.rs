@@ -1,0 +1,1 @@
+//! An injected secret cannot be recovered through what the server echoes back.

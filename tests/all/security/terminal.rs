@@ -1,0 +1,1 @@
+//! Plugin- and model-controlled text cannot take over the operator's terminal.
