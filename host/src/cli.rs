@@ -67,8 +67,9 @@ pub struct GlobalArgs {
     #[arg(long = "allow-net", global = true, value_name = "PLUGIN=HOST")]
     pub allow_net: Vec<String>,
     /// Let PLUGIN run PROGRAM (a name, resolved now by your PATH, or an absolute path) with any
-    /// arguments, an empty environment, in the workspace, if it requests it; its tools become
-    /// dangerous (confirmed per call) unless `[tool.NAME] danger = false`
+    /// arguments, an empty environment, in the workspace (read-only to it, no network), if it
+    /// requests it; its tools become dangerous (confirmed per call) unless `[tool.NAME] danger =
+    /// false`
     #[arg(long = "allow-run", global = true, value_name = "PLUGIN=PROGRAM")]
     pub allow_run: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)

@@ -312,6 +312,8 @@ mod linux {
                         supervise(pid as libc::pid_t);
                     }
                     // PID 1 of the namespace: when the supervisor dies, so does the namespace.
+                    // (Killed before this line, it takes this process with it anyway: the host
+                    // kills the whole process group, and this process is still in it.)
                     if prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                         return Err(io::Error::last_os_error());
                     }

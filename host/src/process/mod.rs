@@ -307,7 +307,7 @@ fn is_executable(p: &Path) -> bool {
 
 impl Config {
     /// `--allow-run PLUGIN=PROGRAM`: grant `plugin` (or `*`) the program, with any arguments,
-    /// no environment, in the workspace. A bare name is resolved now, by the operator's
+    /// no environment, in the workspace (read-only to it), no network. A bare name is resolved now, by the operator's
     /// `PATH` (the plugin never chooses the executable); `list` shows the absolute path.
     pub fn grant_run(&mut self, plugin: &str, program: &str) -> Result<(), ConfigError> {
         let path = if program.starts_with('/') {
