@@ -67,8 +67,9 @@ pub struct GlobalArgs {
     #[arg(long = "allow-net", global = true, value_name = "PLUGIN=HOST")]
     pub allow_net: Vec<String>,
     /// Let PLUGIN run PROGRAM (a name, resolved now by your PATH, or an absolute path) with any
-    /// arguments, an empty environment, in the workspace, if it requests it; its tools become
-    /// dangerous (confirmed per call) unless `[tool.NAME] danger = false`
+    /// arguments, an empty environment, in the workspace (read-only to it, no network), if it
+    /// requests it; its tools become dangerous (confirmed per call) unless `[tool.NAME] danger =
+    /// false`
     #[arg(long = "allow-run", global = true, value_name = "PLUGIN=PROGRAM")]
     pub allow_run: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
@@ -355,6 +356,9 @@ pub fn resolve_config(g: &GlobalArgs) -> Result<Config> {
     if g.no_cache {
         cfg.cache_dir = None;
     }
+    // Programs are run confined or not at all (unless the operator opts out): say so now.
+    crate::process::confine::check_support(crate::process::confine::landlock_abi(), &cfg)
+        .map_err(anyhow::Error::msg)?;
     Ok(cfg)
 }
 
@@ -989,6 +993,9 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         for m in &p.missing {
             out.push_str(&format!("  missing:   {} — grant with {}\n", m.what, m.how));
         }
+        for n in crate::process::shared_write_notes(&p.grants.exec, reg.plugins(), &config.workspace) {
+            out.push_str(&format!("  warning:   {n}\n"));
+        }
         if let Some(signer) = &p.signer {
             out.push_str(&format!("  signed by: {signer}\n"));
         }
@@ -1045,6 +1052,9 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                         "args": g.grant.args.as_ref().map(|a| a.iter().map(|p| p.text.clone()).collect::<Vec<_>>()),
                         "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                         "cwd": g.grant.cwd,
+                        "write": g.grant.write,
+                        "fs": g.grant.fs.iter().map(|p| json!({"path": p.path, "mode": p.mode})).collect::<Vec<_>>(),
+                        "network": g.grant.network,
                         "detach": g.grant.detach,
                     })).collect::<Vec<_>>(),
                 },

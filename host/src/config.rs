@@ -59,6 +59,9 @@ struct RawConfig {
     /// Approvals pinned in the config, for read-only plugin folders (see `approvals`).
     #[serde(default)]
     approvals: crate::approvals::RawApprovals,
+    /// How programs run for plugins are confined (see `process::confine`).
+    #[serde(default)]
+    process: crate::process::confine::RawProcess,
 }
 
 /// `[model]`: the model `toolhost chat` talks to.
@@ -506,6 +509,8 @@ pub struct Config {
     pub audit: crate::service::AuditSettings,
     /// `[approvals]`: approvals pinned in the config.
     pub approvals: crate::approvals::ApprovalLock,
+    /// `[process]`: how programs run for plugins are confined.
+    pub process: std::sync::Arc<crate::process::confine::ProcessSettings>,
 }
 
 /// The `[mcp]` section.
@@ -548,6 +553,7 @@ impl Default for Config {
             serve: crate::service::ServeSettings::default(),
             audit: crate::service::AuditSettings::default(),
             approvals: crate::approvals::ApprovalLock::default(),
+            process: Default::default(),
         }
     }
 }
@@ -759,6 +765,7 @@ impl Config {
         cfg.serve = crate::service::ServeSettings::resolve(raw.serve).map_err(&invalid)?;
         cfg.audit = crate::service::AuditSettings::resolve(raw.audit, base).map_err(&invalid)?;
         cfg.approvals = crate::approvals::ApprovalLock::resolve(raw.approvals).map_err(&invalid)?;
+        cfg.process = std::sync::Arc::new(raw.process.resolve().map_err(&invalid)?);
         Ok(cfg)
     }
 

@@ -193,6 +193,9 @@ pub struct DangerRequest {
     pub args: Vec<String>,
     /// SHA-256 of the plugin file that will run (an approval is bound to this version).
     pub plugin_hash: [u8; 32],
+    /// What the person should know besides the call, one line each (e.g. "git runs over files
+    /// plugins can write").
+    pub notes: Vec<String>,
 }
 
 /// An answer to a danger confirmation.
@@ -263,11 +266,12 @@ impl Confirm for TerminalConfirm {
                 return NoConfirm.confirm(req).await;
             }
             let shown = format!(
-                "toolhost: tool `{}` (plugin `{}`) is marked dangerous.\n  {}({})\nRun it? [y/N] ",
+                "toolhost: tool `{}` (plugin `{}`) is marked dangerous.\n  {}({})\n{}Run it? [y/N] ",
                 req.tool,
                 req.plugin,
                 req.tool,
-                req.args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
+                req.args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", "),
+                req.notes.iter().map(|n| format!("  note: {n}\n")).collect::<String>()
             );
             let answer = tokio::task::spawn_blocking(move || {
                 use std::io::Write;
@@ -383,6 +387,11 @@ impl Executor {
                 plugin: plugin.name.to_string(),
                 args: args.clone(),
                 plugin_hash: plugin.hash,
+                notes: crate::process::shared_write_notes(
+                    &plugin.grants.exec,
+                    registry.plugins(),
+                    &self.config.workspace,
+                ),
             };
             match self.config.danger {
                 DangerPolicy::Allow => rec.danger = Some(DangerRecord { decision: "allow", by: "policy" }),
@@ -487,6 +496,7 @@ impl Executor {
             workspace: self.config.workspace.clone(),
             deadline: Some(deadline),
             runs: 0,
+            settings: self.config.process.clone(),
         });
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);

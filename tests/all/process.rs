@@ -40,12 +40,8 @@ fn sys(toml: &str) -> Env {
 /// and env, and its `run` tool is not confirmed per call.
 pub fn grant_programs(config: &mut Config) {
     let g = |name: &str, args: Option<&[&str]>| ExecGrant {
-        name: name.into(),
-        program: PathBuf::from(bin(name)),
         args: args.map(|a| a.iter().map(|p| ArgPattern::new(p)).collect()),
-        env: vec![],
-        cwd: None,
-        detach: false,
+        ..ExecGrant::new(PathBuf::from(bin(name)))
     };
     let p = config.plugins.entry("sys".into()).or_default();
     p.exec = vec![
@@ -159,11 +155,72 @@ fn bad_exec_grants_are_config_errors() {
 }
 
 /// Whether `pid` is still a live process (a zombie counts as not running).
-fn running(pid: u32) -> bool {
+pub fn running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => false,
         Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
     }
+}
+
+/// The host's PIDs of the live processes whose command line contains `token` (a confined
+/// program runs in a PID namespace of its own: the PIDs it sees itself are not these).
+pub fn procs_with(token: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(token.len()).any(|w| w == token.as_bytes()))
+        })
+        .filter(|pid| running(*pid))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The parent of `pid`, as the host sees it.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Watch, on a thread, for `count` live processes whose command line contains `token`; their
+/// PIDs and parents as they were then, or what was found when `within` ran out.
+pub fn watch_for(
+    token: &'static str,
+    count: usize,
+    within: Duration,
+) -> std::thread::JoinHandle<Vec<(u32, Option<u32>)>> {
+    std::thread::spawn(move || {
+        let until = Instant::now() + within;
+        loop {
+            let found = procs_with(token);
+            if found.len() >= count || Instant::now() > until {
+                return found.into_iter().map(|p| (p, parent_of(p))).collect();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    })
+}
+
+/// Wait up to 3 s for `pids` to be gone.
+pub fn all_gone(pids: &[u32]) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    while pids.iter().any(|p| running(*p)) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !pids.iter().any(|p| running(*p))
+}
+
+/// Assert that `file` was written, and that nothing writes it any more.
+#[track_caller]
+pub fn assert_stopped_growing(file: &Path, what: &str) {
+    std::thread::sleep(Duration::from_millis(100));
+    let before = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    assert!(before > 0, "{what}: {} was never written (the test did not run)", file.display());
+    std::thread::sleep(Duration::from_millis(400));
+    let after = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(before, after, "{what}: {} is still being written", file.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,24 +232,25 @@ async fn a_program_past_the_deadline_is_killed_with_its_children() {
     let host = env.host_yes();
     let started = Instant::now();
     // The shell (the child) starts a grandchild and waits for it; both outlive the deadline.
-    let script = r#"["-c", "echo $$ > pids; sleep 30 & echo $! >> pids; wait"]"#;
+    let watch = watch_for("30.801", 2, Duration::from_secs(5));
+    let script = r#"["-c", "sleep 30.801 & wait"]"#;
     let e = err(&call(&host, "run", &["sh", script]).await, ErrorKind::Timeout);
     assert!(e.contains("timed out after 800 ms"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
-    let pids: Vec<u32> =
-        std::fs::read_to_string(env.ws("pids")).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
-    assert_eq!(pids.len(), 2, "{pids:?}");
-    let until = Instant::now() + Duration::from_secs(3);
-    while pids.iter().any(|p| running(*p)) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
+    let seen = watch.join().unwrap();
+    let pids: Vec<u32> = seen.iter().map(|(p, _)| *p).collect();
+    assert_eq!(pids.len(), 2, "the shell and its sleep were seen running: {seen:?}");
+    // The shell's parent is the host's own child (the program's supervisor).
+    let supervisor = seen.iter().find_map(|(_, parent)| parent.filter(|pp| !pids.contains(pp)));
+    assert!(all_gone(&pids), "the child and grandchild are dead: {pids:?}");
+    // The host's child was reaped: no zombie of ours is left behind.
+    if let Some(sup) = supervisor.filter(|p| *p != std::process::id()) {
+        let until = Instant::now() + Duration::from_secs(3);
+        while Path::new(&format!("/proc/{sup}")).exists() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!Path::new(&format!("/proc/{sup}")).exists(), "the child ({sup}) was reaped");
     }
-    assert!(!running(pids[0]) && !running(pids[1]), "the child and grandchild are dead: {pids:?}");
-    // The child was reaped (no zombie of ours is left behind).
-    let until = Instant::now() + Duration::from_secs(3);
-    while Path::new(&format!("/proc/{}", pids[0])).exists() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!Path::new(&format!("/proc/{}", pids[0])).exists(), "the child was reaped");
     // The host goes on serving.
     let e = err(&call(&host, "run", &["sh", r#"["-c", "exit 3"]"#]).await, ErrorKind::ToolError);
     assert!(e.contains("sh exited with code 3"), "{e}");
@@ -201,15 +259,17 @@ async fn a_program_past_the_deadline_is_killed_with_its_children() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leftovers_of_a_finished_program_are_killed_unless_detached() {
     let sh = bin("sh");
-    let script = r#"["-c", "sleep 30 > /dev/null 2>&1 & echo $! > pid"]"#;
-    let env = sys(&format!("[plugin.sys]\nexec = [{{ program = \"{sh}\", env = [\"PATH\"] }}]\n"));
-    ok(&call(&env.host_yes(), "run", &["sh", script]).await);
-    let pid: u32 = std::fs::read_to_string(env.ws("pid")).unwrap().trim().parse().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!running(pid), "a process left behind by a finished program is killed");
-
+    // The program may write the workspace: its leftover keeps appending to a file there.
+    let script = r#"["-c", "(while :; do echo x >> grows; sleep 0.05; done) > /dev/null 2>&1 & sleep 0.3"]"#;
     let env =
-        sys(&format!("[plugin.sys]\nexec = [{{ program = \"{sh}\", env = [\"PATH\"], detach = true }}]\n"));
+        sys(&format!("[plugin.sys]\nexec = [{{ program = \"{sh}\", env = [\"PATH\"], write = true }}]\n"));
+    ok(&call(&env.host_yes(), "run", &["sh", script]).await);
+    assert_stopped_growing(&env.ws("grows"), "a process left behind by a finished program is killed");
+
+    let script = r#"["-c", "sleep 30 > /dev/null 2>&1 & echo $! > pid"]"#;
+    let env = sys(&format!(
+        "[plugin.sys]\nexec = [{{ program = \"{sh}\", env = [\"PATH\"], write = true, detach = true }}]\n"
+    ));
     ok(&call(&env.host_yes(), "run", &["sh", script]).await);
     let pid: u32 = std::fs::read_to_string(env.ws("pid")).unwrap().trim().parse().unwrap();
     std::thread::sleep(Duration::from_millis(200));
@@ -291,8 +351,10 @@ fn allow_run_on_the_command_line() {
 async fn desktop_tools_call_the_granted_launchers() {
     let tools = tempfile::tempdir().unwrap();
     let (wmctrl, gtk) = (fake(tools.path(), "wmctrl"), fake(tools.path(), "gtk-launch"));
+    // The fakes log their calls in their own folder: the grants let them write there.
+    let log = format!("fs = [{{ path = \"{}\", mode = \"rw\" }}]", tools.path().display());
     let env = sys(&format!(
-        "[plugin.sys]\nexec = [{{ program = \"{wmctrl}\" }}, {{ program = \"{gtk}\", detach = true }}]\n"
+        "[plugin.sys]\nexec = [{{ program = \"{wmctrl}\", {log} }}, {{ program = \"{gtk}\", {log}, detach = true }}]\n"
     ));
     let host = env.host_yes();
     assert_eq!(ok(&call(&host, "list_apps", &[]).await), "wmctrl\n[-l]\n[-x]\n");
@@ -453,7 +515,10 @@ async fn web_search_asks_the_configured_backend() {
 async fn browse_opens_the_page_with_the_granted_launcher_only_on_a_desktop() {
     let tools = tempfile::tempdir().unwrap();
     let xdg = fake(tools.path(), "xdg-open");
-    let grant = format!("exec = [{{ program = \"{xdg}\", detach = true }}]\n");
+    let grant = format!(
+        "exec = [{{ program = \"{xdg}\", fs = [{{ path = \"{}\", mode = \"rw\" }}], detach = true }}]\n",
+        tools.path().display()
+    );
     // A desktop session (DISPLAY given to the plugin by the operator).
     let env = env_with(
         &[plugin_artifacts::WEB],

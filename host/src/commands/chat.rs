@@ -476,6 +476,9 @@ impl Confirm for LineConfirm {
             if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
                 return NoConfirm.confirm(req).await;
             }
+            for n in &req.notes {
+                eprintln!("    ⚠ {n}");
+            }
             eprint!(
                 "    ⚠ `{}` (plugin `{}`) is dangerous: {}({}) — run it? [y/N] ",
                 req.tool,

@@ -335,6 +335,7 @@ mod tests {
             plugin: "files".into(),
             args: args.iter().map(|s| s.to_string()).collect(),
             plugin_hash: [7; 32],
+            notes: Vec::new(),
         }
     }
 

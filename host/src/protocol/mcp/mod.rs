@@ -254,10 +254,11 @@ fn question(req: &DangerRequest) -> Result<(String, ElicitationSchema), String> 
     let shown: Vec<String> =
         req.args.iter().map(|a| format!("{:?}", a.chars().take(200).collect::<String>())).collect();
     let message = format!(
-        "Allow the dangerous tool `{}` (plugin `{}`) to run with arguments ({})? Set approve to true to allow.",
+        "Allow the dangerous tool `{}` (plugin `{}`) to run with arguments ({})?{} Set approve to true to allow.",
         req.tool,
         req.plugin,
-        shown.join(", ")
+        shown.join(", "),
+        req.notes.iter().map(|n| format!(" Note: {n}.")).collect::<String>()
     );
     Ok((message, schema))
 }

@@ -11,22 +11,30 @@
 //! 4. the arguments: at most [`MAX_ARGS`] of at most [`MAX_ARGS_BYTES`] in all, no NUL, and
 //!    matching one of the grant's argument patterns if it has any;
 //! 5. the spawn: argv only (no shell, so `;`, `|`, `$(…)` are literal characters of one
-//!    argument), a cleared environment plus the variables granted for that program, stdin
-//!    closed, cwd the workspace (or the grant's `cwd`), its own process group;
+//!    argument), a cleared environment plus the variables granted for that program (by name,
+//!    and `set_env` values), stdin closed, cwd the workspace (or the grant's `cwd`), its own
+//!    process group, and **confined by the operating system** ([`confine`]: Landlock to the
+//!    system paths, its working directory — read-only unless `write = true` — and the grant's
+//!    `fs` paths; no network unless `network = true`; a PID namespace of its own);
 //! 6. stdout and stderr are captured up to [`MAX_OUTPUT_BYTES`] each; past that the process
 //!    group is killed and the output marked truncated;
-//! 7. at the call's deadline the whole process group is killed, the child reaped, and the call
-//!    ends as a timeout. When the program exits, processes it left behind in its group are
-//!    killed too, unless the grant says `detach = true` (desktop launchers such as `xdg-open`,
-//!    whose whole point is an application that outlives them; their output is not captured).
+//! 7. at the call's deadline the whole process group is killed (and with it the program's PID
+//!    namespace), the child reaped, and the call ends as a timeout. When the program exits,
+//!    every process it left behind is killed too, `setsid` and double forks included, unless
+//!    the grant says `detach = true` (desktop launchers such as `xdg-open`, whose whole point
+//!    is an application that outlives them; their output is not captured).
 //!
 //! Every refusal names the grant that would allow it. A plugin granted any program has all its
 //! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
 
+pub mod confine;
+
 use crate::config::{Config, ConfigError};
+use crate::manifest::FsMode;
 use crate::runtime::toolhost::plugin::process::{Host, Output};
 use crate::sandbox::{HostState, Missing, MissingKind};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -59,11 +67,32 @@ pub struct RawExec {
     /// Host environment variables the program gets (by name; everything else is cleared).
     #[serde(default)]
     env: Vec<String>,
+    /// Variables set to fixed values (e.g. git's `GIT_CONFIG_*` hardening).
+    #[serde(default)]
+    set_env: BTreeMap<String, String>,
     /// Working directory (default: the workspace).
     cwd: Option<PathBuf>,
+    /// The program may write its working directory (default: read only).
+    #[serde(default)]
+    write: bool,
+    /// Further files and directories the program may use.
+    #[serde(default)]
+    fs: Vec<RawExecPath>,
+    /// The program may use the network (default: none).
+    #[serde(default)]
+    network: bool,
     /// Processes the program leaves behind keep running after the call; output not captured.
     #[serde(default)]
     detach: bool,
+}
+
+/// One entry of an exec grant's `fs`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExecPath {
+    path: PathBuf,
+    /// Default: read-only.
+    mode: Option<FsMode>,
 }
 
 impl RawExec {
@@ -93,12 +122,33 @@ impl RawExec {
                 return Err(format!("{key}.env[{i}]: {var:?} is not a variable name"));
             }
         }
+        for (var, value) in &self.set_env {
+            if var.is_empty() || var.contains('=') || var.contains('\0') {
+                return Err(format!("{key}.set_env: {var:?} is not a variable name"));
+            }
+            if value.contains('\0') {
+                return Err(format!("{key}.set_env.{var}: the value contains a NUL character"));
+            }
+            if self.env.contains(var) {
+                return Err(format!(
+                    "{key}: {var} is in both `env` (the host's value) and `set_env` (a fixed value); keep one"
+                ));
+            }
+        }
         Ok(ExecGrant {
             name: program_name(&program),
             program,
             args,
             env: self.env,
+            set_env: self.set_env.into_iter().collect(),
             cwd: self.cwd.map(|c| base.join(c)),
+            write: self.write,
+            fs: self
+                .fs
+                .into_iter()
+                .map(|p| ExecPath { path: base.join(p.path), mode: p.mode.unwrap_or(FsMode::ReadOnly) })
+                .collect(),
+            network: self.network,
             detach: self.detach,
         })
     }
@@ -115,12 +165,43 @@ pub struct ExecGrant {
     pub args: Option<Vec<ArgPattern>>,
     /// Host environment variables passed to it (by name).
     pub env: Vec<String>,
+    /// Variables set to fixed values (these win over `env`).
+    pub set_env: Vec<(String, String)>,
     /// Working directory; `None`: the workspace.
     pub cwd: Option<PathBuf>,
+    /// It may write its working directory (otherwise read-only).
+    pub write: bool,
+    /// Further files and directories it may use.
+    pub fs: Vec<ExecPath>,
+    /// It may use the network (and local sockets).
+    pub network: bool,
     pub detach: bool,
 }
 
+/// A file or directory a granted program may use besides its working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecPath {
+    pub path: PathBuf,
+    pub mode: FsMode,
+}
+
 impl ExecGrant {
+    /// `program` with any arguments, no environment, in the workspace read-only, no network.
+    pub fn new(program: PathBuf) -> ExecGrant {
+        ExecGrant {
+            name: program_name(&program),
+            program,
+            args: None,
+            env: Vec::new(),
+            set_env: Vec::new(),
+            cwd: None,
+            write: false,
+            fs: Vec::new(),
+            network: false,
+            detach: false,
+        }
+    }
+
     /// `/usr/bin/git (args: status | log *)`, as `list` shows it.
     pub fn describe(&self) -> String {
         let mut s = self.program.display().to_string();
@@ -128,10 +209,25 @@ impl ExecGrant {
             let shown: Vec<&str> = p.iter().map(|p| p.text.as_str()).collect();
             s.push_str(&format!(" (args: {})", shown.join(" | ")));
         }
+        if self.write {
+            s.push_str(" (writes its directory)");
+        }
+        for p in &self.fs {
+            s.push_str(&format!(" (fs {}:{})", p.path.display(), p.mode));
+        }
+        if self.network {
+            s.push_str(" (network)");
+        }
         if self.detach {
             s.push_str(" (detached)");
         }
         s
+    }
+
+    /// The directories it works over: its working directory and its `fs` paths.
+    fn dirs<'a>(&'a self, workspace: &'a Path) -> impl Iterator<Item = &'a Path> {
+        std::iter::once(self.cwd.as_deref().unwrap_or(workspace))
+            .chain(self.fs.iter().map(|p| p.path.as_path()))
     }
 }
 
@@ -211,7 +307,7 @@ fn is_executable(p: &Path) -> bool {
 
 impl Config {
     /// `--allow-run PLUGIN=PROGRAM`: grant `plugin` (or `*`) the program, with any arguments,
-    /// no environment, in the workspace. A bare name is resolved now, by the operator's
+    /// no environment, in the workspace (read-only to it), no network. A bare name is resolved now, by the operator's
     /// `PATH` (the plugin never chooses the executable); `list` shows the absolute path.
     pub fn grant_run(&mut self, plugin: &str, program: &str) -> Result<(), ConfigError> {
         let path = if program.starts_with('/') {
@@ -227,14 +323,7 @@ impl Config {
                 ))
             })?
         };
-        let grant = ExecGrant {
-            name: program_name(&path),
-            program: path,
-            args: None,
-            env: Vec::new(),
-            cwd: None,
-            detach: false,
-        };
+        let grant = ExecGrant::new(path);
         let entry = self.plugins.entry(plugin.to_string()).or_default();
         if !entry.exec.iter().any(|g| g.program == grant.program) {
             entry.exec.push(grant);
@@ -294,10 +383,47 @@ pub fn effective(plugin: &str, requested: &[String], granted: &[ExecGrant]) -> (
         }
     }
     for g in granted.iter().filter(|g| is_requested(requested, &g.name)) {
-        let env = g.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
+        let mut env: Vec<(String, String)> =
+            g.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
+        env.extend(g.set_env.iter().cloned());
         out.granted.push(GrantedProgram { grant: g.clone(), env });
     }
     (out, missing)
+}
+
+/// For each program in `exec` whose working directory (or `fs` path) overlaps a directory a
+/// loaded plugin may write: `git runs over files plugins can write (files: /home/me/ws)`. Such a
+/// program reads what a plugin planted (a repository's hooks, a build file), so it is shown in
+/// `list` and in every danger confirmation of the plugin's tools.
+pub fn shared_write_notes(
+    exec: &ExecGrants,
+    plugins: &[Arc<crate::registry::LoadedPlugin>],
+    workspace: &Path,
+) -> Vec<String> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let overlap = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
+    let mut notes = Vec::new();
+    for g in &exec.granted {
+        let dirs: Vec<PathBuf> = g.grant.dirs(workspace).map(real).collect();
+        let writers: Vec<String> = plugins
+            .iter()
+            .flat_map(|p| p.grants.fs.iter().map(move |f| (p, f)))
+            .filter(|(_, f)| f.mode == FsMode::ReadWrite)
+            .filter(|(_, f)| {
+                let path = real(&f.host_path);
+                dirs.iter().any(|d| overlap(d, &path))
+            })
+            .map(|(p, f)| format!("{}: {}", p.name, f.host_path.display()))
+            .collect();
+        if !writers.is_empty() {
+            notes.push(format!(
+                "{} runs over files plugins can write ({})",
+                g.grant.name,
+                writers.join(", ")
+            ));
+        }
+    }
+    notes
 }
 
 fn is_requested(requested: &[String], name: &str) -> bool {
@@ -314,12 +440,21 @@ pub struct ProcessCall {
     /// The call's deadline; `None` (a store built without one) runs nothing.
     pub deadline: Option<Instant>,
     pub runs: u32,
+    /// `[process]`: how programs are confined.
+    pub settings: Arc<confine::ProcessSettings>,
 }
 
 impl ProcessCall {
     /// A call that may run nothing.
     pub fn none(plugin: Arc<str>) -> ProcessCall {
-        ProcessCall { plugin, exec: Arc::default(), workspace: PathBuf::from("/"), deadline: None, runs: 0 }
+        ProcessCall {
+            plugin,
+            exec: Arc::default(),
+            workspace: PathBuf::from("/"),
+            deadline: None,
+            runs: 0,
+            settings: Arc::default(),
+        }
     }
 
     /// Find the granted program `program` names, or say why there is none.
@@ -427,7 +562,27 @@ impl ProcessCall {
             g.grant.program.display(),
             cwd.display()
         );
-        spawn(&g, &args, &cwd, deadline).await
+        let confinement =
+            match confine::Confinement::prepare(&g.grant, &cwd, &self.settings, confine::landlock_abi()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(
+                        plugin = &*self.plugin,
+                        "refused to run {}: {e}",
+                        g.grant.program.display()
+                    );
+                    return Ok(Err(e));
+                }
+            };
+        if !confinement.landlocked() {
+            tracing::warn!(
+                plugin = &*self.plugin,
+                "running {} without Landlock ({})",
+                g.grant.program.display(),
+                confine::OPT_OUT
+            );
+        }
+        spawn(&g, &args, &cwd, deadline, confinement).await
     }
 }
 
@@ -500,6 +655,7 @@ async fn spawn(
     args: &[String],
     cwd: &Path,
     deadline: Instant,
+    confinement: confine::Confinement,
 ) -> wasmtime::Result<Result<Output, String>> {
     let program = &g.grant.program;
     let mut cmd = tokio::process::Command::new(program);
@@ -518,11 +674,20 @@ async fn spawn(
     // Its own process group, so the deadline can kill everything it started.
     #[cfg(unix)]
     cmd.process_group(0);
+    confine::install(&mut cmd, confinement);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                format!(
+                    " (confined: if this kernel refuses user namespaces, the operator can run programs unconfined with `{}`)",
+                    confine::OPT_OUT
+                )
+            } else {
+                String::new()
+            };
             return Ok(Err(format!(
-                "cannot start {} (granted as `{}`) in {}: {e}",
+                "cannot start {} (granted as `{}`) in {}: {e}{hint}",
                 program.display(),
                 g.grant.name,
                 cwd.display()
@@ -624,7 +789,11 @@ mod tests {
             program: program.into(),
             args: a.map(|v| v.into_iter().map(String::from).collect()),
             env: vec![],
+            set_env: BTreeMap::new(),
             cwd: None,
+            write: false,
+            fs: vec![],
+            network: false,
             detach: false,
         };
         let e = raw("git", None).resolve("plugin.sys.exec[0]", Path::new("/")).unwrap_err();
@@ -638,14 +807,7 @@ mod tests {
 
     #[test]
     fn only_requested_and_granted_programs_are_given() {
-        let g = |p: &str| ExecGrant {
-            name: program_name(Path::new(p)),
-            program: p.into(),
-            args: None,
-            env: vec![],
-            cwd: None,
-            detach: false,
-        };
+        let g = |p: &str| ExecGrant::new(p.into());
         let (exec, missing) =
             effective("sys", &args(&["git", "xdg-open"]), &[g("/usr/bin/git"), g("/bin/rm")]);
         assert_eq!(exec.granted.len(), 1, "rm was granted but not requested: not given");
