@@ -119,7 +119,9 @@ struct RawSecret {
     env: Option<String>,
     /// Or from this file (trailing newline removed).
     file: Option<PathBuf>,
-    /// Send it only to these hosts (patterns as in `net`); default: any host the plugin may reach.
+    /// Send it only to these origins: `host` (https on 443), `host:port` (https),
+    /// `http://host[:port]`; host patterns as in `net`. Default: https on port 443 of any host
+    /// the plugin may reach.
     #[serde(default)]
     hosts: Vec<String>,
 }
@@ -407,13 +409,16 @@ impl Default for NetSettings {
     }
 }
 
+/// The longest secret value accepted (bytes).
+pub const MAX_SECRET_BYTES: usize = 16 * 1024;
+
 /// Where a secret's value comes from. The value is read when a plugin is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretSource {
     pub name: String,
     pub from: SecretFrom,
-    /// Send only to hosts matching these patterns (empty: any host the plugin may reach).
-    pub hosts: Vec<String>,
+    /// Send only to these origins (empty: https on port 443 of any host the plugin may reach).
+    pub hosts: Vec<crate::net::SecretOrigin>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -433,6 +438,15 @@ impl SecretSource {
                 .trim_end_matches(['\n', '\r'])
                 .to_string(),
         };
+        if v.len() > MAX_SECRET_BYTES {
+            // Every response to a plugin holding it is read this far past its cut (see
+            // `net`), and a header this long is refused by most servers anyway.
+            return Err(format!(
+                "secret `{}` is {} bytes long, more than the {MAX_SECRET_BYTES} a secret may have",
+                self.name,
+                v.len()
+            ));
+        }
         if v.chars().count() < 8 {
             // Redaction replaces every occurrence of the value in outputs: a very short value
             // would garble them, and is not much of a secret either.
@@ -680,10 +694,12 @@ impl Config {
                     )));
                 }
             };
-            for (i, h) in sec.hosts.iter().enumerate() {
-                check_host_pattern(h).map_err(|m| invalid(format!("{key}.hosts[{i}]: {m}")))?;
-            }
-            cfg.secrets.insert(name.clone(), SecretSource { name, from, hosts: sec.hosts });
+            let hosts = (sec.hosts.iter().enumerate())
+                .map(|(i, h)| {
+                    crate::net::SecretOrigin::parse(h).map_err(|m| invalid(format!("{key}.hosts[{i}]: {m}")))
+                })
+                .collect::<Result<_, _>>()?;
+            cfg.secrets.insert(name.clone(), SecretSource { name, from, hosts });
         }
         cfg.mcp = resolve_mcp(raw.mcp, &cfg.secrets, base).map_err(invalid)?;
         for (name, p) in raw.plugin {
@@ -1035,6 +1051,8 @@ mod tests {
         std::fs::write(&file, "abc\n").unwrap();
         let short = SecretSource { name: "t".into(), from: SecretFrom::File(file.clone()), hosts: vec![] };
         assert!(short.read().unwrap_err().contains("shorter than 8 characters"));
+        std::fs::write(&file, "x".repeat(MAX_SECRET_BYTES + 1)).unwrap();
+        assert!(short.read().unwrap_err().contains("more than the 16384"));
         std::fs::write(&file, "a-long-enough-value\n").unwrap();
         assert_eq!(short.read().unwrap(), "a-long-enough-value", "the trailing newline is not part of it");
         let unset = SecretSource {
@@ -1072,6 +1090,23 @@ mod tests {
         assert!(e.contains("no secret `gh` is defined"), "{e}");
         let e = parse("[secrets.gh]\nenv = \"A\"\nfile = \"b\"").unwrap_err();
         assert!(e.contains("secrets.gh: give exactly one"), "{e}");
+        let e =
+            parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"https://api.github.com/v3\"]")
+                .unwrap_err();
+        assert!(e.contains("secrets.gh.hosts[1]") && e.contains("not an origin"), "{e}");
+        let e = parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"ftp://x.org\"]").unwrap_err();
+        assert!(e.contains("secrets.gh.hosts[0]") && e.contains("scheme `ftp` is not allowed"), "{e}");
+    }
+
+    #[test]
+    fn secret_hosts_are_origins() {
+        let c = parse(
+            "[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"http://127.0.0.1:8080\", \"*.example.com:8443\"]\n[secrets.any]\nenv = \"B\"",
+        )
+        .unwrap();
+        let hosts: Vec<String> = c.secrets["gh"].hosts.iter().map(ToString::to_string).collect();
+        assert_eq!(hosts, ["https://api.github.com", "http://127.0.0.1:8080", "https://*.example.com:8443"]);
+        assert!(c.secrets["any"].hosts.is_empty(), "no hosts: https on 443, decided by `net`");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!    cannot reach the host's own services. Resolution happens in the client's resolver, so
 //!    the address checked is the address connected to;
 //! 5. redirects are followed by this module (never by reqwest), each hop checked as above;
-//!    secret headers are dropped when a redirect leaves the original host;
+//!    secret headers (and `Authorization`, `Cookie`) are dropped as soon as a redirect changes
+//!    the origin — scheme, host or port;
 //! 6. a timeout (the sooner of `[net] timeout_ms` and the call's own deadline) and a response
 //!    size cap (the body is cut and marked `truncated`);
 //! 7. a request body cap (`[net] max_request_kb`, refused before anything is sent) and a
@@ -21,8 +22,52 @@
 //!    bodies received; a response is cut at what is left, a request that does not fit is
 //!    refused).
 //!
-//! Secrets are injected as headers the plugin names; their values are redacted from response
-//! headers and bodies before the guest sees them, and from everything a call returns.
+//! # Secrets
+//!
+//! A secret is injected as a header the plugin names, only on a request to an origin the
+//! operator bound it to ([`SecretOrigin`]: `[secrets.NAME] hosts`, https on port 443 unless an
+//! entry says otherwise). Its value never enters the guest. What a server sends back is the
+//! risk: a server that echoes request headers would hand the value to the plugin. So, for a
+//! plugin that holds any secret (whether or not this request carries one — a server may store
+//! what an earlier request sent):
+//!
+//! - **No redaction, refusal.** A response that contains the value of one of the plugin's
+//!   secrets — in a header of any hop, in the final URL, in the body — is refused as a whole
+//!   (an `Err` naming the secret and where it was), never returned masked. Masking is an
+//!   oracle: a plugin that sends a guess in a header and sees it come back masked or not
+//!   learns whether it guessed right, and a masked response still shows where the value
+//!   stood and how long it was. An error the host would return is checked the same way.
+//! - **Truncation cannot cut a secret.** A body cut at the response cap or at the end of the
+//!   transfer budget could end inside a reflected value, and a cut value is not the value:
+//!   the whole-value check would not see it, and the plugin would read its first bytes. So the
+//!   host reads `L - 1` bytes past the cut (`L`: the length of the plugin's longest secret),
+//!   checks that whole window for whole values, and only then cuts. Any occurrence that
+//!   starts before the cut ends inside the window, so it is seen and the response refused;
+//!   an occurrence that starts at or after the cut is not returned at all. The read-ahead stays
+//!   inside the transfer budget (when the budget is what cuts the body, the cut comes `L - 1`
+//!   bytes earlier), so the budget still holds exactly.
+//!
+//!   Why not check the cut itself (refuse when the body ends with the start of a secret)?
+//!   Because the plugin controls what the server echoes: it would put a guess at the cut and
+//!   learn from the refusal whether the guess is the start of the secret, one character at a
+//!   time. With the read-ahead, the only thing that decides a refusal is whether a *complete*
+//!   value occurs in bytes the host read, so a guess teaches the plugin exactly one thing:
+//!   whether that complete guess is the secret — no more than it could learn by sending the
+//!   guess to the server as a password.
+//! - **The host owns the encoding.** A gzip'd echo carries the value in a form no byte check
+//!   can see. The host sends `Accept-Encoding: identity` (whatever the plugin set), refuses
+//!   plugin-set `Range`, `If-Range` and `TE` (a partial body is a cut the host did not make),
+//!   and refuses a response that is content-encoded anyway, uses a transfer coding other
+//!   than `chunked`, or is partial content (206 or `Content-Range`).
+//!
+//! What cannot be caught: a server that transforms the value before echoing it (base64, hex,
+//! percent-encoding, case folding, compression without saying so, an excerpt it cuts itself)
+//! hands the plugin the secret in a form no check recognises. The value's *length* is not
+//! hidden either (a reflecting server's `Content-Length` shows it). Bind each secret to the
+//! origins that need it and grant it only to plugins whose servers do not reflect it.
+//!
+//! Values are still redacted from everything a call returns and from the plugin's log lines
+//! ([`redact`]): the guest never sees those, so the difference cannot teach it anything.
 
 use crate::config::NetSettings;
 // The request and response records of the WIT `http` interface, as bindgen generated them.
@@ -37,8 +82,8 @@ use std::time::{Duration, Instant};
 pub struct GrantedSecret {
     pub name: String,
     pub value: String,
-    /// Hosts it may be sent to (empty: any host the plugin may reach).
-    pub hosts: Vec<String>,
+    /// Origins it may be sent to (empty: [`SecretOrigin::any_https`]).
+    pub hosts: Vec<SecretOrigin>,
 }
 
 impl fmt::Debug for GrantedSecret {
@@ -48,6 +93,170 @@ impl fmt::Debug for GrantedSecret {
             .field("value", &"<redacted>")
             .field("hosts", &self.hosts)
             .finish()
+    }
+}
+
+impl GrantedSecret {
+    /// Whether the secret may be sent to `origin`.
+    pub fn allows(&self, origin: &Origin) -> bool {
+        if self.hosts.is_empty() {
+            SecretOrigin::any_https().allows(origin)
+        } else {
+            self.hosts.iter().any(|o| o.allows(origin))
+        }
+    }
+
+    /// Why it may not be sent to `origin`, with the line that would allow it.
+    fn refusal(&self, origin: &Origin) -> String {
+        let name = &self.name;
+        if self.hosts.is_empty() {
+            format!(
+                "secret `{name}` may only be sent over https on port 443 (it has no [secrets.{name}] hosts), not to {origin}; the operator can bind it there with [secrets.{name}] hosts = [\"{origin}\"]"
+            )
+        } else {
+            let list: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
+            format!(
+                "secret `{name}` may only be sent to {} (not {origin}); see [secrets.{name}] hosts",
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// Scheme, host and port of a URL: what a secret is bound to, and what a redirect must keep
+/// for secret headers to follow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Lower case; an IPv6 address without brackets.
+    pub host: String,
+    pub port: u16,
+}
+
+impl Origin {
+    /// The origin of an http(s) URL (`None` for other schemes or a URL without a host).
+    pub fn of(url: &reqwest::Url) -> Option<Origin> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return None;
+        }
+        let host = match url.host()? {
+            url::Host::Domain(d) => d.to_ascii_lowercase(),
+            url::Host::Ipv4(ip) => ip.to_string(),
+            url::Host::Ipv6(ip) => ip.to_string(),
+        };
+        Some(Origin { scheme: url.scheme().to_string(), host, port: url.port_or_known_default()? })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_origin(f, &self.scheme, &self.host, self.port)
+    }
+}
+
+fn write_origin(f: &mut fmt::Formatter<'_>, scheme: &str, host: &str, port: u16) -> fmt::Result {
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+    if Some(port) == default_port(scheme) {
+        write!(f, "{scheme}://{host}")
+    } else {
+        write!(f, "{scheme}://{host}:{port}")
+    }
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    }
+}
+
+/// An entry of `[secrets.NAME] hosts`: the origins a secret may be sent to. `api.example.com`
+/// (no scheme) is `https://api.example.com` on port 443; `http://127.0.0.1:8080` is exactly
+/// that origin; the host part is a pattern as in `net` (`*.example.com`, `*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretOrigin {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// A host pattern (`example.com`, `*.example.com`, `*`, an IP address).
+    pub host: String,
+    pub port: u16,
+}
+
+impl SecretOrigin {
+    /// Where a secret without `hosts` may go: any host the plugin may reach, over https, on
+    /// port 443.
+    pub fn any_https() -> SecretOrigin {
+        SecretOrigin { scheme: "https".into(), host: "*".into(), port: 443 }
+    }
+
+    /// Whether a request to `origin` matches.
+    pub fn allows(&self, origin: &Origin) -> bool {
+        self.scheme == origin.scheme && self.port == origin.port && host_matches(&self.host, &origin.host)
+    }
+
+    /// Parse one entry: `[scheme://]host[:port][/]`, scheme `https` (default) or `http`.
+    pub fn parse(entry: &str) -> Result<SecretOrigin, String> {
+        let (scheme, rest) = match entry.split_once("://") {
+            Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+            None => ("https".to_string(), entry),
+        };
+        let Some(default) = default_port(&scheme) else {
+            return Err(format!(
+                "{entry:?}: scheme `{scheme}` is not allowed; a secret is sent over https (the default) or http (write \"http://host:port\")"
+            ));
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '#', '@']) {
+            return Err(format!(
+                "{entry:?} is not an origin; a secret is bound to a scheme, host and port, without a path, query or user (write \"{scheme}://host\" or \"{scheme}://host:port\")"
+            ));
+        }
+        // `[v6]:port`, a bare IPv6 address, or `host[:port]`.
+        let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
+            let Some((v6, after)) = inner.split_once(']') else {
+                return Err(format!("{entry:?}: `[` without a closing `]`"));
+            };
+            if v6.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(format!("{entry:?}: `{v6}` in brackets is not an IPv6 address"));
+            }
+            match after {
+                "" => (v6.to_string(), None),
+                _ => match after.strip_prefix(':') {
+                    Some(p) => (v6.to_string(), Some(p)),
+                    None => return Err(format!("{entry:?}: expected `:port` after `]`")),
+                },
+            }
+        } else if rest.parse::<std::net::Ipv6Addr>().is_ok() {
+            (rest.to_string(), None)
+        } else {
+            match rest.split_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p)),
+                None => (rest.to_string(), None),
+            }
+        };
+        let port = match port {
+            None => default,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(format!("{entry:?}: port `{p}` is not a number from 1 to 65535")),
+            },
+        };
+        if crate::config::check_host_pattern(&host).is_err() {
+            return Err(format!(
+                "{entry:?}: `{host}` is not a host pattern; write `api.example.com`, `*.example.com`, `*` or an IP address (lower case), optionally with `http://` or `https://` before it and `:port` after it"
+            ));
+        }
+        // The form `Origin` uses, so `::1` and `0:0::1` are the same host.
+        let host = host.parse::<std::net::Ipv6Addr>().map(|ip| ip.to_string()).unwrap_or(host);
+        Ok(SecretOrigin { scheme, host, port })
+    }
+}
+
+impl fmt::Display for SecretOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_origin(f, &self.scheme, &self.host, self.port)
     }
 }
 
@@ -99,6 +308,19 @@ impl NetGrant {
     /// Every secret value with its name, for redaction.
     pub fn redactions(&self) -> impl Iterator<Item = (&str, &str)> {
         self.secrets.iter().map(|s| (s.name.as_str(), s.value.as_str()))
+    }
+
+    /// The name of the first secret whose whole value occurs in `bytes`.
+    pub fn reflected(&self, bytes: &[u8]) -> Option<&str> {
+        self.secrets
+            .iter()
+            .find(|s| !s.value.is_empty() && memchr::memmem::find(bytes, s.value.as_bytes()).is_some())
+            .map(|s| s.name.as_str())
+    }
+
+    /// The length in bytes of the longest secret value (0 without secrets).
+    pub fn longest_secret(&self) -> usize {
+        self.secrets.iter().map(|s| s.value.len()).max().unwrap_or(0)
     }
 
     fn check_host(&self, plugin: &str, host: &str) -> Result<(), String> {
@@ -263,10 +485,29 @@ const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 /// Headers a plugin may not set (the host decides them, or they would bypass the host checks).
 const RESERVED_HEADERS: [&str; 5] =
     ["host", "content-length", "transfer-encoding", "connection", "proxy-authorization"];
+/// Headers a plugin that holds secrets may not set: each asks the server for a part of the
+/// body (a cut the host did not make) or for a transfer coding the host would have to undo.
+/// (`Accept-Encoding` is not refused but replaced: the host sends `identity`.)
+const PARTIAL_HEADERS: [&str; 3] = ["range", "if-range", "te"];
 
 impl NetCall {
     /// Serve one request from the guest. Every refusal is an `Err` for the plugin.
     pub async fn send(&mut self, req: Request) -> Result<Response, String> {
+        let r = self.send_checked(req).await;
+        // Last line of defence: no error text carries a secret either (a URL a server sent
+        // can end up in one). Replaced whole, like a response, never masked.
+        if let Err(e) = &r
+            && let Some(name) = self.grant.reflected(e.as_bytes())
+        {
+            return Err(format!(
+                "the request failed, and the host's error would contain the value of secret `{name}`; nothing of it is returned to plugin `{}`",
+                self.plugin
+            ));
+        }
+        r
+    }
+
+    async fn send_checked(&mut self, req: Request) -> Result<Response, String> {
         if self.grant.is_empty() {
             // Name the host the plugin tried, so the hint is a line the operator can paste.
             let host = reqwest::Url::parse(&req.url)
@@ -313,13 +554,34 @@ impl NetCall {
         }
         let mut method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
         let mut url = reqwest::Url::parse(&req.url).map_err(|e| format!("invalid URL {:?}: {e}", req.url))?;
-        let first_host = self.check_url(&url)?;
+        let mut origin = self.check_url(&url)?;
+        // A plugin that holds secrets gets every response checked for them (see the module
+        // docs), so the host decides that the body comes whole and unencoded.
+        let guarded = !self.grant.secrets.is_empty();
 
         let mut headers = reqwest::header::HeaderMap::new();
-        for (name, value) in &req.headers {
+        let secret_header_names = req.secret_headers.iter().map(|s| &s.name);
+        for name in req.headers.iter().map(|(n, _)| n).chain(secret_header_names) {
             let lower = name.to_ascii_lowercase();
             if RESERVED_HEADERS.contains(&lower.as_str()) {
                 return Err(format!("header `{name}` is set by the host and cannot be set by a plugin"));
+            }
+            if guarded && PARTIAL_HEADERS.contains(&lower.as_str()) {
+                return Err(format!(
+                    "header `{name}` cannot be set by plugin `{}`: it holds secrets, so the host asks for whole, unencoded responses, which it checks for them",
+                    self.plugin
+                ));
+            }
+        }
+        if let Some(s) = req.secret_headers.iter().find(|s| s.name.eq_ignore_ascii_case("accept-encoding")) {
+            return Err(format!(
+                "secret `{}` cannot be sent as `{}`: the host sets that header",
+                s.secret, s.name
+            ));
+        }
+        for (name, value) in &req.headers {
+            if guarded && name.eq_ignore_ascii_case("accept-encoding") {
+                continue; // the host's `identity` below, whatever the plugin asked for
             }
             let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("invalid header name {name:?}"))?;
@@ -338,11 +600,8 @@ impl NetCall {
                     p = self.plugin
                 ));
             };
-            if !s.hosts.is_empty() && !s.hosts.iter().any(|p| host_matches(p, &first_host)) {
-                return Err(format!(
-                    "secret `{secret}` may only be sent to {} (not {first_host}); see [secrets.{secret}] hosts",
-                    s.hosts.join(", ")
-                ));
+            if !s.allows(&origin) {
+                return Err(s.refusal(&origin));
             }
             let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("invalid header name {name:?}"))?;
@@ -351,6 +610,11 @@ impl NetCall {
             v.set_sensitive(true);
             headers.insert(n.clone(), v);
             secret_names.push(n);
+        }
+        if guarded {
+            // After the secret headers, so a plugin's own headers keep their order.
+            let identity = reqwest::header::HeaderValue::from_static("identity");
+            headers.insert(reqwest::header::ACCEPT_ENCODING, identity);
         }
         // Shared, not copied, for each hop that resends it.
         let mut body = req.body.map(bytes::Bytes::from);
@@ -369,6 +633,8 @@ impl NetCall {
                 describe(&e, &url, remaining)
                     .replace("for the plugin", &format!("in [plugin.{}] of toolhost.toml", self.plugin))
             })?;
+            // Every hop's headers, before anything of them (a Location) is used.
+            self.check_headers(&resp, &url)?;
             let status = resp.status();
             if !status.is_redirection() || status == reqwest::StatusCode::NOT_MODIFIED {
                 break resp;
@@ -386,9 +652,12 @@ impl NetCall {
                     self.settings.max_redirects
                 ));
             }
-            let next_host = self.check_url(&next).map_err(|e| format!("redirect from {url} refused: {e}"))?;
-            if next_host != first_host || next.scheme() != url.scheme() {
-                // Like browsers: credentials do not follow a redirect to another origin.
+            let next_origin =
+                self.check_url(&next).map_err(|e| format!("redirect from {url} refused: {e}"))?;
+            if next_origin != origin {
+                // Like browsers, and stricter: credentials do not follow a redirect to another
+                // origin — another scheme (https to http) or port of the same host included.
+                // Once dropped they stay dropped, even if a later hop comes back.
                 for n in &secret_names {
                     headers.remove(n);
                 }
@@ -403,32 +672,38 @@ impl NetCall {
                 headers.remove(reqwest::header::CONTENT_TYPE);
             }
             url = next;
+            origin = next_origin;
         };
 
         let status = response.status().as_u16();
         let final_url = response.url().to_string();
+        if let Some(name) = self.grant.reflected(final_url.as_bytes()) {
+            return Err(format!(
+                "the URL that answered (after redirects) contains the value of secret `{name}`; the response is refused as a whole: nothing of it is returned to plugin `{}`",
+                self.plugin
+            ));
+        }
+        if guarded {
+            self.check_whole_and_unencoded(&response, &url)?;
+        }
         let resp_headers: Vec<(String, String)> = response
             .headers()
             .iter()
-            .map(|(k, v)| (k.to_string(), self.redact(&String::from_utf8_lossy(v.as_bytes()))))
+            .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect();
-        let (body, truncated) = self.read_body(response, &final_url).await?;
+        let (body, truncated) = self.read_body(response, &url).await?;
         Ok(Response { status, url: final_url, headers: resp_headers, body, truncated })
     }
 
-    /// Check scheme, host grant and (for IP literals) the address; returns the host.
-    fn check_url(&mut self, url: &reqwest::Url) -> Result<String, String> {
+    /// Check scheme, host grant and (for IP literals) the address; returns the origin.
+    fn check_url(&mut self, url: &reqwest::Url) -> Result<Origin, String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("scheme `{}` is not allowed (http and https only): {url}", url.scheme()));
         }
-        let host = match url.host() {
-            Some(url::Host::Domain(d)) => d.to_ascii_lowercase(),
-            Some(url::Host::Ipv4(ip)) => ip.to_string(),
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(format!("URL has no host: {url}")),
-        };
-        if let Err(e) = self.grant.check_host(&self.plugin, &host) {
-            self.refused.push(Refusal::Host(host));
+        let Some(origin) = Origin::of(url) else { return Err(format!("URL has no host: {url}")) };
+        let host = &origin.host;
+        if let Err(e) = self.grant.check_host(&self.plugin, host) {
+            self.refused.push(Refusal::Host(host.clone()));
             return Err(e);
         }
         if !self.grant.private
@@ -440,7 +715,66 @@ impl NetCall {
                 self.plugin
             ));
         }
-        Ok(host)
+        Ok(origin)
+    }
+
+    /// The refusal of a response that contains the value of secret `name`.
+    fn reflection(&self, url: &reqwest::Url, name: &str, place: &str) -> String {
+        format!(
+            "the response from {url} contains the value of secret `{name}` in {place}; it is refused as a whole (a plugin never receives a response that reflects one of its secrets): nothing of it is returned to plugin `{}`",
+            self.plugin
+        )
+    }
+
+    /// Refuse a response with a secret in a header name or value.
+    fn check_headers(&self, response: &reqwest::Response, url: &reqwest::Url) -> Result<(), String> {
+        if self.grant.secrets.is_empty() {
+            return Ok(());
+        }
+        for (k, v) in response.headers() {
+            let found =
+                self.grant.reflected(k.as_str().as_bytes()).or_else(|| self.grant.reflected(v.as_bytes()));
+            if let Some(name) = found {
+                return Err(self.reflection(url, name, &format!("its `{}` header", k.as_str())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse what the host cannot check byte for byte: an encoded or partial body.
+    fn check_whole_and_unencoded(
+        &self,
+        response: &reqwest::Response,
+        url: &reqwest::Url,
+    ) -> Result<(), String> {
+        let why = format!(
+            "plugin `{}` holds secrets, and the host returns only bodies it can check for them (it asked for `Accept-Encoding: identity` and no range)",
+            self.plugin
+        );
+        let h = response.headers();
+        let value = |name| h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        for coding in value(reqwest::header::CONTENT_ENCODING) {
+            for c in coding.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                if !c.eq_ignore_ascii_case("identity") {
+                    return Err(format!("the response from {url} is content-encoded ({c}); refused: {why}"));
+                }
+            }
+        }
+        for coding in value(reqwest::header::TRANSFER_ENCODING) {
+            for c in coding.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                if !c.eq_ignore_ascii_case("chunked") {
+                    return Err(format!("the response from {url} uses transfer coding {c}; refused: {why}"));
+                }
+            }
+        }
+        if response.status() == reqwest::StatusCode::PARTIAL_CONTENT
+            || h.contains_key(reqwest::header::CONTENT_RANGE)
+        {
+            return Err(format!(
+                "the response from {url} is partial content (a range of the body); refused: {why}"
+            ));
+        }
+        Ok(())
     }
 
     /// Bytes this call may still send or receive.
@@ -471,26 +805,34 @@ impl NetCall {
         Ok(left.min(Duration::from_millis(self.settings.timeout_ms)))
     }
 
+    /// Read the body up to the cap; for a plugin with secrets, read `L - 1` bytes past the cut,
+    /// refuse the response if that window holds a whole secret, then cut (module docs).
     async fn read_body(
         &mut self,
         mut response: reqwest::Response,
-        url: &str,
+        url: &reqwest::Url,
     ) -> Result<(Vec<u8>, bool), String> {
-        // The response cap, or what is left of the call's transfer budget if that is less.
-        let cap = self.settings.max_response_bytes.min(self.transfer_left()) as usize;
+        let (cap, window) =
+            body_window(self.settings.max_response_bytes, self.transfer_left(), self.grant.longest_secret());
+        let (cap, window) = (cap as usize, window as usize);
         let mut body = Vec::new();
-        let mut truncated = false;
+        let mut more = false;
         let read = async {
             while let Some(chunk) =
                 response.chunk().await.map_err(|e| format!("reading {url}: {}", chain(&e)))?
             {
-                let room = cap - body.len();
+                let room = window - body.len();
                 if chunk.len() > room {
                     body.extend_from_slice(&chunk[..room]);
-                    truncated = true;
+                    more = true;
                     break;
                 }
                 body.extend_from_slice(&chunk);
+                if body.len() == window && body.len() > cap {
+                    // The window is full and past the cut: whatever follows is not needed.
+                    more = true;
+                    break;
+                }
             }
             Ok::<(), String>(())
         };
@@ -501,12 +843,30 @@ impl NetCall {
             Ok(r) => r?,
             Err(_) => return Err(format!("reading {url} timed out after {} ms", left.as_millis())),
         }
-        Ok((redact_bytes(body, &self.grant), truncated))
+        cut_body(body, more, cap, &self.grant).map_err(|name| self.reflection(url, name, "its body"))
     }
+}
 
-    fn redact(&self, s: &str) -> String {
-        redact(s, &self.grant).into_owned()
+/// What the guest gets of a body read as far as its window (`more`: the stream went on): the
+/// part before the cut and whether anything was cut, or the name of a secret whose whole value
+/// is in what was read (the response is refused).
+fn cut_body(mut body: Vec<u8>, more: bool, cap: usize, grant: &NetGrant) -> Result<(Vec<u8>, bool), &str> {
+    if let Some(name) = grant.reflected(&body) {
+        return Err(name);
     }
+    let truncated = more || body.len() > cap;
+    body.truncate(cap);
+    Ok((body, truncated))
+}
+
+/// Where a body is cut (`cap`) and how much of it is read (`window`), given the response cap,
+/// the transfer budget left and the length of the longest secret (0: none). The window reaches
+/// `longest - 1` bytes past the cut, so a secret that starts before the cut ends inside it;
+/// both stay within the budget.
+fn body_window(max_response: u64, budget_left: u64, longest: usize) -> (u64, u64) {
+    let ahead = (longest as u64).saturating_sub(1);
+    let cap = max_response.min(budget_left.saturating_sub(ahead));
+    (cap, (cap + ahead).min(budget_left))
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -556,30 +916,6 @@ pub fn redact_owned(s: String, grant: &NetGrant) -> String {
     }
 }
 
-fn redact_bytes(body: Vec<u8>, grant: &NetGrant) -> Vec<u8> {
-    let mut body = body;
-    for (name, value) in grant.redactions() {
-        let needle = value.as_bytes();
-        if needle.is_empty() || !body.windows(needle.len()).any(|w| w == needle) {
-            continue;
-        }
-        let with = format!("[secret {name} redacted]");
-        let mut out = Vec::with_capacity(body.len());
-        let mut i = 0;
-        while i < body.len() {
-            if body[i..].starts_with(needle) {
-                out.extend_from_slice(with.as_bytes());
-                i += needle.len();
-            } else {
-                out.push(body[i]);
-                i += 1;
-            }
-        }
-        body = out;
-    }
-    body
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -623,17 +959,172 @@ mod tests {
         }
     }
 
-    #[test]
-    fn redaction_in_text_and_bytes() {
-        let grant = NetGrant {
-            secrets: vec![GrantedSecret { name: "gh".into(), value: "s3cr3t-value".into(), hosts: vec![] }],
+    fn grant(secrets: &[(&str, &str)]) -> NetGrant {
+        NetGrant {
+            secrets: secrets
+                .iter()
+                .map(|(n, v)| GrantedSecret { name: n.to_string(), value: v.to_string(), hosts: vec![] })
+                .collect(),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn redaction_of_outcomes_and_reflection_in_bytes() {
+        let grant = grant(&[("gh", "s3cr3t-value")]);
         assert_eq!(redact("token=s3cr3t-value;", &grant), "token=[secret gh redacted];");
-        assert_eq!(
-            redact_bytes(b"xs3cr3t-values3cr3t-value".to_vec(), &grant),
-            b"x[secret gh redacted][secret gh redacted]"
-        );
+        assert_eq!(grant.reflected(b"xs3cr3t-values3cr3t-value"), Some("gh"));
+        assert_eq!(grant.reflected(b"xs3cr3t-valu"), None, "only a whole value counts");
+        assert_eq!(NetGrant::default().reflected(b"anything"), None);
         assert!(format!("{:?}", grant).contains("<redacted>") && !format!("{:?}", grant).contains("s3cr3t"));
+    }
+
+    #[test]
+    fn secret_origins_parse_with_https_on_443_by_default() {
+        let o = |s: &str| SecretOrigin::parse(s).unwrap();
+        let origin = |url: &str| Origin::of(&reqwest::Url::parse(url).unwrap()).unwrap();
+        assert_eq!(
+            o("api.example.com"),
+            SecretOrigin { scheme: "https".into(), host: "api.example.com".into(), port: 443 }
+        );
+        assert_eq!(o("https://api.example.com/"), o("api.example.com"));
+        assert_eq!(
+            o("http://127.0.0.1:8080"),
+            SecretOrigin { scheme: "http".into(), host: "127.0.0.1".into(), port: 8080 }
+        );
+        assert_eq!(o("HTTP://localhost").port, 80);
+        assert_eq!(o("[::1]:8443").host, "::1");
+        assert_eq!(o("http://[0:0::1]").to_string(), "http://[::1]");
+        assert_eq!(o("::1").port, 443);
+        assert_eq!(o("*.example.com:8443").to_string(), "https://*.example.com:8443");
+        for (bad, why) in [
+            ("ftp://example.com", "scheme `ftp` is not allowed"),
+            ("https://api.example.com/v1", "not an origin"),
+            ("https://user@api.example.com", "not an origin"),
+            ("api.example.com?x=1", "not an origin"),
+            ("api.example.com:0", "port `0`"),
+            ("api.example.com:https", "port `https`"),
+            ("API.example.com", "is not a host pattern"),
+            ("http://", "is not a host pattern"),
+            ("[::1", "without a closing"),
+            ("[nope]:80", "not an IPv6 address"),
+        ] {
+            let e = SecretOrigin::parse(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+
+        // The binding is the whole origin: scheme, host and port.
+        let bound = o("api.example.com");
+        assert!(bound.allows(&origin("https://api.example.com/v1/me")));
+        assert!(bound.allows(&origin("https://API.example.com:443/")));
+        assert!(!bound.allows(&origin("http://api.example.com/")), "not over http");
+        assert!(!bound.allows(&origin("https://api.example.com:8443/")), "not on another port");
+        assert!(!bound.allows(&origin("https://www.example.com/")));
+        assert!(o("http://127.0.0.1:8080").allows(&origin("http://127.0.0.1:8080/echo")));
+        assert!(!o("http://127.0.0.1:8080").allows(&origin("http://127.0.0.1:8081/echo")));
+        assert!(o("*.example.com").allows(&origin("https://a.example.com")));
+        assert!(o("[::1]:8443").allows(&origin("https://[::1]:8443/")));
+        // What a redirect must keep for secret headers to follow it.
+        assert_eq!(origin("https://h.example/a"), origin("https://H.example:443/b?c"));
+        assert_ne!(origin("https://h.example/"), origin("http://h.example:443/"), "scheme");
+        assert_ne!(origin("http://127.0.0.1:8080/"), origin("http://127.0.0.1:8081/"), "port");
+
+        // No `hosts`: any host, but https on 443 only; the refusal is the line to add.
+        let s = GrantedSecret { name: "t".into(), value: "v".repeat(8), hosts: vec![] };
+        assert!(s.allows(&origin("https://anything.example/")));
+        assert!(
+            !s.allows(&origin("http://anything.example/")) && !s.allows(&origin("https://a.example:444/"))
+        );
+        let e = s.refusal(&origin("http://127.0.0.1:8080/x"));
+        assert!(
+            e.contains("over https on port 443") && e.contains("hosts = [\"http://127.0.0.1:8080\"]"),
+            "{e}"
+        );
+        let s = GrantedSecret { hosts: vec![o("api.example.com"), o("http://localhost:81")], ..s };
+        let e = s.refusal(&origin("https://localhost:81/"));
+        assert!(
+            e.contains(
+                "may only be sent to https://api.example.com, http://localhost:81 (not https://localhost:81)"
+            ),
+            "{e}"
+        );
+    }
+
+    /// Everything the guest gets of a body `full`, read the way `read_body` reads it.
+    fn served(
+        full: &[u8],
+        max_response: u64,
+        left: u64,
+        grant: &NetGrant,
+    ) -> Result<(Vec<u8>, bool), String> {
+        let (cap, window) = body_window(max_response, left, grant.longest_secret());
+        assert!(window <= left, "the read-ahead stays within the budget");
+        let read = &full[..full.len().min(window as usize)];
+        cut_body(read.to_vec(), full.len() > read.len(), cap as usize, grant).map_err(str::to_string)
+    }
+
+    /// The truncation oracle, exhaustively: wherever the budget cuts a body that reflects the
+    /// secret, the guest gets either a refusal or bytes that end before the secret starts.
+    #[test]
+    fn a_cut_never_returns_part_of_a_secret() {
+        let secret = "k7Q2-x9Zp4mW";
+        for other in ["", "short-ok", "a-much-longer-second-secret-value"] {
+            let g = if other.is_empty() {
+                grant(&[("t", secret)])
+            } else {
+                grant(&[("t", secret), ("o", other)])
+            };
+            for before in [0usize, 1, 30] {
+                let full = format!("{}authorization: Bearer {secret}\r\nx-after: 1\r\n", "h".repeat(before));
+                let at = full.find(secret).unwrap();
+                for left in 0..=full.len() as u64 + 40 {
+                    for max_response in [1u64, at as u64, 2 * 1024 * 1024] {
+                        match served(full.as_bytes(), max_response, left, &g) {
+                            Err(name) => assert_eq!(name, "t"),
+                            Ok((body, _)) => assert!(
+                                body.len() <= at,
+                                "{left} left, cap {max_response}: {:?} holds a part of the secret",
+                                String::from_utf8_lossy(&body)
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+        // Without secrets nothing is read ahead: the cut is at the budget, as before.
+        assert_eq!(served(b"0123456789", 100, 4, &NetGrant::default()).unwrap(), (b"0123".to_vec(), true));
+        assert_eq!(served(b"0123", 4, 100, &NetGrant::default()).unwrap(), (b"0123".to_vec(), false));
+    }
+
+    /// The guess oracle at the cut: a guess the plugin puts where the body is cut is treated
+    /// the same whether or not it is the start of the secret; only the complete value differs.
+    #[test]
+    fn a_guess_at_the_cut_teaches_nothing_but_the_complete_value() {
+        let secret = "k7Q2-x9Zp4mW";
+        let g = grant(&[("t", secret)]);
+        let outcome = |guess: &str, left: u64| {
+            let full = format!("x-guess: {guess}\r\nx-after: 1\r\n");
+            served(full.as_bytes(), 1 << 20, left, &g).map(|(b, t)| (b.len(), t))
+        };
+        for len in 1..secret.len() {
+            let right = &secret[..len];
+            let wrong: String = right.chars().rev().map(|c| if c == 'z' { 'y' } else { 'z' }).collect();
+            for left in 0..64 {
+                assert_eq!(outcome(right, left), outcome(&wrong, left), "prefix of {len} at {left} left");
+            }
+        }
+        // The complete value is refused wherever it lands in the window (the one thing a
+        // guess can teach: this complete guess is the secret).
+        assert!(outcome(secret, 1 << 20).is_err());
+        assert!(outcome(secret, 9 + secret.len() as u64 + 3).is_err());
+    }
+
+    #[test]
+    fn the_window_reserves_the_read_ahead_inside_the_budget() {
+        assert_eq!(body_window(100, 1000, 0), (100, 100));
+        assert_eq!(body_window(100, 1000, 20), (100, 119));
+        assert_eq!(body_window(100, 50, 20), (31, 50));
+        assert_eq!(body_window(100, 10, 20), (0, 10));
+        assert_eq!(body_window(100, 0, 20), (0, 0));
     }
 }

@@ -7,6 +7,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 use toolhost::ErrorKind;
 use toolhost::config::{SecretFrom, SecretSource};
+use toolhost::net::SecretOrigin;
 
 /// A small HTTP/1.1 server on loopback, one thread per connection.
 ///
@@ -222,13 +223,20 @@ async fn no_network_without_a_grant() {
     assert_eq!(text["granted"]["net"], serde_json::json!([]));
 }
 
-fn secret_env(s_value: &str) -> (Env, tempfile::NamedTempFile) {
+/// `hostile` granted `localhost` and the secret `token`, bound to the test server's origin
+/// (plain http on its port: without `hosts` a secret goes over https on port 443 only).
+fn secret_env(s_value: &str, s: &Server) -> (Env, tempfile::NamedTempFile) {
     let mut env = env_granting(&["localhost"], true);
     let mut file = tempfile::NamedTempFile::new().unwrap();
     writeln!(file, "{s_value}").unwrap();
+    let origin = SecretOrigin::parse(&format!("http://localhost:{}", s.port)).unwrap();
     env.config.secrets.insert(
         "token".into(),
-        SecretSource { name: "token".into(), from: SecretFrom::File(file.path().into()), hosts: vec![] },
+        SecretSource {
+            name: "token".into(),
+            from: SecretFrom::File(file.path().into()),
+            hosts: vec![origin],
+        },
     );
     env.config.plugins.get_mut("hostile").unwrap().secrets.push("token".into());
     (env, file)
@@ -244,13 +252,18 @@ fn unhex(s: &str) -> String {
 async fn secret_is_sent_as_a_header_but_never_enters_the_guest() {
     const VALUE: &str = "s3cret-VALUE-4f9a1c";
     let s = server();
-    let (env, _file) = secret_env(VALUE);
+    let (env, _file) = secret_env(VALUE, &s);
     let host = env.host();
-    // The server echoes the request headers; the guest returns everything it saw, hex-encoded
-    // so that output redaction could not hide a leak.
-    let seen = unhex(&ok(&call(&host, "peek_secret", &[&s.url("localhost", "/echo-headers")]).await));
+    // The server echoes the request headers: the value was sent, came back, and the whole
+    // response is refused (never returned masked); the error names the secret, not its value.
+    let e =
+        err(&call(&host, "peek_secret", &[&s.url("localhost", "/echo-headers")]).await, ErrorKind::ToolError);
+    assert!(e.contains("contains the value of secret `token` in its body") && !e.contains(VALUE), "{e}");
+    // A response that does not reflect it reaches the guest, which returns everything it saw,
+    // hex-encoded so that output redaction could not hide a leak.
+    let seen = unhex(&ok(&call(&host, "peek_secret", &[&s.url("localhost", "/hello")]).await));
     assert!(!seen.contains(VALUE), "the secret reached the guest:\n{seen}");
-    assert!(seen.to_lowercase().contains("authorization: bearer [secret token redacted]"), "{seen}");
+    assert!(seen.contains("hello from the test server"), "{seen}");
 
     // Whatever a plugin returns is redacted too (here the model itself passes the value in).
     let e = call(&host, "scribble", &[&format!("/nowhere/{VALUE}")]).await;
@@ -269,13 +282,18 @@ async fn secret_is_sent_as_a_header_but_never_enters_the_guest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secret_bound_to_hosts_is_not_sent_elsewhere() {
     let s = server();
-    let (mut env, _file) = secret_env("another-secret-value");
-    env.config.secrets.get_mut("token").unwrap().hosts = vec!["api.example.com".into()];
+    let (mut env, _file) = secret_env("another-secret-value", &s);
+    env.config.secrets.get_mut("token").unwrap().hosts =
+        vec![SecretOrigin::parse("api.example.com").unwrap()];
     let e = err(
         &call(&env.host(), "peek_secret", &[&s.url("localhost", "/echo-headers")]).await,
         ErrorKind::ToolError,
     );
-    assert!(e.contains("secret `token` may only be sent to api.example.com (not localhost)"), "{e}");
+    let to = s.url("localhost", "");
+    assert!(
+        e.contains(&format!("secret `token` may only be sent to https://api.example.com (not {to})")),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

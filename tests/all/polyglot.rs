@@ -91,8 +91,9 @@ fn api(token: &'static str) -> u16 {
     port
 }
 
-/// An env with `plugin` granted the workspace, `localhost` and the `api_token` secret.
-fn env_with(wasm: &str, plugin: &str) -> (Env, tempfile::NamedTempFile) {
+/// An env with `plugin` granted the workspace, `localhost` and the `api_token` secret (bound
+/// to `http://localhost:PORT`, the test API).
+fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
     let mut env = Env::with(&[wasm]);
     env.config.grant_workspace(plugin, toolhost::manifest::FsMode::ReadWrite);
     env.config.grant_net(plugin, "localhost").unwrap();
@@ -101,7 +102,11 @@ fn env_with(wasm: &str, plugin: &str) -> (Env, tempfile::NamedTempFile) {
     file.write_all(TOKEN.as_bytes()).unwrap();
     env.config.secrets.insert(
         "api_token".into(),
-        SecretSource { name: "api_token".into(), from: SecretFrom::File(file.path().into()), hosts: vec![] },
+        SecretSource {
+            name: "api_token".into(),
+            from: SecretFrom::File(file.path().into()),
+            hosts: vec![toolhost::net::SecretOrigin::parse(&format!("http://localhost:{port}")).unwrap()],
+        },
     );
     env.config.plugins.get_mut(plugin).unwrap().secrets.push("api_token".into());
     (env, file)
@@ -111,7 +116,8 @@ const TOKEN: &str = "s3cret-polyglot-token";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_plugin_through_the_executor() {
-    let (env, _secret) = env_with(&py(), "notes");
+    let port = api(TOKEN);
+    let (env, _secret) = env_with(&py(), "notes", port);
     let host = env.host_yes();
     // A `rest` tool: the commas stay in the one argument.
     assert_eq!(ok(&call(&host, "note", &["buy apples, pears", " plums"]).await), "noted as #1");
@@ -130,14 +136,14 @@ async fn python_plugin_through_the_executor() {
     let e = err(&call(&host, "done", &["99"]).await, ErrorKind::ToolError);
     assert!(e.contains("99"), "{e}");
     // `http` through the host, with the secret header the host fills in.
-    let port = api(TOKEN);
     let got = ok(&call(&host, "read_api", &[&format!("http://localhost:{port}/api"), "/items/1/name"]).await);
     assert_eq!(got.trim(), "\"second\"");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_plugin_through_the_executor() {
-    let (env, _secret) = env_with(&js(), "datakit");
+    let port = api(TOKEN);
+    let (env, _secret) = env_with(&js(), "datakit", port);
     let host = env.host();
     let got = ok(&call(&host, "json_select", &[r#"{"a": [10, 20, 30]}"#, "/a/2"]).await);
     assert_eq!(got.trim(), "30");
@@ -150,7 +156,6 @@ async fn js_plugin_through_the_executor() {
     // A thrown error is the tool's error.
     let e = err(&call(&host, "json_select", &[r#"{"a": 1}"#, "/missing"]).await, ErrorKind::ToolError);
     assert!(e.contains("/missing"), "{e}");
-    let port = api(TOKEN);
     let got = ok(&call(&host, "json_api", &[&format!("http://localhost:{port}/api"), "/items/0/name"]).await);
     assert_eq!(got.trim(), "\"first\"");
     // Without the secret granted, the host refuses and says which grant is missing.
@@ -166,7 +171,7 @@ async fn js_plugin_through_the_executor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_and_js_tools_through_text_and_openai() {
-    let (env, _secret) = env_with(&py(), "notes");
+    let (env, _secret) = env_with(&py(), "notes", api(TOKEN));
     std::fs::copy(js(), env.plugins.path().join("datakit.wasm")).unwrap();
     let host = env.host_yes();
     let reply = "I'll note it and check the data.\n\

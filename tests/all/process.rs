@@ -495,7 +495,10 @@ async fn web_search_asks_the_configured_backend() {
     // A keyed API: the key is a secret the host sends in a header; the plugin never sees it.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("key"), format!("{token}\n")).unwrap();
-    let secret = format!("[secrets.search_key]\nfile = \"{}\"\n", dir.path().join("key").display());
+    let secret = format!(
+        "[secrets.search_key]\nfile = \"{}\"\nhosts = [\"http://127.0.0.1:{port}\"]\n",
+        dir.path().join("key").display()
+    );
     let brave = format!("SEARCH_BACKEND = \"brave\", SEARCH_URL = \"http://127.0.0.1:{port}/brave\"");
     let env = web(&brave, &format!("secrets = [\"search_key\"]\n{secret}"));
     let out = ok(&call(&env.host(), "web_search", &["toolhost"]).await);
