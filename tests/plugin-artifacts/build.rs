@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system"];
+const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system", "painter"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -19,6 +19,7 @@ fn main() {
         "plugins/hostile",
         "plugins/versioned",
         "plugins/system",
+        "plugins/painter",
         "plugin-sdk/src",
         "plugin-sdk/macros/src",
         "plugin-sdk/Cargo.toml",
