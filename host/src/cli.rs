@@ -8,6 +8,7 @@ use crate::manifest::{FsMode, Manifest};
 use crate::protocol::{openai, text};
 use crate::registry::{self, Registry};
 use crate::reload::{Change, Reloader, WatchHandle};
+use crate::term;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -290,7 +291,8 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolhost: {}", e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
+            let chain = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
+            eprintln!("toolhost: {}", term::text(&chain));
             ExitCode::from(2)
         }
     }
@@ -307,7 +309,8 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // Plugins' log lines, captured output and file names are in there: rendered by `term`.
+        .with_writer(term::LogStderr)
         // Colour only for a person at a terminal, never into pipes and log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -373,11 +376,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 .map(|b| crate::signing::describe(&cfg.trust, &manifest.name, &b))
                 .unwrap_or_default();
             if json {
-                println!("{}", serde_json::to_string_pretty(&manifest)?);
-                eprintln!("{signature}"); // stdout stays the manifest alone (embed-manifest reads it)
+                println!("{}", term::to_json(&manifest)?);
+                // stdout stays the manifest alone (embed-manifest reads it)
+                eprintln!("{}", term::text(&signature));
             } else {
                 print!("{}", render_manifest(&manifest));
-                println!("{signature}");
+                println!("{}", term::text(&signature));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -385,7 +389,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let host = open(&cli.global, Arc::new(crate::executor::NoConfirm))?;
             let reg = host.registry.load_full();
             if json {
-                println!("{}", serde_json::to_string_pretty(&list_json(&reg))?);
+                println!("{}", term::to_json(&list_json(&reg))?);
             } else {
                 print!("{}", render_list(&reg, &host.config));
             }
@@ -405,9 +409,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 ReplyFormat::Text => {
                     let results = rt.block_on(text::execute(&host.executor, &reply));
                     if json {
-                        println!("{}", serde_json::to_string_pretty(&text::results_json(&results))?);
+                        println!("{}", term::to_json(&text::results_json(&results))?);
                     } else {
-                        print!("{}", text::feedback(&reply, &results));
+                        // Shown rendered on a terminal; as is into a pipe, which feeds it to a
+                        // model (the conversation needs the outcomes exactly).
+                        print!("{}", term::stdout_text(&text::feedback(&reply, &results)));
                     }
                     let all_ok = results.iter().all(|(seg, o)| {
                         !matches!(seg, text::Segment::Error { .. }) && o.as_ref().is_none_or(|o| o.success)
@@ -419,7 +425,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                         openai::parse_message(&reply).map_err(|e| anyhow::anyhow!("--format openai: {e}"))?;
                     let results = rt.block_on(openai::execute(&host.executor, &message));
                     let messages: Vec<_> = results.iter().map(|(m, _)| m).collect();
-                    println!("{}", serde_json::to_string_pretty(&messages)?);
+                    println!("{}", term::to_json(&messages)?);
                     let all_ok = results.iter().all(|(_, o)| o.success);
                     Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
                 }
@@ -444,7 +450,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 .with_context(|| format!("cannot write {}", out.display()))?;
             eprintln!(
                 "embedded manifest of `{}` ({} tools) into {}",
-                parsed.name,
+                term::line(&parsed.name),
                 parsed.tools.len(),
                 out.display()
             );
@@ -461,13 +467,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Prompt => {
             let host = open_reporting(&cli.global, Arc::new(crate::executor::NoConfirm))?;
-            print!("{}", text::prompt(&host.registry.load(), &host.config));
+            print!("{}", term::stdout_text(&text::prompt(&host.registry.load(), &host.config)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema { format: SchemaFormat::Openai } => {
             let host = open_reporting(&cli.global, Arc::new(crate::executor::NoConfirm))?;
             let tools = openai::tools(&host.registry.load(), &host.config)?;
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            println!("{}", term::to_json(&tools)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve { debounce_ms, mcp, http, allow_host, allow_origin, allow_unauthenticated_remote } => {
@@ -517,7 +523,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!(
                 "toolhost build: {} {} ({} tool{}: {}) in {:.1}s → {} ({} KiB)",
                 built.manifest.name,
-                built.manifest.version,
+                term::line(&built.manifest.version),
                 tools.len(),
                 if tools.len() == 1 { "" } else { "s" },
                 tools.join(", "),
@@ -550,13 +556,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             let outcome = rt.block_on(host.call(&ToolCall { name: tool, args }));
             if json {
-                println!("{}", serde_json::to_string_pretty(&outcome)?);
+                println!("{}", term::to_json(&outcome)?);
             } else if outcome.success {
+                // Rendered on a terminal; byte for byte into a pipe or a file.
                 let data = outcome.data.as_deref().unwrap_or("");
-                println!("{data}");
+                println!("{}", term::stdout_text(data));
             } else {
                 let kind = outcome.kind.map(|k| k.to_string()).unwrap_or_default();
-                eprintln!("error[{kind}]: {}", outcome.error.as_deref().unwrap_or(""));
+                eprintln!("error[{kind}]: {}", term::text(outcome.error.as_deref().unwrap_or("")));
             }
             Ok(if outcome.success { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
@@ -568,7 +575,7 @@ fn print_change(change: &Change) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for line in change.lines() {
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", term::line(&line));
     }
     let _ = out.flush();
 }
@@ -576,7 +583,7 @@ fn print_change(change: &Change) {
 /// Print registry changes on stderr (stdout belongs to a protocol).
 fn eprint_change(change: &Change) {
     for line in change.lines() {
-        eprintln!("toolhost: {line}");
+        eprintln!("toolhost: {}", term::line(&line));
     }
 }
 
@@ -782,7 +789,7 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
         .await;
         match result {
             Ok(Ok((secs, to))) => eprintln!("toolhost dev: built in {secs:.1}s → {}", to.display()),
-            Ok(Err(e)) => eprintln!("toolhost dev: {e:#}"),
+            Ok(Err(e)) => eprintln!("toolhost dev: {}", term::text(&format!("{e:#}"))),
             Err(e) => eprintln!("toolhost dev: build task failed: {e}"),
         }
     };
@@ -847,17 +854,17 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     })?;
     println!(
         "approved plugin `{plugin}` v{} ({}): requests {}",
-        m.version,
-        crate::discovery::file_name(&file),
+        term::line(&m.version),
+        term::line(&crate::discovery::file_name(&file)),
         requests(&m)
     );
     if !new.is_empty() {
-        println!("newly approved: {}", new.join(", "));
+        println!("newly approved: {}", term::line(&new.join(", ")));
     }
     let missing =
         crate::sandbox::Grants::effective(plugin, &m.capabilities, &cfg.plugin(plugin), &cfg.secrets).1;
     for miss in missing {
-        println!("not granted:    {} — grant with {}", miss.what, miss.how);
+        println!("not granted:    {} — grant with {}", term::line(&miss.what), term::line(&miss.how));
     }
     Ok(())
 }
@@ -900,15 +907,17 @@ fn open_reporting(g: &GlobalArgs, confirm: Arc<dyn Confirm>) -> Result<Toolhost>
     Ok(host)
 }
 
-/// Human-readable manifest, as `inspect` prints it.
+/// Human-readable manifest, as `inspect` prints it; every field the file chose through
+/// [`term::line`], so none can draw lines or sequences of its own.
 pub fn render_manifest(m: &Manifest) -> String {
-    let mut out = format!("plugin {} {} (manifest format {})\n", m.name, m.version, m.format);
+    let mut out =
+        format!("plugin {} {} (manifest format {})\n", term::line(&m.name), term::line(&m.version), m.format);
     if !m.description.is_empty() {
-        out.push_str(&format!("  {}\n", m.description));
+        out.push_str(&format!("  {}\n", term::line(&m.description)));
     }
     out.push_str(&format!("requests: {}\n", requests(m)));
     for t in &m.tools {
-        out.push_str(&format!("\n{}\n  {}\n", t.signature(), t.description));
+        out.push_str(&format!("\n{}\n  {}\n", term::line(&t.signature()), term::line(&t.description)));
         for (i, p) in t.params.iter().enumerate() {
             let ty = match &p.ty {
                 serde_json::Value::String(s) => s.clone(),
@@ -917,7 +926,12 @@ pub fn render_manifest(m: &Manifest) -> String {
             let json = if t.is_json(i) { ", json" } else { "" };
             let opt = if p.optional { ", optional" } else { "" };
             let rest = if t.rest && i + 1 == t.params.len() { ", takes the rest" } else { "" };
-            out.push_str(&format!("  - {} ({ty}{json}{opt}{rest}): {}\n", p.name, p.description));
+            out.push_str(&format!(
+                "  - {} ({}{json}{opt}{rest}): {}\n",
+                term::line(&p.name),
+                term::line(&ty),
+                term::line(&p.description)
+            ));
         }
         let mut flags = Vec::new();
         if t.danger {
@@ -930,7 +944,7 @@ pub fn render_manifest(m: &Manifest) -> String {
             flags.push(format!("output limit {l}"));
         }
         if let Some(c) = &t.category {
-            flags.push(format!("category {c}"));
+            flags.push(format!("category {}", term::line(c)));
         }
         if !flags.is_empty() {
             out.push_str(&format!("  [{}]\n", flags.join(", ")));
@@ -946,7 +960,7 @@ fn requests(m: &Manifest) -> String {
     parts.extend(c.net.iter().map(|n| format!("net {n}")));
     parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
     parts.extend(c.exec.iter().map(|e| format!("exec {e}")));
-    if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
+    if parts.is_empty() { "nothing".into() } else { term::line(&parts.join(", ")).into_owned() }
 }
 
 /// The `list` table.
@@ -957,7 +971,13 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         let view = crate::view::ToolView::new(t, config);
         let s = view.spec;
         let flags = view.flags();
-        rows.push([s.signature(), t.plugin.name.to_string(), flags.join(","), s.description.clone()]);
+        let field = |s: &str| term::line(s).into_owned();
+        rows.push([
+            field(&s.signature()),
+            field(&t.plugin.name),
+            field(&flags.join(",")),
+            field(&s.description),
+        ]);
     }
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
     let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
@@ -984,38 +1004,46 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
             .collect();
         out.push_str(&format!(
             "{} {} ({})\n  requested: {}\n  granted:   {}\n",
-            p.name,
-            p.manifest.version,
-            crate::discovery::file_name(&p.file),
+            term::line(&p.name),
+            term::line(&p.manifest.version),
+            term::line(&crate::discovery::file_name(&p.file)),
             requests(&p.manifest),
-            if granted.is_empty() { "nothing".into() } else { granted.join(", ") }
+            if granted.is_empty() { "nothing".into() } else { term::line(&granted.join(", ")).into_owned() }
         ));
         for m in &p.missing {
-            out.push_str(&format!("  missing:   {} — grant with {}\n", m.what, m.how));
+            out.push_str(&format!(
+                "  missing:   {} — grant with {}\n",
+                term::line(&m.what),
+                term::line(&m.how)
+            ));
         }
         for n in crate::process::shared_write_notes(&p.grants.exec, reg.plugins(), &config.workspace) {
             out.push_str(&format!("  warning:   {n}\n"));
         }
         if let Some(signer) = &p.signer {
-            out.push_str(&format!("  signed by: {signer}\n"));
+            out.push_str(&format!("  signed by: {}\n", term::line(&signer.to_string())));
         }
     }
     if !reg.pending().is_empty() {
         out.push_str("\nPENDING APPROVAL\n");
         for p in reg.pending() {
-            out.push_str(&format!("  ? {p}\n"));
+            out.push_str(&format!("  ? {}\n", term::line(&p.to_string())));
         }
     }
     if !reg.warnings().is_empty() {
         out.push_str("\nWARNINGS\n");
         for w in reg.warnings() {
-            out.push_str(&format!("  {w}\n"));
+            out.push_str(&format!("  {}\n", term::line(&w.to_string())));
         }
     }
     if !reg.failures().is_empty() {
         out.push_str("\nNOT LOADED\n");
         for f in reg.failures() {
-            out.push_str(&format!("  ! {}: {}\n", crate::discovery::file_name(&f.file), f.reason));
+            out.push_str(&format!(
+                "  ! {}: {}\n",
+                term::line(&crate::discovery::file_name(&f.file)),
+                term::line(&f.reason)
+            ));
         }
     }
     out

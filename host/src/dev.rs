@@ -107,7 +107,11 @@ pub fn approve_own_build(plugins_dir: &Path, m: &crate::manifest::Manifest) {
     approvals.approve(&m.name, &m.capabilities);
     approvals.save_or_warn();
     if !extra.is_empty() {
-        eprintln!("toolhost dev: approved the new requests of `{}`: {}", m.name, extra.join(", "));
+        eprintln!(
+            "toolhost dev: approved the new requests of `{}`: {}",
+            m.name,
+            crate::term::line(&extra.join(", "))
+        );
     }
 }
 

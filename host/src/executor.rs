@@ -17,7 +17,6 @@ use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
-use std::io::IsTerminal;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -255,42 +254,31 @@ impl Confirm for AlwaysConfirm {
     }
 }
 
-/// Ask on the terminal (stdin and stderr must both be terminals, else deny like [`NoConfirm`]).
+/// Ask the operator on the terminal (`/dev/tty`, see [`crate::term::Tty`]; else deny like
+/// [`NoConfirm`]). The question starts on a clean, reset line, shows the whole call with every
+/// argument rendered by [`crate::term::quoted`], and takes only an answer typed after it.
 #[derive(Debug, Default)]
 pub struct TerminalConfirm;
 
 impl Confirm for TerminalConfirm {
     fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
-            if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-                return NoConfirm.confirm(req).await;
-            }
-            let shown = format!(
-                "toolhost: tool `{}` (plugin `{}`) is marked dangerous.\n  {}({})\n{}Run it? [y/N] ",
-                req.tool,
-                req.plugin,
-                req.tool,
-                req.args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", "),
-                req.notes.iter().map(|n| format!("  note: {n}\n")).collect::<String>()
-            );
-            let answer = tokio::task::spawn_blocking(move || {
-                use std::io::Write;
-                let mut err = std::io::stderr();
-                let _ = err.write_all(shown.as_bytes());
-                let _ = err.flush();
-                let mut line = String::new();
-                std::io::stdin().read_line(&mut line).map(|_| line)
-            })
-            .await;
-            match answer {
-                Ok(Ok(line)) if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") => Decision::Allow,
-                _ => Decision::Deny(format!("the operator declined to run dangerous tool `{}`", req.tool)),
+            let mut heading =
+                vec![format!("toolhost: tool `{}` (plugin `{}`) is marked dangerous.", req.tool, req.plugin)];
+            heading.extend(req.notes.iter().map(|n| format!("  note: {}", crate::term::line(n))));
+            let question = crate::term::Question { heading, tool: req.tool.clone(), args: req.args.clone() };
+            match crate::term::ask(question).await {
+                crate::term::Answer::Yes => Decision::Allow,
+                crate::term::Answer::No => {
+                    Decision::Deny(format!("the operator declined to run dangerous tool `{}`", req.tool))
+                }
+                crate::term::Answer::NoTerminal => NoConfirm.confirm(req).await,
             }
         })
     }
 
     fn decided_by(&self) -> &'static str {
-        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() { "terminal" } else { "no_one" }
+        if crate::term::Tty::available() { "terminal" } else { "no_one" }
     }
 }
 

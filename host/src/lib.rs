@@ -32,6 +32,7 @@ pub mod sdk_files;
 pub mod service;
 pub mod share;
 pub mod signing;
+pub mod term;
 pub mod usage;
 pub mod view;
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy"];
+const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -20,6 +20,7 @@ fn main() {
         "plugins/versioned",
         "plugins/system",
         "plugins/spy",
+        "plugins/painter",
         "plugin-sdk/src",
         "plugin-sdk/macros/src",
         "plugin-sdk/Cargo.toml",

@@ -10,14 +10,13 @@ use crate::agent::{
 };
 use crate::cli::GlobalArgs;
 use crate::config::Config;
-use crate::executor::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm, TerminalConfirm};
+use crate::executor::{AlwaysConfirm, Confirm, NoConfirm, TerminalConfirm};
 use crate::registry::Registry;
 use crate::reload::Reloader;
+use crate::term;
 use anyhow::{Context, Result, bail};
-use std::future::Future;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,15 +145,11 @@ pub fn client_options(cfg: &Config, args: &ChatArgs) -> Result<ClientOptions> {
 }
 
 async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: ChatArgs) -> Result<ExitCode> {
-    let interactive = args.once.is_none();
-    let reader = Arc::new(LineReader::spawn());
-    let confirm: Arc<dyn Confirm> = if args.yes {
-        Arc::new(AlwaysConfirm)
-    } else if interactive {
-        Arc::new(LineConfirm { reader: reader.clone() })
-    } else {
-        Arc::new(TerminalConfirm)
-    };
+    let reader = LineReader::spawn();
+    // Questions go to the terminal itself (`/dev/tty`), not through the line reader: an
+    // answer is only taken once toolhost asked, whatever was typed or piped before.
+    let confirm: Arc<dyn Confirm> =
+        if args.yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
     let runtime = crate::runtime::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
     crate::service::Service::attach_audit(&host, "chat")?;
@@ -165,10 +160,10 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
     let _watch = reloader.watch(Duration::from_millis(args.debounce_ms))?;
     let registry = host.registry.load_full();
     for f in registry.failures() {
-        eprintln!("toolhost: not loaded: {f}");
+        eprintln!("toolhost: not loaded: {}", term::line(&f.to_string()));
     }
     for p in registry.pending() {
-        eprintln!("toolhost: ? {p}");
+        eprintln!("toolhost: ? {}", term::line(&p.to_string()));
     }
     let agent = Agent::new(host.executor.clone(), client, options).with_confirm(confirm);
     let mut transcript = match &args.transcript {
@@ -210,12 +205,12 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
                 "steps": result.steps,
                 "messages": messages,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            println!("{}", term::to_json(&out)?);
         } else {
-            println!("{}", result.answer.trim_end());
+            println!("{}", term::stdout_text(result.answer.trim_end()));
         }
         if let Some(why) = result.explain(max_steps_hint) {
-            eprintln!("toolhost: {why}");
+            eprintln!("toolhost: {}", term::text(&why));
         }
         return Ok(if result.stop == Stop::Answer { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
@@ -233,7 +228,7 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
     loop {
         while let Ok(c) = changes.try_recv() {
             for line in c.lines() {
-                println!("toolhost: {line}");
+                println!("toolhost: {}", term::line(&line));
             }
         }
         print!("\n> ");
@@ -279,10 +274,10 @@ async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: Cha
         match result {
             Ok(r) => {
                 if let Some(why) = r.explain(max_steps_hint) {
-                    println!("({why})");
+                    println!("({})", term::text(&why));
                 }
             }
-            Err(e) => eprintln!("toolhost: {e}"),
+            Err(e) => eprintln!("toolhost: {}", term::text(&e.to_string())),
         }
     }
 }
@@ -330,7 +325,7 @@ fn tools_list(reg: &Registry) -> String {
     for t in reg.tools() {
         let s = t.spec();
         let danger = if s.danger { " [danger]" } else { "" };
-        out.push_str(&format!("  {}{danger} — {}\n", s.signature(), s.description));
+        out.push_str(&format!("  {}{danger} — {}\n", term::line(&s.signature()), term::line(&s.description)));
     }
     if out.is_empty() {
         out.push_str("  (no tools)\n");
@@ -339,7 +334,8 @@ fn tools_list(reg: &Registry) -> String {
 }
 
 /// Draws events: streamed text on stdout (interactive only) and a card per tool call
-/// (stdout when interactive, stderr with --once, whose stdout is the answer).
+/// (stdout when interactive, stderr with --once, whose stdout is the answer). Everything the
+/// model or a tool chose goes through [`term`]: tokens keep their lines, card lines do not.
 struct Renderer {
     interactive: bool,
     mid_line: bool,
@@ -371,24 +367,25 @@ impl Renderer {
     fn event(&mut self, ev: &Event) {
         match ev {
             Event::Token(t) if self.interactive => {
-                self.out(t);
+                self.out(&term::text(t));
                 self.mid_line = !t.ends_with('\n');
             }
             Event::Retrying { attempt, max_tries, wait, reason } => {
                 self.end_line();
                 self.out(&format!(
-                    "  ↻ {reason}; retrying in {:.1} s (try {} of {max_tries})\n",
+                    "  ↻ {}; retrying in {:.1} s (try {} of {max_tries})\n",
+                    term::line(reason),
                     wait.as_secs_f64(),
                     attempt + 1
                 ));
             }
             Event::Notice(n) => {
                 self.end_line();
-                self.out(&format!("  note: {n}\n"));
+                self.out(&format!("  note: {}\n", term::line(n)));
             }
             Event::ToolStart { name, args, .. } => {
                 self.end_line();
-                self.out(&format!("  ▸ {}\n", cut(&format!("{name}({args})"), CARD_WIDTH)));
+                self.out(&format!("  ▸ {}\n", cut(&term::line(&format!("{name}({args})")), CARD_WIDTH)));
             }
             Event::ToolEnd { outcome, elapsed, .. } => {
                 let status = match (outcome.success, outcome.kind) {
@@ -401,7 +398,7 @@ impl Renderer {
                 let text = outcome.text().trim_end();
                 let lines: Vec<&str> = text.lines().collect();
                 for l in lines.iter().take(CARD_LINES) {
-                    card.push_str(&format!("    │ {}\n", cut(l, CARD_WIDTH)));
+                    card.push_str(&format!("    │ {}\n", cut(&term::line(l), CARD_WIDTH)));
                 }
                 if lines.len() > CARD_LINES {
                     card.push_str(&format!("    │ … {} more lines\n", lines.len() - CARD_LINES));
@@ -429,9 +426,9 @@ fn cut(s: &str, max: usize) -> String {
     out
 }
 
-/// Reads standard input one line at a time, on request, in a thread of its own (so the
-/// prompt and the danger confirmations share it). A line read for a request that was
-/// cancelled meanwhile is kept for the next request.
+/// Reads standard input one line at a time, on request, in a thread of its own (the prompt;
+/// danger questions read the terminal itself). A line read for a request that was cancelled
+/// meanwhile is kept for the next request.
 struct LineReader {
     requests: std::sync::mpsc::Sender<tokio::sync::oneshot::Sender<Option<String>>>,
 }
@@ -462,39 +459,5 @@ impl LineReader {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.requests.send(tx).ok()?;
         rx.await.ok().flatten()
-    }
-}
-
-/// Danger confirmations asked on the terminal through the shared [`LineReader`].
-struct LineConfirm {
-    reader: Arc<LineReader>,
-}
-
-impl Confirm for LineConfirm {
-    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async move {
-            if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-                return NoConfirm.confirm(req).await;
-            }
-            for n in &req.notes {
-                eprintln!("    ⚠ {n}");
-            }
-            eprint!(
-                "    ⚠ `{}` (plugin `{}`) is dangerous: {}({}) — run it? [y/N] ",
-                req.tool,
-                req.plugin,
-                req.tool,
-                crate::agent::display_args(&req.args)
-            );
-            let _ = std::io::stderr().flush();
-            match self.reader.read().await {
-                Some(l) if matches!(l.trim().to_lowercase().as_str(), "y" | "yes") => Decision::Allow,
-                _ => Decision::Deny(format!("the user declined to run dangerous tool `{}`", req.tool)),
-            }
-        })
-    }
-
-    fn decided_by(&self) -> &'static str {
-        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() { "terminal" } else { "no_one" }
     }
 }

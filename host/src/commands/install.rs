@@ -35,13 +35,13 @@ pub fn run(cfg: &Config, args: &Args) -> Result<ExitCode> {
     };
     for p in &installed {
         let signer = match &p.signer {
-            Some(s) => format!("signed by {s}"),
+            Some(s) => format!("signed by {}", crate::term::line(&s.to_string())),
             None => "unsigned".to_string(),
         };
         println!(
             "installed {} v{} → {} ({}, {signer})",
-            p.entry.name,
-            p.entry.version,
+            crate::term::line(&p.entry.name),
+            crate::term::line(&p.entry.version),
             cfg.plugins_dir.join(&p.entry.file).display(),
             p.entry.digest
         );

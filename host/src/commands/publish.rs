@@ -20,12 +20,17 @@ pub struct Args {
 pub fn run(cfg: &Config, args: &Args) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let p = rt.block_on(crate::oci::publish(cfg, &args.file, &args.reference))?;
-    println!("published {} v{} to {}", p.name, p.version, args.reference);
+    println!(
+        "published {} v{} to {}",
+        crate::term::line(&p.name),
+        crate::term::line(&p.version),
+        args.reference
+    );
     println!("digest: {}", p.digest);
     if p.signers.is_empty() {
         println!("unsigned (hosts with [trust] require_signature will refuse it; see `toolhost sign`)");
     } else {
-        println!("signed by {}", p.signers.join(", "));
+        println!("signed by {}", crate::term::line(&p.signers.join(", ")));
     }
     Ok(ExitCode::SUCCESS)
 }
