@@ -12,6 +12,23 @@ pub const SECTION: &str = "toolhost-manifest";
 /// Manifest format versions this host understands.
 pub const FORMATS: &[u32] = &[1];
 
+// Caps on the manifest's free text, checked at load. Descriptions reach the model (the `[TOOL]`
+// prompt, the OpenAI `tools` array, MCP `tools/list`) and the operator's terminal, so a plugin
+// must not be able to fill a prompt with megabytes or hide control characters in it. Lengths
+// are in characters (Unicode scalar values: what Python's `len` and JavaScript's
+// `[...s].length` count). The three SDKs check the same numbers when they build a manifest.
+
+/// The plugin's `description`, in characters.
+pub const MAX_PLUGIN_DESCRIPTION: usize = 1024;
+/// A tool's `description`, in characters.
+pub const MAX_TOOL_DESCRIPTION: usize = 4096;
+/// A param's `description`, in characters.
+pub const MAX_PARAM_DESCRIPTION: usize = 1024;
+/// The plugin's `version` and a tool's `category`, in characters (one line each).
+pub const MAX_LABEL: usize = 64;
+/// A param's schema object (`type`) or a tool's `outputSchema`, as compact JSON, in bytes.
+pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+
 /// What went wrong reading a plugin's manifest. The file name is added by the caller.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ManifestError {
@@ -319,7 +336,48 @@ fn is_plugin_name(s: &str) -> bool {
         && s.len() <= 64
 }
 
-const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+/// The JSON Schema type names a param's `type` may be.
+pub const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+
+/// What a piece of free text may hold besides printable characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Text {
+    /// One line: no control characters at all (`version`, `category`).
+    Line,
+    /// A description: tabs and line breaks are allowed (a hand-written manifest or a JavaScript
+    /// template literal has them); the `[TOOL]` prompt folds them into one line.
+    Description,
+}
+
+/// Check one free-text field against its length cap and for control characters (C0, DEL,
+/// C1: terminal escapes, NUL, backspace and the like have no place in text for a model).
+fn check_text(at: impl Into<String>, s: &str, max: usize, kind: Text) -> Result<(), ManifestError> {
+    // Bytes bound characters from above: most text is checked without counting.
+    if s.len() > max {
+        let n = s.chars().count();
+        if n > max {
+            return Err(field(at, format!("is {n} characters long; at most {max} are allowed")));
+        }
+    }
+    let allowed = |c: char| kind == Text::Description && matches!(c, '\t' | '\n' | '\r');
+    if let Some(c) = s.chars().find(|&c| c.is_control() && !allowed(c)) {
+        let rule = match kind {
+            Text::Line => "it must be one line of printable text",
+            Text::Description => "only tabs and line breaks are allowed besides printable text",
+        };
+        return Err(field(at, format!("contains the control character U+{:04X}; {rule}", u32::from(c))));
+    }
+    Ok(())
+}
+
+/// A schema object's size as compact JSON, against [`MAX_SCHEMA_BYTES`].
+fn check_schema_size(at: impl Into<String>, schema: &Value) -> Result<(), ManifestError> {
+    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
+    if n > MAX_SCHEMA_BYTES {
+        return Err(field(at, format!("is {n} bytes of JSON; at most {MAX_SCHEMA_BYTES} are allowed")));
+    }
+    Ok(())
+}
 
 fn validate(m: &Manifest) -> Result<(), ManifestError> {
     if !is_plugin_name(&m.name) {
@@ -331,6 +389,8 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
     if m.version.trim().is_empty() {
         return Err(field("version", "must not be empty"));
     }
+    check_text("version", &m.version, MAX_LABEL, Text::Line)?;
+    check_text("description", &m.description, MAX_PLUGIN_DESCRIPTION, Text::Description)?;
     for (i, f) in m.capabilities.fs.iter().enumerate() {
         if f.path.trim().is_empty() {
             return Err(field(format!("capabilities.fs[{i}].path"), "must not be empty"));
@@ -381,6 +441,10 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
                 format!("tool `{}` has no description; the model needs one", tool.name),
             ));
         }
+        check_text(at("description"), &tool.description, MAX_TOOL_DESCRIPTION, Text::Description)?;
+        if let Some(category) = &tool.category {
+            check_text(at("category"), category, MAX_LABEL, Text::Line)?;
+        }
         if tool.arg_count != tool.params.len() {
             return Err(field(
                 at("argCount"),
@@ -397,6 +461,7 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
             return Err(field(at("outputLimit"), "must be at least 1"));
         }
         if let Some(schema) = &tool.output_schema {
+            check_schema_size(at("outputSchema"), schema)?;
             check_output_schema(schema).map_err(|e| field(at("outputSchema"), e))?;
         }
         let mut pnames = BTreeSet::new();
@@ -412,6 +477,7 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
             if !pnames.insert(param.name.as_str()) {
                 return Err(field(pat("name"), format!("param `{}` is declared twice", param.name)));
             }
+            check_text(pat("description"), &param.description, MAX_PARAM_DESCRIPTION, Text::Description)?;
             match &param.ty {
                 Value::String(s) if JSON_TYPES.contains(&s.as_str()) => {}
                 Value::String(s) => {
@@ -420,7 +486,8 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
                         format!("{s:?} is not a JSON Schema type ({})", JSON_TYPES.join(", ")),
                     ));
                 }
-                Value::Object(_) | Value::Bool(true) => {}
+                Value::Object(_) => check_schema_size(pat("type"), &param.ty)?,
+                Value::Bool(true) => {}
                 other => {
                     return Err(field(
                         pat("type"),
@@ -510,6 +577,21 @@ mod tests {
             let e = with(schema).unwrap_err().to_string();
             assert!(e.contains("tools[0].outputSchema") && e.contains(says), "{e}");
         }
+    }
+
+    #[test]
+    fn caps_count_characters_not_bytes() {
+        // 4096 two-byte characters: 8192 bytes, within the cap of 4096 characters.
+        let m = check(|v| v["tools"][0]["description"] = "é".repeat(MAX_TOOL_DESCRIPTION).into()).unwrap();
+        assert_eq!(m.tools[0].description.chars().count(), MAX_TOOL_DESCRIPTION);
+        let e = check(|v| v["tools"][0]["description"] = "é".repeat(MAX_TOOL_DESCRIPTION + 1).into());
+        assert!(e.unwrap_err().to_string().contains("is 4097 characters long"));
+        // Line breaks and tabs in a description, none in a label.
+        assert!(check(|v| v["tools"][0]["params"][0]["description"] = "a\n\tb\r\n".into()).is_ok());
+        let e = check(|v| v["version"] = "1.0\t".into()).unwrap_err().to_string();
+        assert!(e.contains("`version`") && e.contains("U+0009"), "{e}");
+        let e = check(|v| v["tools"][0]["description"] = "a\u{7f}b".into()).unwrap_err().to_string();
+        assert!(e.contains("U+007F"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,13 @@ const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
 const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets'];
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
+// The host's caps on a manifest's free text (host/src/manifest.rs), in characters (code points:
+// `[...s].length`); schemas in bytes of compact JSON. Checked here so that what builds, loads.
+const MAX_PLUGIN_DESCRIPTION = 1024;
+const MAX_TOOL_DESCRIPTION = 4096;
+const MAX_PARAM_DESCRIPTION = 1024;
+const MAX_LABEL = 64; // version and category: one line each
+const MAX_SCHEMA_BYTES = 16 * 1024;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
 
 /** A misuse of `definePlugin` or `defineTool`, located at the call that made it. */
@@ -149,6 +156,35 @@ function checkString(obj, key, what, site) {
     fail(`${what} \`${key}\` must be a string, got ${show(obj[key])}`, site);
   }
   return obj[key];
+}
+
+/**
+ * Why `text` breaks the host's rules for free text, or null: longer than `max` characters, or a
+ * control character (tabs and line breaks are allowed in a description).
+ */
+function textProblem(text, max, description) {
+  const n = [...text].length;
+  if (n > max) return `is ${n} characters long; the host allows at most ${max}`;
+  const bad = description ? /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/ : /[\u0000-\u001f\u007f-\u009f]/;
+  const m = bad.exec(text);
+  if (!m) return null;
+  const code = m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  const rule = description
+    ? 'only tabs and line breaks are allowed besides printable text'
+    : 'it must be one line of printable text';
+  return `contains the control character U+${code}; ${rule}`;
+}
+
+/** Why a JSON Schema is too large for the host, or null. */
+function schemaProblem(schema) {
+  const n = utf8Encode(JSON.stringify(schema)).length;
+  return n > MAX_SCHEMA_BYTES ? `is ${n} bytes of JSON; the host allows at most ${MAX_SCHEMA_BYTES}` : null;
+}
+
+/** Fail at `site` when `text` breaks the host's rules; `what` names the field. */
+function checkText(text, max, description, what, site) {
+  const problem = typeof text === 'string' ? textProblem(text, max, description) : null;
+  if (problem) fail(`${what} ${problem}`, site);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -311,6 +347,8 @@ export function definePlugin(options) {
     fail(`plugin \`version\` must be a non-empty string, got ${show(options.version)}`, site);
   }
   checkString(options, 'description', 'plugin', site);
+  checkText(options.version, MAX_LABEL, false, 'plugin `version`', site);
+  checkText(options.description, MAX_PLUGIN_DESCRIPTION, true, 'plugin `description`', site);
   const capabilities = normalizeCapabilities(options.capabilities ?? {}, site);
   const plugin = Object.freeze({
     name: options.name,
@@ -383,6 +421,7 @@ export function defineTool(options) {
   if (typeof options.description !== 'string' || options.description.trim() === '') {
     fail(`${what} \`description\` must be a non-empty string (the model reads it to choose the tool)`, site);
   }
+  checkText(options.description.trim(), MAX_TOOL_DESCRIPTION, true, `${what} \`description\``, site);
   const run = options.run;
   if (typeof run !== 'function') fail(`${what} \`run\` must be a function, got ${show(run)}`, site);
   const kind = run.constructor && run.constructor.name;
@@ -402,6 +441,7 @@ export function defineTool(options) {
   }
   const category = checkString(options, 'category', what, site);
   if (category !== undefined && category.trim() === '') fail(`${what} \`category\` must not be empty`, site);
+  checkText(category, MAX_LABEL, false, `${what} \`category\``, site);
 
   const outputSchema = options.outputSchema;
   if (outputSchema !== undefined) {
@@ -413,6 +453,8 @@ export function defineTool(options) {
     } catch (e) {
       fail(`${what} \`outputSchema\` is not JSON: ${e.message}`, site);
     }
+    const problem = schemaProblem(outputSchema);
+    if (problem) fail(`${what} \`outputSchema\` ${problem}`, site);
   }
 
   const params = checkParams(options.params, run, what, site);
@@ -527,6 +569,7 @@ function normalizeParam(p, i, what, site) {
   if (p.name === undefined) fail(`${what} params[${i}] has no \`name\``, site);
   const at = `${what} param \`${p.name}\`:`;
   const description = checkString(p, 'description', at, site) ?? '';
+  checkText(description, MAX_PARAM_DESCRIPTION, true, `${at} \`description\``, site);
   const optional = checkBool(p, 'optional', at, site);
   let type = p.type;
   if (p.schema !== undefined) {
@@ -541,7 +584,11 @@ function normalizeParam(p, i, what, site) {
     fail(`${at} \`type\` ${show(type)} is not one of ${PARAM_TYPES.map((t) => `'${t}'`).join(', ')}`, site);
   }
   const param = { name: p.name, type, description, optional };
-  if (p.schema !== undefined) param.schema = JSON.parse(JSON.stringify(p.schema));
+  if (p.schema !== undefined) {
+    const problem = schemaProblem(p.schema);
+    if (problem) fail(`${at} \`schema\` ${problem}`, site);
+    param.schema = JSON.parse(JSON.stringify(p.schema));
+  }
   else if (type === 'json') param.schema = {};
   return param;
 }
@@ -680,12 +727,16 @@ function manifest(defaults = {}, where = null) {
   if (typeof version !== 'string' || version.trim() === '') {
     fail('the plugin has no version: give `version` in definePlugin or package.json', at);
   }
+  const description = p.description ?? defaults.description ?? '';
+  if (typeof description !== 'string') fail(`the plugin \`description\` must be a string, got ${show(description)}`, at);
+  checkText(version, MAX_LABEL, false, 'the plugin `version`', at);
+  checkText(description, MAX_PLUGIN_DESCRIPTION, true, 'the plugin `description`', at);
   if (state.tools.length === 0) fail('the plugin defines no tools: call defineTool at least once', at);
   return {
     format: FORMAT,
     name,
     version,
-    description: p.description ?? defaults.description ?? '',
+    description,
     capabilities: p.capabilities ?? { fs: [], env: [], net: [], secrets: [] },
     tools: state.tools.map((t) => JSON.parse(JSON.stringify(t.spec))),
   };

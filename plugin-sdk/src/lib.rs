@@ -34,6 +34,11 @@
 //! get it as `structuredContent`). `#[schema = r#"{…}"#]` on a JSON parameter gives its JSON
 //! Schema.
 //!
+//! Free text is held to the host's caps when the macro expands (a compile error at the doc
+//! comment or option): a tool's description at most 4096 characters, a parameter's and the
+//! plugin's 1024, `version` and `category` 64 on one line, no control characters (tabs are fine);
+//! a schema at most 16 KiB of JSON.
+//!
 //! A tool returns `String`, `&'static str`, `serde_json::Value`, or a `Result` of those (or of
 //! `()`) with any `Display` error: `Err` reaches the model as the tool's error message.
 

@@ -144,3 +144,28 @@ test('an outputSchema is written to the manifest entry as given', () => {
   assert.deepEqual(t.spec.outputSchema, schema);
   assert.equal(defineTool({ ...base, name: 'plain' }).spec.outputSchema, undefined);
 });
+
+test('free text is held to the host caps, at the defineTool or definePlugin line', () => {
+  const line = lineHere(); const err = rejects(() => defineTool({ ...base, description: 'd'.repeat(4097) }), /tool `t`: `description` is 4097 characters long; the host allows at most 4096/);
+  assert.equal(err.line, line);
+  // Characters are code points: 4096 emoji (8192 UTF-16 units) fit.
+  assert.equal(defineTool({ ...base, name: 'emoji', description: '😀'.repeat(4096) }).spec.description.length, 8192);
+  rejects(() => defineTool({ ...base, description: 'Lists files.\u001b[2K' }), /`description` contains the control character U\+001B; only tabs and line breaks/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'x', description: 'p'.repeat(1025) }], run: (x) => x }), /param `x`: `description` is 1025 characters long/);
+  rejects(() => defineTool({ ...base, category: 'files\nDANGEROUS' }), /`category` contains the control character U\+000A; it must be one line/);
+  rejects(() => defineTool({ ...base, category: 'c'.repeat(65) }), /`category` is 65 characters long/);
+  rejects(() => defineTool({ ...base, outputSchema: { type: 'object', description: 's'.repeat(20000) } }), /`outputSchema` is 20034 bytes of JSON; the host allows at most 16384/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'x', type: 'json', schema: { enum: ['v'.repeat(17000)] } }], run: (x) => x }), /param `x`: `schema` is 17013 bytes of JSON/);
+  rejects(() => definePlugin({ description: 'd'.repeat(1025) }), /plugin `description` is 1025 characters long/);
+  rejects(() => definePlugin({ version: '1.0\u0000' }), /plugin `version` contains the control character U\+0000/);
+  // A multi-line description (a template literal) is fine: the host folds it into one line.
+  const multi = defineTool({ ...base, name: 'multi', description: `Counts words.\n\tLines too.`, category: 'c'.repeat(64) });
+  assert.equal(multi.spec.description, 'Counts words.\n\tLines too.');
+});
+
+test('the manifest checks the version and description package.json gives', () => {
+  defineTool(base);
+  assert.throws(() => __internal.manifest({ name: 'p', version: 'v'.repeat(65) }), /the plugin `version` is 65 characters long/);
+  assert.throws(() => __internal.manifest({ name: 'p', version: '1', description: 'x\u0007' }), /the plugin `description` contains the control character U\+0007/);
+  assert.equal(__internal.manifest({ name: 'p', version: '1', description: 'd'.repeat(1024) }).description.length, 1024);
+});

@@ -22,6 +22,38 @@ const FORMAT: u64 = 1;
 /// Name of the custom section that carries the manifest.
 const SECTION: &str = "toolhost-manifest";
 
+// The host's caps on a manifest's free text (`host/src/manifest.rs`, in characters; schemas in
+// bytes of compact JSON), checked here so that a plugin that builds is a plugin the host loads.
+const MAX_PLUGIN_DESCRIPTION: usize = 1024;
+const MAX_TOOL_DESCRIPTION: usize = 4096;
+const MAX_PARAM_DESCRIPTION: usize = 1024;
+/// `version` and `category`: one line each.
+const MAX_LABEL: usize = 64;
+const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+
+/// Why `s` breaks the host's rules for free text, if it does: longer than `max` characters, or
+/// a control character (besides tabs and line breaks in a description).
+fn text_problem(s: &str, max: usize, description: bool) -> Option<String> {
+    let n = s.chars().count();
+    if n > max {
+        return Some(format!("is {n} characters long; the host allows at most {max}"));
+    }
+    let bad = s.chars().find(|&c| c.is_control() && !(description && matches!(c, '\t' | '\n' | '\r')))?;
+    let rule = if description {
+        "only tabs and line breaks are allowed besides printable text"
+    } else {
+        "it must be one line of printable text"
+    };
+    Some(format!("contains the control character U+{:04X}; {rule}", u32::from(bad)))
+}
+
+/// Why a schema is too large for the host, if it is.
+fn schema_problem(schema: &Value) -> Option<String> {
+    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
+    (n > MAX_SCHEMA_BYTES)
+        .then(|| format!("is {n} bytes of JSON; the host allows at most {MAX_SCHEMA_BYTES}"))
+}
+
 /// Make the functions marked `#[tool]` inside this module the tools of a toolhost plugin.
 ///
 /// See the `toolhost-sdk` crate documentation for the full reference.
@@ -132,11 +164,14 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     plugin.insert("name".into(), json!(std::env::var("CARGO_PKG_NAME").unwrap_or_default()));
     plugin.insert("version".into(), json!(std::env::var("CARGO_PKG_VERSION").unwrap_or_default()));
     plugin.insert("description".into(), json!(std::env::var("CARGO_PKG_DESCRIPTION").unwrap_or_default()));
+    // Where version and description came from, for errors: Cargo.toml unless an option sets them.
+    let mut given: Vec<&Opt> = Vec::new();
+    let opts = parse_opts(attr)?;
     let mut caps = Capabilities::default();
-    for opt in parse_opts(attr)? {
+    for opt in &opts {
         match opt.key.to_string().as_str() {
             "name" | "version" | "description" => {
-                let v = lit_str(&opt)?;
+                let v = lit_str(opt)?;
                 if opt.key == "name" && !is_plugin_name(&v) {
                     return Err(syn::Error::new_spanned(
                         &opt.value,
@@ -144,13 +179,14 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                     ));
                 }
                 plugin.insert(opt.key.to_string(), json!(v));
+                given.push(opt);
             }
-            "fs" => caps.fs.push(parse_fs(&opt)?),
-            "env" => caps.env.push(lit_str(&opt)?),
-            "net" => caps.net.push(lit_str(&opt)?),
-            "secret" => caps.secrets.push(lit_str(&opt)?),
+            "fs" => caps.fs.push(parse_fs(opt)?),
+            "env" => caps.env.push(lit_str(opt)?),
+            "net" => caps.net.push(lit_str(opt)?),
+            "secret" => caps.secrets.push(lit_str(opt)?),
             "exec" => {
-                let v = lit_str(&opt)?;
+                let v = lit_str(opt)?;
                 let plain = v == "*"
                     || (!v.is_empty()
                         && v != "."
@@ -172,6 +208,22 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                     ),
                 ));
             }
+        }
+    }
+    for (key, max, description) in
+        [("version", MAX_LABEL, false), ("description", MAX_PLUGIN_DESCRIPTION, true)]
+    {
+        let text = plugin.get(key).and_then(Value::as_str).unwrap_or_default();
+        if let Some(problem) = text_problem(text, max, description) {
+            return Err(match given.iter().rev().find(|o| o.key == key) {
+                Some(opt) => syn::Error::new_spanned(&opt.value, format!("plugin `{key}` {problem}")),
+                None => syn::Error::new(
+                    Span::call_site(),
+                    format!(
+                        "the package `{key}` in Cargo.toml {problem}; set `{key} = \"…\"` here to override it"
+                    ),
+                ),
+            });
         }
     }
     plugin.insert("capabilities".into(), caps.to_json());
@@ -308,6 +360,9 @@ fn output_schema(opt: &Opt) -> syn::Result<Value> {
             "`output_schema` must describe an object (`\"type\": \"object\"`); return the result as a JSON object",
         ));
     }
+    if let Some(problem) = schema_problem(&v) {
+        return Err(syn::Error::new_spanned(&opt.value, format!("`output_schema` {problem}")));
+    }
     Ok(v)
 }
 
@@ -371,7 +426,13 @@ impl Tool {
                     "read_only" => tool.read_only = flag(&opt)?,
                     "rest" => tool.rest = flag(&opt)?,
                     "output_limit" => tool.output_limit = Some(lit_u64(&opt)?),
-                    "category" => tool.category = Some(lit_str(&opt)?),
+                    "category" => {
+                        let c = lit_str(&opt)?;
+                        if let Some(problem) = text_problem(&c, MAX_LABEL, false) {
+                            return Err(syn::Error::new_spanned(&opt.value, format!("`category` {problem}")));
+                        }
+                        tool.category = Some(c);
+                    }
                     "output_schema" => tool.output_schema = Some(output_schema(&opt)?),
                     other => {
                         return Err(syn::Error::new_spanned(
@@ -397,6 +458,20 @@ impl Tool {
                 &func.sig.ident,
                 "a tool needs a doc comment: its first paragraph is the description the model reads",
             ));
+        }
+        if let Some(problem) = text_problem(&description, MAX_TOOL_DESCRIPTION, true) {
+            return Err(syn::Error::new(
+                doc_span(&func.attrs, |d| text_problem(d, usize::MAX, true).is_some()),
+                format!("the tool's description (the doc comment's first paragraph) {problem}"),
+            ));
+        }
+        for (name, text) in &param_docs {
+            if let Some(problem) = text_problem(text, MAX_PARAM_DESCRIPTION, true) {
+                return Err(syn::Error::new(
+                    doc_span(&func.attrs, |d| d.contains(&format!("`{name}`"))),
+                    format!("the description of parameter `{name}` {problem}"),
+                ));
+            }
         }
         tool.description = description;
 
@@ -428,6 +503,9 @@ impl Tool {
                     let v: Value = serde_json::from_str(&s.value()).map_err(|e| {
                         syn::Error::new_spanned(s, format!("`schema` is not valid JSON: {e}"))
                     })?;
+                    if let Some(problem) = schema_problem(&v) {
+                        return Err(syn::Error::new_spanned(s, format!("`schema` {problem}")));
+                    }
                     schema_override = Some(v);
                 } else {
                     kept.push(a);
@@ -603,6 +681,23 @@ fn classify(ty: &Type) -> syn::Result<(ParamKind, bool, Value)> {
     Ok((ParamKind::Json, false, schema))
 }
 
+/// The span of the first doc attribute whose text matches `pick` (else of the first one): where
+/// a problem with the doc comment is reported.
+fn doc_span(attrs: &[Attribute], pick: impl Fn(&str) -> bool) -> Span {
+    let docs: Vec<(&Attribute, String)> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some((a, s.value())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    docs.iter().find(|(_, text)| pick(text)).or(docs.first()).map_or_else(Span::call_site, |(a, _)| a.span())
+}
+
 fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
     attrs
         .iter()
@@ -745,6 +840,55 @@ mod tests {
         );
         assert_eq!(m["tools"][0]["rest"], true);
         assert_eq!(m["tools"][0]["danger"], true);
+    }
+
+    #[test]
+    fn free_text_is_held_to_the_hosts_caps() {
+        let tool = |doc: &str, attrs: &str| {
+            format!("mod t {{ {doc}\n #[tool({attrs})] pub fn a(x: String) -> String {{ x }} }}")
+        };
+        let long_doc = format!("/// {}", "d".repeat(MAX_TOOL_DESCRIPTION + 1));
+        let long_param = format!("/// D.\n///\n/// - `x`: {}", "p".repeat(MAX_PARAM_DESCRIPTION + 1));
+        let big_schema =
+            format!(r#"{{"type": "object", "description": "{}"}}"#, "s".repeat(MAX_SCHEMA_BYTES));
+        let cases = [
+            ("", tool(&long_doc, ""), "is 4097 characters long; the host allows at most 4096"),
+            ("", tool(&long_param, ""), "parameter `x` is 1025 characters long"),
+            ("", tool("#[doc = \"Reads. \\u{1b}[2K\"]", ""), "contains the control character U+001B"),
+            (
+                "",
+                tool("/// D.", "category = \"files\\nDANGEROUS\""),
+                "`category` contains the control character U+000A",
+            ),
+            (
+                "",
+                tool("/// D.", &format!("category = \"{}\"", "c".repeat(MAX_LABEL + 1))),
+                "`category` is 65 characters",
+            ),
+            (
+                "",
+                tool("/// D.", &format!("output_schema = {big_schema:?}")),
+                "bytes of JSON; the host allows at most 16384",
+            ),
+            (
+                &*format!("description = \"{}\"", "p".repeat(MAX_PLUGIN_DESCRIPTION + 1)),
+                tool("/// D.", ""),
+                "plugin `description` is 1025",
+            ),
+            (
+                "version = \"1.0\\u{0}\"",
+                tool("/// D.", ""),
+                "plugin `version` contains the control character U+0000",
+            ),
+        ];
+        for (attr, item, want) in cases {
+            let err = expand_str(attr, &item).expect_err(&item);
+            assert!(err.contains(want), "for {item}: expected {want:?} in {err:?}");
+        }
+        // At the caps, and a description with a tab: accepted.
+        let doc = format!("/// {}\t{}", "d".repeat(100), "e".repeat(MAX_TOOL_DESCRIPTION - 101));
+        let m = manifest_of(&tool(&doc, &format!("category = \"{}\"", "c".repeat(MAX_LABEL))));
+        assert_eq!(m["tools"][0]["description"].as_str().unwrap().chars().count(), MAX_TOOL_DESCRIPTION);
     }
 
     #[test]

@@ -213,6 +213,80 @@ def b(y: set) -> str:
         self.assertEqual([e.split(":")[1] for e in errs], ["5", "10"])
 
 
+class FreeText(ProjectCase):
+    """Descriptions, categories and schemas are held to the host's caps (host/src/manifest.rs)."""
+
+    def test_a_long_docstring_points_at_the_docstring(self):
+        self.app('@tool\ndef t() -> str:\n    """' + "d" * 4097 + '"""\n    return ""\n')
+        self.assertError("app.py:6", "the description of `t` (the docstring's first paragraph) is 4097 "
+                                     "characters long; the host allows at most 4096")
+
+    def test_a_control_character_points_at_its_line(self):
+        self.app('''\
+@tool
+def t() -> str:
+    """Lists files.
+    Really.\x1b[2K
+    """
+    return ""
+''')
+        self.assertError("app.py:7", "contains the control character U+001B")
+
+    def test_a_long_param_description_points_at_its_args_line(self):
+        self.app('''\
+@tool
+def t(path: str) -> str:
+    """Reads.
+
+    Args:
+        path: ''' + "p" * 1025 + '''
+    """
+    return ""
+''')
+        self.assertError("app.py:9", "the description of parameter `path` is 1025 characters long")
+
+    def test_category_is_one_short_line(self):
+        self.app('''\
+@tool(category="files\\nDANGEROUS")
+def a() -> str:
+    """A."""
+    return ""
+
+@tool(category="c" * 65)
+def b() -> str:
+    """B."""
+    return ""
+''')
+        errs = self.errors()
+        self.assertTrue(errs[0].startswith("app.py:4: `category` contains the control character U+000A"), errs)
+        self.assertTrue(errs[1].startswith("app.py:9: `category` is 65 characters long"), errs)
+
+    def test_an_oversized_output_schema(self):
+        self.app('''\
+@tool(output_schema={"type": "object", "description": "s" * 20000})
+def a() -> dict:
+    """A."""
+    return {}
+''')
+        self.assertError("app.py:4", "the output schema is 20034 bytes of JSON; the host allows at most 16384")
+
+    def test_plugin_description_and_version_from_pyproject(self):
+        self.write("pyproject.toml", '[project]\nname = "x"\nversion = "1\\u0007"\ndescription = "' + "d" * 1025 + '"\n')
+        self.app('''\
+@tool
+def t() -> str:
+    """T."""
+    return ""
+''')
+        self.assertError("pyproject.toml:3", "plugin version contains the control character U+0007")
+        self.assertError("pyproject.toml:4", "plugin description is 1025 characters long")
+
+    def test_at_the_caps_it_builds(self):
+        self.write("pyproject.toml", '[project]\nname = "x"\nversion = "' + "1" * 64 + '"\ndescription = "' + "d" * 1024 + '"\n')
+        self.app('@tool(category="' + "c" * 64 + '")\ndef t() -> str:\n    """' + "d" * 4096 + '"""\n    return ""\n')
+        self.assertEqual(len(self.tool()["description"]), 4096)
+
+
 class PluginMisuse(ProjectCase):
     def test_bad_plugin_options_point_at_the_call(self):
         self.app('''\

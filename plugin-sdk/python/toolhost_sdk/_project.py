@@ -239,6 +239,11 @@ def _plugin_fields(project):
                                              "(at most 64 chars); set plugin(name=...) to override"))
         elif key == "version" and not value.strip():
             errors.append(Misuse(file, line, "plugin version must not be empty"))
+        elif key in ("version", "description"):
+            limit = _spec.MAX_LABEL if key == "version" else _spec.MAX_PLUGIN_DESCRIPTION
+            problem = _spec.text_problem(value, limit, key == "description")
+            if problem:
+                errors.append(Misuse(file, line, f"plugin {key} {problem}"))
         out[key] = value
     if errors:
         raise _Errors(errors)

@@ -21,6 +21,40 @@ FORMAT = 1
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLUGIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
+# The host's caps on a manifest's free text (host/src/manifest.rs), in characters (what `len`
+# counts); schemas in bytes of compact JSON. Checked here so that what builds, loads.
+MAX_PLUGIN_DESCRIPTION = 1024
+MAX_TOOL_DESCRIPTION = 4096
+MAX_PARAM_DESCRIPTION = 1024
+MAX_LABEL = 64  # version and category: one line each
+MAX_SCHEMA_BYTES = 16 * 1024
+
+
+def _is_control(c):
+    o = ord(c)
+    return o < 0x20 or 0x7F <= o <= 0x9F
+
+
+def text_problem(text, limit, description):
+    """Why `text` breaks the host's rules for free text, or None: longer than `limit`
+    characters, or a control character (tabs and line breaks are allowed in a description)."""
+    if len(text) > limit:
+        return f"is {len(text)} characters long; the host allows at most {limit}"
+    for c in text:
+        if _is_control(c) and not (description and c in "\t\n\r"):
+            rule = ("only tabs and line breaks are allowed besides printable text" if description
+                    else "it must be one line of printable text")
+            return f"contains the control character U+{ord(c):04X}; {rule}"
+    return None
+
+
+def schema_problem(schema):
+    """Why a JSON Schema is too large for the host, or None."""
+    n = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if n > MAX_SCHEMA_BYTES:
+        return f"is {n} bytes of JSON; the host allows at most {MAX_SCHEMA_BYTES}"
+    return None
+
 
 class Misuse(Exception):
     """A mistake in the plugin's declarations, reported as `FILE:LINE: error: message`."""
@@ -472,6 +506,8 @@ def derive(decl):
     if category is not None and not isinstance(category, str):
         errors.append(Misuse(file, line, f"`category` takes a string, got {category!r}"))
         category = None
+    elif category is not None and text_problem(category, MAX_LABEL, False):
+        errors.append(Misuse(file, line, f"`category` {text_problem(category, MAX_LABEL, False)}"))
 
     doc = func.__doc__ or ""
     description, param_docs, doc_problems = parse_docstring(doc)
@@ -486,6 +522,17 @@ def derive(decl):
     for text, offset in doc_problems:
         errors.append(Misuse(file, (doc_line or def_line) + offset,
                              f"cannot read this `Args:` line: {text!r}; write `name: description`"))
+    problem = text_problem(description, MAX_TOOL_DESCRIPTION, True)
+    if problem:
+        # At the docstring line that holds the control character, else at its first line.
+        bad = next((i for i, l in enumerate(doc.split("\n")) if text_problem(l, len(l), True)), 0)
+        errors.append(Misuse(file, (doc_line or def_line) + bad,
+                             f"the description of `{func.__name__}` (the docstring's first paragraph) {problem}"))
+    for pname, (ptext, offset) in param_docs.items():
+        problem = text_problem(ptext, MAX_PARAM_DESCRIPTION, True)
+        if problem:
+            errors.append(Misuse(file, (doc_line or def_line) + offset,
+                                 f"the description of parameter `{pname}` {problem}"))
 
     sig = inspect.signature(func)
     try:
@@ -536,6 +583,9 @@ def derive(decl):
                 sch = s["type"] if list(s) == ["type"] else s
         except _Unsupported as e:
             errors.append(Misuse(file, pline, f"parameter `{p.name}`: {e}"))
+            continue
+        if isinstance(sch, dict) and schema_problem(sch):
+            errors.append(Misuse(file, pline, f"parameter `{p.name}`: its JSON Schema {schema_problem(sch)}"))
             continue
         optional = is_opt or has_default
         if optional:
@@ -596,6 +646,15 @@ def _is_record(tp):
 def _output_schema(decl, returns, errors):
     """The tool's outputSchema: the `output_schema` option (a dataclass, a TypedDict or a JSON
     Schema dict for an object), else derived from a dataclass or TypedDict return annotation."""
+    file, line = decl.file, decl.line
+    out = _output_schema_of(decl, returns, errors)
+    if out is not None and schema_problem(out):
+        errors.append(Misuse(file, line, f"the output schema {schema_problem(out)}"))
+        return None
+    return out
+
+
+def _output_schema_of(decl, returns, errors):
     file, line = decl.file, decl.line
     given = decl.options.get("output_schema", returns if _is_record(returns) else None)
     if given is None:
