@@ -7,6 +7,12 @@
 //! and `list` shows the pending request until the operator runs `toolhost approve PLUGIN`.
 //! Approval never grants anything by itself: the effective capability is still request ∩ grant.
 //!
+//! The approved version's *presentation* is recorded too ([`Presentation`]): which tools say
+//! `danger` and which claim `readOnly` (MCP clients may run a read-only tool without asking).
+//! A later version that presents a tool as less dangerous — drops `danger`, newly claims
+//! `readOnly`, or replaces a dangerous tool by a new one without `danger` — is held exactly like
+//! one that requests more ([`weakened`]).
+//!
 //! The record is `.toolhost-approvals.json` in the plugins folder (a dotfile, so discovery
 //! skips it, and written atomically; a running host's watcher notices `approve` writing it).
 //!
@@ -41,14 +47,76 @@ struct RawPinned {
     request: Option<Capabilities>,
     /// The SHA-256 of the one approved file, as hex (`sha256:` prefix optional).
     sha256: Option<String>,
+    /// How the approved version presented its tools (see [`Presentation`]).
+    presentation: Option<Presentation>,
 }
 
-/// One plugin's approval pinned in the config: its request must be within `request` and its
-/// file must hash to `sha256`, for whichever of the two is given.
+/// One plugin's approval pinned in the config: its request must be within `request`, its
+/// tools must present themselves no weaker than `presentation`, and its file must hash to
+/// `sha256`, for whichever of these are given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pinned {
     pub request: Option<Capabilities>,
     pub sha256: Option<[u8; 32]>,
+    pub presentation: Option<Presentation>,
+}
+
+/// How an approved version presented its tools: the names of all its tools, of those marked
+/// `danger` and of those claiming `readOnly`, as its manifest says (the operator's own
+/// `[tool.X] danger` settings are not part of it: they apply whatever the file says).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Presentation {
+    #[serde(default)]
+    pub tools: std::collections::BTreeSet<String>,
+    #[serde(default)]
+    pub danger: std::collections::BTreeSet<String>,
+    #[serde(default)]
+    pub read_only: std::collections::BTreeSet<String>,
+}
+
+impl Presentation {
+    pub fn of(m: &Manifest) -> Presentation {
+        let names = |keep: fn(&crate::manifest::ToolSpec) -> bool| {
+            m.tools.iter().filter(|t| keep(t)).map(|t| t.name.clone()).collect()
+        };
+        Presentation {
+            tools: names(|_| true),
+            danger: names(|t| t.danger),
+            read_only: names(|t| t.read_only),
+        }
+    }
+}
+
+/// How `now` presents its tools as less dangerous than the approved `was`, one line each:
+/// a tool that dropped `danger`, a tool that newly claims `readOnly` (new tools included), and
+/// — when a dangerous tool disappeared — every new tool without `danger` (a dangerous `delete`
+/// renamed to a harmless-looking `remove` is the same tool).
+pub fn weakened(now: &Presentation, was: &Presentation) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &now.tools {
+        if was.danger.contains(t) && !now.danger.contains(t) {
+            out.push(format!("tool {t} is no longer marked dangerous"));
+        }
+        if now.read_only.contains(t) && !was.read_only.contains(t) {
+            out.push(if was.tools.contains(t) {
+                format!("tool {t} newly claims to be read-only")
+            } else {
+                format!("new tool {t} claims to be read-only")
+            });
+        }
+    }
+    let gone: Vec<&String> = was.danger.iter().filter(|t| !now.tools.contains(*t)).collect();
+    if !gone.is_empty() {
+        let gone: Vec<&str> = gone.iter().map(|t| t.as_str()).collect();
+        for t in now.tools.iter().filter(|t| !was.tools.contains(*t) && !now.danger.contains(*t)) {
+            out.push(format!(
+                "new tool {t} is not marked dangerous while dangerous {} disappeared",
+                gone.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 /// `[approvals]`, resolved.
@@ -75,7 +143,7 @@ impl ApprovalLock {
                     "{key}: give `request = {{ … }}`, `sha256 = \"…\"` or both (`toolhost approve {name} --print` prints the entry)"
                 ));
             }
-            out.plugins.insert(name, Pinned { request: p.request, sha256 });
+            out.plugins.insert(name, Pinned { request: p.request, sha256, presentation: p.presentation });
         }
         Ok(out)
     }
@@ -86,7 +154,7 @@ impl ApprovalLock {
     }
 }
 
-fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+pub(crate) fn parse_sha256(text: &str) -> Option<[u8; 32]> {
     let hex = text.strip_prefix("sha256:").unwrap_or(text);
     if hex.len() != 64 {
         return None;
@@ -133,6 +201,14 @@ pub fn lock_entry(m: &Manifest, file: &Path, hash: &[u8; 32], sha256: bool) -> S
         strings(&c.secrets),
         strings(&c.exec)
     ));
+    let p = Presentation::of(m);
+    let set = |v: &std::collections::BTreeSet<String>| strings(&v.iter().cloned().collect::<Vec<_>>());
+    out.push_str(&format!(
+        "presentation = {{ tools = {}, danger = {}, read_only = {} }}\n",
+        set(&p.tools),
+        set(&p.danger),
+        set(&p.read_only)
+    ));
     out
 }
 
@@ -150,6 +226,10 @@ struct Stored {
     format: u32,
     /// Plugin name → the approved request.
     plugins: BTreeMap<String, Capabilities>,
+    /// Plugin name → how the approved version presented its tools (format 2; a plugin approved
+    /// before it has its presentation recorded the next time it is checked).
+    #[serde(default)]
+    presentation: BTreeMap<String, Presentation>,
 }
 
 /// A plugin version held back until its request is approved.
@@ -256,6 +336,9 @@ impl Approvals {
         if let Some(request) = &pin.request {
             out.extend(extra(&m.capabilities, request));
         }
+        if let Some(p) = &pin.presentation {
+            out.extend(weakened(&Presentation::of(m), p));
+        }
         if out.is_empty() { Ok(()) } else { Err(out) }
     }
 
@@ -267,24 +350,47 @@ impl Approvals {
     /// Check a manifest: `Ok` if its request is within the approved one (recording it if this
     /// plugin was never seen), otherwise the extra requests.
     pub fn check(&mut self, m: &Manifest) -> Result<(), Vec<String>> {
-        match self.stored.plugins.get(&m.name) {
-            None => {
-                self.approve(&m.name, &m.capabilities);
-                Ok(())
+        let Some(approved) = self.stored.plugins.get(&m.name) else {
+            self.approve(m);
+            return Ok(());
+        };
+        let mut out = extra(&m.capabilities, approved);
+        let now = Presentation::of(m);
+        match self.stored.presentation.get(&m.name) {
+            Some(was) => out.extend(weakened(&now, was)),
+            // Approved by a version of toolhost that did not record presentations: this one
+            // is recorded as the approved presentation from now on.
+            None if out.is_empty() => {
+                self.stored.presentation.insert(m.name.clone(), now);
+                self.dirty = true;
             }
-            Some(approved) => {
-                let extra = extra(&m.capabilities, approved);
-                if extra.is_empty() { Ok(()) } else { Err(extra) }
-            }
+            None => {}
+        }
+        if out.is_empty() { Ok(()) } else { Err(out) }
+    }
+
+    /// Record `m`'s request and presentation as approved for its plugin (replacing what was
+    /// approved).
+    pub fn approve(&mut self, m: &Manifest) {
+        let presentation = Presentation::of(m);
+        if self.stored.plugins.get(&m.name) != Some(&m.capabilities)
+            || self.stored.presentation.get(&m.name) != Some(&presentation)
+        {
+            self.stored.plugins.insert(m.name.clone(), m.capabilities.clone());
+            self.stored.presentation.insert(m.name.clone(), presentation);
+            self.dirty = true;
         }
     }
 
-    /// Record `caps` as approved for `plugin` (replacing what was approved).
-    pub fn approve(&mut self, plugin: &str, caps: &Capabilities) {
-        if self.stored.plugins.get(plugin) != Some(caps) {
-            self.stored.plugins.insert(plugin.to_string(), caps.clone());
-            self.dirty = true;
+    /// What `m` would newly have approved beyond what is recorded for its plugin: extra
+    /// requests and weakened presentation, one line each (empty for a plugin never approved).
+    pub fn pending(&self, m: &Manifest) -> Vec<String> {
+        let Some(approved) = self.stored.plugins.get(&m.name) else { return Vec::new() };
+        let mut out = extra(&m.capabilities, approved);
+        if let Some(was) = self.stored.presentation.get(&m.name) {
+            out.extend(weakened(&Presentation::of(m), was));
         }
+        out
     }
 
     /// Write the file if anything changed (atomically: temp file, then rename).
@@ -293,7 +399,7 @@ impl Approvals {
         if !self.dirty || self.lock.locked {
             return Ok(());
         }
-        self.stored.format = 1;
+        self.stored.format = 2;
         let text = serde_json::to_string_pretty(&self.stored).map_err(std::io::Error::other)?;
         let tmp = self.path.with_file_name(format!("{FILE}.tmp"));
         std::fs::write(&tmp, text + "\n")?;
@@ -460,8 +566,107 @@ mod tests {
         a.save().unwrap();
         let mut a = Approvals::load(dir.path());
         assert_eq!(a.check(&m(&["example.com", "evil.com"])), Err(vec!["net evil.com".to_string()]));
-        a.approve("web", &m(&["example.com", "evil.com"]).capabilities);
+        a.approve(&m(&["example.com", "evil.com"]));
         a.save().unwrap();
         assert!(Approvals::load(dir.path()).check(&m(&["evil.com"])).is_ok());
+    }
+
+    fn tool(name: &str, danger: bool, read_only: bool) -> crate::manifest::ToolSpec {
+        crate::manifest::ToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            params: vec![],
+            arg_count: 0,
+            parse_json: vec![],
+            rest: false,
+            output_limit: None,
+            danger,
+            read_only,
+            category: None,
+            output_schema: None,
+        }
+    }
+
+    fn with_tools(tools: Vec<crate::manifest::ToolSpec>) -> Manifest {
+        Manifest { tools, ..manifest("files", &[]) }
+    }
+
+    #[test]
+    fn a_weaker_presentation_is_held_like_a_larger_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = with_tools(vec![
+            tool("delete", true, false),
+            tool("read", false, true),
+            tool("write", false, false),
+        ]);
+        let mut a = Approvals::load(dir.path());
+        assert_eq!(a.check(&v1), Ok(()), "first sight");
+        a.save().unwrap();
+        let mut a = Approvals::load(dir.path());
+        let held = |a: &mut Approvals, tools| a.check(&with_tools(tools)).unwrap_err().join("; ");
+        let e = held(
+            &mut a,
+            vec![tool("delete", false, false), tool("read", false, true), tool("write", false, false)],
+        );
+        assert_eq!(e, "tool delete is no longer marked dangerous");
+        let e = held(
+            &mut a,
+            vec![tool("delete", true, false), tool("read", false, true), tool("write", false, true)],
+        );
+        assert_eq!(e, "tool write newly claims to be read-only");
+        let e = held(
+            &mut a,
+            vec![tool("delete", true, false), tool("read", false, true), tool("peek", false, true)],
+        );
+        assert_eq!(e, "new tool peek claims to be read-only");
+        let e = held(&mut a, vec![tool("remove", false, false), tool("read", false, true)]);
+        assert_eq!(e, "new tool remove is not marked dangerous while dangerous delete disappeared");
+        // Stronger or unchanged presentations pass: more danger, fewer read-only claims, a new
+        // ordinary tool while the dangerous one stays.
+        for tools in [
+            vec![tool("delete", true, false), tool("read", false, false), tool("write", true, false)],
+            vec![tool("delete", true, false), tool("read", false, true), tool("mkdir", false, false)],
+        ] {
+            assert_eq!(a.check(&with_tools(tools.clone())), Ok(()), "{tools:?}");
+        }
+        // Approving records the new presentation.
+        let v2 = with_tools(vec![tool("delete", false, false)]);
+        assert_eq!(a.pending(&v2), ["tool delete is no longer marked dangerous"]);
+        a.approve(&v2);
+        assert_eq!(a.check(&v2), Ok(()));
+    }
+
+    #[test]
+    fn an_approval_recorded_before_presentations_records_it_without_holding() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE), r#"{"format": 1, "plugins": {"files": {}}}"#).unwrap();
+        let mut a = Approvals::load(dir.path());
+        let v1 = with_tools(vec![tool("delete", true, false)]);
+        assert_eq!(a.check(&v1), Ok(()));
+        a.save().unwrap();
+        let mut a = Approvals::load(dir.path());
+        assert!(a.check(&with_tools(vec![tool("delete", false, false)])).is_err(), "now recorded");
+    }
+
+    #[test]
+    fn a_pinned_presentation_is_checked_too() {
+        let v1 = with_tools(vec![tool("delete", true, false)]);
+        let hash = crate::registry::content_hash(b"files v1");
+        let entry = lock_entry(&v1, Path::new("/p/files.wasm"), &hash, false);
+        assert!(
+            entry.contains("presentation = { tools = [\"delete\"], danger = [\"delete\"], read_only = [] }"),
+            "{entry}"
+        );
+        let pinned = lock(&format!("[approvals]\nlocked = true\n{entry}")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            plugins_dir: dir.path().to_path_buf(),
+            approvals: pinned,
+            ..crate::config::Config::default()
+        };
+        let mut a = Approvals::for_config(&config);
+        assert_eq!(a.check_file(&v1, &hash), Ok(()));
+        let e = a.check_file(&with_tools(vec![tool("delete", false, false)]), &hash).unwrap_err();
+        assert_eq!(e, ["tool delete is no longer marked dangerous"]);
     }
 }

@@ -31,7 +31,9 @@ Examples:
   toolhost --plugins target/plugins --allow-run system=git call -y run git status
   toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
-Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr.";
+Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr. The MCP
+library's own debug lines (which show arguments and results verbatim) stay off unless
+TOOLHOST_LOG names `rmcp` explicitly.";
 
 /// A dynamic plugin host for AI-agent tools: drop a .wasm in a folder, get a sandboxed tool.
 #[derive(Debug, Parser)]
@@ -305,8 +307,18 @@ fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let spec = std::env::var("TOOLHOST_LOG").ok().filter(|s| !s.trim().is_empty());
+    let mut filter = spec
+        .as_deref()
+        .and_then(|s| tracing_subscriber::EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
+    // rmcp's debug and trace lines carry every request and response verbatim: tool arguments
+    // and results, secrets among them (the audit trail redacts those; a log cannot). They stay
+    // off unless the operator names rmcp explicitly in TOOLHOST_LOG.
+    let rmcp_named = spec.as_deref().is_some_and(|s| s.contains("rmcp"));
+    if !rmcp_named && let Ok(d) = "rmcp=info".parse() {
+        filter = filter.add_directive(d);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Plugins' log lines, captured output and file names are in there: rendered by `term`.
@@ -315,6 +327,11 @@ fn init_logging(verbose: u8) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
+    if rmcp_named {
+        tracing::warn!(
+            "TOOLHOST_LOG names rmcp: its debug lines show tool arguments and results verbatim, secrets included"
+        );
+    }
 }
 
 /// Resolve the configuration from the file and the command-line overrides.
@@ -372,16 +389,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let cfg = resolve_config(&cli.global)?;
             let manifest = registry::inspect_file(&file, cfg.max_plugin_bytes)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let signature = std::fs::read(&file)
-                .map(|b| crate::signing::describe(&cfg.trust, &manifest.name, &b))
-                .unwrap_or_default();
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let signature = crate::signing::describe(&cfg.trust, &manifest.name, &bytes);
+            // What `[trust] allow_unsigned` and `[approvals.plugin.NAME] sha256` pin.
+            let digest = format!("sha256:{}", crate::discovery::hex(&crate::registry::content_hash(&bytes)));
             if json {
                 println!("{}", term::to_json(&manifest)?);
                 // stdout stays the manifest alone (embed-manifest reads it)
-                eprintln!("{}", term::text(&signature));
+                eprintln!("{}\nfile: {digest}", term::text(&signature));
             } else {
                 print!("{}", render_manifest(&manifest));
                 println!("{}", term::text(&signature));
+                println!("file: {digest}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -494,6 +513,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     allowed_origins: allow_origin,
                     tokens,
                     service: None,
+                    limits: cfg.serve.http,
                 };
                 let r = rt.block_on(serve_mcp(cfg, debounce, http, options));
                 // The stdio transport's blocked read of stdin must not hold the exit.
@@ -812,7 +832,7 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
 /// `toolhost approve PLUGIN`: record the plugin's current request as approved; with `print`
 /// (`Some(with_sha256)`), print the config entry that pins it instead and write nothing.
 fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
-    use crate::approvals::{Approvals, extra};
+    use crate::approvals::Approvals;
     let (candidates, _) = crate::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes)
         .with_context(|| format!("cannot scan {}", cfg.plugins_dir.display()))?;
     let mut names = Vec::new();
@@ -847,8 +867,8 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
         );
     }
     let mut approvals = Approvals::load(&cfg.plugins_dir);
-    let new = approvals.get(plugin).map(|a| extra(&m.capabilities, a)).unwrap_or_default();
-    approvals.approve(plugin, &m.capabilities);
+    let new = approvals.pending(&m);
+    approvals.approve(&m);
     approvals.save().with_context(|| {
         format!("cannot write {}", cfg.plugins_dir.join(crate::approvals::FILE).display())
     })?;

@@ -102,9 +102,8 @@ impl PluginCrate {
 /// come only from the config and flags.
 pub fn approve_own_build(plugins_dir: &Path, m: &crate::manifest::Manifest) {
     let mut approvals = crate::approvals::Approvals::load(plugins_dir);
-    let extra =
-        approvals.get(&m.name).map(|a| crate::approvals::extra(&m.capabilities, a)).unwrap_or_default();
-    approvals.approve(&m.name, &m.capabilities);
+    let extra = approvals.pending(m);
+    approvals.approve(m);
     approvals.save_or_warn();
     if !extra.is_empty() {
         eprintln!(

@@ -10,6 +10,8 @@
 //!   [`QuotaStream`] that charges every `write` (and `blocking-write-and-flush`, `splice`,
 //!   `write-zeroes`, which all go through it), and lowers `check-write` to what is left;
 //! - `descriptor.set-size`: growth past the current size is charged;
+//! - a write at an offset past the end of the file is charged the hole it creates as well
+//!   (the file's extent, not only the bytes written: a 1-byte write at 1 TiB costs 1 TiB);
 //! - `open-at` with `create` (when the file does not exist yet), `create-directory-at`,
 //!   `symlink-at` and `link-at` count against the per-call creation limit;
 //! - `filesystem-error-code` maps a quota stream error to `error-code.quota` (for guests that
@@ -96,14 +98,16 @@ impl CallMeter {
         self.write_limit.saturating_sub(self.written())
     }
 
-    /// How many of `want` bytes may be written now (at least 1), or the quota error.
-    fn allow(&self, want: usize) -> Result<usize, QuotaExceeded> {
+    /// How many of `want` bytes may be written now (at least 1), or the quota error, for a
+    /// write that first extends the file by a hole of `gap` bytes: the hole and at least one
+    /// byte must fit, or nothing is written.
+    fn allow_after(&self, gap: u64, want: usize) -> Result<usize, QuotaExceeded> {
         let room = self.room();
-        if room == 0 && want > 0 {
+        if want > 0 && room <= gap {
             self.mark(QuotaHit::Write);
             return Err(self.exceeded(QuotaHit::Write));
         }
-        Ok(usize::try_from(room).unwrap_or(usize::MAX).min(want))
+        Ok(usize::try_from(room - gap.min(room)).unwrap_or(usize::MAX).min(want))
     }
 
     fn charge(&self, n: u64) {
@@ -176,6 +180,9 @@ fn mib(bytes: u64) -> String {
 pub struct QuotaStream {
     inner: DynOutputStream,
     meter: Arc<CallMeter>,
+    /// The hole between the end of the file and where this stream starts, charged with its
+    /// first write.
+    gap: u64,
 }
 
 impl QuotaStream {
@@ -196,23 +203,27 @@ impl Pollable for QuotaStream {
 impl OutputStream for QuotaStream {
     fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
         let n = bytes.len() as u64;
-        if n > self.meter.room() {
+        let gap = if n > 0 { std::mem::take(&mut self.gap) } else { 0 };
+        if gap + n > self.meter.room() {
+            self.gap = gap;
             return Err(self.fail());
         }
-        self.meter.charge(n);
+        self.meter.charge(gap + n);
         self.inner.write(bytes)
     }
 
     async fn blocking_write_and_flush(&mut self, mut bytes: bytes::Bytes) -> StreamResult<()> {
-        let allowed = self.meter.allow(bytes.len()).map_err(|_| self.fail())?;
+        let gap = if bytes.is_empty() { 0 } else { self.gap };
+        let allowed = self.meter.allow_after(gap, bytes.len()).map_err(|_| self.fail())?;
+        self.gap = 0;
         if allowed < bytes.len() {
             // Write what fits, so the call has written exactly its quota, then fail.
             let head = bytes.split_to(allowed);
-            self.meter.charge(allowed as u64);
+            self.meter.charge(gap + allowed as u64);
             self.inner.blocking_write_and_flush(head).await?;
             return Err(self.fail());
         }
-        self.meter.charge(allowed as u64);
+        self.meter.charge(gap + allowed as u64);
         self.inner.blocking_write_and_flush(bytes).await
     }
 
@@ -222,7 +233,7 @@ impl OutputStream for QuotaStream {
 
     fn check_write(&mut self) -> StreamResult<usize> {
         let n = self.inner.check_write()?;
-        let room = self.meter.room();
+        let room = self.meter.room().saturating_sub(self.gap);
         if room == 0 {
             return Err(self.fail());
         }
@@ -250,14 +261,28 @@ fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
     Resource::new_borrow(fd.rep())
 }
 
-/// Replace the stream just created at `stream` with a [`QuotaStream`] around it.
-fn wrap_stream(state: &mut HostState, stream: &Resource<DynOutputStream>) -> wasmtime::Result<()> {
+/// Replace the stream just created at `stream` with a [`QuotaStream`] around it; `gap` is the
+/// hole its first write makes (see [`gap`]).
+fn wrap_stream(state: &mut HostState, stream: &Resource<DynOutputStream>, gap: u64) -> wasmtime::Result<()> {
     let meter = state.meter.clone();
     let view = state.ctx();
     let slot: &mut DynOutputStream = view.table.get_mut(stream)?;
     let inner = std::mem::replace(slot, Box::new(wasmtime_wasi::p2::pipe::ClosedOutputStream));
-    *slot = Box::new(QuotaStream { inner, meter });
+    *slot = Box::new(QuotaStream { inner, meter, gap });
     Ok(())
+}
+
+/// How far a write at `offset` lies past the end of the file: the hole it would create (a
+/// sparse file costs no disk until written, but its size is what a later reader, copier or
+/// backup sees, so the quota counts the extent, not only the bytes).
+async fn gap(state: &mut HostState, fd: &Resource<Descriptor>, offset: u64) -> Result<u64, ErrorCode> {
+    if offset == 0 {
+        return Ok(0);
+    }
+    match state.filesystem().stat(again(fd)).await {
+        Ok(s) => Ok(offset.saturating_sub(s.size)),
+        Err(e) => Err(state.filesystem().convert_error_code(e).unwrap_or(ErrorCode::Io)),
+    }
 }
 
 type Ctx<'a> = StoreContextMut<'a, HostState>;
@@ -273,7 +298,12 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut store: Ctx<'_>, (fd, mut buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
-                let allowed = match state.meter.allow(buf.len()) {
+                // Writing past the end extends the file to `offset` first: the hole counts.
+                let gap = match gap(state, &fd, offset).await {
+                    Ok(g) => g,
+                    Err(e) => return Ok((Err(e),)),
+                };
+                let allowed = match state.meter.allow_after(gap, buf.len()) {
                     Ok(n) => n,
                     Err(_) => return Ok((Err(ErrorCode::Quota),)),
                 };
@@ -281,22 +311,34 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 buf.truncate(allowed);
                 let r = state.filesystem().write(fd, buf, offset).await;
                 if let Ok(n) = &r {
-                    state.meter.charge(*n);
+                    state.meter.charge(gap + *n);
                 }
                 Ok((fs_result(state, r)?,))
             })
         },
     )?;
 
-    inst.func_wrap(
+    inst.func_wrap_async(
         "[method]descriptor.write-via-stream",
         |mut store: Ctx<'_>, (fd, offset): (Resource<Descriptor>, u64)| {
-            let state = store.data_mut();
-            let r = state.filesystem().write_via_stream(fd, offset);
-            if let Ok(s) = &r {
-                wrap_stream(state, s)?;
-            }
-            Ok((fs_result(state, r)?,))
+            Box::new(async move {
+                let state = store.data_mut();
+                // The stream's first write extends the file to `offset`: that hole is charged
+                // with it (and a hole larger than what is left refuses the stream at once).
+                let gap = match gap(state, &fd, offset).await {
+                    Ok(g) => g,
+                    Err(e) => return Ok((Err(e),)),
+                };
+                if gap > 0 && gap >= state.meter.room() {
+                    state.meter.mark(QuotaHit::Write);
+                    return Ok((Err(ErrorCode::Quota),));
+                }
+                let r = state.filesystem().write_via_stream(fd, offset);
+                if let Ok(s) = &r {
+                    wrap_stream(state, s, gap)?;
+                }
+                Ok((fs_result(state, r)?,))
+            })
         },
     )?;
 
@@ -306,7 +348,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let state = store.data_mut();
             let r = state.filesystem().append_via_stream(fd);
             if let Ok(s) = &r {
-                wrap_stream(state, s)?;
+                wrap_stream(state, s, 0)?;
             }
             Ok((fs_result(state, r)?,))
         },
@@ -440,14 +482,23 @@ mod tests {
     #[test]
     fn meter_allows_up_to_the_limit_then_refuses() {
         let m = CallMeter::new(1, 2);
-        assert_eq!(m.allow(4096).unwrap(), 4096);
+        assert_eq!(m.allow_after(0, 4096).unwrap(), 4096);
         m.charge(MIB - 100);
-        assert_eq!(m.allow(4096).unwrap(), 100, "a short write up to the limit");
+        assert_eq!(m.allow_after(0, 4096).unwrap(), 100, "a short write up to the limit");
         m.charge(100);
-        let e = m.allow(1).unwrap_err();
+        let e = m.allow_after(0, 1).unwrap_err();
         assert_eq!(e.to_string(), "quota exceeded: wrote 1 MiB, limit write_mb = 1");
         assert_eq!(m.hit(), Some(QuotaHit::Write));
-        assert!(m.allow(0).is_ok(), "an empty write is not a quota error");
+        assert!(m.allow_after(0, 0).is_ok(), "an empty write is not a quota error");
+    }
+
+    #[test]
+    fn a_hole_before_a_write_is_part_of_what_it_costs() {
+        let m = CallMeter::new(1, 2);
+        assert_eq!(m.allow_after(MIB - 10, 4096).unwrap(), 10, "the hole leaves 10 bytes");
+        assert!(m.allow_after(MIB, 1).is_err(), "a hole as large as the quota leaves no byte");
+        assert!(m.allow_after(u64::MAX, 1).is_err(), "1 TiB and more: refused, no overflow");
+        assert_eq!(m.hit(), Some(QuotaHit::Write));
     }
 
     #[test]

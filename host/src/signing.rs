@@ -300,14 +300,24 @@ impl std::fmt::Display for SignerInfo {
 }
 
 /// The operator's trust policy: `[trust]` in `toolhost.toml`.
+///
+/// Exemptions from a requirement are keyed by what a file cannot choose: its SHA-256
+/// (`allow_unsigned`) or the key that signed it (`[trust.plugin.NAME] keys`). A plugin's name
+/// is chosen by the file itself, so a name alone never exempts anything: it can only *add* a
+/// requirement (`[trust.plugin.NAME] require_signature = true`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trust {
     /// Trusted public keys.
     pub keys: Vec<PublicKey>,
     /// Every plugin must carry a valid signature by a trusted key.
     pub require_signature: bool,
-    /// Per-plugin overrides of `require_signature`.
+    /// Plugins that must be signed even without the global requirement.
     pub plugins: BTreeMap<String, bool>,
+    /// Exact files (by SHA-256) that may load without a trusted signature.
+    pub allow_unsigned: Vec<[u8; 32]>,
+    /// Keys trusted for one plugin name only: a file they signed is accepted if its manifest
+    /// names that plugin.
+    pub plugin_keys: BTreeMap<String, Vec<PublicKey>>,
 }
 
 /// `[trust]` as written.
@@ -318,6 +328,9 @@ pub struct RawTrust {
     #[serde(default)]
     keys: Vec<String>,
     require_signature: Option<bool>,
+    /// `sha256:HEX` of files that may load unsigned (or signed by an unknown key).
+    #[serde(default)]
+    allow_unsigned: Vec<String>,
     #[serde(default)]
     plugin: BTreeMap<String, RawTrustPlugin>,
 }
@@ -326,28 +339,60 @@ pub struct RawTrust {
 #[serde(deny_unknown_fields)]
 pub struct RawTrustPlugin {
     require_signature: Option<bool>,
+    /// Keys trusted for this plugin only (as in `[trust] keys`).
+    #[serde(default)]
+    keys: Vec<String>,
 }
 
 impl Trust {
     /// Resolve `[trust]`; key files are read relative to `base`. Errors name the key.
     pub fn resolve(raw: RawTrust, base: &Path) -> Result<Trust, String> {
-        let mut keys = Vec::new();
-        for (i, k) in raw.keys.iter().enumerate() {
-            let key = if k.trim_start().starts_with(PUBLIC_PREFIX) {
-                PublicKey::parse(k)
-            } else {
-                let path: PathBuf = base.join(k);
-                std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
-                    .and_then(|t| PublicKey::parse(&t))
-            };
-            keys.push(key.map_err(|e| format!("trust.keys[{i}]: {e}"))?);
-        }
+        let read_keys = |list: &[String], key: &str| -> Result<Vec<PublicKey>, String> {
+            let mut keys = Vec::new();
+            for (i, k) in list.iter().enumerate() {
+                let parsed = if k.trim_start().starts_with(PUBLIC_PREFIX) {
+                    PublicKey::parse(k)
+                } else {
+                    let path: PathBuf = base.join(k);
+                    std::fs::read_to_string(&path)
+                        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                        .and_then(|t| PublicKey::parse(&t))
+                };
+                keys.push(parsed.map_err(|e| format!("{key}[{i}]: {e}"))?);
+            }
+            Ok(keys)
+        };
+        let keys = read_keys(&raw.keys, "trust.keys")?;
         let mut trust =
             Trust { keys, require_signature: raw.require_signature.unwrap_or(false), ..Trust::default() };
+        for (i, text) in raw.allow_unsigned.iter().enumerate() {
+            let hash = text
+                .strip_prefix("sha256:")
+                .and_then(crate::approvals::parse_sha256)
+                .ok_or_else(|| {
+                    format!(
+                        "trust.allow_unsigned[{i}]: {text:?} is not `sha256:` and 64 hex digits (`toolhost inspect FILE` prints a file's SHA-256)"
+                    )
+                })?;
+            trust.allow_unsigned.push(hash);
+        }
         for (name, p) in raw.plugin {
-            if let Some(r) = p.require_signature {
-                trust.plugins.insert(name, r);
+            match p.require_signature {
+                Some(false) => {
+                    return Err(format!(
+                        "trust.plugin.{name}.require_signature = false would exempt any file whose manifest calls itself `{name}`; \
+                         exempt the exact file instead ([trust] allow_unsigned = [\"sha256:…\"], `toolhost inspect FILE` prints it) \
+                         or its signer ([trust.plugin.{name}] keys = [\"toolhost-ed25519:…\"])"
+                    ));
+                }
+                Some(true) => {
+                    trust.plugins.insert(name.clone(), true);
+                }
+                None => {}
+            }
+            if !p.keys.is_empty() {
+                let keys = read_keys(&p.keys, &format!("trust.plugin.{name}.keys"))?;
+                trust.plugin_keys.insert(name, keys);
             }
         }
         let anyone_required = trust.require_signature || trust.plugins.values().any(|r| *r);
@@ -365,8 +410,18 @@ impl Trust {
         self.plugins.get(plugin).copied().unwrap_or(self.require_signature)
     }
 
-    fn trusted(&self, key: &PublicKey) -> Option<&PublicKey> {
-        self.keys.iter().find(|k| k.key == key.key)
+    /// The trusted key `key` is, for a file that calls itself `plugin`.
+    fn trusted(&self, plugin: &str, key: &PublicKey) -> Option<&PublicKey> {
+        let scoped = self.plugin_keys.get(plugin).into_iter().flatten();
+        self.keys.iter().chain(scoped).find(|k| k.key == key.key)
+    }
+
+    /// Whether this exact file may load without a trusted signature.
+    fn exempt(&self, bytes: &[u8]) -> bool {
+        !self.allow_unsigned.is_empty() && {
+            let hash: [u8; 32] = sha2::Sha256::digest(bytes).into();
+            self.allow_unsigned.contains(&hash)
+        }
     }
 }
 
@@ -374,7 +429,7 @@ impl Trust {
 /// unsigned plugin the policy lets through; the `Err` is the reason the file is refused.
 pub fn check(trust: &Trust, plugin: &str, bytes: &[u8]) -> Result<Option<SignerInfo>, String> {
     let signers = verify(bytes).map_err(|e| e.to_string())?;
-    let required = trust.requires(plugin);
+    let required = trust.requires(plugin) && !trust.exempt(bytes);
     if signers.is_empty() {
         if required {
             return Err(format!(
@@ -383,7 +438,7 @@ pub fn check(trust: &Trust, plugin: &str, bytes: &[u8]) -> Result<Option<SignerI
         }
         return Ok(None);
     }
-    if let Some(k) = signers.iter().find_map(|s| trust.trusted(s)) {
+    if let Some(k) = signers.iter().find_map(|s| trust.trusted(plugin, s)) {
         return Ok(Some(SignerInfo { signer: k.display(), trusted: true }));
     }
     let ids: Vec<String> = signers.iter().map(PublicKey::id).collect();
@@ -411,7 +466,7 @@ pub fn describe(trust: &Trust, plugin: &str, bytes: &[u8]) -> String {
     }
     let names: Vec<String> = all
         .iter()
-        .map(|k| match trust.trusted(k) {
+        .map(|k| match trust.trusted(plugin, k) {
             Some(t) => format!("{} (trusted)", t.display()),
             None => format!("{} (key not trusted)", k.id()),
         })
@@ -509,9 +564,36 @@ mod tests {
         assert!(check(&stranger, "p", &signed).unwrap_err().contains("unknown key"));
         let lax = Trust::default();
         assert!(!check(&lax, "p", &signed).unwrap().unwrap().trusted);
+        // Exemptions are keyed by the file's hash or its signer, never by the name it gives itself.
         let mut per = trust.clone();
-        per.plugins.insert("p".into(), false);
-        assert_eq!(check(&per, "p", &plugin()).unwrap(), None);
+        per.allow_unsigned.push(sha2::Sha256::digest(plugin()).into());
+        assert_eq!(check(&per, "p", &plugin()).unwrap(), None, "the exempted file");
+        assert_eq!(check(&per, "any-name", &plugin()).unwrap(), None, "whatever it calls itself");
+        let mut other = plugin();
+        other.push(0);
+        assert!(check(&per, "p", &other).is_err(), "another file is not exempt");
+        let team = SecretKey::generate().unwrap();
+        let by_team = sign(&plugin(), &team).unwrap();
+        let mut scoped = trust.clone();
+        scoped.plugin_keys.insert("p".into(), vec![team.public("team")]);
+        assert!(check(&scoped, "p", &by_team).unwrap().unwrap().trusted, "its signer, for its name");
+        assert!(check(&scoped, "q", &by_team).unwrap_err().contains("unknown key"), "not for another name");
+    }
+
+    #[test]
+    fn a_name_alone_never_exempts() {
+        let raw: RawTrust = toml::from_str("[plugin.legacy]\nrequire_signature = false\n").unwrap();
+        let e = Trust::resolve(raw, Path::new("/")).unwrap_err();
+        assert!(
+            e.contains("trust.plugin.legacy.require_signature = false") && e.contains("allow_unsigned"),
+            "{e}"
+        );
+        let raw: RawTrust = toml::from_str("allow_unsigned = [\"abc\"]\n").unwrap();
+        let e = Trust::resolve(raw, Path::new("/")).unwrap_err();
+        assert!(e.contains("trust.allow_unsigned[0]") && e.contains("64 hex digits"), "{e}");
+        let hash = "ab".repeat(32);
+        let raw: RawTrust = toml::from_str(&format!("allow_unsigned = [\"sha256:{hash}\"]\n")).unwrap();
+        assert_eq!(Trust::resolve(raw, Path::new("/")).unwrap().allow_unsigned, vec![[0xab; 32]]);
     }
 
     #[test]

@@ -427,11 +427,14 @@ fn signatures_are_checked_at_load() {
     std::fs::write(env.plugins.path().join("versioned.wasm"), &code).unwrap();
     assert!(env.registry().failures()[0].reason.contains("tampered"));
 
-    // A per-plugin exception to a global requirement.
+    // An exception to a global requirement is keyed by the exact file (#26: never by the name
+    // a file gives itself).
     let mut env = Env::with(&[plugin_artifacts::TEXT]);
     env.config.trust = trust(&[&team], true);
-    env.config.trust.plugins.insert("text".into(), false);
-    assert_eq!(env.registry().plugins().len(), 1);
+    assert_eq!(env.registry().plugins().len(), 0, "unsigned: refused");
+    let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    env.config.trust.allow_unsigned.push(toolhost::registry::content_hash(&text));
+    assert_eq!(env.registry().plugins().len(), 1, "the exempted file loads");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

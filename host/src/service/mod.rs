@@ -34,6 +34,10 @@ pub const AUDIT_ARG_PREFIX: usize = 64;
 #[serde(deny_unknown_fields)]
 pub struct RawServe {
     shutdown_grace_ms: Option<u64>,
+    header_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
+    max_connections_per_peer: Option<usize>,
 }
 
 /// `[serve]`, resolved.
@@ -41,11 +45,40 @@ pub struct RawServe {
 pub struct ServeSettings {
     /// How long calls in flight may go on after SIGTERM/SIGINT before they are cancelled.
     pub shutdown_grace: Duration,
+    /// Bounds of the HTTP server (`serve --http`) against slow or numerous clients.
+    pub http: HttpLimits,
+}
+
+/// What one HTTP client may hold of the server: a slow client (headers or body sent a byte at
+/// a time, or a connection left open and silent) is cut off, and connections past the caps are
+/// answered `503` at once instead of exhausting file descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// A request's headers must arrive within this; it is also how long an idle keep-alive
+    /// connection is kept open waiting for its next request (hyper's header-read timer).
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this (counted from its headers).
+    pub body_timeout: Duration,
+    /// Open connections, all clients together.
+    pub max_connections: usize,
+    /// Open connections from one IP address.
+    pub max_connections_per_peer: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            max_connections_per_peer: 64,
+        }
+    }
 }
 
 impl Default for ServeSettings {
     fn default() -> Self {
-        ServeSettings { shutdown_grace: Duration::from_secs(15) }
+        ServeSettings { shutdown_grace: Duration::from_secs(15), http: HttpLimits::default() }
     }
 }
 
@@ -57,6 +90,28 @@ impl ServeSettings {
                 return Err(format!("serve.shutdown_grace_ms = {ms} is outside 0..=3600000"));
             }
             out.shutdown_grace = Duration::from_millis(ms);
+        }
+        let ms = |key: &str, v: Option<u64>, default: Duration| match v {
+            None => Ok(default),
+            Some(ms) if (100..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
+            Some(ms) => Err(format!("serve.{key} = {ms} is outside 100..=3600000")),
+        };
+        out.http.header_timeout = ms("header_timeout_ms", raw.header_timeout_ms, out.http.header_timeout)?;
+        out.http.body_timeout = ms("body_timeout_ms", raw.body_timeout_ms, out.http.body_timeout)?;
+        if let Some(n) = raw.max_connections {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(format!("serve.max_connections = {n} is outside 1..=1000000"));
+            }
+            out.http.max_connections = n;
+        }
+        if let Some(n) = raw.max_connections_per_peer {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(format!("serve.max_connections_per_peer = {n} is outside 1..=1000000"));
+            }
+            out.http.max_connections_per_peer = n;
+        }
+        if out.http.max_connections_per_peer > out.http.max_connections {
+            out.http.max_connections_per_peer = out.http.max_connections;
         }
         Ok(out)
     }

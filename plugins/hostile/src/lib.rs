@@ -249,6 +249,43 @@ mod tools {
         }
     }
 
+    /// Write one byte at `mib` MiB into `sparse.bin` (a hole before it): `stream` seeks and
+    /// writes through std (an output stream at that offset), `pwrite` through
+    /// `descriptor.write`. Returns the file's size afterwards, or what stopped it.
+    ///
+    /// - `how`: stream or pwrite
+    /// - `mib`: the offset in MiB
+    #[tool]
+    pub fn sparse(how: String, mib: u32) -> Result<String, String> {
+        use std::io::{Seek, SeekFrom, Write};
+        let offset = mib as u64 * 1024 * 1024;
+        let r: Result<(), String> = match how.as_str() {
+            "stream" => (|| {
+                let mut f = std::fs::File::create("sparse.bin").map_err(|e| e.to_string())?;
+                f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+                f.write_all(b"x").map_err(|e| e.to_string())?;
+                f.flush().map_err(|e| e.to_string())
+            })(),
+            "pwrite" => (|| {
+                use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+                let (dir, _) = wasip2::filesystem::preopens::get_directories()
+                    .into_iter()
+                    .next()
+                    .ok_or("no preopened directory")?;
+                let f = dir
+                    .open_at(PathFlags::empty(), "sparse.bin", OpenFlags::CREATE, DescriptorFlags::WRITE)
+                    .map_err(|e| format!("{e:?}"))?;
+                f.write(b"x", offset).map(|_| ()).map_err(|e| format!("{e:?}"))
+            })(),
+            other => Err(format!("unknown way `{other}`")),
+        };
+        let size = std::fs::metadata("sparse.bin").map(|m| m.len()).unwrap_or(0);
+        match r {
+            Ok(()) => Ok(format!("{how}: size {size}")),
+            Err(e) => Err(format!("{how}: refused ({e}); size {size}")),
+        }
+    }
+
     /// Call the `log` import `n` times with a 1000-character line.
     ///
     /// - `n`: how many lines

@@ -1,6 +1,12 @@
 //! MCP over streamable HTTP: rmcp's service behind a small hyper front door that serves only
-//! `/mcp`, checks the bearer token (when the operator configured any) before anything else,
-//! and leaves the Host/Origin checks (DNS-rebinding protection) to rmcp.
+//! `/mcp` (and, with a service, the probes and `/metrics`), checks the bearer token (when the
+//! operator configured any) before anything else, and leaves the Host/Origin checks
+//! (DNS-rebinding protection) of `/mcp` to rmcp — `/metrics` gets the same checks here.
+//!
+//! Slow and numerous clients are bounded (`[serve]`, [`crate::service::HttpLimits`]): a request's
+//! headers must arrive within `header_timeout_ms` (which also ends idle keep-alive connections),
+//! its body within `body_timeout_ms`, and connections past `max_connections` in all or
+//! `max_connections_per_peer` from one address are answered `503` at once and closed.
 
 use super::McpServer;
 use crate::config::Config;
@@ -82,6 +88,93 @@ fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) -> Option<&'a
     found
 }
 
+/// DNS-rebinding protection for the endpoints that say more than a status (`/metrics`): the
+/// same rule rmcp applies to `/mcp` — the `Host` header must name an allowed host (a name
+/// allowed without a port matches any port), and a request carrying an `Origin` must come from
+/// an allowed origin (none by default). Without it a web page the operator visits could read
+/// `/metrics` through a rebound name when no tokens are configured.
+#[derive(Debug, Clone)]
+struct HostGuard {
+    /// (host, port) pairs; lower case, IPv6 without brackets.
+    hosts: Vec<(String, Option<u16>)>,
+    /// (scheme, host, port) of each allowed origin; `None` for `null`.
+    origins: Vec<Option<(String, String, Option<u16>)>>,
+}
+
+impl HostGuard {
+    fn new(hosts: &[String], origins: &[String]) -> HostGuard {
+        let hosts = hosts
+            .iter()
+            .filter_map(|h| {
+                let a = hyper::http::uri::Authority::try_from(h.trim()).ok()?;
+                Some((normalize_host(a.host()), a.port_u16()))
+            })
+            .collect();
+        let origins = origins.iter().filter_map(|o| parse_origin(o)).collect();
+        HostGuard { hosts, origins }
+    }
+
+    /// `Err(status, why)` when the request must be refused.
+    fn check(&self, headers: &hyper::HeaderMap) -> Result<(), (hyper::StatusCode, &'static str)> {
+        let forbidden = hyper::StatusCode::FORBIDDEN;
+        let host = headers
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| hyper::http::uri::Authority::try_from(h).ok())
+            .ok_or((hyper::StatusCode::BAD_REQUEST, "bad request: missing or invalid Host header\n"))?;
+        let (name, port) = (normalize_host(host.host()), host.port_u16());
+        if !self.hosts.iter().any(|(h, p)| *h == name && p.is_none_or(|p| Some(p) == port)) {
+            tracing::warn!(host = %host, "refused a request with a Host header that is not allowed (DNS rebinding?)");
+            return Err((forbidden, "forbidden: Host header is not allowed (see --allow-host)\n"));
+        }
+        if let Some(origin) = headers.get(hyper::header::ORIGIN) {
+            let parsed = origin.to_str().ok().and_then(parse_origin);
+            let allowed = parsed.is_some_and(|o| {
+                self.origins.iter().any(|a| match (a, &o) {
+                    (None, None) => true,
+                    (Some((s, h, p)), Some((os, oh, op))) => {
+                        s == os && h == oh && p.or_else(|| default_port(s)) == op.or_else(|| default_port(os))
+                    }
+                    _ => false,
+                })
+            });
+            if !allowed {
+                tracing::warn!("refused a request with an Origin that is not allowed (see --allow-origin)");
+                return Err((forbidden, "forbidden: Origin is not allowed (see --allow-origin)\n"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn normalize_host(h: &str) -> String {
+    h.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// `Some(None)` for `null`, `Some(Some((scheme, host, port)))` for a tuple origin.
+#[allow(clippy::type_complexity)] // a private helper's one-off shape
+fn parse_origin(value: &str) -> Option<Option<(String, String, Option<u16>)>> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("null") {
+        return Some(None);
+    }
+    let uri = hyper::http::Uri::try_from(value).ok()?;
+    let authority = uri.authority()?;
+    Some(Some((
+        uri.scheme_str()?.to_ascii_lowercase(),
+        normalize_host(authority.host()),
+        authority.port_u16(),
+    )))
+}
+
 /// The name of the `[mcp] tokens` entry a request authenticated with, put in the request's
 /// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
 #[derive(Debug, Clone)]
@@ -100,6 +193,156 @@ pub struct HttpOptions {
     /// With a service: `/healthz`, `/readyz` and `/metrics` are served, and a shutdown drains
     /// the calls in flight (see `service::shutdown`) before the server returns.
     pub service: Option<Arc<crate::service::Service>>,
+    /// Timeouts and connection caps (`[serve]`).
+    pub limits: crate::service::HttpLimits,
+}
+
+/// Open connections, in all and per peer address, against [`HttpLimits`]'s caps.
+///
+/// [`HttpLimits`]: crate::service::HttpLimits
+#[derive(Debug)]
+struct Connections {
+    max_total: usize,
+    max_per_peer: usize,
+    open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// One admitted connection; dropping it frees its place.
+struct Admitted {
+    connections: Arc<Connections>,
+    peer: std::net::IpAddr,
+}
+
+impl Connections {
+    fn new(limits: &crate::service::HttpLimits) -> Arc<Connections> {
+        Arc::new(Connections {
+            max_total: limits.max_connections,
+            max_per_peer: limits.max_connections_per_peer,
+            open: Default::default(),
+        })
+    }
+
+    /// A place for a connection from `peer`, or `None` when a cap is reached.
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr) -> Option<Admitted> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let from_peer = open.1.get(&peer).copied().unwrap_or(0);
+        if open.0 >= self.max_total || from_peer >= self.max_per_peer {
+            return None;
+        }
+        open.0 += 1;
+        open.1.insert(peer, from_peer + 1);
+        Some(Admitted { connections: self.clone(), peer })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.connections.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.0 -= 1;
+        if let Some(n) = open.1.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// Raise this process's open-file limit to its hard limit (a server holds a descriptor per
+/// connection, per open plugin file and per granted directory), and return the soft limit now
+/// in force, if known.
+fn raise_fd_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let lim = getrlimit(Resource::Nofile);
+        if let (Some(cur), max) = (lim.current, lim.maximum)
+            && max.is_none_or(|m| m > cur)
+        {
+            let want = max.unwrap_or(1 << 20).min(1 << 20);
+            if setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum: max }).is_ok() {
+                return Some(want);
+            }
+        }
+        lim.current
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Descriptors kept back from connections for everything else the server opens.
+const FD_RESERVE: u64 = 256;
+
+/// Refused connections being answered at once; past this many they are simply closed.
+const MAX_REFUSING: usize = 64;
+
+/// Answer a connection over a cap with `503` and close it, without reading its request.
+fn refuse_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    refusing: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    tracing::warn!(
+        "HTTP connection from {peer} refused: too many open connections ([serve] max_connections, max_connections_per_peer)"
+    );
+    if refusing.fetch_add(1, Ordering::Relaxed) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        const BODY: &str = "too many connections: retry later\n";
+        let resp = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: {RETRY_AFTER_S}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+            BODY.len()
+        );
+        let mut stream = stream;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(resp.as_bytes()).await?;
+            stream.shutdown().await
+        })
+        .await;
+        refusing.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
+/// A request body that must arrive in full by a deadline (a client sending its body a byte at
+/// a time holds a connection and a task for as long as it likes otherwise).
+struct DeadlineBody {
+    inner: hyper::body::Incoming,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = bytes::Bytes;
+    type Error = String;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, String>>> {
+        use std::task::Poll;
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(|e| e.to_string()))),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(format!(
+                    "the request body did not arrive within {} ms ([serve] body_timeout_ms)",
+                    self.timeout.as_millis()
+                )))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// How long, after the last call, connections get to deliver their final responses.
@@ -208,6 +451,7 @@ pub async fn serve_http(
     let addr = listener.local_addr()?;
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(options.allowed_hosts.iter().cloned());
+    let guard = Arc::new(HostGuard::new(&hosts, &options.allowed_origins));
     let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
     config = if options.allowed_origins.is_empty() {
         config.enforce_origin_validation()
@@ -223,6 +467,20 @@ pub async fn serve_http(
         config,
     );
     let host_service = options.service.clone();
+    let mut limits = options.limits;
+    if let Some(fds) = raise_fd_limit() {
+        let room = usize::try_from(fds.saturating_sub(FD_RESERVE).max(16)).unwrap_or(usize::MAX);
+        if limits.max_connections > room {
+            tracing::warn!(
+                "[serve] max_connections = {} is more than this process's open-file limit allows ({fds}); serving at most {room} connections",
+                limits.max_connections
+            );
+            limits.max_connections = room;
+            limits.max_connections_per_peer = limits.max_connections_per_peer.min(room);
+        }
+    }
+    let connections = Connections::new(&limits);
+    let refusing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let answers = OpenAnswers::default();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -250,6 +508,10 @@ pub async fn serve_http(
             }
             () = async { let _ = drained_rx.wait_for(|d| *d).await; } => break,
         };
+        let Some(admitted) = connections.admit(peer.ip()) else {
+            refuse_connection(stream, peer, refusing.clone());
+            continue;
+        };
         // Each answer is one small write: without TCP_NODELAY, Nagle's algorithm holds it until
         // the client's delayed ACK (~40 ms per call on Linux).
         let _ = stream.set_nodelay(true);
@@ -257,11 +519,13 @@ pub async fn serve_http(
         let tokens = tokens.clone();
         let host_service = host_service.clone();
         let answers = answers.clone();
+        let guard = guard.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
             let answers = answers.clone();
+            let guard = guard.clone();
             async move {
                 let path = req.uri().path();
                 let get = req.method() == hyper::Method::GET;
@@ -282,6 +546,9 @@ pub async fn serve_http(
                         });
                     }
                     ("/metrics", Some(s)) if get => {
+                        if let Err((status, why)) = guard.check(req.headers()) {
+                            return Ok(text(status, why));
+                        }
                         if !tokens.is_empty()
                             && let (had, None) = authorized()
                         {
@@ -329,14 +596,24 @@ pub async fn serve_http(
                     return Ok(resp);
                 }
                 let post = req.method() == hyper::Method::POST;
+                let req = req.map(|inner| DeadlineBody {
+                    inner,
+                    deadline: Box::pin(tokio::time::sleep(limits.body_timeout)),
+                    timeout: limits.body_timeout,
+                });
                 let resp = service.handle(req).await;
                 Ok(if post { answers.track(resp) } else { resp })
             }
         });
         let io = hyper_util::rt::TokioIo::new(stream);
-        let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+        let conn = hyper::server::conn::http1::Builder::new()
+            // The header timer also closes a keep-alive connection left idle between requests.
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
+            .serve_connection(io, handler);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
+            let _admitted = admitted;
             if let Err(e) = conn.await {
                 tracing::debug!("MCP HTTP connection from {peer}: {e}");
             }
