@@ -74,6 +74,7 @@ fn every_readme_toml_example_parses_with_the_real_config_parser() {
     // The files the examples refer to, as a reader following the README would have them: a
     // public key made by `toolhost keygen team.key`.
     toolhost::signing::keygen(&base.path().join("team.key"), "team").unwrap();
+    toolhost::signing::keygen(&base.path().join("legacy.key"), "legacy").unwrap();
     for b in tomls {
         // Plugin projects' Cargo.toml / pyproject.toml snippets are not toolhost configs: they
         // only have to be TOML.

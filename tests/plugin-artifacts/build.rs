@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] = &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter"];
+const PLUGINS: &[&str] =
+    &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
