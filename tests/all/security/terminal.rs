@@ -340,13 +340,14 @@ fn plugin_with(manifest: &Value) -> Vec<u8> {
     component(WAT, Some(&manifest.to_string()))
 }
 
-/// A manifest whose version and requested path carry the payload (fields a manifest may fill
-/// with any text), and one whose descriptions do too.
+/// A manifest whose requested path carries the payload (a field a manifest may fill with any
+/// text; the version may not: #26 item 4 refuses control characters there at load), and one
+/// whose descriptions do too (refused at load as well: the failure line must still be clean).
 fn manifests(version: &str) -> (Value, Value) {
     let fields = json!({
         "format": 1,
         "name": "painted",
-        "version": format!("{version}{PAYLOAD}"),
+        "version": version,
         "capabilities": {"fs": [{"path": format!("\r\x1b[2K  requested: nothing\x1b[8m{PAYLOAD}"), "mode": "rw"}]},
         "tools": [{"name": "brush", "description": "Paints.", "argCount": 0}]
     });
@@ -410,6 +411,9 @@ fn serve_shows_change_lines_without_obeying_them() {
     let (v1, _) = manifests("1.0.0");
     std::fs::write(env.plugins.path().join("painted.wasm"), plugin_with(&v1)).unwrap();
     std::fs::write(env.plugins.path().join("bad\x1b[2J\u{202e}\x07name.wasm"), b"nope").unwrap();
+    // The folder writer's file name carries the whole payload (but `/`) into a `!` line.
+    let named = format!("bad{}.wasm", PAYLOAD.replace('/', "_"));
+    std::fs::write(env.plugins.path().join(&named), b"nope").unwrap();
     let mut serve = Pty::spawn(command(&env, &["serve", "--debounce-ms", "50"]));
     let at = serve.wait_for("+ brush (painted v1.0.0", 0);
     serve.wait_for("Ctrl-C to stop", 0);
@@ -422,7 +426,11 @@ fn serve_shows_change_lines_without_obeying_them() {
     serve.send("\x03");
     let (_, out) = serve.finish();
     assert_clean(&out, false);
-    assert_shown(&out);
+    let text = String::from_utf8_lossy(&out);
+    for shown in SHOWN {
+        let shown = shown.replace('/', "_");
+        assert!(text.contains(&shown), "{shown} is not shown in:\n{text}");
+    }
     assert!(joined(&out).contains("! bad\\x1b[2J\\u{202e}\\x07name.wasm: not a WebAssembly file"));
 }
 
