@@ -11,8 +11,7 @@
 //! A call written inside Markdown code (a fenced block or an inline code span) is an example a
 //! model is showing, not a request: it becomes a [`Segment::Example`] and is never run.
 //!
-//! This file depends only on `crate::call`, serde and std, so the fuzz targets (`fuzz/`) can
-//! compile it on its own.
+//! It depends only on `crate::call`, serde and std.
 
 use crate::call::ToolCall;
 use serde::Serialize;

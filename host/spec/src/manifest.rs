@@ -63,7 +63,9 @@ fn check_output_schema(schema: &Value) -> Result<(), String> {
             "must describe an object (`\"type\": \"object\"`): a structured result is a JSON object".into()
         );
     }
-    jsonschema::validator_for(schema).map(drop).map_err(|e| format!("is not a valid JSON Schema: {e}"))
+    #[cfg(feature = "schema")]
+    jsonschema::validator_for(schema).map(drop).map_err(|e| format!("is not a valid JSON Schema: {e}"))?;
+    Ok(())
 }
 
 fn field(field: impl Into<String>, message: impl Into<String>) -> ManifestError {
@@ -397,7 +399,7 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         }
     }
     for (i, e) in m.capabilities.env.iter().enumerate() {
-        if e.is_empty() || e.contains('=') || e.contains('\0') {
+        if !crate::env_name::is_valid(e) {
             return Err(field(
                 format!("capabilities.env[{i}]"),
                 format!("{e:?} is not an environment variable name"),
