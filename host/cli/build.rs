@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("..");
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("../..");
     let root = root.canonicalize().expect("workspace root");
     let mut out = String::new();
     for (sdk, name) in [("plugin-sdk/python", "PYTHON"), ("plugin-sdk/js", "JS")] {

@@ -1,4 +1,4 @@
-//! The agent loop (`toolhost::agent`, `toolhost chat`) against an OpenAI-compatible server
+//! The agent loop (`toolhost_frontends::agent`, `toolhost chat`) against an OpenAI-compatible server
 //! started here on 127.0.0.1 that replays scripted responses over real HTTP/1.1: SSE streams
 //! in chunked encoding (events split across chunks, tool-call arguments in index-keyed
 //! fragments), plain JSON replies, error statuses, and streams cut midway.
@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolhost::agent::{
+use toolhost_core::executor::{Confirm, DangerRequest, Decision};
+use toolhost_frontends::agent::{
     Agent, AgentError, AgentOptions, Cancel, ClientOptions, Conversation, Event, ModelClient, ModelError,
     Protocol, RetryPolicy, Stop, TurnResult,
 };
-use toolhost::executor::{Confirm, DangerRequest, Decision};
-use toolhost::manifest::FsMode;
+use toolhost_spec::manifest::FsMode;
 
 // ---- the scripted server ----
 
@@ -251,7 +251,7 @@ fn env() -> Env {
     env
 }
 
-fn agent(host: &toolhost::Toolhost, server: &Server, protocol: Protocol) -> Agent {
+fn agent(host: &toolhost_core::Toolhost, server: &Server, protocol: Protocol) -> Agent {
     let mut o = ClientOptions::new(server.url(), "test-model");
     o.retry = RetryPolicy {
         max_tries: 4,
@@ -655,7 +655,8 @@ async fn a_model_repeating_a_failing_call_is_stopped_and_steps_are_bounded() {
 async fn registry_reloads_show_in_the_next_request() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let host = env.host();
-    let reloader = toolhost::reload::Reloader::new(runtime(), host.config.clone(), host.registry.clone());
+    let reloader =
+        toolhost_core::registry::reload::Reloader::new(runtime(), host.config.clone(), host.registry.clone());
     reloader.rescan().unwrap();
     let server = Server::start(vec![text("one"), text("[TOOL] echo(\"x\") [/TOOL]"), text("two")]).await;
     let agent = agent(&host, &server, Protocol::Text);
@@ -746,7 +747,7 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
     let n = conv.messages.len();
     assert_eq!(
         outcome(&serde_json::to_value(&conv.messages[n - 2]).unwrap())["error"],
-        toolhost::agent::CANCELLED
+        toolhost_frontends::agent::CANCELLED
     );
     assert_eq!(conv.messages[n - 1].tool_call_id.as_deref(), Some("e"), "every call has a result");
 

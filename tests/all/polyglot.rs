@@ -11,10 +11,10 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use toolhost::ErrorKind;
-use toolhost::build::{Project, Toolchains};
-use toolhost::config::{SecretFrom, SecretSource};
-use toolhost::protocol::{openai, text};
+use toolhost::project::{Project, Toolchains};
+use toolhost_core::ErrorKind;
+use toolhost_core::settings::{SecretFrom, SecretSource};
+use toolhost_frontends::{openai, text};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -95,7 +95,7 @@ fn api(token: &'static str) -> u16 {
 /// to `http://localhost:PORT`, the test API).
 fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
     let mut env = Env::with(&[wasm]);
-    env.config.grant_workspace(plugin, toolhost::manifest::FsMode::ReadWrite);
+    env.config.grant_workspace(plugin, toolhost_spec::manifest::FsMode::ReadWrite);
     env.config.grant_net(plugin, "localhost").unwrap();
     env.config.plugins.get_mut(plugin).unwrap().net_private = true;
     let mut file = tempfile::NamedTempFile::new().unwrap();
@@ -105,7 +105,10 @@ fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFil
         SecretSource {
             name: "api_token".into(),
             from: SecretFrom::File(file.path().into()),
-            hosts: vec![toolhost::net::SecretOrigin::parse(&format!("http://localhost:{port}")).unwrap()],
+            hosts: vec![
+                toolhost_core::capability::net::SecretOrigin::parse(&format!("http://localhost:{port}"))
+                    .unwrap(),
+            ],
         },
     );
     env.config.plugins.get_mut(plugin).unwrap().secrets.push("api_token".into());
@@ -288,7 +291,9 @@ fn python_and_js_tools_over_mcp() {
 #[test]
 fn a_python_signature_change_changes_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
-    let project = toolhost::scaffold::create(dir.path(), "sig", toolhost::build::Lang::Python, None).unwrap();
+    let project =
+        toolhost::project::scaffold::create(dir.path(), "sig", toolhost::project::Lang::Python, None)
+            .unwrap();
     let tools = toolchains();
     let app = project.join("app.py");
     let code = |signature: &str| {

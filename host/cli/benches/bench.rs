@@ -7,13 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::config::Config;
-use toolhost::executor::AlwaysConfirm;
-use toolhost::manifest::FsMode;
-use toolhost::registry::Registry;
-use toolhost::reload::Reloader;
-use toolhost::runtime::{PluginPre, Runtime, Tuning};
-use toolhost::{ToolCall, Toolhost};
+use toolhost_core::engine::{PluginPre, Runtime, Tuning};
+use toolhost_core::executor::AlwaysConfirm;
+use toolhost_core::registry::Registry;
+use toolhost_core::registry::reload::Reloader;
+use toolhost_core::settings::Config;
+use toolhost_core::{ToolCall, Toolhost};
+use toolhost_spec::manifest::FsMode;
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -28,8 +28,8 @@ impl WasiView for Raw {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
-impl toolhost::runtime::toolhost::plugin::host::Host for Raw {
-    fn log(&mut self, _level: toolhost::runtime::Level, _message: String) {}
+impl toolhost_core::bindings::host::Host for Raw {
+    fn log(&mut self, _level: toolhost_core::engine::Level, _message: String) {}
 }
 
 struct Stats {
@@ -86,7 +86,7 @@ fn languages(
     n: usize,
     raw_p50: Duration,
 ) {
-    use toolhost::build::{Lang, Project, Toolchains};
+    use toolhost::project::{Lang, Project, Toolchains};
     line(String::new());
     line("## Plugins by language (the template's word counter, `a b c`)".into());
     line(String::new());
@@ -98,7 +98,8 @@ fn languages(
     {
         eprintln!("building the {label} template with toolhost build (first use installs its toolchain) …");
         let project =
-            toolhost::scaffold::create(work, &format!("bench_{}", label.to_lowercase()), lang, None).unwrap();
+            toolhost::project::scaffold::create(work, &format!("bench_{}", label.to_lowercase()), lang, None)
+                .unwrap();
         let built = Project::locate(&project).unwrap().build(&toolchains).unwrap_or_else(|e| {
             panic!("cannot build the {label} plugin (toolchains in {}): {e:#}", toolchains.root.display())
         });
@@ -231,13 +232,13 @@ struct RawFloor {
 }
 
 impl RawFloor {
-    fn new(stack_kb: usize, pool: toolhost::runtime::Pool, tuning: Tuning, component: &[u8]) -> RawFloor {
+    fn new(stack_kb: usize, pool: toolhost_core::engine::Pool, tuning: Tuning, component: &[u8]) -> RawFloor {
         let engine =
-            wasmtime::Engine::new(&toolhost::runtime::engine_config(stack_kb, Some(pool), tuning)).unwrap();
+            wasmtime::Engine::new(&toolhost_core::engine::engine_config(stack_kb, Some(pool), tuning))
+                .unwrap();
         let mut linker = Linker::<Raw>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        toolhost::runtime::toolhost::plugin::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s)
-            .unwrap();
+        toolhost_core::bindings::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
         let pre = PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
         RawFloor { engine, pre, tool: "echo", arg: "hello".into(), expect: Some("hello".into()), fs: None }
@@ -565,7 +566,7 @@ fn native_rate(threads: usize, touch: bool) -> f64 {
                         }
                     } else {
                         buf[0] = i as u8;
-                        acc += u64::from(toolhost::discovery::content_hash(&buf[..4096])[0]);
+                        acc += u64::from(toolhost_core::discovery::content_hash(&buf[..4096])[0]);
                     }
                 }
                 std::hint::black_box(acc);
@@ -643,7 +644,7 @@ fn main() {
     let mut config = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
     config.set_workspace(&ws);
     config.grant_workspace("files", FsMode::ReadOnly);
-    let pool = toolhost::runtime::Pool {
+    let pool = toolhost_core::engine::Pool {
         concurrent_calls: config.concurrency,
         max_memory_mb: config.max_memory_mb(),
     };
@@ -1124,9 +1125,9 @@ fn main() {
         let scans: Vec<Duration> = (0..if quick { 3 } else { 20 })
             .map(|_| {
                 let t = Instant::now();
-                let (found, _) = toolhost::discovery::scan(&hundred, 64 << 20).unwrap();
+                let (found, _) = toolhost_core::discovery::scan(&hundred, 64 << 20).unwrap();
                 for c in &found {
-                    toolhost::manifest::read(&c.bytes).unwrap();
+                    toolhost_spec::manifest::read(&c.bytes).unwrap();
                 }
                 t.elapsed()
             })

@@ -1,5 +1,5 @@
-//! The `toolhost` binary: parse the command line, run the library, map errors to exit codes.
+//! The `toolhost` binary: everything is in the library (`toolhost::main`).
 
 fn main() -> std::process::ExitCode {
-    toolhost::cli::main()
+    toolhost::main()
 }

@@ -35,23 +35,9 @@ impl std::fmt::Display for LoadFailure {
 }
 
 /// SHA-256 of a plugin file's bytes.
-pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
-}
+pub use toolhost_spec::digest::sha256 as content_hash;
 
-/// Lower-case hex of a hash (file names in the compile cache, approvals, the audit trail).
-pub fn hex(hash: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(hash.len() * 2);
-    for b in hash {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    s
-}
-
-pub(crate) fn file_name(p: &Path) -> String {
+pub fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
 }
 

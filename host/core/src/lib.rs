@@ -1,51 +1,36 @@
-//! toolhost: a dynamic plugin host for AI-agent tools.
+//! toolhost-core: the engine and the sandbox — everything that names wasmtime.
 //!
 //! Tools ship as WebAssembly components carrying an embedded manifest. The host discovers them
 //! in a folder ([`discovery`]), reads and validates their manifests without running them
-//! ([`manifest`]), compiles them once on a shared engine ([`runtime`]), publishes a registry
-//! snapshot ([`registry`]), and runs every call through one [`executor`] in a fresh,
-//! capability-limited sandbox ([`sandbox`]) configured from `toolhost.toml` ([`config`]).
-//! See `ARCHITECTURE.md` for the map.
+//! (`toolhost_spec::manifest`), compiles them once on a shared engine ([`engine`]), publishes a
+//! registry snapshot ([`registry`]), and runs every call through one [`executor`] in a fresh,
+//! capability-limited sandbox ([`sandbox`], one folder per [`capability`]) configured from
+//! `toolhost.toml` ([`settings`]). The front ends (`toolhost-frontends`) and the CLI
+//! (`toolhost`) sit above this crate; nothing here names them. See `ARCHITECTURE.md`.
 
-pub mod agent;
-pub mod approvals;
-pub mod build;
-pub mod call;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod dev;
+pub mod bindings;
+pub mod capability;
 pub mod discovery;
+pub mod engine;
 pub mod executor;
-pub mod manifest;
-pub mod net;
-pub mod oci;
-pub mod process;
-pub mod protocol;
-pub mod quota;
+pub mod files;
 pub mod registry;
-pub mod reload;
-pub mod runtime;
 pub mod sandbox;
-pub mod scaffold;
-pub mod sdk_files;
-pub mod service;
-pub mod share;
-pub mod signing;
-pub mod term;
+pub mod settings;
 pub mod usage;
 pub mod view;
 
-pub use config::Config;
 pub use executor::{ErrorKind, Executor, Outcome, ToolCall};
 pub use registry::Registry;
+pub use settings::Config;
+pub use toolhost_spec as spec;
 
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 
 /// A loaded host: engine, configuration, registry snapshot and executor, ready to serve calls.
 pub struct Toolhost {
-    pub runtime: Arc<runtime::Runtime>,
+    pub runtime: Arc<engine::Runtime>,
     pub config: Arc<Config>,
     pub registry: Arc<ArcSwap<Registry>>,
     pub executor: Arc<Executor>,
@@ -54,14 +39,14 @@ pub struct Toolhost {
 impl Toolhost {
     /// Build the engine and load every plugin in `config.plugins_dir`.
     pub fn load(config: Config, confirm: Arc<dyn executor::Confirm>) -> anyhow::Result<Toolhost> {
-        let runtime = runtime::Runtime::for_config(&config)?;
+        let runtime = engine::Runtime::for_config(&config)?;
         let registry = Registry::load(&runtime, &config)?;
         Ok(Self::from_parts(runtime, Arc::new(config), registry, confirm))
     }
 
     /// Assemble a host from an already-built registry.
     pub fn from_parts(
-        runtime: Arc<runtime::Runtime>,
+        runtime: Arc<engine::Runtime>,
         config: Arc<Config>,
         registry: Registry,
         confirm: Arc<dyn executor::Confirm>,

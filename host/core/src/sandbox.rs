@@ -7,21 +7,24 @@
 //! host's own stdout. Clocks and random numbers are available (they grant no access).
 //! Every other capability is an explicit grant computed by [`Grants::effective`].
 
-use crate::config::{FsGrant, PluginConfig, SecretSource};
-use crate::manifest::{Capabilities, FsMode};
-use crate::net::{GrantedSecret, NetCall, NetGrant, patterns_overlap};
-use crate::quota::CallMeter;
-use crate::share::CallLog;
+use crate::capability::fs::{FsGrant, Preopens};
+use crate::capability::log::{CallLog, LogCall};
+use crate::capability::net::{NetCall, NetGrant};
+use crate::capability::process::{ExecGrants, ProcessCall};
+use crate::capability::quota::{CallMeter, QuotaView};
+use crate::capability::{Missing, MissingKind};
+use crate::settings::{PluginConfig, SecretSource};
 use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use toolhost_spec::manifest::Capabilities;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Bytes of guest stdout/stderr kept per call (the rest is counted and dropped).
 pub const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
@@ -40,85 +43,9 @@ pub struct Grants {
     /// Hosts (request and grant), private-address permission and secrets.
     pub net: Arc<NetGrant>,
     /// Programs it may run (request ∩ grant).
-    pub exec: Arc<crate::process::ExecGrants>,
+    pub exec: Arc<ExecGrants>,
     /// The granted directories, opened once and shared by the calls (see [`Preopens`]).
     pub preopens: Preopens,
-}
-
-/// The granted directories opened once, for every call's WASI context to share (a clone of
-/// the filesystem context: the same directory handles, no `open`/`close` per call). Each call
-/// checks with one `stat` per directory that its path still leads to the directory that was
-/// opened, and opens them afresh when it does not (a directory replaced, or missing: that call
-/// then fails as it would without the cache).
-#[derive(Clone, Default)]
-pub struct Preopens(Arc<arc_swap::ArcSwapOption<PreopenSet>>);
-
-struct PreopenSet {
-    fs: wasmtime_wasi::filesystem::WasiFilesystemCtx,
-    /// (device, inode) of each granted directory when it was opened, in grant order.
-    ids: Vec<(u64, u64)>,
-}
-
-/// A cache, not part of what is granted: grants compare equal whatever it holds.
-impl PartialEq for Preopens {
-    fn eq(&self, _: &Preopens) -> bool {
-        true
-    }
-}
-impl Eq for Preopens {}
-impl std::fmt::Debug for Preopens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Preopens")
-    }
-}
-
-/// (device, inode) of each path, or `None` if one cannot be read.
-fn dir_ids(fs: &[FsGrant]) -> Option<Vec<(u64, u64)>> {
-    use std::os::unix::fs::MetadataExt;
-    fs.iter().map(|g| std::fs::metadata(&g.host_path).ok().map(|m| (m.dev(), m.ino()))).collect()
-}
-
-/// A capability the plugin requested and the operator did not grant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Missing {
-    pub kind: MissingKind,
-    pub what: String,
-    /// The config line that would grant it.
-    pub how: String,
-}
-
-/// Which capability a [`Missing`] entry is about, so a failure can be matched with the grant
-/// that would have prevented it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MissingKind {
-    /// A directory (by its grant name, e.g. `workspace`).
-    Fs(String),
-    Env(String),
-    /// A requested host pattern.
-    Net(String),
-    Secret(String),
-    /// A requested program.
-    Exec(String),
-}
-
-impl Missing {
-    /// Whether the host's refusal `r`, recorded during a call, is explained by this missing
-    /// grant.
-    pub fn explains(&self, r: &crate::net::Refusal) -> bool {
-        use crate::net::Refusal;
-        match (&self.kind, r) {
-            (MissingKind::Net(pattern), Refusal::Host(host)) => crate::net::host_matches(pattern, host),
-            (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
-            _ => false,
-        }
-    }
-
-    /// Whether the host can see a refusal of this capability when it happens. Network and
-    /// secret use goes through the host's `http` import, which records every refusal; a
-    /// directory or variable that is not granted simply does not exist for the guest.
-    pub fn observable(&self) -> bool {
-        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_))
-    }
 }
 
 impl Grants {
@@ -134,26 +61,9 @@ impl Grants {
     ) -> (Grants, Vec<Missing>) {
         let mut out = Grants::default();
         let mut missing = Vec::new();
-        for req in &request.fs {
-            match grant.fs.iter().find(|g| g.name == req.path) {
-                Some(g) => {
-                    let mode = req.mode.min(g.mode);
-                    out.fs.push(FsGrant { mode, ..g.clone() });
-                    if mode < req.mode {
-                        missing.push(Missing {
-                            kind: MissingKind::Fs(req.path.clone()),
-                            what: format!("fs {}:{} (granted {})", req.path, req.mode, g.mode),
-                            how: fs_hint(plugin, &req.path, req.mode),
-                        });
-                    }
-                }
-                None => missing.push(Missing {
-                    kind: MissingKind::Fs(req.path.clone()),
-                    what: format!("fs {}:{}", req.path, req.mode),
-                    how: fs_hint(plugin, &req.path, req.mode),
-                }),
-            }
-        }
+        let (fs, fs_missing) = crate::capability::fs::effective(plugin, &request.fs, &grant.fs);
+        out.fs = fs;
+        missing.extend(fs_missing);
         for var in &request.env {
             if let Some(value) = grant.settings.get(var) {
                 out.env.push((var.clone(), value.clone()));
@@ -171,55 +81,10 @@ impl Grants {
                 });
             }
         }
-        let mut net = NetGrant {
-            requested: request.net.clone(),
-            granted: grant.net.clone(),
-            private: grant.net_private,
-            secrets: Vec::new(),
-        };
-        for host in &request.net {
-            if !grant.net.iter().any(|g| patterns_overlap(host, g)) {
-                let how = if host.contains('*') {
-                    format!(
-                        "[plugin.{plugin}] net = [\"example.com\"] with the hosts you allow  (or --allow-net {plugin}=HOST)"
-                    )
-                } else {
-                    format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})")
-                };
-                missing.push(Missing {
-                    kind: MissingKind::Net(host.clone()),
-                    what: format!("net {host}"),
-                    how,
-                });
-            }
-        }
-        for secret in &request.secrets {
-            let source = secrets.get(secret);
-            let how = format!(
-                "[plugin.{plugin}] secrets = [\"{secret}\"] and [secrets.{secret}] env = \"VAR\" (or file = \"path\")"
-            );
-            match (grant.secrets.iter().any(|s| s == secret), source) {
-                (true, Some(src)) => match src.read() {
-                    Ok(value) => net.secrets.push(GrantedSecret {
-                        name: secret.clone(),
-                        value,
-                        hosts: src.hosts.clone(),
-                    }),
-                    Err(why) => missing.push(Missing {
-                        kind: MissingKind::Secret(secret.clone()),
-                        what: format!("secret {secret} ({why})"),
-                        how,
-                    }),
-                },
-                _ => missing.push(Missing {
-                    kind: MissingKind::Secret(secret.clone()),
-                    what: format!("secret {secret}"),
-                    how,
-                }),
-            }
-        }
+        let (net, net_missing) = crate::capability::net::effective(plugin, request, grant, secrets);
+        missing.extend(net_missing);
         out.net = Arc::new(net);
-        let (exec, exec_missing) = crate::process::effective(plugin, &request.exec, &grant.exec);
+        let (exec, exec_missing) = crate::capability::process::effective(plugin, &request.exec, &grant.exec);
         out.exec = Arc::new(exec);
         missing.extend(exec_missing);
         (out, missing)
@@ -238,55 +103,7 @@ impl Grants {
         for (k, v) in &self.env {
             b.env(k, v);
         }
-        if self.fs.is_empty() {
-            return Ok(b.build());
-        }
-        let ids = dir_ids(&self.fs);
-        if let (Some(ids), Some(set)) = (&ids, &*self.preopens.0.load())
-            && *ids == set.ids
-        {
-            let mut ctx = b.build();
-            *ctx.filesystem() = set.fs.clone();
-            return Ok(ctx);
-        }
-        self.open_dirs(&mut b)?;
-        let mut ctx = b.build();
-        // Kept for the next calls only if no directory changed while they were opened.
-        if let Some(before) = ids
-            && dir_ids(&self.fs).as_ref() == Some(&before)
-        {
-            let fs = ctx.filesystem().clone();
-            self.preopens.0.store(Some(Arc::new(PreopenSet { fs, ids: before })));
-        }
-        Ok(ctx)
-    }
-
-    fn open_dirs(&self, b: &mut WasiCtxBuilder) -> io::Result<()> {
-        for fs in &self.fs {
-            let perms = match fs.mode {
-                FsMode::ReadOnly => FsPerms::ReadOnly,
-                FsMode::ReadWrite => FsPerms::ReadWrite,
-            };
-            b.preopened_dir(&fs.host_path, fs.guest_path(), perms).map_err(|e| {
-                io::Error::other(format!(
-                    "cannot open granted directory {} ({}): {e}",
-                    fs.host_path.display(),
-                    fs.name
-                ))
-            })?;
-        }
-        Ok(())
-    }
-}
-
-fn fs_hint(plugin: &str, name: &str, mode: FsMode) -> String {
-    if name == "workspace" {
-        let flag = if mode == FsMode::ReadWrite { "--allow-write" } else { "--allow-read" };
-        format!(
-            "[plugin.{plugin}] fs = [{{ path = \"workspace\", mode = \"{mode}\" }}]  (or {flag} {plugin})"
-        )
-    } else {
-        format!("[plugin.{plugin}] fs = [{{ path = \"/some/dir\", name = \"{name}\", mode = \"{mode}\" }}]")
+        self.preopens.build(&self.fs, b)
     }
 }
 
@@ -300,19 +117,25 @@ pub struct HostState {
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
     /// Programs this call may run (none unless [`HostState::with_process`]).
-    pub process: crate::process::ProcessCall,
+    pub process: ProcessCall,
     /// Bytes written and entries created in granted directories, against the call's quota.
     pub meter: Arc<CallMeter>,
-    /// What the `log` import kept and dropped in this call.
-    pub log: CallLog,
+    /// The `log` import: what it kept and dropped in this call.
+    pub log: LogCall,
 }
 
 impl HostState {
     pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        let limits = crate::config::Limits::default();
-        let process = crate::process::ProcessCall::none(plugin.clone());
+        let limits = crate::settings::Limits::default();
+        let process = ProcessCall::none(plugin.clone());
+        let log = LogCall {
+            plugin: plugin.clone(),
+            tool: tool.clone(),
+            budget: CallLog::new(&limits, None),
+            redact: net.grant.clone(),
+        };
         HostState {
             wasi,
             table,
@@ -321,22 +144,22 @@ impl HostState {
             tool,
             net,
             meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
-            log: CallLog::new(&limits, None),
+            log,
             process,
         }
     }
 
     /// Let this call run the programs `process` grants.
-    pub fn with_process(mut self, process: crate::process::ProcessCall) -> Self {
+    pub fn with_process(mut self, process: ProcessCall) -> Self {
         self.process = process;
         self
     }
 
-    /// Set the call's disk quota and log budget (the defaults of [`crate::config::Limits`]
+    /// Set the call's disk quota and log budget (the defaults of [`crate::settings::Limits`]
     /// otherwise).
     pub fn with_budgets(mut self, meter: CallMeter, log: CallLog) -> Self {
         self.meter = Arc::new(meter);
-        self.log = log;
+        self.log.budget = log;
         self
     }
 }
@@ -344,6 +167,12 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl QuotaView for HostState {
+    fn meter(&self) -> &Arc<CallMeter> {
+        &self.meter
     }
 }
 
@@ -490,8 +319,8 @@ impl tokio::io::AsyncWrite for CappedPipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::FsRequest;
     use std::path::PathBuf;
+    use toolhost_spec::manifest::{FsMode, FsRequest};
 
     fn grant(mode: FsMode) -> PluginConfig {
         PluginConfig {

@@ -5,9 +5,9 @@
 //! build a [`ToolView`] and read its fields; none of them looks at `spec.danger` or the config
 //! on its own, so they cannot disagree about whether a tool is dangerous, read-only or limited.
 
-use crate::config::{Config, Limits};
-use crate::manifest::ToolSpec;
 use crate::registry::{LoadedPlugin, ToolEntry};
+use crate::settings::{Config, Limits};
+use toolhost_spec::manifest::ToolSpec;
 
 /// What a tool is, as the operator's host presents and enforces it.
 #[derive(Debug, Clone)]

@@ -2,11 +2,11 @@
 //! from the manifests, and the execution of an assistant message's `tool_calls` (arguments as
 //! a JSON object mapped onto params by name) into `role: "tool"` messages.
 
-use crate::executor::{ErrorKind, Executor, Outcome, ToolCall};
-use crate::manifest::ToolSpec;
-use crate::registry::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use toolhost_core::executor::{ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::Registry;
+use toolhost_spec::manifest::ToolSpec;
 
 /// A tool name OpenAI would refuse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -64,14 +64,14 @@ pub fn parameters(spec: &ToolSpec) -> Value {
 }
 
 /// The `tools` array for a chat completion request.
-pub fn tools(registry: &Registry, config: &crate::Config) -> Result<Value, NameError> {
+pub fn tools(registry: &Registry, config: &toolhost_core::Config) -> Result<Value, NameError> {
     let mut out = Vec::new();
     for entry in registry.tools() {
         let spec = entry.spec();
         if !is_openai_name(&spec.name) {
             return Err(NameError { name: spec.name.clone(), plugin: entry.plugin.name.to_string() });
         }
-        let view = crate::view::ToolView::new(entry, config);
+        let view = toolhost_core::view::ToolView::new(entry, config);
         out.push(json!({
             "type": "function",
             "function": {
@@ -282,7 +282,7 @@ async fn run_one(executor: &Executor, tc: &OpenAiToolCall) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::ParamSpec;
+    use toolhost_spec::manifest::ParamSpec;
 
     fn spec() -> ToolSpec {
         ToolSpec {

@@ -8,14 +8,9 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(bytes).into()
 }
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    hex::encode(bytes)
-}
-
 /// The hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&sha256(bytes))
+    hex::encode(sha256(bytes))
 }
 
 /// A SHA-256 written as 64 hex digits, with or without a `sha256:` prefix.
@@ -34,8 +29,8 @@ mod tests {
     fn digests_round_trip() {
         let d = sha256(b"abc");
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_eq!(parse_sha256(&hex(&d)), Some(d));
-        assert_eq!(parse_sha256(&format!("sha256:{}", hex(&d))), Some(d));
+        assert_eq!(parse_sha256(&hex::encode(d)), Some(d));
+        assert_eq!(parse_sha256(&format!("sha256:{}", hex::encode(d))), Some(d));
         assert_eq!(parse_sha256("abc"), None);
         assert_eq!(parse_sha256(&"g".repeat(64)), None);
     }

@@ -105,7 +105,9 @@ mod tests {
         assert!(overlaps("*.en.wikipedia.org", "*.wikipedia.org"));
         assert!(!overlaps("example.com", "*.example.com"));
         assert!(!overlaps("example.com", "example.org"));
-        assert!(covers("*.wikipedia.org", "en.wikipedia.org") && covers("*.wikipedia.org", "*.de.wikipedia.org"));
+        assert!(
+            covers("*.wikipedia.org", "en.wikipedia.org") && covers("*.wikipedia.org", "*.de.wikipedia.org")
+        );
         assert!(covers("*", "*") && !covers("*.wikipedia.org", "*") && !covers("example.com", "evil.com"));
     }
 

@@ -1,8 +1,8 @@
 //! Smaller promises: the disk quota counts extents, approvals cover presentation, trust exemptions are keyed by hash or signer, debug logs keep secrets out.
 
 use crate::support::{Env, call, err, ok};
-use toolhost::ErrorKind;
-use toolhost::manifest::FsMode;
+use toolhost_core::ErrorKind;
+use toolhost_spec::manifest::FsMode;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -192,9 +192,8 @@ fn a_name_a_file_chooses_exempts_nothing() {
         "{err}"
     );
     // The exact file, by its SHA-256 as `inspect` prints it, is exempt.
-    let hash = toolhost::discovery::hex(&toolhost::registry::content_hash(
-        &std::fs::read(plugin_artifacts::TEXT).unwrap(),
-    ));
+    let hash =
+        hex::encode(&toolhost_core::registry::content_hash(&std::fs::read(plugin_artifacts::TEXT).unwrap()));
     let (code, out, err) = run(&format!(
         "[trust]\nkeys = [\"{key}\"]\nrequire_signature = true\nallow_unsigned = [\"sha256:{hash}\"]\n"
     ));

@@ -1,18 +1,9 @@
-//! `toolhost chat`: the agent loop of [`crate::agent`] on the terminal. This file only
+//! `toolhost chat`: the agent loop of [`toolhost_frontends::agent`] on the terminal. This file only
 //! resolves the model settings, keeps the registry live (as `serve` does), reads lines and
 //! renders the loop's events: streamed text, a compact card per tool call, confirmations,
 //! Ctrl-C to cancel the running step.
 
-use crate::Toolhost;
-use crate::agent::{
-    Agent, AgentOptions, ApiKey, Cancel, ClientOptions, Conversation, Event, Message, ModelClient, Protocol,
-    Stop, TurnResult,
-};
-use crate::cli::GlobalArgs;
-use crate::config::Config;
-use crate::executor::{AlwaysConfirm, Confirm, NoConfirm, TerminalConfirm};
-use crate::registry::Registry;
-use crate::reload::Reloader;
+use crate::args::GlobalArgs;
 use crate::term;
 use anyhow::{Context, Result, bail};
 use std::io::Write;
@@ -20,6 +11,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost_core::Toolhost;
+use toolhost_core::executor::{AlwaysConfirm, Confirm, NoConfirm};
+use toolhost_core::registry::Registry;
+use toolhost_core::registry::reload::Reloader;
+use toolhost_frontends::agent::{
+    Agent, AgentOptions, ApiKey, Cancel, ClientOptions, Conversation, Event, Message, ModelClient, Protocol,
+    Stop, TurnResult,
+};
 
 /// Lines of a tool's output shown in its card.
 const CARD_LINES: usize = 4;
@@ -55,7 +54,7 @@ pub struct ChatArgs {
     pub api_key_env: Option<String>,
     /// Tool protocol: native function calling, the [TOOL] text protocol, or auto (native when
     /// the endpoint accepts `tools`) [default: auto]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = protocol_parser())]
     pub protocol: Option<Protocol>,
     /// Model requests per user turn at most [default: 20]
     #[arg(long, value_name = "N")]
@@ -80,36 +79,45 @@ pub struct ChatArgs {
     pub debounce_ms: u64,
 }
 
+/// `--protocol`: one of the names `[model] protocol` takes.
+fn protocol_parser() -> impl clap::builder::TypedValueParser<Value = Protocol> {
+    use clap::builder::TypedValueParser;
+    let names = Protocol::ALL.map(|p| clap::builder::PossibleValue::new(p.as_str()));
+    clap::builder::PossibleValuesParser::new(names).map(|s| s.parse::<Protocol>().unwrap_or_default())
+}
+
 /// Run `toolhost chat`.
 pub fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
-    let cfg = crate::cli::resolve_config(global)?;
+    let settings = crate::settings::Settings::resolve(global)?;
+    let cfg = &settings.core;
     if !cfg.plugins_dir.is_dir() {
         bail!(
             "plugins folder {} does not exist (set `plugins` in toolhost.toml or pass --plugins DIR)",
             cfg.plugins_dir.display()
         );
     }
-    let client = ModelClient::new(client_options(&cfg, &args)?).map_err(anyhow::Error::msg)?;
+    let client = ModelClient::new(client_options(&settings, &args)?).map_err(anyhow::Error::msg)?;
     let options = AgentOptions {
-        protocol: args.protocol.or(cfg.model.protocol).unwrap_or_default(),
-        max_steps: args.max_steps.or(cfg.model.max_steps).unwrap_or(20).max(1),
+        protocol: args.protocol.or(settings.frontends.model.protocol).unwrap_or_default(),
+        max_steps: args.max_steps.or(settings.frontends.model.max_steps).unwrap_or(20).max(1),
         system: args
             .system
             .clone()
-            .or(cfg.model.system.clone())
-            .unwrap_or_else(|| crate::agent::DEFAULT_SYSTEM.into()),
+            .or(settings.frontends.model.system.clone())
+            .unwrap_or_else(|| toolhost_frontends::agent::DEFAULT_SYSTEM.into()),
         ..AgentOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let code = rt.block_on(chat(cfg, client, options, args));
+    let code = rt.block_on(chat(settings, client, options, args));
     // The line reader may be blocked on the terminal; do not wait for it.
     rt.shutdown_background();
     code
 }
 
 /// The model settings: flags, then `[model]`, then the `OPENAI_*` variables.
-pub fn client_options(cfg: &Config, args: &ChatArgs) -> Result<ClientOptions> {
-    let m = &cfg.model;
+pub fn client_options(settings: &crate::settings::Settings, args: &ChatArgs) -> Result<ClientOptions> {
+    let m = &settings.frontends.model;
+    let cfg = &settings.core;
     let env_base = std::env::var("OPENAI_BASE_URL").ok().filter(|v| !v.is_empty());
     let explicit_base = args.base_url.clone().or(m.base_url.clone());
     let implicit = explicit_base.is_none();
@@ -144,15 +152,21 @@ pub fn client_options(cfg: &Config, args: &ChatArgs) -> Result<ClientOptions> {
     Ok(o)
 }
 
-async fn chat(cfg: Config, client: ModelClient, options: AgentOptions, args: ChatArgs) -> Result<ExitCode> {
+async fn chat(
+    settings: crate::settings::Settings,
+    client: ModelClient,
+    options: AgentOptions,
+    args: ChatArgs,
+) -> Result<ExitCode> {
+    let crate::settings::Settings { core: cfg, frontends, .. } = settings;
     let reader = LineReader::spawn();
     // Questions go to the terminal itself (`/dev/tty`), not through the line reader: an
     // answer is only taken once toolhost asked, whatever was typed or piped before.
     let confirm: Arc<dyn Confirm> =
-        if args.yes { Arc::new(AlwaysConfirm) } else { Arc::new(TerminalConfirm) };
-    let runtime = crate::runtime::Runtime::for_config(&cfg)?;
+        if args.yes { Arc::new(AlwaysConfirm) } else { Arc::new(crate::confirm::TerminalConfirm) };
+    let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
-    crate::service::Service::attach_audit(&host, "chat")?;
+    toolhost_frontends::service::Service::attach_audit(&host, &frontends, "chat")?;
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
     let r = reloader.clone();
     tokio::task::spawn_blocking(move || r.rescan()).await??;
@@ -288,7 +302,7 @@ async fn run_turn(
     conv: &mut Conversation,
     input: String,
     sink: &mut (dyn FnMut(Event) + Send),
-) -> Result<TurnResult, crate::agent::AgentError> {
+) -> Result<TurnResult, toolhost_frontends::agent::AgentError> {
     let cancel = Cancel::new();
     let turn = agent.turn(conv, input, &cancel, sink);
     tokio::pin!(turn);

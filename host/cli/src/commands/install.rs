@@ -1,6 +1,6 @@
 //! `toolhost install REF` / `toolhost install --locked`: pull plugins from an OCI registry.
 
-use crate::config::Config;
+use crate::settings::Settings;
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +25,7 @@ pub struct Args {
     pub lock: Option<PathBuf>,
 }
 
-pub fn run(cfg: &Config, args: &Args) -> Result<ExitCode> {
+pub fn run(cfg: &Settings, args: &Args) -> Result<ExitCode> {
     let lock = args.lock.clone().unwrap_or_else(|| crate::oci::default_lock_path(cfg));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let installed = match (&args.reference, args.locked) {
@@ -42,7 +42,7 @@ pub fn run(cfg: &Config, args: &Args) -> Result<ExitCode> {
             "installed {} v{} → {} ({}, {signer})",
             crate::term::line(&p.entry.name),
             crate::term::line(&p.entry.version),
-            cfg.plugins_dir.join(&p.entry.file).display(),
+            cfg.core.plugins_dir.join(&p.entry.file).display(),
             p.entry.digest
         );
     }

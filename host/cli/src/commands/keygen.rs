@@ -17,13 +17,14 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let public = crate::signing::keygen(&args.path, &args.comment).map_err(|e| anyhow!(e))?;
+    let public =
+        toolhost_core::registry::signing::keygen(&args.path, &args.comment).map_err(|e| anyhow!(e))?;
     println!("private key: {} (keep it secret)", args.path.display());
-    println!("public key:  {}", crate::signing::public_path(&args.path).display());
+    println!("public key:  {}", toolhost_core::registry::signing::public_path(&args.path).display());
     println!("key id:      {}", public.id());
     println!(
         "\nto trust it, add to toolhost.toml:\n[trust]\nkeys = [\"{}\"]",
-        std::fs::read_to_string(crate::signing::public_path(&args.path))?.trim()
+        std::fs::read_to_string(toolhost_core::registry::signing::public_path(&args.path))?.trim()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,6 @@
 //! `toolhost publish FILE.wasm REF`: push a plugin to an OCI registry.
 
-use crate::config::Config;
+use crate::settings::Settings;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ pub struct Args {
     pub reference: String,
 }
 
-pub fn run(cfg: &Config, args: &Args) -> Result<ExitCode> {
+pub fn run(cfg: &Settings, args: &Args) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let p = rt.block_on(crate::oci::publish(cfg, &args.file, &args.reference))?;
     println!(

@@ -20,11 +20,13 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let key = crate::signing::SecretKey::read(&args.key).map_err(|e| anyhow!(e))?;
+    let key = toolhost_core::registry::signing::SecretKey::read(&args.key).map_err(|e| anyhow!(e))?;
     let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    let signed = crate::signing::sign(&bytes, &key).map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    let signed = toolhost_core::registry::signing::sign(&bytes, &key)
+        .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
     // Read it back the way a host will before writing anything.
-    let signers = crate::signing::verify(&signed).map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    let signers = toolhost_core::registry::signing::verify(&signed)
+        .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
     let out = args.output.clone().unwrap_or_else(|| args.file.clone());
     crate::oci::write_atomic(&out, &signed).with_context(|| format!("cannot write {}", out.display()))?;
     let me = key.public("");

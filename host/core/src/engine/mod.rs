@@ -2,6 +2,9 @@
 //! the single host-side `bindgen!` of `wit/`, compilation of a plugin into an `InstancePre`,
 //! and the epoch ticker that turns wall-clock time into deadlines.
 
+use crate::capability::log::LogCall;
+use crate::capability::net::NetCall;
+use crate::capability::process::ProcessCall;
 use crate::sandbox::HostState;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -12,54 +15,12 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config as WasmConfig, Engine};
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "plugin",
-    imports: {
-        "toolhost:plugin/http.send": async,
-        // Trappable: reaching the call's deadline while a program runs ends the call.
-        "toolhost:plugin/process.run": async | trappable,
-    },
-    exports: { default: async },
-});
-
-pub use self::toolhost::plugin::host::Level;
+pub use crate::bindings::Plugin as PluginWorld;
+pub use crate::bindings::PluginPre;
+pub use crate::bindings::host::Level;
 
 /// Length of one epoch tick: deadlines are rounded up to it.
 pub const TICK: Duration = Duration::from_millis(5);
-
-impl toolhost::plugin::host::Host for HostState {
-    fn log(&mut self, level: Level, message: String) {
-        // Bound what a plugin can push into the host's log: per line, per call and per plugin
-        // across calls (see `share`). A dropped line costs a count, nothing more.
-        let mut message = message;
-        if message.len() > 4096 {
-            message = message.chars().take(4096).collect();
-        }
-        if !self.log.admit(message.len()) {
-            return;
-        }
-        let message = crate::net::redact(&message, &self.net.grant);
-        let (plugin, tool) = (&*self.plugin, self.tool.as_str());
-        match level {
-            Level::Trace => tracing::trace!(plugin, tool, "{message}"),
-            Level::Debug => tracing::debug!(plugin, tool, "{message}"),
-            Level::Info => tracing::info!(plugin, tool, "{message}"),
-            Level::Warn => tracing::warn!(plugin, tool, "{message}"),
-            Level::Error => tracing::error!(plugin, tool, "{message}"),
-        }
-    }
-}
-
-impl toolhost::plugin::http::Host for HostState {
-    /// Every check and bound is in [`crate::net::NetCall::send`].
-    async fn send(
-        &mut self,
-        req: toolhost::plugin::http::Request,
-    ) -> Result<toolhost::plugin::http::Response, String> {
-        self.net.send(req).await
-    }
-}
 
 /// The process-wide engine, linker and epoch ticker.
 pub struct Runtime {
@@ -224,11 +185,14 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         // Writes to granted directories are charged to the call's quota.
         if disk_quota {
-            crate::quota::add_to_linker(&mut linker)?;
+            crate::capability::quota::add_to_linker(&mut linker)?;
         }
-        toolhost::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-        toolhost::plugin::http::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-        toolhost::plugin::process::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        // Each capability's interface on its own part of the call's state.
+        crate::bindings::host::add_to_linker::<HostState, HasSelf<LogCall>>(&mut linker, |s| &mut s.log)?;
+        crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;
+        crate::bindings::process::add_to_linker::<HostState, HasSelf<ProcessCall>>(&mut linker, |s| {
+            &mut s.process
+        })?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
@@ -314,7 +278,7 @@ impl Runtime {
     /// Where the disk cache keeps the code compiled from bytes with this SHA-256.
     fn cache_file(&self, key: &[u8; 32]) -> Option<PathBuf> {
         let dir = self.disk_cache.as_ref()?;
-        Some(dir.join(format!("{}.cwasm", crate::discovery::hex(key))))
+        Some(dir.join(format!("{}.cwasm", hex::encode(key))))
     }
 
     /// Load from the disk cache when this exact content was compiled before by a compatible
@@ -358,10 +322,8 @@ impl Runtime {
         let Some(path) = self.cache_file(key) else { return };
         match component.serialize() {
             Ok(code) => {
-                let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-                if let Err(e) = std::fs::write(&tmp, code).and_then(|_| std::fs::rename(&tmp, &path)) {
+                if let Err(e) = crate::files::write_atomic(&path, &code) {
                     tracing::warn!("cannot write compile cache {}: {e}", path.display());
-                    let _ = std::fs::remove_file(&tmp);
                 }
             }
             Err(e) => tracing::warn!("cannot serialize compiled code: {e}"),
@@ -384,17 +346,6 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
-}
-
-/// The default compile cache: `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
-        })
-        .map(|d| d.join("toolhost"))
 }
 
 #[cfg(test)]

@@ -3,23 +3,20 @@
 //! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
 //! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
 
-use crate::config::{Config, DangerPolicy, Limits};
-use crate::manifest::ToolSpec;
-use crate::net::{NetCall, Refusal, redact_owned};
-use crate::quota::CallMeter;
+use crate::capability::Missing;
+use crate::capability::log::CallLog;
+use crate::capability::net::{NetCall, Refusal, redact_owned};
+use crate::capability::quota::CallMeter;
+use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry};
-use crate::runtime::Runtime;
-use crate::sandbox::{
-    CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, Missing, STDIO_CAPTURE_BYTES,
-};
-use crate::share::{CallLog, Shares};
+use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::settings::{Config, DangerPolicy, Limits};
 use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
-use serde::{Deserialize, Serialize};
-use std::future::Future;
-use std::pin::Pin;
+use slots::Shares;
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost_spec::manifest::ToolSpec;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Total bytes of arguments accepted for one call.
@@ -33,254 +30,16 @@ const YIELD_TICKS: u64 = 2;
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
-pub use crate::call::ToolCall;
+pub mod danger;
+pub mod observer;
+mod outcome;
+pub mod slots;
 
-/// Why a call failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// No tool of that name is registered.
-    UnknownTool,
-    /// Wrong number of arguments, invalid JSON, or arguments too large.
-    BadArguments,
-    /// A dangerous tool was not confirmed.
-    Denied,
-    /// The tool returned an error.
-    ToolError,
-    /// The call ran past its time limit.
-    Timeout,
-    /// The plugin grew past its memory limit.
-    MemoryLimit,
-    /// The plugin exhausted its wasm stack.
-    StackOverflow,
-    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access…).
-    Trap,
-    /// The host could not set up the call (e.g. a granted directory is missing).
-    HostError,
-    /// No call slot became free before the call's deadline (the plugin's own
-    /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
-    Busy,
-    /// The host is shutting down: the call was not admitted, or was cancelled at the end of
-    /// the grace period (see `service::shutdown`). Retrying elsewhere is safe for the former.
-    Unavailable,
-}
-
-impl ErrorKind {
-    /// The kind as it appears in JSON (`unknown_tool`, `bad_arguments`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::UnknownTool => "unknown_tool",
-            ErrorKind::BadArguments => "bad_arguments",
-            ErrorKind::Denied => "denied",
-            ErrorKind::ToolError => "tool_error",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::MemoryLimit => "memory_limit",
-            ErrorKind::StackOverflow => "stack_overflow",
-            ErrorKind::Trap => "trap",
-            ErrorKind::HostError => "host_error",
-            ErrorKind::Busy => "busy",
-            ErrorKind::Unavailable => "unavailable",
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The result of one call, in the seed's `{success, data | error}` contract.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcome {
-    pub success: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Set on failures: what kind of failure, for programs (the model reads `error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ErrorKind>,
-    /// The output was cut at the tool's output limit.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-    /// What the call cost (set when the plugin ran), for the operator, not the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-}
-
-impl Outcome {
-    pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
-    }
-
-    pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
-        Outcome {
-            success: false,
-            data: None,
-            error: Some(error.into()),
-            kind: Some(kind),
-            truncated: false,
-            usage: None,
-        }
-    }
-
-    /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
-    pub fn model_json(&self) -> String {
-        let shown = Outcome { usage: None, ..self.clone() };
-        serde_json::to_string(&shown).unwrap_or_default()
-    }
-
-    /// The data or the error text.
-    pub fn text(&self) -> &str {
-        self.data.as_deref().or(self.error.as_deref()).unwrap_or("")
-    }
-}
-
-/// The result of a tool that declared an `outputSchema` (compiled into `validator` when the
-/// plugin was loaded): it must be a JSON object matching the schema, and it is never cut (half
-/// an object is no object), so one over the output limit fails, naming the limit.
-fn structured_outcome(
-    spec: &ToolSpec,
-    validator: &jsonschema::Validator,
-    data: String,
-    limit: usize,
-) -> Outcome {
-    let fail = |why: String| {
-        Outcome::err(
-            ErrorKind::ToolError,
-            format!("tool `{}` declares an outputSchema, but its result {why}", spec.name),
-        )
-    };
-    let chars = if data.len() <= limit { data.len() } else { data.chars().count() };
-    if chars > limit {
-        return fail(format!(
-            "is {chars} characters, over its output limit of {limit}, and a JSON result cannot be cut; \
-             the operator can raise it with [tool.{}] output_limit",
-            spec.name
-        ));
-    }
-    let value = match serde_json::from_str::<serde_json::Value>(&data) {
-        Ok(v @ serde_json::Value::Object(_)) => v,
-        Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
-        Err(e) => return fail(format!("is not JSON ({e})")),
-    };
-    match validator.iter_errors(&value).next() {
-        None => Outcome::ok(data, false),
-        Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
-    }
-}
-
-/// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
-pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
-    // No more bytes than the limit: no more characters either (the common case, no scan).
-    if s.len() <= limit {
-        return (s, false);
-    }
-    let Some((cut, _)) = s.char_indices().nth(limit) else { return (s, false) };
-    let total = limit + s[cut..].chars().count();
-    s.truncate(cut);
-    s.push_str(&format!("\n…[truncated {} of {total} chars]", total - limit));
-    (s, true)
-}
-
-/// What the danger check needs to show a human.
-#[derive(Debug, Clone)]
-pub struct DangerRequest {
-    pub tool: String,
-    pub plugin: String,
-    pub args: Vec<String>,
-    /// SHA-256 of the plugin file that will run (an approval is bound to this version).
-    pub plugin_hash: [u8; 32],
-    /// What the person should know besides the call, one line each (e.g. "git runs over files
-    /// plugins can write").
-    pub notes: Vec<String>,
-}
-
-/// An answer to a danger confirmation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    Deny(String),
-}
-
-/// Asks someone whether a dangerous call may run (policy `ask`).
-pub trait Confirm: Send + Sync {
-    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
-
-    /// Who answered, for the audit trail and metrics: `terminal`, `elicitation`, `flag`
-    /// (`--yes`) or `no_one`. Asked after [`Confirm::confirm`].
-    fn decided_by(&self) -> &'static str {
-        "front_end"
-    }
-
-    /// The refusal only stands for "asked, the answer comes with a retry" (2026-07-28 MCP).
-    fn pending(&self) -> bool {
-        false
-    }
-}
-
-/// No one to ask: deny, and say how the operator can allow it.
-#[derive(Debug, Default)]
-pub struct NoConfirm;
-
-impl Confirm for NoConfirm {
-    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async move {
-            Decision::Deny(format!(
-                "tool `{}` is dangerous and needs confirmation, but there is no one to ask (danger policy `ask`, no terminal); \
-                 the operator can confirm with `--yes` or set `[danger] policy = \"allow\"` in toolhost.toml",
-                req.tool
-            ))
-        })
-    }
-
-    fn decided_by(&self) -> &'static str {
-        "no_one"
-    }
-}
-
-/// The operator confirmed up front (`--yes`).
-#[derive(Debug, Default)]
-pub struct AlwaysConfirm;
-
-impl Confirm for AlwaysConfirm {
-    fn confirm<'a>(&'a self, _req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async { Decision::Allow })
-    }
-
-    fn decided_by(&self) -> &'static str {
-        "flag"
-    }
-}
-
-/// Ask the operator on the terminal (`/dev/tty`, see [`crate::term::Tty`]; else deny like
-/// [`NoConfirm`]). The question starts on a clean, reset line, shows the whole call with every
-/// argument rendered by [`crate::term::quoted`], and takes only an answer typed after it.
-#[derive(Debug, Default)]
-pub struct TerminalConfirm;
-
-impl Confirm for TerminalConfirm {
-    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async move {
-            let mut heading =
-                vec![format!("toolhost: tool `{}` (plugin `{}`) is marked dangerous.", req.tool, req.plugin)];
-            heading.extend(req.notes.iter().map(|n| format!("  note: {}", crate::term::line(n))));
-            let question = crate::term::Question { heading, tool: req.tool.clone(), args: req.args.clone() };
-            match crate::term::ask(question).await {
-                crate::term::Answer::Yes => Decision::Allow,
-                crate::term::Answer::No => {
-                    Decision::Deny(format!("the operator declined to run dangerous tool `{}`", req.tool))
-                }
-                crate::term::Answer::NoTerminal => NoConfirm.confirm(req).await,
-            }
-        })
-    }
-
-    fn decided_by(&self) -> &'static str {
-        if crate::term::Tty::available() { "terminal" } else { "no_one" }
-    }
-}
+pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
+pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
+use outcome::structured_outcome;
+pub use outcome::{ErrorKind, Outcome, truncate};
+pub use toolhost_spec::call::ToolCall;
 
 /// Runs tool calls against the current registry snapshot.
 pub struct Executor {
@@ -290,8 +49,8 @@ pub struct Executor {
     confirm: Arc<dyn Confirm>,
     /// Call slots, global and per plugin, and each plugin's log budget.
     shares: Shares,
-    /// Shutdown, metrics and audit, when the host runs as a service (`serve`).
-    service: std::sync::OnceLock<Arc<crate::service::Service>>,
+    /// What a service does around every call (shutdown, metrics, audit), once attached.
+    observer: std::sync::OnceLock<Arc<dyn CallObserver>>,
 }
 
 impl Executor {
@@ -302,17 +61,17 @@ impl Executor {
         confirm: Arc<dyn Confirm>,
     ) -> Self {
         let shares = Shares::new(&config);
-        Executor { runtime, config, registry, confirm, shares, service: std::sync::OnceLock::new() }
+        Executor { runtime, config, registry, confirm, shares, observer: std::sync::OnceLock::new() }
     }
 
-    /// Route every call through `service` from now on (once; `false` if one was attached).
-    pub fn attach_service(&self, service: Arc<crate::service::Service>) -> bool {
-        self.service.set(service).is_ok()
+    /// Route every call through `observer` from now on (once; `false` if one was attached).
+    pub fn attach_observer(&self, observer: Arc<dyn CallObserver>) -> bool {
+        self.observer.set(observer).is_ok()
     }
 
-    /// The attached service, if any.
-    pub fn service(&self) -> Option<&Arc<crate::service::Service>> {
-        self.service.get()
+    /// The attached observer, if any.
+    pub fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
+        self.observer.get()
     }
 
     /// The current registry snapshot.
@@ -332,30 +91,29 @@ impl Executor {
     /// [`Executor::call`], asking `confirm` (instead of the executor's own) about a dangerous
     /// tool under policy `ask` — a front end that can ask its client (MCP elicitation) does.
     pub async fn call_with(&self, call: &ToolCall, confirm: &dyn Confirm) -> Outcome {
-        self.call_in(call, confirm, &crate::service::CallContext::default()).await
+        self.call_in(call, confirm, &CallContext::default()).await
     }
 
     /// [`Executor::call_with`] on behalf of the client `ctx` names (for the audit trail).
-    pub async fn call_in(
-        &self,
-        call: &ToolCall,
-        confirm: &dyn Confirm,
-        ctx: &crate::service::CallContext,
-    ) -> Outcome {
-        match self.service.get() {
-            Some(service) => service.observe(self, call, confirm, ctx).await,
-            None => self.call_recorded(call, confirm, &mut crate::service::CallRecord::default()).await,
+    pub async fn call_in(&self, call: &ToolCall, confirm: &dyn Confirm, ctx: &CallContext) -> Outcome {
+        match self.observer.get() {
+            Some(observer) => {
+                let record = observer::SharedRecord::default();
+                let run = Box::pin(self.call_recorded(call, confirm, record.clone()));
+                observer.observe(call, ctx, record, run).await
+            }
+            None => self.call_recorded(call, confirm, observer::SharedRecord::default()).await,
         }
     }
 
     /// The call itself, noting in `rec` the plugin that served it and any danger decision.
-    pub(crate) async fn call_recorded(
+    async fn call_recorded(
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
-        rec: &mut crate::service::CallRecord,
+        rec: observer::SharedRecord,
     ) -> Outcome {
-        use crate::service::DangerRecord;
+        let note = |f: &dyn Fn(&mut CallRecord)| f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
         let registry = self.registry.load_full();
@@ -364,7 +122,7 @@ impl Executor {
         };
         let spec = entry.spec();
         let plugin = &entry.plugin;
-        rec.plugin = Some(plugin.clone());
+        note(&|r| r.plugin = Some(plugin.clone()));
         let args = match check_args(spec, &call.args) {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
@@ -375,16 +133,13 @@ impl Executor {
                 plugin: plugin.name.to_string(),
                 args: args.clone(),
                 plugin_hash: plugin.hash,
-                notes: crate::process::shared_write_notes(
-                    &plugin.grants.exec,
-                    registry.plugins(),
-                    &self.config.workspace,
-                ),
+                notes: registry.shared_write_notes(plugin, &self.config.workspace),
             };
+            let decided = |decision, by| note(&|r| r.danger = Some(DangerRecord { decision, by }));
             match self.config.danger {
-                DangerPolicy::Allow => rec.danger = Some(DangerRecord { decision: "allow", by: "policy" }),
+                DangerPolicy::Allow => decided(DangerDecision::Allow, DecidedBy::Policy),
                 DangerPolicy::Deny => {
-                    rec.danger = Some(DangerRecord { decision: "deny", by: "policy" });
+                    decided(DangerDecision::Deny, DecidedBy::Policy);
                     return Outcome::err(
                         ErrorKind::Denied,
                         format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name),
@@ -394,11 +149,12 @@ impl Executor {
                     let decision = confirm.confirm(&req).await;
                     let by = confirm.decided_by();
                     if let Decision::Deny(why) = decision {
-                        let decision = if confirm.pending() { "asked" } else { "deny" };
-                        rec.danger = Some(DangerRecord { decision, by });
+                        let decision =
+                            if confirm.pending() { DangerDecision::Asked } else { DangerDecision::Deny };
+                        decided(decision, by);
                         return Outcome::err(ErrorKind::Denied, why);
                     }
-                    rec.danger = Some(DangerRecord { decision: "allow", by });
+                    decided(DangerDecision::Allow, by);
                 }
             }
         }
@@ -454,7 +210,7 @@ impl Executor {
         let arrived = std::time::Instant::now();
         let deadline = arrived + timeout;
         let share = self.shares.plugin(&plugin.name, &self.config);
-        let waiting = self.service.get().map(|s| s.metrics.waiting());
+        let waiting = self.observer.get().and_then(|o| o.waiting());
         let acquired = self.shares.acquire(&share, deadline.into()).await;
         drop(waiting);
         let _slot = match acquired {
@@ -476,9 +232,9 @@ impl Executor {
         )
         .with_budgets(
             CallMeter::new(limits.write_mb, limits.create_limit),
-            CallLog::new(&limits, Some(share)),
+            CallLog::new(&limits, Some(share.log.clone())),
         )
-        .with_process(crate::process::ProcessCall {
+        .with_process(crate::capability::process::ProcessCall {
             plugin: plugin.name.clone(),
             exec: plugin.grants.exec.clone(),
             workspace: self.config.workspace.clone(),
@@ -559,7 +315,7 @@ impl Executor {
         queued: Duration,
         started: std::time::Instant,
     ) -> Usage {
-        let log = &state.log;
+        let log = &state.log.budget;
         if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
             tracing::warn!(plugin = &*state.plugin, tool = state.tool.as_str(), "{note}");
         }
@@ -770,8 +526,8 @@ fn json_depth(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::ParamSpec;
     use serde_json::json;
+    use toolhost_spec::manifest::ParamSpec;
 
     #[test]
     fn an_error_kind_reads_as_it_serializes() {
@@ -913,8 +669,8 @@ mod tests {
 #[cfg(test)]
 mod note_tests {
     use super::missing_grant_note;
-    use crate::net::Refusal;
-    use crate::sandbox::{Missing, MissingKind};
+    use crate::capability::net::Refusal;
+    use crate::capability::{Missing, MissingKind};
 
     fn missing() -> Vec<Missing> {
         vec![

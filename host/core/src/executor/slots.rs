@@ -1,19 +1,14 @@
-//! Each plugin's fair share of the host: call slots and log volume.
-//!
-//! - **Slots.** `[limits] concurrency` calls run at once (the instance pool is sized for it).
-//!   In front of those, each plugin has its own slots (`[plugin.X] concurrency`, default
-//!   `[limits] plugin_concurrency`, itself half the global slots by default), so a plugin
-//!   whose calls are slow or hostile saturates its own slots and the others keep being
-//!   served. A waiting call waits at most until its own deadline.
-//! - **Log.** Within a call, `log` keeps `log_lines` lines and `log_kb` KiB; across calls,
-//!   a plugin's lines are rate-limited (`[limits] log_rate` per second, bursts of ten
-//!   seconds' worth), so a busy plugin cannot flood the host log. What is dropped is
-//!   counted and reported in one line at the end of the call.
+//! Each plugin's fair share of the host's call slots: `[limits] concurrency` calls run at once
+//! (the instance pool is sized for it). In front of those, each plugin has its own slots
+//! (`[plugin.X] concurrency`, default `[limits] plugin_concurrency`, itself half the global
+//! slots by default), so a plugin whose calls are slow or hostile saturates its own slots and
+//! the others keep being served. A waiting call waits at most until its own deadline. Each
+//! plugin's share also holds its log bucket (`capability::log`), kept across calls by name.
 
-use crate::config::{Config, Limits};
+use crate::capability::log::LogBucket;
+use crate::settings::Config;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The host's call slots and each plugin's share of them.
@@ -29,7 +24,7 @@ pub struct Shares {
 pub struct PluginShare {
     slots: Arc<Semaphore>,
     pub limit: u32,
-    pub log: LogBucket,
+    pub log: Arc<LogBucket>,
 }
 
 /// Both slots a running call holds; dropping it frees them.
@@ -67,7 +62,7 @@ impl Shares {
                 Arc::new(PluginShare {
                     slots: Arc::new(Semaphore::new(limit as usize)),
                     limit,
-                    log: LogBucket::new(config.log_rate),
+                    log: Arc::new(LogBucket::new(config.log_rate)),
                 })
             })
             .clone()
@@ -103,123 +98,9 @@ impl Busy {
     }
 }
 
-/// A token bucket of log lines for one plugin, shared by its calls.
-#[derive(Debug)]
-pub struct LogBucket {
-    rate: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl LogBucket {
-    pub fn new(per_second: u32) -> Self {
-        let rate = f64::from(per_second.max(1));
-        let burst = rate * 10.0;
-        LogBucket { rate, burst, state: Mutex::new((burst, Instant::now())) }
-    }
-
-    /// Take one line's token; `false` if the plugin is over its rate.
-    pub fn take(&self) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let refill = now.duration_since(s.1).as_secs_f64() * self.rate;
-        s.0 = (s.0 + refill).min(self.burst);
-        s.1 = now;
-        if s.0 >= 1.0 {
-            s.0 -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// What one call has logged and dropped.
-#[derive(Debug)]
-pub struct CallLog {
-    max_lines: u32,
-    max_bytes: u64,
-    pub lines: u32,
-    pub bytes: u64,
-    pub dropped_lines: u32,
-    pub dropped_bytes: u64,
-    /// Of the dropped lines, how many for the plugin's rate across calls.
-    pub rate_dropped: u32,
-    share: Option<Arc<PluginShare>>,
-}
-
-impl CallLog {
-    pub fn new(limits: &Limits, share: Option<Arc<PluginShare>>) -> Self {
-        CallLog {
-            max_lines: limits.log_lines,
-            max_bytes: limits.log_kb.saturating_mul(1024),
-            lines: 0,
-            bytes: 0,
-            dropped_lines: 0,
-            dropped_bytes: 0,
-            rate_dropped: 0,
-            share,
-        }
-    }
-
-    /// Whether a message of `len` bytes may go to the host log; counts it either way.
-    pub fn admit(&mut self, len: usize) -> bool {
-        let len = len as u64;
-        let within_call = self.lines < self.max_lines && self.bytes + len <= self.max_bytes;
-        let within_rate = within_call && self.share.as_ref().is_none_or(|s| s.log.take());
-        if within_rate {
-            self.lines += 1;
-            self.bytes += len;
-        } else {
-            self.dropped_lines += 1;
-            self.dropped_bytes += len;
-            if within_call {
-                self.rate_dropped += 1;
-            }
-        }
-        within_rate
-    }
-
-    /// The one line saying what was dropped, if anything was.
-    pub fn dropped_note(&self, limits: &Limits, log_rate: u32) -> Option<String> {
-        (self.dropped_lines > 0).then(|| {
-            format!(
-                "log: dropped {} lines ({} bytes) of this call ({} over the per-call limits log_lines = {}, log_kb = {}; {} over [limits] log_rate = {} lines/s for the plugin)",
-                self.dropped_lines,
-                self.dropped_bytes,
-                self.dropped_lines - self.rate_dropped,
-                limits.log_lines,
-                limits.log_kb,
-                self.rate_dropped,
-                log_rate
-            )
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn call_log_keeps_lines_and_bytes_within_limits() {
-        let limits = Limits { log_lines: 3, log_kb: 1, ..Limits::default() };
-        let mut log = CallLog::new(&limits, None);
-        assert!(log.admit(10) && log.admit(10));
-        assert!(!log.admit(2000), "over log_kb");
-        assert!(log.admit(10));
-        assert!(!log.admit(1), "over log_lines");
-        assert_eq!((log.lines, log.dropped_lines, log.dropped_bytes), (3, 2, 2001));
-        let note = log.dropped_note(&limits, 100).unwrap();
-        assert!(note.contains("dropped 2 lines (2001 bytes)") && note.contains("log_lines = 3"), "{note}");
-    }
-
-    #[test]
-    fn bucket_limits_the_rate_across_calls() {
-        let b = LogBucket::new(1);
-        let taken = (0..100).filter(|_| b.take()).count();
-        assert_eq!(taken, 10, "a burst of ten seconds' worth, then nothing");
-    }
 
     #[tokio::test]
     async fn a_plugin_cannot_take_every_slot() {

@@ -23,12 +23,11 @@
 //! without an entry is held (no trust on first use) and the approvals file is neither read nor
 //! written, so every replica started from the same folder and config serves the same registry.
 
-use crate::manifest::{Capabilities, FsMode, Manifest};
-use crate::net::host_matches;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolhost_spec::manifest::{Capabilities, FsMode, Manifest};
 
 /// `[approvals]` as written in `toolhost.toml`.
 #[derive(Debug, Default, Deserialize)]
@@ -77,7 +76,7 @@ pub struct Presentation {
 
 impl Presentation {
     pub fn of(m: &Manifest) -> Presentation {
-        let names = |keep: fn(&crate::manifest::ToolSpec) -> bool| {
+        let names = |keep: fn(&toolhost_spec::manifest::ToolSpec) -> bool| {
             m.tools.iter().filter(|t| keep(t)).map(|t| t.name.clone()).collect()
         };
         Presentation {
@@ -154,22 +153,7 @@ impl ApprovalLock {
     }
 }
 
-pub(crate) fn parse_sha256(text: &str) -> Option<[u8; 32]> {
-    let hex = text.strip_prefix("sha256:").unwrap_or(text);
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// Lower-case hex of a SHA-256.
-pub fn hex(hash: &[u8; 32]) -> String {
-    crate::discovery::hex(hash)
-}
+pub(crate) use toolhost_spec::digest::parse_sha256;
 
 /// The `[approvals.plugin.NAME]` entry that pins `m` (its request, and with `sha256` also this
 /// exact file), as `toolhost approve NAME --print` prints it for pasting into `toolhost.toml`.
@@ -191,7 +175,7 @@ pub fn lock_entry(m: &Manifest, file: &Path, hash: &[u8; 32], sha256: bool) -> S
         crate::discovery::file_name(file)
     );
     if sha256 {
-        out.push_str(&format!("sha256 = \"{}\"\n", hex(hash)));
+        out.push_str(&format!("sha256 = \"{}\"\n", hex::encode(hash)));
     }
     out.push_str(&format!(
         "request = {{ fs = [{}], env = {}, net = {}, secrets = {}, exec = {} }}\n",
@@ -292,20 +276,20 @@ impl Approvals {
         Approvals { path, stored, dirty: false, lock: Arc::default() }
     }
 
-    /// The approvals a host with `config` uses: those pinned in `[approvals]` first, then (unless
-    /// `locked`) the folder's file.
-    pub fn for_config(config: &crate::config::Config) -> Approvals {
-        let mut a = if config.approvals.locked {
+    /// The approvals of `plugins_dir` under the config's `[approvals]` (`lock`): those pinned
+    /// there first, then (unless `locked`) the folder's file.
+    pub fn for_folder(plugins_dir: &Path, lock: &ApprovalLock) -> Approvals {
+        let mut a = if lock.locked {
             Approvals {
-                path: config.plugins_dir.join(FILE),
+                path: plugins_dir.join(FILE),
                 stored: Stored::default(),
                 dirty: false,
                 lock: Arc::default(),
             }
         } else {
-            Approvals::load(&config.plugins_dir)
+            Approvals::load(plugins_dir)
         };
-        a.lock = Arc::new(config.approvals.clone());
+        a.lock = Arc::new(lock.clone());
         a
     }
 
@@ -327,8 +311,8 @@ impl Approvals {
         {
             out.push(format!(
                 "file sha256:{} (approved: sha256:{}; update [approvals.plugin.{}] with `toolhost approve {} --print --sha256`)",
-                hex(hash),
-                hex(want),
+                hex::encode(hash),
+                hex::encode(want),
                 m.name,
                 m.name
             ));
@@ -437,11 +421,7 @@ pub fn extra(requested: &Capabilities, approved: &Capabilities) -> Vec<String> {
         }
     }
     for n in &requested.net {
-        let covered = approved.net.iter().any(|a| {
-            a == n
-                || a == "*"
-                || (a.starts_with("*.") && n != "*" && host_matches(a, n.trim_start_matches("*.")))
-        });
+        let covered = approved.net.iter().any(|a| toolhost_spec::host_pattern::covers(a, n));
         if !covered {
             out.push(format!("net {n}"));
         }
@@ -462,7 +442,7 @@ pub fn extra(requested: &Capabilities, approved: &Capabilities) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::FsRequest;
+    use toolhost_spec::manifest::FsRequest;
 
     fn caps(net: &[&str], fs: Option<FsMode>) -> Capabilities {
         Capabilities {
@@ -517,16 +497,19 @@ mod tests {
         assert_eq!(pinned.plugins["web"].request.as_ref(), Some(&m.capabilities));
 
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::Config {
+        let config = crate::settings::Config {
             plugins_dir: dir.path().to_path_buf(),
             approvals: pinned,
-            ..crate::config::Config::default()
+            ..crate::settings::Config::default()
         };
-        let mut a = Approvals::for_config(&config);
+        let mut a = Approvals::for_folder(&config.plugins_dir, &config.approvals);
         assert_eq!(a.check_file(&m, &hash), Ok(()));
         let other = crate::registry::content_hash(b"web v2");
         let e = a.check_file(&m, &other).unwrap_err().join("; ");
-        assert!(e.contains(&format!("file sha256:{}", hex(&other))) && e.contains("--print --sha256"), "{e}");
+        assert!(
+            e.contains(&format!("file sha256:{}", hex::encode(&other))) && e.contains("--print --sha256"),
+            "{e}"
+        );
         let e = a.check_file(&manifest("web", &["example.com", "evil.com"]), &hash).unwrap_err();
         assert_eq!(e, ["net evil.com"]);
         // Locked: a plugin without an entry is held, not trusted on first sight, and nothing is saved.
@@ -571,8 +554,8 @@ mod tests {
         assert!(Approvals::load(dir.path()).check(&m(&["evil.com"])).is_ok());
     }
 
-    fn tool(name: &str, danger: bool, read_only: bool) -> crate::manifest::ToolSpec {
-        crate::manifest::ToolSpec {
+    fn tool(name: &str, danger: bool, read_only: bool) -> toolhost_spec::manifest::ToolSpec {
+        toolhost_spec::manifest::ToolSpec {
             name: name.into(),
             description: "d".into(),
             params: vec![],
@@ -587,7 +570,7 @@ mod tests {
         }
     }
 
-    fn with_tools(tools: Vec<crate::manifest::ToolSpec>) -> Manifest {
+    fn with_tools(tools: Vec<toolhost_spec::manifest::ToolSpec>) -> Manifest {
         Manifest { tools, ..manifest("files", &[]) }
     }
 
@@ -659,12 +642,12 @@ mod tests {
         );
         let pinned = lock(&format!("[approvals]\nlocked = true\n{entry}")).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::Config {
+        let config = crate::settings::Config {
             plugins_dir: dir.path().to_path_buf(),
             approvals: pinned,
-            ..crate::config::Config::default()
+            ..crate::settings::Config::default()
         };
-        let mut a = Approvals::for_config(&config);
+        let mut a = Approvals::for_folder(&config.plugins_dir, &config.approvals);
         assert_eq!(a.check_file(&v1, &hash), Ok(()));
         let e = a.check_file(&with_tools(vec![tool("delete", false, false)]), &hash).unwrap_err();
         assert_eq!(e, ["tool delete is no longer marked dangerous"]);

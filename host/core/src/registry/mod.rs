@@ -8,15 +8,20 @@
 //! declaring the same *plugin* name: the later file is not loaded (grants are per plugin
 //! name, so two plugins must never share one).
 
-use crate::approvals::{Approvals, Pending};
-use crate::config::Config;
+pub mod approvals;
+pub mod reload;
+pub mod signing;
+
+use crate::capability::Missing;
 use crate::discovery::{self, Candidate, LoadFailure};
-use crate::manifest::{self, Manifest, ToolSpec};
-use crate::runtime::{PluginPre, Runtime};
-use crate::sandbox::{Grants, HostState, Missing};
+use crate::engine::{PluginPre, Runtime};
+use crate::sandbox::{Grants, HostState};
+use crate::settings::Config;
+use approvals::{Approvals, Pending};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
+use toolhost_spec::manifest::{self, Manifest, ToolSpec};
 
 /// A validated plugin, ready to instantiate per call.
 pub struct LoadedPlugin {
@@ -30,7 +35,7 @@ pub struct LoadedPlugin {
     /// SHA-256 of the file, to skip unchanged files on rescan.
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
-    pub signer: Option<crate::signing::SignerInfo>,
+    pub signer: Option<crate::registry::signing::SignerInfo>,
     /// Per tool (manifest order): its `outputSchema` compiled once, for checking results.
     pub output_validators: Vec<Option<Arc<jsonschema::Validator>>>,
 }
@@ -168,7 +173,7 @@ pub fn load_plugin(
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
-    let signer = crate::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
+    let signer = crate::registry::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
     let code = if runtime.is_cached(&c.hash) {
         Code {
             ready: OnceLock::new(),
@@ -223,11 +228,19 @@ pub fn chain(e: &anyhow::Error) -> String {
 }
 
 impl Registry {
+    /// The notes a danger question about `plugin`'s tools carries: each program it may run
+    /// over a directory another loaded plugin may write (`git runs over files plugins can
+    /// write (files: /home/me/ws)`).
+    pub fn shared_write_notes(&self, plugin: &LoadedPlugin, workspace: &Path) -> Vec<String> {
+        let writable = self.plugins().iter().flat_map(|p| p.grants.fs.iter().map(move |f| (&*p.name, f)));
+        crate::capability::process::shared_write_notes(&plugin.grants.exec, writable, workspace)
+    }
+
     /// Scan `config.plugins_dir`, load every plugin (compiling in parallel), build a snapshot.
     pub fn load(runtime: &Arc<Runtime>, config: &Config) -> std::io::Result<Registry> {
         let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
         let results = load_all(runtime, config, &candidates);
-        let mut approvals = Approvals::for_config(config);
+        let mut approvals = Approvals::for_folder(&config.plugins_dir, &config.approvals);
         let mut plugins = Vec::new();
         let mut pending = Vec::new();
         for r in results {

@@ -7,11 +7,11 @@
 //! good version keeps serving and the failure is reported. Calls in flight keep the snapshot
 //! (and compiled code) they started with. Every change is published to subscribers.
 
-use crate::approvals::{Approvals, Pending};
-use crate::config::Config;
 use crate::discovery::{self, Candidate, LoadFailure};
+use crate::engine::Runtime;
+use crate::registry::approvals::{Approvals, Pending};
 use crate::registry::{self, LoadedPlugin, Registry};
-use crate::runtime::Runtime;
+use crate::settings::Config;
 use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -184,7 +184,7 @@ impl Reloader {
 
         // New versions (and versions still waiting) go live only if their request is approved;
         // the approvals are re-read every time, so `toolhost approve` takes effect here.
-        let mut approvals = Approvals::for_config(&self.config);
+        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
         let mut pending = Vec::new();
         for state in files.values_mut() {
             let Some(held) = state.held.clone() else { continue };

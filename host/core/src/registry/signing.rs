@@ -16,13 +16,13 @@
 //! Key formats (text, one line): public `toolhost-ed25519:BASE64 [comment]`, private
 //! `toolhost-ed25519-secret:BASE64` (the 32-byte seed; the file is written with mode 0600).
 
-use crate::manifest;
 use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use toolhost_spec::manifest;
 use wasmparser::{Chunk, Parser, Payload};
 
 /// Name of the custom section that holds one signature.
@@ -36,10 +36,6 @@ const CONTEXT: &[u8] = b"toolhost-signature-v1\0";
 
 fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A public key, with the comment the operator gave it (`alice@team`).
@@ -74,7 +70,7 @@ impl PublicKey {
 
     /// A short, stable name for messages: `ed25519:` and 16 hex digits of the key's SHA-256.
     pub fn id(&self) -> String {
-        format!("ed25519:{}", &hex(&Sha256::digest(self.key.as_bytes()))[..16])
+        format!("ed25519:{}", &hex::encode(&Sha256::digest(self.key.as_bytes()))[..16])
     }
 
     /// `alice@team (ed25519:…)` or the id alone.
@@ -232,7 +228,7 @@ pub fn sign(bytes: &[u8], key: &SecretKey) -> Result<Vec<u8>, SignatureError> {
         format: 1,
         algorithm: "ed25519".into(),
         key: public,
-        manifest_sha256: hex(&manifest_hash),
+        manifest_sha256: hex::encode(&manifest_hash),
         signature: b64().encode(key.0.sign(&msg).to_bytes()),
     };
     let json = serde_json::to_vec(&record).map_err(|e| SignatureError::Malformed(e.to_string()))?;
@@ -264,7 +260,7 @@ pub fn verify(bytes: &[u8]) -> Result<Vec<PublicKey>, SignatureError> {
             )));
         }
         let key = PublicKey::parse(&rec.key).map_err(SignatureError::Malformed)?;
-        if rec.manifest_sha256 != hex(&manifest_hash) {
+        if rec.manifest_sha256 != hex::encode(&manifest_hash) {
             return Err(SignatureError::ManifestChanged(key.id()));
         }
         let sig = b64()
@@ -368,7 +364,7 @@ impl Trust {
         for (i, text) in raw.allow_unsigned.iter().enumerate() {
             let hash = text
                 .strip_prefix("sha256:")
-                .and_then(crate::approvals::parse_sha256)
+                .and_then(toolhost_spec::digest::parse_sha256)
                 .ok_or_else(|| {
                     format!(
                         "trust.allow_unsigned[{i}]: {text:?} is not `sha256:` and 64 hex digits (`toolhost inspect FILE` prints a file's SHA-256)"

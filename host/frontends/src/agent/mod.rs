@@ -16,6 +16,7 @@
 //! result, partial text is kept.
 
 mod client;
+pub mod settings;
 mod sse;
 
 pub use client::{
@@ -24,16 +25,16 @@ pub use client::{
 };
 pub use sse::SseParser;
 
-use crate::executor::{Confirm, ErrorKind, Executor, Outcome, ToolCall};
-use crate::protocol::{openai, text};
-use crate::registry::Registry;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_core::executor::{Confirm, ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::Registry;
+use {crate::openai, crate::text};
 
 /// Which tool protocol the loop speaks with the model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// Function calling when the endpoint accepts `tools`, the text protocol otherwise
@@ -45,13 +46,36 @@ pub enum Protocol {
     Text,
 }
 
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl Protocol {
+    /// Every protocol, as written in `[model] protocol` and `--protocol`.
+    pub const ALL: [Protocol; 3] = [Protocol::Auto, Protocol::Native, Protocol::Text];
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Protocol, String> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.to_string() == s)
+            .ok_or_else(|| format!("{s:?} is not a protocol; use auto, native or text"))
+    }
+}
+
+impl Protocol {
+    /// As written in `[model] protocol` and `--protocol`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Protocol::Auto => "auto",
             Protocol::Native => "native",
             Protocol::Text => "text",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

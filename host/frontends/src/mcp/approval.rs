@@ -5,13 +5,12 @@
 //!
 //! The state is the only thing that ties the answer to the question, and the client controls
 //! what it echoes. So it is sealed (HMAC-SHA256 over the JSON payload, tags compared in constant
-//! time) with a key drawn from the OS (`/dev/urandom`) at process start, and carries the tool, a SHA-256 of the exact checked
+//! time) with a key drawn from the OS (`getrandom`) at process start, and carries the tool, a SHA-256 of the exact checked
 //! arguments, the SHA-256 of the plugin file that would run, a nonce and an expiry. On the
 //! retry it must open (not forged or altered), not be expired, match all three bindings, and
 //! its nonce must not have been redeemed before (one answer runs at most one call). Any failure
 //! is a protocol error (`invalid params`) naming what was wrong, and nothing runs.
 
-use crate::executor::{Confirm, DangerRequest, Decision};
 use rmcp::model::{
     ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
 };
@@ -22,6 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use toolhost_core::executor::{Confirm, DangerRequest, DecidedBy, Decision};
 
 /// The key of the one input request toolhost sends (`inputRequests.confirm`).
 pub const INPUT_KEY: &str = "confirm";
@@ -46,48 +46,29 @@ struct Sealed {
 /// Domain separation: this key signs nothing else, but the label keeps it that way by design.
 const DOMAIN: &[u8] = b"toolhost/mcp/request-state/v1\0";
 
-/// Equality of two byte strings in time that depends only on their lengths.
+/// Equality of two byte strings in time that depends only on their lengths (`subtle`).
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
-/// HMAC-SHA256 (RFC 2104) of `message` under a 32-byte `key`.
-fn hmac_sha256(key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
-    let mut ipad = [0x36u8; 64];
-    let mut opad = [0x5cu8; 64];
-    for (i, k) in key.iter().enumerate() {
-        ipad[i] ^= k;
-        opad[i] ^= k;
+/// HMAC-SHA256 (RFC 2104) of the concatenated `message` parts under `key`.
+fn mac(key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    for part in message {
+        m.update(part);
     }
-    let mut inner = sha2::Sha256::new();
-    inner.update(ipad);
-    for m in message {
-        inner.update(m);
-    }
-    let mut outer = sha2::Sha256::new();
-    outer.update(opad);
-    outer.update(inner.finalize());
-    outer.finalize().into()
+    m.finalize().into_bytes().into()
 }
 
+/// `N` random bytes from the operating system.
 fn random<const N: usize>() -> Result<[u8; N], String> {
-    use std::io::Read;
     let mut out = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut out))
-        .map_err(|e| format!("cannot read random bytes from /dev/urandom for MCP approvals: {e}"))?;
+    getrandom::fill(&mut out)
+        .map_err(|e| format!("cannot get random bytes from the system for MCP approvals: {e}"))?;
     Ok(out)
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// Why a `requestState` did not open.
@@ -115,10 +96,6 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// SHA-256 of the arguments, each length-prefixed so `["a,b"]` and `["a", "b"]` differ.
 fn args_digest(args: &[String]) -> String {
     let mut h = sha2::Sha256::new();
@@ -126,7 +103,7 @@ fn args_digest(args: &[String]) -> String {
         h.update((a.len() as u64).to_be_bytes());
         h.update(a.as_bytes());
     }
-    hex(&h.finalize())
+    hex::encode(&h.finalize())
 }
 
 /// An answer to a retried call.
@@ -148,14 +125,17 @@ impl Approvals {
     fn seal(&self, sealed: &Sealed) -> Result<String, String> {
         let payload =
             serde_json::to_vec(sealed).map_err(|e| format!("cannot seal the request state: {e}"))?;
-        let tag = hmac_sha256(&self.key, &[DOMAIN, &payload]);
-        Ok(format!("{}.{}", hex(&payload), hex(&tag)))
+        let tag = mac(&self.key, &[DOMAIN, &payload]);
+        Ok(format!("{}.{}", hex::encode(&payload), hex::encode(&tag)))
     }
 
     fn open(&self, state: &str) -> Result<Sealed, OpenError> {
         let (payload, tag) = state.split_once('.').ok_or(OpenError::Forged)?;
-        let (payload, tag) = (unhex(payload).ok_or(OpenError::Forged)?, unhex(tag).ok_or(OpenError::Forged)?);
-        if !ct_eq(&hmac_sha256(&self.key, &[DOMAIN, &payload]), &tag) {
+        let (payload, tag) = (
+            hex::decode(payload).ok().ok_or(OpenError::Forged)?,
+            hex::decode(tag).ok().ok_or(OpenError::Forged)?,
+        );
+        if !ct_eq(&mac(&self.key, &[DOMAIN, &payload]), &tag) {
             return Err(OpenError::Forged);
         }
         let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| OpenError::Forged)?;
@@ -175,8 +155,8 @@ impl Approvals {
         let sealed = Sealed {
             tool: req.tool.clone(),
             args: args_digest(&req.args),
-            plugin: hex(&req.plugin_hash),
-            nonce: hex(&nonce),
+            plugin: hex::encode(&req.plugin_hash),
+            nonce: hex::encode(&nonce),
             exp: now_ms() + self.ttl.as_millis() as u64,
         };
         let state = self.seal(&sealed)?;
@@ -222,7 +202,7 @@ impl Approvals {
                  arguments shown to the user — call again without requestState to be asked about these"
             ));
         }
-        if sealed.plugin != hex(&req.plugin_hash) {
+        if sealed.plugin != hex::encode(&req.plugin_hash) {
             return Redeemed::Invalid(format!(
                 "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
                  to be asked about the new version",
@@ -316,8 +296,12 @@ impl Confirm for MrtrConfirm<'_> {
         })
     }
 
-    fn decided_by(&self) -> &'static str {
-        if self.can_elicit || self.request_state.is_some() { "elicitation" } else { "no_one" }
+    fn decided_by(&self) -> DecidedBy {
+        if self.can_elicit || self.request_state.is_some() {
+            DecidedBy::Elicitation
+        } else {
+            DecidedBy::NoOne
+        }
     }
 
     fn pending(&self) -> bool {

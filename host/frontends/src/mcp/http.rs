@@ -9,7 +9,6 @@
 //! `max_connections_per_peer` from one address are answered `503` at once and closed.
 
 use super::McpServer;
-use crate::config::Config;
 use sha2::Digest;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -40,9 +39,9 @@ impl McpToken {
 }
 
 /// Read the `[mcp] tokens` values (from their secrets, env vars or files) now.
-pub fn load_tokens(cfg: &Config) -> anyhow::Result<Vec<McpToken>> {
+pub fn load_tokens(mcp: &super::settings::McpSettings) -> anyhow::Result<Vec<McpToken>> {
     let mut out = Vec::new();
-    for (name, source) in &cfg.mcp.tokens {
+    for (name, source) in &mcp.tokens {
         let value = source.read().map_err(|e| anyhow::anyhow!("[mcp] token `{name}`: {e}"))?;
         if value.chars().count() < MIN_TOKEN_CHARS
             || value.chars().any(|c| c.is_whitespace() || c.is_control())

@@ -25,13 +25,11 @@
 
 pub mod approval;
 pub mod http;
+pub mod settings;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 
-use crate::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
-use crate::protocol::openai;
-use crate::reload::Reloader;
-use crate::service::CallContext;
+use crate::openai;
 use approval::{Approvals, Interrupt, MrtrConfirm};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
@@ -45,6 +43,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
+use toolhost_core::executor::{CallContext, CallRecord, DecidedBy};
+use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::reload::Reloader;
 
 /// How long a dangerous call waits for the person behind the client to answer.
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
@@ -97,7 +98,7 @@ impl McpServer {
         registry
             .tools()
             .map(|entry| {
-                let view = crate::view::ToolView::new(entry, self.executor.config());
+                let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
                 let spec = view.spec;
                 let schema = match openai::parameters(spec) {
                     serde_json::Value::Object(o) => o,
@@ -218,14 +219,11 @@ impl McpServer {
         kind: ErrorKind,
         why: &str,
     ) {
-        if let Some(service) = self.executor.service() {
+        if let Some(observer) = self.executor.observer() {
             let call = ToolCall { name: params.name.to_string(), args: vec![arguments_text(params)] };
-            service.record_unrun(
-                &self.executor.registry(),
-                &call,
-                &caller(context),
-                &Outcome::err(kind, why),
-            );
+            let plugin = self.executor.registry().get(&call.name).map(|e| e.plugin.clone());
+            let record = CallRecord { plugin, danger: None };
+            observer.unrun(&call, &caller(context), record, &Outcome::err(kind, why));
         }
     }
 }
@@ -397,11 +395,11 @@ impl Confirm for ElicitConfirm {
         })
     }
 
-    fn decided_by(&self) -> &'static str {
+    fn decided_by(&self) -> DecidedBy {
         if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-            "elicitation"
+            DecidedBy::Elicitation
         } else {
-            "no_one"
+            DecidedBy::NoOne
         }
     }
 }

@@ -3,14 +3,14 @@
 //!
 //! Label values are bounded: `tool` is a registered tool's name (a name no tool has is counted
 //! as `(unknown)`, so a client cannot grow the series without limit), `outcome` is `ok` or an
-//! [`ErrorKind`](crate::ErrorKind), `decision`/`by` come from fixed sets.
+//! [`ErrorKind`](toolhost_core::ErrorKind), `decision`/`by` come from fixed sets.
 
-use crate::registry::Registry;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use toolhost_core::registry::Registry;
 
 type Labels = Vec<(String, String)>;
 

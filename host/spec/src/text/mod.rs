@@ -44,6 +44,12 @@ pub fn escape_markers(text: &str) -> std::borrow::Cow<'_, str> {
     escape(text, Markers::All)
 }
 
+/// [`escape_markers`] for result markers only: the reply echoed at the top of a feedback block,
+/// whose `[TOOL]` calls are real and stay as written.
+pub fn escape_result_markers(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, Markers::Result)
+}
+
 /// Which markers [`escape`] defuses.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Markers {

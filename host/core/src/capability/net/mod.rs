@@ -69,13 +69,16 @@
 //! Values are still redacted from everything a call returns and from the plugin's log lines
 //! ([`redact`]): the guest never sees those, so the difference cannot teach it anything.
 
-use crate::config::NetSettings;
+pub mod settings;
+
+pub use settings::{NetSettings, Origin, SecretOrigin};
 // The request and response records of the WIT `http` interface, as bindgen generated them.
-use crate::runtime::toolhost::plugin::http::{Request, Response};
+use crate::bindings::http::{Request, Response};
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use toolhost_spec::host_pattern::matches as host_matches;
 
 /// A secret granted to a plugin, with its value (read at load time).
 #[derive(Clone, PartialEq, Eq)]
@@ -123,143 +126,6 @@ impl GrantedSecret {
     }
 }
 
-/// Scheme, host and port of a URL: what a secret is bound to, and what a redirect must keep
-/// for secret headers to follow it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origin {
-    /// `http` or `https`.
-    pub scheme: String,
-    /// Lower case; an IPv6 address without brackets.
-    pub host: String,
-    pub port: u16,
-}
-
-impl Origin {
-    /// The origin of an http(s) URL (`None` for other schemes or a URL without a host).
-    pub fn of(url: &reqwest::Url) -> Option<Origin> {
-        if !matches!(url.scheme(), "http" | "https") {
-            return None;
-        }
-        let host = match url.host()? {
-            url::Host::Domain(d) => d.to_ascii_lowercase(),
-            url::Host::Ipv4(ip) => ip.to_string(),
-            url::Host::Ipv6(ip) => ip.to_string(),
-        };
-        Some(Origin { scheme: url.scheme().to_string(), host, port: url.port_or_known_default()? })
-    }
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_origin(f, &self.scheme, &self.host, self.port)
-    }
-}
-
-fn write_origin(f: &mut fmt::Formatter<'_>, scheme: &str, host: &str, port: u16) -> fmt::Result {
-    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
-    if Some(port) == default_port(scheme) {
-        write!(f, "{scheme}://{host}")
-    } else {
-        write!(f, "{scheme}://{host}:{port}")
-    }
-}
-
-fn default_port(scheme: &str) -> Option<u16> {
-    match scheme {
-        "https" => Some(443),
-        "http" => Some(80),
-        _ => None,
-    }
-}
-
-/// An entry of `[secrets.NAME] hosts`: the origins a secret may be sent to. `api.example.com`
-/// (no scheme) is `https://api.example.com` on port 443; `http://127.0.0.1:8080` is exactly
-/// that origin; the host part is a pattern as in `net` (`*.example.com`, `*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretOrigin {
-    /// `http` or `https`.
-    pub scheme: String,
-    /// A host pattern (`example.com`, `*.example.com`, `*`, an IP address).
-    pub host: String,
-    pub port: u16,
-}
-
-impl SecretOrigin {
-    /// Where a secret without `hosts` may go: any host the plugin may reach, over https, on
-    /// port 443.
-    pub fn any_https() -> SecretOrigin {
-        SecretOrigin { scheme: "https".into(), host: "*".into(), port: 443 }
-    }
-
-    /// Whether a request to `origin` matches.
-    pub fn allows(&self, origin: &Origin) -> bool {
-        self.scheme == origin.scheme && self.port == origin.port && host_matches(&self.host, &origin.host)
-    }
-
-    /// Parse one entry: `[scheme://]host[:port][/]`, scheme `https` (default) or `http`.
-    pub fn parse(entry: &str) -> Result<SecretOrigin, String> {
-        let (scheme, rest) = match entry.split_once("://") {
-            Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
-            None => ("https".to_string(), entry),
-        };
-        let Some(default) = default_port(&scheme) else {
-            return Err(format!(
-                "{entry:?}: scheme `{scheme}` is not allowed; a secret is sent over https (the default) or http (write \"http://host:port\")"
-            ));
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?', '#', '@']) {
-            return Err(format!(
-                "{entry:?} is not an origin; a secret is bound to a scheme, host and port, without a path, query or user (write \"{scheme}://host\" or \"{scheme}://host:port\")"
-            ));
-        }
-        // `[v6]:port`, a bare IPv6 address, or `host[:port]`.
-        let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
-            let Some((v6, after)) = inner.split_once(']') else {
-                return Err(format!("{entry:?}: `[` without a closing `]`"));
-            };
-            if v6.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(format!("{entry:?}: `{v6}` in brackets is not an IPv6 address"));
-            }
-            match after {
-                "" => (v6.to_string(), None),
-                _ => match after.strip_prefix(':') {
-                    Some(p) => (v6.to_string(), Some(p)),
-                    None => return Err(format!("{entry:?}: expected `:port` after `]`")),
-                },
-            }
-        } else if rest.parse::<std::net::Ipv6Addr>().is_ok() {
-            (rest.to_string(), None)
-        } else {
-            match rest.split_once(':') {
-                Some((h, p)) => (h.to_string(), Some(p)),
-                None => (rest.to_string(), None),
-            }
-        };
-        let port = match port {
-            None => default,
-            Some(p) => match p.parse::<u16>() {
-                Ok(n) if n > 0 => n,
-                _ => return Err(format!("{entry:?}: port `{p}` is not a number from 1 to 65535")),
-            },
-        };
-        if crate::config::check_host_pattern(&host).is_err() {
-            return Err(format!(
-                "{entry:?}: `{host}` is not a host pattern; write `api.example.com`, `*.example.com`, `*` or an IP address (lower case), optionally with `http://` or `https://` before it and `:port` after it"
-            ));
-        }
-        // The form `Origin` uses, so `::1` and `0:0::1` are the same host.
-        let host = host.parse::<std::net::Ipv6Addr>().map(|ip| ip.to_string()).unwrap_or(host);
-        Ok(SecretOrigin { scheme, host, port })
-    }
-}
-
-impl fmt::Display for SecretOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_origin(f, &self.scheme, &self.host, self.port)
-    }
-}
-
 /// What one plugin may reach: the hosts it requested, the hosts granted (a host must match
 /// both), whether private addresses are allowed, and its secrets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -268,36 +134,6 @@ pub struct NetGrant {
     pub granted: Vec<String>,
     pub private: bool,
     pub secrets: Vec<GrantedSecret>,
-}
-
-/// Whether `host` (lower case, no port) matches `pattern`: `*` any host, `*.d` any subdomain
-/// of `d` (not `d` itself), otherwise the exact name or IP.
-pub fn host_matches(pattern: &str, host: &str) -> bool {
-    if pattern == "*" {
-        return true;
-    }
-    match pattern.strip_prefix("*.") {
-        Some(domain) => {
-            host.len() > domain.len() + 1 && host.ends_with(domain) && {
-                let cut = host.len() - domain.len();
-                host.as_bytes()[cut - 1] == b'.'
-            }
-        }
-        None => host == pattern,
-    }
-}
-
-/// Whether two patterns can match a common host (for reporting a request as not granted).
-pub fn patterns_overlap(a: &str, b: &str) -> bool {
-    let covers = |wild: &str, other: &str| match wild.strip_prefix("*.") {
-        Some(d) => {
-            other == wild || host_matches(wild, other.strip_prefix("*.").unwrap_or(other)) || {
-                other.strip_prefix("*.").is_some_and(|od| host_matches(&format!("*.{od}"), d))
-            }
-        }
-        None => false,
-    };
-    a == "*" || b == "*" || a == b || covers(a, b) || covers(b, a)
 }
 
 impl NetGrant {
@@ -590,9 +426,7 @@ impl NetCall {
             headers.append(n, v);
         }
         let mut secret_names = Vec::new();
-        for crate::runtime::toolhost::plugin::http::SecretHeader { name, secret, prefix } in
-            &req.secret_headers
-        {
+        for crate::bindings::http::SecretHeader { name, secret, prefix } in &req.secret_headers {
             let Some(s) = self.grant.secrets.iter().find(|s| &s.name == secret) else {
                 self.refused.push(Refusal::Secret(secret.clone()));
                 return Err(format!(
@@ -916,27 +750,71 @@ pub fn redact_owned(s: String, grant: &NetGrant) -> String {
     }
 }
 
+impl crate::bindings::http::Host for NetCall {
+    /// Every check and bound is in [`NetCall::send`].
+    async fn send(&mut self, req: Request) -> Result<Response, String> {
+        NetCall::send(self, req).await
+    }
+}
+
+/// Request ∩ grant for the network: the hosts requested and granted (a host must match both),
+/// private addresses if granted, and each requested secret the operator granted and defined,
+/// its value read now; what is missing, with the config line that grants it.
+pub fn effective(
+    plugin: &str,
+    request: &toolhost_spec::manifest::Capabilities,
+    grant: &crate::settings::PluginConfig,
+    secrets: &std::collections::BTreeMap<String, crate::settings::SecretSource>,
+) -> (NetGrant, Vec<crate::capability::Missing>) {
+    use crate::capability::{Missing, MissingKind};
+    let mut missing = Vec::new();
+    let mut net = NetGrant {
+        requested: request.net.clone(),
+        granted: grant.net.clone(),
+        private: grant.net_private,
+        secrets: Vec::new(),
+    };
+    for host in &request.net {
+        if !grant.net.iter().any(|g| toolhost_spec::host_pattern::overlaps(host, g)) {
+            let how = if host.contains('*') {
+                format!(
+                    "[plugin.{plugin}] net = [\"example.com\"] with the hosts you allow  (or --allow-net {plugin}=HOST)"
+                )
+            } else {
+                format!("[plugin.{plugin}] net = [\"{host}\"]  (or --allow-net {plugin}={host})")
+            };
+            missing.push(Missing { kind: MissingKind::Net(host.clone()), what: format!("net {host}"), how });
+        }
+    }
+    for secret in &request.secrets {
+        let source = secrets.get(secret);
+        let how = format!(
+            "[plugin.{plugin}] secrets = [\"{secret}\"] and [secrets.{secret}] env = \"VAR\" (or file = \"path\")"
+        );
+        match (grant.secrets.iter().any(|s| s == secret), source) {
+            (true, Some(src)) => match src.read() {
+                Ok(value) => {
+                    net.secrets.push(GrantedSecret { name: secret.clone(), value, hosts: src.hosts.clone() })
+                }
+                Err(why) => missing.push(Missing {
+                    kind: MissingKind::Secret(secret.clone()),
+                    what: format!("secret {secret} ({why})"),
+                    how,
+                }),
+            },
+            _ => missing.push(Missing {
+                kind: MissingKind::Secret(secret.clone()),
+                what: format!("secret {secret}"),
+                how,
+            }),
+        }
+    }
+    (net, missing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_patterns() {
-        assert!(host_matches("example.com", "example.com"));
-        assert!(!host_matches("example.com", "www.example.com"));
-        assert!(host_matches("*.example.com", "www.example.com"));
-        assert!(host_matches("*.example.com", "a.b.example.com"));
-        assert!(!host_matches("*.example.com", "example.com"));
-        assert!(!host_matches("*.example.com", "badexample.com"));
-        assert!(!host_matches("*.example.com", "example.com.evil.net"));
-        assert!(host_matches("*", "anything.org"));
-        assert!(patterns_overlap("*", "example.com"));
-        assert!(patterns_overlap("*.wikipedia.org", "en.wikipedia.org"));
-        assert!(patterns_overlap("en.wikipedia.org", "*.wikipedia.org"));
-        assert!(patterns_overlap("*.en.wikipedia.org", "*.wikipedia.org"));
-        assert!(!patterns_overlap("example.com", "*.example.com"));
-        assert!(!patterns_overlap("example.com", "example.org"));
-    }
 
     #[test]
     fn address_classes() {

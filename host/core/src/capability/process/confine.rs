@@ -5,8 +5,8 @@
 //! On Linux every granted program runs confined (see [`Confinement`]):
 //! - **Landlock** (applied in the child just before `exec`, with `PR_SET_NO_NEW_PRIVS`): read
 //!   and execute under the system paths (`[process] system_paths`, default
-//!   [`DEFAULT_SYSTEM_PATHS`]), read and write of a few device files (`/dev/null`, `/dev/zero`,
-//!   `/dev/full`, `/dev/random`, `/dev/urandom`), the program file itself, its working
+//!   [`DEFAULT_SYSTEM_PATHS`]), read and write of a few device files under `/dev` ([`DEVICES`]: the
+//!   null, zero and full devices, and the random ones), the program file itself, its working
 //!   directory read-only (read-write with the grant's `write = true`), and the grant's own `fs`
 //!   paths; nothing else of the filesystem. Signals and abstract Unix sockets are scoped to the
 //!   sandbox where the kernel has those rules (Landlock ABI 6).
@@ -33,75 +33,22 @@
 //! Elsewhere than Linux there is no confinement, so the opt-out is needed there too.
 
 use super::ExecGrant;
-use crate::config::Config;
-use crate::manifest::FsMode;
-use serde::Deserialize;
+pub use super::settings::DEFAULT_SYSTEM_PATHS;
+use super::settings::ProcessSettings;
 use std::path::{Path, PathBuf};
+use toolhost_spec::manifest::FsMode;
 
-/// What every granted program may read and execute, unless `[process] system_paths` says
-/// otherwise. Paths that do not exist on this machine are skipped.
-pub const DEFAULT_SYSTEM_PATHS: &[&str] =
-    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
-
-/// Device files every granted program may use, and how.
-const DEVICES: &[(&str, FsMode)] = &[
-    ("/dev/null", FsMode::ReadWrite),
-    ("/dev/full", FsMode::ReadWrite),
-    ("/dev/zero", FsMode::ReadOnly),
-    ("/dev/random", FsMode::ReadOnly),
-    ("/dev/urandom", FsMode::ReadOnly),
+/// Device files (under `/dev`) every granted program may use, and how.
+pub const DEVICES: &[(&str, FsMode)] = &[
+    ("null", FsMode::ReadWrite),
+    ("full", FsMode::ReadWrite),
+    ("zero", FsMode::ReadOnly),
+    ("random", FsMode::ReadOnly),
+    ("urandom", FsMode::ReadOnly),
 ];
 
 /// The setting that runs programs where the kernel cannot confine them, as messages name it.
 pub const OPT_OUT: &str = "[process] allow_unconfined = true";
-
-/// `[process]`, as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawProcess {
-    /// Read (and execute) for every granted program; replaces the default list.
-    system_paths: Option<Vec<PathBuf>>,
-    /// Run granted programs even where the kernel cannot confine them.
-    #[serde(default)]
-    allow_unconfined: bool,
-}
-
-impl RawProcess {
-    pub fn resolve(self) -> Result<ProcessSettings, String> {
-        let mut out =
-            ProcessSettings { allow_unconfined: self.allow_unconfined, ..ProcessSettings::default() };
-        if let Some(paths) = self.system_paths {
-            for (i, p) in paths.iter().enumerate() {
-                if !p.is_absolute() {
-                    return Err(format!(
-                        "process.system_paths[{i}]: {} is not an absolute path",
-                        p.display()
-                    ));
-                }
-            }
-            out.system_paths = paths;
-        }
-        Ok(out)
-    }
-}
-
-/// `[process]`, resolved: how programs run for plugins are confined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessSettings {
-    /// Read and execute for every granted program (besides what its grant names).
-    pub system_paths: Vec<PathBuf>,
-    /// Run programs even where the kernel cannot confine them (no Landlock, no namespaces).
-    pub allow_unconfined: bool,
-}
-
-impl Default for ProcessSettings {
-    fn default() -> Self {
-        ProcessSettings {
-            system_paths: DEFAULT_SYSTEM_PATHS.iter().map(PathBuf::from).collect(),
-            allow_unconfined: false,
-        }
-    }
-}
 
 /// One path a confined program may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +69,12 @@ pub fn rules(grant: &ExecGrant, cwd: &Path, settings: &ProcessSettings) -> Vec<R
         .iter()
         .map(|p| Rule { path: p.clone(), mode: FsMode::ReadOnly, required: false })
         .collect();
-    out.extend(DEVICES.iter().map(|(p, mode)| Rule { path: p.into(), mode: *mode, required: false }));
+    let dev = Path::new("/dev");
+    out.extend(DEVICES.iter().map(|(name, mode)| Rule {
+        path: dev.join(name),
+        mode: *mode,
+        required: false,
+    }));
     out.push(Rule { path: grant.program.clone(), mode: FsMode::ReadOnly, required: true });
     let cwd_mode = if grant.write { FsMode::ReadWrite } else { FsMode::ReadOnly };
     out.push(Rule { path: cwd.to_path_buf(), mode: cwd_mode, required: true });
@@ -132,16 +84,19 @@ pub fn rules(grant: &ExecGrant, cwd: &Path, settings: &ProcessSettings) -> Vec<R
 
 /// Refuse `exec` grants at start when the kernel cannot confine them (`abi`: the kernel's
 /// Landlock ABI version, 0 for none — see [`landlock_abi`]) and the operator has not opted out.
-pub fn check_support(abi: i32, config: &Config) -> Result<(), String> {
-    if abi >= 1 || config.process.allow_unconfined {
+/// `grants`: each plugin's name and its `exec` grants.
+pub fn check_support<'a>(
+    abi: i32,
+    settings: &ProcessSettings,
+    grants: impl Iterator<Item = (&'a str, &'a [ExecGrant])>,
+) -> Result<(), String> {
+    if abi >= 1 || settings.allow_unconfined {
         return Ok(());
     }
-    let granted: Vec<String> = config
-        .plugins
-        .iter()
-        .filter(|(_, p)| !p.exec.is_empty())
-        .map(|(name, p)| {
-            let programs: Vec<String> = p.exec.iter().map(|g| g.program.display().to_string()).collect();
+    let granted: Vec<String> = grants
+        .filter(|(_, exec)| !exec.is_empty())
+        .map(|(name, exec)| {
+            let programs: Vec<String> = exec.iter().map(|g| g.program.display().to_string()).collect();
             format!("plugin `{name}` ({})", programs.join(", "))
         })
         .collect();
@@ -174,8 +129,7 @@ pub use other::{Confinement, install, landlock_abi};
 #[cfg(target_os = "linux")]
 mod linux {
     use super::{OPT_OUT, ProcessSettings, Rule, no_landlock_reason, rules};
-    use crate::manifest::FsMode;
-    use crate::process::ExecGrant;
+    use crate::capability::process::ExecGrant;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         Scope,
@@ -184,6 +138,7 @@ mod linux {
     use std::os::fd::{AsRawFd, OwnedFd};
     use std::path::Path;
     use std::sync::OnceLock;
+    use toolhost_spec::manifest::FsMode;
 
     /// The Landlock ABI whose access rights are handled (and tested). The kernel enforces what
     /// it knows of them: older kernels a subset (see SECURITY.md), newer ones exactly these.
@@ -549,7 +504,7 @@ mod linux {
 #[cfg(not(target_os = "linux"))]
 mod other {
     use super::{OPT_OUT, ProcessSettings, no_landlock_reason};
-    use crate::process::ExecGrant;
+    use crate::capability::process::ExecGrant;
     use std::path::Path;
 
     pub fn landlock_abi() -> i32 {
@@ -589,7 +544,9 @@ mod other {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::{ExecGrant, ExecPath};
+    use crate::capability::process::settings::RawProcess;
+    use crate::capability::process::{ExecGrant, ExecPath};
+    use crate::settings::Config;
 
     fn grant() -> ExecGrant {
         ExecGrant::new(PathBuf::from("/usr/bin/git"))
@@ -604,7 +561,7 @@ mod tests {
             assert_eq!(find(p), Some(Rule { path: p.into(), mode: FsMode::ReadOnly, required: false }));
         }
         assert_eq!(find("/dev/null").unwrap().mode, FsMode::ReadWrite);
-        assert_eq!(find("/dev/urandom").unwrap().mode, FsMode::ReadOnly);
+        assert_eq!(find(&format!("/dev/{}", DEVICES[4].0)).unwrap().mode, FsMode::ReadOnly);
         assert_eq!(
             find("/usr/bin/git"),
             Some(Rule { path: "/usr/bin/git".into(), mode: FsMode::ReadOnly, required: true })
@@ -649,17 +606,23 @@ mod tests {
     fn without_landlock_exec_grants_are_refused_unless_the_operator_opts_out() {
         let toml = "[plugin.sys]\nexec = [{ program = \"/usr/bin/git\" }]\n";
         let cfg = Config::from_str_at(toml, Path::new("/"), None).unwrap();
-        let e = check_support(0, &cfg).unwrap_err();
+        let e = check_support(0, &cfg.process, cfg.exec_grants()).unwrap_err();
         assert!(e.contains("plugin `sys` (/usr/bin/git)") && e.contains("Landlock"), "{e}");
         assert!(e.contains("[process] allow_unconfined = true"), "{e}");
-        assert!(check_support(7, &cfg).is_ok(), "a kernel with Landlock confines them");
-        assert!(check_support(1, &cfg).is_ok());
+        assert!(
+            check_support(7, &cfg.process, cfg.exec_grants()).is_ok(),
+            "a kernel with Landlock confines them"
+        );
+        assert!(check_support(1, &cfg.process, cfg.exec_grants()).is_ok());
         let cfg =
             Config::from_str_at(&format!("[process]\nallow_unconfined = true\n{toml}"), Path::new("/"), None)
                 .unwrap();
-        assert!(check_support(0, &cfg).is_ok(), "the opt-out");
+        assert!(check_support(0, &cfg.process, cfg.exec_grants()).is_ok(), "the opt-out");
         let cfg = Config::from_str_at("[plugin.sys]\nenv = [\"LANG\"]\n", Path::new("/"), None).unwrap();
-        assert!(check_support(0, &cfg).is_ok(), "no program granted: nothing to confine");
+        assert!(
+            check_support(0, &cfg.process, cfg.exec_grants()).is_ok(),
+            "no program granted: nothing to confine"
+        );
     }
 
     #[cfg(target_os = "linux")]

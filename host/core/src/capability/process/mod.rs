@@ -29,18 +29,20 @@
 
 pub mod confine;
 
-use crate::config::{Config, ConfigError};
-use crate::manifest::FsMode;
-use crate::runtime::toolhost::plugin::process::{Host, Output};
-use crate::sandbox::{HostState, Missing, MissingKind};
-use serde::Deserialize;
-use std::collections::BTreeMap;
+pub mod settings;
+
+pub use settings::{ArgPattern, ExecGrant, ExecPath, ProcessSettings, RawExec, RawProcess, resolve_in_path};
+
+use crate::bindings::process::{Host, Output};
+use crate::capability::fs::FsGrant;
+use crate::capability::{Missing, MissingKind};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use toolhost_spec::manifest::FsMode;
 
 /// Bytes kept of each of stdout and stderr; past this the process group is killed.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -55,282 +57,6 @@ pub const MAX_ARGS_BYTES: usize = 256 * 1024;
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
 /// How long reaping a killed child may take before it is left to tokio's orphan reaper.
 const REAP_GRACE: Duration = Duration::from_secs(2);
-
-/// One entry of `[plugin.NAME] exec = [...]`, as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawExec {
-    /// The executable's absolute path.
-    program: String,
-    /// Allowed argument lists (patterns); absent: any arguments.
-    args: Option<Vec<String>>,
-    /// Host environment variables the program gets (by name; everything else is cleared).
-    #[serde(default)]
-    env: Vec<String>,
-    /// Variables set to fixed values (e.g. git's `GIT_CONFIG_*` hardening).
-    #[serde(default)]
-    set_env: BTreeMap<String, String>,
-    /// Working directory (default: the workspace).
-    cwd: Option<PathBuf>,
-    /// The program may write its working directory (default: read only).
-    #[serde(default)]
-    write: bool,
-    /// Further files and directories the program may use.
-    #[serde(default)]
-    fs: Vec<RawExecPath>,
-    /// The program may use the network (default: none).
-    #[serde(default)]
-    network: bool,
-    /// Processes the program leaves behind keep running after the call; output not captured.
-    #[serde(default)]
-    detach: bool,
-}
-
-/// One entry of an exec grant's `fs`, as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawExecPath {
-    path: PathBuf,
-    /// Default: read-only.
-    mode: Option<FsMode>,
-}
-
-impl RawExec {
-    /// Check and resolve (a relative `cwd` is relative to `base`, the config file's directory).
-    pub fn resolve(self, key: &str, base: &Path) -> Result<ExecGrant, String> {
-        let program = PathBuf::from(&self.program);
-        if !program.is_absolute() {
-            let hint = resolve_in_path(&self.program)
-                .map(|p| format!("program = \"{}\"", p.display()))
-                .unwrap_or_else(|| format!("program = \"/usr/bin/{}\"", self.program));
-            return Err(format!(
-                "{key}.program: {:?} is not an absolute path; grant the exact executable, e.g. {hint}",
-                self.program
-            ));
-        }
-        let args = match self.args {
-            None => None,
-            Some(list) if list.is_empty() => {
-                return Err(format!(
-                    "{key}.args is empty, which allows no call; remove `args` to allow any arguments, or write [\"\"] for none"
-                ));
-            }
-            Some(list) => Some(list.iter().map(|p| ArgPattern::new(p)).collect()),
-        };
-        for (i, var) in self.env.iter().enumerate() {
-            if var.is_empty() || var.contains('=') || var.contains('\0') {
-                return Err(format!("{key}.env[{i}]: {var:?} is not a variable name"));
-            }
-        }
-        for (var, value) in &self.set_env {
-            if var.is_empty() || var.contains('=') || var.contains('\0') {
-                return Err(format!("{key}.set_env: {var:?} is not a variable name"));
-            }
-            if value.contains('\0') {
-                return Err(format!("{key}.set_env.{var}: the value contains a NUL character"));
-            }
-            if self.env.contains(var) {
-                return Err(format!(
-                    "{key}: {var} is in both `env` (the host's value) and `set_env` (a fixed value); keep one"
-                ));
-            }
-        }
-        Ok(ExecGrant {
-            name: program_name(&program),
-            program,
-            args,
-            env: self.env,
-            set_env: self.set_env.into_iter().collect(),
-            cwd: self.cwd.map(|c| base.join(c)),
-            write: self.write,
-            fs: self
-                .fs
-                .into_iter()
-                .map(|p| ExecPath { path: base.join(p.path), mode: p.mode.unwrap_or(FsMode::ReadOnly) })
-                .collect(),
-            network: self.network,
-            detach: self.detach,
-        })
-    }
-}
-
-/// A program the operator grants to a plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecGrant {
-    /// The name a plugin requests and runs it by: the path's file name.
-    pub name: String,
-    /// Absolute path of the executable.
-    pub program: PathBuf,
-    /// Allowed argument lists; `None`: any.
-    pub args: Option<Vec<ArgPattern>>,
-    /// Host environment variables passed to it (by name).
-    pub env: Vec<String>,
-    /// Variables set to fixed values (these win over `env`).
-    pub set_env: Vec<(String, String)>,
-    /// Working directory; `None`: the workspace.
-    pub cwd: Option<PathBuf>,
-    /// It may write its working directory (otherwise read-only).
-    pub write: bool,
-    /// Further files and directories it may use.
-    pub fs: Vec<ExecPath>,
-    /// It may use the network (and local sockets).
-    pub network: bool,
-    pub detach: bool,
-}
-
-/// A file or directory a granted program may use besides its working directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecPath {
-    pub path: PathBuf,
-    pub mode: FsMode,
-}
-
-impl ExecGrant {
-    /// `program` with any arguments, no environment, in the workspace read-only, no network.
-    pub fn new(program: PathBuf) -> ExecGrant {
-        ExecGrant {
-            name: program_name(&program),
-            program,
-            args: None,
-            env: Vec::new(),
-            set_env: Vec::new(),
-            cwd: None,
-            write: false,
-            fs: Vec::new(),
-            network: false,
-            detach: false,
-        }
-    }
-
-    /// `/usr/bin/git (args: status | log *)`, as `list` shows it.
-    pub fn describe(&self) -> String {
-        let mut s = self.program.display().to_string();
-        if let Some(p) = &self.args {
-            let shown: Vec<&str> = p.iter().map(|p| p.text.as_str()).collect();
-            s.push_str(&format!(" (args: {})", shown.join(" | ")));
-        }
-        if self.write {
-            s.push_str(" (writes its directory)");
-        }
-        for p in &self.fs {
-            s.push_str(&format!(" (fs {}:{})", p.path.display(), p.mode));
-        }
-        if self.network {
-            s.push_str(" (network)");
-        }
-        if self.detach {
-            s.push_str(" (detached)");
-        }
-        s
-    }
-
-    /// The directories it works over: its working directory and its `fs` paths.
-    fn dirs<'a>(&'a self, workspace: &'a Path) -> impl Iterator<Item = &'a Path> {
-        std::iter::once(self.cwd.as_deref().unwrap_or(workspace))
-            .chain(self.fs.iter().map(|p| p.path.as_path()))
-    }
-}
-
-/// An allowed argument list, written as words separated by spaces: each word matches one
-/// argument exactly, `*` inside a word matches any characters within that argument, and a
-/// final word `*` matches any number of further arguments (none included). `""` allows no
-/// arguments. `log *` allows `log` and `log --oneline -5`; `diff --stat` only that.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgPattern {
-    pub text: String,
-    words: Vec<String>,
-}
-
-impl ArgPattern {
-    pub fn new(text: &str) -> ArgPattern {
-        ArgPattern { text: text.to_string(), words: text.split_whitespace().map(str::to_string).collect() }
-    }
-
-    /// Whether `args` is allowed by this pattern.
-    pub fn matches(&self, args: &[String]) -> bool {
-        let (fixed, rest_any) = match self.words.split_last() {
-            Some((last, init)) if last == "*" => (init, true),
-            _ => (self.words.as_slice(), false),
-        };
-        if args.len() < fixed.len() || (!rest_any && args.len() != fixed.len()) {
-            return false;
-        }
-        fixed.iter().zip(args).all(|(w, a)| glob(w, a))
-    }
-}
-
-/// `*` matches any run of characters (within one argument); everything else literally.
-fn glob(pattern: &str, s: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == s;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
-        return false;
-    }
-    let mut rest = &s[first.len()..s.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
-fn program_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Find `name` in the operator's `PATH` (absolute directories only), as a shell would.
-pub fn resolve_in_path(name: &str) -> Option<PathBuf> {
-    if name.is_empty() || name.contains('/') {
-        return None;
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).filter(|d| d.is_absolute()).map(|d| d.join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    match std::fs::metadata(p) {
-        #[cfg(unix)]
-        Ok(m) => {
-            use std::os::unix::fs::PermissionsExt;
-            m.is_file() && m.permissions().mode() & 0o111 != 0
-        }
-        #[cfg(not(unix))]
-        Ok(m) => m.is_file(),
-        Err(_) => false,
-    }
-}
-
-impl Config {
-    /// `--allow-run PLUGIN=PROGRAM`: grant `plugin` (or `*`) the program, with any arguments,
-    /// no environment, in the workspace (read-only to it), no network. A bare name is resolved now, by the operator's
-    /// `PATH` (the plugin never chooses the executable); `list` shows the absolute path.
-    pub fn grant_run(&mut self, plugin: &str, program: &str) -> Result<(), ConfigError> {
-        let path = if program.starts_with('/') {
-            PathBuf::from(program)
-        } else if program.contains('/') || program.is_empty() {
-            return Err(ConfigError::Flag(format!(
-                "--allow-run: {program:?} is neither a program name nor an absolute path"
-            )));
-        } else {
-            resolve_in_path(program).ok_or_else(|| {
-                ConfigError::Flag(format!(
-                    "--allow-run: no executable `{program}` in PATH; give its absolute path (--allow-run {plugin}=/path/to/{program})"
-                ))
-            })?
-        };
-        let grant = ExecGrant::new(path);
-        let entry = self.plugins.entry(plugin.to_string()).or_default();
-        if !entry.exec.iter().any(|g| g.program == grant.program) {
-            entry.exec.push(grant);
-        }
-        Ok(())
-    }
-}
 
 /// A granted program with the values of its environment variables (read at load time).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -395,9 +121,9 @@ pub fn effective(plugin: &str, requested: &[String], granted: &[ExecGrant]) -> (
 /// loaded plugin may write: `git runs over files plugins can write (files: /home/me/ws)`. Such a
 /// program reads what a plugin planted (a repository's hooks, a build file), so it is shown in
 /// `list` and in every danger confirmation of the plugin's tools.
-pub fn shared_write_notes(
+pub fn shared_write_notes<'a>(
     exec: &ExecGrants,
-    plugins: &[Arc<crate::registry::LoadedPlugin>],
+    writable: impl Iterator<Item = (&'a str, &'a FsGrant)> + Clone,
     workspace: &Path,
 ) -> Vec<String> {
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -405,15 +131,14 @@ pub fn shared_write_notes(
     let mut notes = Vec::new();
     for g in &exec.granted {
         let dirs: Vec<PathBuf> = g.grant.dirs(workspace).map(real).collect();
-        let writers: Vec<String> = plugins
-            .iter()
-            .flat_map(|p| p.grants.fs.iter().map(move |f| (p, f)))
+        let writers: Vec<String> = writable
+            .clone()
             .filter(|(_, f)| f.mode == FsMode::ReadWrite)
             .filter(|(_, f)| {
                 let path = real(&f.host_path);
                 dirs.iter().any(|d| overlap(d, &path))
             })
-            .map(|(p, f)| format!("{}: {}", p.name, f.host_path.display()))
+            .map(|(p, f)| format!("{p}: {}", f.host_path.display()))
             .collect();
         if !writers.is_empty() {
             notes.push(format!(
@@ -441,7 +166,7 @@ pub struct ProcessCall {
     pub deadline: Option<Instant>,
     pub runs: u32,
     /// `[process]`: how programs are confined.
-    pub settings: Arc<confine::ProcessSettings>,
+    pub settings: Arc<ProcessSettings>,
 }
 
 impl ProcessCall {
@@ -746,10 +471,10 @@ async fn spawn(
     }))
 }
 
-impl Host for HostState {
+impl Host for ProcessCall {
     /// Every check and bound is in [`ProcessCall::run`].
     async fn run(&mut self, program: String, args: Vec<String>) -> wasmtime::Result<Result<Output, String>> {
-        self.process.run(program, args).await
+        ProcessCall::run(self, program, args).await
     }
 }
 
@@ -759,50 +484,6 @@ mod tests {
 
     fn args(s: &[&str]) -> Vec<String> {
         s.iter().map(|a| a.to_string()).collect()
-    }
-
-    #[test]
-    fn argument_patterns() {
-        let p = ArgPattern::new("log *");
-        assert!(p.matches(&args(&["log"])));
-        assert!(p.matches(&args(&["log", "--oneline", "-5"])));
-        assert!(!p.matches(&args(&["push"])));
-        assert!(!p.matches(&args(&[])));
-        let p = ArgPattern::new("status");
-        assert!(p.matches(&args(&["status"])));
-        assert!(!p.matches(&args(&["status", "--porcelain"])));
-        let p = ArgPattern::new("");
-        assert!(p.matches(&args(&[])));
-        assert!(!p.matches(&args(&["x"])));
-        let p = ArgPattern::new("show --format=* *");
-        assert!(p.matches(&args(&["show", "--format=%H", "HEAD"])));
-        assert!(!p.matches(&args(&["show", "--stat"])));
-        let p = ArgPattern::new("* b");
-        assert!(p.matches(&args(&["anything", "b"])));
-        assert!(!p.matches(&args(&["anything", "c"])));
-        assert!(glob("a*b*c", "aXbYc") && !glob("a*b*c", "ac") && glob("*", "") && !glob("ab*ba", "aba"));
-    }
-
-    #[test]
-    fn grants_resolve_and_are_checked() {
-        let raw = |program: &str, a: Option<Vec<&str>>| RawExec {
-            program: program.into(),
-            args: a.map(|v| v.into_iter().map(String::from).collect()),
-            env: vec![],
-            set_env: BTreeMap::new(),
-            cwd: None,
-            write: false,
-            fs: vec![],
-            network: false,
-            detach: false,
-        };
-        let e = raw("git", None).resolve("plugin.sys.exec[0]", Path::new("/")).unwrap_err();
-        assert!(e.contains("not an absolute path") && e.contains("program = \""), "{e}");
-        let e = raw("/usr/bin/git", Some(vec![])).resolve("k", Path::new("/")).unwrap_err();
-        assert!(e.contains("allows no call"), "{e}");
-        let g = raw("/usr/bin/git", Some(vec!["status"])).resolve("k", Path::new("/")).unwrap();
-        assert_eq!(g.name, "git");
-        assert_eq!(g.describe(), "/usr/bin/git (args: status)");
     }
 
     #[test]

@@ -20,7 +20,6 @@
 //! Hitting a limit is an ordinary I/O error for the guest, which decides whether the call goes
 //! on or fails; the meter remembers the event so the outcome can name the limit.
 
-use crate::sandbox::HostState;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use wasmtime::StoreContextMut;
@@ -246,8 +245,8 @@ impl OutputStream for QuotaStream {
 }
 
 /// `Ok(value)` for the guest, or the error code (a trap if the error is not an error code).
-fn fs_result<T>(
-    state: &mut HostState,
+fn fs_result<S: QuotaView, T>(
+    state: &mut S,
     r: wasmtime_wasi::p2::FsResult<T>,
 ) -> wasmtime::Result<Result<T, ErrorCode>> {
     match r {
@@ -263,8 +262,12 @@ fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
 
 /// Replace the stream just created at `stream` with a [`QuotaStream`] around it; `gap` is the
 /// hole its first write makes (see [`gap`]).
-fn wrap_stream(state: &mut HostState, stream: &Resource<DynOutputStream>, gap: u64) -> wasmtime::Result<()> {
-    let meter = state.meter.clone();
+fn wrap_stream<S: QuotaView>(
+    state: &mut S,
+    stream: &Resource<DynOutputStream>,
+    gap: u64,
+) -> wasmtime::Result<()> {
+    let meter = state.meter().clone();
     let view = state.ctx();
     let slot: &mut DynOutputStream = view.table.get_mut(stream)?;
     let inner = std::mem::replace(slot, Box::new(wasmtime_wasi::p2::pipe::ClosedOutputStream));
@@ -275,7 +278,7 @@ fn wrap_stream(state: &mut HostState, stream: &Resource<DynOutputStream>, gap: u
 /// How far a write at `offset` lies past the end of the file: the hole it would create (a
 /// sparse file costs no disk until written, but its size is what a later reader, copier or
 /// backup sees, so the quota counts the extent, not only the bytes).
-async fn gap(state: &mut HostState, fd: &Resource<Descriptor>, offset: u64) -> Result<u64, ErrorCode> {
+async fn gap<S: QuotaView>(state: &mut S, fd: &Resource<Descriptor>, offset: u64) -> Result<u64, ErrorCode> {
     if offset == 0 {
         return Ok(0);
     }
@@ -285,17 +288,23 @@ async fn gap(state: &mut HostState, fd: &Resource<Descriptor>, offset: u64) -> R
     }
 }
 
-type Ctx<'a> = StoreContextMut<'a, HostState>;
+/// What the shadowed functions need of a call's store state: WASI's view of it, and the call's
+/// meter. The sandbox's store state implements it; nothing here names the sandbox.
+pub trait QuotaView: WasiView + Send + 'static {
+    fn meter(&self) -> &Arc<CallMeter>;
+}
+
+type Ctx<'a, S> = StoreContextMut<'a, S>;
 
 /// Shadow the quota-relevant functions of `wasi:filesystem/types` (added by
 /// `wasmtime_wasi::p2::add_to_linker_async` before this) with charging versions.
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub fn add_to_linker<S: QuotaView>(linker: &mut Linker<S>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut inst = linker.instance(FS_TYPES)?;
 
     inst.func_wrap_async(
         "[method]descriptor.write",
-        |mut store: Ctx<'_>, (fd, mut buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
+        |mut store: Ctx<'_, S>, (fd, mut buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
                 // Writing past the end extends the file to `offset` first: the hole counts.
@@ -303,7 +312,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     Ok(g) => g,
                     Err(e) => return Ok((Err(e),)),
                 };
-                let allowed = match state.meter.allow_after(gap, buf.len()) {
+                let allowed = match state.meter().allow_after(gap, buf.len()) {
                     Ok(n) => n,
                     Err(_) => return Ok((Err(ErrorCode::Quota),)),
                 };
@@ -311,7 +320,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 buf.truncate(allowed);
                 let r = state.filesystem().write(fd, buf, offset).await;
                 if let Ok(n) = &r {
-                    state.meter.charge(gap + *n);
+                    state.meter().charge(gap + *n);
                 }
                 Ok((fs_result(state, r)?,))
             })
@@ -320,7 +329,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.write-via-stream",
-        |mut store: Ctx<'_>, (fd, offset): (Resource<Descriptor>, u64)| {
+        |mut store: Ctx<'_, S>, (fd, offset): (Resource<Descriptor>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
                 // The stream's first write extends the file to `offset`: that hole is charged
@@ -329,8 +338,8 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     Ok(g) => g,
                     Err(e) => return Ok((Err(e),)),
                 };
-                if gap > 0 && gap >= state.meter.room() {
-                    state.meter.mark(QuotaHit::Write);
+                if gap > 0 && gap >= state.meter().room() {
+                    state.meter().mark(QuotaHit::Write);
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().write_via_stream(fd, offset);
@@ -344,7 +353,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap(
         "[method]descriptor.append-via-stream",
-        |mut store: Ctx<'_>, (fd,): (Resource<Descriptor>,)| {
+        |mut store: Ctx<'_, S>, (fd,): (Resource<Descriptor>,)| {
             let state = store.data_mut();
             let r = state.filesystem().append_via_stream(fd);
             if let Ok(s) = &r {
@@ -356,7 +365,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.set-size",
-        |mut store: Ctx<'_>, (fd, size): (Resource<Descriptor>, u64)| {
+        |mut store: Ctx<'_, S>, (fd, size): (Resource<Descriptor>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
                 let current = match state.filesystem().stat(again(&fd)).await {
@@ -364,13 +373,13 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     Err(e) => return Ok((Err(state.filesystem().convert_error_code(e)?),)),
                 };
                 let growth = size.saturating_sub(current);
-                if growth > state.meter.room() {
-                    state.meter.mark(QuotaHit::Write);
+                if growth > state.meter().room() {
+                    state.meter().mark(QuotaHit::Write);
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().set_size(fd, size).await;
                 if r.is_ok() {
-                    state.meter.charge(growth);
+                    state.meter().charge(growth);
                 }
                 Ok((fs_result(state, r)?,))
             })
@@ -379,7 +388,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.open-at",
-        |mut store: Ctx<'_>,
+        |mut store: Ctx<'_, S>,
          (fd, path_flags, path, open_flags, flags): (
             Resource<Descriptor>,
             fs::PathFlags,
@@ -392,12 +401,12 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 // Only a file that does not exist yet counts as created.
                 let creates = open_flags.contains(fs::OpenFlags::CREATE)
                     && state.filesystem().stat_at(again(&fd), path_flags, path.clone()).await.is_err();
-                if creates && state.meter.create().is_err() {
+                if creates && state.meter().create().is_err() {
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().open_at(fd, path_flags, path, open_flags, flags).await;
                 if creates && r.is_err() {
-                    state.meter.uncreate();
+                    state.meter().uncreate();
                 }
                 Ok((fs_result(state, r)?,))
             })
@@ -406,15 +415,15 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.create-directory-at",
-        |mut store: Ctx<'_>, (fd, path): (Resource<Descriptor>, String)| {
+        |mut store: Ctx<'_, S>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if state.meter.create().is_err() {
+                if state.meter().create().is_err() {
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().create_directory_at(fd, path).await;
                 if r.is_err() {
-                    state.meter.uncreate();
+                    state.meter().uncreate();
                 }
                 Ok((fs_result(state, r)?,))
             })
@@ -423,15 +432,15 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.symlink-at",
-        |mut store: Ctx<'_>, (fd, old, new): (Resource<Descriptor>, String, String)| {
+        |mut store: Ctx<'_, S>, (fd, old, new): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if state.meter.create().is_err() {
+                if state.meter().create().is_err() {
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().symlink_at(fd, old, new).await;
                 if r.is_err() {
-                    state.meter.uncreate();
+                    state.meter().uncreate();
                 }
                 Ok((fs_result(state, r)?,))
             })
@@ -440,7 +449,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
     inst.func_wrap_async(
         "[method]descriptor.link-at",
-        |mut store: Ctx<'_>,
+        |mut store: Ctx<'_, S>,
          (fd, old_flags, old, new_fd, new): (
             Resource<Descriptor>,
             fs::PathFlags,
@@ -450,26 +459,30 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         )| {
             Box::new(async move {
                 let state = store.data_mut();
-                if state.meter.create().is_err() {
+                if state.meter().create().is_err() {
                     return Ok((Err(ErrorCode::Quota),));
                 }
                 let r = state.filesystem().link_at(fd, old_flags, old, new_fd, new).await;
                 if r.is_err() {
-                    state.meter.uncreate();
+                    state.meter().uncreate();
                 }
                 Ok((fs_result(state, r)?,))
             })
         },
     )?;
 
-    inst.func_wrap("filesystem-error-code", |mut store: Ctx<'_>, (err,): (Resource<wasmtime::Error>,)| {
-        let state = store.data_mut();
-        let quota = state.ctx().table.get(&err).is_ok_and(|e| e.downcast_ref::<QuotaExceeded>().is_some());
-        if quota {
-            return Ok((Some(ErrorCode::Quota),));
-        }
-        Ok((state.filesystem().filesystem_error_code(err)?,))
-    })?;
+    inst.func_wrap(
+        "filesystem-error-code",
+        |mut store: Ctx<'_, S>, (err,): (Resource<wasmtime::Error>,)| {
+            let state = store.data_mut();
+            let quota =
+                state.ctx().table.get(&err).is_ok_and(|e| e.downcast_ref::<QuotaExceeded>().is_some());
+            if quota {
+                return Ok((Some(ErrorCode::Quota),));
+            }
+            Ok((state.filesystem().filesystem_error_code(err)?,))
+        },
+    )?;
 
     linker.allow_shadowing(false);
     Ok(())

@@ -4,7 +4,8 @@
 //! The Python and JS templates are the SDKs' own (`plugin-sdk/{python,js}/template/`, carried
 //! in the binary); the Rust one is here because it must point at the Rust SDK's path.
 
-use crate::build::Lang;
+use super::Lang;
+use super::sdk_files;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
@@ -48,13 +49,13 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
     }
     let files: Vec<(String, String)> = match lang {
         Lang::Rust => rust_template(name, &rust_sdk(sdk)?),
-        Lang::Python => template(crate::sdk_files::PYTHON_TEMPLATE, name),
+        Lang::Python => template(sdk_files::PYTHON_TEMPLATE, name),
         Lang::Js => {
-            let mut files = template(crate::sdk_files::JS_TEMPLATE, name);
+            let mut files = template(sdk_files::JS_TEMPLATE, name);
             // The SDK itself, so plain `node --test` and editors resolve `toolhost-sdk` (the
             // build always uses the SDK bundled in toolhost, never this copy).
             files.extend(
-                crate::sdk_files::JS
+                sdk_files::JS
                     .iter()
                     .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
             );

@@ -4,14 +4,18 @@
 //! Every language follows the same path: the manifest is derived from the author's code (the
 //! Rust macro writes it into the component itself; the Python and JS SDKs print it from the
 //! decorated/defined tools), the language's toolchain builds the component, the host embeds
-//! the manifest ([`crate::manifest::embed`]) and reads the result back with its own reader
+//! the manifest ([`toolhost_spec::manifest::embed`]) and reads the result back with its own reader
 //! before anything is written. Toolchains (componentize-py, jco + componentize-qjs) are
 //! installed at pinned versions on first use into a private folder, never globally; the
 //! Python and JS SDKs and the WIT are carried inside the toolhost binary and written next to
 //! them, so a project needs nothing installed but `python3` or `node`.
 
-use crate::dev::PluginCrate;
-use crate::manifest::{self, Manifest};
+use cargo::PluginCrate;
+use toolhost_spec::manifest::{self, Manifest};
+pub mod cargo;
+pub mod scaffold;
+mod sdk_files;
+
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -32,12 +36,12 @@ PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-pyth
 "#;
 
 /// The WIT world every plugin targets.
-const WIT: &str = include_str!("../../wit/toolhost.wit");
+const WIT: &str = include_str!("../../../../wit/toolhost.wit");
 
 /// The Python SDK, as shipped (paths relative to `plugin-sdk/python/`).
-const PYTHON_SDK: &[(&str, &str)] = crate::sdk_files::PYTHON;
+const PYTHON_SDK: &[(&str, &str)] = sdk_files::PYTHON;
 /// The JS SDK, as shipped (paths relative to `plugin-sdk/js/`).
-const JS_SDK: &[(&str, &str)] = crate::sdk_files::JS;
+const JS_SDK: &[(&str, &str)] = sdk_files::JS;
 
 /// A plugin project, recognised by what its folder holds.
 #[derive(Debug, Clone)]

@@ -100,8 +100,8 @@ impl PluginCrate {
 /// The dev loop's author is the operator: whatever a new build requests is recorded as
 /// approved (printed when it grew), so the loop never waits on `toolhost approve`. Grants still
 /// come only from the config and flags.
-pub fn approve_own_build(plugins_dir: &Path, m: &crate::manifest::Manifest) {
-    let mut approvals = crate::approvals::Approvals::load(plugins_dir);
+pub fn approve_own_build(plugins_dir: &Path, m: &toolhost_spec::manifest::Manifest) {
+    let mut approvals = toolhost_core::registry::approvals::Approvals::load(plugins_dir);
     let extra = approvals.pending(m);
     approvals.approve(m);
     approvals.save_or_warn();

@@ -15,17 +15,16 @@
 //! `::1`) are spoken to over plain HTTP, as Docker does; others over HTTPS unless the operator
 //! sets `insecure = true` for that registry.
 
-use crate::config::{Config, SecretSource};
-use crate::signing;
+use crate::settings::Settings;
 use anyhow::{Context, Result, anyhow, bail};
 use oci_client::client::{ClientConfig, ClientProtocol, Config as OciConfig, ImageLayer};
 use oci_client::manifest::{OciImageManifest, WASM_LAYER_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use toolhost_core::registry::signing;
 
 /// Media type of the config blob: the plugin's manifest JSON, as embedded in the component.
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.toolhost.plugin.manifest.v1+json";
@@ -34,51 +33,9 @@ pub const LAYER_MEDIA_TYPES: &[&str] = &[WASM_LAYER_MEDIA_TYPE, "application/was
 /// Default lock file name (beside the config file, or in the current directory).
 pub const LOCK_FILE: &str = "toolhost.lock";
 
-/// `[registry."HOST"]` as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRegistry {
-    username: Option<String>,
-    /// Name of a `[secrets.NAME]` entry holding the password or token.
-    secret: Option<String>,
-    /// Speak plain HTTP to this registry.
-    insecure: Option<bool>,
-}
+pub mod settings;
 
-/// Credentials and transport for one registry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryConfig {
-    pub username: Option<String>,
-    pub secret: Option<SecretSource>,
-    pub insecure: bool,
-}
-
-impl RegistryConfig {
-    pub fn resolve(
-        raw: BTreeMap<String, RawRegistry>,
-        secrets: &BTreeMap<String, SecretSource>,
-    ) -> Result<BTreeMap<String, RegistryConfig>, String> {
-        let mut out = BTreeMap::new();
-        for (host, r) in raw {
-            let secret = match &r.secret {
-                Some(s) => Some(secrets.get(s).cloned().ok_or_else(|| {
-                    format!(
-                        "registry.\"{host}\".secret: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
-                    )
-                })?),
-                None => None,
-            };
-            if secret.is_some() != r.username.is_some() {
-                return Err(format!("registry.\"{host}\": give both `username` and `secret`, or neither"));
-            }
-            out.insert(
-                host,
-                RegistryConfig { username: r.username, secret, insecure: r.insecure.unwrap_or(false) },
-            );
-        }
-        Ok(out)
-    }
-}
+pub use settings::{RawRegistry, RegistryConfig};
 
 /// One installed plugin, as recorded in `toolhost.lock`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,31 +104,14 @@ impl LockFile {
 }
 
 /// Where the lock file lives: beside the config file if there is one, else the current directory.
-pub fn default_lock_path(cfg: &Config) -> PathBuf {
-    match cfg.source.as_ref().and_then(|s| s.parent()) {
+pub fn default_lock_path(cfg: &Settings) -> PathBuf {
+    match cfg.core.source.as_ref().and_then(|s| s.parent()) {
         Some(dir) => dir.join(LOCK_FILE),
         None => PathBuf::from(LOCK_FILE),
     }
 }
 
-/// Write `bytes` to `path` through a hidden temporary file in the same folder and a rename, so a
-/// watcher never sees half a file and a failure leaves nothing behind.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use toolhost_core::files::write_atomic;
 
 fn parse_ref(s: &str) -> Result<Reference> {
     s.parse::<Reference>().map_err(|e| {
@@ -186,7 +126,7 @@ fn is_loopback(registry: &str) -> bool {
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn client_for(cfg: &Config, reference: &Reference) -> Client {
+fn client_for(cfg: &Settings, reference: &Reference) -> Client {
     let registry = reference.registry().to_string();
     let insecure = is_loopback(&registry) || cfg.registries.get(&registry).is_some_and(|r| r.insecure);
     let protocol = if insecure {
@@ -204,7 +144,7 @@ fn client_for(cfg: &Config, reference: &Reference) -> Client {
 }
 
 /// Credentials for `registry`: the config's `[registry."HOST"]`, else the Docker config, else none.
-fn auth_for(cfg: &Config, registry: &str) -> Result<RegistryAuth> {
+fn auth_for(cfg: &Settings, registry: &str) -> Result<RegistryAuth> {
     if let Some(r) = cfg.registries.get(registry)
         && let (Some(user), Some(secret)) = (&r.username, &r.secret)
     {
@@ -284,10 +224,6 @@ fn oci_error(
     anyhow!("{what} {}: {msg}{hint}", reference.whole())
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// What `publish` did.
 #[derive(Debug, Clone)]
 pub struct Published {
@@ -298,11 +234,12 @@ pub struct Published {
 }
 
 /// Push a plugin file to `reference`.
-pub async fn publish(cfg: &Config, file: &Path, reference: &str) -> Result<Published> {
+pub async fn publish(cfg: &Settings, file: &Path, reference: &str) -> Result<Published> {
     let reference = parse_ref(reference)?;
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let manifest = crate::manifest::read(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
-    let json = crate::manifest::find_section(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let manifest = toolhost_spec::manifest::read(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let json =
+        toolhost_spec::manifest::find_section(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let signers = signing::verify(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let mut annotations = BTreeMap::new();
     annotations.insert("org.opencontainers.image.title".to_string(), format!("{}.wasm", manifest.name));
@@ -351,7 +288,7 @@ pub struct Pulled {
 }
 
 /// Pull `reference`, check the layer digest, the manifest and the signature policy.
-pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
+pub async fn pull(cfg: &Settings, reference: &str) -> Result<Pulled> {
     let parsed = parse_ref(reference)?;
     let client = client_for(cfg, &parsed);
     let auth = auth_for(cfg, parsed.registry())?;
@@ -374,11 +311,11 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
             layer.media_type
         );
     }
-    if u64::try_from(layer.size).unwrap_or(u64::MAX) > cfg.max_plugin_bytes {
+    if u64::try_from(layer.size).unwrap_or(u64::MAX) > cfg.core.max_plugin_bytes {
         bail!(
             "{reference}: the plugin is {} bytes, over limits.max_plugin_mb ({} bytes)",
             layer.size,
-            cfg.max_plugin_bytes
+            cfg.core.max_plugin_bytes
         );
     }
     let mut bytes = Vec::new();
@@ -391,20 +328,20 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
         }
     })?;
     // oci-client checks the digest as it streams; check again on the whole, exact bytes.
-    let actual = format!("sha256:{}", sha256_hex(&bytes));
+    let actual = format!("sha256:{}", toolhost_spec::digest::sha256_hex(&bytes));
     if actual != layer.digest {
         bail!(
             "{reference}: digest mismatch: the layer should be {} but is {actual}; nothing was installed",
             layer.digest
         );
     }
-    let plugin = crate::manifest::read(&bytes).map_err(|e| anyhow!("{reference}: the plugin {e}"))?;
-    let signer =
-        signing::check(&cfg.trust, &plugin.name, &bytes).map_err(|e| anyhow!("{reference}: refused: {e}"))?;
+    let plugin = toolhost_spec::manifest::read(&bytes).map_err(|e| anyhow!("{reference}: the plugin {e}"))?;
+    let signer = signing::check(&cfg.core.trust, &plugin.name, &bytes)
+        .map_err(|e| anyhow!("{reference}: refused: {e}"))?;
     let signers = signing::verify(&bytes).unwrap_or_default();
     let signer_key = signers
         .iter()
-        .find(|k| cfg.trust.keys.iter().any(|t| t.encoded() == k.encoded()))
+        .find(|k| cfg.core.trust.keys.iter().any(|t| t.encoded() == k.encoded()))
         .or(signers.first())
         .map(signing::PublicKey::encoded);
     Ok(Pulled {
@@ -414,7 +351,7 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
             file: format!("{}.wasm", plugin.name),
             reference: reference.to_string(),
             digest,
-            sha256: sha256_hex(&bytes),
+            sha256: toolhost_spec::digest::sha256_hex(&bytes),
             signer: signer_key,
         },
         bytes,
@@ -423,12 +360,12 @@ pub async fn pull(cfg: &Config, reference: &str) -> Result<Pulled> {
 }
 
 /// Install one reference: pull, check, write into the plugins folder, record in the lock file.
-pub async fn install(cfg: &Config, reference: &str, lock_path: &Path) -> Result<Pulled> {
+pub async fn install(cfg: &Settings, reference: &str, lock_path: &Path) -> Result<Pulled> {
     let pulled = pull(cfg, reference).await?;
-    std::fs::create_dir_all(&cfg.plugins_dir)
-        .with_context(|| format!("cannot create plugins folder {}", cfg.plugins_dir.display()))?;
+    std::fs::create_dir_all(&cfg.core.plugins_dir)
+        .with_context(|| format!("cannot create plugins folder {}", cfg.core.plugins_dir.display()))?;
     let mut lock = LockFile::read(lock_path)?;
-    let to = cfg.plugins_dir.join(&pulled.entry.file);
+    let to = cfg.core.plugins_dir.join(&pulled.entry.file);
     write_atomic(&to, &pulled.bytes).with_context(|| format!("cannot write {}", to.display()))?;
     lock.record(pulled.entry.clone());
     lock.write(lock_path)?;
@@ -437,7 +374,7 @@ pub async fn install(cfg: &Config, reference: &str, lock_path: &Path) -> Result<
 
 /// `install --locked`: pull every entry of the lock file by digest, check each against the lock
 /// (digest, file hash, signer) and the trust policy, and only then write them all.
-pub async fn install_locked(cfg: &Config, lock_path: &Path) -> Result<Vec<Pulled>> {
+pub async fn install_locked(cfg: &Settings, lock_path: &Path) -> Result<Vec<Pulled>> {
     if !lock_path.is_file() {
         bail!("{} does not exist; run `toolhost install REF` first to create it", lock_path.display());
     }
@@ -475,10 +412,10 @@ pub async fn install_locked(cfg: &Config, lock_path: &Path) -> Result<Vec<Pulled
         p.entry.reference = e.reference.clone();
         pulled.push(p);
     }
-    std::fs::create_dir_all(&cfg.plugins_dir)
-        .with_context(|| format!("cannot create plugins folder {}", cfg.plugins_dir.display()))?;
+    std::fs::create_dir_all(&cfg.core.plugins_dir)
+        .with_context(|| format!("cannot create plugins folder {}", cfg.core.plugins_dir.display()))?;
     for p in &pulled {
-        let to = cfg.plugins_dir.join(&p.entry.file);
+        let to = cfg.core.plugins_dir.join(&p.entry.file);
         write_atomic(&to, &p.bytes).with_context(|| format!("cannot write {}", to.display()))?;
     }
     Ok(pulled)
