@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use toolhost::project::{Project, Toolchains};
 use toolhost_core::ErrorKind;
+use toolhost_core::capability::process::ExecGrant;
 use toolhost_core::settings::{SecretFrom, SecretSource};
 use toolhost_frontends::{openai, text};
-use toolhost_core::capability::process::ExecGrant;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
@@ -369,7 +369,7 @@ fn new_then_build_then_call_in_every_language() {
 /// A project `toolhost new NAME --lang LANG` writes, with `file` replaced by `code`, built into
 /// a `.wasm` under `target/polyglot`.
 fn built_new(
-    lang: toolhost::build::Lang,
+    lang: toolhost::project::Lang,
     name: &str,
     file: &str,
     code: &str,
@@ -377,7 +377,7 @@ fn built_new(
     // The examples' builds installed the toolchains (no concurrent first install).
     let _ = (py(), js());
     let dir = tempfile::tempdir().unwrap();
-    let project = toolhost::scaffold::create(dir.path(), name, lang, None).unwrap();
+    let project = toolhost::project::scaffold::create(dir.path(), name, lang, None).unwrap();
     std::fs::write(project.join(file), code).unwrap();
     let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let b = Project::locate(&project)
@@ -409,7 +409,7 @@ fn greeter(dir: &Path) -> PathBuf {
 async fn runs_granted_programs(wasm: &Path, plugin: &str) {
     let programs = tempfile::tempdir().unwrap();
     let mut env = Env::with(&[wasm.to_str().unwrap()]);
-    let yes = toolhost::process::resolve_in_path("yes").expect("yes in PATH");
+    let yes = toolhost_core::capability::process::resolve_in_path("yes").expect("yes in PATH");
     env.config.plugins.entry(plugin.into()).or_default().exec =
         vec![ExecGrant::new(greeter(programs.path())), ExecGrant::new(yes)];
     let host = env.host_yes();
@@ -455,7 +455,7 @@ def run_it(program: str, args: list[str]) -> dict:
     return {"code": out.code, "stdout": out.stdout_text()[:40], "stderr": out.stderr_text(),
             "truncated": out.truncated, "success": out.success()}
 "#;
-    let (wasm, manifest) = built_new(toolhost::build::Lang::Python, "pyrunner", "app.py", code);
+    let (wasm, manifest) = built_new(toolhost::project::Lang::Python, "pyrunner", "app.py", code);
     assert_eq!(manifest.capabilities.exec, ["greeter", "yes"]);
     runs_granted_programs(&wasm, "pyrunner").await;
 }
@@ -476,7 +476,7 @@ export const runIt = defineTool({
   },
 });
 "#;
-    let (wasm, manifest) = built_new(toolhost::build::Lang::Js, "jsrunner", "plugin.js", code);
+    let (wasm, manifest) = built_new(toolhost::project::Lang::Js, "jsrunner", "plugin.js", code);
     assert_eq!(manifest.capabilities.exec, ["greeter", "yes"]);
     runs_granted_programs(&wasm, "jsrunner").await;
 }

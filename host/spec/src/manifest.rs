@@ -323,19 +323,37 @@ pub fn embed(component: &[u8], manifest: &Manifest) -> Result<Vec<u8>, ManifestE
     Ok(out)
 }
 
-/// `[A-Za-z_][A-Za-z0-9_]*`: the name the model writes.
+/// The longest plugin, tool or param name (characters; all ASCII).
+pub const MAX_NAME: usize = 64;
+/// The longest program name an `exec` request may hold.
+pub const MAX_PROGRAM: usize = 255;
+
+/// `[A-Za-z_][A-Za-z0-9_]*`, at most [`MAX_NAME`]: the name the model writes (a tool's or a
+/// param's).
 pub fn is_tool_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && s.len() <= 64
+        && s.len() <= MAX_NAME
 }
 
-fn is_plugin_name(s: &str) -> bool {
+/// `[A-Za-z_][A-Za-z0-9_-]*`, at most [`MAX_NAME`]: a plugin's name (grants are keyed by it).
+pub fn is_plugin_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric())
-        && s.len() <= 64
+        && s.len() <= MAX_NAME
+}
+
+/// Whether `e` is a program an `exec` request may name: a plain name (no path: the operator
+/// decides which executable it runs), or `*` for whatever the operator grants.
+pub fn is_exec_request(e: &str) -> bool {
+    e == "*"
+        || (!e.is_empty()
+            && e.len() <= MAX_PROGRAM
+            && e != "."
+            && e != ".."
+            && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
 }
 
 /// The JSON Schema type names a param's `type` may be.
@@ -343,7 +361,7 @@ pub const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "obj
 
 /// What a piece of free text may hold besides printable characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Text {
+pub enum Text {
     /// One line: no control characters at all (`version`, `category`).
     Line,
     /// A description: tabs and line breaks are allowed (a hand-written manifest or a JavaScript
@@ -351,41 +369,82 @@ enum Text {
     Description,
 }
 
-/// Check one free-text field against its length cap and for control characters (C0, DEL,
-/// C1: terminal escapes, NUL, backspace and the like have no place in text for a model).
-fn check_text(at: impl Into<String>, s: &str, max: usize, kind: Text) -> Result<(), ManifestError> {
+/// How one free-text field breaks the rules: longer than its cap in characters, or holding a
+/// control character (C0, DEL, C1: terminal escapes, NUL, backspace and the like have no place
+/// in text for a model; a description may hold tabs and line breaks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextProblem {
+    TooLong { chars: usize, max: usize },
+    Control { c: char, kind: Text },
+}
+
+impl TextProblem {
+    /// What the rule is, after the text's length or character (shared by the host's and the
+    /// SDKs' messages).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            TextProblem::TooLong { .. } => "",
+            TextProblem::Control { kind: Text::Line, .. } => "it must be one line of printable text",
+            TextProblem::Control { kind: Text::Description, .. } => {
+                "only tabs and line breaks are allowed besides printable text"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TextProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TextProblem::TooLong { chars, max } => {
+                write!(f, "is {chars} characters long; at most {max} are allowed")
+            }
+            TextProblem::Control { c, .. } => {
+                write!(f, "contains the control character U+{:04X}; {}", u32::from(*c), self.rule())
+            }
+        }
+    }
+}
+
+/// Whether a free-text field breaks the rules ([`TextProblem`]).
+pub fn text_problem(s: &str, max: usize, kind: Text) -> Option<TextProblem> {
     // Bytes bound characters from above: most text is checked without counting.
     if s.len() > max {
         let n = s.chars().count();
         if n > max {
-            return Err(field(at, format!("is {n} characters long; at most {max} are allowed")));
+            return Some(TextProblem::TooLong { chars: n, max });
         }
     }
     let allowed = |c: char| kind == Text::Description && matches!(c, '\t' | '\n' | '\r');
-    if let Some(c) = s.chars().find(|&c| c.is_control() && !allowed(c)) {
-        let rule = match kind {
-            Text::Line => "it must be one line of printable text",
-            Text::Description => "only tabs and line breaks are allowed besides printable text",
-        };
-        return Err(field(at, format!("contains the control character U+{:04X}; {rule}", u32::from(c))));
+    let c = s.chars().find(|&c| c.is_control() && !allowed(c))?;
+    Some(TextProblem::Control { c, kind })
+}
+
+fn check_text(at: impl Into<String>, s: &str, max: usize, kind: Text) -> Result<(), ManifestError> {
+    match text_problem(s, max, kind) {
+        Some(problem) => Err(field(at, problem.to_string())),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// A schema's size in bytes of compact JSON, when it is larger than [`MAX_SCHEMA_BYTES`].
+pub fn schema_too_large(schema: &Value) -> Option<usize> {
+    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
+    (n > MAX_SCHEMA_BYTES).then_some(n)
 }
 
 /// A schema object's size as compact JSON, against [`MAX_SCHEMA_BYTES`].
 fn check_schema_size(at: impl Into<String>, schema: &Value) -> Result<(), ManifestError> {
-    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
-    if n > MAX_SCHEMA_BYTES {
-        return Err(field(at, format!("is {n} bytes of JSON; at most {MAX_SCHEMA_BYTES} are allowed")));
+    match schema_too_large(schema) {
+        Some(n) => Err(field(at, format!("is {n} bytes of JSON; at most {MAX_SCHEMA_BYTES} are allowed"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn validate(m: &Manifest) -> Result<(), ManifestError> {
     if !is_plugin_name(&m.name) {
         return Err(field(
             "name",
-            format!("{:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars)", m.name),
+            format!("{:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_NAME} chars)", m.name),
         ));
     }
     if m.version.trim().is_empty() {
@@ -407,13 +466,7 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         }
     }
     for (i, e) in m.capabilities.exec.iter().enumerate() {
-        let plain = e == "*"
-            || (!e.is_empty()
-                && e.len() <= 255
-                && e != "."
-                && e != ".."
-                && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)));
-        if !plain {
+        if !is_exec_request(e) {
             return Err(field(
                 format!("capabilities.exec[{i}]"),
                 format!(
@@ -431,7 +484,7 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         if !is_tool_name(&tool.name) {
             return Err(field(
                 at("name"),
-                format!("{:?} must match [A-Za-z_][A-Za-z0-9_]* (at most 64 chars)", tool.name),
+                format!("{:?} must match [A-Za-z_][A-Za-z0-9_]* (at most {MAX_NAME} chars)", tool.name),
             ));
         }
         if !names.insert(tool.name.as_str()) {

@@ -17,38 +17,26 @@ use syn::{
     Token, Type,
 };
 
+// The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
+// a plugin that builds is a plugin the host loads.
+use toolhost_spec::manifest::{
+    MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TOOL_DESCRIPTION, SECTION, Text,
+};
+
 /// Manifest format version written by this SDK (the host accepts exactly the versions it knows).
 const FORMAT: u64 = 1;
-/// Name of the custom section that carries the manifest.
-const SECTION: &str = "toolhost-manifest";
 
-// The host's caps on a manifest's free text (`host/src/manifest.rs`, in characters; schemas in
-// bytes of compact JSON), checked here so that a plugin that builds is a plugin the host loads.
-const MAX_PLUGIN_DESCRIPTION: usize = 1024;
-const MAX_TOOL_DESCRIPTION: usize = 4096;
-const MAX_PARAM_DESCRIPTION: usize = 1024;
-/// `version` and `category`: one line each.
-const MAX_LABEL: usize = 64;
-const MAX_SCHEMA_BYTES: usize = 16 * 1024;
-/// A plugin, tool or param name, in characters (all ASCII).
-const MAX_NAME: usize = 64;
-/// A program an `exec` request names.
-const MAX_PROGRAM: usize = 255;
-
-/// Why `name` is not a plugin name the host loads, if it is not. The one place the macro
-/// applies the host's plugin-name rule (syntax and the 64-character cap).
+/// Why `name` is not a plugin name the host loads, if it is not (the host's rule: syntax and
+/// the 64-character cap).
 fn plugin_name_problem(name: &str) -> Option<String> {
-    let mut chars = name.chars();
-    let syntax = matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric());
-    (!syntax || name.len() > MAX_NAME).then(|| {
+    (!toolhost_spec::manifest::is_plugin_name(name)).then(|| {
         format!("plugin name {name:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_NAME} chars)")
     })
 }
 
 /// Why `name` is not a tool or param name the host accepts (`what` says which), if it is not.
 fn ident_problem(what: &str, name: &str) -> Option<String> {
-    (!is_ident(name) || name.len() > MAX_NAME)
+    (!toolhost_spec::manifest::is_tool_name(name))
         .then(|| format!("{what} name {name:?} must match [A-Za-z_][A-Za-z0-9_]* (at most {MAX_NAME} chars)"))
 }
 
@@ -57,17 +45,10 @@ fn ident_problem(what: &str, name: &str) -> Option<String> {
 /// `net` or `secret` entry could never be granted.
 fn request_problem(kind: &str, value: &str) -> Option<String> {
     let bad = match kind {
-        "env" => value.is_empty() || value.contains('=') || value.contains('\0'),
+        "env" => !toolhost_spec::env_name::is_valid(value),
         "net" => value.is_empty() || value.chars().any(char::is_whitespace),
         "secret" => value.trim().is_empty(),
-        _ => {
-            value != "*"
-                && (value.is_empty()
-                    || value.len() > MAX_PROGRAM
-                    || value == "."
-                    || value == ".."
-                    || !value.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
-        }
+        _ => !toolhost_spec::manifest::is_exec_request(value),
     };
     bad.then(|| match kind {
         "env" => format!("`env` entry {value:?} is not an environment variable name"),
@@ -81,27 +62,26 @@ fn request_problem(kind: &str, value: &str) -> Option<String> {
     })
 }
 
-/// Why `s` breaks the host's rules for free text, if it does: longer than `max` characters, or
-/// a control character (besides tabs and line breaks in a description).
+/// Why `s` breaks the host's rules for free text, if it does (the host's rule,
+/// `toolhost_spec::manifest::text_problem`, in the SDKs' words).
 fn text_problem(s: &str, max: usize, description: bool) -> Option<String> {
-    let n = s.chars().count();
-    if n > max {
-        return Some(format!("is {n} characters long; the host allows at most {max}"));
-    }
-    let bad = s.chars().find(|&c| c.is_control() && !(description && matches!(c, '\t' | '\n' | '\r')))?;
-    let rule = if description {
-        "only tabs and line breaks are allowed besides printable text"
-    } else {
-        "it must be one line of printable text"
-    };
-    Some(format!("contains the control character U+{:04X}; {rule}", u32::from(bad)))
+    use toolhost_spec::manifest::TextProblem;
+    let kind = if description { Text::Description } else { Text::Line };
+    Some(match toolhost_spec::manifest::text_problem(s, max, kind)? {
+        TextProblem::TooLong { chars, max } => {
+            format!("is {chars} characters long; the host allows at most {max}")
+        }
+        control => control.to_string(),
+    })
 }
 
 /// Why a schema is too large for the host, if it is.
 fn schema_problem(schema: &Value) -> Option<String> {
-    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
-    (n > MAX_SCHEMA_BYTES)
-        .then(|| format!("is {n} bytes of JSON; the host allows at most {MAX_SCHEMA_BYTES}"))
+    let n = toolhost_spec::manifest::schema_too_large(schema)?;
+    Some(format!(
+        "is {n} bytes of JSON; the host allows at most {}",
+        toolhost_spec::manifest::MAX_SCHEMA_BYTES
+    ))
 }
 
 /// Make the functions marked `#[tool]` inside this module the tools of a toolhost plugin.
@@ -193,6 +173,7 @@ fn flag(opt: &Opt) -> syn::Result<bool> {
     }
 }
 
+#[cfg(test)]
 fn is_ident(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
@@ -831,6 +812,7 @@ mod conformance;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_spec::manifest::MAX_SCHEMA_BYTES;
 
     fn expand_str(attr: &str, item: &str) -> Result<String, String> {
         let attr: TokenStream2 = attr.parse().unwrap();
