@@ -507,7 +507,7 @@ mod tests {
         let other = crate::registry::content_hash(b"web v2");
         let e = a.check_file(&m, &other).unwrap_err().join("; ");
         assert!(
-            e.contains(&format!("file sha256:{}", hex::encode(&other))) && e.contains("--print --sha256"),
+            e.contains(&format!("file sha256:{}", hex::encode(other))) && e.contains("--print --sha256"),
             "{e}"
         );
         let e = a.check_file(&manifest("web", &["example.com", "evil.com"]), &hash).unwrap_err();

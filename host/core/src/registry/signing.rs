@@ -70,7 +70,7 @@ impl PublicKey {
 
     /// A short, stable name for messages: `ed25519:` and 16 hex digits of the key's SHA-256.
     pub fn id(&self) -> String {
-        format!("ed25519:{}", &hex::encode(&Sha256::digest(self.key.as_bytes()))[..16])
+        format!("ed25519:{}", &hex::encode(Sha256::digest(self.key.as_bytes()))[..16])
     }
 
     /// `alice@team (ed25519:…)` or the id alone.
@@ -228,7 +228,7 @@ pub fn sign(bytes: &[u8], key: &SecretKey) -> Result<Vec<u8>, SignatureError> {
         format: 1,
         algorithm: "ed25519".into(),
         key: public,
-        manifest_sha256: hex::encode(&manifest_hash),
+        manifest_sha256: hex::encode(manifest_hash),
         signature: b64().encode(key.0.sign(&msg).to_bytes()),
     };
     let json = serde_json::to_vec(&record).map_err(|e| SignatureError::Malformed(e.to_string()))?;
@@ -260,7 +260,7 @@ pub fn verify(bytes: &[u8]) -> Result<Vec<PublicKey>, SignatureError> {
             )));
         }
         let key = PublicKey::parse(&rec.key).map_err(SignatureError::Malformed)?;
-        if rec.manifest_sha256 != hex::encode(&manifest_hash) {
+        if rec.manifest_sha256 != hex::encode(manifest_hash) {
             return Err(SignatureError::ManifestChanged(key.id()));
         }
         let sig = b64()
