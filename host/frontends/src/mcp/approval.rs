@@ -103,7 +103,7 @@ fn args_digest(args: &[String]) -> String {
         h.update((a.len() as u64).to_be_bytes());
         h.update(a.as_bytes());
     }
-    hex::encode(&h.finalize())
+    hex::encode(h.finalize())
 }
 
 /// An answer to a retried call.
@@ -126,7 +126,7 @@ impl Approvals {
         let payload =
             serde_json::to_vec(sealed).map_err(|e| format!("cannot seal the request state: {e}"))?;
         let tag = mac(&self.key, &[DOMAIN, &payload]);
-        Ok(format!("{}.{}", hex::encode(&payload), hex::encode(&tag)))
+        Ok(format!("{}.{}", hex::encode(&payload), hex::encode(tag)))
     }
 
     fn open(&self, state: &str) -> Result<Sealed, OpenError> {
@@ -155,8 +155,8 @@ impl Approvals {
         let sealed = Sealed {
             tool: req.tool.clone(),
             args: args_digest(&req.args),
-            plugin: hex::encode(&req.plugin_hash),
-            nonce: hex::encode(&nonce),
+            plugin: hex::encode(req.plugin_hash),
+            nonce: hex::encode(nonce),
             exp: now_ms() + self.ttl.as_millis() as u64,
         };
         let state = self.seal(&sealed)?;
@@ -202,7 +202,7 @@ impl Approvals {
                  arguments shown to the user — call again without requestState to be asked about these"
             ));
         }
-        if sealed.plugin != hex::encode(&req.plugin_hash) {
+        if sealed.plugin != hex::encode(req.plugin_hash) {
             return Redeemed::Invalid(format!(
                 "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
                  to be asked about the new version",

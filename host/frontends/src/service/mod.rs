@@ -208,7 +208,7 @@ impl Service {
             front_end: ctx.front_end.unwrap_or(self.front_end),
             outcome,
             plugin: plugin.map(|p| &*p.name),
-            sha256: plugin.map(|p| hex::encode(&p.hash)),
+            sha256: plugin.map(|p| hex::encode(p.hash)),
             time: audit::rfc3339(std::time::SystemTime::now()),
             token: ctx.token.as_deref(),
             tool: &call.name,
