@@ -674,7 +674,7 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     assert_eq!(audit[1]["args"], serde_json::json!(["token [secret api_token redacted] inside"]));
     let cut = audit[2]["args"][0].as_str().unwrap();
     let redacted_long = format!("[secret api_token redacted] {}", "x".repeat(1000));
-    let hash = hex::encode(&toolhost_core::registry::content_hash(redacted_long.as_bytes()));
+    let hash = toolhost_spec::digest::sha256_hex(redacted_long.as_bytes());
     assert!(cut.starts_with("[secret api_token redacted] xxx"), "{cut}");
     assert!(cut.ends_with(&format!("[{} chars, sha256:{hash}]", redacted_long.chars().count())), "{cut}");
     assert!(cut.chars().count() < 200, "{cut}");

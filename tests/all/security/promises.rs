@@ -192,8 +192,7 @@ fn a_name_a_file_chooses_exempts_nothing() {
         "{err}"
     );
     // The exact file, by its SHA-256 as `inspect` prints it, is exempt.
-    let hash =
-        hex::encode(&toolhost_core::registry::content_hash(&std::fs::read(plugin_artifacts::TEXT).unwrap()));
+    let hash = toolhost_spec::digest::sha256_hex(&std::fs::read(plugin_artifacts::TEXT).unwrap());
     let (code, out, err) = run(&format!(
         "[trust]\nkeys = [\"{key}\"]\nrequire_signature = true\nallow_unsigned = [\"sha256:{hash}\"]\n"
     ));
