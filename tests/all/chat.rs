@@ -745,10 +745,9 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
     assert_eq!(r.stop, Stop::Cancelled);
     assert!(env.ws("keep.txt").exists());
     let n = conv.messages.len();
-    assert_eq!(
-        outcome(&serde_json::to_value(&conv.messages[n - 2]).unwrap())["error"],
-        toolhost_frontends::agent::CANCELLED
-    );
+    let cancelled = outcome(&serde_json::to_value(&conv.messages[n - 2]).unwrap());
+    assert_eq!(cancelled["error"], toolhost_frontends::agent::CANCELLED);
+    assert_eq!(cancelled["kind"], "cancelled", "its own kind, not `denied`");
     assert_eq!(conv.messages[n - 1].tool_call_id.as_deref(), Some("e"), "every call has a result");
 
     let (r, _) = turn(&agent, &mut conv, "ok").await;
@@ -762,19 +761,22 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
 
 fn chat_command(env: &Env, url: &str, extra: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env("XDG_CACHE_HOME", std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
-        .env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
-        .arg(url)
-        .args(extra)
-        .current_dir(env.workspace.path())
-        .stdin(std::process::Stdio::null());
+    cmd.env(
+        "XDG_CACHE_HOME",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
+    )
+    .env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
+    .env_remove("OPENAI_API_KEY")
+    .env_remove("OPENAI_BASE_URL")
+    .arg("--plugins")
+    .arg(env.plugins.path())
+    .arg("--workspace")
+    .arg(env.workspace.path())
+    .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
+    .arg(url)
+    .args(extra)
+    .current_dir(env.workspace.path())
+    .stdin(std::process::Stdio::null());
     cmd
 }
 

@@ -158,7 +158,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 
 fn toolhost(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
         .env("DOCKER_CONFIG", cwd.join("no-docker-config"))
         .args(args)
         .current_dir(cwd)

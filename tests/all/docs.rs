@@ -46,7 +46,7 @@ fn blocks(md: &str) -> Result<(Vec<Block>, Prose), String> {
 }
 
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap()
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 #[test]
 fn golden_manifest_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/manifests");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/manifests");
     let bless = std::env::var_os("TOOLHOST_BLESS").is_some();
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

@@ -20,7 +20,7 @@ use toolhost_core::settings::{SecretFrom, SecretSource};
 use toolhost_frontends::{openai, text};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// The toolchains `cargo xtask test` installs (or these tests install on first use).

@@ -303,7 +303,7 @@ async fn the_environment_is_cleared_except_granted_variables() {
 /// The real binary, as an operator runs it.
 fn toolhost(env: &Env, secret: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
         .env("TOOLHOST_TEST_SECRET", secret)
         .arg("--plugins")
         .arg(env.plugins.path())

@@ -8,7 +8,7 @@ use toolhost_frontends::{openai, text};
 use toolhost_spec::manifest::FsMode;
 
 fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/protocol").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/protocol").join(name)
 }
 
 /// Compare with a golden file (`TOOLHOST_BLESS=1` rewrites it).

@@ -221,7 +221,7 @@ async fn a_version_requesting_more_waits_for_approval() {
 
     // A separate `toolhost list` sees the same pending request.
     let bin = env!("CARGO_BIN_EXE_toolhost");
-    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache");
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache");
     let dir = l.env.plugins.path().to_path_buf();
     let run = |args: &[&str]| {
         std::process::Command::new(bin)

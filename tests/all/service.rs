@@ -17,7 +17,7 @@ use toolhost_frontends::service::Service;
 use toolhost_frontends::service::audit::AuditLog;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The MCP Python SDK 1.x (as in `mcp.rs`).

@@ -5,6 +5,10 @@
 //! sandbox are `toolhost-core`'s, the front ends `toolhost-frontends`'. Exit codes: 0 success,
 //! 1 a tool call failed, 2 bad usage or configuration.
 
+// clap turns the doc comments of arguments into `--help` text verbatim: they hold `[TOOL]`,
+// `[trust]` and `HOST[:PORT]` as a terminal shows them, which rustdoc would take for links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 pub mod args;
 pub mod commands;
 pub mod confirm;

@@ -3,7 +3,7 @@
 //! invisible characters; printed raw, they clear lines, move the cursor, hide text, set the
 //! window title or the clipboard, add links, or reorder what the operator reads. Every string
 //! toolhost prints that a plugin, a model or a plugin file chose goes through [`text`] (or
-//! [`line`], the same rendering for a one-line field, or [`quoted`] for an argument): such
+//! [`line()`], the same rendering for a one-line field, or [`quoted`] for an argument): such
 //! characters are *shown* as escapes (`\x1b`, `\u{202e}`), never obeyed. JSON goes through
 //! [`json`], log lines through [`LogStderr`], danger questions through [`ask`].
 //!
@@ -48,8 +48,8 @@ const INVISIBLE: &[(u32, u32)] = &[
 ];
 
 /// Whether `c` is never written to a terminal as itself: C0 controls (newline and tab
-/// included: [`text`] keeps those two, [`line`] does not), DEL, C1 controls, and the
-/// characters of [`INVISIBLE`].
+/// included: [`text`] keeps those two, [`line()`] does not), DEL, C1 controls, and the
+/// invisible characters (bidi controls, zero-width characters, other format characters).
 pub fn is_control(c: char) -> bool {
     let u = c as u32;
     u < 0x20
@@ -186,7 +186,7 @@ const LOG_SGR: &[&str] = &[
 ];
 
 /// A formatted log line as [`text`] renders it, except that the log formatter's own colours
-/// (`ESC [ params m` with [`LOG_SGR`] parameters) pass. The formatter already shows an ESC in
+/// (`ESC [ params m` with the formatter's colour parameters) pass. The formatter already shows an ESC in
 /// a logged value as `\x1b`, so a plugin's string cannot produce such a sequence.
 pub fn log_line(s: &str) -> Cow<'_, str> {
     if !s.contains('\x1b') {

@@ -44,7 +44,7 @@ pub struct Grants {
     pub net: Arc<NetGrant>,
     /// Programs it may run (request ∩ grant).
     pub exec: Arc<ExecGrants>,
-    /// The granted directories, opened once and shared by the calls (see [`Preopens`]).
+    /// The granted directories, opened once and shared by the calls (see `capability::fs::Preopens`).
     pub preopens: Preopens,
 }
 

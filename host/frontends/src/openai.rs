@@ -92,24 +92,49 @@ pub struct AssistantMessage {
     #[serde(default)]
     pub content: Option<Value>,
     #[serde(default)]
-    pub tool_calls: Vec<OpenAiToolCall>,
+    pub tool_calls: Vec<WireToolCall>,
 }
 
-/// One entry of `tool_calls`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct OpenAiToolCall {
+/// One entry of `tool_calls`, as the API carries it — read from a model's reply (`run --format
+/// openai`, the agent loop) and written back into the conversation. The one wire type of a tool
+/// call; [`to_call`] is the one mapping to a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireToolCall {
     pub id: String,
-    #[serde(rename = "type", default)]
-    pub kind: Option<String>,
-    pub function: FunctionCall,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: WireFunction,
+}
+
+fn function_type() -> String {
+    "function".into()
 }
 
 /// The function part of a tool call: `arguments` is a JSON string holding an object.
-#[derive(Debug, Clone, Deserialize)]
-pub struct FunctionCall {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireFunction {
     pub name: String,
     #[serde(default)]
     pub arguments: String,
+}
+
+/// The call a `tool_calls` entry asks for, or the outcome that says why it cannot run: a type
+/// other than `function`, or arguments that do not map to the tool's parameters. An unknown
+/// tool is passed on as a call with no arguments, so the executor words the error (with its
+/// suggestions).
+pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Outcome> {
+    if tc.kind != "function" {
+        return Err(Outcome::err(
+            ErrorKind::BadArguments,
+            format!("unsupported tool call type {:?}", tc.kind),
+        ));
+    }
+    let name = tc.function.name.clone();
+    let Some(entry) = registry.get(&name) else { return Ok(ToolCall { name, args: Vec::new() }) };
+    match map_arguments(entry.spec(), &tc.function.arguments) {
+        Ok(args) => Ok(ToolCall { name, args }),
+        Err(e) => Err(Outcome::err(ErrorKind::BadArguments, e)),
+    }
 }
 
 /// The reply for one tool call.
@@ -262,20 +287,10 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
     out
 }
 
-async fn run_one(executor: &Executor, tc: &OpenAiToolCall) -> Outcome {
-    if let Some(kind) = &tc.kind
-        && kind != "function"
-    {
-        return Outcome::err(ErrorKind::BadArguments, format!("unsupported tool call type {kind:?}"));
-    }
-    let registry = executor.registry();
-    let Some(entry) = registry.get(&tc.function.name) else {
-        // Let the executor produce its "did you mean" message.
-        return executor.call(&ToolCall { name: tc.function.name.clone(), args: Vec::new() }).await;
-    };
-    match map_arguments(entry.spec(), &tc.function.arguments) {
-        Ok(args) => executor.call(&ToolCall { name: tc.function.name.clone(), args }).await,
-        Err(e) => Outcome::err(ErrorKind::BadArguments, e),
+async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
+    match to_call(&executor.registry(), tc) {
+        Ok(call) => executor.call(&call).await,
+        Err(o) => o,
     }
 }
 

@@ -92,7 +92,8 @@ async fn a_planted_git_config_writes_nothing_outside_the_workspace() {
 
 /// The README's git grant (its `set_env`), as a reader copies it.
 fn readme_git_grant() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
     let block = readme
         .split("```toml\n")
         .skip(1)

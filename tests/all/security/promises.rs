@@ -53,7 +53,7 @@ fn debug_logs_keep_arguments_and_secrets_out() {
             .env("TOOLHOST_TEST_LOG_SECRET", SECRET)
             .env(
                 "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"),
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
             )
             .env("XDG_STATE_HOME", dir.path())
             .env_remove("TOOLHOST_LOG")
@@ -172,7 +172,7 @@ fn a_name_a_file_chooses_exempts_nothing() {
             .arg("list")
             .env(
                 "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"),
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
             )
             .output()
             .unwrap();

@@ -1,5 +1,5 @@
 //! One file per subcommand, each with its clap arguments and its logic (cargo's layout);
-//! [`run`] dispatches a parsed command line to them.
+//! [`run()`] dispatches a parsed command line to them.
 
 pub mod approve;
 pub mod build;

@@ -251,11 +251,8 @@ impl Built {
     pub fn write(&self, to: &Path) -> Result<()> {
         let dir = to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, &self.bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, to).with_context(|| format!("cannot move the build to {}", to.display()))?;
-        Ok(())
+        toolhost_core::files::write_atomic(to, &self.bytes)
+            .with_context(|| format!("cannot write {}", to.display()))
     }
 
     /// Install into a plugins folder as `NAME.wasm`; returns the path.
@@ -277,11 +274,9 @@ impl Toolchains {
     /// `$HOME/.cache/toolhost/toolchains`.
     pub fn from_env() -> Toolchains {
         let root = std::env::var_os("TOOLHOST_TOOLCHAINS").map(PathBuf::from).unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .unwrap_or_else(std::env::temp_dir);
-            cache.join("toolhost/toolchains")
+            toolhost_core::files::cache_dir()
+                .unwrap_or_else(|| std::env::temp_dir().join("toolhost"))
+                .join("toolchains")
         });
         Toolchains { root }
     }
@@ -313,15 +308,10 @@ impl Toolchains {
         for (rel, text) in JS_SDK {
             write(&format!("js/{rel}"), text)?;
         }
-        match std::fs::rename(&tmp, &dir) {
-            Ok(()) => Ok(dir),
-            // Another build got there first: theirs is the same content.
-            Err(_) if dir.is_dir() => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Ok(dir)
-            }
-            Err(e) => Err(e).with_context(|| format!("cannot create {}", dir.display())),
-        }
+        // Another build may have got there first: theirs is the same content.
+        toolhost_core::files::rename_dir_into_place(&tmp, &dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(dir)
     }
 
     /// componentize-py, installed with `pip install --target` into a private folder on first
@@ -402,15 +392,9 @@ impl Toolchains {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        match std::fs::rename(&tmp, dir) {
-            Ok(()) => Ok(()),
-            // Another process installed the same version meanwhile.
-            Err(_) if dir.is_dir() => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Ok(())
-            }
-            Err(e) => Err(e).with_context(|| format!("cannot move {} into place", tmp.display())),
-        }
+        // Another process may have installed the same version meanwhile.
+        toolhost_core::files::rename_dir_into_place(&tmp, dir)
+            .with_context(|| format!("cannot move {} into place", tmp.display()))
     }
 }
 

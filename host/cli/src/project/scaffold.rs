@@ -28,7 +28,7 @@ pub fn check_name(name: &str) -> Result<()> {
 pub fn rust_sdk(explicit: Option<&Path>) -> Result<PathBuf> {
     let candidate = match explicit {
         Some(p) => p.to_path_buf(),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-sdk"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin-sdk"),
     };
     if !candidate.join("Cargo.toml").is_file() {
         bail!(

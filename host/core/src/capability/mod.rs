@@ -5,17 +5,17 @@
 //! capability's state out of it when linking. No capability names the sandbox, the engine or
 //! another layer above it.
 //!
-//! - [`fs`]: granted directories (`[plugin.X] fs`), opened once and shared by the calls;
+//! - `fs`: granted directories (`[plugin.X] fs`), opened once and shared by the calls;
 //! - [`net`]: outbound HTTP through the host (`http` import), secrets and their origins;
 //! - [`process`]: programs run for a plugin (`process` import), confined by the kernel;
-//! - [`quota`]: the per-call disk quota inside `wasi:filesystem/types`;
-//! - [`log`]: the `log` import, capped per call and rate-limited per plugin.
+//! - `quota`: the per-call disk quota inside `wasi:filesystem/types`;
+//! - `log`: the `log` import, capped per call and rate-limited per plugin.
 
-pub mod fs;
-pub mod log;
+pub(crate) mod fs;
+pub(crate) mod log;
 pub mod net;
 pub mod process;
-pub mod quota;
+pub(crate) mod quota;
 
 /// A capability the plugin requested and the operator did not grant.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,10 +30,10 @@ const YIELD_TICKS: u64 = 2;
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
-pub mod danger;
+mod danger;
 pub mod observer;
 mod outcome;
-pub mod slots;
+mod slots;
 
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
 pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
@@ -544,6 +544,7 @@ mod tests {
             HostError,
             Busy,
             Unavailable,
+            Cancelled,
         ];
         for kind in all {
             assert_eq!(json!(kind), json!(kind.as_str()), "{kind:?}");

@@ -33,6 +33,9 @@ pub enum ErrorKind {
     /// The host is shutting down: the call was not admitted, or was cancelled at the end of
     /// the grace period (see `service::shutdown`). Retrying elsewhere is safe for the former.
     Unavailable,
+    /// Whoever made the call cancelled it before it finished (Ctrl-C in `chat`): its own kind,
+    /// never reported as `denied` or `timeout`.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -50,6 +53,7 @@ impl ErrorKind {
             ErrorKind::HostError => "host_error",
             ErrorKind::Busy => "busy",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

@@ -8,7 +8,7 @@
 //! no config file and no command-line grants, nothing is granted to any plugin.
 
 mod file;
-pub mod limits;
+pub(crate) mod limits;
 mod plugin;
 mod secrets;
 
@@ -18,13 +18,13 @@ pub use plugin::{PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
-pub use crate::capability::fs::FsGrant;
+pub use crate::capability::fs::settings::FsGrant;
 pub use crate::capability::net::settings::NetSettings;
-pub use crate::capability::process::{ExecGrant, ProcessSettings};
+pub use crate::capability::process::settings::{ExecGrant, ProcessSettings};
 
 use crate::capability::net::settings::RawNet;
-use crate::capability::process::RawProcess;
-use crate::registry::approvals::{ApprovalLock, RawApprovals};
+use crate::capability::process::settings::RawProcess;
+use crate::registry::approvals::settings::{ApprovalLock, RawApprovals};
 use crate::registry::signing::{RawTrust, Trust};
 use file::{absolute, normalize};
 use serde::Deserialize;

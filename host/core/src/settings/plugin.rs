@@ -2,8 +2,8 @@
 //! operator's word on one tool).
 
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
-use crate::capability::fs::{FsGrant, RawFs};
-use crate::capability::process::{ExecGrant, RawExec};
+use crate::capability::fs::settings::{FsGrant, RawFs};
+use crate::capability::process::settings::{ExecGrant, RawExec};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -47,25 +47,7 @@ impl Message {
     }
 }
 
-/// A tool call as the API carries it: `arguments` is JSON text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireToolCall {
-    pub id: String,
-    #[serde(rename = "type", default = "function_type")]
-    pub kind: String,
-    pub function: WireFunction,
-}
-
-fn function_type() -> String {
-    "function".into()
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireFunction {
-    pub name: String,
-    #[serde(default)]
-    pub arguments: String,
-}
+pub use crate::openai::{WireFunction, WireToolCall};
 
 /// The model's complete reply for one request.
 #[derive(Debug, Clone, Default, PartialEq)]

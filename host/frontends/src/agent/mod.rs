@@ -16,7 +16,7 @@
 //! result, partial text is kept.
 
 mod client;
-pub mod settings;
+pub(crate) mod settings;
 mod sse;
 
 pub use client::{
@@ -410,7 +410,7 @@ impl Agent {
         for (i, tc) in calls.iter().enumerate() {
             if cancel.is_cancelled() {
                 for rest in &calls[i..] {
-                    let o = Outcome::err(ErrorKind::Denied, CANCELLED);
+                    let o = Outcome::err(ErrorKind::Cancelled, CANCELLED);
                     push(conv, Message::tool(&rest.id, outcome_json(&o)), events);
                 }
                 return StepEnd::Stop(Stop::Cancelled);
@@ -426,9 +426,9 @@ impl Agent {
             let outcome = match mapped {
                 Ok(call) => tokio::select! {
                     o = self.call(&call) => o,
-                    _ = cancel.cancelled() => Outcome::err(ErrorKind::Denied, CANCELLED),
+                    _ = cancel.cancelled() => Outcome::err(ErrorKind::Cancelled, CANCELLED),
                 },
-                Err(e) => Outcome::err(ErrorKind::BadArguments, e),
+                Err(refused) => refused,
             };
             let elapsed = started.elapsed();
             events(Event::ToolEnd {
@@ -486,11 +486,11 @@ impl Agent {
                     });
                     let started = Instant::now();
                     let outcome = if cancel.is_cancelled() {
-                        Outcome::err(ErrorKind::Denied, CANCELLED)
+                        Outcome::err(ErrorKind::Cancelled, CANCELLED)
                     } else {
                         tokio::select! {
                             o = self.call(call) => o,
-                            _ = cancel.cancelled() => Outcome::err(ErrorKind::Denied, CANCELLED),
+                            _ = cancel.cancelled() => Outcome::err(ErrorKind::Cancelled, CANCELLED),
                         }
                     };
                     (call.name.clone(), args, Some(outcome.clone()), outcome, started.elapsed())
@@ -535,19 +535,10 @@ impl Agent {
         }
     }
 
-    /// A native tool call as a [`ToolCall`], or the outcome that explains why it cannot run.
-    /// The call a native `tool_calls` entry asks for, or why its arguments are bad.
-    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, String> {
-        if tc.kind != "function" {
-            return Err(format!("unsupported tool call type {:?}", tc.kind));
-        }
-        let registry = self.executor.registry();
-        let Some(entry) = registry.get(&tc.function.name) else {
-            // The executor words the unknown-tool error (with suggestions).
-            return Ok(ToolCall { name: tc.function.name.clone(), args: Vec::new() });
-        };
-        openai::map_arguments(entry.spec(), &tc.function.arguments)
-            .map(|args| ToolCall { name: tc.function.name.clone(), args })
+    /// The call a native `tool_calls` entry asks for, or the outcome that says why it cannot
+    /// run (the one mapping, `openai::to_call`).
+    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, Outcome> {
+        openai::to_call(&self.executor.registry(), tc)
     }
 
     fn note_failure(
@@ -557,7 +548,7 @@ impl Agent {
         args: &str,
         outcome: &Outcome,
     ) -> Option<Stop> {
-        if outcome.success || outcome.error.as_deref() == Some(CANCELLED) {
+        if outcome.success || outcome.kind == Some(ErrorKind::Cancelled) {
             return None;
         }
         let error = outcome.error.clone().unwrap_or_default();

@@ -145,10 +145,6 @@ impl Approvals {
         Ok(sealed)
     }
 
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     /// The `InputRequiredResult` asking the user about `req`.
     pub fn ask(&self, req: &DangerRequest) -> Result<InputRequiredResult, String> {
         let nonce: [u8; 16] = random()?;

@@ -14,7 +14,7 @@
 //!   tool is a JSON-RPC `invalid params` error, as the spec lists it among protocol errors.
 //! - Danger under policy `ask`: a client that declares form elicitation is asked — on the
 //!   handshake revisions with an `elicitation/create` request, on 2026-07-28 with an
-//!   `InputRequiredResult` and a sealed `requestState` ([`approval`]); otherwise the call is
+//!   `InputRequiredResult` and a sealed `requestState` (`approval.rs`); otherwise the call is
 //!   refused with the operator's options. Nothing a client sends can change the policy or any
 //!   grant.
 //! - Each request is its own task in `rmcp`, so calls from one client run concurrently; a
@@ -23,9 +23,9 @@
 //!   every initialized session on the handshake revisions, and on the `subscriptions/listen`
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
 
-pub mod approval;
-pub mod http;
-pub mod settings;
+mod approval;
+mod http;
+pub(crate) mod settings;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 
@@ -120,7 +120,7 @@ impl McpServer {
 
     /// The whole `tools/list` result. The caching hints (SEP-2549, required on 2026-07-28 and
     /// ignored before): the list is the same for every caller of this process, fresh for
-    /// [`LIVE_LIST_TTL_MS`] while the folder is watched, and `public` unless HTTP tokens guard it.
+    /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
     pub fn tools_result(&self) -> ListToolsResult {
         let ttl = if self.reloader.is_some() { LIVE_LIST_TTL_MS } else { FIXED_LIST_TTL_MS };
         ListToolsResult::with_all_items(self.tools()).with_ttl_ms(ttl).with_cache_scope(self.cache_scope)

@@ -1,5 +1,5 @@
 //! Running toolhost as a service (`serve`, #17): graceful shutdown ([`shutdown`]), the metrics
-//! behind `/metrics` ([`metrics`]) and the audit trail ([`audit`]).
+//! behind `/metrics` (`metrics.rs`) and the audit trail ([`audit`]).
 //!
 //! A [`Service`] is attached to the executor as its `CallObserver`
 //! (`Executor::attach_observer`) and sees every call of every front end: it admits the call (or refuses it while shutting down), races it against
@@ -7,8 +7,8 @@
 //! use, one-off commands without `[audit] file`), the executor runs calls exactly as before.
 
 pub mod audit;
-pub mod metrics;
-pub mod settings;
+pub(crate) mod metrics;
+pub(crate) mod settings;
 pub mod shutdown;
 
 use arc_swap::ArcSwap;

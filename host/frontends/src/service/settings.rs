@@ -142,7 +142,7 @@ impl AuditSettings {
     }
 
     /// The file a command writes the trail to: the configured one; for `serve` without one,
-    /// [`default_audit_file`]; nothing when disabled.
+    /// `default_audit_file`; nothing when disabled.
     pub fn file_for(&self, serve: bool) -> Option<PathBuf> {
         if !self.enabled {
             return None;

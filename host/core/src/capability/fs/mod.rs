@@ -4,7 +4,7 @@
 
 pub mod settings;
 
-pub use settings::{FsGrant, RawFs};
+pub use settings::FsGrant;
 
 use super::{Missing, MissingKind};
 use std::io;

@@ -165,7 +165,7 @@ mod linux {
     }
 
     /// Everything the child needs between `fork` and `exec`, prepared in the host (where
-    /// allocating and opening files is allowed), so that [`Confinement::enter`] only makes
+    /// allocating and opening files is allowed), so that `Confinement::enter` only makes
     /// system calls on memory that already exists.
     #[derive(Debug)]
     pub struct Confinement {

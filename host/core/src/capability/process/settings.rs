@@ -74,13 +74,13 @@ impl RawExec {
             Some(list) => Some(list.iter().map(|p| ArgPattern::new(p)).collect()),
         };
         for (i, var) in self.env.iter().enumerate() {
-            if var.is_empty() || var.contains('=') || var.contains('\0') {
-                return Err(format!("{key}.env[{i}]: {var:?} is not a variable name"));
+            if let Err(why) = toolhost_spec::env_name::check(var) {
+                return Err(format!("{key}.env[{i}]: {var:?} is not a variable name ({why})"));
             }
         }
         for (var, value) in &self.set_env {
-            if var.is_empty() || var.contains('=') || var.contains('\0') {
-                return Err(format!("{key}.set_env: {var:?} is not a variable name"));
+            if let Err(why) = toolhost_spec::env_name::check(var) {
+                return Err(format!("{key}.set_env: {var:?} is not a variable name ({why})"));
             }
             if value.contains('\0') {
                 return Err(format!("{key}.set_env.{var}: the value contains a NUL character"));
