@@ -122,7 +122,7 @@ pub struct WireFunction {
 /// other than `function`, or arguments that do not map to the tool's parameters. An unknown
 /// tool is passed on as a call with no arguments, so the executor words the error (with its
 /// suggestions).
-pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Outcome> {
+pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
     if tc.kind != "function" {
         return Err(Outcome::err(
             ErrorKind::BadArguments,
@@ -133,7 +133,7 @@ pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Outco
     let Some(entry) = registry.get(&name) else { return Ok(ToolCall { name, args: Vec::new() }) };
     match map_arguments(entry.spec(), &tc.function.arguments) {
         Ok(args) => Ok(ToolCall { name, args }),
-        Err(e) => Err(Outcome::err(ErrorKind::BadArguments, e)),
+        Err(e) => Err(Box::new(Outcome::err(ErrorKind::BadArguments, e))),
     }
 }
 
@@ -290,7 +290,7 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
 async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
     match to_call(&executor.registry(), tc) {
         Ok(call) => executor.call(&call).await,
-        Err(o) => o,
+        Err(o) => *o,
     }
 }
 

@@ -428,7 +428,7 @@ impl Agent {
                     o = self.call(&call) => o,
                     _ = cancel.cancelled() => Outcome::err(ErrorKind::Cancelled, CANCELLED),
                 },
-                Err(refused) => refused,
+                Err(refused) => *refused,
             };
             let elapsed = started.elapsed();
             events(Event::ToolEnd {
@@ -537,7 +537,7 @@ impl Agent {
 
     /// The call a native `tool_calls` entry asks for, or the outcome that says why it cannot
     /// run (the one mapping, `openai::to_call`).
-    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, Outcome> {
+    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
         openai::to_call(&self.executor.registry(), tc)
     }
 
