@@ -124,10 +124,8 @@ pub struct WireFunction {
 /// suggestions).
 pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
     if tc.kind != "function" {
-        return Err(Outcome::err(
-            ErrorKind::BadArguments,
-            format!("unsupported tool call type {:?}", tc.kind),
-        ));
+        let why = format!("unsupported tool call type {:?}", tc.kind);
+        return Err(Box::new(Outcome::err(ErrorKind::BadArguments, why)));
     }
     let name = tc.function.name.clone();
     let Some(entry) = registry.get(&name) else { return Ok(ToolCall { name, args: Vec::new() }) };
