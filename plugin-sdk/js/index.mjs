@@ -40,7 +40,7 @@ const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
 const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec'];
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
-// The host's caps on a manifest's free text (host/src/manifest.rs), in characters (code points:
+// The host's caps on a manifest's free text (host/spec/src/manifest.rs), in characters (code points:
 // `[...s].length`); schemas in bytes of compact JSON. Checked here so that what builds, loads.
 const MAX_PLUGIN_DESCRIPTION = 1024;
 const MAX_TOOL_DESCRIPTION = 4096;

@@ -21,7 +21,7 @@ FORMAT = 1
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLUGIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
-# The host's caps on a manifest's free text (host/src/manifest.rs), in characters (what `len`
+# The host's caps on a manifest's free text (host/spec/src/manifest.rs), in characters (what `len`
 # counts); schemas in bytes of compact JSON. Checked here so that what builds, loads.
 MAX_PLUGIN_DESCRIPTION = 1024
 MAX_TOOL_DESCRIPTION = 4096

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// One crate's sources: module path (`a::b`, the root is `""`) → file.
 #[derive(Debug)]
 pub struct CrateSrc {
-    /// What the crate is, for humans: `toolhost lib (host/src/lib.rs)`.
+    /// What the crate is, for humans: `toolhost-core lib (host/core/src/lib.rs)`.
     pub title: String,
     pub modules: BTreeMap<String, PathBuf>,
 }
