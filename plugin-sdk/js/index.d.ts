@@ -115,6 +115,11 @@ export interface Capabilities {
   net?: string[];
   /** Secret names `http` may put into headers (the plugin never sees their values). */
   secrets?: string[];
+  /**
+   * Programs `process.run` may run, by name (`"git"`: a file name, never a path), or `"*"` for
+   * any program the operator grants. The operator maps each name to an executable.
+   */
+  exec?: string[];
 }
 
 export interface PluginOptions {
@@ -132,7 +137,7 @@ export interface Plugin {
   readonly name?: string;
   readonly version?: string;
   readonly description?: string;
-  readonly capabilities: { fs: FsRequest[]; env: string[]; net: string[]; secrets: string[] };
+  readonly capabilities: { fs: FsRequest[]; env: string[]; net: string[]; secrets: string[]; exec?: string[] };
 }
 
 /** Declare the plugin (at most once). Misuse throws a DefinitionError. */
@@ -216,6 +221,36 @@ export const http: ((request: HttpRequest) => HttpResponse) & {
   bearer(secret: string): SecretHeader;
 };
 
+/** What a program did. A non-zero exit is still an output: check `code` or `success()`. */
+export interface ProcessOutput {
+  /** The exit code; `null` if it ended by a signal or the host stopped it. */
+  readonly code: number | null;
+  readonly stdout: Uint8Array;
+  readonly stderr: Uint8Array;
+  /** The output passed the host's cap: the program was stopped there. */
+  readonly truncated: boolean;
+  /** Exit code 0. */
+  success(): boolean;
+  /** stdout as text (invalid UTF-8 replaced). */
+  stdoutText(): string;
+  /** stderr as text (invalid UTF-8 replaced). */
+  stderrText(): string;
+}
+
+/**
+ * Running programs through the host: only programs `capabilities.exec` requests and the operator
+ * grants, with exactly these arguments (no shell), an empty environment plus what the operator
+ * grants, stdin closed, in the workspace, the output capped and everything killed at the call's
+ * deadline.
+ */
+export const process: {
+  /**
+   * Run `program` (a requested name such as `"git"`, or its granted absolute path) with `args`
+   * and wait for it. Throws an Error with the host's reason if it refuses or cannot start it.
+   */
+  run(program: string, args?: string[]): ProcessOutput;
+};
+
 /** Helpers for tests under node, where there is no host. */
 export const testing: {
   /** Answer `http` calls with `handler(request)`; `null` removes it. */
@@ -230,8 +265,22 @@ export const testing: {
         }) => { status?: number; body?: string | Uint8Array; headers?: Array<[string, string]>; url?: string; truncated?: boolean })
       | null,
   ): void;
+  /**
+   * Answer `process.run` calls with `handler(program, args)` (code 0 and empty output by
+   * default); throw from it to refuse; `null` removes it.
+   */
+  onProcess(
+    handler:
+      | ((program: string, args: string[]) => {
+          code?: number | null;
+          stdout?: string | Uint8Array;
+          stderr?: string | Uint8Array;
+          truncated?: boolean;
+        })
+      | null,
+  ): void;
   /** Lines logged so far under node. */
   readonly logs: Array<{ level: 'trace' | 'debug' | 'info' | 'warn' | 'error'; message: string }>;
-  /** Forget logged lines and the http stand-in. */
+  /** Forget logged lines and the http and process stand-ins. */
   reset(): void;
 };

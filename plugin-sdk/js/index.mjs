@@ -1,6 +1,6 @@
 // toolhost-sdk for JavaScript: write toolhost tool plugins as ES modules.
 //
-//   import { definePlugin, defineTool, log, http } from 'toolhost-sdk';
+//   import { definePlugin, defineTool, log, http, process } from 'toolhost-sdk';
 //
 //   definePlugin({ name: 'notes', version: '0.1.0', capabilities: { net: ['api.example.com'] } });
 //
@@ -38,15 +38,18 @@ const TOOL_KEYS = [
 ];
 const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
-const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets'];
+const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec'];
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
-// The host's caps on a manifest's free text (host/src/manifest.rs), in characters (code points:
+// The host's caps on a manifest's free text (host/spec/src/manifest.rs), in characters (code points:
 // `[...s].length`); schemas in bytes of compact JSON. Checked here so that what builds, loads.
 const MAX_PLUGIN_DESCRIPTION = 1024;
 const MAX_TOOL_DESCRIPTION = 4096;
 const MAX_PARAM_DESCRIPTION = 1024;
 const MAX_LABEL = 64; // version and category: one line each
 const MAX_SCHEMA_BYTES = 16 * 1024;
+// The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
+const MAX_NAME = 64;
+const MAX_PROGRAM = 255;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
 
 /** A misuse of `definePlugin` or `defineTool`, located at the call that made it. */
@@ -104,9 +107,12 @@ function fail(message, site) {
 // ---------------------------------------------------------------------------------------------
 // Small checks.
 
-const isIdent = (s) => typeof s === 'string' && s.length <= 64 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(s);
+const isIdent = (s) => typeof s === 'string' && s.length <= MAX_NAME && /^[A-Za-z_][A-Za-z0-9_]*$/.test(s);
 const isPluginName = (s) =>
-  typeof s === 'string' && s.length <= 64 && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(s);
+  typeof s === 'string' && s.length <= MAX_NAME && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(s);
+/** A program an `exec` request may name: `*`, or a file name (never a path). */
+const isProgram = (s) =>
+  s === '*' || (s.length <= MAX_PROGRAM && s !== '.' && s !== '..' && /^[A-Za-z0-9._+-]+$/.test(s));
 const isPlainObject = (v) =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 const show = (v) => {
@@ -146,7 +152,7 @@ function checkKeys(obj, allowed, what, site) {
 
 function checkBool(obj, key, what, site) {
   if (obj[key] !== undefined && typeof obj[key] !== 'boolean') {
-    fail(`${what} \`${key}\` must be true or false, got ${show(obj[key])}`, site);
+    fail(`${what} \`${key}\` is a flag: true or false, got ${show(obj[key])}`, site);
   }
   return obj[key] === true;
 }
@@ -190,6 +196,10 @@ function checkText(text, max, description, what, site) {
 // ---------------------------------------------------------------------------------------------
 // Reading a function's parameter list from its source.
 
+// A parameter name as written: any run of characters that cannot end one, so a name outside
+// ASCII (`größe`) is read whole and then refused by the name rule, not cut short.
+const NAME = '[^\\s=,()[\\]{}\'"`/.:;+*-]+';
+
 /**
  * The parameters of `fn` as written: [{name, hasDefault, isRest, isPattern, text}], or null if
  * its source cannot be read (a native or bound function).
@@ -199,7 +209,7 @@ export function functionParams(fn) {
   if (/\{\s*\[native code\]\s*\}\s*$/.test(src)) return null;
   let i = 0;
   // `x => …` and `async x => …`: one parameter without parentheses.
-  const bare = /^(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(src);
+  const bare = new RegExp(`^(?:async\\s+)?(${NAME})\\s*=>`).exec(src);
   if (bare) return [{ name: bare[1], hasDefault: false, isRest: false, isPattern: false, text: bare[1] }];
   // Otherwise the first `(` outside strings and comments opens the list (a method name may be
   // quoted or computed: `'a b'(x) {}`, `[key](x) {}`).
@@ -234,7 +244,7 @@ export function functionParams(fn) {
       const isRest = text.startsWith('...');
       const body = isRest ? text.slice(3).trim() : text;
       const isPattern = body.startsWith('{') || body.startsWith('[');
-      const m = /^([A-Za-z_$][\w$]*)\s*(=)?/.exec(body);
+      const m = new RegExp(`^(${NAME})\\s*(=)?`).exec(body);
       return {
         name: m && !isPattern ? m[1] : null,
         hasDefault: Boolean(m && m[2]) || (isPattern && /[}\]]\s*=/.test(body)),
@@ -325,6 +335,7 @@ const state = {
   byName: new Map(),
   backend: null,
   testHttp: null,
+  testProcess: null,
   logs: [],
 };
 
@@ -341,11 +352,10 @@ export function definePlugin(options) {
   }
   checkKeys(options, PLUGIN_KEYS, 'plugin', site);
   if (options.name !== undefined && !isPluginName(options.name)) {
-    fail(`plugin name ${show(options.name)} must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars)`, site);
+    fail(`plugin name ${show(options.name)} must match [A-Za-z_][A-Za-z0-9_-]* (at most ${MAX_NAME} chars)`, site);
   }
-  if (options.version !== undefined && (typeof options.version !== 'string' || options.version.trim() === '')) {
-    fail(`plugin \`version\` must be a non-empty string, got ${show(options.version)}`, site);
-  }
+  checkString(options, 'version', 'plugin', site);
+  if (options.version !== undefined && options.version.trim() === '') fail('plugin `version` must not be empty', site);
   checkString(options, 'description', 'plugin', site);
   checkText(options.version, MAX_LABEL, false, 'plugin `version`', site);
   checkText(options.description, MAX_PLUGIN_DESCRIPTION, true, 'plugin `description`', site);
@@ -381,7 +391,7 @@ function normalizeCapabilities(caps, site) {
     }
     if (typeof path !== 'string' || path.trim() === '' || (mode !== 'ro' && mode !== 'rw')) {
       fail(
-        `\`capabilities.fs[${i}]\` is ${show(entry)}; write "NAME:ro" or "NAME:rw", e.g. "workspace:rw"`,
+        `\`fs\` takes "NAME:ro" or "NAME:rw" (or {path, mode}), e.g. "workspace:rw"; \`capabilities.fs[${i}]\` is ${show(entry)}`,
         site,
       );
     }
@@ -389,15 +399,24 @@ function normalizeCapabilities(caps, site) {
   });
   const names = (key, check, rule) =>
     list(key).map((v, i) => {
-      if (typeof v !== 'string' || !check(v)) fail(`\`capabilities.${key}[${i}]\` is ${show(v)}: ${rule}`, site);
+      if (typeof v !== 'string' || !check(v)) fail(`\`capabilities.${key}[${i}]\` ${show(v)} ${rule}`, site);
       return v;
     });
-  return {
+  const out = {
     fs,
-    env: names('env', (v) => v !== '' && !v.includes('=') && !v.includes('\0'), 'an environment variable name'),
-    net: names('net', (v) => v.trim() !== '' && !/\s/.test(v), 'a host such as "api.example.com", "*.example.com" or "*"'),
-    secrets: names('secrets', (v) => v.trim() !== '', 'a secret name such as "api_token"'),
+    env: names('env', (v) => v !== '' && !v.includes('=') && !v.includes('\0'), 'is not an environment variable name'),
+    net: names('net', (v) => v !== '' && !/\s/.test(v), 'is not a host pattern such as "api.example.com", "*.example.com" or "*"'),
+    secrets: names('secrets', (v) => v.trim() !== '', 'is not a secret name such as "api_token"'),
   };
+  const exec = names(
+    'exec',
+    isProgram,
+    'is not a program name such as "git" (no paths: the operator decides which executable a name runs; "*" asks for any program the operator grants)',
+  );
+  // Only when requested, as the Rust SDK writes it: a plugin that runs nothing loads on hosts
+  // that predate `exec`.
+  if (exec.length > 0) out.exec = exec;
+  return out;
 }
 
 /**
@@ -419,7 +438,10 @@ export function defineTool(options) {
     fail(`tool \`${name}\` is defined twice; the first definition is at ${at ? `${at.file}:${at.line}` : 'an unknown place'}`, site);
   }
   if (typeof options.description !== 'string' || options.description.trim() === '') {
-    fail(`${what} \`description\` must be a non-empty string (the model reads it to choose the tool)`, site);
+    fail(
+      `tool \`${name}\` has no description: give \`description\`, a non-empty string (the model reads it to choose the tool)`,
+      site,
+    );
   }
   checkText(options.description.trim(), MAX_TOOL_DESCRIPTION, true, `${what} \`description\``, site);
   const run = options.run;
@@ -446,7 +468,7 @@ export function defineTool(options) {
   const outputSchema = options.outputSchema;
   if (outputSchema !== undefined) {
     if (outputSchema === null || typeof outputSchema !== 'object' || Array.isArray(outputSchema) || outputSchema.type !== 'object') {
-      fail(`${what} \`outputSchema\` must be a JSON Schema describing an object ({type: 'object', ...}): a structured result is a JSON object`, site);
+      fail(`${what} \`outputSchema\` must describe an object (a JSON Schema {type: 'object', ...}): a structured result is a JSON object`, site);
     }
     try {
       JSON.stringify(outputSchema);
@@ -551,12 +573,12 @@ function checkParams(declared, run, what, site) {
   const seen = new Set();
   let firstOptional = null;
   for (const p of params) {
-    if (!isIdent(p.name)) fail(`${what} param name ${show(p.name)} must match [A-Za-z_][A-Za-z0-9_]*`, site);
+    if (!isIdent(p.name)) fail(`${what} param name ${show(p.name)} must match [A-Za-z_][A-Za-z0-9_]* (at most ${MAX_NAME} chars)`, site);
     if (seen.has(p.name)) fail(`${what} param \`${p.name}\` is declared twice`, site);
     seen.add(p.name);
     if (p.optional) firstOptional ??= p.name;
     else if (firstOptional) {
-      fail(`${what} required param \`${p.name}\` follows optional param \`${firstOptional}\`; optional params must come last`, site);
+      fail(`${what} required param \`${p.name}\` cannot follow the optional param \`${firstOptional}\`; optional params must come last`, site);
     }
   }
   return params;
@@ -731,13 +753,13 @@ function manifest(defaults = {}, where = null) {
   if (typeof description !== 'string') fail(`the plugin \`description\` must be a string, got ${show(description)}`, at);
   checkText(version, MAX_LABEL, false, 'the plugin `version`', at);
   checkText(description, MAX_PLUGIN_DESCRIPTION, true, 'the plugin `description`', at);
-  if (state.tools.length === 0) fail('the plugin defines no tools: call defineTool at least once', at);
+  if (state.tools.length === 0) fail('the plugin declares no tools: call defineTool at least once', at);
   return {
     format: FORMAT,
     name,
     version,
     description,
-    capabilities: p.capabilities ?? { fs: [], env: [], net: [], secrets: [] },
+    capabilities: JSON.parse(JSON.stringify(p.capabilities ?? { fs: [], env: [], net: [], secrets: [] })),
     tools: state.tools.map((t) => JSON.parse(JSON.stringify(t.spec))),
   };
 }
@@ -759,6 +781,10 @@ const nodeBackend = {
   send(req) {
     if (state.testHttp) return state.testHttp(req);
     throw 'http is only available inside toolhost (in tests, set a stand-in with testing.onHttp)';
+  },
+  run(program, args) {
+    if (state.testProcess) return state.testProcess(program, args);
+    throw 'process is only available inside toolhost (in tests, set a stand-in with testing.onProcess)';
   },
 };
 
@@ -938,6 +964,60 @@ export const http = Object.assign((request) => send(request), {
 });
 
 // ---------------------------------------------------------------------------------------------
+// Running programs through the host.
+
+/** What a program did. A non-zero exit is still an Output: check `code` or `success()`. */
+class Output {
+  constructor(o) {
+    /** The exit code; null if it ended by a signal or the host stopped it. */
+    this.code = o.code ?? null;
+    this.stdout = toBytes(o.stdout ?? []);
+    this.stderr = toBytes(o.stderr ?? []);
+    /** The output passed the host's cap: the program was stopped there. */
+    this.truncated = Boolean(o.truncated);
+  }
+  /** Exit code 0. */
+  success() {
+    return this.code === 0;
+  }
+  /** stdout as text (invalid UTF-8 replaced). */
+  stdoutText() {
+    return utf8Decode(this.stdout);
+  }
+  /** stderr as text (invalid UTF-8 replaced). */
+  stderrText() {
+    return utf8Decode(this.stderr);
+  }
+}
+
+/**
+ * Run `program` — a name the plugin requests (`capabilities.exec`) or its granted absolute path —
+ * with `args`, and wait for it. Throws an Error with the host's reason if it refuses or cannot
+ * start the program (not granted, arguments not allowed, ...).
+ */
+function run(program, args = []) {
+  if (typeof program !== 'string') throw new TypeError(`process.run: \`program\` must be a string, got ${show(program)}`);
+  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) {
+    throw new TypeError(`process.run: \`args\` must be an array of strings, got ${show(args)}`);
+  }
+  let raw;
+  try {
+    raw = backend().run(program, args.slice());
+  } catch (e) {
+    throw new Error(errorMessage(e));
+  }
+  return new Output(raw);
+}
+
+/**
+ * Running programs through the host: only programs the plugin requests and the operator grants,
+ * with exactly these arguments (no shell), an empty environment plus what the operator grants,
+ * stdin closed, in the workspace, the output capped and killed at the call's deadline.
+ */
+const processApi = Object.freeze({ run, Output });
+export { processApi as process };
+
+// ---------------------------------------------------------------------------------------------
 // For tests under node.
 
 /** Helpers for testing tools under node, where there is no host. */
@@ -951,14 +1031,24 @@ export const testing = Object.freeze({
         }
       : null;
   },
+  /**
+   * Answer `process.run` calls with `handler(program, args)` → {code, stdout, stderr, truncated}
+   * (code 0 and empty output by default; strings or bytes); throw to refuse; null resets.
+   */
+  onProcess(handler) {
+    state.testProcess = handler
+      ? (program, args) => ({ code: 0, stdout: '', stderr: '', truncated: false, ...handler(program, args) })
+      : null;
+  },
   /** The lines logged so far under node: [{level, message}]. */
   get logs() {
     return state.logs.slice();
   },
-  /** Forget logged lines and the http stand-in. */
+  /** Forget logged lines and the http and process stand-ins. */
   reset() {
     state.logs.length = 0;
     state.testHttp = null;
+    state.testProcess = null;
   },
 });
 
@@ -978,6 +1068,7 @@ export const __internal = Object.freeze({
     state.byName.clear();
     state.backend = null;
     state.testHttp = null;
+    state.testProcess = null;
     state.logs.length = 0;
   },
   siteOfStack,

@@ -37,7 +37,11 @@
 //! Free text is held to the host's caps when the macro expands (a compile error at the doc
 //! comment or option): a tool's description at most 4096 characters, a parameter's and the
 //! plugin's 1024, `version` and `category` 64 on one line, no control characters (tabs are fine);
-//! a schema at most 16 KiB of JSON.
+//! a schema at most 16 KiB of JSON. So are names: the plugin's `[A-Za-z_][A-Za-z0-9_-]*`, a
+//! tool's and a parameter's `[A-Za-z_][A-Za-z0-9_]*`, each at most 64 characters; and requests:
+//! `env` a variable name, `net` a host pattern without spaces, `exec` a program name (at most
+//! 255 characters, never a path) or `"*"`. What expands is what the host loads; the SDKs agree on
+//! these rules case by case (`tests/sdk-conformance`).
 //!
 //! A tool returns `String`, `&'static str`, `serde_json::Value`, or a `Result` of those (or of
 //! `()`) with any `Display` error: `Err` reaches the model as the tool's error message.

@@ -1,4 +1,4 @@
-//! The agent loop (`toolhost::agent`, `toolhost chat`) against an OpenAI-compatible server
+//! The agent loop (`toolhost_frontends::agent`, `toolhost chat`) against an OpenAI-compatible server
 //! started here on 127.0.0.1 that replays scripted responses over real HTTP/1.1: SSE streams
 //! in chunked encoding (events split across chunks, tool-call arguments in index-keyed
 //! fragments), plain JSON replies, error statuses, and streams cut midway.
@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use toolhost::agent::{
+use toolhost_core::executor::{Confirm, DangerRequest, Decision};
+use toolhost_frontends::agent::{
     Agent, AgentError, AgentOptions, Cancel, ClientOptions, Conversation, Event, ModelClient, ModelError,
     Protocol, RetryPolicy, Stop, TurnResult,
 };
-use toolhost::executor::{Confirm, DangerRequest, Decision};
-use toolhost::manifest::FsMode;
+use toolhost_spec::manifest::FsMode;
 
 // ---- the scripted server ----
 
@@ -251,7 +251,7 @@ fn env() -> Env {
     env
 }
 
-fn agent(host: &toolhost::Toolhost, server: &Server, protocol: Protocol) -> Agent {
+fn agent(host: &toolhost_core::Toolhost, server: &Server, protocol: Protocol) -> Agent {
     let mut o = ClientOptions::new(server.url(), "test-model");
     o.retry = RetryPolicy {
         max_tries: 4,
@@ -655,7 +655,8 @@ async fn a_model_repeating_a_failing_call_is_stopped_and_steps_are_bounded() {
 async fn registry_reloads_show_in_the_next_request() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let host = env.host();
-    let reloader = toolhost::reload::Reloader::new(runtime(), host.config.clone(), host.registry.clone());
+    let reloader =
+        toolhost_core::registry::reload::Reloader::new(runtime(), host.config.clone(), host.registry.clone());
     reloader.rescan().unwrap();
     let server = Server::start(vec![text("one"), text("[TOOL] echo(\"x\") [/TOOL]"), text("two")]).await;
     let agent = agent(&host, &server, Protocol::Text);
@@ -744,10 +745,9 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
     assert_eq!(r.stop, Stop::Cancelled);
     assert!(env.ws("keep.txt").exists());
     let n = conv.messages.len();
-    assert_eq!(
-        outcome(&serde_json::to_value(&conv.messages[n - 2]).unwrap())["error"],
-        toolhost::agent::CANCELLED
-    );
+    let cancelled = outcome(&serde_json::to_value(&conv.messages[n - 2]).unwrap());
+    assert_eq!(cancelled["error"], toolhost_frontends::agent::CANCELLED);
+    assert_eq!(cancelled["kind"], "cancelled", "its own kind, not `denied`");
     assert_eq!(conv.messages[n - 1].tool_call_id.as_deref(), Some("e"), "every call has a result");
 
     let (r, _) = turn(&agent, &mut conv, "ok").await;
@@ -761,19 +761,22 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
 
 fn chat_command(env: &Env, url: &str, extra: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env("XDG_CACHE_HOME", std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
-        .env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
-        .arg(url)
-        .args(extra)
-        .current_dir(env.workspace.path())
-        .stdin(std::process::Stdio::null());
+    cmd.env(
+        "XDG_CACHE_HOME",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
+    )
+    .env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
+    .env_remove("OPENAI_API_KEY")
+    .env_remove("OPENAI_BASE_URL")
+    .arg("--plugins")
+    .arg(env.plugins.path())
+    .arg("--workspace")
+    .arg(env.workspace.path())
+    .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
+    .arg(url)
+    .args(extra)
+    .current_dir(env.workspace.path())
+    .stdin(std::process::Stdio::null());
     cmd
 }
 

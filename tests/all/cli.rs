@@ -5,7 +5,7 @@ use std::process::{Command, Output, Stdio};
 
 /// The compiled-code cache the spawned binaries share (kept out of the user's home).
 fn cache_home() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
 }
 
 /// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the workspace.
@@ -208,7 +208,7 @@ fn prompt_and_schema_commands() {
 #[test]
 fn dev_rebuilds_on_save_and_the_tool_appears() {
     use std::io::BufRead;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let krate = tempfile::tempdir().unwrap();
     std::fs::create_dir(krate.path().join("src")).unwrap();
     std::fs::write(

@@ -2,9 +2,9 @@
 //! arity, JSON arguments, `rest`, danger policy, output limits, grants.
 
 use crate::support::{Env, call, err, ok};
-use toolhost::ErrorKind;
-use toolhost::config::DangerPolicy;
-use toolhost::manifest::FsMode;
+use toolhost_core::ErrorKind;
+use toolhost_core::settings::DangerPolicy;
+use toolhost_spec::manifest::FsMode;
 
 fn files_env() -> Env {
     let mut env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
@@ -133,7 +133,7 @@ async fn danger_policy() {
 async fn operator_can_mark_any_tool_dangerous() {
     let mut env = files_env();
     let cfg =
-        toolhost::Config::from_str_at("[tool.ls]\ndanger = true\n", env.workspace.path(), None).unwrap();
+        toolhost_core::Config::from_str_at("[tool.ls]\ndanger = true\n", env.workspace.path(), None).unwrap();
     env.config.tools = cfg.tools;
     let e = err(&call(&env.host(), "ls", &["."]).await, ErrorKind::Denied);
     assert!(e.contains("`ls`"), "{e}");
@@ -151,7 +151,8 @@ async fn output_over_the_limit_is_truncated_and_marked() {
     assert!(data.ends_with("…[truncated 10000 of 30000 chars]"), "{}", &data[data.len() - 60..]);
     // The operator's per-tool limit wins over the manifest.
     let cfg =
-        toolhost::Config::from_str_at("[tool.read]\noutput_limit = 5\n", env.workspace.path(), None).unwrap();
+        toolhost_core::Config::from_str_at("[tool.read]\noutput_limit = 5\n", env.workspace.path(), None)
+            .unwrap();
     env.config.tools = cfg.tools;
     let o = call(&env.host(), "read", &["big.txt"]).await;
     assert_eq!(ok(&o), "ééééé\n…[truncated 29995 of 30000 chars]");

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use toolhost::oci::{self, LockFile};
-use toolhost::reload::Reloader;
-use toolhost::signing::{self, SecretKey, Trust};
+use toolhost_core::registry::reload::Reloader;
+use toolhost_core::registry::signing::{self, SecretKey, Trust};
 
 /// Where `cargo xtask test` installs the registry (`apt-get install docker-registry`).
 const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
@@ -133,7 +133,7 @@ fn a_code_byte(bytes: &[u8]) -> usize {
 
 /// Change the plugin version inside the embedded manifest JSON, keeping its length.
 fn tamper_manifest(bytes: &mut [u8]) {
-    let json = toolhost::manifest::find_section(bytes).unwrap();
+    let json = toolhost_spec::manifest::find_section(bytes).unwrap();
     let v = json.windows(5).position(|w| w == b"0.1.0").expect("version in the manifest");
     // The JSON can occur more than once in a component (the section, and its bytes elsewhere
     // in the module): edit every copy, so the manifest the host reads is the edited one.
@@ -142,7 +142,7 @@ fn tamper_manifest(bytes: &mut [u8]) {
         bytes[from + at + v + 4] = b'9';
         from += at + json.len();
     }
-    assert_ne!(toolhost::manifest::find_section(bytes).unwrap(), json, "the manifest was edited");
+    assert_ne!(toolhost_spec::manifest::find_section(bytes).unwrap(), json, "the manifest was edited");
 }
 
 /// The files of a plugins folder, temporary files included, but not the approvals record
@@ -151,14 +151,14 @@ fn files_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
-    names.retain(|n| n != toolhost::approvals::FILE);
+    names.retain(|n| n != toolhost_core::registry::approvals::FILE);
     names.sort();
     names
 }
 
 fn toolhost(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
         .env("DOCKER_CONFIG", cwd.join("no-docker-config"))
         .args(args)
         .current_dir(cwd)
@@ -276,7 +276,7 @@ async fn a_digest_mismatch_is_refused_and_nothing_is_written() {
     let reg = registry();
     let env = Env::with(&[]);
     let reference = format!("{}/tools/text:1", reg.addr);
-    let p = oci::publish(&env.config, Path::new(plugin_artifacts::TEXT), &reference).await.unwrap();
+    let p = oci::publish(&env.settings(), Path::new(plugin_artifacts::TEXT), &reference).await.unwrap();
     assert_eq!(p.name, "text");
 
     // Corrupt the stored layer behind the registry's back (same length, one byte flipped).
@@ -292,7 +292,7 @@ async fn a_digest_mismatch_is_refused_and_nothing_is_written() {
 
     let work = tempfile::tempdir().unwrap();
     let lock = work.path().join("toolhost.lock");
-    let e = oci::install(&env.config, &reference, &lock).await.unwrap_err();
+    let e = oci::install(&env.settings(), &reference, &lock).await.unwrap_err();
     let msg = format!("{e:#}");
     assert!(msg.contains("digest mismatch"), "{msg}");
     assert!(
@@ -308,8 +308,8 @@ async fn locked_install_reproduces_the_folder_even_after_the_tag_moves() {
     let reg = registry();
     let k = key("ci");
     let a = Env::with(&[]);
-    let mut config = a.config.clone();
-    config.trust = trust(&[&k], true);
+    let mut config = a.settings();
+    config.core.trust = trust(&[&k], true);
     let work = tempfile::tempdir().unwrap();
     for (file, name) in [(plugin_artifacts::FILES, "files"), (plugin_artifacts::VERSIONED, "versioned")] {
         let f = work.path().join(format!("{name}.wasm"));
@@ -329,8 +329,8 @@ async fn locked_install_reproduces_the_folder_even_after_the_tag_moves() {
 
     // Another machine: an empty folder and the lock file.
     let b = Env::with(&[]);
-    let mut config_b = b.config.clone();
-    config_b.trust = trust(&[&k], true);
+    let mut config_b = b.settings();
+    config_b.core.trust = trust(&[&k], true);
     let installed = oci::install_locked(&config_b, &lock).await.unwrap();
     assert_eq!(installed.len(), 2);
     assert_eq!(files_in(b.plugins.path()), files_in(a.plugins.path()));
@@ -341,7 +341,7 @@ async fn locked_install_reproduces_the_folder_even_after_the_tag_moves() {
             "{f} differs"
         );
     }
-    let host = Env { config: config_b.clone(), ..b };
+    let host = Env { config: config_b.core.clone(), ..b };
     assert_eq!(ok(&call(&host.host(), "which", &[]).await), "v1", "the locked version, not the moved tag");
 
     // A lock whose file hash does not match what the registry serves installs nothing.
@@ -350,7 +350,7 @@ async fn locked_install_reproduces_the_folder_even_after_the_tag_moves() {
     let bad_lock = work.path().join("bad.lock");
     bad.write(&bad_lock).unwrap();
     let c = Env::with(&[]);
-    let e = oci::install_locked(&c.config, &bad_lock).await.unwrap_err();
+    let e = oci::install_locked(&c.settings(), &bad_lock).await.unwrap_err();
     assert!(format!("{e:#}").contains("the lock says"), "{e:#}");
     assert!(files_in(c.plugins.path()).is_empty(), "{:?}", files_in(c.plugins.path()));
 }
@@ -409,7 +409,7 @@ fn signatures_are_checked_at_load() {
                 assert!(reg.plugins().is_empty(), "{what} was loaded");
                 let f = &reg.failures()[0];
                 assert!(f.reason.contains(reason), "{what}: {}", f.reason);
-                let listed = toolhost::cli::render_list(&reg, &env.config);
+                let listed = toolhost::commands::list::render_list(&reg, &env.config);
                 assert!(listed.contains("! versioned.wasm: ") && listed.contains(reason), "{what}: {listed}");
             }
         }
@@ -423,7 +423,7 @@ fn signatures_are_checked_at_load() {
         .unwrap();
     let reg = env.registry();
     assert_eq!(reg.plugins().len(), 2, "{:?}", reg.failures());
-    assert!(toolhost::cli::render_list(&reg, &env.config).contains("(key not trusted)"));
+    assert!(toolhost::commands::list::render_list(&reg, &env.config).contains("(key not trusted)"));
     std::fs::write(env.plugins.path().join("versioned.wasm"), &code).unwrap();
     assert!(env.registry().failures()[0].reason.contains("tampered"));
 
@@ -433,7 +433,7 @@ fn signatures_are_checked_at_load() {
     env.config.trust = trust(&[&team], true);
     assert_eq!(env.registry().plugins().len(), 0, "unsigned: refused");
     let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
-    env.config.trust.allow_unsigned.push(toolhost::registry::content_hash(&text));
+    env.config.trust.allow_unsigned.push(toolhost_core::registry::content_hash(&text));
     assert_eq!(env.registry().plugins().len(), 1, "the exempted file loads");
 }
 

@@ -46,7 +46,7 @@ fn blocks(md: &str) -> Result<(Vec<Block>, Prose), String> {
 }
 
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap()
 }
 
 #[test]
@@ -73,8 +73,8 @@ fn every_readme_toml_example_parses_with_the_real_config_parser() {
     let base = tempfile::tempdir().unwrap();
     // The files the examples refer to, as a reader following the README would have them: a
     // public key made by `toolhost keygen team.key`.
-    toolhost::signing::keygen(&base.path().join("team.key"), "team").unwrap();
-    toolhost::signing::keygen(&base.path().join("legacy.key"), "legacy").unwrap();
+    toolhost_core::registry::signing::keygen(&base.path().join("team.key"), "team").unwrap();
+    toolhost_core::registry::signing::keygen(&base.path().join("legacy.key"), "legacy").unwrap();
     for b in tomls {
         // Plugin projects' Cargo.toml / pyproject.toml snippets are not toolhost configs: they
         // only have to be TOML.
@@ -85,7 +85,7 @@ fn every_readme_toml_example_parses_with_the_real_config_parser() {
             }
             continue;
         }
-        if let Err(e) = toolhost::Config::from_str_at(&b.text, base.path(), None) {
+        if let Err(e) = toolhost::Settings::from_str_at(&b.text, base.path(), None) {
             panic!("README.md: the toml block at line {} does not parse: {e}\n{}", b.line, b.text);
         }
     }

@@ -2,8 +2,8 @@
 //! the next normal call on the same host succeeds.
 
 use crate::support::{Env, call, err, ok};
-use toolhost::ErrorKind;
-use toolhost::manifest::FsMode;
+use toolhost_core::ErrorKind;
+use toolhost_spec::manifest::FsMode;
 
 fn hostile_env() -> Env {
     let mut env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::TEXT]);
@@ -14,7 +14,7 @@ fn hostile_env() -> Env {
 }
 
 /// The host still serves a normal call.
-async fn still_serving(host: &toolhost::Toolhost) {
+async fn still_serving(host: &toolhost_core::Toolhost) {
     assert_eq!(ok(&call(host, "echo", &["alive"]).await), "alive");
 }
 
@@ -134,7 +134,9 @@ async fn busy_guests_do_not_starve_other_calls() {
     let spinners: Vec<_> = (0..2)
         .map(|_| {
             let h = host.clone();
-            tokio::spawn(async move { h.call(&toolhost::ToolCall::new("spin", Vec::<String>::new())).await })
+            tokio::spawn(
+                async move { h.call(&toolhost_core::ToolCall::new("spin", Vec::<String>::new())).await },
+            )
         })
         .collect();
     tokio::task::yield_now().await;

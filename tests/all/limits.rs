@@ -7,8 +7,8 @@ use crate::support::{Env, call, err, ok};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::manifest::FsMode;
-use toolhost::{ErrorKind, Outcome, ToolCall, Toolhost};
+use toolhost_core::{ErrorKind, Outcome, ToolCall, Toolhost};
+use toolhost_spec::manifest::FsMode;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -26,7 +26,7 @@ fn guest_part(e: &str) -> &str {
     e.split("\n[note:").next().unwrap_or(e)
 }
 
-fn usage(o: &Outcome) -> &toolhost::usage::Usage {
+fn usage(o: &Outcome) -> &toolhost_core::usage::Usage {
     o.usage.as_ref().unwrap_or_else(|| panic!("no usage in {o:?}"))
 }
 
@@ -84,7 +84,7 @@ async fn creating_entries_stops_at_the_creation_limit() {
 
 #[test]
 fn quota_and_log_limits_follow_the_config_precedence() {
-    let c = toolhost::Config::from_str_at(
+    let c = toolhost_core::Config::from_str_at(
         r#"
         [limits]
         write_mb = 10
@@ -110,11 +110,12 @@ fn quota_and_log_limits_follow_the_config_precedence() {
     assert_eq!(c.limits_for("text", "echo", None).write_mb, 10);
     assert_eq!((c.concurrency_for("hostile"), c.concurrency_for("text")), (1, 3));
     assert_eq!((c.net.max_request_bytes, c.net.max_transfer_bytes), (64 * 1024, 3 * MIB));
-    let e = toolhost::Config::from_str_at("[plugin.x]\nconcurrency = 64", std::path::Path::new("/"), None)
-        .unwrap_err()
-        .to_string();
+    let e =
+        toolhost_core::Config::from_str_at("[plugin.x]\nconcurrency = 64", std::path::Path::new("/"), None)
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("plugin.x.concurrency = 64 is outside 1..=32"), "{e}");
-    let d = toolhost::Config::from_str_at("", std::path::Path::new("/"), None).unwrap();
+    let d = toolhost_core::Config::from_str_at("", std::path::Path::new("/"), None).unwrap();
     assert!(d.plugin_concurrency < d.concurrency, "by default one plugin cannot take every slot");
 }
 

@@ -5,9 +5,9 @@
 use crate::support::{Env, ok};
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::manifest::FsMode;
-use toolhost::reload::Reloader;
-use toolhost::{Outcome, ToolCall};
+use toolhost_core::registry::reload::Reloader;
+use toolhost_core::{Outcome, ToolCall};
+use toolhost_spec::manifest::FsMode;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_calls_while_the_folder_is_rewritten() {

@@ -6,7 +6,7 @@ use crate::support::{Env, component};
 const MANIFEST: &str =
     r#"{"format":1,"name":"weird","version":"0.1.0","tools":[{"name":"x","description":"d","argCount":0}]}"#;
 
-fn reason<'a>(reg: &'a toolhost::Registry, file: &str) -> &'a str {
+fn reason<'a>(reg: &'a toolhost_core::Registry, file: &str) -> &'a str {
     reg.failures()
         .iter()
         .find(|f| f.file.file_name().unwrap() == file)
@@ -84,13 +84,13 @@ fn oversized_files_are_refused() {
 fn a_missing_folder_is_an_error_naming_it() {
     let mut env = Env::with(&[]);
     env.config.plugins_dir = env.plugins.path().join("nope");
-    let e = toolhost::Registry::load(&crate::support::runtime(), &env.config).unwrap_err();
+    let e = toolhost_core::Registry::load(&crate::support::runtime(), &env.config).unwrap_err();
     assert!(e.to_string().contains("nope"), "{e}");
 }
 
 #[test]
 fn compiled_code_is_cached_on_disk_and_bad_cache_files_are_ignored() {
-    use toolhost::runtime::Runtime;
+    use toolhost_core::engine::Runtime;
     let cache = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
     let first = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
@@ -132,17 +132,17 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 async fn cached_code_is_linked_on_first_use_and_a_spoiled_entry_is_compiled_again() {
     use crate::support::{call, ok};
-    use toolhost::runtime::Runtime;
+    use toolhost_core::engine::Runtime;
     let cache = tempfile::tempdir().unwrap();
     let env = Env::with(&[plugin_artifacts::TEXT]);
     // First start, empty cache: compiled (and cached) while loading.
     let first = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    let reg = toolhost::Registry::load(&first, &env.config).unwrap();
+    let reg = toolhost_core::Registry::load(&first, &env.config).unwrap();
     assert!(reg.plugins()[0].code.is_ready(), "a plugin not in the cache is compiled while it loads");
 
     // Restart: the tools are registered from the manifest; the code is linked on first use.
     let second = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
-    let reg = toolhost::Registry::load(&second, &env.config).unwrap();
+    let reg = toolhost_core::Registry::load(&second, &env.config).unwrap();
     let plugin = reg.plugins()[0].clone();
     assert!(!plugin.code.is_ready(), "a cached plugin is linked on first use");
     assert!(reg.get("count_words").is_some());
@@ -153,11 +153,11 @@ async fn cached_code_is_linked_on_first_use_and_a_spoiled_entry_is_compiled_agai
     let spoiled = cached[0].with_extension("spoiled");
     std::fs::write(&spoiled, b"not compiled code").unwrap();
     std::fs::rename(&spoiled, &cached[0]).unwrap();
-    let host = toolhost::Toolhost::from_parts(
+    let host = toolhost_core::Toolhost::from_parts(
         second,
         std::sync::Arc::new(env.config.clone()),
         reg,
-        std::sync::Arc::new(toolhost::executor::NoConfirm),
+        std::sync::Arc::new(toolhost_core::executor::NoConfirm),
     );
     let out = ok(&call(&host, "count_words", &["a b c"]).await);
     assert!(out.contains('3'), "{out}");

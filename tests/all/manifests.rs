@@ -6,7 +6,7 @@ use std::path::Path;
 
 #[test]
 fn golden_manifest_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/manifests");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/manifests");
     let bless = std::env::var_os("TOOLHOST_BLESS").is_some();
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -18,7 +18,7 @@ fn golden_manifest_cases() {
     let mut failures = Vec::new();
     for case in &cases {
         let input = std::fs::read(case).unwrap();
-        let (ext, actual) = match toolhost::manifest::parse(&input) {
+        let (ext, actual) = match toolhost_spec::manifest::parse(&input) {
             Ok(m) => ("ok", m.tools.iter().map(|t| t.signature()).collect::<Vec<_>>().join("\n") + "\n"),
             Err(e) => ("err", format!("{e}\n")),
         };

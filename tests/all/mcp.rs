@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn python() -> PathBuf {
@@ -447,21 +447,21 @@ fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
     let bad = env.workspace.path().join("literal.toml");
     std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\", value = \"abcdefghijklmnopqrstuvwxyz\" }]\n")
         .unwrap();
-    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    let e = toolhost::Settings::load(Some(&bad)).unwrap_err().to_string();
     assert!(e.contains("value"), "{e}");
     std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\" }]\n").unwrap();
-    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    let e = toolhost::Settings::load(Some(&bad)).unwrap_err().to_string();
     assert!(e.contains("mcp.tokens[0]") && e.contains("never goes in the config file"), "{e}");
     std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\", secret = \"nope\" }]\n").unwrap();
-    let e = toolhost::config::Config::from_file(&bad).unwrap_err().to_string();
+    let e = toolhost::Settings::load(Some(&bad)).unwrap_err().to_string();
     assert!(e.contains("no secret `nope`"), "{e}");
     std::fs::write(
         &bad,
         "[secrets.mcp_ci]\nenv = \"X\"\n[mcp]\ntokens = [{ name = \"ci\", secret = \"mcp_ci\" }]\n",
     )
     .unwrap();
-    let cfg = toolhost::config::Config::from_file(&bad).unwrap();
-    assert_eq!(cfg.mcp.tokens[0].0, "ci");
+    let cfg = toolhost::Settings::load(Some(&bad)).unwrap();
+    assert_eq!(cfg.frontends.mcp.tokens[0].0, "ci");
 
     // A token too short to be one is refused at start.
     let short = env.workspace.path().join("short.toml");

@@ -5,9 +5,9 @@ use crate::support::{Env, call, err, ok};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
-use toolhost::ErrorKind;
-use toolhost::config::{SecretFrom, SecretSource};
-use toolhost::net::SecretOrigin;
+use toolhost_core::ErrorKind;
+use toolhost_core::capability::net::SecretOrigin;
+use toolhost_core::settings::{SecretFrom, SecretSource};
 
 /// A small HTTP/1.1 server on loopback, one thread per connection.
 ///
@@ -218,7 +218,7 @@ async fn no_network_without_a_grant() {
     env.config.grant_net("text", "*").unwrap();
     // `text` requests no hosts at all: even a wildcard grant gives it nothing (nothing to call
     // the import with, and a grant it did not ask for is not given).
-    let list = toolhost::cli::list_json(&env.registry());
+    let list = toolhost::commands::list::list_json(&env.registry());
     let text = list["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "text").unwrap();
     assert_eq!(text["granted"]["net"], serde_json::json!([]));
 }

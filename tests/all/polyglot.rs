@@ -3,7 +3,9 @@
 //! library path (componentize-py, jco; the pinned toolchains are installed into
 //! `target/toolchains` on first use) and called through the executor, the `[TOOL]` text
 //! protocol, OpenAI tool_calls and MCP; `toolhost new` + `toolhost build` are driven as a
-//! user would for every language.
+//! user would for every language. A Python and a JavaScript tool run a granted program through
+//! `process.run` (#27), and the SDK conformance table (`tests/sdk-conformance`) is held against
+//! the host's own manifest rules.
 
 use crate::support::{Env, call, err, ok};
 use std::io::{BufRead, BufReader, Write};
@@ -11,13 +13,14 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use toolhost::ErrorKind;
-use toolhost::build::{Project, Toolchains};
-use toolhost::config::{SecretFrom, SecretSource};
-use toolhost::protocol::{openai, text};
+use toolhost::project::{Project, Toolchains};
+use toolhost_core::ErrorKind;
+use toolhost_core::capability::process::ExecGrant;
+use toolhost_core::settings::{SecretFrom, SecretSource};
+use toolhost_frontends::{openai, text};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// The toolchains `cargo xtask test` installs (or these tests install on first use).
@@ -28,13 +31,14 @@ fn toolchains() -> Toolchains {
     Toolchains { root }
 }
 
-/// Build a project of `plugins/` once per test process (builds are serialised: they share
-/// the toolchain folder and two cores).
+/// Builds are serialised: they share the toolchain folder and two cores.
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Build a project of `plugins/` once per test process.
 fn built(project: &str) -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
     static DONE: OnceLock<Mutex<std::collections::BTreeMap<String, PathBuf>>> = OnceLock::new();
     let done = DONE.get_or_init(Default::default);
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = done.lock().unwrap().get(project) {
         return p.clone();
     }
@@ -95,7 +99,7 @@ fn api(token: &'static str) -> u16 {
 /// to `http://localhost:PORT`, the test API).
 fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
     let mut env = Env::with(&[wasm]);
-    env.config.grant_workspace(plugin, toolhost::manifest::FsMode::ReadWrite);
+    env.config.grant_workspace(plugin, toolhost_spec::manifest::FsMode::ReadWrite);
     env.config.grant_net(plugin, "localhost").unwrap();
     env.config.plugins.get_mut(plugin).unwrap().net_private = true;
     let mut file = tempfile::NamedTempFile::new().unwrap();
@@ -105,7 +109,10 @@ fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFil
         SecretSource {
             name: "api_token".into(),
             from: SecretFrom::File(file.path().into()),
-            hosts: vec![toolhost::net::SecretOrigin::parse(&format!("http://localhost:{port}")).unwrap()],
+            hosts: vec![
+                toolhost_core::capability::net::SecretOrigin::parse(&format!("http://localhost:{port}"))
+                    .unwrap(),
+            ],
         },
     );
     env.config.plugins.get_mut(plugin).unwrap().secrets.push("api_token".into());
@@ -288,7 +295,9 @@ fn python_and_js_tools_over_mcp() {
 #[test]
 fn a_python_signature_change_changes_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
-    let project = toolhost::scaffold::create(dir.path(), "sig", toolhost::build::Lang::Python, None).unwrap();
+    let project =
+        toolhost::project::scaffold::create(dir.path(), "sig", toolhost::project::Lang::Python, None)
+            .unwrap();
     let tools = toolchains();
     let app = project.join("app.py");
     let code = |signature: &str| {
@@ -355,4 +364,186 @@ fn new_then_build_then_call_in_every_language() {
         assert!(out.status.success(), "call {lang}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains(expect), "call {lang}: {stdout}");
     }
+}
+
+/// A project `toolhost new NAME --lang LANG` writes, with `file` replaced by `code`, built into
+/// a `.wasm` under `target/polyglot`.
+fn built_new(
+    lang: toolhost::project::Lang,
+    name: &str,
+    file: &str,
+    code: &str,
+) -> (PathBuf, toolhost_spec::manifest::Manifest) {
+    // The examples' builds installed the toolchains (no concurrent first install).
+    let _ = (py(), js());
+    let dir = tempfile::tempdir().unwrap();
+    let project = toolhost::project::scaffold::create(dir.path(), name, lang, None).unwrap();
+    std::fs::write(project.join(file), code).unwrap();
+    let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let b = Project::locate(&project)
+        .unwrap()
+        .build(&toolchains())
+        .unwrap_or_else(|e| panic!("building {name}: {e:#}"));
+    let out = root().join("target/polyglot").join(format!("{name}.wasm"));
+    b.write(&out).unwrap();
+    (out, b.manifest)
+}
+
+/// A program for `process.run` to run: prints each argument on stdout, their count on stderr,
+/// and exits 0 if the first is `ok`, else 3.
+fn greeter(dir: &Path) -> PathBuf {
+    let path = dir.join("greeter");
+    let script = "#!/bin/sh\nfor a in \"$@\"; do printf 'out:%s\\n' \"$a\"; done\nprintf 'err:%s\\n' \"$#\" >&2\n[ \"$1\" = ok ] && exit 0\nexit 3\n";
+    std::fs::write(&path, script).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    path
+}
+
+/// Call `run_it(program, args)` of `plugin` (built from `wasm`) with `greeter` and `yes`
+/// granted, and check what `process.run` gave the tool, as the Rust SDK's `Output` has it:
+/// the exit code (`null` when the host stopped the program), stdout, stderr, truncated.
+async fn runs_granted_programs(wasm: &Path, plugin: &str) {
+    let programs = tempfile::tempdir().unwrap();
+    let mut env = Env::with(&[wasm.to_str().unwrap()]);
+    let yes = toolhost_core::capability::process::resolve_in_path("yes").expect("yes in PATH");
+    env.config.plugins.entry(plugin.into()).or_default().exec =
+        vec![ExecGrant::new(greeter(programs.path())), ExecGrant::new(yes)];
+    let host = env.host_yes();
+    let run = |program: &'static str, args: &'static str| {
+        let host = &host;
+        async move {
+            let out = ok(&call(host, "run_it", &[program, args]).await);
+            serde_json::from_str::<serde_json::Value>(&out).unwrap_or_else(|e| panic!("{out}: {e}"))
+        }
+    };
+    // Arguments arrive one by one, no shell between: spaces, `$` and `;` are characters.
+    assert_eq!(
+        run("greeter", r#"["a b", "$HOME;x"]"#).await,
+        serde_json::json!({"code": 3, "stdout": "out:a b\nout:$HOME;x\n", "stderr": "err:2\n",
+                           "truncated": false, "success": false}),
+        "{plugin}"
+    );
+    let done = run("greeter", r#"["ok"]"#).await;
+    assert_eq!(
+        (&done["code"], &done["success"], &done["stdout"]),
+        (&0.into(), &true.into(), &"out:ok\n".into())
+    );
+    // A flood of output: cut at the host's cap, the program stopped (no exit code).
+    let flood = run("yes", "[]").await;
+    assert_eq!((&flood["truncated"], &flood["code"]), (&true.into(), &serde_json::Value::Null), "{flood}");
+    assert!(flood["stdout"].as_str().unwrap().starts_with("y\ny\n"), "{flood}");
+    // A program the plugin did not request: the host refuses, and the SDK hands the reason on.
+    let e = err(&call(&host, "run_it", &["sh", r#"["-c", "id"]"#]).await, ErrorKind::ToolError);
+    assert!(e.contains("`sh`"), "{plugin}: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_tool_runs_a_granted_program() {
+    let code = r#"from toolhost_sdk import plugin, process, tool
+
+plugin(exec=["greeter", "yes"])
+
+
+@tool
+def run_it(program: str, args: list[str]) -> dict:
+    """Run a granted program and say what it did."""
+    out = process.run(program, args)
+    return {"code": out.code, "stdout": out.stdout_text()[:40], "stderr": out.stderr_text(),
+            "truncated": out.truncated, "success": out.success()}
+"#;
+    let (wasm, manifest) = built_new(toolhost::project::Lang::Python, "pyrunner", "app.py", code);
+    assert_eq!(manifest.capabilities.exec, ["greeter", "yes"]);
+    runs_granted_programs(&wasm, "pyrunner").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_js_tool_runs_a_granted_program() {
+    let code = r#"import { definePlugin, defineTool, process } from 'toolhost-sdk';
+
+definePlugin({ capabilities: { exec: ['greeter', 'yes'] } });
+
+export const runIt = defineTool({
+  name: 'run_it',
+  description: 'Run a granted program and say what it did.',
+  params: [{ name: 'program' }, { name: 'args', schema: { type: 'array', items: { type: 'string' } } }],
+  run(program, args) {
+    const out = process.run(program, args);
+    return { code: out.code, stdout: out.stdoutText().slice(0, 40), stderr: out.stderrText(), truncated: out.truncated, success: out.success() };
+  },
+});
+"#;
+    let (wasm, manifest) = built_new(toolhost::project::Lang::Js, "jsrunner", "plugin.js", code);
+    assert_eq!(manifest.capabilities.exec, ["greeter", "yes"]);
+    runs_granted_programs(&wasm, "jsrunner").await;
+}
+
+/// The table's value with every `{"$repeat": [[piece, times], …]}` written out.
+fn expand_repeats(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) if o.len() == 1 && o.contains_key("$repeat") => Value::String(
+            o["$repeat"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[0].as_str().unwrap().repeat(p[1].as_u64().unwrap() as usize))
+                .collect(),
+        ),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), expand_repeats(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(expand_repeats).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The SDK conformance table (`tests/sdk-conformance/cases.json`, run against each SDK by its
+/// own tests) agrees with the host: every manifest it has the SDKs derive is one the host
+/// loads, a case that mirrors a `tests/manifests` golden has that golden's outcome (an SDK
+/// refuses what the host refuses), and every golden is mirrored or named as out of the SDKs'
+/// reach.
+#[test]
+fn the_sdk_conformance_table_agrees_with_the_host() {
+    let table: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/sdk-conformance/cases.json")).unwrap(),
+    )
+    .unwrap();
+    let goldens: std::collections::BTreeSet<String> = std::fs::read_dir(root().join("tests/manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut mirrored = std::collections::BTreeSet::new();
+    let mut manifests = 0;
+    for case in table["cases"].as_array().unwrap() {
+        let case = expand_repeats(case);
+        let id = case["id"].as_str().unwrap();
+        if let Some(m) = case.get("manifest") {
+            toolhost_spec::manifest::parse(m.to_string().as_bytes()).unwrap_or_else(|e| {
+                panic!("case {id}: the host refuses the manifest the SDKs must derive: {e}")
+            });
+            manifests += 1;
+        }
+        if let Some(g) = case["golden"].as_str() {
+            assert!(goldens.contains(g), "case {id} mirrors tests/manifests/{g}.json, which does not exist");
+            let host_refuses = root().join(format!("tests/manifests/{g}.err")).exists();
+            assert_eq!(
+                case.get("error").is_some(),
+                host_refuses,
+                "case {id}: the SDKs must refuse what the host refuses in {g}, and only that"
+            );
+            mirrored.insert(g.to_string());
+        }
+    }
+    assert!(manifests >= 10, "{manifests} manifests");
+    let out_of_reach: std::collections::BTreeSet<String> =
+        table["not_expressible"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(mirrored.intersection(&out_of_reach).count(), 0, "mirrored and out of reach at once");
+    let missing: Vec<_> =
+        goldens.iter().filter(|g| !mirrored.contains(*g) && !out_of_reach.contains(*g)).collect();
+    assert!(missing.is_empty(), "goldens neither mirrored by a case nor in `not_expressible`: {missing:?}");
+    assert!(out_of_reach.is_subset(&goldens), "`not_expressible` names goldens that do not exist");
 }

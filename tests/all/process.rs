@@ -9,13 +9,13 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use toolhost::ErrorKind;
-use toolhost::config::Config;
-use toolhost::process::{ArgPattern, ExecGrant};
+use toolhost_core::ErrorKind;
+use toolhost_core::capability::process::{ArgPattern, ExecGrant};
+use toolhost_core::settings::Config;
 
 /// The absolute path of `name` by this process's PATH (as `--allow-run` resolves it).
 fn bin(name: &str) -> String {
-    toolhost::process::resolve_in_path(name)
+    toolhost_core::capability::process::resolve_in_path(name)
         .unwrap_or_else(|| panic!("{name} not in PATH"))
         .display()
         .to_string()
@@ -303,7 +303,7 @@ async fn the_environment_is_cleared_except_granted_variables() {
 /// The real binary, as an operator runs it.
 fn toolhost(env: &Env, secret: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
         .env("TOOLHOST_TEST_SECRET", secret)
         .arg("--plugins")
         .arg(env.plugins.path())

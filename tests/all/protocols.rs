@@ -4,11 +4,11 @@
 
 use crate::support::Env;
 use std::path::{Path, PathBuf};
-use toolhost::manifest::FsMode;
-use toolhost::protocol::{openai, text};
+use toolhost_frontends::{openai, text};
+use toolhost_spec::manifest::FsMode;
 
 fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/protocol").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/protocol").join(name)
 }
 
 /// Compare with a golden file (`TOOLHOST_BLESS=1` rewrites it).
@@ -157,7 +157,7 @@ fn an_operator_danger_marking_reaches_every_front_end() {
     assert!(read["function"]["description"].as_str().unwrap().contains("Dangerous"), "{read}");
 
     let host = env.host();
-    let server = toolhost::protocol::mcp::McpServer::new(host.executor.clone(), None).expect("mcp server");
+    let server = toolhost_frontends::mcp::McpServer::new(host.executor.clone(), None).expect("mcp server");
     let tool = server.tools().into_iter().find(|t| t.name == "read").unwrap();
     let a = tool.annotations.expect("annotations");
     assert_eq!(a.destructive_hint, Some(true), "{a:?}");
@@ -166,7 +166,7 @@ fn an_operator_danger_marking_reaches_every_front_end() {
     let ls = server.tools().into_iter().find(|t| t.name == "ls").unwrap().annotations.unwrap();
     assert_eq!((ls.read_only_hint, ls.destructive_hint), (Some(true), Some(false)));
 
-    let listed = toolhost::cli::render_list(&registry, &env.config);
+    let listed = toolhost::commands::list::render_list(&registry, &env.config);
     let row = listed.lines().find(|l| l.starts_with("read(")).unwrap();
     assert!(row.contains("danger"), "list row: {row}");
 }

@@ -6,9 +6,9 @@
 
 use crate::support::{Env, call, ok};
 use std::time::Duration;
-use toolhost::manifest::FsMode;
-use toolhost::protocol::{openai, text};
-use toolhost::{ErrorKind, Outcome, Toolhost};
+use toolhost_core::{ErrorKind, Outcome, Toolhost};
+use toolhost_frontends::{openai, text};
+use toolhost_spec::manifest::FsMode;
 
 /// What a case must end in.
 enum Expect {
@@ -36,7 +36,7 @@ fn case(promise: &'static str, tool: &'static str, args: &[&str], expect: Expect
 
 /// Record a section of the summary for `cargo xtask test` to print.
 pub fn record_summary(section: &str, line: &str) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/reliability");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reliability");
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(dir.join(format!("{section}.txt")), format!("{line}\n"));
     eprintln!("{line}");
@@ -59,7 +59,7 @@ fn env() -> Env {
 
 /// Run one call; `None` if it never came back (a lost call).
 async fn run(host: &Toolhost, tool: &str, args: &[String]) -> Option<Outcome> {
-    let c = toolhost::ToolCall::new(tool, args.iter().cloned());
+    let c = toolhost_core::ToolCall::new(tool, args.iter().cloned());
     tokio::time::timeout(Duration::from_secs(30), host.call(&c)).await.ok()
 }
 
@@ -74,7 +74,7 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
         crate::support::runtime(),
         std::sync::Arc::new(strict_cfg),
         env.registry(),
-        std::sync::Arc::new(toolhost::executor::NoConfirm),
+        std::sync::Arc::new(toolhost_core::executor::NoConfirm),
     );
     // Issue #14: resource quotas.
     let scratch = tempfile::tempdir().unwrap();
@@ -97,8 +97,8 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
     let quota = Toolhost::from_parts(
         crate::support::runtime(),
         std::sync::Arc::new(quota_cfg.clone()),
-        toolhost::Registry::load(&crate::support::runtime(), &quota_cfg).unwrap(),
-        std::sync::Arc::new(toolhost::executor::NoConfirm),
+        toolhost_core::Registry::load(&crate::support::runtime(), &quota_cfg).unwrap(),
+        std::sync::Arc::new(toolhost_core::executor::NoConfirm),
     );
     let quota_case =
         |promise, tool, args: &[&str], expect| Case { host: 2, ..case(promise, tool, args, expect) };

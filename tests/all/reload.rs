@@ -5,8 +5,8 @@ use crate::support::{Env, call, err, ok};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::Receiver;
-use toolhost::ErrorKind;
-use toolhost::reload::{Change, Reloader, WatchHandle};
+use toolhost_core::ErrorKind;
+use toolhost_core::registry::reload::{Change, Reloader, WatchHandle};
 
 const DEBOUNCE: Duration = Duration::from_millis(250);
 /// Long enough for any pending rescan (debounce + compile) to have happened.
@@ -14,7 +14,7 @@ const SETTLE: Duration = Duration::from_millis(1200);
 
 struct Live {
     env: Env,
-    host: toolhost::Toolhost,
+    host: toolhost_core::Toolhost,
     reloader: Arc<Reloader>,
     changes: Receiver<Arc<Change>>,
     _watch: WatchHandle,
@@ -157,7 +157,7 @@ async fn a_corrupt_replacement_keeps_the_old_version_serving() {
     assert!(c.failures[0].reason.ends_with("(still serving v0.1.0)"), "{c:?}");
     assert!(c.removed.is_empty());
     assert_eq!(l.which().await, "v1");
-    let listed = toolhost::cli::render_list(&l.host.registry.load(), &l.host.config);
+    let listed = toolhost::commands::list::render_list(&l.host.registry.load(), &l.host.config);
     assert!(listed.contains("! versioned.wasm: ") && listed.contains("still serving v0.1.0"), "{listed}");
 }
 
@@ -168,7 +168,7 @@ async fn a_call_in_flight_finishes_when_its_file_is_deleted() {
     l.next().await;
     let host = Arc::new(l.host);
     let h = host.clone();
-    let long = tokio::spawn(async move { h.call(&toolhost::ToolCall::new("nap", ["1500"])).await });
+    let long = tokio::spawn(async move { h.call(&toolhost_core::ToolCall::new("nap", ["1500"])).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     std::fs::remove_file(l.env.plugins.path().join("versioned.wasm")).unwrap();
     let c = tokio::time::timeout(Duration::from_secs(30), l.changes.recv()).await.unwrap().unwrap();
@@ -221,7 +221,7 @@ async fn a_version_requesting_more_waits_for_approval() {
 
     // A separate `toolhost list` sees the same pending request.
     let bin = env!("CARGO_BIN_EXE_toolhost");
-    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache");
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache");
     let dir = l.env.plugins.path().to_path_buf();
     let run = |args: &[&str]| {
         std::process::Command::new(bin)

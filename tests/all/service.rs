@@ -11,13 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-use toolhost::ErrorKind;
-use toolhost::executor::{AlwaysConfirm, NoConfirm, ToolCall};
-use toolhost::service::Service;
-use toolhost::service::audit::AuditLog;
+use toolhost_core::ErrorKind;
+use toolhost_core::executor::{AlwaysConfirm, NoConfirm, ToolCall};
+use toolhost_frontends::service::Service;
+use toolhost_frontends::service::audit::AuditLog;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The MCP Python SDK 1.x (as in `mcp.rs`).
@@ -531,7 +531,7 @@ fn metrics_count_the_calls_made() {
 /// the same calls.
 #[tokio::test(flavor = "current_thread")]
 async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
-    use toolhost::config::{FsGrant, LimitOverrides, SecretFrom, SecretSource, ToolConfig};
+    use toolhost_core::settings::{FsGrant, LimitOverrides, SecretFrom, SecretSource, ToolConfig};
     let mut env = Env::with(&[
         plugin_artifacts::HOSTILE,
         plugin_artifacts::TEXT,
@@ -545,12 +545,12 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
         SecretSource { name: "api_token".into(), from: SecretFrom::File(secret_file), hosts: vec![] },
     );
     env.config.limits.memory_mb = 32;
-    env.config.grant_workspace("text", toolhost::manifest::FsMode::ReadOnly);
+    env.config.grant_workspace("text", toolhost_spec::manifest::FsMode::ReadOnly);
     // `files` is granted a directory that does not exist: its calls cannot be set up.
     env.config.plugins.entry("files".into()).or_default().fs.push(FsGrant {
         name: "workspace".into(),
         host_path: env.workspace.path().join("gone"),
-        mode: toolhost::manifest::FsMode::ReadWrite,
+        mode: toolhost_spec::manifest::FsMode::ReadWrite,
     });
     env.config.plugins.entry("versioned".into()).or_default().concurrency = Some(1);
     let tool = |timeout_ms: Option<u64>, output_limit: Option<usize>| ToolConfig {
@@ -560,17 +560,19 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     env.config.tools.insert("spin".into(), tool(Some(300), None));
     env.config.tools.insert("which".into(), tool(Some(300), None));
     env.config.tools.insert("echo".into(), tool(None, Some(20)));
-    env.config.serve.shutdown_grace = Duration::from_millis(200);
+    let mut frontends = toolhost_frontends::Settings::default();
+    frontends.serve.shutdown_grace = Duration::from_millis(200);
     let host = env.host();
     let dir = tempfile::tempdir().unwrap();
     let audit_path = dir.path().join("audit.jsonl");
     let service = Arc::new(Service::new(
         &host.config,
+        &frontends,
         host.registry.clone(),
         "library",
         Some(AuditLog::open(&audit_path, 1 << 20, 1).unwrap()),
     ));
-    assert!(host.executor.attach_service(service.clone()));
+    assert!(host.executor.attach_observer(service.clone()));
 
     let long = format!("{SECRET} {}", "x".repeat(1000));
     let run = |name: &str, args: &[&str]| ToolCall::new(name, args.iter().copied());
@@ -666,13 +668,13 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     assert_eq!(echo["front_end"], "library");
     assert_eq!(echo["plugin"], "text");
     assert_eq!(echo["version"], text_plugin.manifest.version.as_str());
-    assert_eq!(echo["sha256"], toolhost::approvals::hex(&text_plugin.hash));
+    assert_eq!(echo["sha256"], hex::encode(&text_plugin.hash));
     assert_eq!(echo["args"], serde_json::json!(["short"]));
     assert!(echo["time"].as_str().unwrap().ends_with('Z') && echo["danger"].is_null());
     assert_eq!(audit[1]["args"], serde_json::json!(["token [secret api_token redacted] inside"]));
     let cut = audit[2]["args"][0].as_str().unwrap();
     let redacted_long = format!("[secret api_token redacted] {}", "x".repeat(1000));
-    let hash = toolhost::approvals::hex(&toolhost::registry::content_hash(redacted_long.as_bytes()));
+    let hash = toolhost_spec::digest::sha256_hex(redacted_long.as_bytes());
     assert!(cut.starts_with("[secret api_token redacted] xxx"), "{cut}");
     assert!(cut.ends_with(&format!("[{} chars, sha256:{hash}]", redacted_long.chars().count())), "{cut}");
     assert!(cut.chars().count() < 200, "{cut}");
@@ -724,7 +726,7 @@ fn a_read_only_plugins_folder_is_approved_from_the_config() {
         text_entry.contains("request = { fs = [{ path = \"workspace\", mode = \"ro\" }]"),
         "{text_entry}"
     );
-    assert!(!plugins.join(toolhost::approvals::FILE).exists(), "--print writes nothing");
+    assert!(!plugins.join(toolhost_core::registry::approvals::FILE).exists(), "--print writes nothing");
     let config = std::fs::read_to_string(d.config()).unwrap();
     std::fs::write(
         d.config(),
@@ -762,9 +764,9 @@ fn a_read_only_plugins_folder_is_approved_from_the_config() {
     std::fs::set_permissions(plugins, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::copy(plugin_artifacts::FILES, plugins.join("files.wasm")).unwrap();
     std::fs::copy(plugin_artifacts::VERSIONED_V2, plugins.join("versioned.wasm")).unwrap();
-    let mut cfg = toolhost::config::Config::from_file(&d.config()).unwrap();
+    let mut cfg = toolhost::Settings::load(Some(&d.config())).unwrap().core;
     cfg.plugins_dir = plugins.to_path_buf();
-    let reg = toolhost::Registry::load(&runtime(), &cfg).unwrap();
+    let reg = toolhost_core::Registry::load(&runtime(), &cfg).unwrap();
     let loaded: Vec<&str> = reg.plugins().iter().map(|p| &*p.name).collect();
     assert_eq!(loaded, ["text"]);
     let pending: BTreeMap<&str, String> =
@@ -774,7 +776,7 @@ fn a_read_only_plugins_folder_is_approved_from_the_config() {
         pending["versioned"].contains("file sha256:") && pending["versioned"].contains("--print --sha256"),
         "{pending:?}"
     );
-    assert!(!plugins.join(toolhost::approvals::FILE).exists());
+    assert!(!plugins.join(toolhost_core::registry::approvals::FILE).exists());
 }
 
 /// `deploy/`: the Kubernetes example, the systemd unit and the container recipe run toolhost
@@ -786,18 +788,19 @@ fn the_deployment_files_agree_with_the_flags() {
     let deploy = root().join("deploy");
     let config_text = std::fs::read_to_string(deploy.join("toolhost.toml")).unwrap();
     let parse_config = |text: &str| {
-        toolhost::config::Config::from_str_at(text, Path::new("/etc/toolhost"), None)
+        toolhost::Settings::from_str_at(text, Path::new("/etc/toolhost"), None)
             .unwrap_or_else(|e| panic!("deploy config does not parse: {e}"))
     };
     let config = parse_config(&config_text);
     let cli = |argv: &[String]| {
-        toolhost::cli::Cli::try_parse_from(argv)
+        toolhost::Cli::try_parse_from(argv)
             .unwrap_or_else(|e| panic!("{argv:?} is not a valid command line: {e}"))
     };
     // The serve command line: --config, --plugins, serve --mcp --http ADDR.
-    let check_serve = |argv: &[String], what: &str| -> (toolhost::cli::Cli, std::net::SocketAddr) {
+    let check_serve = |argv: &[String], what: &str| -> (toolhost::Cli, std::net::SocketAddr) {
         let parsed = cli(argv);
-        let toolhost::cli::Command::Serve { mcp, http, .. } = &parsed.command else {
+        let toolhost::Command::Serve(toolhost::commands::serve::Args { mcp, http, .. }) = &parsed.command
+        else {
             panic!("{what}: not `serve`: {argv:?}")
         };
         assert!(*mcp, "{what}: serve without --mcp");
@@ -846,10 +849,10 @@ fn the_deployment_files_agree_with_the_flags() {
             .any(|m| config_path.starts_with(m["mountPath"].as_str().unwrap())),
         "the config is mounted"
     );
-    assert!(config.approvals.locked, "a read-only folder needs the approvals in the config");
+    assert!(config.core.approvals.locked, "a read-only folder needs the approvals in the config");
     let grace_s = pod["terminationGracePeriodSeconds"].as_u64().expect("terminationGracePeriodSeconds");
     assert!(
-        grace_s * 1000 > config.serve.shutdown_grace.as_millis() as u64 + 2000,
+        grace_s * 1000 > config.frontends.serve.shutdown_grace.as_millis() as u64 + 2000,
         "Kubernetes must wait longer than serve.shutdown_grace_ms (plus the cancel)"
     );
     assert_eq!(svc["spec"]["selector"], dep["spec"]["selector"]["matchLabels"]);
@@ -859,8 +862,8 @@ fn the_deployment_files_agree_with_the_flags() {
         .as_array()
         .map(|e| e.iter().filter_map(|v| v["name"].as_str()).collect())
         .unwrap_or_default();
-    for (name, source) in &config.mcp.tokens {
-        if let toolhost::config::SecretFrom::Env(var) = &source.from {
+    for (name, source) in &config.frontends.mcp.tokens {
+        if let toolhost_core::settings::SecretFrom::Env(var) = &source.from {
             assert!(
                 env_names.contains(&var.as_str()),
                 "token `{name}` reads {var}, which the pod does not set"
@@ -883,7 +886,7 @@ fn the_deployment_files_agree_with_the_flags() {
         .trim()
         .parse()
         .unwrap();
-    assert!(stop_s * 1000 > config.serve.shutdown_grace.as_millis() as u64 + 2000);
+    assert!(stop_s * 1000 > config.frontends.serve.shutdown_grace.as_millis() as u64 + 2000);
 
     // The container recipe: its ENTRYPOINT + CMD is a valid serve command line, its healthcheck
     // uses /readyz... through the port it serves.

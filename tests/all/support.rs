@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use toolhost::config::Config;
-use toolhost::executor::{AlwaysConfirm, Confirm, NoConfirm};
-use toolhost::runtime::Runtime;
-use toolhost::{Outcome, Registry, ToolCall, Toolhost};
+use toolhost_core::engine::Runtime;
+use toolhost_core::executor::{AlwaysConfirm, Confirm, NoConfirm};
+use toolhost_core::settings::Config;
+use toolhost_core::{Outcome, Registry, ToolCall, Toolhost};
 
 /// One engine per test process; compiled components are cached in it by content hash, so
 /// each plugin is compiled once however many tests load it.
@@ -14,7 +14,7 @@ pub fn runtime() -> Arc<Runtime> {
     // The production configuration: a pooling allocator (sized for the concurrency of the
     // test binary's hosts) in front of a semaphore.
     RT.get_or_init(|| {
-        let pool = toolhost::runtime::Pool { concurrent_calls: 256, max_memory_mb: 256 };
+        let pool = toolhost_core::engine::Pool { concurrent_calls: 256, max_memory_mb: 256 };
         Runtime::with_options(512, None, Some(pool)).expect("engine")
     })
     .clone()
@@ -43,6 +43,16 @@ impl Env {
 
     pub fn ws(&self, rel: &str) -> PathBuf {
         self.workspace.path().join(rel)
+    }
+
+    /// The whole settings of a command run with this config (no front-end or registry
+    /// sections).
+    pub fn settings(&self) -> toolhost::Settings {
+        toolhost::Settings {
+            core: self.config.clone(),
+            frontends: Default::default(),
+            registries: Default::default(),
+        }
     }
 
     pub fn registry(&self) -> Registry {
@@ -77,7 +87,7 @@ pub fn ok(o: &Outcome) -> String {
 
 /// Assert failure of `kind` and return the error text.
 #[track_caller]
-pub fn err(o: &Outcome, kind: toolhost::ErrorKind) -> String {
+pub fn err(o: &Outcome, kind: toolhost_core::ErrorKind) -> String {
     assert!(!o.success, "expected failure {kind:?}, got {o:?}");
     assert_eq!(o.kind, Some(kind), "wrong kind: {o:?}");
     o.error.clone().unwrap()
@@ -87,7 +97,7 @@ pub fn err(o: &Outcome, kind: toolhost::ErrorKind) -> String {
 pub fn component(wat: &str, manifest: Option<&str>) -> Vec<u8> {
     let mut bytes = wat::parse_str(wat).expect("valid wat");
     if let Some(m) = manifest {
-        append_custom_section(&mut bytes, toolhost::manifest::SECTION, m.as_bytes());
+        append_custom_section(&mut bytes, toolhost_spec::manifest::SECTION, m.as_bytes());
     }
     bytes
 }

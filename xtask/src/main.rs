@@ -1,6 +1,8 @@
 //! Project automation (`cargo xtask …`): build the example plugins, run the demo, run the
 //! whole test suite exactly as CI does.
 
+mod layers;
+
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,13 +24,17 @@ tasks:
             build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
+  layers    check the architecture (ARCHITECTURE.md, “Layers”): no module cycles inside any
+            workspace crate (each printed with the file:line of every reference that ties
+            it), and every crate depends only on crates of a lower layer; only toolhost-core
+            names wasmtime, and toolhost-spec has no wasmtime or tokio in its tree
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
             target/pyenv and 2.x into target/pyenv2 (for the MCP tests) and Debian's
             docker-registry if missing (for the distribution tests), rustfmt check, clippy
-            with warnings as errors, the Python and JS SDK tests, then every unit and
-            integration test (the test build compiles the Rust plugins itself; the Python/JS
-            ones are built with toolchains it installs into target/toolchains); prints the MCP
-            check counts per SDK generation, mode and transport
+            with warnings as errors, the layer check, the Python and JS SDK tests, then every
+            unit and integration test (the test build compiles the Rust plugins itself; the
+            Python/JS ones are built with toolchains it installs into target/toolchains);
+            prints the MCP check counts per SDK generation, mode and transport
 ";
 
 fn main() -> Result<()> {
@@ -38,6 +44,7 @@ fn main() -> Result<()> {
         "demo" => demo(),
         "test" => test(),
         "bench" => bench(),
+        "layers" => layers::run(&root()),
         "fuzz" => {
             let target = std::env::args().nth(2);
             let secs = std::env::args().nth(3).map(|s| s.parse::<u64>()).transpose().context("SECONDS")?;
@@ -289,6 +296,8 @@ fn test() -> Result<()> {
     ensure_registry()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    eprintln!("\n== layers ==");
+    layers::run(&root)?;
     sdk_tests()?;
     let summaries = root.join("target/reliability");
     let _ = std::fs::remove_dir_all(&summaries);

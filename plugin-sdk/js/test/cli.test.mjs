@@ -114,14 +114,14 @@ const misuse = [
 });`, /tool `t`: declares 1 param \(a\) but run takes 2 \(a, b\)/],
   ['param name', `defineTool({ name: 't', description: 'T.', params: ['path'], run: (file) => file }); // <- here`, /param 1 is declared as `path` but run's parameter 1 is `file`/],
   ['rest on a JSON param', `defineTool({ name: 't', description: 'T.', rest: true, params: [{ name: 'n', type: 'number' }], run: (n) => n }); // <- here`, /with `rest`, the last parameter `n` must be a required 'string'/],
-  ['optional before required', `defineTool({ name: 't', description: 'T.', params: [{ name: 'a', optional: true }, 'b'], run: (a, b) => a }); // <- here`, /required param `b` follows optional param `a`/],
+  ['optional before required', `defineTool({ name: 't', description: 'T.', params: [{ name: 'a', optional: true }, 'b'], run: (a, b) => a }); // <- here`, /required param `b` cannot follow the optional param `a`/],
   ['duplicate tool', `defineTool({ name: 't', description: 'T.', run: () => 1 });
 defineTool({ name: 't', description: 'T again.', run: () => 2 }); // <- here`, /tool `t` is defined twice; the first definition is at .*plugin\.js:2/],
   ['async run', `defineTool({ name: 't', description: 'T.', async run() { return 1; } }); // <- here`, /`run` is async/],
   ['definePlugin twice', `definePlugin({ name: 'a' });
 definePlugin({ name: 'b' }); // <- here`, /definePlugin is called twice; the first call is at .*plugin\.js:2/],
   ['bad capability', `definePlugin({ capabilities: { fs: ['workspace:write'] } }); // <- here`, /`capabilities\.fs\[0\]` is "workspace:write"/],
-  ['no tools', `definePlugin({ name: 'empty' }); // <- here`, /the plugin defines no tools/],
+  ['no tools', `definePlugin({ name: 'empty' }); // <- here`, /the plugin declares no tools/],
   ['a throw at top level', `defineTool({ name: 't', description: 'T.', run: () => 1 });
 const config = JSON.parse('{'); // <- here`, /SyntaxError: /],
   ['a syntax error', `defineTool({ name: 't', description: 'T.', run: () => 1 });

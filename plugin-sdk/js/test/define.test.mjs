@@ -66,9 +66,9 @@ test('params are checked against run by count and by name', () => {
 
 test('a default value needs optional, and optional params must trail', () => {
   rejects(() => defineTool({ ...base, params: ['a', 'b'], run: (a, b = 1) => a + b }), /`b` has a default value but the param is not declared `optional: true`/);
-  rejects(() => defineTool({ ...base, params: [{ name: 'a', optional: true }, 'b'], run: (a, b) => a + b }), /required param `b` follows optional param `a`/);
+  rejects(() => defineTool({ ...base, params: [{ name: 'a', optional: true }, 'b'], run: (a, b) => a + b }), /required param `b` cannot follow the optional param `a`/);
   // Derived from run: a default makes the param optional, and then order matters too.
-  rejects(() => defineTool({ ...base, run: (a = 1, b) => a + b }), /required param `b` follows optional param `a`/);
+  rejects(() => defineTool({ ...base, run: (a = 1, b) => a + b }), /required param `b` cannot follow the optional param `a`/);
 });
 
 test('rest needs a trailing required string param', () => {
@@ -88,16 +88,16 @@ test('JavaScript rest parameters, patterns, async and non-functions are refused'
 test('names, descriptions, types and option values are checked', () => {
   rejects(() => defineTool({ ...base, name: 'bad-name' }), /tool name "bad-name" must match/);
   rejects(() => defineTool({ ...base, name: undefined }), /has no `name`/);
-  rejects(() => defineTool({ ...base, description: '  ' }), /`description` must be a non-empty string/);
+  rejects(() => defineTool({ ...base, description: '  ' }), /tool `t` has no description: give `description`, a non-empty string/);
   rejects(() => defineTool({ ...base, params: [{ name: 'x', type: 'int' }], run: (x) => x }), /`type` "int" is not one of 'string', 'number', 'integer'/);
   rejects(() => defineTool({ ...base, params: [{ name: 'x', type: 'string', schema: {} }], run: (x) => x }), /`schema` is for JSON params/);
   rejects(() => defineTool({ ...base, params: ['x', 'x'], run: function (x, y) { return x + y; } }), /param 2 is declared as `x` but run's parameter 2 is `y`/);
   rejects(() => defineTool({ ...base, params: ['$x'], run: ($x) => $x }), /param name "\$x" must match/);
-  rejects(() => defineTool({ ...base, danger: 'yes' }), /`danger` must be true or false/);
+  rejects(() => defineTool({ ...base, danger: 'yes' }), /`danger` is a flag: true or false, got "yes"/);
   rejects(() => defineTool({ ...base, outputLimit: 0 }), /`outputLimit` must be a whole number of characters, at least 1/);
   rejects(() => defineTool({ ...base, outputLimit: 1.5 }), /`outputLimit`/);
   rejects(() => defineTool({ ...base, category: '' }), /`category` must not be empty/);
-  rejects(() => defineTool({ ...base, outputSchema: { type: 'array' } }), /`outputSchema` must be a JSON Schema describing an object/);
+  rejects(() => defineTool({ ...base, outputSchema: { type: 'array' } }), /`outputSchema` must describe an object/);
   rejects(() => defineTool({ ...base, outputSchema: 'object' }), /`outputSchema`/);
   rejects(() => defineTool('nope'), /defineTool takes an object/);
 });
@@ -110,9 +110,9 @@ test('a tool name used twice points at the first definition', () => {
 
 test('definePlugin checks its fields and may be called once', () => {
   rejects(() => definePlugin({ name: 'has space' }), /plugin name "has space" must match/);
-  rejects(() => definePlugin({ version: '' }), /`version` must be a non-empty string/);
-  rejects(() => definePlugin({ capabilities: { fs: ['workspace:rwx'] } }), /capabilities\.fs\[0\]` is "workspace:rwx"; write "NAME:ro" or "NAME:rw"/);
-  rejects(() => definePlugin({ capabilities: { env: ['A=B'] } }), /capabilities\.env\[0\]` is "A=B": an environment variable name/);
+  rejects(() => definePlugin({ version: '' }), /plugin `version` must not be empty/);
+  rejects(() => definePlugin({ capabilities: { fs: ['workspace:rwx'] } }), /`fs` takes "NAME:ro" or "NAME:rw" \(or \{path, mode\}\), e\.g\. "workspace:rw"; `capabilities\.fs\[0\]` is "workspace:rwx"/);
+  rejects(() => definePlugin({ capabilities: { env: ['A=B'] } }), /`capabilities\.env\[0\]` "A=B" is not an environment variable name/);
   rejects(() => definePlugin({ capabilities: { net: 'example.com' } }), /`capabilities\.net` must be an array/);
   definePlugin({ name: 'p' });
   rejects(() => definePlugin({ name: 'p' }), /definePlugin is called twice/);
@@ -168,4 +168,29 @@ test('the manifest checks the version and description package.json gives', () =>
   assert.throws(() => __internal.manifest({ name: 'p', version: 'v'.repeat(65) }), /the plugin `version` is 65 characters long/);
   assert.throws(() => __internal.manifest({ name: 'p', version: '1', description: 'x\u0007' }), /the plugin `description` contains the control character U\+0007/);
   assert.equal(__internal.manifest({ name: 'p', version: '1', description: 'd'.repeat(1024) }).description.length, 1024);
+});
+
+test('exec requests are checked at the definePlugin line and written only when made', () => {
+  definePlugin({ name: 'p', capabilities: { exec: ['git', 'xdg-open', '*'] } });
+  defineTool(base);
+  const m = __internal.manifest({ version: '1' });
+  assert.deepEqual(Object.keys(m.capabilities), ['fs', 'env', 'net', 'secrets', 'exec']);
+  assert.deepEqual(m.capabilities.exec, ['git', 'xdg-open', '*']);
+  __internal.reset();
+  definePlugin({ name: 'p', capabilities: { net: ['*'] } });
+  defineTool(base);
+  assert.equal('exec' in __internal.manifest({ version: '1' }).capabilities, false);
+  for (const program of ['/usr/bin/git', 'bin/git', '..', '', 'git log', 'x'.repeat(256), 5]) {
+    __internal.reset();
+    const line = lineHere(); const err = rejects(() => definePlugin({ capabilities: { exec: [program] } }), /`capabilities\.exec\[0\]` .* is not a program name such as "git" \(no paths/);
+    assert.equal(err.line, line);
+  }
+  __internal.reset();
+  const line = lineHere(); const err = rejects(() => definePlugin({ name: 'p'.repeat(65) }), /must match \[A-Za-z_\]\[A-Za-z0-9_-\]\* \(at most 64 chars\)/);
+  assert.equal(err.line, line);
+});
+
+test('a param name outside ASCII is read whole and refused by the name rule', () => {
+  rejects(() => defineTool({ ...base, run: (größe) => größe }), /param name "größe" must match \[A-Za-z_\]\[A-Za-z0-9_\]\* \(at most 64 chars\)/);
+  rejects(() => defineTool({ ...base, run: (ok, größe = 1) => ok + größe }), /param name "größe" must match/);
 });

@@ -2,7 +2,7 @@
 // turned into output text, anything thrown into the tool's error message.
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { defineTool, definePlugin, http, log, testing, ToolError, __internal } from '../index.mjs';
+import { defineTool, definePlugin, http, log, process as proc, testing, ToolError, __internal } from '../index.mjs';
 
 beforeEach(() => __internal.reset());
 
@@ -170,4 +170,42 @@ test('log goes to the backend with its level', () => {
   __internal.setBackend(null);
   log.error('kept');
   assert.deepEqual(testing.logs, [{ level: 'error', message: 'kept' }]);
+});
+
+test('process.run hands program and args to the host and wraps its output', () => {
+  const seen = [];
+  testing.onProcess((program, args) => {
+    seen.push([program, args]);
+    return { code: 3, stdout: 'out \u00e9', stderr: Uint8Array.from([0x65, 0xff]), truncated: true };
+  });
+  const out = proc.run('git', ['log', '--oneline']);
+  assert.deepEqual(seen, [['git', ['log', '--oneline']]]);
+  assert.equal(out instanceof proc.Output, true);
+  assert.equal(out.code, 3);
+  assert.equal(out.success(), false);
+  assert.equal(out.truncated, true);
+  assert.equal(out.stdoutText(), 'out é');
+  assert.equal(out.stderrText(), 'e\ufffd');
+  assert.deepEqual([...out.stdout], [...Buffer.from('out é')]);
+  // The host's `none` (a signal, or stopped) is null; code 0 is success.
+  testing.onProcess(() => ({ code: undefined }));
+  assert.equal(proc.run('true').code, null);
+  testing.onProcess(() => ({}));
+  assert.equal(proc.run('true', []).success(), true);
+});
+
+test('process errors: host refusal, no host, bad input; inside a tool it is the error message', () => {
+  assert.throws(() => proc.run('git', []), /process is only available inside toolhost \(in tests, set a stand-in with testing\.onProcess\)/);
+  testing.onProcess(() => {
+    throw 'program `sh` is not granted to plugin `p`';
+  });
+  assert.throws(() => proc.run('sh', ['-c', 'id']), { message: 'program `sh` is not granted to plugin `p`' });
+  assert.throws(() => proc.run('git', 'log'), /`args` must be an array of strings, got "log"/);
+  assert.throws(() => proc.run('git', ['-n', 5]), /`args` must be an array of strings/);
+  assert.throws(() => proc.run(['git']), /`program` must be a string/);
+  definePlugin({ name: 'p', capabilities: { exec: ['sh'] } });
+  defineTool({ name: 'shell', description: 'S.', run: (line) => proc.run('sh', ['-c', line]).stdoutText() });
+  assert.deepEqual(call('shell', ['id']), { err: 'program `sh` is not granted to plugin `p`' });
+  testing.reset();
+  assert.match(call('shell', ['id']).err, /process is only available inside toolhost/);
 });

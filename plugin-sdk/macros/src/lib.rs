@@ -17,41 +17,71 @@ use syn::{
     Token, Type,
 };
 
+// The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
+// a plugin that builds is a plugin the host loads.
+use toolhost_spec::manifest::{
+    MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TOOL_DESCRIPTION, SECTION, Text,
+};
+
 /// Manifest format version written by this SDK (the host accepts exactly the versions it knows).
 const FORMAT: u64 = 1;
-/// Name of the custom section that carries the manifest.
-const SECTION: &str = "toolhost-manifest";
 
-// The host's caps on a manifest's free text (`host/src/manifest.rs`, in characters; schemas in
-// bytes of compact JSON), checked here so that a plugin that builds is a plugin the host loads.
-const MAX_PLUGIN_DESCRIPTION: usize = 1024;
-const MAX_TOOL_DESCRIPTION: usize = 4096;
-const MAX_PARAM_DESCRIPTION: usize = 1024;
-/// `version` and `category`: one line each.
-const MAX_LABEL: usize = 64;
-const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+/// Why `name` is not a plugin name the host loads, if it is not (the host's rule: syntax and
+/// the 64-character cap).
+fn plugin_name_problem(name: &str) -> Option<String> {
+    (!toolhost_spec::manifest::is_plugin_name(name)).then(|| {
+        format!("plugin name {name:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_NAME} chars)")
+    })
+}
 
-/// Why `s` breaks the host's rules for free text, if it does: longer than `max` characters, or
-/// a control character (besides tabs and line breaks in a description).
-fn text_problem(s: &str, max: usize, description: bool) -> Option<String> {
-    let n = s.chars().count();
-    if n > max {
-        return Some(format!("is {n} characters long; the host allows at most {max}"));
-    }
-    let bad = s.chars().find(|&c| c.is_control() && !(description && matches!(c, '\t' | '\n' | '\r')))?;
-    let rule = if description {
-        "only tabs and line breaks are allowed besides printable text"
-    } else {
-        "it must be one line of printable text"
+/// Why `name` is not a tool or param name the host accepts (`what` says which), if it is not.
+fn ident_problem(what: &str, name: &str) -> Option<String> {
+    (!toolhost_spec::manifest::is_tool_name(name))
+        .then(|| format!("{what} name {name:?} must match [A-Za-z_][A-Za-z0-9_]* (at most {MAX_NAME} chars)"))
+}
+
+/// Why `value` is not a capability request of `kind` (`env`, `net`, `secret`, `exec`), if it
+/// is not: the host refuses a manifest with a malformed `env` or `exec` entry, and a malformed
+/// `net` or `secret` entry could never be granted.
+fn request_problem(kind: &str, value: &str) -> Option<String> {
+    let bad = match kind {
+        "env" => !toolhost_spec::env_name::is_valid(value),
+        "net" => value.is_empty() || value.chars().any(char::is_whitespace),
+        "secret" => value.trim().is_empty(),
+        _ => !toolhost_spec::manifest::is_exec_request(value),
     };
-    Some(format!("contains the control character U+{:04X}; {rule}", u32::from(bad)))
+    bad.then(|| match kind {
+        "env" => format!("`env` entry {value:?} is not an environment variable name"),
+        "net" => format!(
+            "`net` entry {value:?} is not a host pattern such as \"api.example.com\", \"*.example.com\" or \"*\""
+        ),
+        "secret" => format!("`secret` entry {value:?} is not a secret name such as \"api_token\""),
+        _ => format!(
+            "`exec` entry {value:?} is not a program name such as \"git\" (no paths: the operator decides which executable a name runs; \"*\" asks for any program the operator grants)"
+        ),
+    })
+}
+
+/// Why `s` breaks the host's rules for free text, if it does (the host's rule,
+/// `toolhost_spec::manifest::text_problem`, in the SDKs' words).
+fn text_problem(s: &str, max: usize, description: bool) -> Option<String> {
+    use toolhost_spec::manifest::TextProblem;
+    let kind = if description { Text::Description } else { Text::Line };
+    Some(match toolhost_spec::manifest::text_problem(s, max, kind)? {
+        TextProblem::TooLong { chars, max } => {
+            format!("is {chars} characters long; the host allows at most {max}")
+        }
+        control => control.to_string(),
+    })
 }
 
 /// Why a schema is too large for the host, if it is.
 fn schema_problem(schema: &Value) -> Option<String> {
-    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
-    (n > MAX_SCHEMA_BYTES)
-        .then(|| format!("is {n} bytes of JSON; the host allows at most {MAX_SCHEMA_BYTES}"))
+    let n = toolhost_spec::manifest::schema_too_large(schema)?;
+    Some(format!(
+        "is {n} bytes of JSON; the host allows at most {}",
+        toolhost_spec::manifest::MAX_SCHEMA_BYTES
+    ))
 }
 
 /// Make the functions marked `#[tool]` inside this module the tools of a toolhost plugin.
@@ -116,14 +146,15 @@ fn lit_str(opt: &Opt) -> syn::Result<String> {
 
 fn lit_u64(opt: &Opt) -> syn::Result<u64> {
     match &opt.value {
-        Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. })) => {
-            let n: u64 = i.base10_parse()?;
-            if n == 0 {
-                return Err(syn::Error::new_spanned(i, format!("`{}` must be at least 1", opt.key)));
-            }
-            Ok(n)
+        Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))
+            if i.base10_parse::<u64>().is_ok_and(|n| n >= 1) =>
+        {
+            i.base10_parse()
         }
-        Some(other) => Err(syn::Error::new_spanned(other, format!("`{}` takes a positive integer", opt.key))),
+        Some(other) => Err(syn::Error::new_spanned(
+            other,
+            format!("`{}` must be a whole number of characters, at least 1", opt.key),
+        )),
         None => Err(syn::Error::new_spanned(
             &opt.key,
             format!("`{}` needs a value: `{} = 1000`", opt.key, opt.key),
@@ -142,13 +173,23 @@ fn flag(opt: &Opt) -> syn::Result<bool> {
     }
 }
 
+#[cfg(test)]
 fn is_ident(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+/// What the macro derives from a `#[toolhost_sdk::plugin]` module: the manifest it embeds and
+/// the dispatch arms of its `Guest` impl. The module comes back with the `#[tool]` and
+/// `#[schema]` attributes taken off.
+struct Derived {
+    module: ItemMod,
+    manifest: Value,
+    arms: Vec<TokenStream2>,
+}
+
+fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     let mut module: ItemMod = syn::parse2(item).map_err(|e| {
         syn::Error::new(e.span(), "`#[toolhost_sdk::plugin]` goes on an inline module: `mod my_tools { … }`")
     })?;
@@ -172,33 +213,26 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         match opt.key.to_string().as_str() {
             "name" | "version" | "description" => {
                 let v = lit_str(opt)?;
-                if opt.key == "name" && !is_plugin_name(&v) {
-                    return Err(syn::Error::new_spanned(
-                        &opt.value,
-                        "plugin name must match [A-Za-z_][A-Za-z0-9_-]*",
-                    ));
+                if opt.key == "name"
+                    && let Some(problem) = plugin_name_problem(&v)
+                {
+                    return Err(syn::Error::new_spanned(&opt.value, problem));
                 }
                 plugin.insert(opt.key.to_string(), json!(v));
                 given.push(opt);
             }
             "fs" => caps.fs.push(parse_fs(opt)?),
-            "env" => caps.env.push(lit_str(opt)?),
-            "net" => caps.net.push(lit_str(opt)?),
-            "secret" => caps.secrets.push(lit_str(opt)?),
-            "exec" => {
+            key @ ("env" | "net" | "secret" | "exec") => {
                 let v = lit_str(opt)?;
-                let plain = v == "*"
-                    || (!v.is_empty()
-                        && v != "."
-                        && v != ".."
-                        && v.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)));
-                if !plain {
-                    return Err(syn::Error::new_spanned(
-                        &opt.value,
-                        "`exec` takes a program name such as \"git\", not a path: the operator grants the executable",
-                    ));
+                if let Some(problem) = request_problem(key, &v) {
+                    return Err(syn::Error::new_spanned(&opt.value, problem));
                 }
-                caps.exec.push(v);
+                match key {
+                    "env" => caps.env.push(v),
+                    "net" => caps.net.push(v),
+                    "secret" => caps.secrets.push(v),
+                    _ => caps.exec.push(v),
+                }
             }
             other => {
                 return Err(syn::Error::new_spanned(
@@ -214,7 +248,8 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         [("version", MAX_LABEL, false), ("description", MAX_PLUGIN_DESCRIPTION, true)]
     {
         let text = plugin.get(key).and_then(Value::as_str).unwrap_or_default();
-        if let Some(problem) = text_problem(text, max, description) {
+        let empty = (key == "version" && text.trim().is_empty()).then(|| "must not be empty".to_string());
+        if let Some(problem) = empty.or_else(|| text_problem(text, max, description)) {
             return Err(match given.iter().rev().find(|o| o.key == key) {
                 Some(opt) => syn::Error::new_spanned(&opt.value, format!("plugin `{key}` {problem}")),
                 None => syn::Error::new(
@@ -250,7 +285,10 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         if !seen.insert(tool.name.clone()) {
             return Err(syn::Error::new_spanned(
                 &func.sig.ident,
-                format!("tool name `{}` is used twice in this plugin", tool.name),
+                format!(
+                    "tool `{}` is defined twice in this plugin; rename one with `#[tool(name = \"…\")]`",
+                    tool.name
+                ),
             ));
         }
         if !matches!(func.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_)) {
@@ -269,7 +307,12 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         ));
     }
     plugin.insert("tools".into(), Value::Array(tools_json));
-    let manifest = serde_json::to_string(&Value::Object(plugin))
+    Ok(Derived { module, manifest: Value::Object(plugin), arms })
+}
+
+fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let Derived { module, manifest, arms } = derive(attr, item)?;
+    let manifest = serde_json::to_string(&manifest)
         .map_err(|e| syn::Error::new(Span::call_site(), format!("cannot encode manifest: {e}")))?;
     let bytes = syn::LitByteStr::new(manifest.as_bytes(), Span::call_site());
     let len = manifest.len();
@@ -308,12 +351,6 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     })
 }
 
-fn is_plugin_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric())
-}
-
 #[derive(Default)]
 struct Capabilities {
     fs: Vec<Value>,
@@ -338,7 +375,7 @@ impl Capabilities {
 fn parse_fs(opt: &Opt) -> syn::Result<Value> {
     let v = lit_str(opt)?;
     let (name, mode) = v.split_once(':').unwrap_or((v.as_str(), "ro"));
-    if !matches!(mode, "ro" | "rw") || name.is_empty() {
+    if !matches!(mode, "ro" | "rw") || name.trim().is_empty() {
         return Err(syn::Error::new_spanned(
             &opt.value,
             "`fs` takes \"NAME:ro\" or \"NAME:rw\", e.g. `fs = \"workspace:rw\"`",
@@ -409,18 +446,17 @@ impl Tool {
             category: None,
             output_schema: None,
         };
+        let mut named = false;
         if let Meta::List(list) = &attr.meta {
             for opt in parse_opts(list.tokens.clone())? {
                 match opt.key.to_string().as_str() {
                     "name" => {
                         let n = lit_str(&opt)?;
-                        if !is_ident(&n) {
-                            return Err(syn::Error::new_spanned(
-                                &opt.value,
-                                "tool name must match [A-Za-z_][A-Za-z0-9_]*",
-                            ));
+                        if let Some(problem) = ident_problem("tool", &n) {
+                            return Err(syn::Error::new_spanned(&opt.value, problem));
                         }
                         tool.name = n;
+                        named = true;
                     }
                     "danger" => tool.danger = flag(&opt)?,
                     "read_only" => tool.read_only = flag(&opt)?,
@@ -428,6 +464,9 @@ impl Tool {
                     "output_limit" => tool.output_limit = Some(lit_u64(&opt)?),
                     "category" => {
                         let c = lit_str(&opt)?;
+                        if c.trim().is_empty() {
+                            return Err(syn::Error::new_spanned(&opt.value, "`category` must not be empty"));
+                        }
                         if let Some(problem) = text_problem(&c, MAX_LABEL, false) {
                             return Err(syn::Error::new_spanned(&opt.value, format!("`category` {problem}")));
                         }
@@ -445,6 +484,9 @@ impl Tool {
                 }
             }
         }
+        if !named && let Some(problem) = ident_problem("tool", &tool.name) {
+            return Err(syn::Error::new_spanned(&func.sig.ident, problem));
+        }
         if func.sig.asyncness.is_some() {
             return Err(syn::Error::new_spanned(func.sig.asyncness, "tools are synchronous: remove `async`"));
         }
@@ -456,7 +498,10 @@ impl Tool {
         if description.is_empty() {
             return Err(syn::Error::new_spanned(
                 &func.sig.ident,
-                "a tool needs a doc comment: its first paragraph is the description the model reads",
+                format!(
+                    "tool `{}` has no description: write a doc comment; its first paragraph is the description the model reads",
+                    tool.name
+                ),
             ));
         }
         if let Some(problem) = text_problem(&description, MAX_TOOL_DESCRIPTION, true) {
@@ -486,6 +531,15 @@ impl Tool {
                 ));
             };
             let name = pat_ident.ident.to_string().trim_start_matches("r#").to_string();
+            if let Some(problem) = ident_problem("parameter", &name) {
+                return Err(syn::Error::new_spanned(&pat_ident.ident, problem));
+            }
+            if tool.params.iter().any(|p| p.name == name) {
+                return Err(syn::Error::new_spanned(
+                    &pat_ident.ident,
+                    format!("param `{name}` is declared twice"),
+                ));
+            }
             // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type.
             let mut schema_override = None;
             let mut kept = Vec::new();
@@ -753,8 +807,12 @@ fn split_docs(lines: &[String]) -> (String, Vec<(String, String)>) {
 }
 
 #[cfg(test)]
+mod conformance;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_spec::manifest::MAX_SCHEMA_BYTES;
 
     fn expand_str(attr: &str, item: &str) -> Result<String, String> {
         let attr: TokenStream2 = attr.parse().unwrap();
@@ -763,13 +821,7 @@ mod tests {
     }
 
     fn manifest_of(item: &str) -> Value {
-        let out = expand_str("name = \"demo\"", item).expect("expands");
-        // The manifest is the byte string literal in the expansion.
-        let start = out.find("b\"").expect("byte string") + 2;
-        let end = out[start..].find("\" ;").expect("end of byte string") + start;
-        let raw = &out[start..end];
-        let unescaped = raw.replace("\\\"", "\"").replace("\\\\", "\\");
-        serde_json::from_str(&unescaped).expect("manifest json")
+        derive("name = \"demo\"".parse().unwrap(), item.parse().unwrap()).expect("derives").manifest
     }
 
     #[test]
@@ -892,10 +944,80 @@ mod tests {
     }
 
     #[test]
+    fn the_hosts_name_caps_and_request_rules_hold_at_expansion() {
+        let t = "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }";
+        let long = |c: &str, n: usize| c.repeat(n);
+        // Before: a 65-character plugin name expanded, then the host refused to load the file.
+        let cases = [
+            (format!("name = \"{}\"", long("p", 65)), t.to_string(), "(at most 64 chars)"),
+            (
+                String::new(),
+                format!("mod t {{ /// d\n #[tool] pub fn {}() -> String {{ todo!() }} }}", long("t", 65)),
+                "tool name",
+            ),
+            (
+                String::new(),
+                format!(
+                    "mod t {{ /// d\n #[tool(name = \"{}\")] pub fn a() -> String {{ todo!() }} }}",
+                    long("t", 65)
+                ),
+                "(at most 64 chars)",
+            ),
+            (
+                String::new(),
+                format!(
+                    "mod t {{ /// d\n #[tool] pub fn a({}: String) -> String {{ todo!() }} }}",
+                    long("a", 65)
+                ),
+                "parameter name",
+            ),
+            (
+                String::new(),
+                "mod t { /// d\n #[tool] pub fn a(x: String, x: String) -> String { todo!() } }".into(),
+                "param `x` is declared twice",
+            ),
+            (format!("exec = \"{}\"", long("x", 256)), t.into(), "is not a program name"),
+            ("exec = \"\"".into(), t.into(), "is not a program name"),
+            ("env = \"A=B\"".into(), t.into(), "`env` entry \"A=B\" is not an environment variable name"),
+            ("net = \"a b\"".into(), t.into(), "is not a host pattern"),
+            ("secret = \" \"".into(), t.into(), "is not a secret name"),
+            ("version = \" \"".into(), t.into(), "plugin `version` must not be empty"),
+            (
+                String::new(),
+                "mod t { /// d\n #[tool(category = \"\")] pub fn a() -> String { todo!() } }".into(),
+                "`category` must not be empty",
+            ),
+        ];
+        for (attr, item, want) in cases {
+            let err = expand_str(&attr, &item).expect_err(&attr);
+            assert!(err.contains(want), "for {attr} {item}: expected {want:?} in {err:?}");
+        }
+        // At the caps: accepted.
+        let m = derive(
+            format!("name = \"{}\", exec = \"{}\"", long("p", 64), long("x", 255)).parse().unwrap(),
+            format!(
+                "mod t {{ /// d\n #[tool] pub fn {}({}: String) -> String {{ todo!() }} }}",
+                long("t", 64),
+                long("a", 64)
+            )
+            .parse()
+            .unwrap(),
+        )
+        .expect("at the caps")
+        .manifest;
+        assert_eq!(m["name"].as_str().unwrap().len(), 64);
+        assert_eq!(m["capabilities"]["exec"][0].as_str().unwrap().len(), 255);
+    }
+
+    #[test]
     fn misuse_is_an_error_not_a_panic() {
         let cases = [
             ("", "mod t { /// d\n #[tool] pub fn a(x: &str) -> String { todo!() } }", "use `String`"),
-            ("", "mod t { #[tool] pub fn a() -> String { todo!() } }", "needs a doc comment"),
+            (
+                "",
+                "mod t { #[tool] pub fn a() -> String { todo!() } }",
+                "has no description: write a doc comment",
+            ),
             (
                 "",
                 "mod t { /// d\n #[tool(rest)] pub fn a(x: u32) -> String { todo!() } }",
@@ -933,7 +1055,7 @@ mod tests {
             (
                 "exec = \"/bin/sh\"",
                 "mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }",
-                "not a path",
+                "is not a program name such as \"git\" (no paths",
             ),
             (
                 "",
@@ -943,7 +1065,7 @@ mod tests {
             (
                 "",
                 "mod t { /// d\n #[tool(name = \"a\")] pub fn a() -> String { todo!() }\n /// d\n #[tool(name = \"a\")] pub fn b() -> String { todo!() } }",
-                "used twice",
+                "defined twice",
             ),
         ];
         for (attr, item, want) in cases {

@@ -8,7 +8,7 @@ from unittest import mock
 
 from support import ProjectCase
 
-from toolhost_sdk import _guest, http, log
+from toolhost_sdk import ToolError, _guest, http, log, process
 
 APP = '''\
 @dataclasses.dataclass
@@ -171,6 +171,37 @@ class HostImports(unittest.TestCase):
     def test_without_a_host_http_says_how_to_test(self):
         with self.assertRaisesRegex(http.HttpError, "replace toolhost_sdk.http.send"):
             http.get("https://example.com/")
+
+    def test_process_run_hands_program_and_args_to_the_host(self):
+        seen = []
+
+        def fake(program, args):
+            seen.append((program, args))
+            return process.Output(3, b"out \xff", b"err", True)
+
+        with mock.patch("toolhost_sdk.process.host_run", fake):
+            out = process.run("git", ("log", "--oneline"))
+            none = process.run("true")
+        self.assertEqual(seen, [("git", ["log", "--oneline"]), ("true", [])])
+        self.assertEqual((out.code, out.stdout, out.stderr, out.truncated), (3, b"out \xff", b"err", True))
+        self.assertFalse(out.success())
+        self.assertEqual((out.stdout_text(), out.stderr_text()), ("out \ufffd", "err"))
+        self.assertTrue(process.Output(0, b"", b"").success())
+        self.assertFalse(process.Output(None, b"", b"").success())
+        self.assertIs(none.truncated, True)
+
+    def test_process_run_checks_its_arguments(self):
+        with self.assertRaisesRegex(TypeError, "`args` must be a list of strings"):
+            process.run("git", "log")
+        with self.assertRaisesRegex(TypeError, "`args` must be a list of strings"):
+            process.run("git", ["-n", 5])
+        with self.assertRaisesRegex(TypeError, "`program` must be a string"):
+            process.run(["git"])
+
+    def test_without_a_host_process_says_how_to_test(self):
+        with self.assertRaisesRegex(process.ProcessError, "replace toolhost_sdk.process.host_run"):
+            process.run("git", ["status"])
+        self.assertTrue(issubclass(process.ProcessError, ToolError))
 
     def test_log_goes_to_stderr_under_cpython(self):
         with redirect_stderr(io.StringIO()) as err:

@@ -193,6 +193,35 @@ def t() -> str:
             "fs": [{"path": "workspace", "mode": "rw"}, {"path": "docs", "mode": "ro"}],
             "env": ["LANG"], "net": ["example.com", "*.example.org"], "secrets": ["api_token"]})
 
+    def test_exec_requests_are_written_only_when_made(self):
+        self.app('''\
+plugin(exec=["git", "xdg-open"])
+
+@tool
+def t() -> str:
+    """T."""
+    return ""
+''')
+        caps = self.manifest()["capabilities"]
+        self.assertEqual(list(caps), ["fs", "env", "net", "secrets", "exec"])
+        self.assertEqual(caps["exec"], ["git", "xdg-open"])
+        self.app('''\
+plugin(exec="*")
+
+@tool
+def t() -> str:
+    """T."""
+    return ""
+''')
+        self.assertEqual(self.manifest()["capabilities"]["exec"], ["*"])
+        self.app('''\
+@tool
+def t() -> str:
+    """T."""
+    return ""
+''')
+        self.assertNotIn("exec", self.manifest()["capabilities"])
+
     def test_plugin_call_overrides_pyproject(self):
         self.app('''\
 plugin(name="other", version="2.0.0", description="overridden", secrets=["a", "b"])

@@ -87,7 +87,7 @@ def read_again() -> str:
     """Two."""
     return ""
 ''')
-        self.assertError("app.py:9", "tool name `read` is used twice in this plugin (first at ")
+        self.assertError("app.py:9", "tool `read` is defined twice in this plugin (first at ")
 
     def test_required_after_optional(self):
         self.app('''\
@@ -114,7 +114,7 @@ def t(x) -> str:
 def t() -> str:
     return ""
 ''')
-        self.assertError("app.py:5", "tool `t` needs a docstring")
+        self.assertError("app.py:5", "tool `t` has no description: write a docstring")
 
     def test_bad_options_point_at_the_decorator(self):
         self.app('''\
@@ -141,9 +141,9 @@ def d() -> str:
         errs = self.errors()
         self.assertEqual(len(errs), 4, errs)
         self.assertTrue(errs[0].startswith("app.py:4: unknown tool option `colour`"), errs)
-        self.assertTrue(errs[1].startswith("app.py:9: `output_limit` must be a positive integer"), errs)
+        self.assertTrue(errs[1].startswith("app.py:9: `output_limit` must be a whole number of characters, at least 1"), errs)
         self.assertTrue(errs[2].startswith("app.py:14: `danger` is a flag"), errs)
-        self.assertTrue(errs[3].startswith("app.py:19: tool name 'no spaces' must match"), errs)
+        self.assertTrue(errs[3].startswith('app.py:19: tool name "no spaces" must match'), errs)
 
     def test_output_schema_must_be_an_object_schema(self):
         self.app('''\
@@ -214,7 +214,7 @@ def b(y: set) -> str:
 
 
 class FreeText(ProjectCase):
-    """Descriptions, categories and schemas are held to the host's caps (host/src/manifest.rs)."""
+    """Descriptions, categories and schemas are held to the host's caps (host/spec/src/manifest.rs)."""
 
     def test_a_long_docstring_points_at_the_docstring(self):
         self.app('@tool\ndef t() -> str:\n    """' + "d" * 4097 + '"""\n    return ""\n')
@@ -278,8 +278,8 @@ def t() -> str:
     """T."""
     return ""
 ''')
-        self.assertError("pyproject.toml:3", "plugin version contains the control character U+0007")
-        self.assertError("pyproject.toml:4", "plugin description is 1025 characters long")
+        self.assertError("pyproject.toml:3", "plugin `version` contains the control character U+0007")
+        self.assertError("pyproject.toml:4", "plugin `description` is 1025 characters long")
 
     def test_at_the_caps_it_builds(self):
         self.write("pyproject.toml", '[project]\nname = "x"\nversion = "' + "1" * 64 + '"\ndescription = "' + "d" * 1024 + '"\n')
@@ -302,8 +302,39 @@ def t() -> str:
         self.assertTrue(all(e.startswith("app.py:4: ") for e in errs), errs)
         text = "\n".join(errs)
         for want in ["`fs` takes \"NAME:ro\" or \"NAME:rw\"", "unknown plugin option `colour`",
-                     "'A=B' is not an environment variable name", "`net` takes a string or a list"]:
+                     '`env` entry "A=B" is not an environment variable name', "`net` takes a string or a list"]:
             self.assertIn(want, text)
+
+    def test_new_rules_point_at_the_call(self):
+        # A plugin name over the host's cap of 64, and `exec` requests that are paths, empty or
+        # over 255 characters: each at the `plugin(...)` line (the host would refuse the file).
+        self.app('''\
+@tool
+def t() -> str:
+    """T."""
+    return ""
+
+plugin(name="p" * 65,
+       exec=["/bin/sh", "", "x" * 256, "git"])
+''')
+        errs = self.errors()
+        self.assertEqual(len(errs), 4, errs)
+        self.assertTrue(all(e.startswith("app.py:9: ") for e in errs), errs)
+        self.assertIn('plugin name "' + "p" * 65 + '" must match [A-Za-z_][A-Za-z0-9_-]* (at most 64 chars)', errs[3])
+        for e, shown in zip(errs, ['"/bin/sh"', '""', '"' + "x" * 256 + '"']):
+            self.assertIn(f"`exec` entry {shown} is not a program name such as \"git\" (no paths", e)
+
+    def test_a_long_param_name_points_at_the_parameter(self):
+        self.app('''\
+@tool
+def t(
+    ok: str,
+    ''' + "a" * 65 + ''': str,
+) -> str:
+    """T."""
+    return ""
+''')
+        self.assertError("app.py:7", "parameter name \"" + "a" * 65 + "\" must match [A-Za-z_][A-Za-z0-9_]* (at most 64")
 
     def test_plugin_declared_twice(self):
         self.app('''\
@@ -325,7 +356,7 @@ def t() -> str:
     """T."""
     return ""
 ''')
-        self.assertError("pyproject.toml:3", "plugin name 'my.notes' must match")
+        self.assertError("pyproject.toml:3", 'plugin name "my.notes" must match')
 
     def test_unknown_toolhost_key_in_pyproject(self):
         self.write("pyproject.toml", '[project]\nname = "x"\nversion = "1"\n\n[tool.toolhost]\nmodule = "app"\nmodul = "x"\n')

@@ -1,6 +1,6 @@
 """toolhost_sdk: write toolhost tool plugins as ordinary Python functions.
 
-    from toolhost_sdk import tool, plugin, log, http
+    from toolhost_sdk import tool, plugin, log, http, process
 
     plugin(fs="workspace:ro")
 
@@ -15,11 +15,12 @@
 
 `python3 -m toolhost_sdk manifest DIR` prints the manifest derived from the code (docstring →
 description, signature and type hints → params, argCount, parseJson; decorator options →
-danger, readOnly, rest, outputLimit, category); `python3 -m toolhost_sdk componentize DIR -o
+danger, readOnly, rest, outputLimit, category); `process.run("git", [...])` runs a program the
+plugin requests and the operator grants; `python3 -m toolhost_sdk componentize DIR -o
 OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
 """
 
-from . import http, log
+from . import http, log, process
 from ._spec import ToolError, plugin, tool
 
-__all__ = ["tool", "plugin", "log", "http", "ToolError"]
+__all__ = ["tool", "plugin", "log", "http", "process", "ToolError"]

@@ -178,7 +178,7 @@ def _list_option(value, key, file, line, errors):
     return []
 
 
-_PLUGIN_OPTIONS = ("name", "version", "description", "fs", "env", "net", "secret", "secrets")
+_PLUGIN_OPTIONS = ("name", "version", "description", "fs", "env", "net", "secret", "secrets", "exec")
 
 
 def _plugin_fields(project):
@@ -186,6 +186,7 @@ def _plugin_fields(project):
     errors = []
     fields = {k: (v, project.pyproject, line) for k, (v, line) in project.meta.items()}
     caps = {"fs": [], "env": [], "net": [], "secrets": []}
+    exec_ = []
     if len(_spec._plugins) > 1:
         _, file, line = _spec._plugins[1]
         _, f0, l0 = _spec._plugins[0]
@@ -202,24 +203,25 @@ def _plugin_fields(project):
                 for v in _list_option(value, key, file, line, errors):
                     name, _, mode = v.partition(":")
                     mode = mode or "ro"
-                    if not name or mode not in ("ro", "rw"):
+                    if not name.strip() or mode not in ("ro", "rw"):
                         errors.append(Misuse(file, line, f"`fs` takes \"NAME:ro\" or \"NAME:rw\", e.g. "
-                                                         f"fs=\"workspace:rw\"; got {v!r}"))
+                                                         f"fs=\"workspace:rw\"; got {_spec.quoted(v)}"))
                     else:
                         caps["fs"].append({"path": name, "mode": mode})
-            elif key == "env":
-                for v in _list_option(value, key, file, line, errors):
-                    if not v or "=" in v or "\0" in v:
-                        errors.append(Misuse(file, line, f"{v!r} is not an environment variable name"))
-                    else:
-                        caps["env"].append(v)
             else:
-                target = "secrets" if key in ("secret", "secrets") else key
+                target = {"secret": "secrets", "exec": None}.get(key, key)
                 for v in _list_option(value, key, file, line, errors):
-                    if not v.strip():
-                        errors.append(Misuse(file, line, f"`{key}` entries must not be empty"))
+                    problem = _spec.request_problem("secret" if target == "secrets" else key, v)
+                    if problem:
+                        errors.append(Misuse(file, line, problem))
+                    elif target is None:
+                        exec_.append(v)
                     else:
                         caps[target].append(v)
+    # Only when requested, as the Rust SDK writes it: a plugin that runs nothing loads on hosts
+    # that predate `exec`.
+    if exec_:
+        caps["exec"] = exec_
 
     out = {}
     for key in ("name", "version", "description"):
@@ -233,17 +235,16 @@ def _plugin_fields(project):
             continue
         value, file, line = fields[key]
         if not isinstance(value, str):
-            errors.append(Misuse(file, line, f"plugin {key} must be a string, got {value!r}"))
-        elif key == "name" and (not _spec._PLUGIN_NAME.match(value) or len(value) > 64):
-            errors.append(Misuse(file, line, f"plugin name {value!r} must match [A-Za-z_][A-Za-z0-9_-]* "
-                                             "(at most 64 chars); set plugin(name=...) to override"))
+            errors.append(Misuse(file, line, f"plugin `{key}` must be a string, got {value!r}"))
+        elif key == "name" and _spec.plugin_name_problem(value):
+            errors.append(Misuse(file, line, f"{_spec.plugin_name_problem(value)}; set plugin(name=...) to override"))
         elif key == "version" and not value.strip():
-            errors.append(Misuse(file, line, "plugin version must not be empty"))
+            errors.append(Misuse(file, line, "plugin `version` must not be empty"))
         elif key in ("version", "description"):
             limit = _spec.MAX_LABEL if key == "version" else _spec.MAX_PLUGIN_DESCRIPTION
             problem = _spec.text_problem(value, limit, key == "description")
             if problem:
-                errors.append(Misuse(file, line, f"plugin {key} {problem}"))
+                errors.append(Misuse(file, line, f"plugin `{key}` {problem}"))
         out[key] = value
     if errors:
         raise _Errors(errors)

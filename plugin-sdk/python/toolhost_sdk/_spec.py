@@ -21,13 +21,48 @@ FORMAT = 1
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLUGIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
-# The host's caps on a manifest's free text (host/src/manifest.rs), in characters (what `len`
+# The host's caps on a manifest's free text (host/spec/src/manifest.rs), in characters (what `len`
 # counts); schemas in bytes of compact JSON. Checked here so that what builds, loads.
 MAX_PLUGIN_DESCRIPTION = 1024
 MAX_TOOL_DESCRIPTION = 4096
 MAX_PARAM_DESCRIPTION = 1024
 MAX_LABEL = 64  # version and category: one line each
 MAX_SCHEMA_BYTES = 16 * 1024
+# The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
+MAX_NAME = 64
+MAX_PROGRAM = 255
+
+
+def quoted(v):
+    """`v` in double quotes, as the Rust and JavaScript SDKs show a value."""
+    return json.dumps(v, ensure_ascii=False)
+
+
+def plugin_name_problem(name):
+    """Why `name` is not a plugin name the host accepts, or None."""
+    if _PLUGIN_NAME.match(name) and len(name) <= MAX_NAME:
+        return None
+    return f"plugin name {quoted(name)} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_NAME} chars)"
+
+
+_PROGRAM = re.compile(r"[A-Za-z0-9._+-]+\Z")
+
+
+def request_problem(kind, value):
+    """Why `value` is not a request of `kind` (env, net, secret, exec), or None."""
+    if kind == "env" and (not value or "=" in value or "\0" in value):
+        return f"`env` entry {quoted(value)} is not an environment variable name"
+    if kind == "net" and (not value or any(c.isspace() for c in value)):
+        return (f"`net` entry {quoted(value)} is not a host pattern such as \"api.example.com\", "
+                "\"*.example.com\" or \"*\"")
+    if kind == "secret" and not value.strip():
+        return f"`secret` entry {quoted(value)} is not a secret name such as \"api_token\""
+    if kind == "exec" and value != "*" and (
+        not _PROGRAM.match(value) or len(value) > MAX_PROGRAM or value in (".", "..")
+    ):
+        return (f"`exec` entry {quoted(value)} is not a program name such as \"git\" (no paths: the operator "
+                "decides which executable a name runs; \"*\" asks for any program the operator grants)")
+    return None
 
 
 def _is_control(c):
@@ -130,7 +165,8 @@ def tool(func=None, **options):
 def plugin(**options):
     """Declare the plugin: `name`, `version`, `description` (defaults: `[project]` in
     pyproject.toml) and capability requests `fs="workspace:rw"` (or `:ro`), `env="VAR"`,
-    `net="host"`, `secret="NAME"`; each request takes a string or a list of strings.
+    `net="host"`, `secret="NAME"`, `exec="git"` (a program run with `process.run`; `"*"`: any
+    program the operator grants); each request takes a string or a list of strings.
     A request is only a request: the operator grants."""
     file, line = _caller()
     _plugins.append((options, file, line))
@@ -490,22 +526,24 @@ def derive(decl):
             errors.append(Misuse(file, line, f"unknown tool option `{key}`; expected one of: "
                                              + ", ".join(_TOOL_OPTIONS)))
     name = decl.options.get("name", func.__name__)
-    if not isinstance(name, str) or not _IDENT.match(name) or len(name) > 64:
-        errors.append(Misuse(file, line, f"tool name {name!r} must match [A-Za-z_][A-Za-z0-9_]* "
-                                         "(ASCII, at most 64 chars)"))
+    if not isinstance(name, str) or not _IDENT.match(name) or len(name) > MAX_NAME:
+        errors.append(Misuse(file, line, f"tool name {quoted(name)} must match [A-Za-z_][A-Za-z0-9_]* "
+                                         f"(at most {MAX_NAME} chars)"))
     danger = _flag(decl, "danger", errors)
     read_only = _flag(decl, "read_only", errors)
     rest = _flag(decl, "rest", errors)
     output_limit = decl.options.get("output_limit")
     if output_limit is not None and (isinstance(output_limit, bool) or not isinstance(output_limit, int)
                                      or output_limit < 1):
-        errors.append(Misuse(file, line, f"`output_limit` must be a positive integer (characters), "
+        errors.append(Misuse(file, line, f"`output_limit` must be a whole number of characters, at least 1, "
                                          f"got {output_limit!r}"))
         output_limit = None
     category = decl.options.get("category")
     if category is not None and not isinstance(category, str):
         errors.append(Misuse(file, line, f"`category` takes a string, got {category!r}"))
         category = None
+    elif category is not None and not category.strip():
+        errors.append(Misuse(file, line, "`category` must not be empty"))
     elif category is not None and text_problem(category, MAX_LABEL, False):
         errors.append(Misuse(file, line, f"`category` {text_problem(category, MAX_LABEL, False)}"))
 
@@ -517,7 +555,7 @@ def derive(decl):
     ):
         doc_line = node.body[0].lineno
     if not description:
-        errors.append(Misuse(file, def_line, f"tool `{func.__name__}` needs a docstring: its first "
+        errors.append(Misuse(file, def_line, f"tool `{name}` has no description: write a docstring; its first "
                                              "paragraph is the description the model reads"))
     for text, offset in doc_problems:
         errors.append(Misuse(file, (doc_line or def_line) + offset,
@@ -564,8 +602,9 @@ def derive(decl):
             errors.append(Misuse(file, pline, f"parameter `{p.name}` is keyword-only; tool arguments are "
                                               "positional: remove the `*`"))
             continue
-        if not _IDENT.match(p.name):
-            errors.append(Misuse(file, pline, f"parameter name `{p.name}` must be ASCII"))
+        if not _IDENT.match(p.name) or len(p.name) > MAX_NAME:
+            errors.append(Misuse(file, pline, f"parameter name {quoted(p.name)} must match [A-Za-z_][A-Za-z0-9_]* "
+                                              f"(at most {MAX_NAME} chars)"))
             continue
         if p.name not in hints:
             errors.append(Misuse(file, pline, f"parameter `{p.name}` needs a type hint: `str` for text, "
@@ -700,7 +739,7 @@ def derive_all():
             continue
         if spec.name in names:
             first = names[spec.name]
-            errors.append(Misuse(decl.file, decl.line, f"tool name `{spec.name}` is used twice in this plugin "
+            errors.append(Misuse(decl.file, decl.line, f"tool `{spec.name}` is defined twice in this plugin "
                                                        f"(first at {_shown_path(first.file)}:{first.line}); "
                                                        "rename one with `@tool(name=...)`"))
             continue

@@ -9,9 +9,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost::ErrorKind;
-use toolhost::config::Config;
-use toolhost::executor::{Confirm, DangerRequest, Decision};
+use toolhost_core::ErrorKind;
+use toolhost_core::executor::{Confirm, DangerRequest, Decision};
+use toolhost_core::settings::Config;
 
 const GIT: &str = "/usr/bin/git";
 
@@ -28,7 +28,7 @@ fn env_with(plugins: &[&str], toml: &str) -> Env {
 
 /// The absolute path of `name` by this process's PATH.
 fn bin(name: &str) -> String {
-    toolhost::process::resolve_in_path(name)
+    toolhost_core::capability::process::resolve_in_path(name)
         .unwrap_or_else(|| panic!("{name} not in PATH"))
         .display()
         .to_string()
@@ -41,7 +41,7 @@ fn git() -> &'static str {
 
 /// The model's side of the attack, through the `files` plugin: a repository whose config runs
 /// `hook` as its fsmonitor on every `git status`.
-async fn plant_repository(host: &toolhost::Toolhost, hook: &str) {
+async fn plant_repository(host: &toolhost_core::Toolhost, hook: &str) {
     for dir in [".git/objects", ".git/refs/heads"] {
         ok(&call(host, "mkdir", &[dir]).await);
     }
@@ -92,7 +92,8 @@ async fn a_planted_git_config_writes_nothing_outside_the_workspace() {
 
 /// The README's git grant (its `set_env`), as a reader copies it.
 fn readme_git_grant() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
     let block = readme
         .split("```toml\n")
         .skip(1)
@@ -270,25 +271,44 @@ fn without_landlock_exec_grants_are_refused_at_start_unless_the_operator_opts_ou
     let toml = "[plugin.sys]\nexec = [{ program = \"/usr/bin/git\", args = [\"status\"] }]\n";
     let cfg = Config::from_str_at(toml, Path::new("/"), None).unwrap();
     // A kernel without Landlock (ABI 0), simulated.
-    let e = toolhost::process::confine::check_support(0, &cfg).unwrap_err();
+    let e = toolhost_core::capability::process::confine::check_support(0, &cfg.process, cfg.exec_grants())
+        .unwrap_err();
     assert!(e.contains("plugin `sys` (/usr/bin/git)") && e.contains("no Landlock"), "{e}");
     assert!(e.contains("[process] allow_unconfined = true"), "the message names the opt-out: {e}");
     // The same refusal if a host is built without the start check: the run is refused.
     let grant = &cfg.plugins["sys"].exec[0];
-    let e =
-        toolhost::process::confine::Confinement::prepare(grant, Path::new("/"), &cfg.process, 0).unwrap_err();
+    let e = toolhost_core::capability::process::confine::Confinement::prepare(
+        grant,
+        Path::new("/"),
+        &cfg.process,
+        0,
+    )
+    .unwrap_err();
     assert!(e.contains("[process] allow_unconfined = true"), "{e}");
 
     let cfg =
         Config::from_str_at(&format!("[process]\nallow_unconfined = true\n{toml}"), Path::new("/"), None)
             .unwrap();
-    assert!(toolhost::process::confine::check_support(0, &cfg).is_ok(), "the operator opted out");
+    assert!(
+        toolhost_core::capability::process::confine::check_support(0, &cfg.process, cfg.exec_grants())
+            .is_ok(),
+        "the operator opted out"
+    );
     let grant = &cfg.plugins["sys"].exec[0];
-    toolhost::process::confine::Confinement::prepare(grant, Path::new("/"), &cfg.process, 0).unwrap();
+    toolhost_core::capability::process::confine::Confinement::prepare(grant, Path::new("/"), &cfg.process, 0)
+        .unwrap();
     // This kernel has Landlock: the start check passes without the opt-out.
-    assert!(toolhost::process::confine::landlock_abi() >= 1, "the test machine's kernel has Landlock");
+    assert!(
+        toolhost_core::capability::process::confine::landlock_abi() >= 1,
+        "the test machine's kernel has Landlock"
+    );
     let cfg = Config::from_str_at(toml, Path::new("/"), None).unwrap();
-    toolhost::process::confine::check_support(toolhost::process::confine::landlock_abi(), &cfg).unwrap();
+    toolhost_core::capability::process::confine::check_support(
+        toolhost_core::capability::process::confine::landlock_abi(),
+        &cfg.process,
+        cfg.exec_grants(),
+    )
+    .unwrap();
 }
 
 /// Records what the danger confirmation showed.
@@ -309,7 +329,7 @@ impl Confirm for Recorder {
 async fn a_program_over_files_plugins_can_write_is_flagged() {
     let env = git_env("");
     let flag = "git runs over files plugins can write";
-    let list = toolhost::cli::render_list(&env.registry(), &env.config);
+    let list = toolhost::commands::list::render_list(&env.registry(), &env.config);
     assert!(
         list.contains(&format!("warning:   {flag} (files: {})", env.workspace.path().display())),
         "{list}"
@@ -331,6 +351,6 @@ async fn a_program_over_files_plugins_can_write_is_flagged() {
             elsewhere.path().display()
         ),
     );
-    let list = toolhost::cli::render_list(&env.registry(), &env.config);
+    let list = toolhost::commands::list::render_list(&env.registry(), &env.config);
     assert!(!list.contains(flag), "{list}");
 }

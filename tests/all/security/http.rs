@@ -30,7 +30,7 @@ impl Drop for Served {
 }
 
 fn cache() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
 }
 
 /// `serve --mcp --http 127.0.0.1:0` with `config` as its toolhost.toml and `args` after it.

@@ -10,9 +10,11 @@ use crate::support::{Env, component};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolhost::agent::{Agent, AgentOptions, Cancel, ClientOptions, Conversation, ModelClient, Protocol};
-use toolhost::manifest::FsMode;
-use toolhost::protocol::text::{self, Segment};
+use toolhost_frontends::agent::{
+    Agent, AgentOptions, Cancel, ClientOptions, Conversation, ModelClient, Protocol,
+};
+use toolhost_frontends::text::{self, Segment};
+use toolhost_spec::manifest::FsMode;
 
 /// A component that exports `toolhost:plugin/tools` and links, so its manifest registers; its
 /// calls trap (only what it says about itself matters here).
@@ -82,7 +84,7 @@ fn result_markers(block: &str) -> (usize, usize) {
 /// The tool list of a prompt: one `- name(` line per registered tool, the rest param lines of
 /// declared params, and nothing the `[TOOL]` parser reads as a call or a marker.
 #[track_caller]
-fn assert_one_line_per_tool(prompt: &str, registry: &toolhost::Registry) {
+fn assert_one_line_per_tool(prompt: &str, registry: &toolhost_core::Registry) {
     let list = prompt.split_once("Available tools:\n").expect("the tool list").1;
     let tools: Vec<_> = registry.tools().map(|t| t.spec().clone()).collect();
     let tool_lines = list.lines().filter(|l| l.starts_with("- ")).count();
@@ -136,7 +138,7 @@ fn an_8_mib_description_is_refused_at_load_naming_the_field() {
         // Nothing of it reaches a prompt or a schema.
         assert!(registry.get("notes").is_none() && registry.get("echo").is_some());
         assert!(!text::prompt(&registry, &env.config).contains("xxxx"));
-        let tools = toolhost::protocol::openai::tools(&registry, &env.config).unwrap();
+        let tools = toolhost_frontends::openai::tools(&registry, &env.config).unwrap();
         assert!(!tools.to_string().contains("xxxx"));
     }
 }
@@ -274,7 +276,7 @@ async fn the_agent_loop_gets_the_same_prompt_and_feedback_guarantees() {
     );
     let mut conv = Conversation::new();
     let r = agent
-        .turn(&mut conv, "check the notes", &Cancel::new(), &mut |_: toolhost::agent::Event| {})
+        .turn(&mut conv, "check the notes", &Cancel::new(), &mut |_: toolhost_frontends::agent::Event| {})
         .await
         .unwrap();
     assert_eq!(r.answer, "Done.");

@@ -1,8 +1,8 @@
 //! Smaller promises: the disk quota counts extents, approvals cover presentation, trust exemptions are keyed by hash or signer, debug logs keep secrets out.
 
 use crate::support::{Env, call, err, ok};
-use toolhost::ErrorKind;
-use toolhost::manifest::FsMode;
+use toolhost_core::ErrorKind;
+use toolhost_spec::manifest::FsMode;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -53,7 +53,7 @@ fn debug_logs_keep_arguments_and_secrets_out() {
             .env("TOOLHOST_TEST_LOG_SECRET", SECRET)
             .env(
                 "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"),
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
             )
             .env("XDG_STATE_HOME", dir.path())
             .env_remove("TOOLHOST_LOG")
@@ -172,7 +172,7 @@ fn a_name_a_file_chooses_exempts_nothing() {
             .arg("list")
             .env(
                 "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"),
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
             )
             .output()
             .unwrap();
@@ -192,9 +192,7 @@ fn a_name_a_file_chooses_exempts_nothing() {
         "{err}"
     );
     // The exact file, by its SHA-256 as `inspect` prints it, is exempt.
-    let hash = toolhost::discovery::hex(&toolhost::registry::content_hash(
-        &std::fs::read(plugin_artifacts::TEXT).unwrap(),
-    ));
+    let hash = toolhost_spec::digest::sha256_hex(&std::fs::read(plugin_artifacts::TEXT).unwrap());
     let (code, out, err) = run(&format!(
         "[trust]\nkeys = [\"{key}\"]\nrequire_signature = true\nallow_unsigned = [\"sha256:{hash}\"]\n"
     ));

@@ -12,8 +12,8 @@ use crate::support::{Env, call, ok};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use toolhost::config::{SecretFrom, SecretSource};
-use toolhost::net::SecretOrigin;
+use toolhost_core::capability::net::SecretOrigin;
+use toolhost_core::settings::{SecretFrom, SecretSource};
 
 /// The secret: only characters the `guess` attack tries, so it could find every one of them.
 const SECRET: &str = "k7Q2-x9Zp4mW-Tq8v";
@@ -151,12 +151,8 @@ fn spy(hosts: &[String]) -> (Env, tempfile::NamedTempFile) {
     (env, file)
 }
 
-fn hex(s: &str) -> String {
-    s.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    hex::decode(s).unwrap()
 }
 
 /// Split a spy answer `WORD HEX` into the word and the decoded text.
@@ -203,7 +199,7 @@ async fn the_truncation_oracle_then_the_guess_oracle_recover_nothing() {
     assert!(refused > 0, "the secret was never even reflected: the test proves nothing");
     assert!(s.got_the_secret(), "the secret was sent to its origin");
 
-    let out = ok(&call(&host, "guess", &[&echo, &hex(&best)]).await);
+    let out = ok(&call(&host, "guess", &[&echo, &hex::encode(&best)]).await);
     let (_, learned) = answer(&out);
     assert_eq!(learned, "", "guessing found something");
 }
@@ -225,7 +221,7 @@ async fn a_guess_at_the_cut_is_no_oracle() {
         for known in ["", &SECRET[..SECRET.len() / 2]] {
             let mut outcomes = std::collections::BTreeMap::new();
             for c in ALPHABET.chars() {
-                let candidate = hex(&format!("{known}{c}"));
+                let candidate = hex::encode(format!("{known}{c}"));
                 let out = ok(&call(&host, "guess_at_cut", &[&echo, &budget, &candidate, &ahead]).await);
                 outcomes.entry(out).or_insert_with(Vec::new).push(c);
             }
@@ -236,7 +232,7 @@ async fn a_guess_at_the_cut_is_no_oracle() {
             );
             assert!(outcomes.keys().next().unwrap().starts_with("ok "), "{outcomes:?}");
         }
-        let whole = ok(&call(&host, "guess_at_cut", &[&echo, &budget, &hex(SECRET), &ahead]).await);
+        let whole = ok(&call(&host, "guess_at_cut", &[&echo, &budget, &hex::encode(SECRET), &ahead]).await);
         assert_eq!(whole, "refused", "the complete value is refused wherever it is cut");
     }
 }

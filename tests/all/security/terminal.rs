@@ -229,16 +229,19 @@ impl Drop for Pty {
 /// `TOOLHOST_LOG`.
 fn command(env: &Env, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env("XDG_CACHE_HOME", std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-cache"))
-        .env("TOOLHOST_LOG", "warn")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(args)
-        .current_dir(env.workspace.path());
+    cmd.env(
+        "XDG_CACHE_HOME",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
+    )
+    .env("TOOLHOST_LOG", "warn")
+    .env_remove("OPENAI_API_KEY")
+    .env_remove("OPENAI_BASE_URL")
+    .arg("--plugins")
+    .arg(env.plugins.path())
+    .arg("--workspace")
+    .arg(env.workspace.path())
+    .args(args)
+    .current_dir(env.workspace.path());
     cmd
 }
 

@@ -1,0 +1,1195 @@
+//! toolhost benchmarks (`cargo xtask bench`, or `cargo bench -p toolhost --bench bench`).
+//!
+//! Prints a Markdown report of medians and ratios, every figure measured in this run beside
+//! its baseline (a native function call, raw wasmtime instantiate+call), because shared
+//! machines are noisy and absolute numbers from another run mean little.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost_core::engine::{PluginPre, Runtime, Tuning};
+use toolhost_core::executor::AlwaysConfirm;
+use toolhost_core::registry::Registry;
+use toolhost_core::registry::reload::Reloader;
+use toolhost_core::settings::Config;
+use toolhost_core::{ToolCall, Toolhost};
+use toolhost_spec::manifest::FsMode;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Store data for the raw-wasmtime floor: just WASI and a no-op log, no toolhost code.
+struct Raw {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+impl WasiView for Raw {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+impl toolhost_core::bindings::host::Host for Raw {
+    fn log(&mut self, _level: toolhost_core::engine::Level, _message: String) {}
+}
+
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+}
+
+fn stats(mut samples: Vec<Duration>) -> Stats {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    Stats { p50: at(0.5), p99: at(0.99) }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn rss_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Ten distinct plugins: copies of `text.wasm` whose manifest name is rewritten in place
+/// (same length, so the binary stays valid) — distinct content, distinct plugin names.
+fn ten_plugins(dir: &Path) {
+    let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let needle = br#""name":"text""#;
+    let at = text.windows(needle.len()).position(|w| w == needle).expect("manifest name in text.wasm");
+    for i in 0..10 {
+        let mut bytes = text.clone();
+        bytes[at..at + needle.len()].copy_from_slice(format!(r#""name":"tex{i}""#).as_bytes());
+        std::fs::write(dir.join(format!("tex{i}.wasm")), bytes).unwrap();
+    }
+}
+
+/// One plugin per language, each the `toolhost new` template's word counter (the same work:
+/// count the words of `a b c`): the Rust one from `plugins/text`, the Python and JavaScript ones
+/// built here with `toolhost build`'s pinned toolchains (`$TOOLHOST_TOOLCHAINS`, installed on
+/// first use). Per-call latency through the executor, and a process's start to its first call
+/// with an empty and with a warm compile cache.
+fn languages(
+    line: &mut impl FnMut(String),
+    tokio_rt: &tokio::runtime::Runtime,
+    work: &Path,
+    n: usize,
+    raw_p50: Duration,
+) {
+    use toolhost::project::{Lang, Project, Toolchains};
+    line(String::new());
+    line("## Plugins by language (the template's word counter, `a b c`)".into());
+    line(String::new());
+    let toolchains = Toolchains::from_env();
+    let mut plugins: Vec<(&str, &str, Vec<u8>)> =
+        vec![("Rust", "count_words", std::fs::read(plugin_artifacts::TEXT).unwrap())];
+    for (label, lang, tool) in
+        [("Python", Lang::Python, "count_words"), ("JavaScript", Lang::Js, "word_count")]
+    {
+        eprintln!("building the {label} template with toolhost build (first use installs its toolchain) …");
+        let project =
+            toolhost::project::scaffold::create(work, &format!("bench_{}", label.to_lowercase()), lang, None)
+                .unwrap();
+        let built = Project::locate(&project).unwrap().build(&toolchains).unwrap_or_else(|e| {
+            panic!("cannot build the {label} plugin (toolchains in {}): {e:#}", toolchains.root.display())
+        });
+        plugins.push((label, tool, built.bytes));
+    }
+    line("| language | component | per-call p50 | p99 | p50 ÷ Rust | p50 ÷ tuned raw floor (Rust `echo`) | start → first call, cold cache | warm cache |".into());
+    line("|---|---|---|---|---|---|---|---|".into());
+    let mut rust_p50 = None;
+    for (label, tool, bytes) in plugins {
+        let dir = work.join(format!("lang-{label}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.wasm"), &bytes).unwrap();
+        let cfg = Config { plugins_dir: dir.clone(), cache_dir: None, ..Config::default() };
+        let host = Arc::new(Toolhost::load(cfg, Arc::new(AlwaysConfirm)).unwrap());
+        let call = ToolCall::new(tool, ["a b c"]);
+        let per_call = stats(tokio_rt.block_on(sample(n.min(1000), || {
+            let h = host.clone();
+            let call = call.clone();
+            async move {
+                let o = h.call(&call).await;
+                assert!(o.success && o.data.as_deref().is_some_and(|d| d.contains('3')), "{o:?}");
+            }
+        })));
+        let base = *rust_p50.get_or_insert(per_call.p50);
+        let cache = work.join(format!("lang-cache-{label}"));
+        let start = |fresh: bool| first_call(&cache, &dir, tool, fresh);
+        let cold = stats((0..3).map(|_| start(true)).collect());
+        start(false);
+        let warm = stats((0..5).map(|_| start(false)).collect());
+        line(format!(
+            "| {label} | {:.1} MB | {} | {} | {:.1}× | {:.1}× | {} | {} |",
+            bytes.len() as f64 / 1e6,
+            us(per_call.p50),
+            us(per_call.p99),
+            per_call.p50.as_secs_f64() / base.as_secs_f64(),
+            per_call.p50.as_secs_f64() / raw_p50.as_secs_f64(),
+            ms(cold.p50),
+            ms(warm.p50),
+        ));
+    }
+}
+
+/// Latency samples with the page faults and context switches per call of the whole process
+/// while they were taken (`getrusage`).
+struct Measured {
+    stats: Stats,
+    faults: f64,
+    switches: f64,
+}
+
+/// Page faults (minor + major, from `/proc/self/stat`) and context switches (voluntary +
+/// involuntary, summed over `/proc/self/task/*/status`) of the whole process so far.
+fn rusage() -> (i64, i64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name: state is field 3, minflt 10, majflt 12.
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<i64> = after.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    let faults = f.get(7).copied().unwrap_or(0) + f.get(9).copied().unwrap_or(0);
+    let mut switches = 0;
+    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        for l in status.lines() {
+            if l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:") {
+                switches += l.split_whitespace().nth(1).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+            }
+        }
+    }
+    (faults, switches)
+}
+
+/// One benchmarked call: a closure making the future of one call.
+type Case<'a> = Box<dyn FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> + 'a>;
+
+/// Calls of one case in a row, between turns of the others (see [`interleaved`]).
+const BLOCK: usize = 50;
+
+/// Measure `cases` side by side: after a warm-up, a pass per case counts the page faults and
+/// context switches per call; then the latency samples are taken in turns — [`BLOCK`] calls
+/// of each case (after one untimed call), round after round — so every case sees the same
+/// machine noise (these machines are shared, and one case measured after another drifts
+/// apart), while each call still runs as in a real host, after calls of its own kind.
+fn interleaved(rt: &tokio::runtime::Runtime, cases: &mut [Case<'_>], n: usize) -> Vec<Measured> {
+    rt.block_on(async {
+        for c in cases.iter_mut() {
+            for _ in 0..n / 10 {
+                c().await;
+            }
+        }
+        let mut counts = Vec::new();
+        for c in cases.iter_mut() {
+            let k = (n / 5).max(50);
+            let (f0, s0) = rusage();
+            for _ in 0..k {
+                c().await;
+            }
+            let (f1, s1) = rusage();
+            counts.push(((f1 - f0) as f64 / k as f64, (s1 - s0) as f64 / k as f64));
+        }
+        let mut samples: Vec<Vec<Duration>> = cases.iter().map(|_| Vec::with_capacity(n)).collect();
+        for _ in 0..n.div_ceil(BLOCK) {
+            for (c, v) in cases.iter_mut().zip(samples.iter_mut()) {
+                c().await; // back on this case: its caches warm again, untimed
+                for _ in 0..BLOCK {
+                    let t = Instant::now();
+                    c().await;
+                    v.push(t.elapsed());
+                }
+            }
+        }
+        samples
+            .into_iter()
+            .zip(counts)
+            .map(|(v, (faults, switches))| Measured { stats: stats(v), faults, switches })
+            .collect()
+    })
+}
+
+/// Raw wasmtime on an engine configured as toolhost's with a given [`Tuning`]:
+/// `InstancePre::instantiate` and the `echo` export call, a fresh store and instance per call,
+/// no toolhost code.
+struct RawFloor {
+    engine: wasmtime::Engine,
+    pre: PluginPre<Raw>,
+    /// The export call: tool, argument, and the result it must give.
+    tool: &'static str,
+    arg: String,
+    expect: Option<String>,
+    /// A preopened directory (guest `.`), opened once and cloned per call as toolhost does.
+    fs: Option<wasmtime_wasi::filesystem::WasiFilesystemCtx>,
+}
+
+impl RawFloor {
+    fn new(stack_kb: usize, pool: toolhost_core::engine::Pool, tuning: Tuning, component: &[u8]) -> RawFloor {
+        let engine =
+            wasmtime::Engine::new(&toolhost_core::engine::engine_config(stack_kb, Some(pool), tuning))
+                .unwrap();
+        let mut linker = Linker::<Raw>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        toolhost_core::bindings::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
+        let component = wasmtime::component::Component::new(&engine, component).unwrap();
+        let pre = PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+        RawFloor { engine, pre, tool: "echo", arg: "hello".into(), expect: Some("hello".into()), fs: None }
+    }
+
+    /// The same floor for `files`' `read` of `file` in `dir` (granted read-only as the guest's
+    /// `.`), on toolhost's WASI settings for files (blocking I/O on the calling thread).
+    fn read(mut self, dir: &Path, file: &str) -> RawFloor {
+        let mut b = WasiCtx::builder();
+        b.allow_blocking_current_thread(true);
+        b.preopened_dir(dir, ".", wasmtime_wasi::FsPerms::ReadOnly).unwrap();
+        self.fs = Some(b.build().filesystem().clone());
+        self.tool = "read";
+        self.arg = file.into();
+        self.expect = None;
+        self
+    }
+
+    fn case(&self) -> Case<'_> {
+        Box::new(move || {
+            Box::pin(async move {
+                let mut wasi = WasiCtx::builder().allow_blocking_current_thread(true).build();
+                if let Some(fs) = &self.fs {
+                    *wasi.filesystem() = fs.clone();
+                }
+                let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new() });
+                store.set_epoch_deadline(u64::MAX / 2);
+                let inst = self.pre.instantiate_async(&mut store).await.unwrap();
+                let out = inst
+                    .toolhost_plugin_tools()
+                    .call_call(&mut store, self.tool, std::slice::from_ref(&self.arg))
+                    .await
+                    .unwrap();
+                let out = out.unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+                if let Some(want) = &self.expect {
+                    assert_eq!(&out, want);
+                }
+            })
+        })
+    }
+}
+
+/// A call through a host's executor, which must succeed.
+fn host_case(host: &Arc<Toolhost>, call: ToolCall) -> Case<'_> {
+    Box::new(move || {
+        let call = call.clone();
+        Box::pin(async move {
+            let o = host.call(&call).await;
+            assert!(o.success, "{o:?}");
+        })
+    })
+}
+
+/// The MCP handshake the benchmark's clients send (request id 0), and its notification.
+const MCP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+const MCP_INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A JSON-RPC server that answers every request with an empty result and does nothing else:
+/// over stdio (`stdio`), or over HTTP (`http`, printing its address on stdout first). The floor
+/// the MCP rows are measured against, by the same client in the same run.
+fn noop_server(mode: &str) {
+    use std::io::{BufRead, Write};
+    let answer = |body: &[u8]| -> Option<String> {
+        let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+        let id = v.get("id")?;
+        Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string())
+    };
+    if mode == "stdio" {
+        let mut out = std::io::stdout().lock();
+        for l in std::io::stdin().lock().lines() {
+            let Ok(l) = l else { return };
+            if let Some(a) = answer(l.as_bytes()) {
+                writeln!(out, "{a}").unwrap();
+                out.flush().unwrap();
+            }
+        }
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        use http_body_util::{BodyExt, Full};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("http://{}/mcp", listener.local_addr().unwrap());
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| async move {
+                        let body = req.into_body().collect().await?.to_bytes();
+                        let resp = match answer(&body) {
+                            Some(a) => hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(a))),
+                            None => {
+                                hyper::Response::builder().status(202).body(Full::new(bytes::Bytes::new()))
+                            }
+                        };
+                        Ok::<_, hyper::Error>(resp.unwrap())
+                    },
+                );
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            });
+        }
+    });
+}
+
+/// MCP round trips (`echo`, sequential) over stdio and streamable HTTP, each beside the same
+/// client's round trips to the do-nothing server over the same transport (median of `runs`
+/// runs' p50s).
+fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: usize) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    line(String::new());
+    line(format!("## MCP round trips (`echo`, {calls} sequential calls, median of {runs} runs' p50)"));
+    line(String::new());
+    let exe = env!("CARGO_BIN_EXE_toolhost");
+    let me = std::env::current_exe().unwrap();
+    let (init, initialized) = (MCP_INITIALIZE, MCP_INITIALIZED);
+    let call = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
+        )
+    };
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    // `serve` keeps its audit trail under $XDG_STATE_HOME (on by default, part of what is
+    // measured): here, beside the plugins.
+    let state = plugins.with_file_name("state");
+    // Client and servers on one CPU (where `taskset` exists), so a round trip measures the
+    // software on both ends rather than cross-CPU wake-ups out of idle states.
+    let pin = |cpus: &str| {
+        Command::new("taskset")
+            .args(["-cp", cpus, &std::process::id().to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let is_pinned = pin("0");
+    let pinned = |program: &Path| {
+        if is_pinned {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    line(if is_pinned {
+        "Client and servers pinned to CPU 0 (`taskset`).".to_string()
+    } else {
+        "Not pinned (no `taskset`): cross-CPU wake-ups are part of each round trip.".to_string()
+    });
+    line(String::new());
+    line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 1.5× |".into());
+    line("|---|---|---|---|---|".into());
+
+    // stdio: one line out, one line back.
+    let ping = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+    let stdio_p50 = |mut cmd: Command, request: &dyn Fn(usize) -> String| -> Duration {
+        let mut child =
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut ask = |body: &str, wait: bool| {
+            writeln!(stdin, "{body}").unwrap();
+            stdin.flush().unwrap();
+            if wait {
+                let l = lines.next().expect("server closed stdout").unwrap();
+                assert!(!l.contains("\"error\""), "{l}");
+            }
+        };
+        ask(init, true);
+        ask(initialized, false);
+        let mut v = Vec::with_capacity(calls);
+        for i in 0..calls + calls / 10 {
+            let body = request(i + 1);
+            let t = Instant::now();
+            ask(&body, true);
+            if i >= calls / 10 {
+                v.push(t.elapsed());
+            }
+        }
+        drop(stdin);
+        let _ = child.kill();
+        let _ = child.wait();
+        stats(v).p50
+    };
+    let noop = || {
+        let mut c = pinned(&me);
+        c.env("TOOLHOST_BENCH_NOOP", "stdio");
+        c
+    };
+    // The same server with its audit trail off, to show what the trail's line per call costs.
+    let no_audit = plugins.with_file_name("no-audit.toml");
+    std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
+    let host = |audit: bool| {
+        let mut c = pinned(Path::new(exe));
+        if !audit {
+            c.arg("--config").arg(&no_audit);
+        }
+        c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
+        c
+    };
+    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        a.push(stdio_p50(noop(), &call));
+        b.push(stdio_p50(host(true), &call));
+        c.push(stdio_p50(host(false), &call));
+        d.push(stdio_p50(host(true), &ping));
+    }
+    let (a, b, c, d) = (median(a), median(b), median(c), median(d));
+    let r = b.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| stdio | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(b),
+        if r <= 1.5 { "yes" } else { "**no**" }
+    ));
+    let r = c.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| stdio, `[audit] enabled = false` | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(c),
+        if r <= 1.5 { "yes" } else { "**no**" }
+    ));
+    // MCP `ping` answered by toolhost: the transport and protocol layer alone, no tool call.
+    line(format!(
+        "| stdio, `ping` instead of a call (the protocol layer alone) | {} | {} | {:.2}× | — |",
+        us(a),
+        us(d),
+        d.as_secs_f64() / a.as_secs_f64()
+    ));
+
+    // Streamable HTTP: one POST per call on a kept-alive connection, the body read whole.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let http_p50 = |mut cmd: Command, url_on_stdout: bool| -> Duration {
+        let mut child =
+            cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let url = if url_on_stdout {
+            BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap()
+        } else {
+            let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+            loop {
+                let l = err.next().expect("serve exited before listening").unwrap();
+                if let Some(at) = l.find("http://").filter(|_| l.contains("/mcp,")) {
+                    break l[at..].split_whitespace().next().unwrap().trim_end_matches(',').to_string();
+                }
+            }
+        };
+        let p50 = rt.block_on(async {
+            let client = reqwest::Client::new();
+            let post = |body: String, session: Option<String>| {
+                let mut r = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2025-06-18");
+                if let Some(s) = session {
+                    r = r.header("mcp-session-id", s);
+                }
+                r.body(body).send()
+            };
+            let resp = post(init.to_string(), None).await.unwrap();
+            let session = resp.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+            resp.text().await.unwrap();
+            post(initialized.to_string(), session.clone()).await.unwrap().text().await.unwrap();
+            let mut v = Vec::with_capacity(calls);
+            for i in 0..calls + calls / 10 {
+                let t = Instant::now();
+                let text = post(call(i + 1), session.clone()).await.unwrap().text().await.unwrap();
+                assert!(text.contains("hello") || text.contains("\"result\""), "{text}");
+                if i >= calls / 10 {
+                    v.push(t.elapsed());
+                }
+            }
+            stats(v).p50
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        p50
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let mut n = pinned(&me);
+        n.env("TOOLHOST_BENCH_NOOP", "http");
+        a.push(http_p50(n, true));
+        let mut h = pinned(Path::new(exe));
+        h.arg("--plugins")
+            .arg(plugins)
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .env("XDG_STATE_HOME", &state);
+        b.push(http_p50(h, false));
+    }
+    let (a, b) = (median(a), median(b));
+    let r = b.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| streamable HTTP | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(b),
+        if r <= 1.5 { "yes" } else { "**no**" }
+    ));
+    if is_pinned {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        pin(&format!("0-{}", cores - 1));
+    }
+}
+
+/// Units of native work per second on `threads` threads at once: hashing 4 KiB per unit, or
+/// (`touch`) writing one byte per 64-byte line of a 256 KiB buffer per unit.
+fn native_rate(threads: usize, touch: bool) -> f64 {
+    let per = 20_000u32;
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut buf = vec![1u8; 256 << 10];
+                let mut acc = 0u64;
+                for i in 0..per {
+                    if touch {
+                        for line in buf.chunks_mut(64) {
+                            line[0] = line[0].wrapping_add(i as u8);
+                            acc += u64::from(line[0]);
+                        }
+                    } else {
+                        buf[0] = i as u8;
+                        acc += u64::from(toolhost_core::discovery::content_hash(&buf[..4096])[0]);
+                    }
+                }
+                std::hint::black_box(acc);
+            });
+        }
+    });
+    f64::from(per) * threads as f64 / t.elapsed().as_secs_f64()
+}
+
+/// A `toolhost call TOOL "a b c"` process over the plugins in `dir`, from spawn to exit, with
+/// the compile cache under `cache` (emptied first when `fresh`).
+fn first_call(cache: &Path, dir: &Path, tool: &str, fresh: bool) -> Duration {
+    if fresh {
+        let _ = std::fs::remove_dir_all(cache);
+    }
+    let t = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .env("XDG_CACHE_HOME", cache)
+        .arg("--plugins")
+        .arg(dir)
+        .args(["call", tool, "a b c"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{tool} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    t.elapsed()
+}
+
+async fn sample<F, Fut>(n: usize, mut f: F) -> Vec<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for _ in 0..n / 10 {
+        f().await; // warm-up
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f().await;
+        out.push(t.elapsed());
+    }
+    out
+}
+
+fn main() {
+    // Re-executed as the do-nothing server the MCP rows are measured against.
+    if let Ok(mode) = std::env::var("TOOLHOST_BENCH_NOOP") {
+        return noop_server(&mode);
+    }
+    let mut report = String::new();
+    let mut line = |s: String| {
+        println!("{s}");
+        report.push_str(&s);
+        report.push('\n');
+    };
+    let quick = std::env::var_os("TOOLHOST_BENCH_QUICK").is_some();
+    // TOOLHOST_BENCH_ONLY=throughput,mcp,…: the latency table and only these sections
+    // (throughput, startup — memory, start-up and reload —, languages, mcp); all by default.
+    let only = std::env::var("TOOLHOST_BENCH_ONLY").ok();
+    let want = |section: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == section));
+    let n = if quick { 300 } else { 3000 };
+
+    let rss_start = rss_kib("VmRSS:");
+    let work = tempfile::tempdir().unwrap();
+    let ten = work.path().join("ten");
+    std::fs::create_dir_all(&ten).unwrap();
+    ten_plugins(&ten);
+    let plugins = work.path().join("plugins");
+    let ws = work.path().join("ws");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
+    std::fs::copy(plugin_artifacts::FILES, plugins.join("files.wasm")).unwrap();
+    std::fs::write(ws.join("4k.txt"), "x".repeat(4096)).unwrap();
+    let mut config = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
+    config.set_workspace(&ws);
+    config.grant_workspace("files", FsMode::ReadOnly);
+    let pool = toolhost_core::engine::Pool {
+        concurrent_calls: config.concurrency,
+        max_memory_mb: config.max_memory_mb(),
+    };
+    let stack_kb = config.stack_kb;
+    let runtime = Runtime::for_config(&config).unwrap();
+    let registry = Registry::load(&runtime, &config).unwrap();
+    let host =
+        Arc::new(Toolhost::from_parts(runtime.clone(), Arc::new(config), registry, Arc::new(AlwaysConfirm)));
+    let tokio_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+
+    // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor; `echo*N`: N
+    // concurrent echo callers on one worker) for 5 s and stop (run under `perf record` to see
+    // where a call's time goes).
+    if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
+        if let Some(callers) = tool.strip_prefix("echo*").and_then(|n| n.parse::<usize>().ok()) {
+            // `echo*N`: N concurrent callers on a one-worker runtime.
+            let rt =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            let done: u64 = rt.block_on(async {
+                let tasks: Vec<_> = (0..callers)
+                    .map(|_| {
+                        let h = host.clone();
+                        tokio::spawn(async move {
+                            let call = ToolCall::new("echo", ["hello"]);
+                            let mut n = 0u64;
+                            while Instant::now() < until {
+                                assert!(h.call(&call).await.success);
+                                n += 1;
+                            }
+                            n
+                        })
+                    })
+                    .collect();
+                let mut total = 0;
+                for t in tasks {
+                    total += t.await.unwrap();
+                }
+                total
+            });
+            eprintln!("{done} calls by {callers} callers on one worker in 5 s");
+            return;
+        }
+        let call = ToolCall::new(&tool, [if tool == "read" { "4k.txt" } else { "hello" }]);
+        let raw = RawFloor::new(
+            stack_kb,
+            pool,
+            Tuning::for_this_machine(),
+            &std::fs::read(plugin_artifacts::TEXT).unwrap(),
+        );
+        // `raw`: the raw-wasmtime floor with the host's tuning, for comparison.
+        let mut case = if tool == "raw" { raw.case() } else { host_case(&host, call) };
+        let until = Instant::now() + Duration::from_secs(5);
+        let mut calls = 0u64;
+        tokio_rt.block_on(async {
+            while Instant::now() < until {
+                case().await;
+                calls += 1;
+            }
+        });
+        eprintln!("{calls} calls of {tool} in 5 s");
+        return;
+    }
+
+    line("## Per-call latency (single caller)".into());
+    line(String::new());
+
+    // Floor 1: a native Rust function doing what `echo` does.
+    let native = {
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            let s = std::hint::black_box(String::from("hello"));
+            std::hint::black_box(s.clone());
+            v.push(t.elapsed());
+        }
+        stats(v)
+    };
+
+    // Floor 2: raw wasmtime, InstancePre::instantiate + the export call, no toolhost code, on
+    // an engine configured as toolhost's (same pool sizing) with wasmtime's default slot reset,
+    // and with each candidate reset strategy: the best is the tuned floor. Measured side by
+    // side with the executor's calls.
+    let text_bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let mut floors = vec![("wasmtime's default slot reset (**default floor**)", Tuning::WASMTIME_DEFAULT)];
+    floors.extend([
+        ("keep 1 MiB resident", Tuning { keep_resident: 1 << 20, pagemap_scan: false, decommit_batch: 1 }),
+        (
+            "keep 1 MiB resident + PAGEMAP_SCAN",
+            Tuning { keep_resident: 1 << 20, pagemap_scan: true, decommit_batch: 1 },
+        ),
+        (
+            "keep 4 MiB resident + PAGEMAP_SCAN",
+            Tuning { keep_resident: 4 << 20, pagemap_scan: true, decommit_batch: 1 },
+        ),
+        ("madvise in batches of 8", Tuning { keep_resident: 0, pagemap_scan: false, decommit_batch: 8 }),
+    ]);
+    let raws: Vec<RawFloor> =
+        floors.iter().map(|(_, t)| RawFloor::new(stack_kb, pool, *t, &text_bytes)).collect();
+    let split_args = r#"[{"title": "design, review", "days": 2}, {"title": "ship", "days": 1}]"#;
+    let calls = [
+        ("toolhost executor: `echo(\"hello\")`", ToolCall::new("echo", ["hello"])),
+        ("toolhost executor: `read` of a 4 KiB file", ToolCall::new("read", ["4k.txt"])),
+        (
+            "toolhost executor: `split_task` with a JSON arg",
+            ToolCall::new("split_task", ["Launch", split_args]),
+        ),
+    ];
+    // The executor before issue #16's tuning: the same host on wasmtime's default slot reset.
+    let before = {
+        let cfg = host.config.clone();
+        let rt = Runtime::with_tuning(stack_kb, None, Some(pool), true, Tuning::WASMTIME_DEFAULT).unwrap();
+        let reg = Registry::load(&rt, &cfg).unwrap();
+        Arc::new(Toolhost::from_parts(rt, cfg, reg, Arc::new(AlwaysConfirm)))
+    };
+    // The raw floor of `read` (files.wasm, the granted directory opened once and cloned per
+    // call, as toolhost does): what wasmtime and WASI alone cost for that call.
+    let raw_read = RawFloor::new(
+        stack_kb,
+        pool,
+        Tuning::for_this_machine(),
+        &std::fs::read(plugin_artifacts::FILES).unwrap(),
+    )
+    .read(&ws, "4k.txt");
+    let mut cases: Vec<Case<'_>> = raws.iter().map(RawFloor::case).collect();
+    cases.extend(calls.iter().map(|(_, c)| host_case(&host, c.clone())));
+    cases.push(host_case(&before, ToolCall::new("echo", ["hello"])));
+    cases.push(raw_read.case());
+    let results = interleaved(&tokio_rt, &mut cases, n);
+    drop(cases);
+    let (raw_results, host_results) = results.split_at(floors.len());
+    let raw = &raw_results[0].stats;
+    let best_i = (1..floors.len()).min_by_key(|&i| raw_results[i].stats.p50).unwrap();
+    let best = &raw_results[best_i];
+    let ratio = |s: &Stats| format!("{:.2}×", s.p50.as_secs_f64() / raw.p50.as_secs_f64());
+    let vs_best = |s: &Stats| format!("{:.2}×", s.p50.as_secs_f64() / best.stats.p50.as_secs_f64());
+    line("| what | p50 | p99 | ÷ default floor | ÷ tuned floor | page faults / call | context switches / call |".into());
+    line("|---|---|---|---|---|---|---|".into());
+    line(format!(
+        "| native Rust fn (floor) | {} | {} | {} | {} | — | — |",
+        us(native.p50),
+        us(native.p99),
+        ratio(&native),
+        vs_best(&native)
+    ));
+    let row = |label: &str, m: &Measured| {
+        format!(
+            "| {label} | {} | {} | {} | {} | {:.1} | {:.2} |",
+            us(m.stats.p50),
+            us(m.stats.p99),
+            ratio(&m.stats),
+            vs_best(&m.stats),
+            m.faults,
+            m.switches
+        )
+    };
+    for (i, ((label, t), m)) in floors.iter().zip(raw_results).enumerate() {
+        let mark = if i == best_i { " (**tuned floor**)" } else { "" };
+        let host = if *t == Tuning::for_this_machine() { ", toolhost's setting" } else { "" };
+        line(row(&format!("raw wasmtime instantiate + call, {label}{host}{mark}"), m));
+    }
+    for ((label, _), m) in calls.iter().zip(host_results) {
+        line(row(label, m));
+    }
+    line(row(
+        "toolhost executor: `echo(\"hello\")` on wasmtime's default slot reset (before issue #16)",
+        &host_results[3],
+    ));
+    line(row(
+        "raw wasmtime instantiate + `read` of the 4 KiB file (files.wasm), toolhost's setting (the `read` floor)",
+        &host_results[4],
+    ));
+    let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
+    let raw_read = &host_results[4].stats;
+
+    // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
+    // the executor, on an engine with the quota (as every host has it) and on one without,
+    // side by side.
+    let write_4k = "x".repeat(4096);
+    let quota_hosts: Vec<Arc<Toolhost>> = [false, true]
+        .into_iter()
+        .map(|disk_quota| {
+            let mut cfg = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
+            cfg.set_workspace(&ws);
+            cfg.grant_workspace("files", FsMode::ReadWrite);
+            let rt = Runtime::with_disk_quota(cfg.stack_kb, None, Some(pool), disk_quota).unwrap();
+            let reg = Registry::load(&rt, &cfg).unwrap();
+            Arc::new(Toolhost::from_parts(rt, Arc::new(cfg), reg, Arc::new(AlwaysConfirm)))
+        })
+        .collect();
+    // Cases: write without, write with, read without, read with.
+    let mut cases: Vec<Case<'_>> = Vec::new();
+    for (i, h) in quota_hosts.iter().enumerate() {
+        cases.push(host_case(h, ToolCall::new("write", [format!("out-4k-{i}.txt"), write_4k.clone()])));
+    }
+    for h in &quota_hosts {
+        cases.push(host_case(h, ToolCall::new("read", ["4k.txt"])));
+    }
+    let quota_rows: Vec<Stats> = interleaved(&tokio_rt, &mut cases, n).into_iter().map(|m| m.stats).collect();
+    drop(cases);
+    line(String::new());
+    line("The disk quota's cost (issue #14): the same executor calls on an engine with and without it, side by side:".into());
+    line(String::new());
+    line("| what | p50 | p99 | ÷ without the quota (target: within 5%) |".into());
+    line("|---|---|---|---|".into());
+    for (what, off, on) in [
+        ("`write` of 4 KiB", &quota_rows[0], &quota_rows[1]),
+        ("`read` of 4 KiB", &quota_rows[2], &quota_rows[3]),
+    ] {
+        line(format!(
+            "| {what}, no disk quota (engine without it) | {} | {} | 1.00× |",
+            us(off.p50),
+            us(off.p99)
+        ));
+        let r = on.p50.as_secs_f64() / off.p50.as_secs_f64();
+        line(format!(
+            "| {what} with the disk quota | {} | {} | {r:.3}× ({:+.1}%, {}) |",
+            us(on.p50),
+            us(on.p99),
+            (r - 1.0) * 100.0,
+            if r <= 1.05 { "met" } else { "**not met**" }
+        ));
+    }
+
+    line(String::new());
+    line("Targets of issue #16 for a single caller (fresh store and instance every call):".into());
+    line(String::new());
+    line("| target | measured | met |".into());
+    line("|---|---|---|".into());
+    let x = |a: &Stats, b: &Stats| a.p50.as_secs_f64() / b.p50.as_secs_f64();
+    let met = |ok: bool| if ok { "yes" } else { "**no**" };
+    line(format!(
+        "| `echo` p50 ≤ 10 µs | {} | {} |",
+        us(echo.p50),
+        met(echo.p50 <= Duration::from_micros(10))
+    ));
+    let e = x(echo, &best.stats);
+    line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.3}× | {} |", met(e <= 1.2)));
+    let r = x(read, echo);
+    line(format!("| 4 KiB `read` ≤ 1.5× `echo` | {r:.2}× | {} |", met(r <= 1.5)));
+    // What bounds it: the same ratio with no toolhost code on either side.
+    line(format!(
+        "| (bound) raw `read` floor ÷ tuned raw `echo` floor | {:.2}× | — |",
+        x(raw_read, &best.stats)
+    ));
+    line(format!("| (bound) executor `read` ÷ raw `read` floor | {:.2}× | — |", x(read, raw_read)));
+    let sp = x(split, echo);
+    line(format!("| `split_task` ≤ 1.3× `echo` | {sp:.3}× | {} |", met(sp <= 1.3)));
+
+    if want("throughput") {
+        line(String::new());
+        line("## Throughput (`echo`, calls/s)".into());
+        line(String::new());
+        // Each case is run in 3 interleaved rounds and its best round kept: on a shared machine
+        // a neighbour's burst lowers one round, not all three.
+        let rounds = if quick { 1 } else { 3 };
+        line(format!("Best of {rounds} interleaved rounds per case."));
+        line(String::new());
+        line("| callers | runtime workers | calls/s |".into());
+        line("|---|---|---|".into());
+        let total = if quick { 2000 } else { 20_000 };
+        let cases = [(1usize, 1usize), (1, 8), (2, 2), (2, 8), (2, 50)];
+        let mut best_rate = [0f64; 5];
+        for (i, (workers, callers)) in (0..rounds).flat_map(|_| cases.iter().copied().enumerate()) {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .build()
+                .unwrap();
+            let h = host.clone();
+            let per = total / callers;
+            let t = Instant::now();
+            rt.block_on(async move {
+                let tasks: Vec<_> = (0..callers)
+                    .map(|_| {
+                        let h = h.clone();
+                        tokio::spawn(async move {
+                            let call = ToolCall::new("echo", ["hello"]);
+                            for _ in 0..per {
+                                assert!(h.call(&call).await.success);
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.unwrap();
+                }
+            });
+            let rate = (per * callers) as f64 / t.elapsed().as_secs_f64();
+            best_rate[i] = best_rate[i].max(rate);
+        }
+        let (mut best_one, mut best_two) = (0f64, 0f64);
+        for ((workers, callers), rate) in cases.iter().zip(best_rate) {
+            line(format!("| {callers} | {workers} | {rate:.0} |"));
+            let best = if *workers == 1 { &mut best_one } else { &mut best_two };
+            *best = best.max(rate);
+        }
+        line(String::new());
+        let scaling = best_two / best_one;
+        line("| target (issue #16) | measured | met |".into());
+        line("|---|---|---|".into());
+        line(format!(
+            "| 2 workers ≥ 1.8× one worker (best of each) | {scaling:.3}× ({best_two:.0} vs {best_one:.0} calls/s) | {} |",
+            if scaling >= 1.8 { "yes" } else { "**no**" }
+        ));
+        line(format!(
+            "| ≥ 100k `echo` calls/s on 2 cores | {best_two:.0} | {} |",
+            if best_two >= 100_000.0 { "yes" } else { "**no**" }
+        ));
+        // What this machine's two cores give to any work: the same native loops on one thread
+        // and on two at once (best of 3 each), the ceiling for the scaling target above.
+        line(String::new());
+        line("| the machine's own scaling (native work, no wasm) | 2 threads ÷ 1 |".into());
+        line("|---|---|".into());
+        for (what, touch) in [
+            ("compute-bound: SHA-256 of 4 KiB per unit", false),
+            ("memory-touching: a write per cache line of 256 KiB per unit", true),
+        ] {
+            let best = |threads| (0..3).map(|_| native_rate(threads, touch)).fold(0f64, f64::max);
+            let (one, two) = (best(1), best(2));
+            line(format!("| {what} | {:.3}× |", two / one));
+        }
+    }
+
+    if want("startup") {
+        line(String::new());
+        line("## Memory".into());
+        line(String::new());
+        let ten_cfg = Config { plugins_dir: ten.clone(), cache_dir: None, ..Config::default() };
+        let before = rss_kib("VmRSS:");
+        let ten_host = Arc::new(Toolhost::load(ten_cfg, Arc::new(AlwaysConfirm)).unwrap());
+        let idle = rss_kib("VmRSS:");
+        let h = ten_host.clone();
+        tokio_rt.block_on(async move {
+            let tasks: Vec<_> = (0..50)
+                .map(|i| {
+                    let h = h.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..20 {
+                            let o = h
+                                .call(&ToolCall::new(
+                                    "split_task",
+                                    [format!("task {i}"), r#"[{"title": "a", "days": 1}]"#.into()],
+                                ))
+                                .await;
+                            assert!(o.success);
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let peak = rss_kib("VmHWM:");
+        line("| what | RSS |".into());
+        line("|---|---|".into());
+        line(format!("| process at start of the benchmark | {} MiB |", rss_start / 1024));
+        line(format!(
+            "| 10 plugins loaded, idle (increase over before loading) | {} MiB (+{} MiB) |",
+            idle / 1024,
+            idle.saturating_sub(before) / 1024
+        ));
+        line(format!("| peak so far, after 50 concurrent callers × 20 calls | {} MiB |", peak / 1024));
+    }
+    if want("languages") {
+        languages(&mut line, &tokio_rt, work.path(), n, best.stats.p50);
+    }
+    if want("mcp") {
+        mcp_rows(&mut line, &plugins, if quick { 300 } else { 2000 }, if quick { 2 } else { 8 });
+    }
+    if want("startup") {
+        line(String::new());
+        line("## Start-up and scanning".into());
+        line(String::new());
+        line("| what | time | ratio |".into());
+        line("|---|---|---|".into());
+        let exe = env!("CARGO_BIN_EXE_toolhost");
+        let cache = work.path().join("cache");
+        let first_call = |fresh: bool| first_call(&cache, &ten, "count_words", fresh);
+        let runs = if quick { 1 } else { 3 };
+        let cold = stats((0..runs).map(|_| first_call(true)).collect());
+        first_call(false);
+        let warm = stats((0..runs * 3).map(|_| first_call(false)).collect());
+        line(format!(
+            "| process start → first call served, 10 plugins, cold compile cache | {} | 1.00× |",
+            ms(cold.p50)
+        ));
+        line(format!(
+            "| process start → first call served, 10 plugins, warm compile cache | {} | {:.1}× faster |",
+            ms(warm.p50),
+            cold.p50.as_secs_f64() / warm.p50.as_secs_f64()
+        ));
+        // MCP over stdio with one plugin and a warm cache: spawn → the `tools/list` answer (the
+        // client sends initialize, initialized and tools/list at once, as clients do).
+        let one = work.path().join("one");
+        std::fs::create_dir_all(&one).unwrap();
+        std::fs::copy(plugin_artifacts::TEXT, one.join("text.wasm")).unwrap();
+        let first_list = |dir: &Path| -> Duration {
+            use std::io::{BufRead, BufReader, Write};
+            let t = Instant::now();
+            let mut child = std::process::Command::new(exe)
+                .env("XDG_CACHE_HOME", &cache)
+                .arg("--plugins")
+                .arg(dir)
+                .args(["serve", "--mcp"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, "{MCP_INITIALIZE}\n{MCP_INITIALIZED}").unwrap();
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+            stdin.flush().unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            loop {
+                let l = lines.next().expect("serve closed stdout").unwrap();
+                if l.contains(r#""id":2"#) {
+                    assert!(l.contains("count_words"), "{l}");
+                    break;
+                }
+            }
+            let took = t.elapsed();
+            drop(stdin);
+            let _ = child.kill();
+            let _ = child.wait();
+            took
+        };
+        first_list(&one);
+        first_list(&ten);
+        // The floor of any start on this machine (exec, dynamic loading, argument parsing),
+        // measured in turns with the `tools/list` starts so they share the machine's noise.
+        let (mut version, mut list, mut list_ten) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..runs * 3 {
+            for _ in 0..3 {
+                let t = Instant::now();
+                let out = std::process::Command::new(exe).arg("--version").output().unwrap();
+                assert!(out.status.success());
+                version.push(t.elapsed());
+            }
+            list.push(first_list(&one));
+            list_ten.push(first_list(&ten));
+        }
+        let (version, list, list_ten) = (stats(version), stats(list), stats(list_ten));
+        let floor = |d: Duration| {
+            format!("{:.1}× the `--version` floor", d.as_secs_f64() / version.p50.as_secs_f64())
+        };
+        line(format!(
+            "| process start → exit of `toolhost --version` (no plugins: the floor of every start) | {} | 1.0× |",
+            ms(version.p50)
+        ));
+        line(format!(
+            "| process start → first MCP `tools/list` answer, 1 plugin, warm compile cache (target ≤ 5 ms) | {} | {}; {} |",
+            ms(list.p50),
+            floor(list.p50),
+            if list.p50 <= Duration::from_millis(5) { "met" } else { "**not met**" }
+        ));
+        line(format!(
+            "| process start → first MCP `tools/list` answer, 10 plugins, warm compile cache | {} | {} |",
+            ms(list_ten.p50),
+            floor(list_ten.p50)
+        ));
+        line(format!(
+            "| target: 10 plugins to first call ≤ 10 ms (warm) | {} | {}; {} |",
+            ms(warm.p50),
+            floor(warm.p50),
+            if warm.p50 <= Duration::from_millis(10) { "met" } else { "**not met**" }
+        ));
+
+        let hundred = work.path().join("hundred");
+        std::fs::create_dir_all(&hundred).unwrap();
+        let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
+        for i in 0..100 {
+            std::fs::write(hundred.join(format!("p{i:03}.wasm")), &text).unwrap();
+        }
+        let scans: Vec<Duration> = (0..if quick { 3 } else { 20 })
+            .map(|_| {
+                let t = Instant::now();
+                let (found, _) = toolhost_core::discovery::scan(&hundred, 64 << 20).unwrap();
+                for c in &found {
+                    toolhost_spec::manifest::read(&c.bytes).unwrap();
+                }
+                t.elapsed()
+            })
+            .collect();
+        let scan = stats(scans);
+        line(format!(
+            "| manifest scan of 100 plugin files (read + SHA-256 + parse + validate, no compilation) | {} ({} per plugin) | — |",
+            ms(scan.p50),
+            us(scan.p50 / 100)
+        ));
+
+        line(String::new());
+        line("## Hot reload".into());
+        line(String::new());
+        let reload_dir = work.path().join("reload");
+        std::fs::create_dir_all(&reload_dir).unwrap();
+        let debounce = Duration::from_millis(100);
+        let rcfg = Arc::new(Config { plugins_dir: reload_dir.clone(), cache_dir: None, ..Config::default() });
+        let rhost =
+            Toolhost::from_parts(runtime.clone(), rcfg.clone(), Registry::default(), Arc::new(AlwaysConfirm));
+        let (v1, v2) = (
+            std::fs::read(plugin_artifacts::VERSIONED).unwrap(),
+            std::fs::read(plugin_artifacts::VERSIONED_V2).unwrap(),
+        );
+        let samples: Vec<(Duration, bool)> = tokio_rt.block_on(async {
+            let reloader = Reloader::new(runtime.clone(), rcfg.clone(), rhost.registry.clone());
+            let _watch = reloader.watch(debounce).unwrap();
+            let mut out = Vec::new();
+            for i in 0..if quick { 4 } else { 10 } {
+                let (bytes, want) = if i % 2 == 0 { (&v1, "v1") } else { (&v2, "v2") };
+                let t = Instant::now();
+                std::fs::write(reload_dir.join("versioned.wasm"), bytes).unwrap();
+                loop {
+                    let o = rhost.call(&ToolCall::new("which", Vec::<String>::new())).await;
+                    if o.data.as_deref() == Some(want) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    assert!(t.elapsed() < Duration::from_secs(60), "reload never happened");
+                }
+                out.push((t.elapsed(), i < 2));
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            out
+        });
+        let first_compiles: Vec<Duration> = samples.iter().filter(|(_, f)| *f).map(|(d, _)| *d).collect();
+        let cached: Vec<Duration> = samples.iter().filter(|(_, f)| !*f).map(|(d, _)| *d).collect();
+        line("| what | median | debounce |".into());
+        line("|---|---|---|".into());
+        line(format!(
+            "| write of a changed plugin → first call served by it (first time: compile included) | {} | {} |",
+            ms(stats(first_compiles).p50),
+            ms(debounce)
+        ));
+        line(format!(
+            "| the same, version already compiled once (in-memory code cache) | {} | {} |",
+            ms(stats(cached).p50),
+            ms(debounce)
+        ));
+    }
+
+    if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
+        std::fs::write(PathBuf::from(out), report).unwrap();
+    }
+}

@@ -1,0 +1,185 @@
+//! `toolhost list`: the registered tools, each plugin's requested, granted and missing
+//! capabilities, and the files that failed to load; `--json` for programs.
+
+use crate::args::GlobalArgs;
+use crate::settings::Settings;
+use crate::term;
+use anyhow::Result;
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost_core::Config;
+use toolhost_core::registry::Registry;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
+    let (host, _) =
+        crate::session::open(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
+    let reg = host.registry.load_full();
+    if a.json {
+        println!("{}", term::to_json(&list_json(&reg))?);
+    } else {
+        print!("{}", render_list(&reg, &host.config));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `list` table.
+pub fn render_list(reg: &Registry, config: &Config) -> String {
+    let mut rows: Vec<[String; 4]> =
+        vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "DESCRIPTION".into()]];
+    for t in reg.tools() {
+        let view = toolhost_core::view::ToolView::new(t, config);
+        let s = view.spec;
+        let flags = view.flags();
+        let field = |s: &str| term::line(s).into_owned();
+        rows.push([
+            field(&s.signature()),
+            field(&t.plugin.name),
+            field(&flags.join(",")),
+            field(&s.description),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    let w2 = rows.iter().map(|r| r[2].chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for r in &rows {
+        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if reg.tools().next().is_none() {
+        out.push_str("(no tools loaded)\n");
+    }
+    out.push_str("\nPLUGINS\n");
+    for p in reg.plugins() {
+        let granted: Vec<String> = p
+            .grants
+            .fs
+            .iter()
+            .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
+            .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
+            .chain(net_granted(&p.grants.net))
+            .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
+            .collect();
+        out.push_str(&format!(
+            "{} {} ({})\n  requested: {}\n  granted:   {}\n",
+            term::line(&p.name),
+            term::line(&p.manifest.version),
+            term::line(&toolhost_core::discovery::file_name(&p.file)),
+            super::inspect::requests(&p.manifest),
+            if granted.is_empty() { "nothing".into() } else { term::line(&granted.join(", ")).into_owned() }
+        ));
+        for m in &p.missing {
+            out.push_str(&format!(
+                "  missing:   {} — grant with {}\n",
+                term::line(&m.what),
+                term::line(&m.how)
+            ));
+        }
+        for n in reg.shared_write_notes(p, &config.workspace) {
+            out.push_str(&format!("  warning:   {n}\n"));
+        }
+        if let Some(signer) = &p.signer {
+            out.push_str(&format!("  signed by: {}\n", term::line(&signer.to_string())));
+        }
+    }
+    if !reg.pending().is_empty() {
+        out.push_str("\nPENDING APPROVAL\n");
+        for p in reg.pending() {
+            out.push_str(&format!("  ? {}\n", term::line(&p.to_string())));
+        }
+    }
+    if !reg.warnings().is_empty() {
+        out.push_str("\nWARNINGS\n");
+        for w in reg.warnings() {
+            out.push_str(&format!("  {}\n", term::line(&w.to_string())));
+        }
+    }
+    if !reg.failures().is_empty() {
+        out.push_str("\nNOT LOADED\n");
+        for f in reg.failures() {
+            out.push_str(&format!(
+                "  ! {}: {}\n",
+                term::line(&toolhost_core::discovery::file_name(&f.file)),
+                term::line(&f.reason)
+            ));
+        }
+    }
+    out
+}
+
+/// The `list --json` document.
+pub fn list_json(reg: &Registry) -> serde_json::Value {
+    use serde_json::json;
+    let plugins: Vec<_> = reg
+        .plugins()
+        .iter()
+        .map(|p| {
+            let registered: Vec<_> = p
+                .manifest
+                .tools
+                .iter()
+                .filter(|t| reg.get(&t.name).is_some_and(|e| Arc::ptr_eq(&e.plugin, p)))
+                .collect();
+            json!({
+                "name": &*p.name,
+                "version": p.manifest.version,
+                "description": p.manifest.description,
+                "file": p.file,
+                "requested": p.manifest.capabilities,
+                "granted": {
+                    "fs": p.grants.fs.iter().map(|f| json!({"path": f.name, "mode": f.mode, "hostPath": f.host_path})).collect::<Vec<_>>(),
+                    "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                    "net": net_granted_hosts(&p.grants.net),
+                    "netPrivate": p.grants.net.private,
+                    "secrets": p.grants.net.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
+                    "exec": p.grants.exec.granted.iter().map(|g| json!({
+                        "name": g.grant.name,
+                        "program": g.grant.program,
+                        "args": g.grant.args.as_ref().map(|a| a.iter().map(|p| p.text.clone()).collect::<Vec<_>>()),
+                        "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                        "cwd": g.grant.cwd,
+                        "write": g.grant.write,
+                        "fs": g.grant.fs.iter().map(|p| json!({"path": p.path, "mode": p.mode})).collect::<Vec<_>>(),
+                        "network": g.grant.network,
+                        "detach": g.grant.detach,
+                    })).collect::<Vec<_>>(),
+                },
+                "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
+                "tools": registered,
+                "signer": p.signer,
+            })
+        })
+        .collect();
+    json!({
+        "plugins": plugins,
+        "failures": reg.failures(),
+        "warnings": reg.warnings(),
+        "pending": reg.pending(),
+    })
+}
+
+/// Granted host patterns that can match something the plugin requested.
+fn net_granted_hosts(net: &toolhost_core::capability::net::NetGrant) -> Vec<String> {
+    net.granted
+        .iter()
+        .filter(|g| net.requested.iter().any(|r| toolhost_spec::host_pattern::overlaps(r, g)))
+        .cloned()
+        .collect()
+}
+
+fn net_granted(net: &toolhost_core::capability::net::NetGrant) -> Vec<String> {
+    let mut out: Vec<String> = net_granted_hosts(net).into_iter().map(|h| format!("net {h}")).collect();
+    if net.private && !out.is_empty() {
+        out.push("private addresses".into());
+    }
+    out.extend(net.secrets.iter().map(|s| format!("secret {}", s.name)));
+    out
+}

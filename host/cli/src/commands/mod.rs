@@ -1,0 +1,134 @@
+//! One file per subcommand, each with its clap arguments and its logic (cargo's layout);
+//! [`run()`] dispatches a parsed command line to them.
+
+pub mod approve;
+pub mod build;
+pub mod call;
+pub mod chat;
+pub mod dev;
+pub mod embed_manifest;
+pub mod inspect;
+pub mod install;
+pub mod keygen;
+pub mod list;
+pub mod new;
+pub mod prompt;
+pub mod publish;
+pub mod run;
+pub mod schema;
+pub mod serve;
+pub mod sign;
+
+use crate::args::GlobalArgs;
+use crate::settings::Settings;
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Plugins are WebAssembly components (*.wasm) in the plugins folder; each carries its own manifest.
+Nothing is granted to any plugin unless toolhost.toml or a flag grants it: no files, no environment,
+no network, no secrets. A new version of a plugin that requests more than was approved waits for
+`toolhost approve PLUGIN`.
+
+Examples:
+  toolhost --plugins target/plugins list
+  toolhost --plugins target/plugins inspect target/plugins/files.wasm
+  toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
+  toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
+  toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
+  toolhost --plugins target/plugins --allow-run system=git call -y run git status
+  toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
+
+Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr. The MCP
+library's own debug lines (which show arguments and results verbatim) stay off unless
+TOOLHOST_LOG names `rmcp` explicitly.";
+
+/// A dynamic plugin host for AI-agent tools: drop a .wasm in a folder, get a sandboxed tool.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands; each one's arguments and logic are in `commands/NAME.rs`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the registered tools, the plugins with their requested/granted/missing
+    /// capabilities, and files that failed to load
+    List(list::Args),
+    /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
+    Inspect(inspect::Args),
+    /// Run every `[TOOL] name(args) [/TOOL]` call in a model's reply, in order, and print the
+    /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
+    Run(run::Args),
+    /// Print the prompt section that teaches a model the [TOOL] protocol and lists every tool
+    Prompt,
+    /// Print the tool definitions for function calling
+    Schema(schema::Args),
+    /// Load the plugins and keep the registry live while files in the folder change, printing
+    /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
+    /// `? plugin waiting for approval`. With --mcp, serve the tools to MCP clients (stdio, or
+    /// streamable HTTP with --http) and send them `tools/list_changed` on every change
+    #[command(after_help = serve::AFTER_HELP)]
+    Serve(serve::Args),
+    /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
+    /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
+    Dev(dev::Args),
+    /// Build a plugin project into a .wasm with its manifest derived from the code and
+    /// embedded: a Rust crate (cargo, wasm32-wasip2), a Python project (componentize-py) or a
+    /// JavaScript project (jco componentize). The result is checked with the host's own
+    /// manifest reader before it is written
+    #[command(after_help = build::AFTER_HELP)]
+    Build(build::Args),
+    /// Create a plugin project with one example tool and a test; it builds with
+    /// `toolhost build` and loads unchanged
+    New(new::Args),
+    /// Embed a manifest into a component built without toolhost-sdk (componentize-py,
+    /// componentize-js, TinyGo, …); the manifest has the fields `inspect --json` shows
+    EmbedManifest(embed_manifest::Args),
+    /// Approve what a plugin now requests (a new version asking for more than the version
+    /// approved before is held until then); approval grants nothing by itself, the grants in
+    /// toolhost.toml still decide
+    Approve(approve::Args),
+    /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
+    /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
+    Chat(chat::ChatArgs),
+    /// Push a plugin to an OCI registry (the component as the layer, its manifest as the config)
+    Publish(publish::Args),
+    /// Pull a plugin from an OCI registry into the plugins folder and record it in toolhost.lock
+    Install(install::Args),
+    /// Sign a plugin with an Ed25519 key (a signature section inside the file)
+    Sign(sign::Args),
+    /// Write a key pair for signing plugins
+    Keygen(keygen::Args),
+    /// Call one tool and print its outcome (exit code 1 if the call fails)
+    Call(call::Args),
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let g = &cli.global;
+    match cli.command {
+        Command::List(a) => list::run(g, a),
+        Command::Inspect(a) => inspect::run(g, a),
+        Command::Run(a) => run::run(g, a),
+        Command::Prompt => prompt::run(g),
+        Command::Schema(a) => schema::run(g, a),
+        Command::Serve(a) => serve::run(g, a),
+        Command::Dev(a) => dev::run(g, a),
+        Command::Build(a) => build::run(a),
+        Command::New(a) => new::run(a),
+        Command::EmbedManifest(a) => embed_manifest::run(a),
+        Command::Approve(a) => approve::run(g, a),
+        Command::Chat(a) => chat::run(g, a),
+        Command::Publish(a) => publish::run(&Settings::resolve(g)?, &a),
+        Command::Install(a) => install::run(&Settings::resolve(g)?, &a),
+        Command::Sign(a) => sign::run(&a),
+        Command::Keygen(a) => keygen::run(&a),
+        Command::Call(a) => call::run(g, a),
+    }
+}

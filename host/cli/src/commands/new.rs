@@ -1,0 +1,31 @@
+//! `toolhost new NAME --lang L`: a plugin project with one example tool and a test.
+
+use crate::project::Lang;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The plugin's name (lower-case letters, digits, `_`, `-`); also the folder's name
+    pub name: String,
+    /// The language
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    pub lang: Lang,
+    /// Create the project inside this folder [default: the current folder]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Rust only: the toolhost-sdk folder the project depends on [default: the plugin-sdk/
+    /// of the checkout toolhost was built from]
+    #[arg(long, value_name = "PATH")]
+    pub sdk: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let Args { name, lang, dir, sdk } = a;
+    let parent = dir.unwrap_or_else(|| PathBuf::from("."));
+    let created = crate::project::scaffold::create(&parent, &name, lang, sdk.as_deref())?;
+    println!("created {} ({lang})", created.display());
+    println!("next: toolhost build {0} && toolhost --plugins {0} list", created.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,215 @@
+//! `toolhost serve`: the registry kept live while the plugins folder changes, each change
+//! printed; with `--mcp`, the tools served to MCP clients over stdio or streamable HTTP, as a
+//! service (graceful shutdown, probes, metrics, the audit trail).
+
+use crate::args::GlobalArgs;
+use crate::session::{eprint_change, live_host, load_and_watch, print_change, unloaded_host};
+use crate::settings::Settings;
+use anyhow::{Context, Result, bail};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_core::Config;
+
+pub const AFTER_HELP: &str = "\
+MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
+  {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
+      \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
+Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
+With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>
+
+As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
+(Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
+SIGINT no new call is accepted (HTTP: 503 with Retry-After), calls in flight finish within
+[serve] shutdown_grace_ms (default 15000), the rest are cancelled with an error to their
+clients, and the process exits 0; a second signal exits at once. Every call is appended to the
+audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
+systemd unit, a container recipe and a Kubernetes example.";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Quiet time after the last file event before the folder is rescanned
+    #[arg(long, value_name = "MS", default_value_t = 150)]
+    pub debounce_ms: u64,
+    /// Speak MCP: over stdin/stdout (only protocol messages on stdout; changes and logs go to stderr)
+    #[arg(long)]
+    pub mcp: bool,
+    /// With --mcp: streamable HTTP at http://ADDR/mcp instead of stdio (use a loopback address
+    /// such as 127.0.0.1:8765; port 0 picks a free port)
+    #[arg(long, value_name = "ADDR", requires = "mcp")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http: also accept this Host header value (localhost, 127.0.0.1 and ::1 always are)
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
+    /// With --http: accept requests from this browser origin (e.g. http://localhost:3000);
+    /// by default any request with an Origin header is refused
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// With --http: serve on a non-loopback address even though no `[mcp] tokens` are
+    /// configured, so anyone who can reach the address can call the tools
+    #[arg(long = "allow-unauthenticated-remote", requires = "http")]
+    pub allow_unauthenticated_remote: bool,
+}
+
+pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
+    let Args { debounce_ms, mcp, http, allow_host, allow_origin, allow_unauthenticated_remote } = a;
+    let settings = Settings::resolve(g)?;
+    let cfg = &settings.core;
+    if !cfg.plugins_dir.is_dir() {
+        bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let debounce = Duration::from_millis(debounce_ms);
+    if mcp {
+        let tokens = if http.is_some() {
+            toolhost_frontends::mcp::load_tokens(&settings.frontends.mcp)?
+        } else {
+            Vec::new()
+        };
+        if let Some(addr) = http {
+            toolhost_frontends::mcp::check_exposure(addr, &tokens, allow_unauthenticated_remote)?;
+        }
+        let options = toolhost_frontends::mcp::HttpOptions {
+            allowed_hosts: allow_host,
+            allowed_origins: allow_origin,
+            tokens,
+            service: None,
+            limits: settings.frontends.serve.http,
+        };
+        let r = rt.block_on(serve_mcp(settings, debounce, http, options));
+        // The stdio transport's blocked read of stdin must not hold the exit.
+        rt.shutdown_timeout(Duration::from_millis(500));
+        r
+    } else {
+        rt.block_on(serve(settings.core, debounce))
+    }
+}
+
+async fn serve_mcp(
+    settings: Settings,
+    debounce: Duration,
+    http: Option<std::net::SocketAddr>,
+    options: toolhost_frontends::mcp::HttpOptions,
+) -> Result<ExitCode> {
+    use toolhost_frontends::mcp::{McpServer, serve_http, serve_stdio_until};
+    // From the start, SIGTERM/SIGINT end the process cleanly: during the first load by stopping
+    // it, later by draining the calls in flight (see `service::shutdown`).
+    let mut signals = toolhost_frontends::service::shutdown::Signals::install()
+        .context("cannot install signal handlers")?;
+    let Settings { core, frontends, .. } = settings;
+    let (host, reloader) = unloaded_host(core)?;
+    let service = Arc::new(toolhost_frontends::service::Service::for_command(
+        &host.config,
+        &frontends,
+        host.registry.clone(),
+        "mcp",
+        true,
+    )?);
+    host.executor.attach_observer(service.clone());
+    if let Some(path) = service.audit_path() {
+        eprintln!("toolhost: audit trail in {}", path.display());
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn({
+        let service = service.clone();
+        async move {
+            let (name, _) = signals.recv().await;
+            service.lifecycle.stop_admitting();
+            eprintln!("toolhost: {name}: no new calls; finishing the calls in flight");
+            let s = service.clone();
+            signals.exit_on_next(move || s.sync());
+            let _ = stop_tx.send(true);
+        }
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+    let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
+        .with_approval_ttl(frontends.mcp.approval_ttl)?;
+    if http.is_some() && !options.tokens.is_empty() {
+        server = server.private_listing();
+    }
+    let load = async {
+        let watch = load_and_watch(&host, &reloader, debounce, eprint_change).await?;
+        // Reloads are counted from here: the first load is not one.
+        service.watch_reloads(&reloader);
+        let mut changes = reloader.subscribe();
+        tokio::spawn(async move {
+            while let Ok(c) = changes.recv().await {
+                eprint_change(&c);
+            }
+        });
+        service.lifecycle.set_ready();
+        anyhow::Ok(watch)
+    };
+    match http {
+        None => {
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => return Ok(ExitCode::SUCCESS),
+            };
+            eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
+            serve_stdio_until(server, stopped(), Some(service.clone())).await?;
+        }
+        Some(addr) => {
+            // Listening before the plugins are loaded: the probes answer (`/readyz` is 503 until
+            // they are) while a cold start compiles, and MCP requests get 503 until then.
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            let bound = listener.local_addr()?;
+            if !options.tokens.is_empty() {
+                let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
+                eprintln!(
+                    "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
+                    names.join(", ")
+                );
+            } else if !bound.ip().is_loopback() {
+                tracing::warn!(
+                    "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
+                );
+            }
+            let options = toolhost_frontends::mcp::HttpOptions { service: Some(service.clone()), ..options };
+            eprintln!(
+                "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
+            );
+            let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
+            let _watch = tokio::select! {
+                w = load => w?,
+                () = stopped() => {
+                    serving.await??;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
+            eprintln!(
+                "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
+                host.config.plugins_dir.display()
+            );
+            serving.await??;
+        }
+    }
+    service.sync();
+    eprintln!("toolhost: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
+    let (host, reloader, _watch) = live_host(cfg, debounce).await?;
+    let mut changes = reloader.subscribe();
+    let mut signals = toolhost_frontends::service::shutdown::Signals::install()
+        .context("cannot install signal handlers")?;
+    eprintln!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
+    loop {
+        tokio::select! {
+            _ = signals.recv() => return Ok(ExitCode::SUCCESS),
+            change = changes.recv() => match change {
+                Ok(c) => print_change(&c),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("toolhost: {n} changes not shown"),
+                Err(_) => return Ok(ExitCode::SUCCESS),
+            },
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! `toolhost build` and `toolhost new`: one command that turns a plugin project in Rust,
+//! Python or JavaScript into a loadable `.wasm`.
+//!
+//! Every language follows the same path: the manifest is derived from the author's code (the
+//! Rust macro writes it into the component itself; the Python and JS SDKs print it from the
+//! decorated/defined tools), the language's toolchain builds the component, the host embeds
+//! the manifest ([`toolhost_spec::manifest::embed`]) and reads the result back with its own reader
+//! before anything is written. Toolchains (componentize-py, jco + componentize-qjs) are
+//! installed at pinned versions on first use into a private folder, never globally; the
+//! Python and JS SDKs and the WIT are carried inside the toolhost binary and written next to
+//! them, so a project needs nothing installed but `python3` or `node`.
+
+use cargo::PluginCrate;
+use toolhost_spec::manifest::{self, Manifest};
+pub mod cargo;
+pub mod scaffold;
+mod sdk_files;
+
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// componentize-py from PyPI, pinned.
+pub const COMPONENTIZE_PY: &str = "0.25.1";
+/// jco from npm, pinned, with componentize-qjs (the QuickJS backend `--backend qjs` runs).
+pub const JCO: &str = "1.35.0";
+pub const COMPONENTIZE_QJS: &str = "0.4.5";
+
+/// Runs the componentize-py installed in `../lib` next to it, wherever the folder is.
+const COMPONENTIZE_PY_LAUNCHER: &str = r#"#!/bin/sh
+# componentize-py, installed by toolhost with pip --target into ../lib
+here=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-python3}" -c \
+  'import sys; sys.argv[0] = "componentize-py"; from componentize_py import script; script()' "$@"
+"#;
+
+/// The WIT world every plugin targets.
+const WIT: &str = include_str!("../../../../wit/toolhost.wit");
+
+/// The Python SDK, as shipped (paths relative to `plugin-sdk/python/`).
+const PYTHON_SDK: &[(&str, &str)] = sdk_files::PYTHON;
+/// The JS SDK, as shipped (paths relative to `plugin-sdk/js/`).
+const JS_SDK: &[(&str, &str)] = sdk_files::JS;
+
+/// A plugin project, recognised by what its folder holds.
+#[derive(Debug, Clone)]
+pub enum Project {
+    /// A crate with `Cargo.toml` building a `cdylib` with `toolhost-sdk`.
+    Rust(PluginCrate),
+    /// `pyproject.toml` with `[tool.toolhost]`, or an `app.py`.
+    Python { dir: PathBuf },
+    /// `package.json` with a `"toolhost"` key.
+    Js { dir: PathBuf },
+}
+
+/// Which language a project is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+impl std::fmt::Display for Lang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+        })
+    }
+}
+
+impl Project {
+    /// Recognise the project in `dir`: a Rust crate (`Cargo.toml`), a Python project
+    /// (`pyproject.toml` with `[tool.toolhost]`, or `app.py`) or a JS project (`package.json`
+    /// with a `"toolhost"` key).
+    pub fn locate(dir: &Path) -> Result<Project> {
+        if !dir.is_dir() {
+            bail!("{} is not a folder (pass a plugin project's folder)", dir.display());
+        }
+        let dir = std::fs::canonicalize(dir)?;
+        if dir.join("Cargo.toml").is_file() {
+            return Ok(Project::Rust(PluginCrate::locate(&dir)?));
+        }
+        let pyproject = dir.join("pyproject.toml");
+        if pyproject.is_file() {
+            let text = std::fs::read_to_string(&pyproject)?;
+            let table: toml::Table =
+                text.parse().with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
+            if table.get("tool").and_then(|t| t.get("toolhost")).is_some() {
+                return Ok(Project::Python { dir });
+            }
+        }
+        if dir.join("app.py").is_file() {
+            return Ok(Project::Python { dir });
+        }
+        let package = dir.join("package.json");
+        if package.is_file() {
+            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&package)?)
+                .with_context(|| format!("{} is not valid JSON", package.display()))?;
+            if v.get("toolhost").is_some() {
+                return Ok(Project::Js { dir });
+            }
+            bail!(
+                "{} has no \"toolhost\" key; add \"toolhost\": {{\"main\": \"plugin.js\"}} to make it a plugin project",
+                package.display()
+            );
+        }
+        if pyproject.is_file() {
+            bail!(
+                "{} has no [tool.toolhost] table; add one with module = \"app\" to make it a plugin project",
+                pyproject.display()
+            );
+        }
+        bail!(
+            "{} is not a plugin project: expected Cargo.toml (Rust), pyproject.toml with [tool.toolhost] or app.py (Python), or package.json with \"toolhost\" (JavaScript); `toolhost new NAME --lang rust|python|js` makes one",
+            dir.display()
+        )
+    }
+
+    pub fn lang(&self) -> Lang {
+        match self {
+            Project::Rust(_) => Lang::Rust,
+            Project::Python { .. } => Lang::Python,
+            Project::Js { .. } => Lang::Js,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        match self {
+            Project::Rust(k) => k.dir(),
+            Project::Python { dir } | Project::Js { dir } => dir,
+        }
+    }
+
+    /// Whether a changed path should trigger a rebuild in `toolhost dev`.
+    pub fn is_source(&self, path: &Path) -> bool {
+        match self {
+            Project::Rust(k) => k.is_source(path),
+            Project::Python { dir } | Project::Js { dir } => {
+                let Ok(rel) = path.strip_prefix(dir) else { return false };
+                if rel.components().any(|c| {
+                    let c = c.as_os_str().to_string_lossy();
+                    c.starts_with('.') || c == "node_modules" || c == "__pycache__" || c == "target"
+                }) {
+                    return false;
+                }
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                match self {
+                    Project::Python { .. } => matches!(ext, "py" | "toml"),
+                    _ => matches!(ext, "js" | "mjs" | "json"),
+                }
+            }
+        }
+    }
+
+    /// The manifest the SDK derives from the code, without building anything (Python and
+    /// JavaScript; a Rust crate's manifest is written by its macro during the build).
+    pub fn manifest(&self, tools: &Toolchains) -> Result<Manifest> {
+        let sdk = tools.sdk()?;
+        match self {
+            Project::Rust(k) => {
+                bail!("{}: a Rust crate's manifest comes from its build (toolhost build)", k.dir().display())
+            }
+            Project::Python { dir } => derive_manifest(
+                Command::new(python3())
+                    .env("PYTHONPATH", sdk.join("python"))
+                    .args(["-m", "toolhost_sdk", "manifest"])
+                    .arg(dir),
+                dir,
+            ),
+            Project::Js { dir } => derive_manifest(
+                Command::new(node()).arg(sdk.join("js/bin/toolhost-js.mjs")).arg("manifest").arg(dir),
+                dir,
+            ),
+        }
+    }
+
+    /// Build the component, with its manifest embedded and checked by the host's own reader.
+    pub fn build(&self, tools: &Toolchains) -> Result<Built> {
+        let started = std::time::Instant::now();
+        let (bytes, manifest) = match self {
+            Project::Rust(k) => {
+                k.build()?;
+                let path = k.artifact();
+                let bytes =
+                    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                let m = manifest::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                (bytes, m)
+            }
+            Project::Python { dir } => {
+                let sdk = tools.sdk()?;
+                let python = python3();
+                let manifest = self.manifest(tools)?;
+                let cpy = tools.componentize_py()?;
+                let out = Scratch::new();
+                run_step(
+                    Command::new(&python)
+                        .env("PYTHONPATH", sdk.join("python"))
+                        .args(["-m", "toolhost_sdk", "componentize"])
+                        .arg(dir)
+                        .arg("-o")
+                        .arg(&*out)
+                        .arg("--wit")
+                        .arg(sdk.join("wit"))
+                        .arg("--componentize-py")
+                        .arg(&cpy),
+                    "componentize-py",
+                )?;
+                (embed(&out, &manifest)?, manifest)
+            }
+            Project::Js { dir } => {
+                let sdk = tools.sdk()?;
+                let cli = sdk.join("js/bin/toolhost-js.mjs");
+                let manifest = self.manifest(tools)?;
+                let jco = tools.jco()?;
+                let out = Scratch::new();
+                run_step(
+                    Command::new(node())
+                        .arg(&cli)
+                        .arg("componentize")
+                        .arg(dir)
+                        .arg("-o")
+                        .arg(&*out)
+                        .arg("--wit")
+                        .arg(sdk.join("wit"))
+                        .arg("--jco")
+                        .arg(&jco),
+                    "jco componentize",
+                )?;
+                (embed(&out, &manifest)?, manifest)
+            }
+        };
+        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64() })
+    }
+}
+
+/// A built plugin.
+#[derive(Debug)]
+pub struct Built {
+    pub bytes: Vec<u8>,
+    pub manifest: Manifest,
+    pub seconds: f64,
+}
+
+impl Built {
+    /// Write the component to `to` (write-then-rename, so a watching host never sees half a
+    /// file).
+    pub fn write(&self, to: &Path) -> Result<()> {
+        let dir = to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        toolhost_core::files::write_atomic(to, &self.bytes)
+            .with_context(|| format!("cannot write {}", to.display()))
+    }
+
+    /// Install into a plugins folder as `NAME.wasm`; returns the path.
+    pub fn install(&self, plugins_dir: &Path) -> Result<PathBuf> {
+        let to = plugins_dir.join(format!("{}.wasm", self.manifest.name));
+        self.write(&to)?;
+        Ok(to)
+    }
+}
+
+/// Where pinned toolchains and the bundled SDKs are installed.
+#[derive(Debug, Clone)]
+pub struct Toolchains {
+    pub root: PathBuf,
+}
+
+impl Toolchains {
+    /// `$TOOLHOST_TOOLCHAINS`, else `$XDG_CACHE_HOME/toolhost/toolchains`, else
+    /// `$HOME/.cache/toolhost/toolchains`.
+    pub fn from_env() -> Toolchains {
+        let root = std::env::var_os("TOOLHOST_TOOLCHAINS").map(PathBuf::from).unwrap_or_else(|| {
+            toolhost_core::files::cache_dir()
+                .unwrap_or_else(|| std::env::temp_dir().join("toolhost"))
+                .join("toolchains")
+        });
+        Toolchains { root }
+    }
+
+    /// The bundled SDKs and WIT, written out once per content (the folder name is their hash).
+    pub fn sdk(&self) -> Result<PathBuf> {
+        let mut h = Sha256::new();
+        h.update(WIT);
+        for (path, text) in PYTHON_SDK.iter().chain(JS_SDK) {
+            h.update(path);
+            h.update(text);
+        }
+        let hash: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let dir = self.root.join(format!("sdk-{hash}"));
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        let tmp = self.root.join(format!(".sdk-{hash}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let write = |rel: &str, text: &str| -> Result<()> {
+            let p = tmp.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap())?;
+            std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+        };
+        write("wit/toolhost.wit", WIT)?;
+        for (rel, text) in PYTHON_SDK {
+            write(&format!("python/{rel}"), text)?;
+        }
+        for (rel, text) in JS_SDK {
+            write(&format!("js/{rel}"), text)?;
+        }
+        // Another build may have got there first: theirs is the same content.
+        toolhost_core::files::rename_dir_into_place(&tmp, &dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(dir)
+    }
+
+    /// componentize-py, installed with `pip install --target` into a private folder on first
+    /// use, run through a small relocatable launcher script.
+    pub fn componentize_py(&self) -> Result<PathBuf> {
+        let dir = self.root.join(format!("componentize-py-{COMPONENTIZE_PY}"));
+        let bin = dir.join("bin/componentize-py");
+        if bin.is_file() {
+            return Ok(bin);
+        }
+        eprintln!(
+            "toolhost: installing componentize-py {COMPONENTIZE_PY} into {} (first Python build only) …",
+            dir.display()
+        );
+        self.install_into(&dir, |tmp| {
+            run_step(
+                Command::new(python3())
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                        "--no-deps",
+                        "--target",
+                    ])
+                    .arg(tmp.join("lib"))
+                    .arg(format!("componentize-py=={COMPONENTIZE_PY}")),
+                "pip install componentize-py",
+            )?;
+            std::fs::create_dir_all(tmp.join("bin"))?;
+            let launcher = tmp.join("bin/componentize-py");
+            std::fs::write(&launcher, COMPONENTIZE_PY_LAUNCHER)?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755))?;
+            Ok(())
+        })?;
+        Ok(bin)
+    }
+
+    /// jco with componentize-qjs, installed with npm into a private folder on first use.
+    pub fn jco(&self) -> Result<PathBuf> {
+        let dir = self.root.join(format!("jco-{JCO}-qjs-{COMPONENTIZE_QJS}"));
+        let bin = dir.join("node_modules/.bin/jco");
+        if bin.exists() {
+            return Ok(bin);
+        }
+        eprintln!(
+            "toolhost: installing jco {JCO} and componentize-qjs {COMPONENTIZE_QJS} into {} (first JavaScript build only) …",
+            dir.display()
+        );
+        self.install_into(&dir, |tmp| {
+            std::fs::create_dir_all(tmp)?;
+            std::fs::write(tmp.join("package.json"), "{\"private\": true}\n")?;
+            run_step(
+                Command::new("npm")
+                    .arg("install")
+                    .arg("--prefix")
+                    .arg(tmp)
+                    .args(["--no-audit", "--no-fund", "--loglevel=error"])
+                    .arg(format!("@bytecodealliance/jco@{JCO}"))
+                    .arg(format!("componentize-qjs@{COMPONENTIZE_QJS}")),
+                "npm install jco",
+            )
+        })?;
+        Ok(bin)
+    }
+
+    /// Install into a temporary sibling of `dir`, then rename it into place: an interrupted or
+    /// concurrent install never leaves a half toolchain that looks complete.
+    fn install_into(&self, dir: &Path, install: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+        std::fs::create_dir_all(&self.root)
+            .with_context(|| format!("cannot create {}", self.root.display()))?;
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let tmp = self.root.join(format!(".{name}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        if let Err(e) = install(&tmp) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        // Another process may have installed the same version meanwhile.
+        toolhost_core::files::rename_dir_into_place(&tmp, dir)
+            .with_context(|| format!("cannot move {} into place", tmp.display()))
+    }
+}
+
+fn python3() -> PathBuf {
+    std::env::var_os("TOOLHOST_PYTHON3").map(PathBuf::from).unwrap_or_else(|| "python3".into())
+}
+
+fn node() -> PathBuf {
+    std::env::var_os("TOOLHOST_NODE").map(PathBuf::from).unwrap_or_else(|| "node".into())
+}
+
+/// Run the SDK's `manifest` command: JSON on stdout, or `FILE:LINE: error: …` lines on stderr.
+fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
+    let out =
+        cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        bail!("the tools in {} have errors:\n{}", dir.display(), err.trim_end());
+    }
+    manifest::parse(&out.stdout).map_err(|e| {
+        anyhow::anyhow!(
+            "the SDK derived a manifest the host refuses ({e}); this is a bug in the SDK:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// Run a build step with its output passed through; fail naming the step.
+fn run_step(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd
+        .env("TOOLHOST_BUILD", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .with_context(|| format!("cannot run {what} ({:?})", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{what} failed ({status}); see its messages above");
+    }
+    Ok(())
+}
+
+/// A temporary file for the bare component (removed when dropped).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Scratch(std::env::temp_dir().join(format!("toolhost-build-{}-{n}.wasm", std::process::id())))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Embed `manifest` into the component at `path` and read it back with the host's reader.
+fn embed(path: &Path, m: &Manifest) -> Result<Vec<u8>> {
+    let bare = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = manifest::embed(&bare, m).map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
+    let back =
+        manifest::read(&bytes).map_err(|e| anyhow::anyhow!("the built component is unreadable: {e}"))?;
+    if &back != m {
+        bail!("the embedded manifest does not read back as written (a bug in toolhost)");
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,141 @@
+//! `toolhost new NAME --lang rust|python|js`: a plugin project that builds with
+//! `toolhost build` and loads unchanged, with one example tool and a test.
+//!
+//! The Python and JS templates are the SDKs' own (`plugin-sdk/{python,js}/template/`, carried
+//! in the binary); the Rust one is here because it must point at the Rust SDK's path.
+
+use super::Lang;
+use super::sdk_files;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+
+/// A plugin name as manifests accept it: lower-case letters, digits, `_` and `-`, starting
+/// with a letter.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        && name.len() <= 64;
+    if !ok {
+        bail!(
+            "`{name}` is not a plugin name: use lower-case letters, digits, `_` and `-`, starting with a letter (at most 64)"
+        );
+    }
+    Ok(())
+}
+
+/// Where the Rust SDK is, for a new Rust project's `path` dependency: `--sdk`, else the
+/// `plugin-sdk/` of the checkout this binary was built from, if it is still there.
+pub fn rust_sdk(explicit: Option<&Path>) -> Result<PathBuf> {
+    let candidate = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin-sdk"),
+    };
+    if !candidate.join("Cargo.toml").is_file() {
+        bail!(
+            "cannot find the Rust SDK at {} (toolhost-sdk is not on crates.io yet); pass --sdk PATH to a toolhost checkout's plugin-sdk/ folder",
+            candidate.display()
+        );
+    }
+    Ok(std::fs::canonicalize(candidate)?)
+}
+
+/// Create the project `parent/name`; returns its folder. Refuses to write into an existing
+/// folder that is not empty.
+pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Result<PathBuf> {
+    check_name(name)?;
+    let dir = parent.join(name);
+    if dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} already exists and is not empty; choose another name or folder", dir.display());
+    }
+    let files: Vec<(String, String)> = match lang {
+        Lang::Rust => rust_template(name, &rust_sdk(sdk)?),
+        Lang::Python => template(sdk_files::PYTHON_TEMPLATE, name),
+        Lang::Js => {
+            let mut files = template(sdk_files::JS_TEMPLATE, name);
+            // The SDK itself, so plain `node --test` and editors resolve `toolhost-sdk` (the
+            // build always uses the SDK bundled in toolhost, never this copy).
+            files.extend(
+                sdk_files::JS
+                    .iter()
+                    .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
+            );
+            files.push((".gitignore".into(), "node_modules/\n*.wasm\n".into()));
+            files
+        }
+    };
+    for (rel, text) in files {
+        let p = dir.join(&rel);
+        std::fs::create_dir_all(p.parent().unwrap())?;
+        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Fill `{{name}}` (and `{{name_snake}}`) in every file of a template.
+fn template(files: &[(&str, &str)], name: &str) -> Vec<(String, String)> {
+    let snake = name.replace('-', "_");
+    files
+        .iter()
+        .map(|(rel, text)| {
+            (rel.replace("{{name}}", name), text.replace("{{name_snake}}", &snake).replace("{{name}}", name))
+        })
+        .collect()
+}
+
+fn rust_template(name: &str, sdk: &Path) -> Vec<(String, String)> {
+    let cargo = format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+description = "A toolhost plugin"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+toolhost-sdk = {{ path = {sdk:?} }}
+
+# A workspace of its own, so the project builds wherever it is created.
+[workspace]
+
+[profile.release]
+opt-level = "s"
+strip = "debuginfo"
+"#,
+        sdk = sdk.display().to_string()
+    );
+    let lib = r#"//! A toolhost plugin. Build it with `toolhost build`, try it with
+//! `toolhost --plugins . call greet World`, or keep `toolhost dev .` running while you edit.
+
+#[toolhost_sdk::plugin]
+mod tools {
+    /// Greet someone by name.
+    ///
+    /// - `name`: who to greet
+    #[tool(read_only)]
+    pub fn greet(name: String) -> Result<String, String> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err("the name is empty".into());
+        }
+        Ok(format!("Hello, {name}!"))
+    }
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn greets_and_refuses_an_empty_name() {
+        assert_eq!(super::tools::greet("World".into()).unwrap(), "Hello, World!");
+        assert!(super::tools::greet("  ".into()).is_err());
+    }
+}
+"#;
+    vec![
+        ("Cargo.toml".into(), cargo),
+        ("src/lib.rs".into(), lib.into()),
+        (".gitignore".into(), "/target\n*.wasm\n".into()),
+    ]
+}

@@ -1,0 +1,104 @@
+//! Loading a host for a command: the plugins folder read once (`open`), or kept live while it
+//! changes (`live_host`, printing each change), and the change lines as `serve` and `dev` print
+//! them.
+
+use crate::settings::Settings;
+use crate::term;
+use anyhow::{Result, bail};
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_core::executor::Confirm;
+use toolhost_core::registry::Registry;
+use toolhost_core::registry::reload::{Change, Reloader, WatchHandle};
+use toolhost_core::{Config, Toolhost};
+
+/// Print registry changes as they happen.
+pub fn print_change(change: &Change) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in change.lines() {
+        let _ = writeln!(out, "{}", term::line(&line));
+    }
+    let _ = out.flush();
+}
+
+/// Print registry changes on stderr (stdout belongs to a protocol).
+pub fn eprint_change(change: &Change) {
+    for line in change.lines() {
+        eprintln!("toolhost: {}", term::line(&line));
+    }
+}
+
+/// A host whose registry follows the folder: initial load (printed as additions), then a watch.
+pub async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    live_host_with(cfg, debounce, print_change).await
+}
+
+async fn live_host_with(
+    cfg: Config,
+    debounce: Duration,
+    print_change: fn(&Change),
+) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
+    let (host, reloader) = unloaded_host(cfg)?;
+    let watch = load_and_watch(&host, &reloader, debounce, print_change).await?;
+    Ok((host, reloader, watch))
+}
+
+/// A host with an empty registry and the reloader that will fill it.
+pub fn unloaded_host(cfg: Config) -> Result<(Toolhost, Arc<Reloader>)> {
+    let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
+    let host = Toolhost::from_parts(
+        runtime,
+        Arc::new(cfg),
+        Registry::default(),
+        Arc::new(toolhost_core::executor::NoConfirm),
+    );
+    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    Ok((host, reloader))
+}
+
+/// The initial load (printed as additions), then the watch.
+pub async fn load_and_watch(
+    host: &Toolhost,
+    reloader: &Arc<Reloader>,
+    debounce: Duration,
+    print_change: fn(&Change),
+) -> Result<WatchHandle> {
+    let r = reloader.clone();
+    let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
+    print_change(&initial);
+    if host.registry.load().tools().next().is_none() {
+        eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
+    }
+    Ok(reloader.watch(debounce)?)
+}
+
+/// A host loaded from `settings` (its core part) for a one-off command; the plugins folder must
+/// exist.
+pub fn open(
+    settings: Settings,
+    confirm: Arc<dyn Confirm>,
+) -> Result<(Toolhost, toolhost_frontends::Settings)> {
+    let Settings { core, frontends, .. } = settings;
+    if !core.plugins_dir.is_dir() {
+        bail!(
+            "plugins folder {} does not exist (set `plugins` in toolhost.toml or pass --plugins DIR)",
+            core.plugins_dir.display()
+        );
+    }
+    Ok((Toolhost::load(core, confirm)?, frontends))
+}
+
+/// [`open`] for a command that shows no table of the plugins (`call`, `run`, `prompt`,
+/// `schema`): each file that failed to load is reported once, here. The registry itself only
+/// returns failures; `list` shows them in its table and `serve` as `!` lines.
+pub fn open_reporting(
+    settings: Settings,
+    confirm: Arc<dyn Confirm>,
+) -> Result<(Toolhost, toolhost_frontends::Settings)> {
+    let (host, frontends) = open(settings, confirm)?;
+    for f in host.registry.load().failures() {
+        tracing::warn!("skipped {f}");
+    }
+    Ok((host, frontends))
+}

@@ -1,0 +1,67 @@
+//! The filesystem capability's settings: a directory granted to a plugin
+//! (`[plugin.X] fs = [{ path, mode, name }]`). A leaf: it imports nothing of the crate.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toolhost_spec::manifest::FsMode;
+
+/// One entry of `[plugin.X] fs`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFs {
+    path: String,
+    mode: FsMode,
+    /// Logical name the plugin requests this directory by (default: `workspace` for the
+    /// workspace, else the path as written).
+    name: Option<String>,
+}
+
+/// A directory the operator grants to a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The logical name a plugin requests it by (`workspace`, `docs`, …).
+    pub name: String,
+    /// Absolute host path.
+    pub host_path: PathBuf,
+    pub mode: FsMode,
+}
+
+impl FsGrant {
+    /// Where the plugin sees the directory: the workspace is the guest's `.`, other
+    /// directories are `/NAME`.
+    pub fn guest_path(&self) -> String {
+        if self.name == "workspace" { ".".to_string() } else { format!("/{}", self.name) }
+    }
+}
+
+impl RawFs {
+    /// Resolve against the workspace (for `path = "workspace"`) or `base` (the config file's
+    /// directory); `normalize` makes a path canonical where it exists.
+    pub fn resolve(
+        self,
+        workspace: &Path,
+        base: &Path,
+        normalize: fn(&Path) -> PathBuf,
+    ) -> Result<FsGrant, String> {
+        let RawFs { path, mode, name } = self;
+        if path == "workspace" {
+            if let Some(n) = &name
+                && n != "workspace"
+            {
+                return Err(format!("the workspace is always requested as `workspace`, not {n:?}"));
+            }
+            return Ok(FsGrant { name: "workspace".into(), host_path: workspace.to_path_buf(), mode });
+        }
+        let name = name.unwrap_or_else(|| path.clone());
+        let plain = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            && name != "."
+            && name != "..";
+        if !plain {
+            return Err(format!(
+                "{name:?} is not a plain name a plugin can request; add `name = \"docs\"` (letters, digits, `_`, `-`, `.`)"
+            ));
+        }
+        Ok(FsGrant { name, host_path: normalize(&base.join(path)), mode })
+    }
+}

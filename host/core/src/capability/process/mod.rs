@@ -1,0 +1,504 @@
+//! Running programs for plugins: the host side of the `toolhost:plugin/process` import, the
+//! operator's `exec` grants, and the spawn itself (`tokio::process`).
+//!
+//! A plugin never starts a process. It names a program its manifest requests (`exec`), and
+//! the host runs the executable the operator granted under that name, deny by default:
+//! 1. the per-call budget ([`MAX_RUNS_PER_CALL`]);
+//! 2. the program: a plain name (`git`) is looked up among the operator's grants only — never
+//!    in `PATH` or the working directory; an absolute path must be exactly a granted path; a
+//!    relative path (`./x`, `bin/sh`) is refused;
+//! 3. the program must be both requested by the manifest and granted by the operator;
+//! 4. the arguments: at most [`MAX_ARGS`] of at most [`MAX_ARGS_BYTES`] in all, no NUL, and
+//!    matching one of the grant's argument patterns if it has any;
+//! 5. the spawn: argv only (no shell, so `;`, `|`, `$(…)` are literal characters of one
+//!    argument), a cleared environment plus the variables granted for that program (by name,
+//!    and `set_env` values), stdin closed, cwd the workspace (or the grant's `cwd`), its own
+//!    process group, and **confined by the operating system** ([`confine`]: Landlock to the
+//!    system paths, its working directory — read-only unless `write = true` — and the grant's
+//!    `fs` paths; no network unless `network = true`; a PID namespace of its own);
+//! 6. stdout and stderr are captured up to [`MAX_OUTPUT_BYTES`] each; past that the process
+//!    group is killed and the output marked truncated;
+//! 7. at the call's deadline the whole process group is killed (and with it the program's PID
+//!    namespace), the child reaped, and the call ends as a timeout. When the program exits,
+//!    every process it left behind is killed too, `setsid` and double forks included, unless
+//!    the grant says `detach = true` (desktop launchers such as `xdg-open`, whose whole point
+//!    is an application that outlives them; their output is not captured).
+//!
+//! Every refusal names the grant that would allow it. A plugin granted any program has all its
+//! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
+
+pub mod confine;
+
+pub mod settings;
+
+pub use settings::{ArgPattern, ExecGrant, ExecPath, ProcessSettings, RawExec, RawProcess, resolve_in_path};
+
+use crate::bindings::process::{Host, Output};
+use crate::capability::fs::FsGrant;
+use crate::capability::{Missing, MissingKind};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use toolhost_spec::manifest::FsMode;
+
+/// Bytes kept of each of stdout and stderr; past this the process group is killed.
+pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Programs one call may run.
+pub const MAX_RUNS_PER_CALL: u32 = 16;
+/// Arguments per run.
+pub const MAX_ARGS: usize = 1024;
+/// Total bytes of arguments per run.
+pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// How long the pipes are still read after the program exits (a process it left behind may
+/// hold them open; its output after that is not waited for).
+const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// How long reaping a killed child may take before it is left to tokio's orphan reaper.
+const REAP_GRACE: Duration = Duration::from_secs(2);
+
+/// A granted program with the values of its environment variables (read at load time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantedProgram {
+    pub grant: ExecGrant,
+    pub env: Vec<(String, String)>,
+}
+
+/// What one plugin may run: the names it requested and the programs granted for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecGrants {
+    pub requested: Vec<String>,
+    pub granted: Vec<GrantedProgram>,
+}
+
+impl ExecGrants {
+    pub fn is_empty(&self) -> bool {
+        self.granted.is_empty()
+    }
+}
+
+fn grant_hint(plugin: &str, name: &str) -> String {
+    let path = resolve_in_path(name).unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{name}")));
+    format!(
+        "[plugin.{plugin}] exec = [{{ program = \"{}\" }}]  (or --allow-run {plugin}={name})",
+        path.display()
+    )
+}
+
+/// Request ∩ grant: a granted program is given only if the manifest requests its name (or
+/// `*`, any program the operator grants).
+pub fn effective(plugin: &str, requested: &[String], granted: &[ExecGrant]) -> (ExecGrants, Vec<Missing>) {
+    let mut out = ExecGrants { requested: requested.to_vec(), granted: Vec::new() };
+    let mut missing = Vec::new();
+    for name in requested {
+        let any = name == "*";
+        if !granted.iter().any(|g| any || &g.name == name) {
+            let how = if any {
+                format!(
+                    "[plugin.{plugin}] exec = [{{ program = \"/usr/bin/git\" }}] with the programs you allow  (or --allow-run {plugin}=PROGRAM)"
+                )
+            } else {
+                grant_hint(plugin, name)
+            };
+            missing.push(Missing {
+                kind: MissingKind::Exec(name.clone()),
+                what: format!("exec {name}"),
+                how,
+            });
+        }
+    }
+    for g in granted.iter().filter(|g| is_requested(requested, &g.name)) {
+        let mut env: Vec<(String, String)> =
+            g.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
+        env.extend(g.set_env.iter().cloned());
+        out.granted.push(GrantedProgram { grant: g.clone(), env });
+    }
+    (out, missing)
+}
+
+/// For each program in `exec` whose working directory (or `fs` path) overlaps a directory a
+/// loaded plugin may write: `git runs over files plugins can write (files: /home/me/ws)`. Such a
+/// program reads what a plugin planted (a repository's hooks, a build file), so it is shown in
+/// `list` and in every danger confirmation of the plugin's tools.
+pub fn shared_write_notes<'a>(
+    exec: &ExecGrants,
+    writable: impl Iterator<Item = (&'a str, &'a FsGrant)> + Clone,
+    workspace: &Path,
+) -> Vec<String> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let overlap = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
+    let mut notes = Vec::new();
+    for g in &exec.granted {
+        let dirs: Vec<PathBuf> = g.grant.dirs(workspace).map(real).collect();
+        let writers: Vec<String> = writable
+            .clone()
+            .filter(|(_, f)| f.mode == FsMode::ReadWrite)
+            .filter(|(_, f)| {
+                let path = real(&f.host_path);
+                dirs.iter().any(|d| overlap(d, &path))
+            })
+            .map(|(p, f)| format!("{p}: {}", f.host_path.display()))
+            .collect();
+        if !writers.is_empty() {
+            notes.push(format!(
+                "{} runs over files plugins can write ({})",
+                g.grant.name,
+                writers.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
+fn is_requested(requested: &[String], name: &str) -> bool {
+    requested.iter().any(|r| r == name || r == "*")
+}
+
+/// The process side of one call's store.
+#[derive(Debug, Clone)]
+pub struct ProcessCall {
+    pub plugin: Arc<str>,
+    pub exec: Arc<ExecGrants>,
+    /// Default working directory.
+    pub workspace: PathBuf,
+    /// The call's deadline; `None` (a store built without one) runs nothing.
+    pub deadline: Option<Instant>,
+    pub runs: u32,
+    /// `[process]`: how programs are confined.
+    pub settings: Arc<ProcessSettings>,
+}
+
+impl ProcessCall {
+    /// A call that may run nothing.
+    pub fn none(plugin: Arc<str>) -> ProcessCall {
+        ProcessCall {
+            plugin,
+            exec: Arc::default(),
+            workspace: PathBuf::from("/"),
+            deadline: None,
+            runs: 0,
+            settings: Arc::default(),
+        }
+    }
+
+    /// Find the granted program `program` names, or say why there is none.
+    fn find(&self, program: &str) -> Result<&GrantedProgram, String> {
+        let p = &*self.plugin;
+        if program.is_empty() || program.contains('\0') {
+            return Err(format!("{program:?} is not a program name"));
+        }
+        if self.exec.is_empty() {
+            return Err(if self.exec.requested.is_empty() {
+                format!(
+                    "plugin `{p}` cannot run programs: its manifest requests none (add `exec = \"{program}\"` to its #[toolhost_sdk::plugin(...)])"
+                )
+            } else {
+                let name = program.rsplit('/').next().unwrap_or(program);
+                format!(
+                    "plugin `{p}` cannot run programs: it requests {} but none is granted; the operator can add {}",
+                    self.exec.requested.join(", "),
+                    grant_hint(p, name)
+                )
+            });
+        }
+        let found = if program.starts_with('/') {
+            self.exec.granted.iter().find(|g| g.grant.program.as_os_str() == program)
+        } else if program.contains('/') {
+            return Err(format!(
+                "relative program path {program:?} refused: name a granted program (e.g. `{}`) or give its granted absolute path; programs are never looked up in PATH or the working directory",
+                self.exec.granted[0].grant.name
+            ));
+        } else {
+            self.exec.granted.iter().find(|g| g.grant.name == program)
+        };
+        found.ok_or_else(|| {
+            let name = program.rsplit('/').next().unwrap_or(program);
+            let granted: Vec<String> = self.exec.granted.iter().map(|g| g.grant.describe()).collect();
+            if !is_requested(&self.exec.requested, name) {
+                format!(
+                    "program `{program}` is not in plugin `{p}`'s manifest request (it asks for: {}; granted: {})",
+                    self.exec.requested.join(", "),
+                    granted.join(", ")
+                )
+            } else {
+                format!(
+                    "program `{program}` is not granted to plugin `{p}` (granted: {}); the operator can add {}",
+                    granted.join(", "),
+                    grant_hint(p, name)
+                )
+            }
+        })
+    }
+
+    fn check_args(&self, g: &GrantedProgram, args: &[String]) -> Result<(), String> {
+        if args.len() > MAX_ARGS {
+            return Err(format!("too many arguments ({}, limit {MAX_ARGS})", args.len()));
+        }
+        let total: usize = args.iter().map(String::len).sum();
+        if total > MAX_ARGS_BYTES {
+            return Err(format!("arguments too large ({total} bytes, limit {MAX_ARGS_BYTES})"));
+        }
+        if let Some(i) = args.iter().position(|a| a.contains('\0')) {
+            return Err(format!("argument {} contains a NUL character", i + 1));
+        }
+        let Some(patterns) = &g.grant.args else { return Ok(()) };
+        if patterns.iter().any(|p| p.matches(args)) {
+            return Ok(());
+        }
+        let shown: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
+        Err(format!(
+            "arguments {args:?} for `{name}` do not match what plugin `{p}` is granted ({}); the operator can add a pattern to [plugin.{p}] exec = [{{ program = \"{}\", args = [...] }}]",
+            shown.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
+            g.grant.program.display(),
+            name = g.grant.name,
+            p = self.plugin,
+        ))
+    }
+
+    /// Serve one `run` from the guest. A refusal or spawn failure is `Ok(Err(..))` for the
+    /// plugin; reaching the call's deadline is a trap (the call ends as a timeout).
+    pub async fn run(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+    ) -> wasmtime::Result<Result<Output, String>> {
+        let Some(deadline) = self.deadline else {
+            return Ok(Err("this call may not run programs".into()));
+        };
+        self.runs += 1;
+        if self.runs > MAX_RUNS_PER_CALL {
+            return Ok(Err(format!("too many programs run in one call (limit {MAX_RUNS_PER_CALL})")));
+        }
+        let g = match self.find(&program).and_then(|g| self.check_args(g, &args).map(|()| g)) {
+            Ok(g) => g.clone(),
+            Err(e) => {
+                tracing::info!(plugin = &*self.plugin, "refused to run {program:?} {args:?}: {e}");
+                return Ok(Err(e));
+            }
+        };
+        if Instant::now() >= deadline {
+            return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
+        }
+        let cwd = g.grant.cwd.clone().unwrap_or_else(|| self.workspace.clone());
+        tracing::info!(
+            plugin = &*self.plugin,
+            "running {} {args:?} in {}",
+            g.grant.program.display(),
+            cwd.display()
+        );
+        let confinement =
+            match confine::Confinement::prepare(&g.grant, &cwd, &self.settings, confine::landlock_abi()) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(
+                        plugin = &*self.plugin,
+                        "refused to run {}: {e}",
+                        g.grant.program.display()
+                    );
+                    return Ok(Err(e));
+                }
+            };
+        if !confinement.landlocked() {
+            tracing::warn!(
+                plugin = &*self.plugin,
+                "running {} without Landlock ({})",
+                g.grant.program.display(),
+                confine::OPT_OUT
+            );
+        }
+        spawn(&g, &args, &cwd, deadline, confinement).await
+    }
+}
+
+/// The process group of a spawned child; dropping it kills the group unless disarmed.
+struct Group {
+    #[cfg(unix)]
+    pgid: Option<rustix::process::Pid>,
+    armed: bool,
+}
+
+impl Group {
+    #[cfg_attr(not(unix), allow(unused_variables))] // no process groups to kill there
+    fn new(pid: Option<u32>) -> Group {
+        Group {
+            // Never 0 or 1: kill(-1) would signal every process the host may signal.
+            #[cfg(unix)]
+            pgid: pid
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|p| *p > 1)
+                .and_then(rustix::process::Pid::from_raw),
+            armed: true,
+        }
+    }
+
+    /// SIGKILL every process still in the group.
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.pgid {
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // The call was abandoned mid-run (its future dropped): nothing it started outlives it.
+        if self.armed {
+            self.kill();
+        }
+    }
+}
+
+/// Read `r` into `buf` up to `cap` bytes; past the cap, mark `over` and kill the group.
+async fn pump(
+    r: Option<impl AsyncRead + Unpin>,
+    buf: &std::sync::Mutex<Vec<u8>>,
+    over: &AtomicBool,
+    group: &Group,
+) {
+    let Some(mut r) = r else { return };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_OUTPUT_BYTES - b.len();
+        b.extend_from_slice(&chunk[..n.min(room)]);
+        if n > room {
+            over.store(true, Ordering::Relaxed);
+            group.kill();
+            return;
+        }
+    }
+}
+
+async fn spawn(
+    g: &GrantedProgram,
+    args: &[String],
+    cwd: &Path,
+    deadline: Instant,
+    confinement: confine::Confinement,
+) -> wasmtime::Result<Result<Output, String>> {
+    let program = &g.grant.program;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .envs(g.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        // If this future is dropped, tokio kills the child and reaps it in the background.
+        .kill_on_drop(true);
+    if g.grant.detach {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    // Its own process group, so the deadline can kill everything it started.
+    #[cfg(unix)]
+    cmd.process_group(0);
+    confine::install(&mut cmd, confinement);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                format!(
+                    " (confined: if this kernel refuses user namespaces, the operator can run programs unconfined with `{}`)",
+                    confine::OPT_OUT
+                )
+            } else {
+                String::new()
+            };
+            return Ok(Err(format!(
+                "cannot start {} (granted as `{}`) in {}: {e}{hint}",
+                program.display(),
+                g.grant.name,
+                cwd.display()
+            )));
+        }
+    };
+    let mut group = Group::new(child.id());
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let (out_buf, err_buf) = (std::sync::Mutex::new(Vec::new()), std::sync::Mutex::new(Vec::new()));
+    let over = AtomicBool::new(false);
+    let status = {
+        let work = async {
+            let mut readers = std::pin::pin!(async {
+                tokio::join!(pump(out, &out_buf, &over, &group), pump(err, &err_buf, &over, &group))
+            });
+            let mut drained = false;
+            let status = tokio::select! {
+                s = child.wait() => s,
+                _ = &mut readers => { drained = true; child.wait().await }
+            };
+            if !drained {
+                // The program exited; something it left behind may still hold the pipes.
+                let _ = tokio::time::timeout(DRAIN_GRACE, &mut readers).await;
+            }
+            status
+        };
+        tokio::time::timeout_at(deadline.into(), work).await
+    };
+    let status = match status {
+        Ok(s) => s,
+        Err(_elapsed) => {
+            group.kill();
+            group.armed = false;
+            // Reap it (SIGKILL cannot be ignored, so this is quick); if the kernel is slow,
+            // kill_on_drop and tokio's orphan reaper finish the job.
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            tracing::warn!("killed {} (and its process group) at the call's deadline", program.display());
+            return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
+        }
+    };
+    if !g.grant.detach {
+        // Nothing the program started outlives the call.
+        group.kill();
+    }
+    group.armed = false;
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(format!("waiting for {} failed: {e}", program.display()))),
+    };
+    let take = |m: std::sync::Mutex<Vec<u8>>| m.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(Ok(Output {
+        code: status.code(),
+        stdout: take(out_buf),
+        stderr: take(err_buf),
+        truncated: over.load(Ordering::Relaxed),
+    }))
+}
+
+impl Host for ProcessCall {
+    /// Every check and bound is in [`ProcessCall::run`].
+    async fn run(&mut self, program: String, args: Vec<String>) -> wasmtime::Result<Result<Output, String>> {
+        ProcessCall::run(self, program, args).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn only_requested_and_granted_programs_are_given() {
+        let g = |p: &str| ExecGrant::new(p.into());
+        let (exec, missing) =
+            effective("sys", &args(&["git", "xdg-open"]), &[g("/usr/bin/git"), g("/bin/rm")]);
+        assert_eq!(exec.granted.len(), 1, "rm was granted but not requested: not given");
+        assert_eq!(exec.granted[0].grant.program, PathBuf::from("/usr/bin/git"));
+        assert_eq!(missing.len(), 1);
+        assert!(missing[0].how.contains("--allow-run sys=xdg-open"), "{:?}", missing[0]);
+        let (exec, missing) = effective("sys", &args(&["*"]), &[g("/usr/bin/git"), g("/bin/rm")]);
+        assert_eq!(exec.granted.len(), 2, "`*` takes whatever is granted");
+        assert!(missing.is_empty());
+        let (_, missing) = effective("sys", &args(&["*"]), &[]);
+        assert!(missing[0].how.contains("--allow-run sys=PROGRAM"), "{:?}", missing[0]);
+    }
+}

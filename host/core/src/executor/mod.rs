@@ -1,0 +1,711 @@
+//! The executor: the one place every front end goes through to run a tool. It looks the tool
+//! up, checks the arguments against the manifest (argCount, parseJson, rest), applies the
+//! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
+//! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
+
+use crate::capability::Missing;
+use crate::capability::log::CallLog;
+use crate::capability::net::{NetCall, Refusal, redact_owned};
+use crate::capability::quota::CallMeter;
+use crate::engine::Runtime;
+use crate::registry::{LoadedPlugin, Registry};
+use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::settings::{Config, DangerPolicy, Limits};
+use crate::usage::{BusyTimed, Usage, micros};
+use arc_swap::ArcSwap;
+use slots::Shares;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_spec::manifest::ToolSpec;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+/// Total bytes of arguments accepted for one call.
+pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
+/// Deepest JSON nesting accepted in an argument (a guest decoding deeper JSON recursively
+/// could exhaust its stack).
+pub const MAX_JSON_DEPTH: usize = 128;
+/// Epoch ticks a guest runs between yields to the async runtime.
+const YIELD_TICKS: u64 = 2;
+/// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
+/// that block, such as a guest sleeping, which epochs cannot interrupt).
+const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
+
+mod danger;
+pub mod observer;
+mod outcome;
+mod slots;
+
+pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
+pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
+use outcome::structured_outcome;
+pub use outcome::{ErrorKind, Outcome, truncate};
+pub use toolhost_spec::call::ToolCall;
+
+/// Runs tool calls against the current registry snapshot.
+pub struct Executor {
+    runtime: Arc<Runtime>,
+    config: Arc<Config>,
+    registry: Arc<ArcSwap<Registry>>,
+    confirm: Arc<dyn Confirm>,
+    /// Call slots, global and per plugin, and each plugin's log budget.
+    shares: Shares,
+    /// What a service does around every call (shutdown, metrics, audit), once attached.
+    observer: std::sync::OnceLock<Arc<dyn CallObserver>>,
+}
+
+impl Executor {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        config: Arc<Config>,
+        registry: Arc<ArcSwap<Registry>>,
+        confirm: Arc<dyn Confirm>,
+    ) -> Self {
+        let shares = Shares::new(&config);
+        Executor { runtime, config, registry, confirm, shares, observer: std::sync::OnceLock::new() }
+    }
+
+    /// Route every call through `observer` from now on (once; `false` if one was attached).
+    pub fn attach_observer(&self, observer: Arc<dyn CallObserver>) -> bool {
+        self.observer.set(observer).is_ok()
+    }
+
+    /// The attached observer, if any.
+    pub fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
+        self.observer.get()
+    }
+
+    /// The current registry snapshot.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.load_full()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Run one call. Never panics and never returns a host error: every failure is an Outcome.
+    pub async fn call(&self, call: &ToolCall) -> Outcome {
+        self.call_with(call, &*self.confirm).await
+    }
+
+    /// [`Executor::call`], asking `confirm` (instead of the executor's own) about a dangerous
+    /// tool under policy `ask` — a front end that can ask its client (MCP elicitation) does.
+    pub async fn call_with(&self, call: &ToolCall, confirm: &dyn Confirm) -> Outcome {
+        self.call_in(call, confirm, &CallContext::default()).await
+    }
+
+    /// [`Executor::call_with`] on behalf of the client `ctx` names (for the audit trail).
+    pub async fn call_in(&self, call: &ToolCall, confirm: &dyn Confirm, ctx: &CallContext) -> Outcome {
+        match self.observer.get() {
+            Some(observer) => {
+                let record = observer::SharedRecord::default();
+                let run = Box::pin(self.call_recorded(call, confirm, record.clone()));
+                observer.observe(call, ctx, record, run).await
+            }
+            None => self.call_recorded(call, confirm, observer::SharedRecord::default()).await,
+        }
+    }
+
+    /// The call itself, noting in `rec` the plugin that served it and any danger decision.
+    async fn call_recorded(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        rec: observer::SharedRecord,
+    ) -> Outcome {
+        let note = |f: &dyn Fn(&mut CallRecord)| f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
+        // The snapshot is held for the whole call: a reload swaps the registry, and this call
+        // finishes on the version it started with.
+        let registry = self.registry.load_full();
+        let Some(entry) = registry.get(&call.name) else {
+            return Outcome::err(ErrorKind::UnknownTool, unknown_tool_message(&registry, &call.name));
+        };
+        let spec = entry.spec();
+        let plugin = &entry.plugin;
+        note(&|r| r.plugin = Some(plugin.clone()));
+        let args = match check_args(spec, &call.args) {
+            Ok(a) => a,
+            Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
+        };
+        if crate::view::is_dangerous(spec, plugin, &self.config) {
+            let req = DangerRequest {
+                tool: spec.name.clone(),
+                plugin: plugin.name.to_string(),
+                args: args.clone(),
+                plugin_hash: plugin.hash,
+                notes: registry.shared_write_notes(plugin, &self.config.workspace),
+            };
+            let decided = |decision, by| note(&|r| r.danger = Some(DangerRecord { decision, by }));
+            match self.config.danger {
+                DangerPolicy::Allow => decided(DangerDecision::Allow, DecidedBy::Policy),
+                DangerPolicy::Deny => {
+                    decided(DangerDecision::Deny, DecidedBy::Policy);
+                    return Outcome::err(
+                        ErrorKind::Denied,
+                        format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name),
+                    );
+                }
+                DangerPolicy::Ask => {
+                    let decision = confirm.confirm(&req).await;
+                    let by = confirm.decided_by();
+                    if let Decision::Deny(why) = decision {
+                        let decision =
+                            if confirm.pending() { DangerDecision::Asked } else { DangerDecision::Deny };
+                        decided(decision, by);
+                        return Outcome::err(ErrorKind::Denied, why);
+                    }
+                    decided(DangerDecision::Allow, by);
+                }
+            }
+        }
+        let limits = self.config.limits_for(&plugin.name, &spec.name, spec.output_limit);
+        let (outcome, refused) = self.run(plugin, spec, args, limits).await;
+        if outcome.kind == Some(ErrorKind::ToolError)
+            && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
+        {
+            let mut o = outcome;
+            let e = o.error.take().unwrap_or_default();
+            o.error = Some(format!("{e}\n[note: {note}]"));
+            return o;
+        }
+        outcome
+    }
+
+    async fn run(
+        &self,
+        plugin: &Arc<LoadedPlugin>,
+        spec: &ToolSpec,
+        args: Vec<String>,
+        limits: Limits,
+    ) -> (Outcome, Vec<Refusal>) {
+        // A plugin loaded from the warm compile cache is linked on first use (see
+        // `registry::Code`): off the async workers, as it blocks for about a millisecond.
+        if !plugin.code.is_ready() {
+            let p = plugin.clone();
+            let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
+        }
+        let pre = match plugin.code.get() {
+            Ok(pre) => pre,
+            Err(e) => {
+                return (
+                    Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)),
+                    Vec::new(),
+                );
+            }
+        };
+        let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
+        let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
+        let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
+            Ok(w) => w,
+            Err(e) => {
+                let o = Outcome::err(
+                    ErrorKind::HostError,
+                    format!("cannot set up the sandbox for `{}`: {e}", spec.name),
+                );
+                return (o, Vec::new());
+            }
+        };
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        // The deadline counts from the call's arrival: waiting for a slot is part of it.
+        let arrived = std::time::Instant::now();
+        let deadline = arrived + timeout;
+        let share = self.shares.plugin(&plugin.name, &self.config);
+        let waiting = self.observer.get().and_then(|o| o.waiting());
+        let acquired = self.shares.acquire(&share, deadline.into()).await;
+        drop(waiting);
+        let _slot = match acquired {
+            Ok(slot) => slot,
+            Err(busy) => {
+                let waited = arrived.elapsed().as_millis();
+                let o = Outcome::err(ErrorKind::Busy, busy.message(&plugin.name, &spec.name, waited));
+                return (o, Vec::new());
+            }
+        };
+        let started = std::time::Instant::now();
+        let net = NetCall::new(plugin.name.clone(), plugin.grants.net.clone(), self.config.net, deadline);
+        let state = HostState::new(
+            wasi,
+            MemoryLimiter::new(limits.memory_mb),
+            plugin.name.clone(),
+            spec.name.clone(),
+            net,
+        )
+        .with_budgets(
+            CallMeter::new(limits.write_mb, limits.create_limit),
+            CallLog::new(&limits, Some(share.log.clone())),
+        )
+        .with_process(crate::capability::process::ProcessCall {
+            plugin: plugin.name.clone(),
+            exec: plugin.grants.exec.clone(),
+            workspace: self.config.workspace.clone(),
+            deadline: Some(deadline),
+            runs: 0,
+            settings: self.config.process.clone(),
+        });
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
+        // other calls or the host's own tasks); past its deadline it is interrupted.
+        store.epoch_deadline_callback(move |_| {
+            Ok(if std::time::Instant::now() >= deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(YIELD_TICKS)
+            })
+        });
+        store.set_epoch_deadline(YIELD_TICKS);
+
+        let (result, busy) = {
+            let run = async {
+                let instance = pre.instantiate_async(&mut store).await?;
+                instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run)).await
+        };
+        let memory_hit = store.data().limiter.hit;
+        let refused = std::mem::take(&mut store.data_mut().net.refused);
+        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
+        drop(store);
+        let (out, out_dropped) = stdout.take();
+        let (err, err_dropped) = stderr.take();
+        let net = &plugin.grants.net;
+        let (out, err) = (redact_owned(out, net), redact_owned(err, net));
+        log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
+        log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
+
+        let limit = limits.output_limit;
+        let mut outcome = match result {
+            Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+            // A granted secret's value never reaches the model, whatever the plugin did.
+            Ok(Ok(Ok(data))) => {
+                let data = redact_owned(data, net);
+                match plugin.output_validator(spec) {
+                    Some(validator) => structured_outcome(spec, validator, data, limit),
+                    None => {
+                        let (data, truncated) = truncate(data, limit);
+                        Outcome::ok(data, truncated)
+                    }
+                }
+            }
+            Ok(Ok(Err(message))) => {
+                Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
+            }
+            Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
+        };
+        if let (Some(q), Some(e)) = (&usage.quota, outcome.error.as_mut()) {
+            // The plugin failed after its quota stopped a write: say which limit, and how to
+            // raise it (a plugin that carried on and succeeded has it in `usage` only).
+            e.push_str(&format!(
+                "\n[note: {q}; the operator can raise it with [limits], [plugin.{p}] or [tool.{t}] write_mb / create_limit in toolhost.toml]",
+                p = plugin.name,
+                t = spec.name
+            ));
+        }
+        outcome.usage = Some(usage);
+        (outcome, refused)
+    }
+
+    /// The cost of the call, from the store's meters; logs what the log limits dropped.
+    fn usage(
+        &self,
+        state: &HostState,
+        limits: &Limits,
+        busy: Duration,
+        queued: Duration,
+        started: std::time::Instant,
+    ) -> Usage {
+        let log = &state.log.budget;
+        if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
+            tracing::warn!(plugin = &*state.plugin, tool = state.tool.as_str(), "{note}");
+        }
+        Usage {
+            busy_us: micros(busy),
+            wall_us: micros(started.elapsed()),
+            queued_us: micros(queued),
+            peak_memory_kb: state.limiter.peak_bytes() / 1024,
+            written_bytes: state.meter.written(),
+            created: state.meter.created(),
+            http_requests: state.net.requests,
+            http_sent_bytes: state.net.sent_bytes,
+            http_received_bytes: state.net.received_bytes,
+            log_lines: log.lines,
+            log_dropped: log.dropped_lines,
+            quota: state.meter.hit().map(|h| state.meter.message(h)),
+        }
+    }
+}
+
+/// The note added to a tool error from a plugin that lacks some requested capability.
+///
+/// Network and secret refusals are recorded by the host as they happen, so when the call hit
+/// one, the note names exactly the grant that would have allowed it. Directories and
+/// variables that are not granted are invisible to the host (they simply do not exist for the
+/// guest), so when nothing was refused the note lists those, and says they are candidates.
+/// Grants the call demonstrably did not need are never mentioned.
+pub fn missing_grant_note(plugin: &str, missing: &[Missing], refused: &[Refusal]) -> Option<String> {
+    let hint = |m: &Missing| format!("{} (grant: {})", m.what, m.how);
+    let explained: Vec<String> =
+        missing.iter().filter(|m| refused.iter().any(|r| m.explains(r))).map(hint).collect();
+    if !explained.is_empty() {
+        return Some(format!(
+            "the host refused what plugin `{plugin}` tried because it is not granted: {}",
+            explained.join("; ")
+        ));
+    }
+    if !refused.is_empty() {
+        // Refused for a reason no grant of the manifest's request would fix (e.g. a host the
+        // manifest does not ask for): the error itself says why.
+        return None;
+    }
+    let unseen: Vec<String> = missing.iter().filter(|m| !m.observable()).map(hint).collect();
+    (!unseen.is_empty()).then(|| {
+        format!(
+            "plugin `{plugin}` is not granted everything it requested; the failure may come from one of these: {}",
+            unseen.join("; ")
+        )
+    })
+}
+
+fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
+    format!("tool `{}` timed out after {} ms (limit: timeout_ms)", spec.name, limits.timeout_ms)
+}
+
+fn classify_trap(
+    spec: &ToolSpec,
+    limits: Limits,
+    e: &wasmtime::Error,
+    memory_hit: bool,
+    stderr: &str,
+) -> Outcome {
+    if memory_hit || e.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return Outcome::err(
+            ErrorKind::MemoryLimit,
+            format!(
+                "tool `{}` exceeded its memory limit of {} MiB (limit: memory_mb)",
+                spec.name, limits.memory_mb
+            ),
+        );
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+        Some(Trap::StackOverflow) => Outcome::err(
+            ErrorKind::StackOverflow,
+            format!("tool `{}` overflowed its wasm stack (too deep recursion)", spec.name),
+        ),
+        trap => {
+            let what = trap
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
+            // A Rust guest's panic is on its stderr just before the trap: `thread '…' panicked
+            // at FILE:LINE:COL:` and the message on the next line.
+            let lines: Vec<&str> = stderr.lines().collect();
+            let panic = lines.iter().rposition(|l| l.contains("panicked")).map(|i| {
+                let mut p = lines[i].trim().to_string();
+                if p.ends_with(':')
+                    && let Some(next) = lines.get(i + 1)
+                {
+                    p.push(' ');
+                    p.push_str(next.trim());
+                }
+                p
+            });
+            let mut msg = format!("tool `{}` crashed: {what}", spec.name);
+            if let Some(p) = panic {
+                msg.push_str(&format!(" ({})", p.chars().take(500).collect::<String>()));
+            }
+            Outcome::err(ErrorKind::Trap, msg)
+        }
+    }
+}
+
+fn log_stdio(plugin: &str, tool: &str, stream: &str, text: &str, dropped: usize) {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        tracing::info!(plugin, tool, stream, "{line}");
+    }
+    if dropped > 0 {
+        tracing::info!(plugin, tool, stream, "… {dropped} more bytes dropped");
+    }
+}
+
+fn unknown_tool_message(registry: &Registry, name: &str) -> String {
+    let close = registry.suggest(name);
+    if !close.is_empty() {
+        return format!("unknown tool `{name}`; did you mean: {}?", close.join(", "));
+    }
+    let all: Vec<&str> = registry.tools().map(|t| t.spec().name.as_str()).take(30).collect();
+    if all.is_empty() {
+        format!("unknown tool `{name}`; no tools are loaded")
+    } else {
+        format!("unknown tool `{name}`; available tools: {}", all.join(", "))
+    }
+}
+
+/// Check `args` against the manifest, join `rest` args with `,`, validate JSON args.
+pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, String> {
+    let total: usize = args.iter().map(String::len).sum();
+    if total > MAX_ARGS_BYTES {
+        return Err(format!(
+            "the arguments to `{}` are {} KiB, over the {} KiB limit per call",
+            spec.name,
+            total / 1024,
+            MAX_ARGS_BYTES / 1024
+        ));
+    }
+    let n = spec.params.len();
+    let mut args = args.to_vec();
+    if spec.rest && args.len() > n {
+        let tail = args.split_off(n - 1);
+        args.push(tail.join(","));
+    }
+    let required = spec.required_count();
+    if args.len() < required || args.len() > n {
+        let expected = if required == n {
+            format!("{n} argument{}", if n == 1 { "" } else { "s" })
+        } else {
+            format!("{required} to {n} arguments")
+        };
+        return Err(format!(
+            "`{}` takes {expected} but got {}; usage: {}",
+            spec.name,
+            args.len(),
+            spec.signature()
+        ));
+    }
+    for (i, arg) in args.iter().enumerate() {
+        if spec.is_json(i) {
+            let depth = json_depth(arg);
+            if depth > MAX_JSON_DEPTH {
+                return Err(format!(
+                    "argument {} (`{}`) of `{}` is JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} are accepted",
+                    i + 1,
+                    spec.params[i].name,
+                    spec.name
+                ));
+            }
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(arg) {
+                let param = &spec.params[i].name;
+                return Err(format!(
+                    "argument {} (`{param}`) of `{}` must be valid JSON: {e}; usage: {}",
+                    i + 1,
+                    spec.name,
+                    spec.signature()
+                ));
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// Maximum bracket nesting of a JSON text, strings skipped (linear, no recursion).
+fn json_depth(s: &str) -> usize {
+    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for b in s.bytes() {
+        if in_str {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use toolhost_spec::manifest::ParamSpec;
+
+    #[test]
+    fn an_error_kind_reads_as_it_serializes() {
+        use ErrorKind::*;
+        let all = [
+            UnknownTool,
+            BadArguments,
+            Denied,
+            ToolError,
+            Timeout,
+            MemoryLimit,
+            StackOverflow,
+            Trap,
+            HostError,
+            Busy,
+            Unavailable,
+            Cancelled,
+        ];
+        for kind in all {
+            assert_eq!(json!(kind), json!(kind.as_str()), "{kind:?}");
+            assert_eq!(serde_json::from_value::<ErrorKind>(json!(kind.to_string())).unwrap(), kind);
+        }
+    }
+
+    fn spec(params: &[(&str, bool, bool)], rest: bool) -> ToolSpec {
+        ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            params: params
+                .iter()
+                .map(|(n, json, optional)| ParamSpec {
+                    name: n.to_string(),
+                    ty: if *json { json!("array") } else { json!("string") },
+                    description: String::new(),
+                    optional: *optional,
+                })
+                .collect(),
+            arg_count: params.len(),
+            parse_json: params.iter().map(|p| p.1).collect(),
+            rest,
+            output_limit: None,
+            danger: false,
+            read_only: false,
+            category: None,
+            output_schema: None,
+        }
+    }
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arity_is_checked_with_the_signature() {
+        let t = spec(&[("from", false, false), ("to", false, false)], false);
+        assert_eq!(check_args(&t, &s(&["a", "b"])).unwrap(), s(&["a", "b"]));
+        let e = check_args(&t, &s(&["a"])).unwrap_err();
+        assert!(e.contains("takes 2 arguments but got 1") && e.contains("t(from, to)"), "{e}");
+        assert!(check_args(&t, &s(&["a", "b", "c"])).is_err());
+    }
+
+    #[test]
+    fn rest_joins_extra_args_with_commas() {
+        let t = spec(&[("path", false, false), ("content", false, false)], true);
+        assert_eq!(check_args(&t, &s(&["p", "a", " b", "c"])).unwrap(), s(&["p", "a, b,c"]));
+        assert_eq!(check_args(&t, &s(&["p", "a"])).unwrap(), s(&["p", "a"]));
+    }
+
+    #[test]
+    fn optional_params_may_be_left_off() {
+        let t = spec(&[("a", false, false), ("b", true, true)], false);
+        assert!(check_args(&t, &s(&["x"])).is_ok());
+        assert!(check_args(&t, &s(&["x", "[1]"])).is_ok());
+        assert!(check_args(&t, &s(&[])).unwrap_err().contains("1 to 2 arguments"));
+    }
+
+    #[test]
+    fn invalid_json_names_the_position() {
+        let t = spec(&[("title", false, false), ("subtasks", true, false)], false);
+        let e = check_args(&t, &s(&["x", "[{\"a\": 1,}]"])).unwrap_err();
+        assert!(e.contains("argument 2 (`subtasks`)") && e.contains("column"), "{e}");
+        // Deep nesting is refused by the JSON parser's depth limit, not by a stack overflow.
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(check_args(&t, &["x".to_string(), deep]).unwrap_err().contains("nested 100000 levels"));
+        let ok = "[".repeat(128) + &"]".repeat(128);
+        assert!(check_args(&t, &["x".to_string(), ok]).is_ok());
+        assert_eq!(json_depth(r#"["[[[", {"a": "\"]"}]"#), 2);
+    }
+
+    #[test]
+    fn oversized_arguments_are_refused() {
+        let t = spec(&[("a", false, false)], false);
+        assert!(check_args(&t, &["x".repeat(MAX_ARGS_BYTES + 1)]).unwrap_err().contains("limit"));
+    }
+
+    #[test]
+    fn a_result_is_checked_against_the_declared_output_schema() {
+        let mut t = spec(&[], false);
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        t.output_schema = Some(schema.clone());
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let run = |data: &str, limit| structured_outcome(&t, &validator, data.to_string(), limit);
+        assert_eq!(run(r#"{"n": 3}"#, 100), Outcome::ok(r#"{"n": 3}"#.into(), false));
+        for (data, limit, says) in [
+            (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),
+            ("{}", 100, "\"n\" is a required property"),
+            ("[1]", 100, "is JSON but not an object"),
+            ("n=3", 100, "is not JSON"),
+            (r#"{"n": 3}"#, 4, "over its output limit of 4, and a JSON result cannot be cut"),
+        ] {
+            let o = run(data, limit);
+            assert_eq!(o.kind, Some(ErrorKind::ToolError), "{data}");
+            let e = o.error.unwrap();
+            assert!(
+                e.starts_with("tool `t` declares an outputSchema, but its result") && e.contains(says),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn truncation_is_at_char_boundaries_and_marked() {
+        assert_eq!(truncate("héllo".into(), 10), ("héllo".into(), false));
+        let (t, cut) = truncate("héllo wörld".into(), 4);
+        assert!(cut);
+        assert_eq!(t, "héll\n…[truncated 7 of 11 chars]");
+        let (t, _) = truncate("日本語テキスト".into(), 2);
+        assert!(t.starts_with("日本\n"));
+    }
+
+    #[test]
+    fn outcome_serializes_as_the_seed_contract() {
+        let ok = serde_json::to_value(Outcome::ok("x".into(), false)).unwrap();
+        assert_eq!(ok, json!({"success": true, "data": "x"}));
+        let err = serde_json::to_value(Outcome::err(ErrorKind::Timeout, "slow")).unwrap();
+        assert_eq!(err, json!({"success": false, "error": "slow", "kind": "timeout"}));
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::missing_grant_note;
+    use crate::capability::net::Refusal;
+    use crate::capability::{Missing, MissingKind};
+
+    fn missing() -> Vec<Missing> {
+        vec![
+            Missing {
+                kind: MissingKind::Fs("workspace".into()),
+                what: "fs workspace:ro".into(),
+                how: "F".into(),
+            },
+            Missing { kind: MissingKind::Net("*".into()), what: "net *".into(), how: "N".into() },
+            Missing {
+                kind: MissingKind::Secret("api_token".into()),
+                what: "secret api_token".into(),
+                how: "S".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_refusal_names_its_grant_only() {
+        let n = missing_grant_note("web", &missing(), &[Refusal::Host("example.com".into())]).unwrap();
+        assert!(n.contains("net * (grant: N)") && !n.contains("secret") && !n.contains("fs "), "{n}");
+        let n = missing_grant_note("web", &missing(), &[Refusal::Secret("api_token".into())]).unwrap();
+        assert!(n.contains("secret api_token (grant: S)") && !n.contains("net *"), "{n}");
+    }
+
+    #[test]
+    fn without_a_refusal_only_unobservable_grants_are_candidates() {
+        let n = missing_grant_note("web", &missing(), &[]).unwrap();
+        assert!(n.contains("may come from one of these: fs workspace:ro (grant: F)"), "{n}");
+        assert!(!n.contains("net *") && !n.contains("secret"), "{n}");
+        let net_only = &missing()[1..];
+        assert_eq!(missing_grant_note("web", net_only, &[]), None, "no refusal, nothing unseen: no note");
+        // A refusal no missing grant explains (e.g. a host outside the manifest's request).
+        let other = [Refusal::Secret("other".into())];
+        assert_eq!(missing_grant_note("web", net_only, &other), None);
+    }
+}

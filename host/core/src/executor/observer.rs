@@ -1,0 +1,118 @@
+//! What a service mode needs from every call, without the executor knowing the service: the
+//! [`CallObserver`] trait the executor calls around each call when one is attached
+//! (`Executor::attach_observer`), and the records it hands over. `toolhost-frontends`'
+//! `service::Service` implements it (admission during shutdown, metrics, the audit trail).
+
+use super::Outcome;
+use crate::registry::LoadedPlugin;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use toolhost_spec::ToolCall;
+
+/// Who is calling, as far as the front end knows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// `mcp-http`, `mcp-stdio`, …; `None`: the service's default for this command.
+    pub front_end: Option<&'static str>,
+    /// The MCP client's name (`clientInfo.name`).
+    pub client: Option<String>,
+    /// The name of the `[mcp] tokens` entry the HTTP request authenticated with.
+    pub token: Option<String>,
+}
+
+/// What the executor learned about a call while running it, for the audit trail.
+#[derive(Debug, Default, Clone)]
+pub struct CallRecord {
+    /// The plugin that served the tool (unset: no such tool).
+    pub plugin: Option<Arc<LoadedPlugin>>,
+    /// Set for a dangerous tool: the decision and who made it.
+    pub danger: Option<DangerRecord>,
+}
+
+/// A decision about a dangerous call, and who made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DangerRecord {
+    pub by: DecidedBy,
+    pub decision: DangerDecision,
+}
+
+/// What was decided about a dangerous call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DangerDecision {
+    Allow,
+    Deny,
+    /// The question went to the client, whose answer comes with a retry.
+    Asked,
+}
+
+/// Who decided about a dangerous call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// `[danger] policy` allow or deny.
+    Policy,
+    /// The operator at the terminal.
+    Terminal,
+    /// The person behind an MCP client (elicitation, or a 2026-07-28 confirmation).
+    Elicitation,
+    /// `--yes` on the command line.
+    Flag,
+    /// Policy `ask` with no one to ask.
+    NoOne,
+    /// A front end's own way of asking (an embedder's `Confirm`).
+    FrontEnd,
+}
+
+impl DangerDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DangerDecision::Allow => "allow",
+            DangerDecision::Deny => "deny",
+            DangerDecision::Asked => "asked",
+        }
+    }
+}
+
+impl DecidedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::Policy => "policy",
+            DecidedBy::Terminal => "terminal",
+            DecidedBy::Elicitation => "elicitation",
+            DecidedBy::Flag => "flag",
+            DecidedBy::NoOne => "no_one",
+            DecidedBy::FrontEnd => "front_end",
+        }
+    }
+}
+
+/// The record a running call fills in (shared with the observer, which reads it even when it
+/// ended the call early).
+pub type SharedRecord = Arc<Mutex<CallRecord>>;
+
+/// A call, ready to run; the observer decides whether and for how long.
+pub type CallRun<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+
+/// What a service does around every call of every front end: admit it (or answer it itself,
+/// e.g. while shutting down), race it against its own deadline, then count and audit it.
+pub trait CallObserver: Send + Sync {
+    /// Run `run` (or not) for `call` made by `ctx`; `record` holds what the executor learned.
+    fn observe<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: &'a CallContext,
+        record: SharedRecord,
+        run: CallRun<'a>,
+    ) -> CallRun<'a>;
+
+    /// Count and audit a call a front end answered without the executor (an unknown tool,
+    /// arguments that do not map to its parameters).
+    fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome);
+
+    /// Held while a call waits for a call slot (a gauge of waiting calls); `None`: not counted.
+    fn waiting(&self) -> Option<Box<dyn Send>> {
+        None
+    }
+}

@@ -1,0 +1,159 @@
+//! What a call came to: an [`Outcome`] — success with data, or failure with an [`ErrorKind`]
+//! and a message for the model — its cost ([`crate::usage::Usage`]), and output truncation.
+
+use crate::usage::Usage;
+use serde::{Deserialize, Serialize};
+use toolhost_spec::manifest::ToolSpec;
+
+/// Why a call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No tool of that name is registered.
+    UnknownTool,
+    /// Wrong number of arguments, invalid JSON, or arguments too large.
+    BadArguments,
+    /// A dangerous tool was not confirmed.
+    Denied,
+    /// The tool returned an error.
+    ToolError,
+    /// The call ran past its time limit.
+    Timeout,
+    /// The plugin grew past its memory limit.
+    MemoryLimit,
+    /// The plugin exhausted its wasm stack.
+    StackOverflow,
+    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access…).
+    Trap,
+    /// The host could not set up the call (e.g. a granted directory is missing).
+    HostError,
+    /// No call slot became free before the call's deadline (the plugin's own
+    /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
+    Busy,
+    /// The host is shutting down: the call was not admitted, or was cancelled at the end of
+    /// the grace period (see `service::shutdown`). Retrying elsewhere is safe for the former.
+    Unavailable,
+    /// Whoever made the call cancelled it before it finished (Ctrl-C in `chat`): its own kind,
+    /// never reported as `denied` or `timeout`.
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// The kind as it appears in JSON (`unknown_tool`, `bad_arguments`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::BadArguments => "bad_arguments",
+            ErrorKind::Denied => "denied",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MemoryLimit => "memory_limit",
+            ErrorKind::StackOverflow => "stack_overflow",
+            ErrorKind::Trap => "trap",
+            ErrorKind::HostError => "host_error",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of one call, in the seed's `{success, data | error}` contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Set on failures: what kind of failure, for programs (the model reads `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    /// The output was cut at the tool's output limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// What the call cost (set when the plugin ran), for the operator, not the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Outcome {
+    pub fn ok(data: String, truncated: bool) -> Outcome {
+        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
+    }
+
+    pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
+        Outcome {
+            success: false,
+            data: None,
+            error: Some(error.into()),
+            kind: Some(kind),
+            truncated: false,
+            usage: None,
+        }
+    }
+
+    /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
+    pub fn model_json(&self) -> String {
+        let shown = Outcome { usage: None, ..self.clone() };
+        serde_json::to_string(&shown).unwrap_or_default()
+    }
+
+    /// The data or the error text.
+    pub fn text(&self) -> &str {
+        self.data.as_deref().or(self.error.as_deref()).unwrap_or("")
+    }
+}
+
+/// The result of a tool that declared an `outputSchema` (compiled into `validator` when the
+/// plugin was loaded): it must be a JSON object matching the schema, and it is never cut (half
+/// an object is no object), so one over the output limit fails, naming the limit.
+pub(crate) fn structured_outcome(
+    spec: &ToolSpec,
+    validator: &jsonschema::Validator,
+    data: String,
+    limit: usize,
+) -> Outcome {
+    let fail = |why: String| {
+        Outcome::err(
+            ErrorKind::ToolError,
+            format!("tool `{}` declares an outputSchema, but its result {why}", spec.name),
+        )
+    };
+    let chars = if data.len() <= limit { data.len() } else { data.chars().count() };
+    if chars > limit {
+        return fail(format!(
+            "is {chars} characters, over its output limit of {limit}, and a JSON result cannot be cut; \
+             the operator can raise it with [tool.{}] output_limit",
+            spec.name
+        ));
+    }
+    let value = match serde_json::from_str::<serde_json::Value>(&data) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
+        Err(e) => return fail(format!("is not JSON ({e})")),
+    };
+    match validator.iter_errors(&value).next() {
+        None => Outcome::ok(data, false),
+        Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
+    }
+}
+
+/// Cut `s` to at most `limit` characters at a UTF-8 boundary, marking the cut.
+pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
+    // No more bytes than the limit: no more characters either (the common case, no scan).
+    if s.len() <= limit {
+        return (s, false);
+    }
+    let Some((cut, _)) = s.char_indices().nth(limit) else { return (s, false) };
+    let total = limit + s[cut..].chars().count();
+    s.truncate(cut);
+    s.push_str(&format!("\n…[truncated {} of {total} chars]", total - limit));
+    (s, true)
+}

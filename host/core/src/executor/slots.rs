@@ -1,0 +1,122 @@
+//! Each plugin's fair share of the host's call slots: `[limits] concurrency` calls run at once
+//! (the instance pool is sized for it). In front of those, each plugin has its own slots
+//! (`[plugin.X] concurrency`, default `[limits] plugin_concurrency`, itself half the global
+//! slots by default), so a plugin whose calls are slow or hostile saturates its own slots and
+//! the others keep being served. A waiting call waits at most until its own deadline. Each
+//! plugin's share also holds its log bucket (`capability::log`), kept across calls by name.
+
+use crate::capability::log::LogBucket;
+use crate::settings::Config;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The host's call slots and each plugin's share of them.
+#[derive(Debug)]
+pub struct Shares {
+    global: Arc<Semaphore>,
+    global_limit: u32,
+    plugins: Mutex<HashMap<Arc<str>, Arc<PluginShare>>>,
+}
+
+/// One plugin's slots and log budget, kept across calls (and reloads) by plugin name.
+#[derive(Debug)]
+pub struct PluginShare {
+    slots: Arc<Semaphore>,
+    pub limit: u32,
+    pub log: Arc<LogBucket>,
+}
+
+/// Both slots a running call holds; dropping it frees them.
+#[derive(Debug)]
+pub struct Slot {
+    _plugin: OwnedSemaphorePermit,
+    _global: OwnedSemaphorePermit,
+}
+
+/// No slot became free before the call's deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Busy {
+    /// The plugin's own slots were all taken.
+    Plugin { limit: u32 },
+    /// Every slot of the host was taken.
+    Host { limit: u32 },
+}
+
+impl Shares {
+    pub fn new(config: &Config) -> Self {
+        let n = config.concurrency.max(1);
+        Shares {
+            global: Arc::new(Semaphore::new(n as usize)),
+            global_limit: n,
+            plugins: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The share of `plugin` (created on its first call).
+    pub fn plugin(&self, plugin: &Arc<str>, config: &Config) -> Arc<PluginShare> {
+        let mut map = self.plugins.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(plugin.clone())
+            .or_insert_with(|| {
+                let limit = config.concurrency_for(plugin).min(self.global_limit).max(1);
+                Arc::new(PluginShare {
+                    slots: Arc::new(Semaphore::new(limit as usize)),
+                    limit,
+                    log: Arc::new(LogBucket::new(config.log_rate)),
+                })
+            })
+            .clone()
+    }
+
+    /// Wait for a slot of the plugin, then one of the host, until `deadline`.
+    pub async fn acquire(&self, share: &PluginShare, deadline: tokio::time::Instant) -> Result<Slot, Busy> {
+        let plugin = tokio::time::timeout_at(deadline, share.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| Busy::Plugin { limit: share.limit })?
+            .map_err(|_| Busy::Plugin { limit: share.limit })?;
+        let global = tokio::time::timeout_at(deadline, self.global.clone().acquire_owned())
+            .await
+            .map_err(|_| Busy::Host { limit: self.global_limit })?
+            .map_err(|_| Busy::Host { limit: self.global_limit })?;
+        Ok(Slot { _plugin: plugin, _global: global })
+    }
+}
+
+impl Busy {
+    /// Why the call did not run, and which setting to raise.
+    pub fn message(&self, plugin: &str, tool: &str, waited_ms: u128) -> String {
+        match self {
+            Busy::Plugin { limit } => format!(
+                "tool `{tool}` waited {waited_ms} ms for a free slot and reached its deadline: plugin `{plugin}` already runs {limit} calls at once \
+                 (limit: [plugin.{plugin}] concurrency = {limit} in toolhost.toml, default [limits] plugin_concurrency; raise it or retry later)"
+            ),
+            Busy::Host { limit } => format!(
+                "tool `{tool}` waited {waited_ms} ms for a free slot and reached its deadline: the host already runs {limit} calls at once \
+                 (limit: [limits] concurrency = {limit} in toolhost.toml)"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_plugin_cannot_take_every_slot() {
+        let config = Config { concurrency: 4, plugin_concurrency: 2, ..Config::default() };
+        let shares = Shares::new(&config);
+        let a = shares.plugin(&Arc::from("a"), &config);
+        let b = shares.plugin(&Arc::from("b"), &config);
+        let soon = || tokio::time::Instant::now() + std::time::Duration::from_millis(20);
+        let _a1 = shares.acquire(&a, soon()).await.unwrap();
+        let _a2 = shares.acquire(&a, soon()).await.unwrap();
+        assert_eq!(shares.acquire(&a, soon()).await.unwrap_err(), Busy::Plugin { limit: 2 });
+        let _b1 = shares.acquire(&b, soon()).await.expect("another plugin is still served");
+        let _b2 = shares.acquire(&b, soon()).await.unwrap();
+        let c = shares.plugin(&Arc::from("c"), &config);
+        assert_eq!(shares.acquire(&c, soon()).await.unwrap_err(), Busy::Host { limit: 4 });
+        let msg = Busy::Plugin { limit: 2 }.message("a", "t", 20);
+        assert!(msg.contains("[plugin.a] concurrency = 2"), "{msg}");
+    }
+}

@@ -1,0 +1,96 @@
+//! Writing files so that nobody sees half of one, and where toolhost keeps its own files.
+//!
+//! Every file toolhost writes where something may be reading or watching — a plugin into a
+//! plugins folder, the approvals record, the compile cache (whose entries are mapped by running
+//! hosts), the lock file, a built component — goes through [`write_atomic`]; a folder of
+//! several files (an installed toolchain, the bundled SDKs) through [`rename_dir_into_place`].
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Write `bytes` to `path` through a hidden temporary file in the same folder (`.NAME.PID.tmp`:
+/// discovery skips dotfiles and `.tmp` files) and a rename, so a reader or watcher never sees
+/// half a file and a failure leaves nothing behind.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Move the finished folder `tmp` to `dir`. When another process put the same content there
+/// first (the folder names a version or a content hash), theirs is kept and `tmp` removed.
+pub fn rename_dir_into_place(tmp: &Path, dir: &Path) -> std::io::Result<()> {
+    match std::fs::rename(tmp, dir) {
+        Ok(()) => Ok(()),
+        Err(_) if dir.is_dir() => {
+            let _ = std::fs::remove_dir_all(tmp);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(tmp);
+            Err(e)
+        }
+    }
+}
+
+/// `$VAR/toolhost` when the XDG variable `var` is set (and not empty), else
+/// `$HOME/HOME_FALLBACK/toolhost`: the one lookup of toolhost's cache and state folders.
+fn xdg(var: &str, home_fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(home_fallback))
+        })
+        .map(|d| d.join("toolhost"))
+}
+
+/// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost` (compiled code, toolchains).
+pub fn cache_dir() -> Option<PathBuf> {
+    xdg("XDG_CACHE_HOME", ".cache")
+}
+
+/// `$XDG_STATE_HOME/toolhost`, else `$HOME/.local/state/toolhost` (the audit trail).
+pub fn state_dir() -> Option<PathBuf> {
+    xdg("XDG_STATE_HOME", ".local/state")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_atomic_write_leaves_only_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.wasm");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["a.wasm"]);
+        assert!(write_atomic(&dir.path().join("missing/a.wasm"), b"x").is_err());
+    }
+
+    #[test]
+    fn a_folder_already_in_place_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tmp, to) = (dir.path().join(".tmp1"), dir.path().join("v1"));
+        std::fs::create_dir(&tmp).unwrap();
+        rename_dir_into_place(&tmp, &to).unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::write(tmp.join("x"), b"").unwrap();
+        std::fs::write(to.join("mine"), b"").unwrap();
+        rename_dir_into_place(&tmp, &to).unwrap();
+        assert!(to.join("mine").exists() && !tmp.exists());
+    }
+}

@@ -1,0 +1,318 @@
+//! Hot reload: the plugins folder changes while the host runs.
+//!
+//! File-system events are only hints: after a burst of events settles (the debounce interval)
+//! the folder is rescanned, whole files are read, unchanged files (same SHA-256) are skipped,
+//! new or changed ones are validated and compiled off the call path, and the registry snapshot
+//! is swapped atomically. A file that fails to load never replaces a working version: the last
+//! good version keeps serving and the failure is reported. Calls in flight keep the snapshot
+//! (and compiled code) they started with. Every change is published to subscribers.
+
+use crate::discovery::{self, Candidate, LoadFailure};
+use crate::engine::Runtime;
+use crate::registry::approvals::{Approvals, Pending};
+use crate::registry::{self, LoadedPlugin, Registry};
+use crate::settings::Config;
+use arc_swap::ArcSwap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// Default quiet time after the last file event before rescanning.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// What one rescan changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// Counts registry swaps since start.
+    pub generation: u64,
+    /// `tool (plugin version)` newly registered.
+    pub added: Vec<ToolVersion>,
+    /// Tools whose plugin file changed.
+    pub changed: Vec<ToolChange>,
+    pub removed: Vec<String>,
+    /// New load failures (the file keeps its last good version, if it had one).
+    pub failures: Vec<LoadFailure>,
+    /// Versions newly held for approval (the last approved version keeps serving).
+    pub pending: Vec<Pending>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ToolVersion {
+    pub tool: String,
+    pub plugin: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ToolChange {
+    pub tool: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.changed.is_empty()
+            && self.removed.is_empty()
+            && self.failures.is_empty()
+            && self.pending.is_empty()
+    }
+
+    /// One line per change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &self.added {
+            out.push(format!("+ {} ({} v{})", a.tool, a.plugin, a.version));
+        }
+        for c in &self.changed {
+            if c.from == c.to {
+                out.push(format!("~ {} (v{}, rebuilt)", c.tool, c.to));
+            } else {
+                out.push(format!("~ {} (v{} → v{})", c.tool, c.from, c.to));
+            }
+        }
+        for r in &self.removed {
+            out.push(format!("- {r}"));
+        }
+        for f in &self.failures {
+            out.push(format!("! {}: {}", discovery::file_name(&f.file), f.reason));
+        }
+        for p in &self.pending {
+            out.push(format!("? {p}"));
+        }
+        out
+    }
+}
+
+/// Per file: the content last seen, the version serving, the last failure.
+#[derive(Default)]
+struct FileState {
+    hash: [u8; 32],
+    good: Option<Arc<LoadedPlugin>>,
+    failure: Option<LoadFailure>,
+    /// A loaded version waiting for approval of its larger request.
+    held: Option<Arc<LoadedPlugin>>,
+}
+
+/// Keeps a registry in step with its plugins folder.
+pub struct Reloader {
+    runtime: Arc<Runtime>,
+    config: Arc<Config>,
+    registry: Arc<ArcSwap<Registry>>,
+    files: Mutex<BTreeMap<PathBuf, FileState>>,
+    changes: broadcast::Sender<Arc<Change>>,
+    generation: AtomicU64,
+}
+
+impl Reloader {
+    /// A reloader for `registry` (initially whatever it holds; call [`Reloader::rescan`]).
+    pub fn new(
+        runtime: Arc<Runtime>,
+        config: Arc<Config>,
+        registry: Arc<ArcSwap<Registry>>,
+    ) -> Arc<Reloader> {
+        let (changes, _) = broadcast::channel(64);
+        Arc::new(Reloader {
+            runtime,
+            config,
+            registry,
+            files: Mutex::default(),
+            changes,
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// Registry changes, as they happen.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
+    /// How many times the registry was swapped.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Rescan the folder now (blocking: compiles changed plugins). Returns what changed; an
+    /// empty change means nothing was swapped.
+    pub fn rescan(&self) -> std::io::Result<Arc<Change>> {
+        let (candidates, scan_failures) =
+            discovery::scan(&self.config.plugins_dir, self.config.max_plugin_bytes)?;
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut to_load: Vec<Candidate> = Vec::new();
+        for c in candidates {
+            seen.insert(c.path.clone());
+            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
+                continue; // unchanged content: nothing to do
+            }
+            to_load.push(c);
+        }
+        let loaded = registry::load_all(&self.runtime, &self.config, &to_load);
+        for (c, result) in to_load.into_iter().zip(loaded) {
+            let state = files.entry(c.path.clone()).or_default();
+            state.hash = c.hash;
+            match result {
+                Ok(p) => {
+                    // Activated below, once its request is checked against the approvals.
+                    state.held = Some(Arc::new(p));
+                    state.failure = None;
+                }
+                Err(mut f) => {
+                    if let Some(good) = &state.good {
+                        f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+                    }
+                    state.failure = Some(f);
+                }
+            }
+        }
+        for f in scan_failures {
+            seen.insert(f.file.clone());
+            let state = files.entry(f.file.clone()).or_default();
+            let mut f = f;
+            if let Some(good) = &state.good {
+                f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+            }
+            // Force a reload next time the file is readable.
+            state.hash = [0; 32];
+            state.failure = Some(f);
+        }
+        files.retain(|path, _| seen.contains(path));
+
+        // New versions (and versions still waiting) go live only if their request is approved;
+        // the approvals are re-read every time, so `toolhost approve` takes effect here.
+        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
+        let mut pending = Vec::new();
+        for state in files.values_mut() {
+            let Some(held) = state.held.clone() else { continue };
+            match approvals.check_file(&held.manifest, &held.hash) {
+                Ok(()) => {
+                    state.good = Some(held);
+                    state.held = None;
+                }
+                Err(extra) => pending.push(held.pending(extra)),
+            }
+        }
+        approvals.save_or_warn();
+
+        let plugins: Vec<Arc<LoadedPlugin>> = files.values().filter_map(|f| f.good.clone()).collect();
+        let failures: Vec<LoadFailure> = files.values().filter_map(|f| f.failure.clone()).collect();
+        let new = Registry::build(plugins, failures).with_pending(pending);
+        let old = self.registry.load_full();
+        let mut change = diff(&old, &new);
+        if change.is_empty() && same_failures(&old, &new) && old.pending() == new.pending() {
+            return Ok(Arc::new(change));
+        }
+        change.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        // Plugins loaded from the warm compile cache are linked after the swap, in the
+        // background: the new registry answers `tools/list` at once.
+        registry::Code::prepare_in_background(new.plugins().to_vec());
+        self.registry.store(Arc::new(new));
+        drop(files);
+        let change = Arc::new(change);
+        for line in change.lines() {
+            tracing::info!("{line}");
+        }
+        let _ = self.changes.send(change.clone());
+        Ok(change)
+    }
+
+    /// Watch the folder and rescan after each burst of events. Keep the handle alive; dropping
+    /// it stops watching.
+    pub fn watch(self: &Arc<Self>, debounce: Duration) -> notify::Result<WatchHandle> {
+        use notify::Watcher;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            match &res {
+                // Reads (ours included: a rescan opens every file) are not changes.
+                Ok(ev) if !is_change(ev) => return,
+                Ok(_) => {}
+                Err(e) => tracing::warn!("file watcher: {e}"),
+            }
+            // Every change event (or error) is only a hint to rescan.
+            let _ = tx.send(());
+        })?;
+        watcher.watch(&self.config.plugins_dir, notify::RecursiveMode::NonRecursive)?;
+        let me = self.clone();
+        let task = tokio::spawn(async move {
+            while rx.recv().await.is_some() {
+                // Debounce: wait until the folder has been quiet for `debounce`.
+                loop {
+                    match tokio::time::timeout(debounce, rx.recv()).await {
+                        Ok(Some(())) => continue,
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                }
+                let me2 = me.clone();
+                match tokio::task::spawn_blocking(move || me2.rescan()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!("rescan failed: {e}"),
+                    Err(e) => tracing::error!("rescan task failed: {e}"),
+                }
+            }
+        });
+        Ok(WatchHandle { _watcher: watcher, task })
+    }
+}
+
+/// Whether a file-system event can change what is in a folder (access events cannot).
+pub fn is_change(ev: &notify::Event) -> bool {
+    use notify::EventKind;
+    !matches!(ev.kind, EventKind::Access(_))
+}
+
+/// Keeps a folder watch running; dropping it stops the watch.
+pub struct WatchHandle {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn same_failures(a: &Registry, b: &Registry) -> bool {
+    a.failures() == b.failures()
+}
+
+/// What differs between two snapshots.
+pub fn diff(old: &Registry, new: &Registry) -> Change {
+    let mut change = Change::default();
+    for entry in new.tools() {
+        let spec = entry.spec();
+        match old.get(&spec.name) {
+            None => change.added.push(ToolVersion {
+                tool: spec.name.clone(),
+                plugin: entry.plugin.name.to_string(),
+                version: entry.plugin.manifest.version.clone(),
+            }),
+            Some(prev)
+                if !Arc::ptr_eq(&prev.plugin, &entry.plugin) && prev.plugin.hash != entry.plugin.hash =>
+            {
+                change.changed.push(ToolChange {
+                    tool: spec.name.clone(),
+                    from: prev.plugin.manifest.version.clone(),
+                    to: entry.plugin.manifest.version.clone(),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    for entry in old.tools() {
+        if new.get(&entry.spec().name).is_none() {
+            change.removed.push(entry.spec().name.clone());
+        }
+    }
+    let old_failures: BTreeSet<(&PathBuf, &String)> =
+        old.failures().iter().map(|f| (&f.file, &f.reason)).collect();
+    change.failures =
+        new.failures().iter().filter(|f| !old_failures.contains(&(&f.file, &f.reason))).cloned().collect();
+    change.pending = new.pending().iter().filter(|p| !old.pending().contains(p)).cloned().collect();
+    change
+}

@@ -1,0 +1,450 @@
+//! `toolhost.toml`, the sections core owns: each read strictly from the one config file
+//! ([`ConfigFile`]: unknown keys are errors naming the key and the file), then resolved into
+//! absolute paths and checked values. The sections are defined by their owners — `[net]` and
+//! secret origins by `capability::net`, `exec` grants and `[process]` by `capability::process`,
+//! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
+//! `registry::approvals` — and composed here; the front ends and the CLI take theirs (`[mcp]`,
+//! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
+//! no config file and no command-line grants, nothing is granted to any plugin.
+
+mod file;
+pub(crate) mod limits;
+mod plugin;
+mod secrets;
+
+pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
+pub use limits::{LimitOverrides, Limits};
+pub use plugin::{PluginConfig, ToolConfig};
+pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
+
+// The capabilities' own settings, re-exported where the config is read.
+pub use crate::capability::fs::settings::FsGrant;
+pub use crate::capability::net::settings::NetSettings;
+pub use crate::capability::process::settings::{ExecGrant, ProcessSettings};
+
+use crate::capability::net::settings::RawNet;
+use crate::capability::process::settings::RawProcess;
+use crate::registry::approvals::settings::{ApprovalLock, RawApprovals};
+use crate::registry::signing::{RawTrust, Trust};
+use file::{absolute, normalize};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_spec::manifest::FsMode;
+
+/// What happens when a `danger` tool is called (`[danger] policy`, `--danger`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DangerPolicy {
+    /// Ask on the terminal (or through the front end); with no way to ask, deny.
+    #[default]
+    Ask,
+    /// Run without asking.
+    Allow,
+    /// Never run.
+    Deny,
+}
+
+impl std::fmt::Display for DangerPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DangerPolicy::Ask => "ask",
+            DangerPolicy::Allow => "allow",
+            DangerPolicy::Deny => "deny",
+        })
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDanger {
+    policy: Option<DangerPolicy>,
+}
+
+/// `[cache]`: where compiled code is kept.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    /// Directory for compiled code; `false` in `enabled` turns the disk cache off.
+    dir: Option<PathBuf>,
+    enabled: Option<bool>,
+}
+
+/// The resolved core configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the config came from, if a file.
+    pub source: Option<PathBuf>,
+    pub plugins_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub limits: Limits,
+    /// Max wasm stack per call, for every plugin (it is an engine-wide setting).
+    pub stack_kb: usize,
+    /// Plugin files larger than this are skipped.
+    pub max_plugin_bytes: u64,
+    /// Calls that may run at once (more wait); sizes the instance pool.
+    pub concurrency: u32,
+    /// Calls of one plugin that may run at once, unless its section says otherwise; always
+    /// below `concurrency` when that is above 1, so one plugin cannot occupy every slot.
+    pub plugin_concurrency: u32,
+    /// `log` lines per second one plugin may put in the host log across its calls.
+    pub log_rate: u32,
+    pub danger: DangerPolicy,
+    /// Compiled-code cache directory; `None` keeps compiled code in memory only.
+    pub cache_dir: Option<PathBuf>,
+    pub net: NetSettings,
+    pub secrets: BTreeMap<String, SecretSource>,
+    pub plugins: BTreeMap<String, PluginConfig>,
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// `[trust]`: trusted signing keys and whether plugins must be signed.
+    pub trust: Trust,
+    /// `[approvals]`: approvals pinned in the config.
+    pub approvals: ApprovalLock,
+    /// `[process]`: how programs run for plugins are confined.
+    pub process: Arc<ProcessSettings>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let l =
+            limits::RawLimits::default().resolve().unwrap_or_else(|e| unreachable!("default limits: {e}"));
+        Config {
+            source: None,
+            plugins_dir: cwd.join("plugins"),
+            workspace: cwd,
+            limits: l.limits,
+            stack_kb: l.stack_kb,
+            max_plugin_bytes: l.max_plugin_bytes,
+            concurrency: l.concurrency,
+            plugin_concurrency: l.plugin_concurrency,
+            log_rate: l.log_rate,
+            danger: DangerPolicy::Ask,
+            cache_dir: crate::files::cache_dir(),
+            net: NetSettings::default(),
+            secrets: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+            tools: BTreeMap::new(),
+            trust: Trust::default(),
+            approvals: ApprovalLock::default(),
+            process: Default::default(),
+        }
+    }
+}
+
+impl Config {
+    /// The core sections of `file` (claimed in it; the other owners take theirs, then
+    /// [`ConfigFile::finish`] refuses what nobody claimed).
+    pub fn from_file(file: &ConfigFile) -> Result<Config, ConfigError> {
+        let invalid = |m: String| file.invalid(m);
+        let base = file.base.as_path();
+        let mut cfg = Config { source: file.source.clone(), ..Config::default() };
+        let plugins: Option<PathBuf> = file.section("plugins")?;
+        let workspace: Option<PathBuf> = file.section("workspace")?;
+        cfg.plugins_dir = base.join(plugins.unwrap_or_else(|| PathBuf::from("plugins")));
+        cfg.workspace = normalize(&base.join(workspace.unwrap_or_else(|| PathBuf::from("."))));
+        let l = file.section::<limits::RawLimits>("limits")?.resolve().map_err(invalid)?;
+        (cfg.limits, cfg.stack_kb, cfg.max_plugin_bytes) = (l.limits, l.stack_kb, l.max_plugin_bytes);
+        (cfg.concurrency, cfg.plugin_concurrency, cfg.log_rate) =
+            (l.concurrency, l.plugin_concurrency, l.log_rate);
+        cfg.danger = file.section::<RawDanger>("danger")?.policy.unwrap_or_default();
+        let cache: RawCache = file.section("cache")?;
+        if let Some(dir) = cache.dir {
+            cfg.cache_dir = Some(base.join(dir));
+        }
+        if cache.enabled == Some(false) {
+            cfg.cache_dir = None;
+        }
+        cfg.net = file.section::<RawNet>("net")?.resolve().map_err(invalid)?;
+        cfg.secrets = secrets::resolve(file.section("secrets")?, base).map_err(invalid)?;
+        let raw_plugins: BTreeMap<String, plugin::RawPlugin> = file.section("plugin")?;
+        let secrets = &cfg.secrets;
+        let cx = plugin::Context {
+            workspace: &cfg.workspace,
+            base,
+            concurrency: cfg.concurrency,
+            has_secret: &|s: &str| secrets.contains_key(s),
+            normalize,
+        };
+        let mut granted = BTreeMap::new();
+        for (name, p) in raw_plugins {
+            let grant = p.resolve(&format!("plugin.{name}"), &cx).map_err(invalid)?;
+            granted.insert(name, grant);
+        }
+        cfg.plugins = granted;
+        let raw_tools: BTreeMap<String, plugin::RawTool> = file.section("tool")?;
+        for (name, t) in raw_tools {
+            let tool = t.resolve(&format!("tool.{name}")).map_err(invalid)?;
+            cfg.tools.insert(name, tool);
+        }
+        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(invalid)?;
+        cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
+        cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
+        Ok(cfg)
+    }
+
+    /// Parse config text holding only core sections (other keys are refused); relative paths
+    /// resolve against `base`. The whole file, every owner's sections, is read by the CLI.
+    pub fn from_str_at(text: &str, base: &Path, source: Option<PathBuf>) -> Result<Config, ConfigError> {
+        let file = ConfigFile::parse(text, base, source)?;
+        let cfg = Config::from_file(&file)?;
+        file.finish()?;
+        Ok(cfg)
+    }
+
+    /// Grant `plugin` (or every plugin, for `*`) the workspace with `mode`, as
+    /// `[plugin.NAME] fs = [{ path = "workspace", mode = … }]` would.
+    pub fn grant_workspace(&mut self, plugin: &str, mode: FsMode) {
+        let g = FsGrant { name: "workspace".into(), host_path: self.workspace.clone(), mode };
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        match entry.fs.iter_mut().find(|f| f.name == "workspace") {
+            Some(existing) => existing.mode = existing.mode.max(mode),
+            None => entry.fs.push(g),
+        }
+    }
+
+    /// Grant `plugin` (or `*`) the environment variable `var` (`--allow-env`).
+    pub fn grant_env(&mut self, plugin: &str, var: &str) -> Result<(), ConfigError> {
+        toolhost_spec::env_name::check(var).map_err(|why| {
+            ConfigError::Flag(format!("--allow-env: {var:?} is not a variable name ({why})"))
+        })?;
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.env.iter().any(|v| v == var) {
+            entry.env.push(var.to_string());
+        }
+        Ok(())
+    }
+
+    /// Grant `plugin` (or `*`) network access to hosts matching `pattern` (`--allow-net`).
+    pub fn grant_net(&mut self, plugin: &str, pattern: &str) -> Result<(), ConfigError> {
+        toolhost_spec::HostPattern::parse(pattern)
+            .map_err(|m| ConfigError::Flag(format!("--allow-net: {m}")))?;
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.net.iter().any(|v| v == pattern) {
+            entry.net.push(pattern.to_string());
+        }
+        Ok(())
+    }
+
+    /// `--allow-run PLUGIN=PROGRAM`: grant `plugin` (or `*`) the program, with any arguments,
+    /// no environment, in the workspace (read-only to it), no network. A bare name is resolved
+    /// now, by the operator's `PATH` (the plugin never chooses the executable); `list` shows
+    /// the absolute path.
+    pub fn grant_run(&mut self, plugin: &str, program: &str) -> Result<(), ConfigError> {
+        let path = if program.starts_with('/') {
+            PathBuf::from(program)
+        } else if program.contains('/') || program.is_empty() {
+            return Err(ConfigError::Flag(format!(
+                "--allow-run: {program:?} is neither a program name nor an absolute path"
+            )));
+        } else {
+            crate::capability::process::resolve_in_path(program).ok_or_else(|| {
+                ConfigError::Flag(format!(
+                    "--allow-run: no executable `{program}` in PATH; give its absolute path (--allow-run {plugin}=/path/to/{program})"
+                ))
+            })?
+        };
+        let grant = ExecGrant::new(path);
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.exec.iter().any(|g| g.program == grant.program) {
+            entry.exec.push(grant);
+        }
+        Ok(())
+    }
+
+    /// Each plugin section's name and its `exec` grants.
+    pub fn exec_grants(&self) -> impl Iterator<Item = (&str, &[ExecGrant])> {
+        self.plugins.iter().map(|(name, p)| (name.as_str(), p.exec.as_slice()))
+    }
+
+    /// Change the workspace; workspace grants follow it.
+    pub fn set_workspace(&mut self, dir: &Path) {
+        let ws = normalize(&absolute(dir));
+        for p in self.plugins.values_mut() {
+            for f in p.fs.iter_mut().filter(|f| f.name == "workspace") {
+                f.host_path = ws.clone();
+            }
+        }
+        self.workspace = ws;
+    }
+
+    /// The operator's grants for `plugin`: its own section merged with the `*` section.
+    pub fn plugin(&self, plugin: &str) -> PluginConfig {
+        let mut out = self.plugins.get(plugin).cloned().unwrap_or_default();
+        if let Some(all) = self.plugins.get("*") {
+            for g in &all.fs {
+                match out.fs.iter_mut().find(|f| f.name == g.name) {
+                    Some(f) => f.mode = f.mode.max(g.mode),
+                    None => out.fs.push(g.clone()),
+                }
+            }
+            for v in &all.env {
+                if !out.env.contains(v) {
+                    out.env.push(v.clone());
+                }
+            }
+            for v in &all.net {
+                if !out.net.contains(v) {
+                    out.net.push(v.clone());
+                }
+            }
+            for v in &all.secrets {
+                if !out.secrets.contains(v) {
+                    out.secrets.push(v.clone());
+                }
+            }
+            for g in &all.exec {
+                if !out.exec.iter().any(|e| e.program == g.program) {
+                    out.exec.push(g.clone());
+                }
+            }
+            for (k, v) in &all.settings {
+                out.settings.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            out.net_private |= all.net_private;
+        }
+        out
+    }
+
+    /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
+    /// tool overrides (the operator's word on a tool is last).
+    pub fn limits_for(&self, plugin: &str, tool: &str, manifest_output_limit: Option<usize>) -> Limits {
+        let mut l = self.limits;
+        if let Some(p) = self.plugins.get(plugin) {
+            p.limits.apply(&mut l);
+        }
+        if let Some(o) = manifest_output_limit {
+            l.output_limit = o;
+        }
+        if let Some(t) = self.tools.get(tool) {
+            t.limits.apply(&mut l);
+        }
+        l
+    }
+
+    /// The largest memory limit any call can get (sizes the instance pool).
+    pub fn max_memory_mb(&self) -> u64 {
+        let overrides = self.plugins.values().filter_map(|p| p.limits.memory_mb);
+        let tools = self.tools.values().filter_map(|t| t.limits.memory_mb);
+        overrides.chain(tools).fold(self.limits.memory_mb, u64::max)
+    }
+
+    /// How many calls of `plugin` may run at once: its `[plugin.X] concurrency`, else
+    /// `[limits] plugin_concurrency`.
+    pub fn concurrency_for(&self, plugin: &str) -> u32 {
+        self.plugins.get(plugin).and_then(|p| p.concurrency).unwrap_or(self.plugin_concurrency).max(1)
+    }
+
+    /// Whether the operator marked `tool` dangerous.
+    pub fn tool_marked_dangerous(&self, tool: &str) -> bool {
+        self.tools.get(tool).and_then(|t| t.danger).unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::from_str_at(text, Path::new("/base"), Some(PathBuf::from("/base/toolhost.toml")))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_grant_nothing() {
+        let c = parse("").unwrap();
+        assert!(c.plugins.is_empty());
+        assert_eq!(c.danger, DangerPolicy::Ask);
+        assert_eq!(c.plugins_dir, PathBuf::from("/base/plugins"));
+        assert_eq!(c.plugin("files"), PluginConfig::default());
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let e = parse("[limits]\ntimeout = 5").unwrap_err();
+        assert!(e.contains("/base/toolhost.toml"), "{e}");
+        assert!(e.contains("timeout"), "{e}");
+        let e = parse("[plugin.files]\nnetwork = [\"x\"]").unwrap_err();
+        assert!(e.contains("unknown field `network`"), "{e}");
+        let e = parse("[plugin.web]\nnet = [\"https://example.com\"]").unwrap_err();
+        assert!(e.contains("plugin.web.net[0]") && e.contains("not a host pattern"), "{e}");
+        let e = parse("[plugin.web]\nsecrets = [\"gh\"]").unwrap_err();
+        assert!(e.contains("no secret `gh` is defined"), "{e}");
+        let e = parse("[secrets.gh]\nenv = \"A\"\nfile = \"b\"").unwrap_err();
+        assert!(e.contains("secrets.gh: give exactly one"), "{e}");
+        let e =
+            parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"https://api.github.com/v3\"]")
+                .unwrap_err();
+        assert!(e.contains("secrets.gh.hosts[1]") && e.contains("not an origin"), "{e}");
+        let e = parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"ftp://x.org\"]").unwrap_err();
+        assert!(e.contains("secrets.gh.hosts[0]") && e.contains("scheme `ftp` is not allowed"), "{e}");
+    }
+
+    #[test]
+    fn secret_hosts_are_origins() {
+        let c = parse(
+            "[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"http://127.0.0.1:8080\", \"*.example.com:8443\"]\n[secrets.any]\nenv = \"B\"",
+        )
+        .unwrap();
+        let hosts: Vec<String> = c.secrets["gh"].hosts.iter().map(ToString::to_string).collect();
+        assert_eq!(hosts, ["https://api.github.com", "http://127.0.0.1:8080", "https://*.example.com:8443"]);
+        assert!(c.secrets["any"].hosts.is_empty(), "no hosts: https on 443, decided by `net`");
+    }
+
+    #[test]
+    fn grants_and_overrides_resolve() {
+        let c = parse(
+            r#"
+            workspace = "ws"
+            [limits]
+            timeout_ms = 500
+            [danger]
+            policy = "deny"
+            [plugin.files]
+            fs = [{ path = "workspace", mode = "rw" }, { path = "/srv/docs", mode = "ro", name = "docs" }]
+            output_limit = 50
+            [tool.read]
+            output_limit = 70
+            [tool.delete]
+            danger = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.danger, DangerPolicy::Deny);
+        let p = c.plugin("files");
+        assert_eq!(p.fs[0].host_path, PathBuf::from("/base/ws"));
+        assert_eq!(p.fs[0].guest_path(), ".");
+        assert_eq!(p.fs[1].guest_path(), "/docs");
+        assert_eq!(c.limits_for("files", "ls", None).output_limit, 50);
+        assert_eq!(c.limits_for("files", "ls", Some(20)).output_limit, 20);
+        assert_eq!(c.limits_for("files", "read", Some(20)).output_limit, 70);
+        assert_eq!(c.limits_for("files", "read", None).timeout_ms, 500);
+        assert!(c.tool_marked_dangerous("delete"));
+        assert!(!c.tool_marked_dangerous("read"));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert!(parse("[limits]\nmemory_mb = 0").unwrap_err().contains("limits.memory_mb"));
+        assert!(parse("[tool.x]\ntimeout_ms = 0").unwrap_err().contains("tool.x.timeout_ms"));
+        assert!(parse("[danger]\npolicy = \"maybe\"").unwrap_err().contains("maybe"));
+        assert!(
+            parse("[plugin.a]\nfs = [{ path = \"/a/b\", mode = \"rw\" }]")
+                .unwrap_err()
+                .contains("plugin.a.fs[0]")
+        );
+        assert!(parse("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").unwrap_err().contains("rwx"));
+    }
+
+    #[test]
+    fn star_section_applies_to_every_plugin() {
+        let mut c = parse("").unwrap();
+        c.grant_workspace("*", FsMode::ReadOnly);
+        c.grant_workspace("files", FsMode::ReadWrite);
+        assert_eq!(c.plugin("files").fs[0].mode, FsMode::ReadWrite);
+        assert_eq!(c.plugin("text").fs[0].mode, FsMode::ReadOnly);
+        c.set_workspace(Path::new("/elsewhere"));
+        assert_eq!(c.plugin("text").fs[0].host_path, PathBuf::from("/elsewhere"));
+    }
+}

@@ -1,0 +1,135 @@
+//! `[plugin.NAME]` (what the operator grants one plugin, and its limits) and `[tool.NAME]` (the
+//! operator's word on one tool).
+
+use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
+use crate::capability::fs::settings::{FsGrant, RawFs};
+use crate::capability::process::settings::{ExecGrant, RawExec};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawPlugin {
+    #[serde(default)]
+    fs: Vec<RawFs>,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    net: Vec<String>,
+    /// Let this plugin's granted hosts resolve to loopback, private or link-local addresses.
+    net_private: Option<bool>,
+    #[serde(default)]
+    secrets: Vec<String>,
+    /// Programs it may run (see `capability::process`).
+    #[serde(default)]
+    exec: Vec<RawExec>,
+    /// Values the operator gives the plugin, seen by it as environment variables of these
+    /// names (only names its manifest requests with `env`).
+    #[serde(default)]
+    settings: BTreeMap<String, String>,
+    /// At most this many calls of this plugin at once.
+    concurrency: Option<u32>,
+});
+
+for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawTool {
+    danger: Option<bool>,
+});
+
+/// Everything the operator grants one plugin, plus its limit overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginConfig {
+    pub fs: Vec<FsGrant>,
+    pub env: Vec<String>,
+    /// Host patterns: `example.com`, `*.example.com` (subdomains only), `*` (any host).
+    pub net: Vec<String>,
+    /// Granted hosts may resolve to loopback/private/link-local addresses.
+    pub net_private: bool,
+    /// Names of secrets (defined under `[secrets.NAME]`).
+    pub secrets: Vec<String>,
+    /// Programs it may run.
+    pub exec: Vec<ExecGrant>,
+    /// Environment variables given by value in the config (`settings = { NAME = "value" }`).
+    pub settings: BTreeMap<String, String>,
+    pub limits: LimitOverrides,
+    /// At most this many calls of the plugin at once (default: `[limits] plugin_concurrency`).
+    pub concurrency: Option<u32>,
+}
+
+/// Operator settings for one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// `Some(true)`: dangerous whatever the manifest says.
+    pub danger: Option<bool>,
+    pub limits: LimitOverrides,
+}
+
+/// What resolving a plugin's section needs of the rest of the config.
+pub(crate) struct Context<'a> {
+    pub workspace: &'a Path,
+    pub base: &'a Path,
+    pub concurrency: u32,
+    pub has_secret: &'a dyn Fn(&str) -> bool,
+    pub normalize: fn(&Path) -> PathBuf,
+}
+
+impl RawPlugin {
+    /// Resolve `[plugin.NAME]` (`key` = `plugin.NAME`); errors name the key.
+    pub(crate) fn resolve(self, key: &str, cx: &Context<'_>) -> Result<PluginConfig, String> {
+        let limits = self.limit_overrides();
+        super::limits::check(key, &limits)?;
+        let mut grant = PluginConfig {
+            limits,
+            concurrency: self.concurrency,
+            env: self.env,
+            net: self.net,
+            net_private: self.net_private.unwrap_or(false),
+            secrets: self.secrets,
+            fs: Vec::new(),
+            exec: Vec::new(),
+            settings: self.settings,
+        };
+        for (i, e) in self.exec.into_iter().enumerate() {
+            grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
+        }
+        for var in grant.settings.keys() {
+            toolhost_spec::env_name::check(var)
+                .map_err(|why| format!("{key}.settings: {var:?} is not a variable name ({why})"))?;
+        }
+        for (i, var) in grant.env.iter().enumerate() {
+            toolhost_spec::env_name::check(var)
+                .map_err(|why| format!("{key}.env[{i}]: {var:?} is not a variable name ({why})"))?;
+        }
+        for (i, h) in grant.net.iter().enumerate() {
+            toolhost_spec::HostPattern::parse(h).map_err(|m| format!("{key}.net[{i}]: {m}"))?;
+        }
+        for (i, s) in grant.secrets.iter().enumerate() {
+            if !(cx.has_secret)(s) {
+                return Err(format!(
+                    "{key}.secrets[{i}]: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
+                ));
+            }
+        }
+        if let Some(c) = grant.concurrency
+            && !(1..=cx.concurrency).contains(&c)
+        {
+            return Err(format!(
+                "{key}.concurrency = {c} is outside 1..={} (limits.concurrency)",
+                cx.concurrency
+            ));
+        }
+        for (i, fs) in self.fs.into_iter().enumerate() {
+            let g =
+                fs.resolve(cx.workspace, cx.base, cx.normalize).map_err(|m| format!("{key}.fs[{i}]: {m}"))?;
+            grant.fs.push(g);
+        }
+        Ok(grant)
+    }
+}
+
+impl RawTool {
+    /// Resolve `[tool.NAME]` (`key` = `tool.NAME`).
+    pub(crate) fn resolve(self, key: &str) -> Result<ToolConfig, String> {
+        let limits = self.limit_overrides();
+        super::limits::check(key, &limits)?;
+        Ok(ToolConfig { danger: self.danger, limits })
+    }
+}

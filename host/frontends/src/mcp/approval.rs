@@ -1,0 +1,386 @@
+//! Confirming a dangerous tool with an MCP 2026-07-28 client, which can no longer be sent an
+//! `elicitation/create` request: the first `tools/call` is answered with an
+//! `InputRequiredResult` holding a form elicitation and a sealed `requestState`; the client asks
+//! its user and retries the same call with `inputResponses` and the state echoed back.
+//!
+//! The state is the only thing that ties the answer to the question, and the client controls
+//! what it echoes. So it is sealed (HMAC-SHA256 over the JSON payload, tags compared in constant
+//! time) with a key drawn from the OS (`getrandom`) at process start, and carries the tool, a SHA-256 of the exact checked
+//! arguments, the SHA-256 of the plugin file that would run, a nonce and an expiry. On the
+//! retry it must open (not forged or altered), not be expired, match all three bindings, and
+//! its nonce must not have been redeemed before (one answer runs at most one call). Any failure
+//! is a protocol error (`invalid params`) naming what was wrong, and nothing runs.
+
+use rmcp::model::{
+    ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use toolhost_core::executor::{Confirm, DangerRequest, DecidedBy, Decision};
+
+/// The key of the one input request toolhost sends (`inputRequests.confirm`).
+pub const INPUT_KEY: &str = "confirm";
+
+/// Default lifetime of an unanswered question (`[mcp] approval_ttl_s`).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+/// What the sealed `requestState` says; readable by the client (signed, not encrypted), so it
+/// holds digests, not the arguments.
+#[derive(Debug, Serialize, Deserialize)]
+struct Sealed {
+    tool: String,
+    /// SHA-256 (hex) of the checked arguments.
+    args: String,
+    /// SHA-256 (hex) of the plugin file.
+    plugin: String,
+    nonce: String,
+    /// Expiry, unix milliseconds.
+    exp: u64,
+}
+
+/// Domain separation: this key signs nothing else, but the label keeps it that way by design.
+const DOMAIN: &[u8] = b"toolhost/mcp/request-state/v1\0";
+
+/// Equality of two byte strings in time that depends only on their lengths (`subtle`).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+/// HMAC-SHA256 (RFC 2104) of the concatenated `message` parts under `key`.
+fn mac(key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    for part in message {
+        m.update(part);
+    }
+    m.finalize().into_bytes().into()
+}
+
+/// `N` random bytes from the operating system.
+fn random<const N: usize>() -> Result<[u8; N], String> {
+    let mut out = [0u8; N];
+    getrandom::fill(&mut out)
+        .map_err(|e| format!("cannot get random bytes from the system for MCP approvals: {e}"))?;
+    Ok(out)
+}
+
+/// Why a `requestState` did not open.
+#[derive(Debug)]
+enum OpenError {
+    Forged,
+    Expired,
+}
+
+/// Issues and redeems sealed approvals; one per process, shared by every MCP connection.
+pub struct Approvals {
+    key: [u8; 32],
+    ttl: Duration,
+    /// Redeemed nonces until their expiry (after it, `open` refuses the state anyway).
+    redeemed: Mutex<HashMap<String, u64>>,
+}
+
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvals").field("ttl", &self.ttl).finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// SHA-256 of the arguments, each length-prefixed so `["a,b"]` and `["a", "b"]` differ.
+fn args_digest(args: &[String]) -> String {
+    let mut h = sha2::Sha256::new();
+    for a in args {
+        h.update((a.len() as u64).to_be_bytes());
+        h.update(a.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// An answer to a retried call.
+#[derive(Debug)]
+pub enum Redeemed {
+    /// The state is genuine and current; the user's answer decides.
+    Decision(Decision),
+    /// The state or the responses are not acceptable: a protocol error, nothing runs.
+    Invalid(String),
+}
+
+impl Approvals {
+    /// A fresh per-process key from the operating system.
+    pub fn new(ttl: Duration) -> Result<Approvals, String> {
+        Ok(Approvals { key: random()?, ttl, redeemed: Mutex::new(HashMap::new()) })
+    }
+
+    /// `hex(payload).hex(tag)`: readable by the client (it holds only digests), unforgeable.
+    fn seal(&self, sealed: &Sealed) -> Result<String, String> {
+        let payload =
+            serde_json::to_vec(sealed).map_err(|e| format!("cannot seal the request state: {e}"))?;
+        let tag = mac(&self.key, &[DOMAIN, &payload]);
+        Ok(format!("{}.{}", hex::encode(&payload), hex::encode(tag)))
+    }
+
+    fn open(&self, state: &str) -> Result<Sealed, OpenError> {
+        let (payload, tag) = state.split_once('.').ok_or(OpenError::Forged)?;
+        let (payload, tag) = (
+            hex::decode(payload).ok().ok_or(OpenError::Forged)?,
+            hex::decode(tag).ok().ok_or(OpenError::Forged)?,
+        );
+        if !ct_eq(&mac(&self.key, &[DOMAIN, &payload]), &tag) {
+            return Err(OpenError::Forged);
+        }
+        let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| OpenError::Forged)?;
+        if now_ms() > sealed.exp {
+            return Err(OpenError::Expired);
+        }
+        Ok(sealed)
+    }
+
+    /// The `InputRequiredResult` asking the user about `req`.
+    pub fn ask(&self, req: &DangerRequest) -> Result<InputRequiredResult, String> {
+        let nonce: [u8; 16] = random()?;
+        let sealed = Sealed {
+            tool: req.tool.clone(),
+            args: args_digest(&req.args),
+            plugin: hex::encode(req.plugin_hash),
+            nonce: hex::encode(nonce),
+            exp: now_ms() + self.ttl.as_millis() as u64,
+        };
+        let state = self.seal(&sealed)?;
+        let (message, schema) = super::question(req)?;
+        let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let mut requests = InputRequests::new();
+        requests.insert(INPUT_KEY.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// Check a retried call's `requestState` and `inputResponses` against the call `req`.
+    pub fn redeem(&self, state: &str, responses: Option<&InputResponses>, req: &DangerRequest) -> Redeemed {
+        let tool = &req.tool;
+        let sealed: Sealed = match self.open(state) {
+            Ok(s) => s,
+            Err(OpenError::Expired) => {
+                return Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
+                     again without requestState to be asked again",
+                    self.ttl.as_secs()
+                ));
+            }
+            Err(OpenError::Forged) => {
+                return Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost process or was altered; \
+                     echo the requestState exactly as received, or call again without it to be asked"
+                ));
+            }
+        };
+        if &sealed.tool != tool {
+            return Redeemed::Invalid(format!(
+                "the requestState was issued for tool `{}`, not `{tool}`; call `{tool}` without requestState to be asked",
+                sealed.tool
+            ));
+        }
+        if sealed.args != args_digest(&req.args) {
+            return Redeemed::Invalid(format!(
+                "the requestState for `{tool}` was issued for other arguments; an approval covers only the exact \
+                 arguments shown to the user — call again without requestState to be asked about these"
+            ));
+        }
+        if sealed.plugin != hex::encode(req.plugin_hash) {
+            return Redeemed::Invalid(format!(
+                "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
+                 to be asked about the new version",
+                req.plugin
+            ));
+        }
+        {
+            let mut redeemed = self.redeemed.lock().unwrap_or_else(|p| p.into_inner());
+            let now = now_ms();
+            redeemed.retain(|_, exp| *exp >= now);
+            if redeemed.contains_key(&sealed.nonce) {
+                return Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was already used; each answer covers one call — call again \
+                     without requestState to be asked again"
+                ));
+            }
+            redeemed.insert(sealed.nonce.clone(), sealed.exp);
+        }
+        let Some(answer) = responses.and_then(|r| r.get(INPUT_KEY)) else {
+            return Redeemed::Invalid(format!(
+                "the retry of `{tool}` carries no inputResponses.{INPUT_KEY}: answer the elicitation that was sent"
+            ));
+        };
+        let answer: ElicitResult = match serde_json::from_value(answer.clone()) {
+            Ok(a) => a,
+            Err(e) => {
+                return Redeemed::Invalid(format!(
+                    "inputResponses.{INPUT_KEY} is not an elicitation result ({e}); expected {{\"action\": \
+                     \"accept\"|\"decline\"|\"cancel\", \"content\": {{\"approve\": true}}}}"
+                ));
+            }
+        };
+        Redeemed::Decision(super::decide(req, answer.action, answer.content.as_ref()))
+    }
+}
+
+/// What happened in [`MrtrConfirm`] that the handler must answer instead of the call's outcome.
+#[derive(Debug)]
+pub enum Interrupt {
+    InputRequired(InputRequiredResult),
+    Invalid(String),
+}
+
+/// The [`Confirm`] for one 2026-07-28 `tools/call`: asks (by interrupting the call) on the first
+/// round, and decides from the sealed state and the answer on the retry.
+pub struct MrtrConfirm<'a> {
+    pub approvals: &'a Approvals,
+    pub can_elicit: bool,
+    pub request_state: Option<String>,
+    pub input_responses: Option<InputResponses>,
+    pub interrupt: Mutex<Option<Interrupt>>,
+}
+
+impl MrtrConfirm<'_> {
+    fn interrupted(&self, i: Interrupt) -> Decision {
+        let why = match &i {
+            Interrupt::InputRequired(_) => "waiting for the user's answer".to_string(),
+            Interrupt::Invalid(e) => e.clone(),
+        };
+        *self.interrupt.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
+        Decision::Deny(why)
+    }
+
+    pub fn take_interrupt(&self) -> Option<Interrupt> {
+        self.interrupt.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+impl Confirm for MrtrConfirm<'_> {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            match &self.request_state {
+                Some(state) => match self.approvals.redeem(state, self.input_responses.as_ref(), req) {
+                    Redeemed::Decision(d) => d,
+                    Redeemed::Invalid(e) => self.interrupted(Interrupt::Invalid(e)),
+                },
+                None if self.input_responses.is_some() => self.interrupted(Interrupt::Invalid(format!(
+                    "the call to `{}` carries inputResponses but no requestState: retry with the requestState \
+                     toolhost sent, or call without inputResponses to be asked",
+                    req.tool
+                ))),
+                None if !self.can_elicit => super::refuse(
+                    req,
+                    "this MCP client cannot be asked: it does not support elicitation".into(),
+                ),
+                None => match self.approvals.ask(req) {
+                    Ok(r) => self.interrupted(Interrupt::InputRequired(r)),
+                    Err(e) => super::refuse(req, e),
+                },
+            }
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        if self.can_elicit || self.request_state.is_some() {
+            DecidedBy::Elicitation
+        } else {
+            DecidedBy::NoOne
+        }
+    }
+
+    fn pending(&self) -> bool {
+        matches!(*self.interrupt.lock().unwrap_or_else(|p| p.into_inner()), Some(Interrupt::InputRequired(_)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(args: &[&str]) -> DangerRequest {
+        DangerRequest {
+            tool: "delete".into(),
+            plugin: "files".into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            plugin_hash: [7; 32],
+            notes: Vec::new(),
+        }
+    }
+
+    fn accept() -> InputResponses {
+        let mut r = InputResponses::new();
+        r.insert(INPUT_KEY.into(), serde_json::json!({"action": "accept", "content": {"approve": true}}));
+        r
+    }
+
+    fn state(a: &Approvals, r: &DangerRequest) -> String {
+        a.ask(r).unwrap().request_state.unwrap()
+    }
+
+    fn invalid(r: Redeemed) -> String {
+        match r {
+            Redeemed::Invalid(e) => e,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_accepted_state_allows_once() {
+        let a = Approvals::new(DEFAULT_TTL).unwrap();
+        let r = req(&["keep.txt"]);
+        let s = state(&a, &r);
+        assert!(matches!(a.redeem(&s, Some(&accept()), &r), Redeemed::Decision(Decision::Allow)));
+        assert!(invalid(a.redeem(&s, Some(&accept()), &r)).contains("already used"));
+    }
+
+    #[test]
+    fn forged_cross_argument_other_plugin_and_expired_states_fail() {
+        let a = Approvals::new(DEFAULT_TTL).unwrap();
+        let r = req(&["keep.txt"]);
+        let s = state(&a, &r);
+        // Alter one hex digit of the payload.
+        let mid = 2;
+        let c = if &s[mid..=mid] == "a" { "b" } else { "a" };
+        let forged = format!("{}{c}{}", &s[..mid], &s[mid + 1..]);
+        assert!(invalid(a.redeem(&forged, Some(&accept()), &r)).contains("not issued by this toolhost"));
+        let other = Approvals::new(DEFAULT_TTL).unwrap();
+        assert!(invalid(other.redeem(&s, Some(&accept()), &r)).contains("not issued by this toolhost"));
+        assert!(invalid(a.redeem(&s, Some(&accept()), &req(&["other.txt"]))).contains("other arguments"));
+        assert!(invalid(a.redeem(&s, Some(&accept()), &req(&["keep", ".txt"]))).contains("other arguments"));
+        let mut changed = req(&["keep.txt"]);
+        changed.plugin_hash = [8; 32];
+        assert!(invalid(a.redeem(&s, Some(&accept()), &changed)).contains("changed since"));
+        let short = Approvals::new(Duration::from_millis(1)).unwrap();
+        let s = state(&short, &r);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(invalid(short.redeem(&s, Some(&accept()), &r)).contains("expired"));
+    }
+
+    #[test]
+    fn decline_and_missing_answers_do_not_allow() {
+        let a = Approvals::new(DEFAULT_TTL).unwrap();
+        let r = req(&["keep.txt"]);
+        let mut decline = InputResponses::new();
+        decline.insert(INPUT_KEY.into(), serde_json::json!({"action": "decline"}));
+        assert!(matches!(
+            a.redeem(&state(&a, &r), Some(&decline), &r),
+            Redeemed::Decision(Decision::Deny(_))
+        ));
+        assert!(invalid(a.redeem(&state(&a, &r), None, &r)).contains("no inputResponses"));
+        let mut no = InputResponses::new();
+        no.insert(INPUT_KEY.into(), serde_json::json!({"action": "accept", "content": {"approve": false}}));
+        assert!(matches!(a.redeem(&state(&a, &r), Some(&no), &r), Redeemed::Decision(Decision::Deny(_))));
+    }
+}

@@ -1,0 +1,668 @@
+//! MCP over streamable HTTP: rmcp's service behind a small hyper front door that serves only
+//! `/mcp` (and, with a service, the probes and `/metrics`), checks the bearer token (when the
+//! operator configured any) before anything else, and leaves the Host/Origin checks
+//! (DNS-rebinding protection) of `/mcp` to rmcp — `/metrics` gets the same checks here.
+//!
+//! Slow and numerous clients are bounded (`[serve]`, [`crate::service::HttpLimits`]): a request's
+//! headers must arrive within `header_timeout_ms` (which also ends idle keep-alive connections),
+//! its body within `body_timeout_ms`, and connections past `max_connections` in all or
+//! `max_connections_per_peer` from one address are answered `503` at once and closed.
+
+use super::McpServer;
+use sha2::Digest;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tokens shorter than this are refused: a bearer token must not be guessable.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// One accepted bearer token. Only its SHA-256 is kept: comparisons are over equal-length
+/// digests in constant time, and the value itself cannot end up in a log or a panic message.
+#[derive(Clone)]
+pub struct McpToken {
+    pub name: String,
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for McpToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToken").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl McpToken {
+    pub fn new(name: impl Into<String>, value: &str) -> McpToken {
+        McpToken { name: name.into(), digest: sha2::Sha256::digest(value.as_bytes()).into() }
+    }
+}
+
+/// Read the `[mcp] tokens` values (from their secrets, env vars or files) now.
+pub fn load_tokens(mcp: &super::settings::McpSettings) -> anyhow::Result<Vec<McpToken>> {
+    let mut out = Vec::new();
+    for (name, source) in &mcp.tokens {
+        let value = source.read().map_err(|e| anyhow::anyhow!("[mcp] token `{name}`: {e}"))?;
+        if value.chars().count() < MIN_TOKEN_CHARS
+            || value.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            anyhow::bail!(
+                "[mcp] token `{name}` must be at least {MIN_TOKEN_CHARS} characters without spaces (e.g. \
+                 `openssl rand -hex 32`)"
+            );
+        }
+        out.push(McpToken::new(name.clone(), &value));
+    }
+    Ok(out)
+}
+
+/// Refuse to expose unauthenticated MCP beyond this machine unless the operator said so.
+pub fn check_exposure(
+    addr: SocketAddr,
+    tokens: &[McpToken],
+    allow_unauthenticated: bool,
+) -> anyhow::Result<()> {
+    if addr.ip().is_loopback() || !tokens.is_empty() || allow_unauthenticated {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to serve MCP on {addr} without authentication: anyone who can reach it could run the tools. \
+         Configure a token ([mcp] tokens = [{{ name = \"ci\", env = \"TOOLHOST_MCP_TOKEN\" }}] in toolhost.toml), \
+         bind a loopback address (127.0.0.1), or pass --allow-unauthenticated-remote to accept the risk"
+    )
+}
+
+/// Which configured token `header` (an `Authorization` value) carries, if any. Every token is
+/// compared, each in constant time, so timing says nothing about which prefix matched.
+fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) -> Option<&'a McpToken> {
+    let header = header?;
+    let value = header.strip_prefix(b"Bearer ").or_else(|| header.strip_prefix(b"bearer "))?;
+    let digest: [u8; 32] = sha2::Sha256::digest(value).into();
+    let mut found = None;
+    for t in tokens {
+        if super::approval::ct_eq(&t.digest, &digest) {
+            found = Some(t);
+        }
+    }
+    found
+}
+
+/// DNS-rebinding protection for the endpoints that say more than a status (`/metrics`): the
+/// same rule rmcp applies to `/mcp` — the `Host` header must name an allowed host (a name
+/// allowed without a port matches any port), and a request carrying an `Origin` must come from
+/// an allowed origin (none by default). Without it a web page the operator visits could read
+/// `/metrics` through a rebound name when no tokens are configured.
+#[derive(Debug, Clone)]
+struct HostGuard {
+    /// (host, port) pairs; lower case, IPv6 without brackets.
+    hosts: Vec<(String, Option<u16>)>,
+    /// (scheme, host, port) of each allowed origin; `None` for `null`.
+    origins: Vec<Option<(String, String, Option<u16>)>>,
+}
+
+impl HostGuard {
+    fn new(hosts: &[String], origins: &[String]) -> HostGuard {
+        let hosts = hosts
+            .iter()
+            .filter_map(|h| {
+                let a = hyper::http::uri::Authority::try_from(h.trim()).ok()?;
+                Some((normalize_host(a.host()), a.port_u16()))
+            })
+            .collect();
+        let origins = origins.iter().filter_map(|o| parse_origin(o)).collect();
+        HostGuard { hosts, origins }
+    }
+
+    /// `Err(status, why)` when the request must be refused.
+    fn check(&self, headers: &hyper::HeaderMap) -> Result<(), (hyper::StatusCode, &'static str)> {
+        let forbidden = hyper::StatusCode::FORBIDDEN;
+        let host = headers
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| hyper::http::uri::Authority::try_from(h).ok())
+            .ok_or((hyper::StatusCode::BAD_REQUEST, "bad request: missing or invalid Host header\n"))?;
+        let (name, port) = (normalize_host(host.host()), host.port_u16());
+        if !self.hosts.iter().any(|(h, p)| *h == name && p.is_none_or(|p| Some(p) == port)) {
+            tracing::warn!(host = %host, "refused a request with a Host header that is not allowed (DNS rebinding?)");
+            return Err((forbidden, "forbidden: Host header is not allowed (see --allow-host)\n"));
+        }
+        if let Some(origin) = headers.get(hyper::header::ORIGIN) {
+            let parsed = origin.to_str().ok().and_then(parse_origin);
+            let allowed = parsed.is_some_and(|o| {
+                self.origins.iter().any(|a| match (a, &o) {
+                    (None, None) => true,
+                    (Some((s, h, p)), Some((os, oh, op))) => {
+                        s == os && h == oh && p.or_else(|| default_port(s)) == op.or_else(|| default_port(os))
+                    }
+                    _ => false,
+                })
+            });
+            if !allowed {
+                tracing::warn!("refused a request with an Origin that is not allowed (see --allow-origin)");
+                return Err((forbidden, "forbidden: Origin is not allowed (see --allow-origin)\n"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn normalize_host(h: &str) -> String {
+    h.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// `Some(None)` for `null`, `Some(Some((scheme, host, port)))` for a tuple origin.
+#[allow(clippy::type_complexity)] // a private helper's one-off shape
+fn parse_origin(value: &str) -> Option<Option<(String, String, Option<u16>)>> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("null") {
+        return Some(None);
+    }
+    let uri = hyper::http::Uri::try_from(value).ok()?;
+    let authority = uri.authority()?;
+    Some(Some((
+        uri.scheme_str()?.to_ascii_lowercase(),
+        normalize_host(authority.host()),
+        authority.port_u16(),
+    )))
+}
+
+/// The name of the `[mcp] tokens` entry a request authenticated with, put in the request's
+/// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
+#[derive(Debug, Clone)]
+pub struct TokenName(pub String);
+
+/// Options for the streamable HTTP transport.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Extra `Host` header values to accept (besides localhost, 127.0.0.1 and ::1).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (`http://localhost:3000`); none by default, so any request
+    /// carrying an `Origin` header is refused (DNS-rebinding protection).
+    pub allowed_origins: Vec<String>,
+    /// Accepted bearer tokens; empty means no authentication (see [`check_exposure`]).
+    pub tokens: Vec<McpToken>,
+    /// With a service: `/healthz`, `/readyz` and `/metrics` are served, and a shutdown drains
+    /// the calls in flight (see `service::shutdown`) before the server returns.
+    pub service: Option<Arc<crate::service::Service>>,
+    /// Timeouts and connection caps (`[serve]`).
+    pub limits: crate::service::HttpLimits,
+}
+
+/// Open connections, in all and per peer address, against [`HttpLimits`]'s caps.
+///
+/// [`HttpLimits`]: crate::service::HttpLimits
+#[derive(Debug)]
+struct Connections {
+    max_total: usize,
+    max_per_peer: usize,
+    open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// One admitted connection; dropping it frees its place.
+struct Admitted {
+    connections: Arc<Connections>,
+    peer: std::net::IpAddr,
+}
+
+impl Connections {
+    fn new(limits: &crate::service::HttpLimits) -> Arc<Connections> {
+        Arc::new(Connections {
+            max_total: limits.max_connections,
+            max_per_peer: limits.max_connections_per_peer,
+            open: Default::default(),
+        })
+    }
+
+    /// A place for a connection from `peer`, or `None` when a cap is reached.
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr) -> Option<Admitted> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let from_peer = open.1.get(&peer).copied().unwrap_or(0);
+        if open.0 >= self.max_total || from_peer >= self.max_per_peer {
+            return None;
+        }
+        open.0 += 1;
+        open.1.insert(peer, from_peer + 1);
+        Some(Admitted { connections: self.clone(), peer })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.connections.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.0 -= 1;
+        if let Some(n) = open.1.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.peer);
+            }
+        }
+    }
+}
+
+/// Raise this process's open-file limit to its hard limit (a server holds a descriptor per
+/// connection, per open plugin file and per granted directory), and return the soft limit now
+/// in force, if known.
+fn raise_fd_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let lim = getrlimit(Resource::Nofile);
+        if let (Some(cur), max) = (lim.current, lim.maximum)
+            && max.is_none_or(|m| m > cur)
+        {
+            let want = max.unwrap_or(1 << 20).min(1 << 20);
+            if setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum: max }).is_ok() {
+                return Some(want);
+            }
+        }
+        lim.current
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Descriptors kept back from connections for everything else the server opens.
+const FD_RESERVE: u64 = 256;
+
+/// Refused connections being answered at once; past this many they are simply closed.
+const MAX_REFUSING: usize = 64;
+
+/// Answer a connection over a cap with `503` and close it, without reading its request.
+fn refuse_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    refusing: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    tracing::warn!(
+        "HTTP connection from {peer} refused: too many open connections ([serve] max_connections, max_connections_per_peer)"
+    );
+    if refusing.fetch_add(1, Ordering::Relaxed) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        const BODY: &str = "too many connections: retry later\n";
+        let resp = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: {RETRY_AFTER_S}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+            BODY.len()
+        );
+        let mut stream = stream;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(resp.as_bytes()).await?;
+            stream.shutdown().await
+        })
+        .await;
+        refusing.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
+/// A request body that must arrive in full by a deadline (a client sending its body a byte at
+/// a time holds a connection and a task for as long as it likes otherwise).
+struct DeadlineBody {
+    inner: hyper::body::Incoming,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = bytes::Bytes;
+    type Error = String;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, String>>> {
+        use std::task::Poll;
+        match std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(|e| e.to_string()))),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(format!(
+                    "the request body did not arrive within {} ms ([serve] body_timeout_ms)",
+                    self.timeout.as_millis()
+                )))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// How long, after the last call, connections get to deliver their final responses.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
+/// `Retry-After` (seconds) on a `503` while shutting down: a load balancer has usually routed
+/// the client elsewhere by then.
+const RETRY_AFTER_S: &str = "1";
+
+type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+/// MCP `POST` responses whose body has not been sent in full. A call that finishes during the
+/// drain has its answer still on the way through rmcp to the client when the drain sees no call
+/// in flight: sessions are ended only once these are done (or after [`FLUSH_WAIT`]).
+#[derive(Clone, Default)]
+struct OpenAnswers(Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>);
+
+/// Held by a response body until hyper has sent it (or dropped it).
+struct OpenAnswer(OpenAnswers);
+
+impl Drop for OpenAnswer {
+    fn drop(&mut self) {
+        let (count, notify) = &*self.0.0;
+        if count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            notify.notify_waiters();
+        }
+    }
+}
+
+impl OpenAnswers {
+    /// `resp`, counted until its body is done.
+    fn track(&self, resp: hyper::Response<Body>) -> hyper::Response<Body> {
+        use http_body_util::BodyExt;
+        self.0.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let open = OpenAnswer(self.clone());
+        resp.map(move |body| {
+            body.map_frame(move |frame| {
+                let _held = &open;
+                frame
+            })
+            .boxed()
+        })
+    }
+
+    /// Until no tracked response is open.
+    async fn idle(&self) {
+        let (count, notify) = &*self.0;
+        loop {
+            let notified = notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
+    use http_body_util::{BodyExt, Full};
+    let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from_static(body.as_bytes())).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut()
+        .insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// `401` with a Bearer challenge; the header's value is never logged (it may be a real token
+/// typed wrong).
+fn unauthorized(peer: SocketAddr, what: &str, had_header: bool) -> hyper::Response<Body> {
+    tracing::info!(
+        "{what} request from {peer} refused: {}",
+        if had_header { "unknown bearer token" } else { "no bearer token" }
+    );
+    let challenge = if had_header {
+        r#"Bearer realm="toolhost", error="invalid_token""#
+    } else {
+        r#"Bearer realm="toolhost""#
+    };
+    let mut resp = text(
+        hyper::StatusCode::UNAUTHORIZED,
+        "unauthorized: send Authorization: Bearer <token> (an [mcp] tokens entry)\n",
+    );
+    resp.headers_mut()
+        .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static(challenge));
+    resp
+}
+
+/// Serve MCP over streamable HTTP at `http://ADDR/mcp` until `shutdown` completes — and, with
+/// a service, until the calls in flight are drained: the listener keeps answering (probes,
+/// `503` for new MCP requests) while they finish.
+pub async fn serve_http(
+    server: McpServer,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+    let addr = listener.local_addr()?;
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    let guard = Arc::new(HostGuard::new(&hosts, &options.allowed_origins));
+    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    config = if options.allowed_origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(options.allowed_origins.clone())
+    };
+    // Cancelled once the calls are drained: rmcp then ends its sessions and open streams.
+    let sessions = config.cancellation_token.clone();
+    let tokens: Arc<[McpToken]> = options.tokens.clone().into();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let host_service = options.service.clone();
+    let mut limits = options.limits;
+    if let Some(fds) = raise_fd_limit() {
+        let room = usize::try_from(fds.saturating_sub(FD_RESERVE).max(16)).unwrap_or(usize::MAX);
+        if limits.max_connections > room {
+            tracing::warn!(
+                "[serve] max_connections = {} is more than this process's open-file limit allows ({fds}); serving at most {room} connections",
+                limits.max_connections
+            );
+            limits.max_connections = room;
+            limits.max_connections_per_peer = limits.max_connections_per_peer.min(room);
+        }
+    }
+    let connections = Connections::new(&limits);
+    let refusing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let answers = OpenAnswers::default();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    let (drained_tx, mut drained_rx) = tokio::sync::watch::channel(false);
+    let mut shutting_down = false;
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("accept on {addr}: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown, if !shutting_down => {
+                shutting_down = true;
+                let Some(s) = host_service.clone() else { break };
+                let done = drained_tx.clone();
+                tokio::spawn(async move {
+                    s.shutdown().await;
+                    let _ = done.send(true);
+                });
+                continue;
+            }
+            () = async { let _ = drained_rx.wait_for(|d| *d).await; } => break,
+        };
+        let Some(admitted) = connections.admit(peer.ip()) else {
+            refuse_connection(stream, peer, refusing.clone());
+            continue;
+        };
+        // Each answer is one small write: without TCP_NODELAY, Nagle's algorithm holds it until
+        // the client's delayed ACK (~40 ms per call on Linux).
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        let tokens = tokens.clone();
+        let host_service = host_service.clone();
+        let answers = answers.clone();
+        let guard = guard.clone();
+        let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let service = service.clone();
+            let tokens = tokens.clone();
+            let host_service = host_service.clone();
+            let answers = answers.clone();
+            let guard = guard.clone();
+            async move {
+                let path = req.uri().path();
+                let get = req.method() == hyper::Method::GET;
+                let authorized = || {
+                    let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+                    (auth.is_some(), authenticate(&tokens, auth).map(|t| t.name.clone()))
+                };
+                // Probes: unauthenticated, and they say nothing but the status.
+                match (path, &host_service) {
+                    ("/healthz", Some(_)) if get => {
+                        return Ok::<_, std::convert::Infallible>(text(hyper::StatusCode::OK, "ok\n"));
+                    }
+                    ("/readyz", Some(s)) if get => {
+                        return Ok(if s.lifecycle.is_ready() {
+                            text(hyper::StatusCode::OK, "ready\n")
+                        } else {
+                            text(hyper::StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+                        });
+                    }
+                    ("/metrics", Some(s)) if get => {
+                        if let Err((status, why)) = guard.check(req.headers()) {
+                            return Ok(text(status, why));
+                        }
+                        if !tokens.is_empty()
+                            && let (had, None) = authorized()
+                        {
+                            return Ok(unauthorized(peer, "metrics", had));
+                        }
+                        use http_body_util::{BodyExt, Full};
+                        let mut resp =
+                            hyper::Response::new(Full::new(bytes::Bytes::from(s.metrics_text())).boxed());
+                        resp.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static(crate::service::metrics::CONTENT_TYPE),
+                        );
+                        return Ok(resp);
+                    }
+                    ("/mcp", _) => {}
+                    _ => {
+                        return Ok(text(
+                            hyper::StatusCode::NOT_FOUND,
+                            "not found: the MCP endpoint is /mcp\n",
+                        ));
+                    }
+                }
+                if !tokens.is_empty() {
+                    match authorized() {
+                        (_, Some(name)) => {
+                            tracing::debug!(token = name, "MCP {} from {peer}", req.method());
+                            req.extensions_mut().insert(TokenName(name));
+                        }
+                        (had, None) => return Ok(unauthorized(peer, "MCP", had)),
+                    }
+                }
+                if let Some(s) = &host_service
+                    && !s.lifecycle.is_ready()
+                {
+                    let why = if s.lifecycle.phase() == crate::service::shutdown::Phase::Serving {
+                        "toolhost is starting: the plugins are loading; retry\n"
+                    } else {
+                        "toolhost is shutting down: retry (another replica will answer)\n"
+                    };
+                    let mut resp = text(hyper::StatusCode::SERVICE_UNAVAILABLE, why);
+                    resp.headers_mut().insert(
+                        hyper::header::RETRY_AFTER,
+                        hyper::header::HeaderValue::from_static(RETRY_AFTER_S),
+                    );
+                    return Ok(resp);
+                }
+                let post = req.method() == hyper::Method::POST;
+                let req = req.map(|inner| DeadlineBody {
+                    inner,
+                    deadline: Box::pin(tokio::time::sleep(limits.body_timeout)),
+                    timeout: limits.body_timeout,
+                });
+                let resp = service.handle(req).await;
+                Ok(if post { answers.track(resp) } else { resp })
+            }
+        });
+        let io = hyper_util::rt::TokioIo::new(stream);
+        let conn = hyper::server::conn::http1::Builder::new()
+            // The header timer also closes a keep-alive connection left idle between requests.
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
+            .serve_connection(io, handler);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _admitted = admitted;
+            if let Err(e) = conn.await {
+                tracing::debug!("MCP HTTP connection from {peer}: {e}");
+            }
+        });
+    }
+    drop(listener);
+    // Every call has its outcome; the last answers may still be on their way through rmcp:
+    // let them be sent, then end rmcp's sessions and streams, let connections deliver what they
+    // hold (each closes after its current response), and return.
+    if tokio::time::timeout(FLUSH_WAIT, answers.idle()).await.is_err() {
+        tracing::debug!("MCP HTTP: answers still open after {FLUSH_WAIT:?}; ending the sessions");
+    }
+    sessions.cancel();
+    if tokio::time::timeout(FLUSH_WAIT, graceful.shutdown()).await.is_err() {
+        tracing::debug!("MCP HTTP: connections still open after {FLUSH_WAIT:?}; closing them");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_configured_bearer_token_authenticates() {
+        let tokens =
+            [McpToken::new("ci", "0123456789abcdef-ci"), McpToken::new("ide", "0123456789abcdef-ide")];
+        assert_eq!(
+            authenticate(&tokens, Some(b"Bearer 0123456789abcdef-ide")).map(|t| &t.name[..]),
+            Some("ide")
+        );
+        assert_eq!(
+            authenticate(&tokens, Some(b"Bearer 0123456789abcdef-ci")).map(|t| &t.name[..]),
+            Some("ci")
+        );
+        assert!(authenticate(&tokens, Some(b"Bearer 0123456789abcdef-c")).is_none());
+        assert!(authenticate(&tokens, Some(b"Basic 0123456789abcdef-ci")).is_none());
+        assert!(authenticate(&tokens, Some(b"0123456789abcdef-ci")).is_none());
+        assert!(authenticate(&tokens, None).is_none());
+        assert!(!format!("{:?}", tokens[0]).contains("0123"), "Debug must not show the token");
+    }
+
+    #[test]
+    fn non_loopback_without_a_token_needs_the_explicit_flag() {
+        let lan: SocketAddr = "0.0.0.0:8765".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:8765".parse().unwrap();
+        let e = check_exposure(lan, &[], false).unwrap_err().to_string();
+        assert!(e.contains("--allow-unauthenticated-remote") && e.contains("[mcp] tokens"), "{e}");
+        assert!(check_exposure(lan, &[], true).is_ok());
+        assert!(check_exposure(lan, &[McpToken::new("ci", "0123456789abcdef")], false).is_ok());
+        assert!(check_exposure(local, &[], false).is_ok());
+    }
+}

@@ -1,0 +1,445 @@
+//! MCP front end: the registry served to any MCP client over stdio or streamable HTTP, with the
+//! official Rust SDK (`rmcp`) doing the protocol. Every revision rmcp knows is served, from
+//! 2024-11-05 (with the `initialize` handshake) to 2026-07-28 (per-request `_meta`, no
+//! server-to-client requests).
+//!
+//! - `tools/list`: every registered tool in name order, with the same JSON Schema as the OpenAI
+//!   front end, `destructiveHint` for `danger` tools (from the manifest or the operator's
+//!   `[tool.X]`), `readOnlyHint` where the manifest says `read_only`, and the manifest's
+//!   `outputSchema`; on 2026-07-28 with `ttlMs`/`cacheScope` (see [`McpServer::tools_result`]).
+//! - `tools/call`: through the one executor. Success is text content (plus `structuredContent`
+//!   when the tool returned a JSON object — always, for a tool with an `outputSchema`, whose
+//!   result the executor has checked against it); a failed call is `isError: true` with the error
+//!   text for the model (bad arguments included, so the model can correct itself); an unknown
+//!   tool is a JSON-RPC `invalid params` error, as the spec lists it among protocol errors.
+//! - Danger under policy `ask`: a client that declares form elicitation is asked — on the
+//!   handshake revisions with an `elicitation/create` request, on 2026-07-28 with an
+//!   `InputRequiredResult` and a sealed `requestState` (`approval.rs`); otherwise the call is
+//!   refused with the operator's options. Nothing a client sends can change the policy or any
+//!   grant.
+//! - Each request is its own task in `rmcp`, so calls from one client run concurrently; a
+//!   `notifications/cancelled` stops waiting for (and drops) the call.
+//! - Every registry change from the reloader becomes `notifications/tools/list_changed`: to
+//!   every initialized session on the handshake revisions, and on the `subscriptions/listen`
+//!   streams that asked for `toolsListChanged` on 2026-07-28.
+
+mod approval;
+mod http;
+pub(crate) mod settings;
+
+pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
+
+use crate::openai;
+use approval::{Approvals, Interrupt, MrtrConfirm};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, SubscriptionFilter, Tool, ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+use toolhost_core::executor::{CallContext, CallRecord, DecidedBy};
+use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::reload::Reloader;
+
+/// How long a dangerous call waits for the person behind the client to answer.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `tools/list` freshness while the plugin folder is watched: a change is also announced with
+/// `list_changed`, so a client that listens sees it at once, and one that does not within this.
+const LIVE_LIST_TTL_MS: u64 = 10_000;
+/// `tools/list` freshness when nothing reloads the registry (it cannot change).
+const FIXED_LIST_TTL_MS: u64 = 3_600_000;
+
+/// The MCP server: one per connection (or HTTP session), all sharing one executor.
+#[derive(Clone)]
+pub struct McpServer {
+    executor: Arc<Executor>,
+    reloader: Option<Arc<Reloader>>,
+    approvals: Arc<Approvals>,
+    cache_scope: CacheScope,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer").finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `executor`; with a `reloader`, clients are told when the tool list changes.
+    /// Fails only if the operating system cannot supply a random key for sealing approvals.
+    pub fn new(executor: Arc<Executor>, reloader: Option<Arc<Reloader>>) -> anyhow::Result<McpServer> {
+        let approvals = Approvals::new(approval::DEFAULT_TTL).map_err(anyhow::Error::msg)?;
+        Ok(McpServer { executor, reloader, approvals: Arc::new(approvals), cache_scope: CacheScope::Public })
+    }
+
+    /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> anyhow::Result<McpServer> {
+        self.approvals = Arc::new(Approvals::new(ttl).map_err(anyhow::Error::msg)?);
+        Ok(self)
+    }
+
+    /// Mark `tools/list` results `cacheScope: private` (set when HTTP callers must authenticate,
+    /// so no shared cache hands the list to someone without a token).
+    pub fn private_listing(mut self) -> McpServer {
+        self.cache_scope = CacheScope::Private;
+        self
+    }
+
+    /// The `tools/list` entries for the current registry, in name order.
+    pub fn tools(&self) -> Vec<Tool> {
+        let registry = self.executor.registry();
+        registry
+            .tools()
+            .map(|entry| {
+                let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
+                let spec = view.spec;
+                let schema = match openai::parameters(spec) {
+                    serde_json::Value::Object(o) => o,
+                    _ => JsonObject::new(),
+                };
+                // See `ToolView::advertise_read_only`: a dangerous tool is never advertised as
+                // read-only, so the two hints never contradict each other.
+                let annotations =
+                    ToolAnnotations::new().read_only(view.advertise_read_only()).destructive(view.dangerous);
+                let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
+                tool.annotations = Some(annotations);
+                if let Some(serde_json::Value::Object(o)) = &spec.output_schema {
+                    tool.output_schema = Some(Arc::new(o.clone()));
+                }
+                tool
+            })
+            .collect()
+    }
+
+    /// The whole `tools/list` result. The caching hints (SEP-2549, required on 2026-07-28 and
+    /// ignored before): the list is the same for every caller of this process, fresh for
+    /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
+    pub fn tools_result(&self) -> ListToolsResult {
+        let ttl = if self.reloader.is_some() { LIVE_LIST_TTL_MS } else { FIXED_LIST_TTL_MS };
+        ListToolsResult::with_all_items(self.tools()).with_ttl_ms(ttl).with_cache_scope(self.cache_scope)
+    }
+
+    /// Run one `tools/call`.
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let registry = self.executor.registry();
+        let Some(entry) = registry.get(&params.name) else {
+            let close = registry.suggest(&params.name);
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean: {}?", close.join(", "))
+            };
+            let message = format!("unknown tool `{}`{hint}", params.name);
+            self.unrun(&params, context, ErrorKind::UnknownTool, &message);
+            return Err(ErrorData::invalid_params(message, None));
+        };
+        let spec = entry.spec();
+        let empty = JsonObject::new();
+        let args = match openai::map_argument_object(spec, params.arguments.as_ref().unwrap_or(&empty)) {
+            Ok(a) => a,
+            Err(e) => {
+                self.unrun(&params, context, ErrorKind::BadArguments, &e);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(e)]).into());
+            }
+        };
+        let call = ToolCall { name: spec.name.clone(), args };
+        drop(registry);
+        let who = caller(context);
+        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let outcome = if modern {
+            let confirm = MrtrConfirm {
+                approvals: &self.approvals,
+                can_elicit: supports_form(context.client_capabilities().as_ref()),
+                request_state: params.request_state,
+                input_responses: params.input_responses,
+                interrupt: Mutex::new(None),
+            };
+            let outcome = self.executor.call_in(&call, &confirm, &who).await;
+            match confirm.take_interrupt() {
+                Some(Interrupt::InputRequired(r)) => return Ok(CallToolResponse::InputRequired(r)),
+                Some(Interrupt::Invalid(e)) => {
+                    tracing::info!(tool = call.name, "refused a retried call: {e}");
+                    return Err(ErrorData::invalid_params(e, None));
+                }
+                None => outcome,
+            }
+        } else {
+            self.executor.call_in(&call, &ElicitConfirm { peer: context.peer.clone() }, &who).await
+        };
+        // What the call cost, for the client's operator (not part of the content the model reads).
+        let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
+            let mut m = serde_json::Map::new();
+            m.insert("toolhost/usage".into(), u);
+            rmcp::model::MetaObject(m)
+        });
+        let mut result = if outcome.success {
+            let data = outcome.data.unwrap_or_default();
+            // A tool with an outputSchema always has an object here (the executor checked it
+            // against the schema); any other tool's JSON object result is structured too.
+            let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
+                serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
+            } else {
+                None
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
+            result.structured_content = structured;
+            result
+        } else {
+            let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
+            let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        result.meta = meta;
+        Ok(result.into())
+    }
+}
+
+fn arguments_text(params: &CallToolRequestParams) -> String {
+    serde_json::Value::Object(params.arguments.clone().unwrap_or_default()).to_string()
+}
+
+impl McpServer {
+    /// Count and audit a call answered here, before the executor (unknown tool, arguments
+    /// that do not map to the tool's parameters).
+    fn unrun(
+        &self,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        kind: ErrorKind,
+        why: &str,
+    ) {
+        if let Some(observer) = self.executor.observer() {
+            let call = ToolCall { name: params.name.to_string(), args: vec![arguments_text(params)] };
+            let plugin = self.executor.registry().get(&call.name).map(|e| e.plugin.clone());
+            let record = CallRecord { plugin, danger: None };
+            observer.unrun(&call, &caller(context), record, &Outcome::err(kind, why));
+        }
+    }
+}
+
+/// Who is calling: the transport, the client's own name, and over HTTP the token it presented.
+fn caller(context: &RequestContext<RoleServer>) -> CallContext {
+    let parts = context.extensions.get::<hyper::http::request::Parts>();
+    CallContext {
+        front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
+        client: context.client_info().map(|i| i.name),
+        token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
+    }
+}
+
+/// Whether the client declared form elicitation (an empty `elicitation: {}` means form).
+fn supports_form(caps: Option<&ClientCapabilities>) -> bool {
+    caps.and_then(|c| c.elicitation.as_ref()).is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The question shown to the user about a dangerous call, and the form's schema.
+fn question(req: &DangerRequest) -> Result<(String, ElicitationSchema), String> {
+    let schema = ElicitationSchema::builder()
+        .required_bool("approve")
+        .build()
+        .map_err(|e| format!("cannot build the question: {e}"))?;
+    let shown: Vec<String> =
+        req.args.iter().map(|a| format!("{:?}", a.chars().take(200).collect::<String>())).collect();
+    let message = format!(
+        "Allow the dangerous tool `{}` (plugin `{}`) to run with arguments ({})?{} Set approve to true to allow.",
+        req.tool,
+        req.plugin,
+        shown.join(", "),
+        req.notes.iter().map(|n| format!(" Note: {n}.")).collect::<String>()
+    );
+    Ok((message, schema))
+}
+
+/// The refusal of a dangerous call, with what the operator can do about it.
+fn refuse(req: &DangerRequest, why: String) -> Decision {
+    Decision::Deny(format!(
+        "tool `{}` is dangerous and was not confirmed ({why}); the operator can allow it with \
+         `[danger] policy = \"allow\"` in toolhost.toml or `--danger allow`",
+        req.tool
+    ))
+}
+
+/// The user's answer to the question: only `accept` with `approve: true` allows.
+fn decide(req: &DangerRequest, action: ElicitationAction, content: Option<&serde_json::Value>) -> Decision {
+    if action != ElicitationAction::Accept {
+        return refuse(req, format!("the user answered {action:?}").to_lowercase());
+    }
+    let approved = content.and_then(|c| c.get("approve")).and_then(|v| v.as_bool()).unwrap_or(false);
+    if approved { Decision::Allow } else { refuse(req, "the user did not approve".into()) }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run in a sandbox with only the capabilities the operator granted. A tool marked \
+                 destructive may ask the user for confirmation.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(self.tools_result())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        tokio::select! {
+            r = self.call(request, &context) => r,
+            _ = context.ct.cancelled() => {
+                tracing::info!(tool = name, "call cancelled by the client");
+                Err(ErrorData::internal_error(format!("call to `{name}` was cancelled"), None))
+            }
+        }
+    }
+
+    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` (when a reloader
+    /// watches the folder; otherwise the list never changes and the request is not offered).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.reloader.as_ref()?;
+        Some(requested.intersection(&SubscriptionFilter::builder().tools_list_changed().build()))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(reloader) = &self.reloader else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut rx = reloader.subscribe();
+        let sink = context.sink().clone();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = rx.recv() => match change {
+                    Ok(c) if c.added.is_empty() && c.changed.is_empty() && c.removed.is_empty() => {}
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if context.accepted().tools_list_changed == Some(true)
+                            && sink.notify_tool_list_changed().await.is_err()
+                        {
+                            return Ok(()); // the client is gone
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(reloader) = &self.reloader else { return };
+        let mut rx = reloader.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(change)
+                        if change.added.is_empty()
+                            && change.changed.is_empty()
+                            && change.removed.is_empty() => {}
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return; // the client is gone
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
+
+/// Asks the person behind a handshake-era MCP client (an `elicitation/create` request) whether
+/// a dangerous call may run.
+struct ElicitConfirm {
+    peer: Peer<RoleServer>,
+}
+
+impl Confirm for ElicitConfirm {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+                return refuse(
+                    req,
+                    "this MCP client cannot be asked: it does not support elicitation".into(),
+                );
+            }
+            let (message, schema) = match question(req) {
+                Ok(q) => q,
+                Err(e) => return refuse(req, e),
+            };
+            let params =
+                ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+            match self.peer.create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT)).await {
+                Ok(r) => decide(req, r.action, r.content.as_ref()),
+                Err(e) => refuse(req, format!("asking the client failed: {e}")),
+            }
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        if self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            DecidedBy::Elicitation
+        } else {
+            DecidedBy::NoOne
+        }
+    }
+}
+
+/// Serve MCP over stdin/stdout until the client disconnects. stdout carries only protocol
+/// messages (logs go to stderr).
+pub async fn serve_stdio(server: McpServer) -> anyhow::Result<()> {
+    serve_stdio_until(server, std::future::pending(), None).await
+}
+
+/// [`serve_stdio`] until the client disconnects or `shutdown` completes; then, with a
+/// `service`, the calls in flight are drained (new ones refused, the rest cancelled at the
+/// grace period) and their answers written before the session is closed.
+pub async fn serve_stdio_until(
+    server: McpServer,
+    shutdown: impl Future<Output = ()>,
+    service: Option<Arc<crate::service::Service>>,
+) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let mut shutdown = std::pin::pin!(shutdown);
+    // Pipes (how MCP clients start a server) go through tokio's reactor rather than its
+    // blocking pool: no thread hand-off per message (rmcp falls back to `stdio()` otherwise).
+    let running = tokio::select! {
+        r = server.serve(rmcp::transport::stdio_pipes()) => r?,
+        () = &mut shutdown => return Ok(()), // no session yet: nothing in flight
+    };
+    let session = running.cancellation_token();
+    let mut waiting = std::pin::pin!(running.waiting());
+    tokio::select! {
+        r = &mut waiting => {
+            r?;
+            return Ok(());
+        }
+        () = &mut shutdown => {}
+    }
+    if let Some(s) = service {
+        s.shutdown().await;
+    }
+    // rmcp writes the answers still queued, then closes.
+    session.cancel();
+    waiting.await?;
+    Ok(())
+}

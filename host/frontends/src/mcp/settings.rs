@@ -1,0 +1,91 @@
+//! `[mcp]`: the bearer tokens MCP over HTTP accepts and how long a 2026-07-28 client has to
+//! answer a danger confirmation. A leaf: it imports nothing of the crate.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toolhost_core::settings::{SecretFrom, SecretSource};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMcp {
+    /// Bearer tokens accepted by `serve --mcp --http`.
+    #[serde(default)]
+    tokens: Vec<RawMcpToken>,
+    /// Seconds a 2026-07-28 client has to answer a danger confirmation.
+    approval_ttl_s: Option<u64>,
+}
+
+/// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcpToken {
+    name: String,
+    secret: Option<String>,
+    env: Option<String>,
+    file: Option<PathBuf>,
+}
+
+/// The `[mcp]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    /// Bearer tokens for MCP over HTTP, by name (the name identifies the client in logs).
+    pub tokens: Vec<(String, SecretSource)>,
+    pub approval_ttl: std::time::Duration,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings { tokens: Vec::new(), approval_ttl: std::time::Duration::from_secs(300) }
+    }
+}
+
+impl RawMcp {
+    /// Resolve `[mcp]`; a token may name a `[secrets]` entry, and its file is relative to `base`.
+    pub fn resolve(
+        self,
+        secrets: &BTreeMap<String, SecretSource>,
+        base: &Path,
+    ) -> Result<McpSettings, String> {
+        resolve_mcp(self, secrets, base)
+    }
+}
+
+fn resolve_mcp(
+    raw: RawMcp,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<McpSettings, String> {
+    let mut out = McpSettings::default();
+    if let Some(s) = raw.approval_ttl_s {
+        if !(1..=3600).contains(&s) {
+            return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
+        }
+        out.approval_ttl = std::time::Duration::from_secs(s);
+    }
+    for (i, t) in raw.tokens.into_iter().enumerate() {
+        let key = format!("mcp.tokens[{i}]");
+        if t.name.is_empty() || out.tokens.iter().any(|(n, _)| *n == t.name) {
+            return Err(format!(
+                "{key}: name {:?} is empty or used twice; give each token its own name",
+                t.name
+            ));
+        }
+        let own = format!("mcp token `{}`", t.name);
+        let source = match (t.secret, t.env, t.file) {
+            (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
+                format!("{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\"")
+            })?,
+            (None, Some(var), None) => SecretSource::unnamed(own, SecretFrom::Env(var)),
+            (None, None, Some(f)) => SecretSource::unnamed(own, SecretFrom::File(base.join(f))),
+            _ => {
+                return Err(format!(
+                    "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
+                     `file = \"path\"`; a token's value never goes in the config file"
+                ));
+            }
+        };
+        out.tokens.push((t.name, source));
+    }
+    Ok(out)
+}

@@ -1,0 +1,382 @@
+//! OpenAI-style function calling: the `tools` array with a JSON Schema per tool, generated
+//! from the manifests, and the execution of an assistant message's `tool_calls` (arguments as
+//! a JSON object mapped onto params by name) into `role: "tool"` messages.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use toolhost_core::executor::{ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::Registry;
+use toolhost_spec::manifest::ToolSpec;
+
+/// A tool name OpenAI would refuse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "tool `{name}` (plugin `{plugin}`) cannot be offered to OpenAI: names must match ^[a-zA-Z0-9_-]{{1,64}}$"
+)]
+pub struct NameError {
+    pub name: String,
+    pub plugin: String,
+}
+
+/// `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_openai_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The JSON Schema of one param.
+pub fn param_schema(spec: &ToolSpec, i: usize) -> Value {
+    let p = &spec.params[i];
+    let mut schema = match &p.ty {
+        Value::String(t) => json!({ "type": t }),
+        Value::Object(o) => Value::Object(o.clone()),
+        _ => json!({}),
+    };
+    if let Value::Object(o) = &mut schema {
+        if !p.description.is_empty() && !o.contains_key("description") {
+            o.insert("description".into(), json!(p.description));
+        }
+        if spec.rest && i + 1 == spec.params.len() {
+            let d = o.get("description").and_then(Value::as_str).unwrap_or("").to_string();
+            let note = "May contain commas.";
+            o.insert(
+                "description".into(),
+                json!(if d.is_empty() { note.to_string() } else { format!("{d} ({note})") }),
+            );
+        }
+    }
+    schema
+}
+
+/// The `parameters` object of a tool: an object schema with one property per param.
+pub fn parameters(spec: &ToolSpec) -> Value {
+    let mut props = Map::new();
+    for (i, p) in spec.params.iter().enumerate() {
+        props.insert(p.name.clone(), param_schema(spec, i));
+    }
+    let required: Vec<&str> = spec.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The `tools` array for a chat completion request.
+pub fn tools(registry: &Registry, config: &toolhost_core::Config) -> Result<Value, NameError> {
+    let mut out = Vec::new();
+    for entry in registry.tools() {
+        let spec = entry.spec();
+        if !is_openai_name(&spec.name) {
+            return Err(NameError { name: spec.name.clone(), plugin: entry.plugin.name.to_string() });
+        }
+        let view = toolhost_core::view::ToolView::new(entry, config);
+        out.push(json!({
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": view.description_with_danger_note(),
+                "parameters": parameters(spec),
+            }
+        }));
+    }
+    Ok(Value::Array(out))
+}
+
+/// An assistant message carrying tool calls.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AssistantMessage {
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub content: Option<Value>,
+    #[serde(default)]
+    pub tool_calls: Vec<WireToolCall>,
+}
+
+/// One entry of `tool_calls`, as the API carries it — read from a model's reply (`run --format
+/// openai`, the agent loop) and written back into the conversation. The one wire type of a tool
+/// call; [`to_call`] is the one mapping to a [`ToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: WireFunction,
+}
+
+fn function_type() -> String {
+    "function".into()
+}
+
+/// The function part of a tool call: `arguments` is a JSON string holding an object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireFunction {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// The call a `tool_calls` entry asks for, or the outcome that says why it cannot run: a type
+/// other than `function`, or arguments that do not map to the tool's parameters. An unknown
+/// tool is passed on as a call with no arguments, so the executor words the error (with its
+/// suggestions).
+pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
+    if tc.kind != "function" {
+        let why = format!("unsupported tool call type {:?}", tc.kind);
+        return Err(Box::new(Outcome::err(ErrorKind::BadArguments, why)));
+    }
+    let name = tc.function.name.clone();
+    let Some(entry) = registry.get(&name) else { return Ok(ToolCall { name, args: Vec::new() }) };
+    match map_arguments(entry.spec(), &tc.function.arguments) {
+        Ok(args) => Ok(ToolCall { name, args }),
+        Err(e) => Err(Box::new(Outcome::err(ErrorKind::BadArguments, e))),
+    }
+}
+
+/// The reply for one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolMessage {
+    pub role: String,
+    pub tool_call_id: String,
+    /// The outcome as JSON text: `{"success": true, "data": …}` or `{"success": false, …}`.
+    pub content: String,
+}
+
+/// Accept an assistant message, a `choices[0].message`-shaped completion, or a bare
+/// `tool_calls` array.
+pub fn parse_message(text: &str) -> Result<AssistantMessage, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let msg = if let Some(m) = v.pointer("/choices/0/message") {
+        m.clone()
+    } else if v.is_array() {
+        json!({ "role": "assistant", "tool_calls": v })
+    } else {
+        v
+    };
+    let m: AssistantMessage =
+        serde_json::from_value(msg).map_err(|e| format!("not an assistant message with tool_calls: {e}"))?;
+    if let Some(role) = &m.role
+        && role != "assistant"
+    {
+        return Err(format!("expected role \"assistant\", got {role:?}"));
+    }
+    Ok(m)
+}
+
+/// Map a JSON-object `arguments` string onto the tool's params, in order. Missing required
+/// params, unknown keys and wrong types are errors for the model.
+pub fn map_arguments(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, String> {
+    let trimmed = arguments.trim();
+    let obj: Map<String, Value> = if trimmed.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(Value::Object(o)) => o,
+            Ok(other) => {
+                return Err(format!(
+                    "the arguments of `{}` must be a JSON object, got {}",
+                    spec.name,
+                    kind_of(&other)
+                ));
+            }
+            Err(e) => return Err(format!("the arguments of `{}` are not valid JSON: {e}", spec.name)),
+        }
+    };
+    map_argument_object(spec, &obj)
+}
+
+/// [`map_arguments`] for arguments already parsed into a JSON object (MCP's `tools/call`).
+pub fn map_argument_object(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let usage = || {
+        let names: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
+        if names.is_empty() {
+            "it takes no arguments".to_string()
+        } else {
+            format!("its arguments are: {}", names.join(", "))
+        }
+    };
+    for key in obj.keys() {
+        if !spec.params.iter().any(|p| &p.name == key) {
+            return Err(format!("`{}` has no argument `{key}`; {}", spec.name, usage()));
+        }
+    }
+    let mut args = Vec::new();
+    let mut skipped: Option<&str> = None;
+    for (i, p) in spec.params.iter().enumerate() {
+        let Some(v) = obj.get(&p.name).filter(|v| !(p.optional && v.is_null())) else {
+            if !p.optional {
+                return Err(format!("`{}` needs the argument `{}`; {}", spec.name, p.name, usage()));
+            }
+            skipped.get_or_insert(&p.name);
+            continue;
+        };
+        if let Some(gap) = skipped {
+            // Arguments are positional for the plugin: a later optional one needs the earlier.
+            return Err(format!(
+                "`{}`: argument `{}` is given but the earlier optional `{gap}` is not",
+                spec.name, p.name
+            ));
+        }
+        if spec.is_json(i) {
+            if let Value::String(t) = &p.ty
+                && !type_matches(t, v)
+            {
+                return Err(format!(
+                    "argument `{}` of `{}` must be of type {t}, got {}",
+                    p.name,
+                    spec.name,
+                    kind_of(v)
+                ));
+            }
+            args.push(v.to_string());
+        } else {
+            match v {
+                Value::String(s) => args.push(s.clone()),
+                other => {
+                    return Err(format!(
+                        "argument `{}` of `{}` must be a string, got {}",
+                        p.name,
+                        spec.name,
+                        kind_of(other)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(args)
+}
+
+fn type_matches(t: &str, v: &Value) -> bool {
+    match t {
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        "string" => v.is_string(),
+        _ => true,
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Execute every tool call of `message`, in order, through the executor: one `role: "tool"`
+/// message per call (with its outcome, for callers that want the structured form).
+pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(ToolMessage, Outcome)> {
+    let mut out = Vec::new();
+    for tc in &message.tool_calls {
+        let outcome = run_one(executor, tc).await;
+        let msg =
+            ToolMessage { role: "tool".into(), tool_call_id: tc.id.clone(), content: outcome.model_json() };
+        out.push((msg, outcome));
+    }
+    out
+}
+
+async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
+    match to_call(&executor.registry(), tc) {
+        Ok(call) => executor.call(&call).await,
+        Err(o) => *o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_spec::manifest::ParamSpec;
+
+    fn spec() -> ToolSpec {
+        ToolSpec {
+            name: "split_task".into(),
+            description: "Split.".into(),
+            params: vec![
+                ParamSpec {
+                    name: "title".into(),
+                    ty: json!("string"),
+                    description: "the task".into(),
+                    optional: false,
+                },
+                ParamSpec {
+                    name: "subtasks".into(),
+                    ty: json!("array"),
+                    description: String::new(),
+                    optional: false,
+                },
+                ParamSpec {
+                    name: "days".into(),
+                    ty: json!("integer"),
+                    description: String::new(),
+                    optional: true,
+                },
+                ParamSpec {
+                    name: "note".into(),
+                    ty: json!("string"),
+                    description: String::new(),
+                    optional: true,
+                },
+            ],
+            arg_count: 4,
+            parse_json: vec![false, true, true, false],
+            rest: false,
+            output_limit: None,
+            danger: false,
+            read_only: false,
+            category: None,
+            output_schema: None,
+        }
+    }
+
+    #[test]
+    fn arguments_map_by_name_in_param_order() {
+        let args = map_arguments(&spec(), r#"{"subtasks": [{"t": "a, b"}], "title": "Launch"}"#).unwrap();
+        assert_eq!(args, vec!["Launch".to_string(), r#"[{"t":"a, b"}]"#.to_string()]);
+        let args =
+            map_arguments(&spec(), r#"{"subtasks": [], "title": "x", "days": 3, "note": "n"}"#).unwrap();
+        assert_eq!(args, ["x", "[]", "3", "n"]);
+    }
+
+    #[test]
+    fn argument_errors_are_for_the_model() {
+        let cases = [
+            (r#"{"title": "x"}"#, "needs the argument `subtasks`"),
+            (r#"{"title": "x", "subtasks": [], "colour": 1}"#, "has no argument `colour`"),
+            (r#"{"title": 5, "subtasks": []}"#, "`title` of `split_task` must be a string, got a number"),
+            (r#"{"title": "x", "subtasks": {}}"#, "must be of type array, got an object"),
+            (r#"{"title": "x", "subtasks": [], "days": 1.5}"#, "must be of type integer"),
+            (r#"{"title": "x", "subtasks": [], "note": "n"}"#, "earlier optional `days`"),
+            (r#"["x"]"#, "must be a JSON object, got an array"),
+            (r#"{"title": "x""#, "not valid JSON"),
+        ];
+        for (input, want) in cases {
+            let e = map_arguments(&spec(), input).unwrap_err();
+            assert!(e.contains(want), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(is_openai_name("split_task") && is_openai_name("a-b"));
+        assert!(!is_openai_name("") && !is_openai_name("a.b") && !is_openai_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn message_shapes() {
+        let m = parse_message(r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{\"path\":\".\"}"}}]}"#).unwrap();
+        assert_eq!(m.tool_calls[0].function.name, "ls");
+        let m = parse_message(r#"{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"c2","function":{"name":"x","arguments":""}}]}}]}"#).unwrap();
+        assert_eq!(m.tool_calls[0].id, "c2");
+        assert!(parse_message(r#"{"role":"user","content":"hi"}"#).unwrap_err().contains("assistant"));
+    }
+}

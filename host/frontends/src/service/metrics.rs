@@ -1,0 +1,156 @@
+//! `GET /metrics`: the service's counters in the Prometheus text format (version 0.0.4),
+//! encoded by the official client (`prometheus-client`), never formatted by hand.
+//!
+//! Label values are bounded: `tool` is a registered tool's name (a name no tool has is counted
+//! as `(unknown)`, so a client cannot grow the series without limit), `outcome` is `ok` or an
+//! [`ErrorKind`](toolhost_core::ErrorKind), `decision`/`by` come from fixed sets.
+
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use toolhost_core::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+/// The `Content-Type` of [`Metrics::encode`]'s text.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// The tool label of a call to a name no registered tool has.
+pub const UNKNOWN_TOOL: &str = "(unknown)";
+
+/// Every metric `serve` exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: prometheus_client::registry::Registry,
+    calls: Family<Labels, Counter>,
+    duration: Family<Labels, Histogram, fn() -> Histogram>,
+    in_flight: Gauge,
+    waiting: Gauge,
+    danger: Family<Labels, Counter>,
+    reloads: Counter,
+    reload_failures: Counter,
+    plugins_loaded: Gauge,
+    plugins_pending: Gauge,
+    tools_loaded: Gauge,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … 32 s, doubling: from an echo to a call at a generous timeout.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: prometheus_client::registry::Registry::default(),
+            calls: Family::default(),
+            duration: Family::new_with_constructor(latency_histogram),
+            in_flight: Gauge::default(),
+            waiting: Gauge::default(),
+            danger: Family::default(),
+            reloads: Counter::default(),
+            reload_failures: Counter::default(),
+            plugins_loaded: Gauge::default(),
+            plugins_pending: Gauge::default(),
+            tools_loaded: Gauge::default(),
+        };
+        let r = &mut m.registry;
+        // Counters get their `_total` suffix from the encoder.
+        r.register(
+            "toolhost_calls",
+            "Tool calls finished, by tool and outcome (ok or the error kind)",
+            m.calls.clone(),
+        );
+        r.register(
+            "toolhost_call_duration_seconds",
+            "Time from a call's arrival to its outcome, waiting for a slot included, by tool",
+            m.duration.clone(),
+        );
+        r.register("toolhost_calls_in_flight", "Calls admitted and not yet finished", m.in_flight.clone());
+        r.register(
+            "toolhost_calls_waiting",
+            "Calls waiting for a call slot (the plugin's or the host's concurrency)",
+            m.waiting.clone(),
+        );
+        r.register(
+            "toolhost_danger_decisions",
+            "Decisions about dangerous calls, by decision (allow, deny, asked) and who made it",
+            m.danger.clone(),
+        );
+        r.register("toolhost_reloads", "Registry swaps after the plugins folder changed", m.reloads.clone());
+        r.register(
+            "toolhost_reload_failures",
+            "Plugin files that failed to load on a reload (the last good version keeps serving)",
+            m.reload_failures.clone(),
+        );
+        r.register("toolhost_plugins_loaded", "Plugins serving tools", m.plugins_loaded.clone());
+        r.register(
+            "toolhost_plugins_pending_approval",
+            "Plugin versions held until their larger request is approved",
+            m.plugins_pending.clone(),
+        );
+        r.register("toolhost_tools_loaded", "Tools registered", m.tools_loaded.clone());
+        m
+    }
+
+    /// Count one finished call.
+    pub fn call(&self, tool: &str, outcome: &str, seconds: f64) {
+        let tool = tool.to_string();
+        self.calls
+            .get_or_create(&vec![("tool".into(), tool.clone()), ("outcome".into(), outcome.into())])
+            .inc();
+        self.duration.get_or_create(&vec![("tool".into(), tool)]).observe(seconds);
+    }
+
+    /// Count one danger decision.
+    pub fn danger(&self, decision: &str, by: &str) {
+        self.danger
+            .get_or_create(&vec![("decision".into(), decision.into()), ("by".into(), by.into())])
+            .inc();
+    }
+
+    /// One registry swap, with `failures` files that failed to load in it.
+    pub fn reload(&self, failures: usize) {
+        self.reloads.inc();
+        self.reload_failures.inc_by(failures as u64);
+    }
+
+    pub(crate) fn in_flight(&self) -> &Gauge {
+        &self.in_flight
+    }
+
+    /// Counts a call as waiting for a slot until dropped.
+    pub fn waiting(&self) -> WaitingGuard {
+        self.waiting.inc();
+        WaitingGuard(self.waiting.clone())
+    }
+
+    /// The text exposition, with the registry gauges taken from `registry` now.
+    pub fn encode(&self, registry: &Registry) -> String {
+        self.plugins_loaded.set(registry.plugins().len() as i64);
+        self.plugins_pending.set(registry.pending().len() as i64);
+        self.tools_loaded.set(registry.tools().count() as i64);
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// See [`Metrics::waiting`].
+#[derive(Debug)]
+pub struct WaitingGuard(Gauge);
+
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}

@@ -1,0 +1,289 @@
+//! Running toolhost as a service (`serve`, #17): graceful shutdown ([`shutdown`]), the metrics
+//! behind `/metrics` (`metrics.rs`) and the audit trail ([`audit`]).
+//!
+//! A [`Service`] is attached to the executor as its `CallObserver`
+//! (`Executor::attach_observer`) and sees every call of every front end: it admits the call (or refuses it while shutting down), races it against
+//! the end of the grace period, then counts it and writes its audit line. Without one (library
+//! use, one-off commands without `[audit] file`), the executor runs calls exactly as before.
+
+pub mod audit;
+pub(crate) mod metrics;
+pub(crate) mod settings;
+pub mod shutdown;
+
+use arc_swap::ArcSwap;
+use audit::AuditLog;
+use metrics::Metrics;
+use shutdown::Lifecycle;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost_core::capability::net::{GrantedSecret, NetGrant, redact_owned};
+use toolhost_core::executor::observer::{CallRun, SharedRecord};
+use toolhost_core::executor::{CallObserver, ErrorKind, Outcome, ToolCall};
+use toolhost_core::registry::Registry;
+use toolhost_core::registry::reload::Reloader;
+use toolhost_core::settings::Config;
+
+/// Arguments longer than this (in characters) are cut in the audit trail, keeping a prefix of
+/// [`AUDIT_ARG_PREFIX`] characters and the SHA-256 of the whole (redacted) argument.
+pub const AUDIT_ARG_MAX: usize = 256;
+pub const AUDIT_ARG_PREFIX: usize = 64;
+
+pub use settings::{AuditSettings, HttpLimits, ServeSettings};
+pub use toolhost_core::executor::{CallContext, CallRecord, DangerRecord};
+
+/// The service side of a running host: lifecycle, metrics, audit.
+#[derive(Debug)]
+pub struct Service {
+    pub lifecycle: Lifecycle,
+    pub metrics: Metrics,
+    audit: Option<AuditLog>,
+    registry: Arc<ArcSwap<Registry>>,
+    front_end: &'static str,
+    /// Every secret the config defines (and every MCP token), to redact from audited arguments.
+    secrets: NetGrant,
+}
+
+impl Service {
+    /// The service for a command whose calls come from `front_end` (`mcp`, `cli`, `text`, …):
+    /// opens the audit file `[audit]` names (for `serve`, the default file when none is named).
+    /// A named file that cannot be opened is an error; the default one only a warning.
+    pub fn for_command(
+        config: &Config,
+        settings: &crate::Settings,
+        registry: Arc<ArcSwap<Registry>>,
+        front_end: &'static str,
+        serve: bool,
+    ) -> anyhow::Result<Service> {
+        let a = &settings.audit;
+        let audit = match a.file_for(serve) {
+            None => None,
+            Some(path) => match AuditLog::open(&path, a.max_bytes, a.keep) {
+                Ok(a) => Some(a),
+                Err(e) if a.file.is_some() => {
+                    anyhow::bail!(
+                        "[audit] file {}: cannot open it for appending: {e} (fix the path or its permissions, or set [audit] enabled = false)",
+                        path.display()
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "audit trail off: cannot open the default {}: {e} (set [audit] file in toolhost.toml)",
+                        path.display()
+                    );
+                    None
+                }
+            },
+        };
+        Ok(Service::new(config, settings, registry, front_end, audit))
+    }
+
+    /// For one-off commands (`call`, `run`, `chat`): attach a service to `host` only when
+    /// `[audit] file` is set, so their calls are audited too.
+    pub fn attach_audit(
+        host: &toolhost_core::Toolhost,
+        settings: &crate::Settings,
+        front_end: &'static str,
+    ) -> anyhow::Result<()> {
+        if settings.audit.file_for(false).is_some() {
+            let s = Service::for_command(&host.config, settings, host.registry.clone(), front_end, false)?;
+            host.executor.attach_observer(Arc::new(s));
+        }
+        Ok(())
+    }
+
+    pub fn new(
+        config: &Config,
+        settings: &crate::Settings,
+        registry: Arc<ArcSwap<Registry>>,
+        front_end: &'static str,
+        audit: Option<AuditLog>,
+    ) -> Service {
+        let sources = config.secrets.values().chain(settings.mcp.tokens.iter().map(|(_, s)| s));
+        let secrets = sources
+            .filter_map(|s| {
+                s.read().ok().map(|value| GrantedSecret { name: s.name.clone(), value, hosts: vec![] })
+            })
+            .collect();
+        Service {
+            lifecycle: Lifecycle::new(settings.serve.shutdown_grace),
+            metrics: Metrics::new(),
+            audit,
+            registry,
+            front_end,
+            secrets: NetGrant { secrets, ..NetGrant::default() },
+        }
+    }
+
+    /// Where the audit trail goes, if anywhere.
+    pub fn audit_path(&self) -> Option<&Path> {
+        self.audit.as_ref().map(|a| a.path())
+    }
+
+    /// The `/metrics` text.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode(&self.registry.load())
+    }
+
+    /// Count the reloader's registry swaps and failures for as long as it runs.
+    pub fn watch_reloads(self: &Arc<Self>, reloader: &Reloader) {
+        let mut rx = reloader.subscribe();
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(change) => match me.upgrade() {
+                        Some(s) => s.metrics.reload(change.failures.len()),
+                        None => return,
+                    },
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Stop admitting calls, let those in flight finish within the grace period, cancel the
+    /// rest, and sync the audit file.
+    pub async fn shutdown(&self) -> shutdown::Drained {
+        let grace = self.lifecycle.grace();
+        let n = self.lifecycle.stop_admitting();
+        eprintln!(
+            "toolhost: shutting down: {n} call{} in flight, grace period {} ms",
+            if n == 1 { "" } else { "s" },
+            grace.as_millis()
+        );
+        let drained = self.lifecycle.drain().await;
+        if drained.cancelled > 0 {
+            eprintln!(
+                "toolhost: cancelled {} call{} still running after {} ms (serve.shutdown_grace_ms)",
+                drained.cancelled,
+                if drained.cancelled == 1 { "" } else { "s" },
+                grace.as_millis()
+            );
+        }
+        self.sync();
+        drained
+    }
+
+    /// Force the audit trail to disk.
+    pub fn sync(&self) {
+        if let Some(a) = &self.audit {
+            a.sync();
+        }
+    }
+
+    fn finish(&self, call: &ToolCall, ctx: &CallContext, rec: &CallRecord, o: &Outcome, took: Duration) {
+        let outcome = o.kind.map_or("ok", ErrorKind::as_str);
+        let tool = if rec.plugin.is_some() { call.name.as_str() } else { metrics::UNKNOWN_TOOL };
+        self.metrics.call(tool, outcome, took.as_secs_f64());
+        if let Some(d) = rec.danger {
+            self.metrics.danger(d.decision.as_str(), d.by.as_str());
+        }
+        let Some(audit) = &self.audit else { return };
+        let plugin = rec.plugin.as_ref();
+        // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            args: Vec<String>,
+            client: Option<&'a str>,
+            danger: Option<&'a DangerRecord>,
+            duration_ms: f64,
+            front_end: &'a str,
+            outcome: &'a str,
+            plugin: Option<&'a str>,
+            sha256: Option<String>,
+            time: String,
+            token: Option<&'a str>,
+            tool: &'a str,
+            truncated: bool,
+            version: Option<&'a str>,
+        }
+        audit.append(&Line {
+            args: call.args.iter().map(|a| self.audit_arg(a)).collect(),
+            client: ctx.client.as_deref(),
+            danger: rec.danger.as_ref(),
+            duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+            front_end: ctx.front_end.unwrap_or(self.front_end),
+            outcome,
+            plugin: plugin.map(|p| &*p.name),
+            sha256: plugin.map(|p| hex::encode(p.hash)),
+            time: audit::rfc3339(std::time::SystemTime::now()),
+            token: ctx.token.as_deref(),
+            tool: &call.name,
+            truncated: o.truncated,
+            version: plugin.map(|p| p.manifest.version.as_str()),
+        });
+    }
+
+    /// An argument as the audit trail keeps it: secrets redacted, a long one cut to a prefix
+    /// plus the SHA-256 of the whole (redacted) text.
+    fn audit_arg(&self, arg: &str) -> String {
+        let redacted = redact_owned(arg.to_string(), &self.secrets);
+        let chars = redacted.chars().count();
+        if chars <= AUDIT_ARG_MAX {
+            return redacted;
+        }
+        let prefix: String = redacted.chars().take(AUDIT_ARG_PREFIX).collect();
+        format!("{prefix}…[{chars} chars, sha256:{}]", toolhost_spec::digest::sha256_hex(redacted.as_bytes()))
+    }
+}
+
+impl CallObserver for Service {
+    /// Admit the call (or refuse it while shutting down), race it against the end of the grace
+    /// period, then count it and write its audit line.
+    fn observe<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: &'a CallContext,
+        record: SharedRecord,
+        run: CallRun<'a>,
+    ) -> CallRun<'a> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let snapshot = |r: &SharedRecord| r.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let Some(ticket) = self.lifecycle.admit() else {
+                let rec = CallRecord {
+                    plugin: self.registry.load().get(&call.name).map(|e| e.plugin.clone()),
+                    danger: None,
+                };
+                let o = Outcome::err(
+                    ErrorKind::Unavailable,
+                    "toolhost is shutting down and accepts no new calls; retry (another replica, or this \
+                     service once it has restarted, will answer)",
+                );
+                self.finish(call, ctx, &rec, &o, started.elapsed());
+                return o;
+            };
+            self.metrics.in_flight().inc();
+            tracing::debug!(tool = call.name, "call admitted");
+            let outcome = tokio::select! {
+                biased;
+                o = run => o,
+                () = self.lifecycle.cancelled() => Outcome::err(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "toolhost is shutting down and `{}` did not finish within the grace period ({} ms, \
+                         serve.shutdown_grace_ms); it was cancelled and may have partly run",
+                        call.name,
+                        self.lifecycle.grace().as_millis()
+                    ),
+                ),
+            };
+            self.metrics.in_flight().dec();
+            self.finish(call, ctx, &snapshot(&record), &outcome, started.elapsed());
+            // The ticket goes last: once the drain sees no call in flight, every line is written.
+            drop(ticket);
+            outcome
+        })
+    }
+
+    fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome) {
+        self.finish(call, ctx, &record, outcome, Duration::ZERO);
+    }
+
+    fn waiting(&self) -> Option<Box<dyn Send>> {
+        Some(Box::new(self.metrics.waiting()))
+    }
+}

@@ -1,0 +1,32 @@
+//! The front ends' sections of `toolhost.toml`, composed from their owners: `[mcp]`
+//! (`mcp::settings`), `[serve]` and `[audit]` (`service::settings`), `[model]`
+//! (`agent::settings`). Read from the same file as core's ([`ConfigFile`]), claimed there.
+
+use crate::agent::settings::{ModelConfig, RawModel};
+use crate::mcp::settings::{McpSettings, RawMcp};
+use crate::service::settings::{AuditSettings, RawAudit, RawServe, ServeSettings};
+use toolhost_core::Config;
+use toolhost_core::settings::{ConfigError, ConfigFile};
+
+/// The resolved front-end sections.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub mcp: McpSettings,
+    pub serve: ServeSettings,
+    pub audit: AuditSettings,
+    pub model: ModelConfig,
+}
+
+impl Settings {
+    /// The front ends' sections of `file`; `core` gives the `[secrets]` tokens and the model's
+    /// key may name.
+    pub fn from_file(file: &ConfigFile, core: &Config) -> Result<Settings, ConfigError> {
+        let invalid = |m: String| file.invalid(m);
+        Ok(Settings {
+            mcp: file.section::<RawMcp>("mcp")?.resolve(&core.secrets, &file.base).map_err(invalid)?,
+            serve: ServeSettings::resolve(file.section::<RawServe>("serve")?).map_err(invalid)?,
+            audit: AuditSettings::resolve(file.section::<RawAudit>("audit")?, &file.base).map_err(invalid)?,
+            model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
+        })
+    }
+}

@@ -1,0 +1,22 @@
+//! toolhost-spec: what a plugin and a model write, and the rules for it — with no engine, no
+//! async runtime and no I/O beyond reading bytes. The lowest layer of toolhost (see
+//! ARCHITECTURE.md): the host's crates, the fuzz targets and the SDK macro depend on it, and it
+//! builds for `wasm32-wasip2` as well.
+//!
+//! - [`manifest`]: the manifest embedded in a plugin file — types, reading the custom section
+//!   (without compiling anything), validation with errors naming the field, embedding;
+//! - [`call`]: [`ToolCall`], a tool name and its arguments;
+//! - [`text`]: the `[TOOL] name(args) [/TOOL]` parser, the call renderer and marker escaping;
+//! - [`host_pattern`]: host patterns (`*.example.com`) and how they match and overlap;
+//! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names.
+
+pub mod call;
+pub mod digest;
+pub mod env_name;
+pub mod host_pattern;
+pub mod manifest;
+pub mod text;
+
+pub use call::ToolCall;
+pub use host_pattern::HostPattern;
+pub use manifest::{Manifest, ManifestError, ToolSpec};

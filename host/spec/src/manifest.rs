@@ -1,0 +1,676 @@
+//! The embedded manifest: found in a `.wasm` file's `toolhost-manifest` custom section (in the
+//! component or any nested core module), parsed from JSON and validated strictly — all without
+//! compiling or running the plugin.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use wasmparser::{Parser, Payload};
+
+/// Name of the custom section that holds the manifest JSON.
+pub const SECTION: &str = "toolhost-manifest";
+/// Manifest format versions this host understands.
+pub const FORMATS: &[u32] = &[1];
+
+// Caps on the manifest's free text, checked at load. Descriptions reach the model (the `[TOOL]`
+// prompt, the OpenAI `tools` array, MCP `tools/list`) and the operator's terminal, so a plugin
+// must not be able to fill a prompt with megabytes or hide control characters in it. Lengths
+// are in characters (Unicode scalar values: what Python's `len` and JavaScript's
+// `[...s].length` count). The three SDKs check the same numbers when they build a manifest.
+
+/// The plugin's `description`, in characters.
+pub const MAX_PLUGIN_DESCRIPTION: usize = 1024;
+/// A tool's `description`, in characters.
+pub const MAX_TOOL_DESCRIPTION: usize = 4096;
+/// A param's `description`, in characters.
+pub const MAX_PARAM_DESCRIPTION: usize = 1024;
+/// The plugin's `version` and a tool's `category`, in characters (one line each).
+pub const MAX_LABEL: usize = 64;
+/// A param's schema object (`type`) or a tool's `outputSchema`, as compact JSON, in bytes.
+pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+
+/// What went wrong reading a plugin's manifest. The file name is added by the caller.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ManifestError {
+    #[error("not a WebAssembly file ({0})")]
+    NotWasm(String),
+    #[error(
+        "is a core WebAssembly module, not a component: build it for `wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    #[error("is not valid WebAssembly: {0}")]
+    Malformed(String),
+    #[error(
+        "has no `{SECTION}` custom section: build it with toolhost-sdk, or embed one with `toolhost embed-manifest`"
+    )]
+    Missing,
+    #[error("has {0} `{SECTION}` sections; exactly one is allowed")]
+    Duplicate(usize),
+    #[error("manifest is not valid JSON: {0}")]
+    Json(String),
+    #[error("manifest field `{field}`: {message}")]
+    Field { field: String, message: String },
+}
+
+/// An `outputSchema` must be a valid JSON Schema for an object (MCP's `structuredContent` is
+/// always an object).
+fn check_output_schema(schema: &Value) -> Result<(), String> {
+    let Value::Object(o) = schema else {
+        return Err(format!("must be a JSON Schema object, got {schema}"));
+    };
+    if o.get("type") != Some(&Value::String("object".into())) {
+        return Err(
+            "must describe an object (`\"type\": \"object\"`): a structured result is a JSON object".into()
+        );
+    }
+    #[cfg(feature = "schema")]
+    jsonschema::validator_for(schema).map(drop).map_err(|e| format!("is not a valid JSON Schema: {e}"))?;
+    Ok(())
+}
+
+fn field(field: impl Into<String>, message: impl Into<String>) -> ManifestError {
+    ManifestError::Field { field: field.into(), message: message.into() }
+}
+
+/// A plugin's self-description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifest {
+    /// Manifest format version.
+    pub format: u32,
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What a plugin asks the operator for. Only a request: the operator's grants decide.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Directories by logical name (`workspace` or a name the operator maps to a path).
+    #[serde(default)]
+    pub fs: Vec<FsRequest>,
+    /// Environment variable names.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Network hosts (`example.com`, `*.example.com`).
+    #[serde(default)]
+    pub net: Vec<String>,
+    /// Named secrets.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Programs to run through the host, by name (`git`), or `*` for any the operator grants;
+    /// the operator maps each name to an executable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec: Vec<String>,
+}
+
+/// A filesystem request: a logical directory and an access mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsRequest {
+    pub path: String,
+    pub mode: FsMode,
+}
+
+/// Read-only or read-write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum FsMode {
+    #[serde(rename = "ro")]
+    ReadOnly,
+    #[serde(rename = "rw")]
+    ReadWrite,
+}
+
+impl std::fmt::Display for FsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FsMode::ReadOnly => "ro",
+            FsMode::ReadWrite => "rw",
+        })
+    }
+}
+
+/// One tool, with the fields users of the original tool registry know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub params: Vec<ParamSpec>,
+    pub arg_count: usize,
+    /// Per param: the argument must be valid JSON. Empty means "none".
+    #[serde(default)]
+    pub parse_json: Vec<bool>,
+    /// The last param takes all remaining args joined with `,`.
+    #[serde(default)]
+    pub rest: bool,
+    /// Max characters of output handed back.
+    #[serde(default)]
+    pub output_limit: Option<usize>,
+    #[serde(default)]
+    pub danger: bool,
+    /// The tool only reads (MCP `readOnlyHint`).
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default)]
+    pub category: Option<String>,
+    /// The JSON Schema of the tool's result (an object schema). A tool that declares one
+    /// promises a JSON object matching it: the executor checks every result against it, and
+    /// MCP advertises it as `outputSchema` and sends the result as `structuredContent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub name: String,
+    /// A JSON Schema type name (`"string"`) or a whole schema object.
+    #[serde(rename = "type")]
+    pub ty: Value,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl ToolSpec {
+    /// Whether argument `i` must be JSON.
+    pub fn is_json(&self, i: usize) -> bool {
+        self.parse_json.get(i).copied().unwrap_or(false)
+    }
+
+    /// Number of params the caller must give.
+    pub fn required_count(&self) -> usize {
+        self.params.iter().filter(|p| !p.optional).count()
+    }
+
+    /// `name(path, content…)` with `?` on optional params and `…` on a rest param.
+    pub fn signature(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut s = p.name.clone();
+                if self.is_json(i) {
+                    s.push_str(": json");
+                }
+                if p.optional {
+                    s.push('?');
+                }
+                if self.rest && i + 1 == self.params.len() {
+                    s.push('…');
+                }
+                s
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
+    }
+}
+
+/// Read the manifest section's bytes from a component without compiling it.
+pub fn find_section(bytes: &[u8]) -> Result<Vec<u8>, ManifestError> {
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        let hint = if bytes.starts_with(b"\x7fELF") {
+            "an ELF file, perhaps a precompiled `.cwasm`; precompiled code is never loaded from the plugins folder"
+        } else if bytes.is_empty() {
+            "the file is empty"
+        } else {
+            "missing the `\\0asm` magic number"
+        };
+        return Err(ManifestError::NotWasm(hint.to_string()));
+    }
+    if !Parser::is_component(bytes) {
+        return Err(ManifestError::CoreModule);
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| ManifestError::Malformed(e.to_string()))?;
+        if let Payload::CustomSection(reader) = payload
+            && reader.name() == SECTION
+        {
+            found.push(reader.data().to_vec());
+        }
+    }
+    match found.len() {
+        0 => Err(ManifestError::Missing),
+        1 => Ok(found.pop().unwrap_or_default()),
+        n => Err(ManifestError::Duplicate(n)),
+    }
+}
+
+/// Parse and validate manifest JSON.
+pub fn parse(json: &[u8]) -> Result<Manifest, ManifestError> {
+    // Check the format version before the shape, so a future format reads as "unknown
+    // version" rather than as a list of unknown fields.
+    let raw: Value = serde_json::from_slice(json).map_err(|e| ManifestError::Json(e.to_string()))?;
+    if !raw.is_object() {
+        return Err(ManifestError::Json("the manifest must be a JSON object".into()));
+    }
+    match raw.get("format") {
+        None => return Err(field("format", "missing")),
+        Some(v) => match v.as_u64() {
+            Some(n) if FORMATS.contains(&(n as u32)) && n <= u32::MAX as u64 => {}
+            _ => {
+                return Err(field(
+                    "format",
+                    format!("unknown format version {v}; this host reads {FORMATS:?}"),
+                ));
+            }
+        },
+    }
+    let manifest: Manifest = serde_path_to_error::deserialize(raw).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        // serde reports a missing field at its parent: name the field itself.
+        if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+            let full = if path == "." { name.to_string() } else { format!("{path}.{name}") };
+            return field(full, "missing");
+        }
+        if path == "." { ManifestError::Json(message) } else { field(path, message) }
+    })?;
+    validate(&manifest)?;
+    Ok(manifest)
+}
+
+/// Read, parse and validate the manifest of a component's bytes.
+pub fn read(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+    parse(&find_section(bytes)?)
+}
+
+/// Read a manifest written by hand, as TOML (`.toml`) or JSON (anything else), with the same
+/// fields and validation as an embedded one.
+pub fn parse_file_text(text: &str, is_toml: bool) -> Result<Manifest, ManifestError> {
+    if is_toml {
+        let v: Value =
+            toml::from_str(text).map_err(|e| ManifestError::Json(format!("not valid TOML: {e}")))?;
+        parse(v.to_string().as_bytes())
+    } else {
+        parse(text.as_bytes())
+    }
+}
+
+/// Append `manifest` as the `toolhost-manifest` section of a component that has none — for
+/// components built without toolhost-sdk (componentize-py, componentize-js, TinyGo, …).
+pub fn embed(component: &[u8], manifest: &Manifest) -> Result<Vec<u8>, ManifestError> {
+    match find_section(component) {
+        Err(ManifestError::Missing) => {}
+        Ok(_) | Err(ManifestError::Duplicate(_)) => {
+            return Err(ManifestError::Malformed(format!("it already has a `{SECTION}` section")));
+        }
+        Err(e) => return Err(e),
+    }
+    let json = serde_json::to_vec(manifest).map_err(|e| ManifestError::Json(e.to_string()))?;
+    parse(&json)?;
+    let mut out = component.to_vec();
+    wasm_encoder::Section::append_to(
+        &wasm_encoder::CustomSection { name: SECTION.into(), data: json.as_slice().into() },
+        &mut out,
+    );
+    // Read it back the way the host will.
+    let back = read(&out)?;
+    if &back != manifest {
+        return Err(ManifestError::Malformed("the embedded manifest does not read back identically".into()));
+    }
+    Ok(out)
+}
+
+/// The longest plugin, tool or param name (characters; all ASCII).
+pub const MAX_NAME: usize = 64;
+/// The longest program name an `exec` request may hold.
+pub const MAX_PROGRAM: usize = 255;
+
+/// `[A-Za-z_][A-Za-z0-9_]*`, at most [`MAX_NAME`]: the name the model writes (a tool's or a
+/// param's).
+pub fn is_tool_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && s.len() <= MAX_NAME
+}
+
+/// `[A-Za-z_][A-Za-z0-9_-]*`, at most [`MAX_NAME`]: a plugin's name (grants are keyed by it).
+pub fn is_plugin_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c == '-' || c.is_ascii_alphanumeric())
+        && s.len() <= MAX_NAME
+}
+
+/// Whether `e` is a program an `exec` request may name: a plain name (no path: the operator
+/// decides which executable it runs), or `*` for whatever the operator grants.
+pub fn is_exec_request(e: &str) -> bool {
+    e == "*"
+        || (!e.is_empty()
+            && e.len() <= MAX_PROGRAM
+            && e != "."
+            && e != ".."
+            && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
+}
+
+/// The JSON Schema type names a param's `type` may be.
+pub const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+
+/// What a piece of free text may hold besides printable characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Text {
+    /// One line: no control characters at all (`version`, `category`).
+    Line,
+    /// A description: tabs and line breaks are allowed (a hand-written manifest or a JavaScript
+    /// template literal has them); the `[TOOL]` prompt folds them into one line.
+    Description,
+}
+
+/// How one free-text field breaks the rules: longer than its cap in characters, or holding a
+/// control character (C0, DEL, C1: terminal escapes, NUL, backspace and the like have no place
+/// in text for a model; a description may hold tabs and line breaks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextProblem {
+    TooLong { chars: usize, max: usize },
+    Control { c: char, kind: Text },
+}
+
+impl TextProblem {
+    /// What the rule is, after the text's length or character (shared by the host's and the
+    /// SDKs' messages).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            TextProblem::TooLong { .. } => "",
+            TextProblem::Control { kind: Text::Line, .. } => "it must be one line of printable text",
+            TextProblem::Control { kind: Text::Description, .. } => {
+                "only tabs and line breaks are allowed besides printable text"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TextProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TextProblem::TooLong { chars, max } => {
+                write!(f, "is {chars} characters long; at most {max} are allowed")
+            }
+            TextProblem::Control { c, .. } => {
+                write!(f, "contains the control character U+{:04X}; {}", u32::from(*c), self.rule())
+            }
+        }
+    }
+}
+
+/// Whether a free-text field breaks the rules ([`TextProblem`]).
+pub fn text_problem(s: &str, max: usize, kind: Text) -> Option<TextProblem> {
+    // Bytes bound characters from above: most text is checked without counting.
+    if s.len() > max {
+        let n = s.chars().count();
+        if n > max {
+            return Some(TextProblem::TooLong { chars: n, max });
+        }
+    }
+    let allowed = |c: char| kind == Text::Description && matches!(c, '\t' | '\n' | '\r');
+    let c = s.chars().find(|&c| c.is_control() && !allowed(c))?;
+    Some(TextProblem::Control { c, kind })
+}
+
+fn check_text(at: impl Into<String>, s: &str, max: usize, kind: Text) -> Result<(), ManifestError> {
+    match text_problem(s, max, kind) {
+        Some(problem) => Err(field(at, problem.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// A schema's size in bytes of compact JSON, when it is larger than [`MAX_SCHEMA_BYTES`].
+pub fn schema_too_large(schema: &Value) -> Option<usize> {
+    let n = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
+    (n > MAX_SCHEMA_BYTES).then_some(n)
+}
+
+/// A schema object's size as compact JSON, against [`MAX_SCHEMA_BYTES`].
+fn check_schema_size(at: impl Into<String>, schema: &Value) -> Result<(), ManifestError> {
+    match schema_too_large(schema) {
+        Some(n) => Err(field(at, format!("is {n} bytes of JSON; at most {MAX_SCHEMA_BYTES} are allowed"))),
+        None => Ok(()),
+    }
+}
+
+fn validate(m: &Manifest) -> Result<(), ManifestError> {
+    if !is_plugin_name(&m.name) {
+        return Err(field(
+            "name",
+            format!("{:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_NAME} chars)", m.name),
+        ));
+    }
+    if m.version.trim().is_empty() {
+        return Err(field("version", "must not be empty"));
+    }
+    check_text("version", &m.version, MAX_LABEL, Text::Line)?;
+    check_text("description", &m.description, MAX_PLUGIN_DESCRIPTION, Text::Description)?;
+    for (i, f) in m.capabilities.fs.iter().enumerate() {
+        if f.path.trim().is_empty() {
+            return Err(field(format!("capabilities.fs[{i}].path"), "must not be empty"));
+        }
+    }
+    for (i, e) in m.capabilities.env.iter().enumerate() {
+        if !crate::env_name::is_valid(e) {
+            return Err(field(
+                format!("capabilities.env[{i}]"),
+                format!("{e:?} is not an environment variable name"),
+            ));
+        }
+    }
+    for (i, e) in m.capabilities.exec.iter().enumerate() {
+        if !is_exec_request(e) {
+            return Err(field(
+                format!("capabilities.exec[{i}]"),
+                format!(
+                    "{e:?} is not a program name (no paths: the operator decides where `git` is; `*` asks for whatever the operator grants)"
+                ),
+            ));
+        }
+    }
+    if m.tools.is_empty() {
+        return Err(field("tools", "declares no tools"));
+    }
+    let mut names = BTreeSet::new();
+    for (t, tool) in m.tools.iter().enumerate() {
+        let at = |f: &str| format!("tools[{t}].{f}");
+        if !is_tool_name(&tool.name) {
+            return Err(field(
+                at("name"),
+                format!("{:?} must match [A-Za-z_][A-Za-z0-9_]* (at most {MAX_NAME} chars)", tool.name),
+            ));
+        }
+        if !names.insert(tool.name.as_str()) {
+            return Err(field(at("name"), format!("tool `{}` is declared twice", tool.name)));
+        }
+        if tool.description.trim().is_empty() {
+            return Err(field(
+                at("description"),
+                format!("tool `{}` has no description; the model needs one", tool.name),
+            ));
+        }
+        check_text(at("description"), &tool.description, MAX_TOOL_DESCRIPTION, Text::Description)?;
+        if let Some(category) = &tool.category {
+            check_text(at("category"), category, MAX_LABEL, Text::Line)?;
+        }
+        if tool.arg_count != tool.params.len() {
+            return Err(field(
+                at("argCount"),
+                format!("is {} but {} params are declared", tool.arg_count, tool.params.len()),
+            ));
+        }
+        if !tool.parse_json.is_empty() && tool.parse_json.len() != tool.params.len() {
+            return Err(field(
+                at("parseJson"),
+                format!("has {} flags but {} params are declared", tool.parse_json.len(), tool.params.len()),
+            ));
+        }
+        if tool.output_limit == Some(0) {
+            return Err(field(at("outputLimit"), "must be at least 1"));
+        }
+        if let Some(schema) = &tool.output_schema {
+            check_schema_size(at("outputSchema"), schema)?;
+            check_output_schema(schema).map_err(|e| field(at("outputSchema"), e))?;
+        }
+        let mut pnames = BTreeSet::new();
+        let mut seen_optional = false;
+        for (p, param) in tool.params.iter().enumerate() {
+            let pat = |f: &str| format!("tools[{t}].params[{p}].{f}");
+            if !is_tool_name(&param.name) {
+                return Err(field(
+                    pat("name"),
+                    format!("{:?} must match [A-Za-z_][A-Za-z0-9_]*", param.name),
+                ));
+            }
+            if !pnames.insert(param.name.as_str()) {
+                return Err(field(pat("name"), format!("param `{}` is declared twice", param.name)));
+            }
+            check_text(pat("description"), &param.description, MAX_PARAM_DESCRIPTION, Text::Description)?;
+            match &param.ty {
+                Value::String(s) if JSON_TYPES.contains(&s.as_str()) => {}
+                Value::String(s) => {
+                    return Err(field(
+                        pat("type"),
+                        format!("{s:?} is not a JSON Schema type ({})", JSON_TYPES.join(", ")),
+                    ));
+                }
+                Value::Object(_) => check_schema_size(pat("type"), &param.ty)?,
+                Value::Bool(true) => {}
+                other => {
+                    return Err(field(
+                        pat("type"),
+                        format!("must be a type name or a schema object, got {other}"),
+                    ));
+                }
+            }
+            if param.optional {
+                seen_optional = true;
+            } else if seen_optional {
+                return Err(field(pat("optional"), "a required param cannot follow an optional one"));
+            }
+            // A text param is handed over verbatim; only JSON params may have non-string types.
+            let is_string = param.ty == Value::String("string".into());
+            if !tool.is_json(p) && !is_string {
+                return Err(field(
+                    format!("tools[{t}].parseJson[{p}]"),
+                    format!("param `{}` has type {} but is not marked parseJson", param.name, param.ty),
+                ));
+            }
+        }
+        if tool.rest {
+            match tool.params.last() {
+                None => return Err(field(at("rest"), "is true but the tool has no params")),
+                Some(last) if tool.is_json(tool.params.len() - 1) => {
+                    return Err(field(
+                        at("rest"),
+                        format!("the rest param `{}` cannot be parseJson", last.name),
+                    ));
+                }
+                Some(last) if last.optional => {
+                    return Err(field(
+                        at("rest"),
+                        format!("the rest param `{}` cannot be optional", last.name),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Value {
+        serde_json::json!({
+            "format": 1, "name": "demo", "version": "0.1.0", "description": "d",
+            "tools": [{
+                "name": "copy", "description": "Copy a file.",
+                "params": [
+                    {"name": "from", "type": "string", "description": "", "optional": false},
+                    {"name": "to", "type": "string"}
+                ],
+                "argCount": 2, "parseJson": [false, false]
+            }]
+        })
+    }
+
+    fn check(mutate: impl FnOnce(&mut Value)) -> Result<Manifest, ManifestError> {
+        let mut v = base();
+        mutate(&mut v);
+        parse(v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn valid_manifest_parses() {
+        let m = check(|_| {}).unwrap();
+        assert_eq!(m.tools[0].signature(), "copy(from, to)");
+        assert_eq!(m.tools[0].required_count(), 2);
+    }
+
+    #[test]
+    fn an_output_schema_must_be_a_valid_object_schema() {
+        let with = |schema: Value| check(|v| v["tools"][0]["outputSchema"] = schema);
+        let m =
+            with(serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}})).unwrap();
+        assert!(m.tools[0].output_schema.is_some());
+        assert!(check(|_| {}).unwrap().tools[0].output_schema.is_none());
+        for (schema, says) in [
+            (serde_json::json!({"type": "array"}), "must describe an object"),
+            (serde_json::json!("object"), "must be a JSON Schema object"),
+            (serde_json::json!({"type": "object", "minProperties": "two"}), "is not a valid JSON Schema"),
+        ] {
+            let e = with(schema).unwrap_err().to_string();
+            assert!(e.contains("tools[0].outputSchema") && e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn caps_count_characters_not_bytes() {
+        // 4096 two-byte characters: 8192 bytes, within the cap of 4096 characters.
+        let m = check(|v| v["tools"][0]["description"] = "é".repeat(MAX_TOOL_DESCRIPTION).into()).unwrap();
+        assert_eq!(m.tools[0].description.chars().count(), MAX_TOOL_DESCRIPTION);
+        let e = check(|v| v["tools"][0]["description"] = "é".repeat(MAX_TOOL_DESCRIPTION + 1).into());
+        assert!(e.unwrap_err().to_string().contains("is 4097 characters long"));
+        // Line breaks and tabs in a description, none in a label.
+        assert!(check(|v| v["tools"][0]["params"][0]["description"] = "a\n\tb\r\n".into()).is_ok());
+        let e = check(|v| v["version"] = "1.0\t".into()).unwrap_err().to_string();
+        assert!(e.contains("`version`") && e.contains("U+0009"), "{e}");
+        let e = check(|v| v["tools"][0]["description"] = "a\u{7f}b".into()).unwrap_err().to_string();
+        assert!(e.contains("U+007F"), "{e}");
+    }
+
+    #[test]
+    fn signature_marks_json_optional_and_rest() {
+        let m = check(|v| {
+            v["tools"][0]["params"][1]["optional"] = true.into();
+            v["tools"][0]["params"][1]["type"] = "array".into();
+            v["tools"][0]["parseJson"] = serde_json::json!([false, true]);
+        })
+        .unwrap();
+        assert_eq!(m.tools[0].signature(), "copy(from, to: json?)");
+    }
+
+    #[test]
+    fn non_wasm_inputs_are_named() {
+        assert!(matches!(find_section(b""), Err(ManifestError::NotWasm(_))));
+        assert!(
+            matches!(find_section(b"\x7fELF\x02\x01\x01\0\0\0"), Err(ManifestError::NotWasm(m)) if m.contains("precompiled"))
+        );
+        // A core module header (version 1, layer 0).
+        assert_eq!(find_section(b"\0asm\x01\0\0\0"), Err(ManifestError::CoreModule));
+        // A component header with garbage after it.
+        assert!(matches!(find_section(b"\0asm\x0d\0\x01\0\xff\xff"), Err(ManifestError::Malformed(_))));
+        // A valid, empty component.
+        assert_eq!(find_section(b"\0asm\x0d\0\x01\0"), Err(ManifestError::Missing));
+    }
+}
