@@ -78,6 +78,11 @@ impl Executor {
         self.observer.get()
     }
 
+    /// Who the executor asks about a dangerous call unless a front end brings its own.
+    pub fn confirm(&self) -> &Arc<dyn Confirm> {
+        &self.confirm
+    }
+
     /// The current registry snapshot.
     pub fn registry(&self) -> Arc<Registry> {
         self.registry.load_full()
