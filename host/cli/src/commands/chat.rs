@@ -516,7 +516,10 @@ mod tests {
     #[test]
     fn the_card_bar_shows_the_fraction_and_escapes_the_message() {
         let p = |done, total, message: &str| Progress { done, total, message: message.into() };
-        assert_eq!(progress_bar(&p(5, Some(10), "half")), format!("[{}{}]  50% 5/10 half", "█".repeat(10), "·".repeat(10)));
+        assert_eq!(
+            progress_bar(&p(5, Some(10), "half")),
+            format!("[{}{}]  50% 5/10 half", "█".repeat(10), "·".repeat(10))
+        );
         assert_eq!(progress_bar(&p(7, None, "files")), "⋯ 7 files");
         assert!(!progress_bar(&p(1, Some(2), "\u{202e}evil")).contains('\u{202e}'), "bidi escaped");
     }

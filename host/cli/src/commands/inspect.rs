@@ -39,7 +39,9 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         let limits: Vec<String> = manifest
             .tools
             .iter()
-            .map(|t| format!("{} {} ms", term::line(&t.name), cfg.limits_for_tool(&manifest.name, t).timeout_ms))
+            .map(|t| {
+                format!("{} {} ms", term::line(&t.name), cfg.limits_for_tool(&manifest.name, t).timeout_ms)
+            })
             .collect();
         println!("time limits here: {}", limits.join(", "));
         println!("{}", term::text(&signature));

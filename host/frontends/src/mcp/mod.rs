@@ -248,6 +248,9 @@ impl McpServer {
                 .call_controlled(&call, &ElicitConfirm { peer: context.peer.clone() }, &who, &control)
                 .await
         };
+        if outcome.kind == Some(ErrorKind::Cancelled) && context.ct.is_cancelled() {
+            tracing::info!(tool = call.name, "call cancelled by the client; its sandbox was stopped");
+        }
         Ok(result_of(outcome).into())
     }
 

@@ -16,6 +16,7 @@
 //! - a shutdown cancels the tasks still running at the end of its grace period like any call;
 //!   each ends `cancelled`, says so in its `statusMessage`, and the shutdown counts them.
 
+pub use super::settings::TaskLimits;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus};
 use std::collections::HashMap;
@@ -27,27 +28,6 @@ use toolhost_core::executor::Cancel;
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
-
-/// The caps and retention of MCP tasks (`[mcp] tasks_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskLimits {
-    pub max_running: usize,
-    pub max_running_per_client: usize,
-    /// How long a finished task's result is kept.
-    pub keep: Duration,
-    pub max_kept: usize,
-}
-
-impl Default for TaskLimits {
-    fn default() -> Self {
-        TaskLimits {
-            max_running: 32,
-            max_running_per_client: 4,
-            keep: Duration::from_secs(600),
-            max_kept: 256,
-        }
-    }
-}
 
 /// The tasks of one server (every session of it).
 #[derive(Debug)]
