@@ -222,9 +222,11 @@ async fn a_tool_may_ask_for_more_time_up_to_the_cap() {
     let e = err(&crate::support::call(&host, "tick", &["6", "100", ""]).await, ErrorKind::Timeout);
     assert!(e.contains("timed out after 200 ms"), "{e}");
     // A tool that asks for nothing keeps the default.
-    let view = host.registry.load();
-    let flood = view.get("flood").unwrap();
-    assert_eq!(toolhost_core::view::ToolView::new(flood, &env.config).limits.timeout_ms, 300);
+    let mut env = Env::with(&[plugin_artifacts::TICKER, plugin_artifacts::TEXT]);
+    env.config.limits.timeout_ms = 300;
+    let view = env.registry();
+    let echo = view.get("echo").unwrap();
+    assert_eq!(toolhost_core::view::ToolView::new(echo, &env.config).limits.timeout_ms, 300);
 }
 
 fn toolhost_cmd(env: &Env) -> Command {
@@ -318,14 +320,14 @@ fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
 
 #[test]
 fn list_and_inspect_show_the_time_limit_a_tool_gets() {
-    let env = ticker();
+    let env = Env::with(&[plugin_artifacts::TICKER, plugin_artifacts::TEXT]);
     let cfg = env.ws("toolhost.toml");
     std::fs::write(&cfg, "[limits]\ntimeout_ms = 2000\nmax_timeout_ms = 60000\n").unwrap();
     let out = toolhost_cmd(&env).args(["--config", cfg.to_str().unwrap(), "list"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = |tool: &str| stdout.lines().find(|l| l.starts_with(tool)).unwrap_or_default().to_string();
     assert!(row("tick(").contains(" 60s "), "tick asks for 120 s, capped at 60 s: {stdout}");
-    assert!(row("flood(").contains(" 2s "), "flood asks for nothing: {stdout}");
+    assert!(row("echo(").contains(" 2s "), "echo asks for nothing: {stdout}");
     let out =
         toolhost_cmd(&env).args(["--config", cfg.to_str().unwrap(), "list", "--json"]).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -336,5 +338,146 @@ fn list_and_inspect_show_the_time_limit_a_tool_gets() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("asks for 120000 ms") && stdout.contains("task optional"), "{stdout}");
-    assert!(stdout.contains("time limits here: tick 60000 ms, flood 2000 ms, chore 60000 ms"), "{stdout}");
+    assert!(stdout.contains("time limits here: tick 60000 ms, flood 60000 ms, chore 60000 ms"), "{stdout}");
+}
+
+/// `toolhost … serve --mcp` for `ticker`, with `config` (TOML) if not empty.
+fn serve_args(env: &Env, config: &str) -> Vec<String> {
+    let mut args = vec![
+        "--plugins".to_string(),
+        env.plugins.path().display().to_string(),
+        "--workspace".into(),
+        env.workspace.path().display().to_string(),
+        "--allow-write".into(),
+        "ticker".into(),
+    ];
+    if !config.is_empty() {
+        let path = env.ws("toolhost.toml");
+        std::fs::write(&path, config).unwrap();
+        args.extend(["--config".into(), path.display().to_string()]);
+    }
+    args.extend(["serve".into(), "--mcp".into()]);
+    args
+}
+
+/// Run a test script from tests/mcp with `python`, in the workspace; assert it passed.
+fn run_script(python: PathBuf, script: &str, args: &[String], env: &Env, passed: &str) -> String {
+    let out = Command::new(python)
+        .arg(root().join("tests/mcp").join(script))
+        .args(args)
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains(passed), "{script} failed:\n{stdout}\n{stderr}");
+    stdout.into_owned()
+}
+
+/// A running `serve --mcp --http 127.0.0.1:0`, killed on drop.
+struct Http {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_http(env: &Env, config: &str) -> Http {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(serve_args(env, config))
+        .args(["--http", "127.0.0.1:0"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut server = Http { child, url: String::new() };
+    while server.url.is_empty() {
+        let line = rx.recv_timeout(Duration::from_secs(60)).expect("serve printed its URL");
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            server.url = rest.split(',').next().unwrap().to_string();
+        }
+    }
+    // Keep reading, so the server never blocks on a full pipe.
+    std::thread::spawn(move || while rx.recv().is_ok() {});
+    server
+}
+
+#[test]
+fn mcp_progress_and_cancellation_with_the_official_sdk_over_stdio() {
+    let env = ticker();
+    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
+    let audit = env.ws("audit.jsonl");
+    args.extend(serve_args(&env, &format!("[audit]\nfile = {:?}\n", audit.display().to_string())));
+    run_script(crate::mcp::python(), "long.py", &args, &env, "MCP long checks passed (stdio)");
+    // The cancelled call is in the audit trail as cancelled.
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        lines.lines().any(|l| l.contains("\"tool\":\"tick\"") && l.contains("\"outcome\":\"cancelled\"")),
+        "{lines}"
+    );
+}
+
+#[test]
+fn mcp_progress_and_cancellation_with_the_official_sdk_over_http() {
+    let env = ticker();
+    let server = serve_http(&env, "");
+    run_script(crate::mcp::python(), "long.py", &["http".into(), server.url.clone()], &env, "passed (http)");
+}
+
+#[test]
+fn mcp_2026_progress_with_the_official_sdk_2() {
+    let env = ticker();
+    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
+    args.extend(serve_args(&env, ""));
+    run_script(crate::mcp::python2(), "long2.py", &args, &env, "passed (sdk2 stdio)");
+    let server = serve_http(&env, "");
+    run_script(
+        crate::mcp::python2(),
+        "long2.py",
+        &["http".into(), server.url.clone()],
+        &env,
+        "passed (sdk2 http)",
+    );
+}
+
+#[test]
+fn mcp_tasks_with_a_raw_2026_client() {
+    let env = ticker();
+    let config =
+        "[mcp]\ntasks_max_running = 3\ntasks_max_running_per_client = 2\n[serve]\nshutdown_grace_ms = 200\n";
+    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
+    args.extend(serve_args(&env, config));
+    run_script(crate::mcp::python(), "tasks.py", &args, &env, "MCP task checks passed (stdio)");
+}
+
+#[test]
+fn an_http_client_that_goes_away_stops_its_call() {
+    let env = ticker();
+    let server = serve_http(&env, "");
+    run_script(
+        crate::mcp::python(),
+        "tasks.py",
+        &["http-disconnect".into(), server.url.clone()],
+        &env,
+        "passed",
+    );
 }

@@ -41,7 +41,7 @@ mod tools {
     /// Report progress `n` times in a tight loop, then answer.
     ///
     /// - `n`: reports
-    #[tool]
+    #[tool(timeout_ms = 120000)]
     pub fn flood(n: u64) -> String {
         for i in 1..=n {
             toolhost_sdk::progress(i, Some(n), "flooding");

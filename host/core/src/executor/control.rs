@@ -142,23 +142,44 @@ where
         Forwarder { rx, deliver, sent: Mutex::new(None) }
     }
 
-    /// Forward reports while the call runs; never completes (race it against the call).
-    pub(crate) async fn run(&self) {
+    /// Forward reports until `ended` fires (the call has ended). A delivery under way is
+    /// never cut short (a notification half sent could be lost, and with it the last report):
+    /// only the waits between deliveries end early.
+    pub(crate) async fn run_until(&self, ended: &CancellationToken) {
         let mut rx = self.rx.clone();
         loop {
-            if rx.changed().await.is_err() {
-                return std::future::pending().await;
+            tokio::select! {
+                biased;
+                () = ended.cancelled() => return,
+                changed = rx.changed() => if changed.is_err() { return ended.cancelled().await },
             }
             let latest = rx.borrow_and_update().clone();
             if let Some(p) = latest {
                 self.send(p).await;
-                tokio::time::sleep(MIN_INTERVAL).await;
+                tokio::select! {
+                    () = ended.cancelled() => return,
+                    () = tokio::time::sleep(MIN_INTERVAL) => {}
+                }
             }
         }
     }
 
+    /// Run `call` while forwarding its reports, then deliver the last one if it has not gone:
+    /// the call's result comes after every report.
+    pub(crate) async fn around<T>(&self, call: impl Future<Output = T>) -> T {
+        let ended = CancellationToken::new();
+        let call = async {
+            let r = call.await;
+            ended.cancel();
+            r
+        };
+        let (r, ()) = tokio::join!(call, self.run_until(&ended));
+        self.finish().await;
+        r
+    }
+
     /// Deliver the latest report if it has not been delivered (the call has ended).
-    pub(crate) async fn finish(&self) {
+    async fn finish(&self) {
         let latest = self.rx.borrow().clone();
         if let Some(p) = latest {
             let done = self.sent.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&p);
@@ -196,11 +217,7 @@ mod tests {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         };
-        tokio::select! {
-            () = guest => {}
-            () = fwd.run() => unreachable!(),
-        }
-        fwd.finish().await;
+        fwd.around(guest).await;
         let got = got.lock().unwrap().clone();
         let most = started.elapsed().as_secs_f64() * 10.0 + 2.0;
         assert!((got.len() as f64) <= most, "at most ten a second (and the last), got {}", got.len());

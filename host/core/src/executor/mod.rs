@@ -323,15 +323,8 @@ impl Executor {
             let guest = BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
             match &forwarder {
                 None => guest.await,
-                Some(f) => {
-                    let r = tokio::select! {
-                        r = guest => r,
-                        () = f.run() => unreachable!("the forwarder never completes"),
-                    };
-                    // The last report goes out before the outcome.
-                    f.finish().await;
-                    r
-                }
+                // The last report goes out before the outcome.
+                Some(f) => f.around(guest).await,
             }
         };
         let memory_hit = store.data().limiter.hit;
