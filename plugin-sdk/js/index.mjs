@@ -820,7 +820,7 @@ function logAt(level, parts) {
  * `testing.progress`.
  */
 export function progress(done, total, message = '') {
-  const whole = (n) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
+  const whole = (n) => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0);
   const t = total === undefined || total === null ? undefined : whole(total);
   backend().progress(whole(done), t, typeof message === 'string' ? message : show(message));
 }

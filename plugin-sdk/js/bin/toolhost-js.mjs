@@ -266,8 +266,8 @@ import { __internal, log } from 'toolhost-sdk';
 
 __internal.setBackend({
   log: (level, message) => host.log(level, message),
-  // u64 is a BigInt across the component boundary; option<u64> is a value or undefined.
-  progress: (done, total, message) => host.progress(BigInt(done), total === undefined ? undefined : BigInt(total), message),
+  // componentize-qjs: u64 is a number (exact to 2^53), option<u64> a number or null.
+  progress: (done, total, message) => host.progress(done, total === undefined ? null : total, message),
   send: (request) => http.send(request),
   run: (program, args) => hostProcess.run(program, args),
 });
