@@ -128,7 +128,7 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
 
 /// A time limit as `list` shows it: `10s`, `2.5s`, `300s`.
 fn seconds(ms: u64) -> String {
-    if ms % 1000 == 0 { format!("{}s", ms / 1000) } else { format!("{}s", ms as f64 / 1000.0) }
+    if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{}s", ms as f64 / 1000.0) }
 }
 
 /// The `list --json` document.
