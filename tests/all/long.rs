@@ -481,3 +481,57 @@ fn an_http_client_that_goes_away_stops_its_call() {
         "passed",
     );
 }
+
+/// An observer that records the progress it is shown, by call id (what a live view of running
+/// calls, such as a console, would use).
+#[derive(Default)]
+struct Watcher {
+    ids: Mutex<Vec<u64>>,
+    seen: Mutex<Vec<(u64, String, u64)>>,
+}
+
+impl toolhost_core::executor::CallObserver for Watcher {
+    fn observe<'a>(
+        &'a self,
+        _call: &'a ToolCall,
+        _ctx: &'a CallContext,
+        record: toolhost_core::executor::observer::SharedRecord,
+        run: toolhost_core::executor::observer::CallRun<'a>,
+    ) -> toolhost_core::executor::observer::CallRun<'a> {
+        self.ids.lock().unwrap().push(record.lock().unwrap().id);
+        run
+    }
+
+    fn unrun(
+        &self,
+        _: &ToolCall,
+        _: &CallContext,
+        _: toolhost_core::executor::CallRecord,
+        _: &toolhost_core::Outcome,
+    ) {
+    }
+
+    fn wants_progress(&self) -> bool {
+        true
+    }
+
+    fn progress(&self, id: u64, call: &ToolCall, p: &Progress) {
+        self.seen.lock().unwrap().push((id, call.name.clone(), p.done));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_sees_the_progress_of_every_call_by_its_id() {
+    let env = ticker();
+    let host = env.host();
+    let watcher = Arc::new(Watcher::default());
+    assert!(host.executor.attach_observer(watcher.clone()));
+    // No front-end sink: the observer alone follows the call.
+    assert_eq!(ok(&crate::support::call(&host, "tick", &["5", "10", ""]).await), "counted to 5");
+    let ids = watcher.ids.lock().unwrap().clone();
+    let seen = watcher.seen.lock().unwrap().clone();
+    assert_eq!(ids.len(), 1);
+    assert!(ids[0] > 0, "calls are numbered");
+    assert!(!seen.is_empty() && seen.iter().all(|(id, tool, _)| *id == ids[0] && tool == "tick"), "{seen:?}");
+    assert_eq!(seen.last().unwrap().2, 5, "the last report reaches the observer");
+}

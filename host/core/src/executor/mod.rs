@@ -208,7 +208,8 @@ impl Executor {
             }
         }
         let limits = self.config.limits_for_tool(&plugin.name, spec);
-        let watch = Watch { call, id, sink: control.progress.as_ref(), observer: self.observer.get() };
+        let observer = self.observer.get().filter(|o| o.wants_progress());
+        let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
         let (outcome, refused) = self.run(plugin, spec, args, limits, watch).await;
         if outcome.kind == Some(ErrorKind::ToolError)
             && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)

@@ -119,9 +119,16 @@ pub trait CallObserver: Send + Sync {
         None
     }
 
+    /// Whether this observer follows calls' progress ([`CallObserver::progress`]); a call's
+    /// progress is only watched when someone does (the front end or the observer).
+    fn wants_progress(&self) -> bool {
+        false
+    }
+
     /// A running call's progress (coalesced: at most about ten a second per call, the last
     /// always), for a live view of running calls; `id` is the call's [`CallRecord::id`].
-    /// Called from the call's own task: return quickly.
+    /// Called from the call's own task, only if [`CallObserver::wants_progress`]: return
+    /// quickly.
     fn progress(&self, id: u64, call: &ToolCall, progress: &super::Progress) {
         let _ = (id, call, progress);
     }
