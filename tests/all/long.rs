@@ -112,24 +112,24 @@ async fn a_flood_of_progress_is_coalesced_and_other_calls_go_on() {
         async move {
             let control = CallControl::default().with_progress(sink);
             let started = Instant::now();
-            let call = ToolCall::new("flood", ["3000000"]);
+            let call = ToolCall::new("flood", ["1000000"]);
             let o = host.executor.call_controlled(&call, &NoConfirm, &CallContext::default(), &control).await;
             (o, started.elapsed())
         }
     });
     // While it floods, other calls are served: each finishes before the flood does.
     wait_until(30, "the flood's first report", || !got.lock().unwrap().is_empty());
-    for i in 0..5 {
+    for i in 0..3 {
         let o = crate::support::call(&host, "echo", &[&format!("still here {i}")]).await;
         assert_eq!(ok(&o), format!("still here {i}"));
         assert!(!flood.is_finished(), "the flood should still be running (make it longer if not)");
     }
     let (o, elapsed) = flood.await.unwrap();
-    assert_eq!(ok(&o), "reported 3000000 times");
+    assert_eq!(ok(&o), "reported 1000000 times");
     let got = got.lock().unwrap().clone();
     let most = elapsed.as_secs_f64() * 10.0 + 2.0;
     assert!((got.len() as f64) <= most, "{} reports forwarded in {elapsed:?}", got.len());
-    assert_eq!(got.last().unwrap().done, 3_000_000, "the last report always arrives");
+    assert_eq!(got.last().unwrap().done, 1_000_000, "the last report always arrives");
 }
 
 /// Start `tick` with a trail, wait for the trail to grow, cancel: the outcome is `cancelled`

@@ -51,11 +51,11 @@ async def main():
 
         seen.clear()
         started = time.monotonic()
-        r = await c.call_tool("flood", {"n": 1000000}, progress_callback=on_progress)
+        r = await c.call_tool("flood", {"n": 300000}, progress_callback=on_progress)
         elapsed = time.monotonic() - started
         check(not r.is_error, "the flood ends", r)
         check(len(seen) <= elapsed * 10 + 3, f"a flood is coalesced ({len(seen)} notifications in {elapsed:.2f} s)")
-        check(seen and seen[-1][0] == 1000000.0, "the flood's last report arrives", seen[-3:])
+        check(seen and seen[-1][0] == 300000.0, "the flood's last report arrives", seen[-3:])
     print(f"MCP long checks passed (sdk2 {transport})")
 
 
