@@ -63,6 +63,11 @@ export interface ToolOptions<Run extends (...args: any[]) => ToolResult = (...ar
   /** The JSON Schema of the result (an object schema): `run` then returns a matching object,
    * the host checks it, and MCP clients get it as `structuredContent`. */
   outputSchema?: JsonSchema;
+  /** The time limit the tool asks for (ms, 1 to a day); the host grants at most its
+   * `[limits] max_timeout_ms` (five minutes by default). */
+  timeoutMs?: number;
+  /** Whether an MCP client that takes tasks gets a task id at once (default `'forbidden'`). */
+  taskSupport?: 'forbidden' | 'optional' | 'required';
 }
 
 /** One manifest entry, as the host reads it. */
@@ -78,6 +83,8 @@ export interface ToolSpec {
   readOnly: boolean;
   category?: string;
   outputSchema?: JsonSchema;
+  timeoutMs?: number;
+  taskSupport?: 'forbidden' | 'optional' | 'required';
 }
 
 export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {
@@ -159,6 +166,12 @@ export function errorMessage(e: unknown): string;
 export function functionParams(
   fn: Function,
 ): Array<{ name: string | null; hasDefault: boolean; isRest: boolean; isPattern: boolean; text: string }> | null;
+
+/**
+ * Report how far the running call has come: `done` out of `total` (when known), with a short
+ * message. The host forwards at most about ten reports a second (always the last).
+ */
+export function progress(done: number, total?: number, message?: string): void;
 
 type LogFn = (...parts: unknown[]) => void;
 
@@ -281,6 +294,8 @@ export const testing: {
   ): void;
   /** Lines logged so far under node. */
   readonly logs: Array<{ level: 'trace' | 'debug' | 'info' | 'warn' | 'error'; message: string }>;
-  /** Forget logged lines and the http and process stand-ins. */
+  /** Progress reports so far under node. */
+  readonly progress: Array<{ done: number; total?: number; message: string }>;
+  /** Forget logged lines, progress reports and the http and process stand-ins. */
   reset(): void;
 };

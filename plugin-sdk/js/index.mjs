@@ -35,7 +35,12 @@ const TOOL_KEYS = [
   'outputLimit',
   'category',
   'outputSchema',
+  'timeoutMs',
+  'taskSupport',
 ];
+const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
+// The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
+const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
 const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec'];
@@ -337,6 +342,7 @@ const state = {
   testHttp: null,
   testProcess: null,
   logs: [],
+  progress: [],
 };
 
 /**
@@ -461,6 +467,14 @@ export function defineTool(options) {
   if (outputLimit !== undefined && !(Number.isSafeInteger(outputLimit) && outputLimit >= 1)) {
     fail(`${what} \`outputLimit\` must be a whole number of characters, at least 1, got ${show(outputLimit)}`, site);
   }
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs !== undefined && !(Number.isSafeInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    fail(`${what} \`timeoutMs\` must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS} (a day), got ${show(timeoutMs)}`, site);
+  }
+  const taskSupport = options.taskSupport;
+  if (taskSupport !== undefined && !TASK_SUPPORT.includes(taskSupport)) {
+    fail(`${what} \`taskSupport\` must be one of ${TASK_SUPPORT.join(', ')}, got ${show(taskSupport)}`, site);
+  }
   const category = checkString(options, 'category', what, site);
   if (category !== undefined && category.trim() === '') fail(`${what} \`category\` must not be empty`, site);
   checkText(category, MAX_LABEL, false, `${what} \`category\``, site);
@@ -509,6 +523,8 @@ export function defineTool(options) {
   spec.readOnly = readOnly;
   if (category !== undefined) spec.category = category;
   if (outputSchema !== undefined) spec.outputSchema = JSON.parse(JSON.stringify(outputSchema));
+  if (timeoutMs !== undefined) spec.timeoutMs = timeoutMs;
+  if (taskSupport !== undefined) spec.taskSupport = taskSupport;
 
   const tool = Object.freeze({
     name,
@@ -772,6 +788,9 @@ function backend() {
 }
 
 const nodeBackend = {
+  progress(done, total, message) {
+    state.progress.push(total === undefined ? { done, message } : { done, total, message });
+  },
   log(level, message) {
     state.logs.push({ level, message });
     if (typeof console !== 'undefined' && typeof process !== 'undefined' && process.env.TOOLHOST_LOG_STDERR) {
@@ -791,6 +810,19 @@ const nodeBackend = {
 function logAt(level, parts) {
   const message = parts.map((p) => (typeof p === 'string' ? p : p instanceof Error ? p.stack || p.message : show(p))).join(' ');
   backend().log(level, message);
+}
+
+/**
+ * Report how far the running call has come: `done` units of work out of `total` (when known),
+ * with a short `message` for the person waiting. Call it as often as is natural: the host
+ * forwards at most about ten reports a second (always the last), keeps `done` from going
+ * backwards and cuts messages past 200 characters. Under node, reports are kept in
+ * `testing.progress`.
+ */
+export function progress(done, total, message = '') {
+  const whole = (n) => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0);
+  const t = total === undefined || total === null ? undefined : whole(total);
+  backend().progress(whole(done), t, typeof message === 'string' ? message : show(message));
 }
 
 /** Write a line to the host's log (info level); `log.debug(…)`, `log.warn(…)` and so on. */
@@ -1044,9 +1076,14 @@ export const testing = Object.freeze({
   get logs() {
     return state.logs.slice();
   },
-  /** Forget logged lines and the http and process stand-ins. */
+  /** The progress reports so far under node: [{done, total?, message}]. */
+  get progress() {
+    return state.progress.slice();
+  },
+  /** Forget logged lines, progress reports and the http and process stand-ins. */
   reset() {
     state.logs.length = 0;
+    state.progress.length = 0;
     state.testHttp = null;
     state.testProcess = null;
   },
@@ -1070,6 +1107,7 @@ export const __internal = Object.freeze({
     state.testHttp = null;
     state.testProcess = null;
     state.logs.length = 0;
+    state.progress.length = 0;
   },
   siteOfStack,
 });

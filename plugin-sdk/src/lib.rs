@@ -31,8 +31,14 @@
 //! remaining arguments joined with `,`), `output_limit = N` (characters), `category = "…"`,
 //! `name = "…"`, `output_schema = r#"{"type": "object", …}"#` (the JSON Schema of the result,
 //! which must then be a JSON object matching it: the host checks every result, and MCP clients
-//! get it as `structuredContent`). `#[schema = r#"{…}"#]` on a JSON parameter gives its JSON
-//! Schema.
+//! get it as `structuredContent`), `timeout_ms = N` (the time limit the tool asks for, from 1 ms
+//! to a day; the host grants at most its `[limits] max_timeout_ms`, five minutes by default),
+//! `task_support = "optional"` (or `"required"`, `"forbidden"`: whether an MCP client that
+//! takes tasks gets a task id at once instead of waiting). `#[schema = r#"{…}"#]` on a JSON
+//! parameter gives its JSON Schema.
+//!
+//! A long tool says how far it has come with [`progress`]; the host shows it to whoever waits
+//! (MCP `notifications/progress`, the bar of `toolhost call`, MCP `tasks/get`).
 //!
 //! Free text is held to the host's caps when the macro expands (a compile error at the doc
 //! comment or option): a tool's description at most 4096 characters, a parameter's and the
@@ -84,6 +90,22 @@ pub mod log {
     pub fn error(message: &str) {
         host::log(Level::Error, message);
     }
+}
+
+/// Report how far the running call has come: `done` units of work out of `total` (when known),
+/// with a short `message` for the person waiting. Call it as often as is natural (every file,
+/// every MiB): the host forwards at most about ten reports a second (always the last one),
+/// keeps `done` from going backwards and cuts messages past 200 characters. A report costs
+/// a host call and nothing else; it never fails.
+///
+/// ```ignore
+/// for (i, chunk) in chunks.iter().enumerate() {
+///     hasher.update(chunk);
+///     toolhost_sdk::progress(i as u64 + 1, Some(chunks.len() as u64), "hashing");
+/// }
+/// ```
+pub fn progress(done: u64, total: Option<u64>, message: &str) {
+    crate::__bindings::toolhost::plugin::host::progress(done, total, message);
 }
 
 /// Outbound HTTP through the host. Only hosts the operator granted to this plugin (and that its

@@ -757,6 +757,31 @@ async fn cancel_stops_generation_or_a_call_and_keeps_the_conversation() {
     assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "tool", "tool", "user"]);
 }
 
+#[tokio::test]
+async fn a_long_tool_s_progress_reaches_the_turn_s_events() {
+    let env = env();
+    std::fs::write(env.ws("big.bin"), vec![7u8; 3 * 1024 * 1024]).unwrap();
+    let host = env.host();
+    let server =
+        Server::start(vec![calls(&[("c", "checksum", json!({"path": "big.bin"}))]), text("Hashed.")]).await;
+    let agent = agent(&host, &server, Protocol::Native);
+    let mut conv = Conversation::new();
+    let (r, events) = turn(&agent, &mut conv, "hash big.bin").await;
+    assert_eq!(r.unwrap().answer, "Hashed.");
+    let progress: Vec<&toolhost_core::executor::Progress> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolProgress { id, name, progress } if id == "c" && name == "checksum" => Some(progress),
+            _ => None,
+        })
+        .collect();
+    let last = progress.last().expect("the tool card gets progress events");
+    assert_eq!((last.done, last.total, last.message.as_str()), (3 << 20, Some(3 << 20), "3 of 3 MiB"));
+    let end = events.iter().position(|e| matches!(e, Event::ToolEnd { .. })).unwrap();
+    let last_progress = events.iter().rposition(|e| matches!(e, Event::ToolProgress { .. })).unwrap();
+    assert!(last_progress < end, "progress comes before the card's end");
+}
+
 // ---- the command line ----
 
 fn chat_command(env: &Env, url: &str, extra: &[&str]) -> std::process::Command {

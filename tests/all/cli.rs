@@ -60,7 +60,7 @@ fn list_shows_tools_grants_and_failures() {
     assert_eq!(v["plugins"].as_array().unwrap().len(), 2);
     assert_eq!(v["failures"][0]["reason"].as_str().unwrap().split(' ').next(), Some("not"));
     let files = v["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "files").unwrap();
-    assert_eq!(files["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(files["tools"].as_array().unwrap().len(), 8);
 }
 
 #[test]

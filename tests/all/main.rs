@@ -10,6 +10,7 @@ mod hostile;
 mod limits;
 mod load;
 mod loading;
+mod long;
 mod manifests;
 mod mcp;
 mod net;

@@ -14,11 +14,11 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     python_with("TOOLHOST_PYTHON", "target/pyenv", "1.")
 }
 
-fn python2() -> PathBuf {
+pub(crate) fn python2() -> PathBuf {
     python_with("TOOLHOST_PYTHON2", "target/pyenv2", "2.")
 }
 

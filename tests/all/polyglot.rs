@@ -16,6 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use toolhost::project::{Project, Toolchains};
 use toolhost_core::ErrorKind;
 use toolhost_core::capability::process::ExecGrant;
+use toolhost_core::executor::{CallControl, ToolCall};
 use toolhost_core::settings::{SecretFrom, SecretSource};
 use toolhost_frontends::{openai, text};
 
@@ -121,6 +122,18 @@ fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFil
 
 const TOKEN: &str = "s3cret-polyglot-token";
 
+/// A progress sink that keeps what it gets.
+fn progress_sink() -> (
+    std::sync::Arc<dyn toolhost_core::executor::ProgressSink>,
+    std::sync::Arc<std::sync::Mutex<Vec<toolhost_core::executor::Progress>>>,
+) {
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    let sink: std::sync::Arc<dyn toolhost_core::executor::ProgressSink> =
+        std::sync::Arc::new(move |p: &toolhost_core::executor::Progress| g.lock().unwrap().push(p.clone()));
+    (sink, got)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_plugin_through_the_executor() {
     let port = api(TOKEN);
@@ -128,9 +141,18 @@ async fn python_plugin_through_the_executor() {
     let host = env.host_yes();
     // A `rest` tool: the commas stay in the one argument.
     assert_eq!(ok(&call(&host, "note", &["buy apples, pears", " plums"]).await), "noted as #1");
-    // A JSON parameter decoded into a dataclass.
-    let added = ok(&call(&host, "add", &[r#"[{"text": "call Bob", "tags": ["work"]}]"#]).await);
+    // A JSON parameter decoded into a dataclass; `progress` through the host (#29).
+    let (sink, reports) = progress_sink();
+    let add = ToolCall::new("add", [r#"[{"text": "call Bob", "tags": ["work"]}]"#]);
+    let control = CallControl::default().with_progress(sink);
+    let o = host
+        .executor
+        .call_controlled(&add, &*host.executor.confirm().clone(), &Default::default(), &control)
+        .await;
+    let added = ok(&o);
     assert!(added.contains("\"added\": 1") || added.contains("\"added\":1"), "{added}");
+    let last = reports.lock().unwrap().last().cloned().expect("a progress report");
+    assert_eq!((last.done, last.total, last.message.as_str()), (1, Some(1), "checked 1 of 1 notes"));
     let shown = ok(&call(&host, "show", &["work"]).await);
     assert!(shown.contains("call Bob") && !shown.contains("apples"), "{shown}");
     let file = std::fs::read_to_string(env.ws("notes.md")).unwrap();
@@ -156,8 +178,21 @@ async fn js_plugin_through_the_executor() {
     assert_eq!(got.trim(), "30");
     let e = err(&call(&host, "json_select", &["{oops"]).await, ErrorKind::BadArguments);
     assert!(e.contains("JSON"), "{e}");
-    let table = ok(&call(&host, "md_table", &[r#"[{"name": "a", "n": 1}, {"name": "b", "n": 2}]"#]).await);
+    let (sink, reports) = progress_sink();
+    let md = ToolCall::new("md_table", [r#"[{"name": "a", "n": 1}, {"name": "b", "n": 2}]"#]);
+    let control = CallControl::default().with_progress(sink);
+    let o = host
+        .executor
+        .call_controlled(&md, &*host.executor.confirm().clone(), &Default::default(), &control)
+        .await;
+    let table = ok(&o);
     assert!(table.contains("| name | n |") && table.contains("| b | 2 |"), "{table}");
+    let last = reports.lock().unwrap().last().cloned().expect("a progress report");
+    assert_eq!(
+        (last.done, last.total, last.message.as_str()),
+        (2, Some(2), "2 rows"),
+        "`progress` through the host"
+    );
     let freq = ok(&call(&host, "word_freq", &["apple, pear", " apple"]).await);
     assert!(freq.contains("apple"), "{freq}");
     // A thrown error is the tool's error.

@@ -84,7 +84,7 @@ fn openai_schema_is_valid_json_schema() {
     let tools = openai::tools(&env.registry(), &env.config).unwrap();
     assert_golden("openai_tools.json", &(serde_json::to_string_pretty(&tools).unwrap() + "\n"));
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 12);
     for t in tools {
         assert_eq!(t["type"], "function");
         let params = &t["function"]["parameters"];

@@ -108,7 +108,7 @@ async fn editor_and_copy_patterns_each_reload_once() {
     std::fs::copy(plugin_artifacts::FILES, l.path("files.wasm")).unwrap();
     std::fs::copy(plugin_artifacts::TEXT, l.path("text.wasm")).unwrap();
     let c = l.exactly_one().await;
-    assert_eq!(c.added.len(), 11, "{:?}", c.lines());
+    assert_eq!(c.added.len(), 12, "{:?}", c.lines());
 
     // Deleting unregisters.
     std::fs::remove_file(l.path("text.wasm")).unwrap();

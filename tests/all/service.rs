@@ -398,7 +398,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
         text.contains("shutting down")
             && text.contains("grace period (300 ms")
             && text.contains("cancelled")
-            && text.ends_with("[unavailable]"),
+            && text.ends_with("[cancelled]"),
         "{text}"
     );
     let status = exit_status(&mut server.child, 15);
@@ -407,7 +407,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     let _ = client.wait();
     let audit = d.audit();
     assert_eq!(audit.len(), 1, "{audit:?}");
-    assert_eq!(audit[0]["outcome"], "unavailable");
+    assert_eq!(audit[0]["outcome"], "cancelled");
 }
 
 /// Over stdio too: after SIGTERM a new call is refused at once, the call in flight finishes
@@ -619,7 +619,7 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     expected.push(("which".into(), "busy".into()));
     expected.push(("nap".into(), "ok".into()));
 
-    // unavailable: cancelled at the end of the grace period, then refused.
+    // cancelled at the end of the grace period, then unavailable: refused.
     let slow = tokio::spawn({
         let exec = host.executor.clone();
         async move { exec.call(&ToolCall::new("nap", ["5000"])).await }
@@ -630,12 +630,12 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     let drained = service.shutdown().await;
     assert_eq!((drained.in_flight, drained.cancelled), (1, 1));
     let o = slow.await.unwrap();
-    assert_eq!(o.kind, Some(ErrorKind::Unavailable), "{o:?}");
+    assert_eq!(o.kind, Some(ErrorKind::Cancelled), "{o:?}");
     assert!(o.error.as_deref().unwrap().contains("grace period (200 ms"), "{o:?}");
     let o = host.executor.call(&run("echo", &["after"])).await;
     assert_eq!(o.kind, Some(ErrorKind::Unavailable), "{o:?}");
     assert!(o.error.as_deref().unwrap().contains("accepts no new calls"), "{o:?}");
-    expected.push(("nap".into(), "unavailable".into()));
+    expected.push(("nap".into(), "cancelled".into()));
     expected.push(("echo".into(), "unavailable".into()));
 
     // One line per call, in order.
@@ -659,6 +659,7 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
         "trap",
         "host_error",
         "busy",
+        "cancelled",
         "unavailable",
     ] {
         assert!(audit.iter().any(|l| l["outcome"] == kind), "no {kind} line");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const PLUGINS: &[&str] =
-    &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter"];
+    &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter", "ticker"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -22,6 +22,7 @@ fn main() {
         "plugins/system",
         "plugins/spy",
         "plugins/painter",
+        "plugins/ticker",
         "plugin-sdk/src",
         "plugin-sdk/macros/src",
         "plugin-sdk/Cargo.toml",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost_core::engine::{PluginPre, Runtime, Tuning};
-use toolhost_core::executor::AlwaysConfirm;
+use toolhost_core::executor::{AlwaysConfirm, CallContext, CallControl, Cancel, Progress, ProgressSink};
 use toolhost_core::registry::Registry;
 use toolhost_core::registry::reload::Reloader;
 use toolhost_core::settings::Config;
@@ -30,6 +30,7 @@ impl WasiView for Raw {
 }
 impl toolhost_core::bindings::host::Host for Raw {
     fn log(&mut self, _level: toolhost_core::engine::Level, _message: String) {}
+    fn progress(&mut self, _done: u64, _total: Option<u64>, _message: String) {}
 }
 
 struct Stats {
@@ -290,6 +291,113 @@ fn host_case(host: &Arc<Toolhost>, call: ToolCall) -> Case<'_> {
             assert!(o.success, "{o:?}");
         })
     })
+}
+
+/// A call of `host` steered by `control` (progress, cancellation), as a case.
+fn controlled_case(host: &Arc<Toolhost>, call: ToolCall, control: CallControl) -> Case<'_> {
+    Box::new(move || {
+        let (call, control) = (call.clone(), control.clone());
+        Box::pin(async move {
+            let ctx = CallContext::default();
+            let o = host.executor.call_controlled(&call, &AlwaysConfirm, &ctx, &control).await;
+            assert!(o.success, "{o:?}");
+        })
+    })
+}
+
+/// Issue #29: what progress reports cost a call (the same plugin, with and without 100
+/// reports, with and without someone listening), and how long a cancellation takes from
+/// `Cancel::cancel` to the call's outcome (`cancels` runs of each kind).
+fn long_rows(
+    line: &mut impl FnMut(String),
+    rt: &tokio::runtime::Runtime,
+    work: &Path,
+    n: usize,
+    cancels: usize,
+) {
+    let plugins = work.join("long-plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin_artifacts::TICKER, plugins.join("ticker.wasm")).unwrap();
+    let mut config = Config { plugins_dir: plugins, cache_dir: None, ..Config::default() };
+    config.set_workspace(work);
+    let runtime = Runtime::for_config(&config).unwrap();
+    let registry = Registry::load(&runtime, &config).unwrap();
+    let host = Arc::new(Toolhost::from_parts(runtime, Arc::new(config), registry, Arc::new(AlwaysConfirm)));
+
+    line(String::new());
+    line("## Long-running tools: progress and cancellation (issue #29)".into());
+    line(String::new());
+    line("The cost of progress reports per call: `ticker.flood(N)` makes N `progress` calls and nothing else, measured side by side with `flood(0)`:".into());
+    line(String::new());
+    line("| what | p50 | p99 | ÷ no reports |".into());
+    line("|---|---|---|---|".into());
+    let listening = CallControl::default().with_progress(Arc::new(|_: &Progress| {}));
+    let flood = |k: &str| ToolCall::new("flood", [k]);
+    let labels = [
+        "a call with no reports (`flood(0)`, the baseline)",
+        "100 reports, nobody listening (counted and dropped)",
+        "100 reports to a listener (coalesced: the first and the last are forwarded)",
+        "no reports, a listener attached (the forwarder's own cost)",
+    ];
+    let mut cases: Vec<Case<'_>> = vec![
+        controlled_case(&host, flood("0"), CallControl::default()),
+        controlled_case(&host, flood("100"), CallControl::default()),
+        controlled_case(&host, flood("100"), listening.clone()),
+        controlled_case(&host, flood("0"), listening),
+    ];
+    let results = interleaved(rt, &mut cases, n);
+    drop(cases);
+    let base = results[0].stats.p50.as_secs_f64();
+    for (label, m) in labels.iter().zip(&results) {
+        line(format!(
+            "| {label} | {} | {} | {:.2}× |",
+            us(m.stats.p50),
+            us(m.stats.p99),
+            m.stats.p50.as_secs_f64() / base
+        ));
+    }
+
+    line(String::new());
+    line(format!(
+        "Cancellation latency: `tick` running (its first progress report seen), then `Cancel::cancel`; the time until the call's `cancelled` outcome is back, {cancels} runs each:"
+    ));
+    line(String::new());
+    line("| what | p50 | p99 | target (≤ 100 ms) |".into());
+    line("|---|---|---|---|".into());
+    for (label, ms_per_step) in [
+        ("a busy plugin (wasm and host calls flat out; epoch interruption)", "0"),
+        ("a sleeping plugin (waiting in `wasi:clocks`)", "50"),
+    ] {
+        let mut took = Vec::with_capacity(cancels);
+        for _ in 0..cancels {
+            let cancel = Cancel::new();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let tx = std::sync::Mutex::new(Some(tx));
+            let seen: Arc<dyn ProgressSink> = Arc::new(move |_: &Progress| {
+                if let Some(tx) = tx.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+            });
+            let control = CallControl::default().with_cancel(cancel.clone()).with_progress(seen);
+            let h = host.clone();
+            let call = ToolCall::new("tick", ["1000000000", ms_per_step, ""]);
+            rt.block_on(async {
+                let run = tokio::spawn(async move {
+                    let ctx = CallContext::default();
+                    h.executor.call_controlled(&call, &AlwaysConfirm, &ctx, &control).await
+                });
+                rx.await.unwrap();
+                let t = Instant::now();
+                cancel.cancel("the benchmark");
+                let o = run.await.unwrap();
+                took.push(t.elapsed());
+                assert_eq!(o.kind, Some(toolhost_core::ErrorKind::Cancelled), "{o:?}");
+            });
+        }
+        let s = stats(took);
+        let met = if s.p99 <= Duration::from_millis(100) { "met" } else { "**not met**" };
+        line(format!("| cancel → outcome, {label} | {} | {} | {met} |", ms(s.p50), ms(s.p99)));
+    }
 }
 
 /// The MCP handshake the benchmark's clients send (request id 0), and its notification.
@@ -624,7 +732,8 @@ fn main() {
     };
     let quick = std::env::var_os("TOOLHOST_BENCH_QUICK").is_some();
     // TOOLHOST_BENCH_ONLY=throughput,mcp,…: the latency table and only these sections
-    // (throughput, startup — memory, start-up and reload —, languages, mcp); all by default.
+    // (throughput, startup — memory, start-up and reload —, languages, mcp, long); all by
+    // default.
     let only = std::env::var("TOOLHOST_BENCH_ONLY").ok();
     let want = |section: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == section));
     let n = if quick { 300 } else { 3000 };
@@ -1016,6 +1125,9 @@ fn main() {
     }
     if want("mcp") {
         mcp_rows(&mut line, &plugins, if quick { 300 } else { 2000 }, if quick { 2 } else { 8 });
+    }
+    if want("long") {
+        long_rows(&mut line, &tokio_rt, work.path(), n, if quick { 20 } else { 100 });
     }
     if want("startup") {
         line(String::new());

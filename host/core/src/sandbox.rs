@@ -11,6 +11,7 @@ use crate::capability::fs::{FsGrant, Preopens};
 use crate::capability::log::{CallLog, LogCall};
 use crate::capability::net::{NetCall, NetGrant};
 use crate::capability::process::{ExecGrants, ProcessCall};
+use crate::capability::progress::ProgressCall;
 use crate::capability::quota::{CallMeter, QuotaView};
 use crate::capability::{Missing, MissingKind};
 use crate::settings::{PluginConfig, SecretSource};
@@ -122,6 +123,8 @@ pub struct HostState {
     pub meter: Arc<CallMeter>,
     /// The `log` import: what it kept and dropped in this call.
     pub log: LogCall,
+    /// The `progress` import: the call's latest report, for whoever watches it.
+    pub progress: ProgressCall,
 }
 
 impl HostState {
@@ -136,6 +139,7 @@ impl HostState {
             budget: CallLog::new(&limits, None),
             redact: net.grant.clone(),
         };
+        let progress = ProgressCall::none(net.grant.clone());
         HostState {
             wasi,
             table,
@@ -145,8 +149,15 @@ impl HostState {
             net,
             meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
             log,
+            progress,
             process,
         }
+    }
+
+    /// Send this call's progress reports to whoever holds the receiver of `progress`.
+    pub fn with_progress(mut self, progress: ProgressCall) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// Let this call run the programs `process` grants.
@@ -167,6 +178,37 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// The `host` interface is two capabilities, `log` and `progress`, each with its own part of
+/// the store: the linker hands the interface this view of both ([`HostInterface`]).
+pub struct HostView<'a> {
+    log: &'a mut LogCall,
+    progress: &'a mut ProgressCall,
+}
+
+impl HostState {
+    /// The `host` interface's view of this store.
+    pub fn host_view(&mut self) -> HostView<'_> {
+        HostView { log: &mut self.log, progress: &mut self.progress }
+    }
+}
+
+/// The [`wasmtime::component::HasData`] of the `host` interface: its data is a [`HostView`].
+pub struct HostInterface;
+
+impl wasmtime::component::HasData for HostInterface {
+    type Data<'a> = HostView<'a>;
+}
+
+impl crate::bindings::host::Host for HostView<'_> {
+    fn log(&mut self, level: crate::bindings::host::Level, message: String) {
+        self.log.log(level, message);
+    }
+
+    fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
+        self.progress.report(done, total, message);
     }
 }
 

@@ -19,8 +19,8 @@ pub struct ToolView<'a> {
     /// The manifest declares the tool read-only. This is the author's claim about what the tool
     /// does; see [`ToolView::advertise_read_only`] for what clients are told.
     pub read_only: bool,
-    /// Time, memory and output limits of a call, in the config's precedence
-    /// (global < plugin < manifest output limit < tool).
+    /// Time, memory and output limits of a call, in the config's precedence (global <
+    /// manifest time limit up to `max_timeout_ms` < plugin < manifest output limit < tool).
     pub limits: Limits,
 }
 
@@ -33,7 +33,7 @@ impl<'a> ToolView<'a> {
             plugin: &entry.plugin.name,
             dangerous: is_dangerous(spec, &entry.plugin, config),
             read_only: spec.read_only,
-            limits: config.limits_for(&entry.plugin.name, &spec.name, spec.output_limit),
+            limits: config.limits_for_tool(&entry.plugin.name, spec),
         }
     }
 

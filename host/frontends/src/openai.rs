@@ -335,6 +335,8 @@ mod tests {
             read_only: false,
             category: None,
             output_schema: None,
+            timeout_ms: None,
+            task_support: None,
         }
     }
 

@@ -165,7 +165,43 @@ pub struct ToolSpec {
     /// MCP advertises it as `outputSchema` and sends the result as `structuredContent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// The time limit the tool asks for (ms), e.g. longer than the host's default for a tool
+    /// that hashes large files. Only a request: the host grants at most its
+    /// `[limits] max_timeout_ms`, and the operator's `[plugin.X]`/`[tool.X] timeout_ms` win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Whether the tool may or must run as an MCP task (`forbidden` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
 }
+
+/// Whether a tool may run as an MCP task (a call answered at once with a task id, its result
+/// fetched later), as in MCP's `execution.taskSupport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Always answered directly (the default).
+    #[default]
+    Forbidden,
+    /// Run as a task when the client can take one.
+    Optional,
+    /// Only ever run as a task: a client that cannot take one is refused.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// The longest time limit a manifest may ask for (one day); the operator's
+/// `[limits] max_timeout_ms` caps what is granted.
+pub const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// One declared parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -514,6 +550,14 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         }
         if tool.output_limit == Some(0) {
             return Err(field(at("outputLimit"), "must be at least 1"));
+        }
+        if let Some(t) = tool.timeout_ms
+            && !(1..=MAX_TIMEOUT_MS).contains(&t)
+        {
+            return Err(field(
+                at("timeoutMs"),
+                format!("must be a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS} (a day), got {t}"),
+            ));
         }
         if let Some(schema) = &tool.output_schema {
             check_schema_size(at("outputSchema"), schema)?;

@@ -95,6 +95,8 @@ fn source(case: &Value) -> Result<(String, String), String> {
             ("readOnly", "read_only"),
             ("outputLimit", "output_limit"),
             ("category", "category"),
+            ("timeoutMs", "timeout_ms"),
+            ("taskSupport", "task_support"),
         ] {
             if let Some(v) = tool.get(key) {
                 options.push(format!("{rust} = {}", literal(v)));

@@ -144,6 +144,26 @@ fn lit_str(opt: &Opt) -> syn::Result<String> {
     }
 }
 
+/// The values of `task_support`.
+const TASK_SUPPORT: &[&str] = &["forbidden", "optional", "required"];
+
+/// `timeout_ms = N`: milliseconds, from 1 to the host's most (a day).
+fn timeout_ms(opt: &Opt) -> syn::Result<u64> {
+    const MAX: u64 = toolhost_spec::manifest::MAX_TIMEOUT_MS;
+    match &opt.value {
+        Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))
+            if i.base10_parse::<u64>().is_ok_and(|n| (1..=MAX).contains(&n)) =>
+        {
+            i.base10_parse()
+        }
+        Some(other) => Err(syn::Error::new_spanned(
+            other,
+            format!("`timeout_ms` must be a whole number of milliseconds from 1 to {MAX} (a day)"),
+        )),
+        None => Err(syn::Error::new_spanned(&opt.key, "`timeout_ms` needs a value: `timeout_ms = 60000`")),
+    }
+}
+
 fn lit_u64(opt: &Opt) -> syn::Result<u64> {
     match &opt.value {
         Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))
@@ -415,6 +435,10 @@ struct Tool {
     category: Option<String>,
     /// `output_schema = r#"{…}"#`: the JSON Schema (an object schema) of the tool's result.
     output_schema: Option<Value>,
+    /// `timeout_ms = N`: the time limit the tool asks for.
+    timeout_ms: Option<u64>,
+    /// `task_support = "optional"`: whether the tool may run as an MCP task.
+    task_support: Option<String>,
 }
 
 struct Param {
@@ -445,6 +469,8 @@ impl Tool {
             output_limit: None,
             category: None,
             output_schema: None,
+            timeout_ms: None,
+            task_support: None,
         };
         let mut named = false;
         if let Meta::List(list) = &attr.meta {
@@ -473,11 +499,25 @@ impl Tool {
                         tool.category = Some(c);
                     }
                     "output_schema" => tool.output_schema = Some(output_schema(&opt)?),
+                    "timeout_ms" => tool.timeout_ms = Some(timeout_ms(&opt)?),
+                    "task_support" => {
+                        let v = lit_str(&opt)?;
+                        if !TASK_SUPPORT.contains(&v.as_str()) {
+                            return Err(syn::Error::new_spanned(
+                                &opt.value,
+                                format!(
+                                    "`task_support` must be one of {}, got {v:?}",
+                                    TASK_SUPPORT.join(", ")
+                                ),
+                            ));
+                        }
+                        tool.task_support = Some(v);
+                    }
                     other => {
                         return Err(syn::Error::new_spanned(
                             &opt.key,
                             format!(
-                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema"
+                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema, timeout_ms, task_support"
                             ),
                         ));
                     }
@@ -655,6 +695,12 @@ impl Tool {
         }
         if let Some(schema) = &self.output_schema {
             m.insert("outputSchema".into(), schema.clone());
+        }
+        if let Some(t) = self.timeout_ms {
+            m.insert("timeoutMs".into(), json!(t));
+        }
+        if let Some(t) = &self.task_support {
+            m.insert("taskSupport".into(), json!(t));
         }
         Value::Object(m)
     }

@@ -15,12 +15,14 @@
 
 `python3 -m toolhost_sdk manifest DIR` prints the manifest derived from the code (docstring →
 description, signature and type hints → params, argCount, parseJson; decorator options →
-danger, readOnly, rest, outputLimit, category); `process.run("git", [...])` runs a program the
+danger, readOnly, rest, outputLimit, category, timeoutMs, taskSupport); `progress(done, total,
+message)` says how far a long call has come; `process.run("git", [...])` runs a program the
 plugin requests and the operator grants; `python3 -m toolhost_sdk componentize DIR -o
 OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
 """
 
 from . import http, log, process
+from ._progress import progress
 from ._spec import ToolError, plugin, tool
 
-__all__ = ["tool", "plugin", "log", "http", "process", "ToolError"]
+__all__ = ["tool", "plugin", "log", "http", "process", "progress", "ToolError"]

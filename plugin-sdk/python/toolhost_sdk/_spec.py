@@ -137,7 +137,12 @@ class _ToolDecl:
         self.spec = None
 
 
-_TOOL_OPTIONS = ("name", "danger", "read_only", "rest", "output_limit", "category", "output_schema")
+_TOOL_OPTIONS = ("name", "danger", "read_only", "rest", "output_limit", "category", "output_schema",
+                 "timeout_ms", "task_support")
+
+# The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
+MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000
+_TASK_SUPPORT = ("forbidden", "optional", "required")
 
 
 def tool(func=None, **options):
@@ -146,8 +151,10 @@ def tool(func=None, **options):
     Use it bare (`@tool`) or with options (`@tool(rest=True, category="text")`): `name`,
     `danger`, `read_only`, `rest`, `output_limit`, `category`, `output_schema` (a dataclass or
     TypedDict, or a JSON Schema dict for an object; by default derived from a dataclass or
-    TypedDict return annotation). The function itself is returned unchanged, so tests call it
-    directly.
+    TypedDict return annotation), `timeout_ms` (the time limit the tool asks for, 1 ms to a day;
+    the host grants at most its `[limits] max_timeout_ms`), `task_support` (`"optional"` or
+    `"required"`: an MCP client that takes tasks gets a task id at once). The function itself is
+    returned unchanged, so tests call it directly.
     """
     file, line = _caller()
 
@@ -538,6 +545,17 @@ def derive(decl):
         errors.append(Misuse(file, line, f"`output_limit` must be a whole number of characters, at least 1, "
                                          f"got {output_limit!r}"))
         output_limit = None
+    timeout_ms = decl.options.get("timeout_ms")
+    if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+                                   or not 1 <= timeout_ms <= MAX_TIMEOUT_MS):
+        errors.append(Misuse(file, line, f"`timeout_ms` must be a whole number of milliseconds from 1 to "
+                                         f"{MAX_TIMEOUT_MS} (a day), got {timeout_ms!r}"))
+        timeout_ms = None
+    task_support = decl.options.get("task_support")
+    if task_support is not None and task_support not in _TASK_SUPPORT:
+        errors.append(Misuse(file, line, f"`task_support` must be one of {', '.join(_TASK_SUPPORT)}, "
+                                         f"got {task_support!r}"))
+        task_support = None
     category = decl.options.get("category")
     if category is not None and not isinstance(category, str):
         errors.append(Misuse(file, line, f"`category` takes a string, got {category!r}"))
@@ -675,6 +693,10 @@ def derive(decl):
         entry["category"] = category
     if output_schema is not None:
         entry["outputSchema"] = output_schema
+    if timeout_ms is not None:
+        entry["timeoutMs"] = timeout_ms
+    if task_support is not None:
+        entry["taskSupport"] = task_support
     return ToolSpec(name, func, params, entry)
 
 

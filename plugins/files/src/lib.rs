@@ -113,6 +113,41 @@ mod tools {
         Ok(format!("renamed `{from}` to `{to}`"))
     }
 
+    /// The SHA-256 of a file of the workspace, however large: read a MiB at a time, with
+    /// progress after each.
+    ///
+    /// - `path`: file relative to the workspace
+    #[tool(category = "file", read_only, timeout_ms = 300000, task_support = "optional")]
+    pub fn checksum(path: String) -> Result<String, String> {
+        use sha2::Digest;
+        use std::io::Read;
+        const MIB: u64 = 1024 * 1024;
+        let mut file = fs::File::open(checked(&path)?).map_err(|e| io_err("open", &path, e))?;
+        let size = file.metadata().map_err(|e| io_err("read", &path, e))?.len();
+        let mut hasher = sha2::Sha256::new();
+        let mut buf = vec![0u8; MIB as usize];
+        let mut done = 0u64;
+        loop {
+            // A whole MiB per step (a read may return less).
+            let mut n = 0;
+            while n < buf.len() {
+                match file.read(&mut buf[n..]).map_err(|e| io_err("read", &path, e))? {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            done += n as u64;
+            let message = format!("{} of {} MiB", done.div_ceil(MIB), size.div_ceil(MIB));
+            toolhost_sdk::progress(done, Some(size.max(done)), &message);
+        }
+        let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Ok(format!("sha256:{hex}  {path} ({done} bytes)"))
+    }
+
     /// Delete a file, or a directory with everything in it.
     ///
     /// - `path`: file or directory relative to the workspace

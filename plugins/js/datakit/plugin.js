@@ -1,7 +1,7 @@
 // datakit: the example JavaScript plugin. JSON in (json_select, md_table), a rest parameter
 // (word_freq), errors as tool errors (all of them, on bad input), and an HTTP call with a
 // secret bearer token the plugin never sees (json_api).
-import { definePlugin, defineTool, http, log } from 'toolhost-sdk';
+import { definePlugin, defineTool, http, log, progress } from 'toolhost-sdk';
 import { select, markdownTable, wordFrequencies } from './lib/data.js';
 
 definePlugin({
@@ -44,7 +44,10 @@ export const mdTable = defineTool({
   category: 'data',
   outputLimit: 20000,
   run(rows, columns) {
-    return markdownTable(rows, columns);
+    const table = markdownTable(rows, columns);
+    // One report for the whole table (a real long tool reports as it goes).
+    progress(rows.length, rows.length, `${rows.length} rows`);
+    return table;
   },
 });
 

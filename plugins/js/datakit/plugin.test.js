@@ -23,6 +23,7 @@ test('md_table: columns from the rows or given, cells escaped', () => {
     '| name | size | note |\n| --- | --- | --- |\n| a\\|b | 1 |  |\n| c |  | x y |',
   );
   assert.equal(mdTable.call(rows, '["size"]'), '| size |\n| --- |\n| 1 |\n|  |');
+  assert.deepEqual(testing.progress.at(-1), { done: 2, total: 2, message: '2 rows' });
   assert.throws(() => mdTable.call('[1]'), { message: 'row 1 is 1, not an object' });
   assert.throws(() => mdTable.call('{}'), /argument 1 \(`rows`\) must be an array/);
 });

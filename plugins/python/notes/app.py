@@ -7,7 +7,7 @@ import json
 import os
 from typing import Optional, TypedDict
 
-from toolhost_sdk import ToolError, http, log, plugin, tool
+from toolhost_sdk import ToolError, http, log, plugin, progress, tool
 
 plugin(fs="workspace:rw", net="*", secret="api_token")
 
@@ -83,9 +83,11 @@ def add(items: list[Note]) -> Added:
     """
     if not items:
         raise ToolError("`items` is empty: give at least one note")
-    for n in items:
+    for i, n in enumerate(items, 1):
         if not n.text.strip():
             raise ToolError("a note has an empty `text`")
+        # How far the check has come, for whoever waits (a long list takes a while).
+        progress(i, len(items), f"checked {i} of {len(items)} notes")
     notes = _read() + items
     _write(notes)
     return {"added": len(items), "total": len(notes)}

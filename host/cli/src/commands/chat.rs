@@ -353,11 +353,21 @@ fn tools_list(reg: &Registry) -> String {
 struct Renderer {
     interactive: bool,
     mid_line: bool,
+    /// A tool card's progress line is on screen (redrawn in place, cleared at the card's end).
+    bar: bool,
 }
 
 impl Renderer {
     fn new(interactive: bool) -> Renderer {
-        Renderer { interactive, mid_line: false }
+        Renderer { interactive, mid_line: false, bar: false }
+    }
+
+    /// Take a progress line off the screen.
+    fn clear_bar(&mut self) {
+        if self.bar {
+            self.out("\r\x1b[2K");
+            self.bar = false;
+        }
     }
 
     fn out(&mut self, s: &str) {
@@ -401,7 +411,15 @@ impl Renderer {
                 self.end_line();
                 self.out(&format!("  ▸ {}\n", cut(&term::line(&format!("{name}({args})")), CARD_WIDTH)));
             }
+            // The card's bar, redrawn in place while the tool runs (interactive only: with
+            // --once, stderr gets the finished card alone).
+            Event::ToolProgress { progress, .. } if self.interactive => {
+                let line = format!("\r\x1b[2K    {}", progress_bar(progress));
+                self.out(&cut(&line, CARD_WIDTH + 8));
+                self.bar = true;
+            }
             Event::ToolEnd { outcome, elapsed, .. } => {
+                self.clear_bar();
                 let status = match (outcome.success, outcome.kind) {
                     (true, _) if outcome.truncated => "✓ success (truncated)".to_string(),
                     (true, _) => "✓ success".to_string(),
@@ -421,6 +439,20 @@ impl Renderer {
             }
             _ => {}
         }
+    }
+}
+
+/// `[█████·····]  50% 5/10 hashing` (a known total) or `⋯ 5 hashing`; the message escaped.
+fn progress_bar(p: &toolhost_core::executor::Progress) -> String {
+    const WIDTH: usize = 20;
+    let message = term::line(&p.message);
+    match (p.fraction(), p.total) {
+        (Some(f), Some(t)) => {
+            let full = (f * WIDTH as f64).round() as usize;
+            let bar = "█".repeat(full) + &"·".repeat(WIDTH - full.min(WIDTH));
+            format!("[{bar}] {:>3}% {}/{t} {message}", (f * 100.0).round() as u32, p.done)
+        }
+        _ => format!("⋯ {} {message}", p.done),
     }
 }
 
@@ -473,5 +505,22 @@ impl LineReader {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.requests.send(tx).ok()?;
         rx.await.ok().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_bar;
+    use toolhost_core::executor::Progress;
+
+    #[test]
+    fn the_card_bar_shows_the_fraction_and_escapes_the_message() {
+        let p = |done, total, message: &str| Progress { done, total, message: message.into() };
+        assert_eq!(
+            progress_bar(&p(5, Some(10), "half")),
+            format!("[{}{}]  50% 5/10 half", "█".repeat(10), "·".repeat(10))
+        );
+        assert_eq!(progress_bar(&p(7, None, "files")), "⋯ 7 files");
+        assert!(!progress_bar(&p(1, Some(2), "\u{202e}evil")).contains('\u{202e}'), "bidi escaped");
     }
 }

@@ -34,6 +34,16 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         eprintln!("{}\nfile: {digest}", term::text(&signature));
     } else {
         print!("{}", render_manifest(&manifest));
+        // What this host would grant each tool: its manifest's `timeoutMs` up to
+        // `[limits] max_timeout_ms`, the operator's [plugin.X]/[tool.X] overrides applied.
+        let limits: Vec<String> = manifest
+            .tools
+            .iter()
+            .map(|t| {
+                format!("{} {} ms", term::line(&t.name), cfg.limits_for_tool(&manifest.name, t).timeout_ms)
+            })
+            .collect();
+        println!("time limits here: {}", limits.join(", "));
         println!("{}", term::text(&signature));
         println!("file: {digest}");
     }
@@ -78,6 +88,12 @@ pub fn render_manifest(m: &Manifest) -> String {
         }
         if let Some(c) = &t.category {
             flags.push(format!("category {}", term::line(c)));
+        }
+        if let Some(ms) = t.timeout_ms {
+            flags.push(format!("asks for {ms} ms"));
+        }
+        if let Some(ts) = t.task_support {
+            flags.push(format!("task {}", ts.as_str()));
         }
         if !flags.is_empty() {
             out.push_str(&format!("  [{}]\n", flags.join(", ")));

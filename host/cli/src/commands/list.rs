@@ -22,7 +22,18 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         crate::session::open(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
     let reg = host.registry.load_full();
     if a.json {
-        println!("{}", term::to_json(&list_json(&reg))?);
+        let mut doc = list_json(&reg);
+        // Each tool's effective time limit (manifest `timeoutMs` up to `[limits] max_timeout_ms`,
+        // the operator's overrides applied).
+        let limits: serde_json::Map<String, serde_json::Value> = reg
+            .tools()
+            .map(|t| {
+                let view = toolhost_core::view::ToolView::new(t, &host.config);
+                (view.spec.name.clone(), view.limits.timeout_ms.into())
+            })
+            .collect();
+        doc["timeoutMs"] = limits.into();
+        println!("{}", term::to_json(&doc)?);
     } else {
         print!("{}", render_list(&reg, &host.config));
     }
@@ -31,8 +42,8 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
 
 /// The `list` table.
 pub fn render_list(reg: &Registry, config: &Config) -> String {
-    let mut rows: Vec<[String; 4]> =
-        vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "DESCRIPTION".into()]];
+    let mut rows: Vec<[String; 5]> =
+        vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "TIMEOUT".into(), "DESCRIPTION".into()]];
     for t in reg.tools() {
         let view = toolhost_core::view::ToolView::new(t, config);
         let s = view.spec;
@@ -42,15 +53,15 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
             field(&s.signature()),
             field(&t.plugin.name),
             field(&flags.join(",")),
+            seconds(view.limits.timeout_ms),
             field(&s.description),
         ]);
     }
-    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
-    let w2 = rows.iter().map(|r| r[2].chars().count()).max().unwrap_or(0);
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
     let mut out = String::new();
     for r in &rows {
-        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
+        let line = format!("{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
         out.push_str(line.trim_end());
         out.push('\n');
     }
@@ -113,6 +124,11 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         }
     }
     out
+}
+
+/// A time limit as `list` shows it: `10s`, `2.5s`, `300s`.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{}s", ms as f64 / 1000.0) }
 }
 
 /// The `list --json` document.

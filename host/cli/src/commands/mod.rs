@@ -105,7 +105,8 @@ pub enum Command {
     Sign(sign::Args),
     /// Write a key pair for signing plugins
     Keygen(keygen::Args),
-    /// Call one tool and print its outcome (exit code 1 if the call fails)
+    /// Call one tool and print its outcome (exit code 1 if the call fails, 130 if Ctrl-C
+    /// cancelled it); its progress is shown while it runs
     Call(call::Args),
 }
 

@@ -128,7 +128,9 @@ async fn serve_mcp(
         }
     };
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
-        .with_approval_ttl(frontends.mcp.approval_ttl)?;
+        .with_approval_ttl(frontends.mcp.approval_ttl)?
+        .with_task_limits(frontends.mcp.tasks);
+    let tasks = server.tasks();
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();
     }
@@ -192,6 +194,11 @@ async fn serve_mcp(
         }
     }
     service.sync();
+    // A task never outlives a shutdown unreported: those still running ended `cancelled`.
+    let n = tasks.cancelled_by_shutdown();
+    if n > 0 {
+        eprintln!("toolhost: {n} MCP task{} ended cancelled by the shutdown", if n == 1 { "" } else { "s" });
+    }
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -9,12 +9,14 @@
 //! - [`net`]: outbound HTTP through the host (`http` import), secrets and their origins;
 //! - [`process`]: programs run for a plugin (`process` import), confined by the kernel;
 //! - `quota`: the per-call disk quota inside `wasi:filesystem/types`;
-//! - `log`: the `log` import, capped per call and rate-limited per plugin.
+//! - `log`: the `log` import, capped per call and rate-limited per plugin;
+//! - [`progress`]: the `progress` import, the latest report of a running call for its front end.
 
 pub(crate) mod fs;
 pub(crate) mod log;
 pub mod net;
 pub mod process;
+pub mod progress;
 pub(crate) mod quota;
 
 /// A capability the plugin requested and the operator did not grant.

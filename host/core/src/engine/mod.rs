@@ -2,10 +2,9 @@
 //! the single host-side `bindgen!` of `wit/`, compilation of a plugin into an `InstancePre`,
 //! and the epoch ticker that turns wall-clock time into deadlines.
 
-use crate::capability::log::LogCall;
 use crate::capability::net::NetCall;
 use crate::capability::process::ProcessCall;
-use crate::sandbox::HostState;
+use crate::sandbox::{HostInterface, HostState};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -188,7 +187,7 @@ impl Runtime {
             crate::capability::quota::add_to_linker(&mut linker)?;
         }
         // Each capability's interface on its own part of the call's state.
-        crate::bindings::host::add_to_linker::<HostState, HasSelf<LogCall>>(&mut linker, |s| &mut s.log)?;
+        crate::bindings::host::add_to_linker::<HostState, HostInterface>(&mut linker, HostState::host_view)?;
         crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;
         crate::bindings::process::add_to_linker::<HostState, HasSelf<ProcessCall>>(&mut linker, |s| {
             &mut s.process

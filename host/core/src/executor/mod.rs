@@ -6,6 +6,7 @@
 use crate::capability::Missing;
 use crate::capability::log::CallLog;
 use crate::capability::net::{NetCall, Refusal, redact_owned};
+use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
 use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry};
@@ -30,11 +31,14 @@ const YIELD_TICKS: u64 = 2;
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
+mod control;
 mod danger;
 pub mod observer;
 mod outcome;
 mod slots;
 
+pub use crate::capability::progress::Progress;
+pub use control::{CallControl, Cancel, ProgressSink};
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
 pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
 use outcome::structured_outcome;
@@ -74,6 +78,11 @@ impl Executor {
         self.observer.get()
     }
 
+    /// Who the executor asks about a dangerous call unless a front end brings its own.
+    pub fn confirm(&self) -> &Arc<dyn Confirm> {
+        &self.confirm
+    }
+
     /// The current registry snapshot.
     pub fn registry(&self) -> Arc<Registry> {
         self.registry.load_full()
@@ -96,13 +105,51 @@ impl Executor {
 
     /// [`Executor::call_with`] on behalf of the client `ctx` names (for the audit trail).
     pub async fn call_in(&self, call: &ToolCall, confirm: &dyn Confirm, ctx: &CallContext) -> Outcome {
+        self.call_controlled(call, confirm, ctx, &CallControl::default()).await
+    }
+
+    /// [`Executor::call_in`], steered by `control`: cancelled when its [`Cancel`] fires (the
+    /// outcome is [`ErrorKind::Cancelled`]), its progress reports sent to its [`ProgressSink`]
+    /// (and to the observer's [`CallObserver::progress`]) as they come, coalesced.
+    pub async fn call_controlled(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        ctx: &CallContext,
+        control: &CallControl,
+    ) -> Outcome {
+        let record = observer::SharedRecord::default();
+        let id = observer::next_call_id();
+        record.lock().unwrap_or_else(|p| p.into_inner()).id = id;
         match self.observer.get() {
             Some(observer) => {
-                let record = observer::SharedRecord::default();
-                let run = Box::pin(self.call_recorded(call, confirm, record.clone()));
+                let run = Box::pin(self.call_cancellable(call, confirm, record.clone(), control));
                 observer.observe(call, ctx, record, run).await
             }
-            None => self.call_recorded(call, confirm, observer::SharedRecord::default()).await,
+            None => self.call_cancellable(call, confirm, record, control).await,
+        }
+    }
+
+    /// The call, raced against its [`Cancel`]: a cancelled call's future is dropped wherever
+    /// it is (waiting for a confirmation or a slot, or running in its sandbox; see `control`).
+    async fn call_cancellable(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        rec: observer::SharedRecord,
+        control: &CallControl,
+    ) -> Outcome {
+        let work = self.call_recorded(call, confirm, rec, control);
+        let Some(cancel) = &control.cancel else { return work.await };
+        let started = std::time::Instant::now();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                let o = cancel.outcome(&call.name, started.elapsed().as_millis());
+                tracing::info!(tool = call.name, "{}", o.text());
+                o
+            }
+            o = work => o,
         }
     }
 
@@ -112,7 +159,9 @@ impl Executor {
         call: &ToolCall,
         confirm: &dyn Confirm,
         rec: observer::SharedRecord,
+        control: &CallControl,
     ) -> Outcome {
+        let id = rec.lock().unwrap_or_else(|p| p.into_inner()).id;
         let note = |f: &dyn Fn(&mut CallRecord)| f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
@@ -158,8 +207,10 @@ impl Executor {
                 }
             }
         }
-        let limits = self.config.limits_for(&plugin.name, &spec.name, spec.output_limit);
-        let (outcome, refused) = self.run(plugin, spec, args, limits).await;
+        let limits = self.config.limits_for_tool(&plugin.name, spec);
+        let observer = self.observer.get().filter(|o| o.wants_progress());
+        let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
+        let (outcome, refused) = self.run(plugin, spec, args, limits, watch).await;
         if outcome.kind == Some(ErrorKind::ToolError)
             && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
         {
@@ -177,6 +228,7 @@ impl Executor {
         spec: &ToolSpec,
         args: Vec<String>,
         limits: Limits,
+        watch: Watch<'_>,
     ) -> (Outcome, Vec<Refusal>) {
         // A plugin loaded from the warm compile cache is linked on first use (see
         // `registry::Code`): off the async workers, as it blocks for about a millisecond.
@@ -242,6 +294,14 @@ impl Executor {
             runs: 0,
             settings: self.config.process.clone(),
         });
+        // Progress is watched only when someone follows it (a front end's sink, an observer).
+        let (state, progress) = if watch.sink.is_some() || watch.observer.is_some() {
+            let (p, rx) = ProgressCall::watched(plugin.grants.net.clone());
+            (state.with_progress(p), Some(rx))
+        } else {
+            (state, None)
+        };
+        let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
@@ -261,7 +321,12 @@ impl Executor {
                 instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run)).await
+            let guest = BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            match &forwarder {
+                None => guest.await,
+                // The last report goes out before the outcome.
+                Some(f) => f.around(guest).await,
+            }
         };
         let memory_hit = store.data().limiter.hit;
         let refused = std::mem::take(&mut store.data_mut().net.refused);
@@ -332,6 +397,26 @@ impl Executor {
             log_lines: log.lines,
             log_dropped: log.dropped_lines,
             quota: state.meter.hit().map(|h| state.meter.message(h)),
+        }
+    }
+}
+
+/// Who follows one call's progress: the front end's sink and the observer.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    call: &'a ToolCall,
+    id: u64,
+    sink: Option<&'a Arc<dyn ProgressSink>>,
+    observer: Option<&'a Arc<dyn CallObserver>>,
+}
+
+impl Watch<'_> {
+    async fn deliver(self, p: Progress) {
+        if let Some(o) = self.observer {
+            o.progress(self.id, self.call, &p);
+        }
+        if let Some(s) = self.sink {
+            s.report(&p).await;
         }
     }
 }
@@ -573,6 +658,8 @@ mod tests {
             read_only: false,
             category: None,
             output_schema: None,
+            timeout_ms: None,
+            task_support: None,
         }
     }
 

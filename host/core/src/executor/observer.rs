@@ -24,6 +24,9 @@ pub struct CallContext {
 /// What the executor learned about a call while running it, for the audit trail.
 #[derive(Debug, Default, Clone)]
 pub struct CallRecord {
+    /// The call's number in this process (from 1; 0: a call no executor ran), so an observer
+    /// can tell calls apart in [`CallObserver::progress`].
+    pub id: u64,
     /// The plugin that served the tool (unset: no such tool).
     pub plugin: Option<Arc<LoadedPlugin>>,
     /// Set for a dangerous tool: the decision and who made it.
@@ -115,4 +118,24 @@ pub trait CallObserver: Send + Sync {
     fn waiting(&self) -> Option<Box<dyn Send>> {
         None
     }
+
+    /// Whether this observer follows calls' progress ([`CallObserver::progress`]); a call's
+    /// progress is only watched when someone does (the front end or the observer).
+    fn wants_progress(&self) -> bool {
+        false
+    }
+
+    /// A running call's progress (coalesced: at most about ten a second per call, the last
+    /// always), for a live view of running calls; `id` is the call's [`CallRecord::id`].
+    /// Called from the call's own task, only if [`CallObserver::wants_progress`]: return
+    /// quickly.
+    fn progress(&self, id: u64, call: &ToolCall, progress: &super::Progress) {
+        let _ = (id, call, progress);
+    }
+}
+
+/// The next call number (see [`CallRecord::id`]).
+pub(crate) fn next_call_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }

@@ -30,11 +30,13 @@ pub enum ErrorKind {
     /// No call slot became free before the call's deadline (the plugin's own
     /// `[plugin.X] concurrency`, or the host's `[limits] concurrency`).
     Busy,
-    /// The host is shutting down: the call was not admitted, or was cancelled at the end of
-    /// the grace period (see `service::shutdown`). Retrying elsewhere is safe for the former.
+    /// The host is shutting down and did not admit the call (see `service::shutdown`):
+    /// nothing of it ran, so retrying elsewhere is safe.
     Unavailable,
-    /// Whoever made the call cancelled it before it finished (Ctrl-C in `chat`): its own kind,
-    /// never reported as `denied` or `timeout`.
+    /// The call was stopped before it finished: by whoever made it (MCP
+    /// `notifications/cancelled` or `tasks/cancel`, Ctrl-C in `call` or `chat`, an HTTP client
+    /// that went away) or by a shutdown past its grace period. Its own kind, never reported
+    /// as `denied`, `timeout` or `unavailable`; the call may have partly run.
     Cancelled,
 }
 

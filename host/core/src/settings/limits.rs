@@ -96,7 +96,13 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     plugin_concurrency: Option<u32>,
     /// Log lines per second per plugin, across its calls (burst: ten seconds' worth).
     log_rate: Option<u32>,
+    /// The longest time limit a tool's manifest may ask for (`timeoutMs`), in ms.
+    max_timeout_ms: Option<u64>,
 });
+
+/// How long a tool may ask to run (`timeoutMs` in its manifest) unless `[limits]
+/// max_timeout_ms` says otherwise: five minutes.
+pub const DEFAULT_MAX_TIMEOUT_MS: u64 = 300_000;
 
 /// The `[limits]` section, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +113,7 @@ pub struct LimitSettings {
     pub concurrency: u32,
     pub plugin_concurrency: u32,
     pub log_rate: u32,
+    pub max_timeout_ms: u64,
 }
 
 impl RawLimits {
@@ -139,6 +146,13 @@ impl RawLimits {
         if max_plugin_mb == 0 {
             return Err("limits.max_plugin_mb must be at least 1".into());
         }
+        let max_timeout_ms = self.max_timeout_ms.unwrap_or(DEFAULT_MAX_TIMEOUT_MS);
+        if !(1..=toolhost_spec::manifest::MAX_TIMEOUT_MS).contains(&max_timeout_ms) {
+            return Err(format!(
+                "limits.max_timeout_ms = {max_timeout_ms} is outside 1..={} (a day)",
+                toolhost_spec::manifest::MAX_TIMEOUT_MS
+            ));
+        }
         Ok(LimitSettings {
             limits,
             stack_kb,
@@ -146,6 +160,7 @@ impl RawLimits {
             concurrency,
             plugin_concurrency,
             log_rate,
+            max_timeout_ms,
         })
     }
 }

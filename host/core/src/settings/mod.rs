@@ -90,6 +90,8 @@ pub struct Config {
     pub plugin_concurrency: u32,
     /// `log` lines per second one plugin may put in the host log across its calls.
     pub log_rate: u32,
+    /// The longest time limit a tool's manifest may ask for (`timeoutMs`), in ms.
+    pub max_timeout_ms: u64,
     pub danger: DangerPolicy,
     /// Compiled-code cache directory; `None` keeps compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
@@ -120,6 +122,7 @@ impl Default for Config {
             concurrency: l.concurrency,
             plugin_concurrency: l.plugin_concurrency,
             log_rate: l.log_rate,
+            max_timeout_ms: l.max_timeout_ms,
             danger: DangerPolicy::Ask,
             cache_dir: crate::files::cache_dir(),
             net: NetSettings::default(),
@@ -146,8 +149,8 @@ impl Config {
         cfg.workspace = normalize(&base.join(workspace.unwrap_or_else(|| PathBuf::from("."))));
         let l = file.section::<limits::RawLimits>("limits")?.resolve().map_err(invalid)?;
         (cfg.limits, cfg.stack_kb, cfg.max_plugin_bytes) = (l.limits, l.stack_kb, l.max_plugin_bytes);
-        (cfg.concurrency, cfg.plugin_concurrency, cfg.log_rate) =
-            (l.concurrency, l.plugin_concurrency, l.log_rate);
+        (cfg.concurrency, cfg.plugin_concurrency, cfg.log_rate, cfg.max_timeout_ms) =
+            (l.concurrency, l.plugin_concurrency, l.log_rate, l.max_timeout_ms);
         cfg.danger = file.section::<RawDanger>("danger")?.policy.unwrap_or_default();
         let cache: RawCache = file.section("cache")?;
         if let Some(dir) = cache.dir {
@@ -310,7 +313,28 @@ impl Config {
     /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
     /// tool overrides (the operator's word on a tool is last).
     pub fn limits_for(&self, plugin: &str, tool: &str, manifest_output_limit: Option<usize>) -> Limits {
+        self.limits_with(plugin, tool, manifest_output_limit, None)
+    }
+
+    /// The limits of a call of `spec` (a tool of `plugin`), with what its manifest asks for:
+    /// `timeoutMs` replaces `[limits] timeout_ms` up to `[limits] max_timeout_ms` (the
+    /// operator's `[plugin.X]` and `[tool.X]` `timeout_ms` still win), `outputLimit` as in
+    /// [`Config::limits_for`].
+    pub fn limits_for_tool(&self, plugin: &str, spec: &toolhost_spec::manifest::ToolSpec) -> Limits {
+        self.limits_with(plugin, &spec.name, spec.output_limit, spec.timeout_ms)
+    }
+
+    fn limits_with(
+        &self,
+        plugin: &str,
+        tool: &str,
+        manifest_output_limit: Option<usize>,
+        manifest_timeout_ms: Option<u64>,
+    ) -> Limits {
         let mut l = self.limits;
+        if let Some(t) = manifest_timeout_ms {
+            l.timeout_ms = t.min(self.max_timeout_ms);
+        }
         if let Some(p) = self.plugins.get(plugin) {
             p.limits.apply(&mut l);
         }
@@ -422,6 +446,27 @@ mod tests {
         assert_eq!(c.limits_for("files", "read", None).timeout_ms, 500);
         assert!(c.tool_marked_dangerous("delete"));
         assert!(!c.tool_marked_dangerous("read"));
+    }
+
+    #[test]
+    fn a_manifest_may_ask_for_more_time_up_to_the_cap_and_the_operator_has_the_last_word() {
+        let spec = |name: &str, timeout_ms| {
+            let mut t: toolhost_spec::manifest::ToolSpec = serde_json::from_value(serde_json::json!(
+                {"name": name, "description": "d", "argCount": 0}
+            ))
+            .unwrap();
+            t.timeout_ms = timeout_ms;
+            t
+        };
+        let c =
+            parse("[limits]\ntimeout_ms = 1000\nmax_timeout_ms = 60000\n[tool.pinned]\ntimeout_ms = 2000")
+                .unwrap();
+        assert_eq!(c.limits_for_tool("p", &spec("plain", None)).timeout_ms, 1000);
+        assert_eq!(c.limits_for_tool("p", &spec("long", Some(30_000))).timeout_ms, 30_000);
+        assert_eq!(c.limits_for_tool("p", &spec("greedy", Some(600_000))).timeout_ms, 60_000, "capped");
+        assert_eq!(c.limits_for_tool("p", &spec("pinned", Some(30_000))).timeout_ms, 2000, "[tool.X] wins");
+        assert_eq!(Config::default().max_timeout_ms, limits::DEFAULT_MAX_TIMEOUT_MS);
+        assert!(parse("[limits]\nmax_timeout_ms = 0").unwrap_err().contains("limits.max_timeout_ms = 0"));
     }
 
     #[test]

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_core::executor::{self, CallContext, CallControl, Progress, ProgressSink};
 use toolhost_core::executor::{Confirm, ErrorKind, Executor, Outcome, ToolCall};
 use toolhost_core::registry::Registry;
 use {crate::openai, crate::text};
@@ -139,6 +140,9 @@ pub enum Event {
     Notice(String),
     /// A tool call is about to run (a danger confirmation may follow).
     ToolStart { id: String, name: String, args: String },
+    /// A running tool call reported progress (coalesced by the host: about ten a second at
+    /// most, the last always).
+    ToolProgress { id: String, name: String, progress: Progress },
     /// A tool call finished (or did not run: unknown tool, bad arguments, denied, cancelled,
     /// a `[TOOL]` call that did not parse).
     ToolEnd { id: String, name: String, args: String, outcome: Outcome, elapsed: Duration },
@@ -424,10 +428,7 @@ impl Agent {
             events(Event::ToolStart { id: tc.id.clone(), name: name.clone(), args: args.clone() });
             let started = Instant::now();
             let outcome = match mapped {
-                Ok(call) => tokio::select! {
-                    o = self.call(&call) => o,
-                    _ = cancel.cancelled() => Outcome::err(ErrorKind::Cancelled, CANCELLED),
-                },
+                Ok(call) => self.call(&tc.id, &call, cancel, events).await,
                 Err(refused) => *refused,
             };
             let elapsed = started.elapsed();
@@ -488,10 +489,7 @@ impl Agent {
                     let outcome = if cancel.is_cancelled() {
                         Outcome::err(ErrorKind::Cancelled, CANCELLED)
                     } else {
-                        tokio::select! {
-                            o = self.call(call) => o,
-                            _ = cancel.cancelled() => Outcome::err(ErrorKind::Cancelled, CANCELLED),
-                        }
+                        self.call(&n.to_string(), call, cancel, events).await
                     };
                     (call.name.clone(), args, Some(outcome.clone()), outcome, started.elapsed())
                 }
@@ -528,11 +526,35 @@ impl Agent {
         }
     }
 
-    async fn call(&self, call: &ToolCall) -> Outcome {
-        match &self.confirm {
-            Some(c) => self.executor.call_with(call, &**c).await,
-            None => self.executor.call(call).await,
+    /// Run `call` (event id `id`), its progress as [`Event::ToolProgress`]; `cancel` stops it
+    /// through the executor, so a cancelled call is still counted and audited.
+    async fn call(&self, id: &str, call: &ToolCall, cancel: &Cancel, events: Sink<'_>) -> Outcome {
+        let stop = executor::Cancel::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| {
+            let _ = tx.send(p.clone());
+        });
+        let control = CallControl::default().with_cancel(stop.clone()).with_progress(sink);
+        let confirm = self.confirm.clone().unwrap_or_else(|| self.executor.confirm().clone());
+        let ctx = CallContext::default();
+        let run = self.executor.call_controlled(call, &*confirm, &ctx, &control);
+        tokio::pin!(run);
+        let mut outcome = loop {
+            tokio::select! {
+                o = &mut run => break o,
+                Some(p) = rx.recv() => {
+                    events(Event::ToolProgress { id: id.to_string(), name: call.name.clone(), progress: p });
+                }
+                () = cancel.cancelled(), if !stop.is_cancelled() => stop.cancel("the user (Ctrl-C)"),
+            }
+        };
+        while let Ok(p) = rx.try_recv() {
+            events(Event::ToolProgress { id: id.to_string(), name: call.name.clone(), progress: p });
         }
+        if outcome.kind == Some(ErrorKind::Cancelled) && cancel.is_cancelled() {
+            outcome.error = Some(CANCELLED.into());
+        }
+        outcome
     }
 
     /// The call a native `tool_calls` entry asks for, or the outcome that says why it cannot

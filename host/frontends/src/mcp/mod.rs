@@ -18,7 +18,17 @@
 //!   refused with the operator's options. Nothing a client sends can change the policy or any
 //!   grant.
 //! - Each request is its own task in `rmcp`, so calls from one client run concurrently; a
-//!   `notifications/cancelled` stops waiting for (and drops) the call.
+//!   `notifications/cancelled` (or, for a 2026-07-28 request over HTTP, the client going away)
+//!   cancels the call: its sandbox stops, and the outcome, audited and counted, is `cancelled`.
+//! - Progress: a call whose request carries a `progressToken` gets `notifications/progress`
+//!   from the plugin's `progress` reports (coalesced to about ten a second, the last always;
+//!   `progress` never decreases), on the request's own stream over HTTP.
+//! - Tasks (`tasks.rs`, the `io.modelcontextprotocol/tasks` extension): a client that declares
+//!   the extension gets a task id at once for a tool whose manifest says `taskSupport`
+//!   `optional` or `required`; a client that does not gets a plain result (or, for `required`,
+//!   the missing-capability error). Each tool's `_meta` says `toolhost/taskSupport` and its
+//!   effective `toolhost/timeoutMs`. The 2025-11-25 experimental tasks are not implemented and
+//!   not advertised: such a client's task request gets a plain result.
 //! - Every registry change from the reloader becomes `notifications/tools/list_changed`: to
 //!   every initialized session on the handshake revisions, and on the `subscriptions/listen`
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
@@ -26,15 +36,19 @@
 mod approval;
 mod http;
 pub(crate) mod settings;
+mod tasks;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
+pub use tasks::{TaskLimits, Tasks};
 
 use crate::openai;
 use approval::{Approvals, Interrupt, MrtrConfirm};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, SubscriptionFilter, Tool, ToolAnnotations,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ClientCapabilities, ContentBlock, CreateTaskResult, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, GetTaskParams, GetTaskResult, Implementation, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    SubscriptionFilter, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -43,9 +57,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
-use toolhost_core::executor::{CallContext, CallRecord, DecidedBy};
+use toolhost_core::executor::{
+    CallContext, CallControl, CallRecord, Cancel, DecidedBy, Progress, ProgressSink,
+};
 use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
 use toolhost_core::registry::reload::Reloader;
+use toolhost_core::settings::DangerPolicy;
+use toolhost_spec::manifest::TaskSupport;
 
 /// How long a dangerous call waits for the person behind the client to answer.
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
@@ -63,6 +81,7 @@ pub struct McpServer {
     reloader: Option<Arc<Reloader>>,
     approvals: Arc<Approvals>,
     cache_scope: CacheScope,
+    tasks: Arc<Tasks>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -76,7 +95,24 @@ impl McpServer {
     /// Fails only if the operating system cannot supply a random key for sealing approvals.
     pub fn new(executor: Arc<Executor>, reloader: Option<Arc<Reloader>>) -> anyhow::Result<McpServer> {
         let approvals = Approvals::new(approval::DEFAULT_TTL).map_err(anyhow::Error::msg)?;
-        Ok(McpServer { executor, reloader, approvals: Arc::new(approvals), cache_scope: CacheScope::Public })
+        Ok(McpServer {
+            executor,
+            reloader,
+            approvals: Arc::new(approvals),
+            cache_scope: CacheScope::Public,
+            tasks: Arc::new(Tasks::new(TaskLimits::default())),
+        })
+    }
+
+    /// Cap and keep MCP tasks as `limits` say (`[mcp] tasks_*`).
+    pub fn with_task_limits(mut self, limits: TaskLimits) -> McpServer {
+        self.tasks = Arc::new(Tasks::new(limits));
+        self
+    }
+
+    /// The server's tasks (shared by every session), e.g. to count those a shutdown cancelled.
+    pub fn tasks(&self) -> Arc<Tasks> {
+        self.tasks.clone()
     }
 
     /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
@@ -110,6 +146,14 @@ impl McpServer {
                     ToolAnnotations::new().read_only(view.advertise_read_only()).destructive(view.dangerous);
                 let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
                 tool.annotations = Some(annotations);
+                // What the host grants this tool, for clients that plan around long calls.
+                let mut meta = serde_json::Map::new();
+                meta.insert("toolhost/timeoutMs".into(), view.limits.timeout_ms.into());
+                meta.insert(
+                    "toolhost/taskSupport".into(),
+                    task_support(&view, self.executor.config().danger).as_str().into(),
+                );
+                tool.meta = Some(rmcp::model::MetaObject(meta));
                 if let Some(serde_json::Value::Object(o)) = &spec.output_schema {
                     tool.output_schema = Some(Arc::new(o.clone()));
                 }
@@ -154,8 +198,33 @@ impl McpServer {
             }
         };
         let call = ToolCall { name: spec.name.clone(), args };
+        let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
+        let support = task_support(&view, self.executor.config().danger);
+        let timeout = Duration::from_millis(view.limits.timeout_ms);
         drop(registry);
         let who = caller(context);
+        let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+        match support {
+            TaskSupport::Required if !client_tasks => {
+                let why = "it runs only as a task (its manifest says taskSupport: required)";
+                self.unrun(
+                    &params,
+                    context,
+                    ErrorKind::BadArguments,
+                    &format!("tool `{}`: {why}", call.name),
+                );
+                return Err(ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+            TaskSupport::Optional | TaskSupport::Required if client_tasks => {
+                return self.start_task(call, who, timeout);
+            }
+            _ => {}
+        }
+        let control = CallControl::default()
+            .with_cancel(Cancel::from_token(context.ct.clone(), "the client"))
+            .with_progress_opt(progress_sink(context));
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
         let outcome = if modern {
             let confirm = MrtrConfirm {
@@ -165,7 +234,7 @@ impl McpServer {
                 input_responses: params.input_responses,
                 interrupt: Mutex::new(None),
             };
-            let outcome = self.executor.call_in(&call, &confirm, &who).await;
+            let outcome = self.executor.call_controlled(&call, &confirm, &who, &control).await;
             match confirm.take_interrupt() {
                 Some(Interrupt::InputRequired(r)) => return Ok(CallToolResponse::InputRequired(r)),
                 Some(Interrupt::Invalid(e)) => {
@@ -175,34 +244,140 @@ impl McpServer {
                 None => outcome,
             }
         } else {
-            self.executor.call_in(&call, &ElicitConfirm { peer: context.peer.clone() }, &who).await
+            self.executor
+                .call_controlled(&call, &ElicitConfirm { peer: context.peer.clone() }, &who, &control)
+                .await
         };
-        // What the call cost, for the client's operator (not part of the content the model reads).
-        let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
-            let mut m = serde_json::Map::new();
-            m.insert("toolhost/usage".into(), u);
-            rmcp::model::MetaObject(m)
-        });
-        let mut result = if outcome.success {
-            let data = outcome.data.unwrap_or_default();
-            // A tool with an outputSchema always has an object here (the executor checked it
-            // against the schema); any other tool's JSON object result is structured too.
-            let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
-                serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
-            } else {
-                None
-            };
-            let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
-            result.structured_content = structured;
-            result
-        } else {
-            let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
-            let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
-            CallToolResult::error(vec![ContentBlock::text(text)])
-        };
-        result.meta = meta;
-        Ok(result.into())
+        if outcome.kind == Some(ErrorKind::Cancelled) && context.ct.is_cancelled() {
+            tracing::info!(tool = call.name, "call cancelled by the client; its sandbox was stopped");
+        }
+        Ok(result_of(outcome).into())
     }
+
+    /// Run `call` as a task of the client `who`: answered at once with the task, the call
+    /// running on (cancelled by `tasks/cancel` or a shutdown, never by this request's end).
+    fn start_task(
+        &self,
+        call: ToolCall,
+        who: CallContext,
+        timeout: Duration,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let owner = owner(&who);
+        let executor = self.executor.clone();
+        let tool = call.name.clone();
+        let task = self.tasks.start(&owner, &tool, timeout, move |cancel, progress| async move {
+            let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| progress(p));
+            let control = CallControl::default().with_cancel(cancel).with_progress(sink);
+            // Nobody can be asked inside a task: a dangerous tool under `ask` is refused.
+            let outcome = executor.call_controlled(&call, &TaskConfirm, &who, &control).await;
+            match outcome.kind {
+                Some(ErrorKind::Cancelled) => tasks::Ended::Cancelled(outcome.error.unwrap_or_default()),
+                _ => tasks::Ended::Result(result_of(outcome)),
+            }
+        })?;
+        tracing::info!(tool, task = task.task_id, "started a task");
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+}
+
+/// What clients are told about running `view`'s tool as a task: its manifest's
+/// `taskSupport`, except that a tool that needs a person's confirmation (dangerous under
+/// policy `ask`) is never run as an optional task, where nobody could be asked.
+fn task_support(view: &toolhost_core::view::ToolView<'_>, policy: DangerPolicy) -> TaskSupport {
+    let support = view.spec.task_support.unwrap_or_default();
+    let asks = view.dangerous && policy == DangerPolicy::Ask;
+    if asks && support == TaskSupport::Optional { TaskSupport::Forbidden } else { support }
+}
+
+/// Whose task it is: the token the client authenticated with, else the client's name, else
+/// the transport (one client per stdio server).
+fn owner(who: &CallContext) -> String {
+    match (&who.token, &who.client) {
+        (Some(t), _) => format!("token:{t}"),
+        (None, Some(c)) => format!("client:{c}"),
+        (None, None) => who.front_end.unwrap_or("mcp").to_string(),
+    }
+}
+
+/// Where a call's progress goes: `notifications/progress` with the request's token, if it
+/// carries one.
+fn progress_sink(context: &RequestContext<RoleServer>) -> Option<Arc<dyn ProgressSink>> {
+    let token = context.meta.get_progress_token()?;
+    Some(Arc::new(McpProgress { peer: context.peer.clone(), token, last: Mutex::new(None) }))
+}
+
+/// `notifications/progress` for one request. MCP wants `progress` to increase with every
+/// notification: a report that does not raise it (a new message only) is not sent.
+struct McpProgress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    last: Mutex<Option<u64>>,
+}
+
+impl ProgressSink for McpProgress {
+    fn report<'a>(&'a self, p: &'a Progress) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            {
+                let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+                if last.is_some_and(|l| p.done <= l) {
+                    return;
+                }
+                *last = Some(p.done);
+            }
+            let mut n = ProgressNotificationParam::new(self.token.clone(), p.done as f64);
+            n.total = p.total.map(|t| t as f64);
+            n.message = (!p.message.is_empty()).then(|| p.message.clone());
+            // A client that went away misses its progress; the call's own end decides the rest.
+            let _ = self.peer.notify_progress(n).await;
+        })
+    }
+}
+
+/// Inside a task nobody can answer a question: a dangerous call under `ask` is refused.
+struct TaskConfirm;
+
+impl Confirm for TaskConfirm {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            refuse(
+                req,
+                "it runs as a task, where nobody can be asked; the tool's manifest requires tasks".into(),
+            )
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::NoOne
+    }
+}
+
+/// A call's outcome as a `tools/call` result.
+fn result_of(outcome: Outcome) -> CallToolResult {
+    // What the call cost, for the client's operator (not part of the content the model reads).
+    let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
+        let mut m = serde_json::Map::new();
+        m.insert("toolhost/usage".into(), u);
+        rmcp::model::MetaObject(m)
+    });
+    let mut result = if outcome.success {
+        let data = outcome.data.unwrap_or_default();
+        // A tool with an outputSchema always has an object here (the executor checked it
+        // against the schema); any other tool's JSON object result is structured too.
+        let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
+            serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
+        } else {
+            None
+        };
+        let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
+        result.structured_content = structured;
+        result
+    } else {
+        let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
+        let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.meta = meta;
+    result
 }
 
 fn arguments_text(params: &CallToolRequestParams) -> String {
@@ -222,7 +397,7 @@ impl McpServer {
         if let Some(observer) = self.executor.observer() {
             let call = ToolCall { name: params.name.to_string(), args: vec![arguments_text(params)] };
             let plugin = self.executor.registry().get(&call.name).map(|e| e.plugin.clone());
-            let record = CallRecord { plugin, danger: None };
+            let record = CallRecord { plugin, ..CallRecord::default() };
             observer.unrun(&call, &caller(context), record, &Outcome::err(kind, why));
         }
     }
@@ -281,7 +456,9 @@ fn decide(req: &DangerRequest, action: ElicitationAction, content: Option<&serde
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let caps =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
+        InitializeResult::new(caps)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Tools run in a sandbox with only the capabilities the operator granted. A tool marked \
@@ -302,14 +479,33 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        tokio::select! {
-            r = self.call(request, &context) => r,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = name, "call cancelled by the client");
-                Err(ErrorData::internal_error(format!("call to `{name}` was cancelled"), None))
-            }
-        }
+        // A cancellation reaches the executor (see `McpServer::call`), which stops the call and
+        // answers `cancelled`.
+        self.call(request, &context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&owner(&caller(&context)), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&owner(&caller(&context)), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&owner(&caller(&context)), &request.task_id)
     }
 
     /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` (when a reloader

@@ -1,5 +1,6 @@
-//! `[mcp]`: the bearer tokens MCP over HTTP accepts and how long a 2026-07-28 client has to
-//! answer a danger confirmation. A leaf: it imports nothing of the crate.
+//! `[mcp]`: the bearer tokens MCP over HTTP accepts, how long a 2026-07-28 client has to
+//! answer a danger confirmation, and the caps of MCP tasks. A leaf: it imports nothing of the
+//! crate.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -14,6 +15,35 @@ pub struct RawMcp {
     tokens: Vec<RawMcpToken>,
     /// Seconds a 2026-07-28 client has to answer a danger confirmation.
     approval_ttl_s: Option<u64>,
+    /// MCP tasks running at once, in all.
+    tasks_max_running: Option<usize>,
+    /// MCP tasks one client may have running at once.
+    tasks_max_running_per_client: Option<usize>,
+    /// Seconds a finished task's result is kept for `tasks/get`.
+    tasks_keep_s: Option<u64>,
+    /// Finished tasks kept at most (the oldest go first).
+    tasks_max_kept: Option<usize>,
+}
+
+/// The caps and retention of MCP tasks (`[mcp] tasks_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    pub max_running: usize,
+    pub max_running_per_client: usize,
+    /// How long a finished task's result is kept.
+    pub keep: std::time::Duration,
+    pub max_kept: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            max_running: 32,
+            max_running_per_client: 4,
+            keep: std::time::Duration::from_secs(600),
+            max_kept: 256,
+        }
+    }
 }
 
 /// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
@@ -32,11 +62,16 @@ pub struct McpSettings {
     /// Bearer tokens for MCP over HTTP, by name (the name identifies the client in logs).
     pub tokens: Vec<(String, SecretSource)>,
     pub approval_ttl: std::time::Duration,
+    pub tasks: TaskLimits,
 }
 
 impl Default for McpSettings {
     fn default() -> Self {
-        McpSettings { tokens: Vec::new(), approval_ttl: std::time::Duration::from_secs(300) }
+        McpSettings {
+            tokens: Vec::new(),
+            approval_ttl: std::time::Duration::from_secs(300),
+            tasks: TaskLimits::default(),
+        }
     }
 }
 
@@ -62,6 +97,28 @@ fn resolve_mcp(
             return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
         }
         out.approval_ttl = std::time::Duration::from_secs(s);
+    }
+    let range = |key: &str, v: u64, max: u64| {
+        if (1..=max).contains(&v) { Ok(v) } else { Err(format!("mcp.{key} = {v} is outside 1..={max}")) }
+    };
+    let t = &mut out.tasks;
+    if let Some(n) = raw.tasks_max_running {
+        t.max_running = range("tasks_max_running", n as u64, 10_000)? as usize;
+    }
+    if let Some(n) = raw.tasks_max_running_per_client {
+        t.max_running_per_client = range("tasks_max_running_per_client", n as u64, 10_000)? as usize;
+    }
+    if t.max_running_per_client > t.max_running {
+        return Err(format!(
+            "mcp.tasks_max_running_per_client = {} is above mcp.tasks_max_running = {}",
+            t.max_running_per_client, t.max_running
+        ));
+    }
+    if let Some(s) = raw.tasks_keep_s {
+        t.keep = std::time::Duration::from_secs(range("tasks_keep_s", s, 7 * 24 * 3600)?);
+    }
+    if let Some(n) = raw.tasks_max_kept {
+        t.max_kept = range("tasks_max_kept", n as u64, 100_000)? as usize;
     }
     for (i, t) in raw.tokens.into_iter().enumerate() {
         let key = format!("mcp.tokens[{i}]");

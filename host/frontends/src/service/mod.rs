@@ -246,7 +246,7 @@ impl CallObserver for Service {
             let Some(ticket) = self.lifecycle.admit() else {
                 let rec = CallRecord {
                     plugin: self.registry.load().get(&call.name).map(|e| e.plugin.clone()),
-                    danger: None,
+                    ..snapshot(&record)
                 };
                 let o = Outcome::err(
                     ErrorKind::Unavailable,
@@ -261,8 +261,9 @@ impl CallObserver for Service {
             let outcome = tokio::select! {
                 biased;
                 o = run => o,
+                // The call's future (and its sandbox, programs and requests) is dropped here.
                 () = self.lifecycle.cancelled() => Outcome::err(
-                    ErrorKind::Unavailable,
+                    ErrorKind::Cancelled,
                     format!(
                         "toolhost is shutting down and `{}` did not finish within the grace period ({} ms, \
                          serve.shutdown_grace_ms); it was cancelled and may have partly run",

@@ -4,8 +4,9 @@
 //!    `503` with `Retry-After` before any MCP handling) and `/readyz` says not ready, while
 //!    the calls in flight go on.
 //! 2. When the last one finishes, or at the grace period (`[serve] shutdown_grace_ms`),
-//!    **cancelling**: each call still running ends at once with an `unavailable` outcome that
-//!    its client receives as the answer.
+//!    **cancelling**: each call still running is stopped (its sandbox dropped, its programs
+//!    killed, its requests aborted) and ends at once with a `cancelled` outcome that its client
+//!    receives as the answer; MCP tasks still running end `cancelled` the same way.
 //! 3. The front end sends those answers and closes; `serve` syncs the audit file and exits 0.
 //!
 //! A second signal during all this exits at once (status 130 for SIGINT, 143 for SIGTERM).

@@ -4,7 +4,7 @@
 //! plugin cannot flood the host log. What is dropped is counted and reported in one line at the
 //! end of the call. Secret values of the plugin are redacted from every line.
 
-use crate::bindings::host::{Host, Level};
+use crate::bindings::host::Level;
 use crate::capability::net::NetGrant;
 use crate::settings::limits::Limits;
 use std::sync::{Arc, Mutex};
@@ -117,8 +117,10 @@ pub struct LogCall {
     pub redact: Arc<NetGrant>,
 }
 
-impl Host for LogCall {
-    fn log(&mut self, level: Level, message: String) {
+impl LogCall {
+    /// The guest's `log(level, message)` (the `host` interface is linked in `sandbox`, which
+    /// hands `log` here and `progress` to its own capability).
+    pub fn log(&mut self, level: Level, message: String) {
         // Bound what a plugin can push into the host's log: per line, per call and per plugin
         // across calls. A dropped line costs a count, nothing more.
         let mut message = message;

@@ -474,6 +474,8 @@ mod tests {
             read_only,
             category: None,
             output_schema: None,
+            timeout_ms: None,
+            task_support: None,
         }
     }
 
