@@ -6,6 +6,7 @@ mod cli;
 mod core_tools;
 mod distribution;
 mod docs;
+mod drain;
 mod hostile;
 mod limits;
 mod load;

@@ -128,7 +128,8 @@ async fn serve_mcp(
         }
     };
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
-        .with_approval_ttl(frontends.mcp.approval_ttl)?;
+        .with_approval_ttl(frontends.mcp.approval_ttl)?
+        .with_max_message(frontends.mcp.max_message_bytes);
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();
     }

@@ -26,6 +26,7 @@
 mod approval;
 mod http;
 pub(crate) mod settings;
+mod stdio;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 
@@ -63,6 +64,8 @@ pub struct McpServer {
     reloader: Option<Arc<Reloader>>,
     approvals: Arc<Approvals>,
     cache_scope: CacheScope,
+    /// The largest MCP message read, in bytes: a stdio line, an HTTP body (`[mcp] max_message_kb`).
+    max_message: usize,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -76,7 +79,20 @@ impl McpServer {
     /// Fails only if the operating system cannot supply a random key for sealing approvals.
     pub fn new(executor: Arc<Executor>, reloader: Option<Arc<Reloader>>) -> anyhow::Result<McpServer> {
         let approvals = Approvals::new(approval::DEFAULT_TTL).map_err(anyhow::Error::msg)?;
-        Ok(McpServer { executor, reloader, approvals: Arc::new(approvals), cache_scope: CacheScope::Public })
+        Ok(McpServer {
+            executor,
+            reloader,
+            approvals: Arc::new(approvals),
+            cache_scope: CacheScope::Public,
+            max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
+        })
+    }
+
+    /// Read MCP messages (a stdio line, an HTTP request body) of at most `bytes`; a longer
+    /// one is answered with an error naming the limit.
+    pub fn with_max_message(mut self, bytes: usize) -> McpServer {
+        self.max_message = bytes;
+        self
     }
 
     /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
@@ -404,6 +420,9 @@ impl Confirm for ElicitConfirm {
     }
 }
 
+/// After the end of stdin, how long requests read before it have to reach the executor.
+const EOF_ADMIT_WAIT: Duration = Duration::from_secs(2);
+
 /// Serve MCP over stdin/stdout until the client disconnects. stdout carries only protocol
 /// messages (logs go to stderr).
 pub async fn serve_stdio(server: McpServer) -> anyhow::Result<()> {
@@ -422,8 +441,18 @@ pub async fn serve_stdio_until(
     let mut shutdown = std::pin::pin!(shutdown);
     // Pipes (how MCP clients start a server) go through tokio's reactor rather than its
     // blocking pool: no thread hand-off per message (rmcp falls back to `stdio()` otherwise).
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    // With a service, the end of stdin is a shutdown like SIGTERM: the calls in flight finish
+    // (or are cancelled at the grace period) and are answered before the session ends.
+    let (eof_tx, mut eof_rx) = tokio::sync::watch::channel(false);
+    let hold_eof = service.is_some().then_some(eof_tx);
+    let transport = stdio::StdioTransport::new(stdin, stdout, server.max_message, hold_eof);
+    let pending = transport.pending();
+    let mut stdin_closed = std::pin::pin!(async move {
+        let _ = eof_rx.wait_for(|closed| *closed).await;
+    });
     let running = tokio::select! {
-        r = server.serve(rmcp::transport::stdio_pipes()) => r?,
+        r = server.serve(transport) => r?,
         () = &mut shutdown => return Ok(()), // no session yet: nothing in flight
     };
     let session = running.cancellation_token();
@@ -434,6 +463,20 @@ pub async fn serve_stdio_until(
             return Ok(());
         }
         () = &mut shutdown => {}
+        () = &mut stdin_closed => {
+            if let Some(s) = &service {
+                // Calls read before the end of stdin are not new: wait (briefly) until each
+                // request still unanswered is an admitted call, then admit no more.
+                let deadline = tokio::time::Instant::now() + EOF_ADMIT_WAIT;
+                while pending.load(std::sync::atomic::Ordering::SeqCst) > s.lifecycle.in_flight()
+                    && tokio::time::Instant::now() < deadline
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                s.lifecycle.stop_admitting();
+            }
+            eprintln!("toolhost: stdin closed: no new calls; finishing the calls in flight");
+        }
     }
     if let Some(s) = service {
         s.shutdown().await;

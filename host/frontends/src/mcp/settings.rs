@@ -14,7 +14,17 @@ pub struct RawMcp {
     tokens: Vec<RawMcpToken>,
     /// Seconds a 2026-07-28 client has to answer a danger confirmation.
     approval_ttl_s: Option<u64>,
+    /// The largest MCP message read (KiB): a stdio line, an HTTP request body.
+    max_message_kb: Option<usize>,
 }
+
+/// `[mcp] max_message_kb` by default: four times the per-call argument limit.
+pub const DEFAULT_MAX_MESSAGE_KB: usize = 4096;
+/// The least `max_message_kb`: a message must hold arguments up to the per-call limit
+/// (`toolhost_core::executor::MAX_ARGS_BYTES`) and the envelope around them.
+pub const MIN_MAX_MESSAGE_KB: usize = toolhost_core::executor::MAX_ARGS_BYTES / 1024 + 64;
+/// The largest `max_message_kb` (a message is read whole before it is parsed).
+pub const MAX_MAX_MESSAGE_KB: usize = 256 * 1024;
 
 /// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
 #[derive(Debug, Deserialize)]
@@ -32,11 +42,19 @@ pub struct McpSettings {
     /// Bearer tokens for MCP over HTTP, by name (the name identifies the client in logs).
     pub tokens: Vec<(String, SecretSource)>,
     pub approval_ttl: std::time::Duration,
+    /// The largest MCP message read, in bytes: one stdio line, one HTTP request body. Larger
+    /// ones are answered with an error naming the limit; arguments within the per-call limit
+    /// always fit.
+    pub max_message_bytes: usize,
 }
 
 impl Default for McpSettings {
     fn default() -> Self {
-        McpSettings { tokens: Vec::new(), approval_ttl: std::time::Duration::from_secs(300) }
+        McpSettings {
+            tokens: Vec::new(),
+            approval_ttl: std::time::Duration::from_secs(300),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_KB * 1024,
+        }
     }
 }
 
@@ -62,6 +80,16 @@ fn resolve_mcp(
             return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
         }
         out.approval_ttl = std::time::Duration::from_secs(s);
+    }
+    if let Some(kb) = raw.max_message_kb {
+        if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
+            return Err(format!(
+                "mcp.max_message_kb = {kb} is outside {MIN_MAX_MESSAGE_KB}..={MAX_MAX_MESSAGE_KB}: a message must \
+                 hold the arguments of a call up to their {} KiB limit",
+                toolhost_core::executor::MAX_ARGS_BYTES / 1024
+            ));
+        }
+        out.max_message_bytes = kb * 1024;
     }
     for (i, t) in raw.tokens.into_iter().enumerate() {
         let key = format!("mcp.tokens[{i}]");
