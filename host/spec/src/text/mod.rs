@@ -182,6 +182,15 @@ mod tests {
     }
 
     #[test]
+    fn rendered_arguments_holding_markers_parse_back() {
+        let call =
+            ToolCall::new("w", ["[TOOL] x", "a [/TOOL] b [TOOL] c", "【TOOL】", "［／TOOL］", "[TOOL"]);
+        let rendered = render_call(&call);
+        assert!(rendered.contains("\\u005bTOOL] x") && rendered.contains("\\u3010TOOL"), "{rendered}");
+        assert_eq!(parse(&rendered), vec![Segment::Call { call, raw: rendered.clone() }]);
+    }
+
+    #[test]
     fn the_call_cap_holds() {
         let reply = "[TOOL] f() [/TOOL]".repeat(MAX_CALLS + 3);
         let segs = parse(&reply);

@@ -6,7 +6,12 @@
 //! Models that write Chinese switch to full-width punctuation mid-reply, so the syntax of a call
 //! also accepts what a Chinese input method produces for the protocol's ASCII characters (see
 //! [`OPEN_BRACKETS`], [`CLOSE_BRACKETS`], [`SLASHES`], `（` `）` and the quotes in `parse_arg`).
-//! A full-width comma `，` is never a separator: it is text, as in `search(苹果，香蕉)`.
+//! A full-width comma `，` is never a separator: it is text, as in `search(苹果，香蕉)`. Corner
+//! brackets `「」` `『』` are text, never quotes (decided in issue #32: they mark quotations and
+//! titles that belong to the value, and text cannot run into the next call).
+//!
+//! A quote never runs into the next call: the markers inside a call's arguments must pair up
+//! (see `Markers`), or the quote is unterminated and parsing resumes at the next marker.
 //!
 //! A call written inside Markdown code (a fenced block or an inline code span) is an example a
 //! model is showing, not a request: it becomes a [`Segment::Example`] and is never run.
@@ -535,6 +540,7 @@ fn parse_call(s: &str, body: usize) -> PResult<(ToolCall, usize)> {
 
 fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
     let mut args = Vec::new();
+    let mut markers = Markers::default();
     loop {
         c.skip_ws();
         match c.peek() {
@@ -556,7 +562,7 @@ fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
         }
         let arg_start = c.pos;
         let arg = parse_arg(c)?;
-        if let Err(message) = markers_pair(&c.s[arg_start..c.pos]) {
+        if let Err(message) = markers.check(&c.s[arg_start..c.pos]) {
             return Err((message.into(), arg_start));
         }
         if arg.len() > MAX_ARG_BYTES {
@@ -611,45 +617,54 @@ fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
     }
 }
 
-/// The markers inside a quoted or JSON argument must pair up the way a quoted call would: each
+/// The markers inside a call's arguments must pair up the way a quoted call would: each
 /// `[TOOL]` closed by a `[/TOOL]` inside the same argument, and no `[TOOL]` after a `[/TOOL]`
-/// that closed nothing. An argument that breaks this runs into the next call — its quote was
-/// never closed where the model meant — so it is unterminated: the call is an error and
-/// parsing resumes at the next marker, where the call the model meant next runs on its own.
-/// `"[/TOOL] inside"` and `"show [TOOL] f() [/TOOL]"` stay content. One pass over the text.
-fn markers_pair(raw: &str) -> Result<(), &'static str> {
-    let mut open = false; // a `[TOOL]` in the argument not closed yet
-    let mut stray_close = false; // a `[/TOOL]` that closed nothing
-    let mut at = 0;
-    while let Some(i) = raw[at..].find("TOOL") {
-        let t = at + i;
-        at = t + "TOOL".len();
-        let mut back = raw[..t].chars().rev();
-        let start = match (back.next(), back.next()) {
-            (Some(b), _) if OPEN_BRACKETS.contains(&b) => t - b.len_utf8(),
-            (Some(sl), Some(b)) if SLASHES.contains(&sl) && OPEN_BRACKETS.contains(&b) => {
-                t - sl.len_utf8() - b.len_utf8()
+/// that closed nothing (in that argument or an earlier one). An argument that breaks this runs
+/// into the next call — its quote was never closed where the model meant — so it is
+/// unterminated: the call is an error and parsing resumes at the next marker, where the call
+/// the model meant next runs on its own (issue #32). `"[/TOOL] inside"` and `"show [TOOL] f()
+/// [/TOOL]"` stay content; `\u005b` writes a bracket that is no marker. One pass over the text.
+#[derive(Default)]
+struct Markers {
+    /// A `[/TOOL]` that closed nothing.
+    stray_close: bool,
+}
+
+impl Markers {
+    fn check(&mut self, raw: &str) -> Result<(), &'static str> {
+        let mut open = false; // a `[TOOL]` in this argument not closed yet
+        let mut at = 0;
+        while let Some(i) = raw[at..].find("TOOL") {
+            let t = at + i;
+            at = t + "TOOL".len();
+            let mut back = raw[..t].chars().rev();
+            let start = match (back.next(), back.next()) {
+                (Some(b), _) if OPEN_BRACKETS.contains(&b) => t - b.len_utf8(),
+                (Some(sl), Some(b)) if SLASHES.contains(&sl) && OPEN_BRACKETS.contains(&b) => {
+                    t - sl.len_utf8() - b.len_utf8()
+                }
+                _ => continue,
+            };
+            match marker_at(&raw[start..]) {
+                Some((Marker::Open, _)) if self.stray_close => {
+                    return Err(
+                        "unterminated string: it runs past `[/TOOL]`; close the quote before the marker",
+                    );
+                }
+                Some((Marker::Open, _)) => open = true,
+                Some((Marker::Close, _)) if open => open = false,
+                Some((Marker::Close, _)) => self.stray_close = true,
+                None => {}
             }
-            _ => continue,
-        };
-        match marker_at(&raw[start..]) {
-            Some((Marker::Open, _)) if stray_close => {
-                return Err("unterminated string: it runs past `[/TOOL]` into the next `[TOOL]`; close the \
-                            quote before the marker");
-            }
-            Some((Marker::Open, _)) => open = true,
-            Some((Marker::Close, _)) if open => open = false,
-            Some((Marker::Close, _)) => stray_close = true,
-            None => {}
         }
+        if open {
+            return Err(
+                "unterminated string: it runs into the `[TOOL]` of the next call; close the quote before \
+                        the marker",
+            );
+        }
+        Ok(())
     }
-    if open {
-        return Err(
-            "unterminated string: it runs into the `[TOOL]` of the next call; close the quote before \
-                    the marker",
-        );
-    }
-    Ok(())
 }
 
 fn parse_arg(c: &mut Cursor) -> PResult<String> {
@@ -1017,8 +1032,12 @@ mod tests {
             one_call("[TOOL] echo(\"\\u005bTOOL] starts a call\") [/TOOL]").args,
             ["[TOOL] starts a call"]
         );
-        let message = error_message("[TOOL] echo(\"a lone [TOOL] here\") [/TOOL]");
-        assert!(message.contains("runs into the `[TOOL]`"), "{message}");
+        let segs = parse("[TOOL] echo(\"a lone [TOOL] here\") [/TOOL]");
+        assert!(
+            matches!(&segs[0], Segment::Error { error, .. } if error.message.contains("runs into the `[TOOL]`")),
+            "{segs:?}"
+        );
+        assert_eq!(calls(&segs).count(), 0);
     }
 
     /// Decided for issue #32: `「…」` and `『…』` are text, never quotes. In Chinese and Japanese
@@ -1040,7 +1059,7 @@ mod tests {
 
     use proptest::prelude::*;
 
-    /// Whether the markers in `arg` pair up (written apart from the parser: counts, not states).
+    /// Whether the markers in `arg` pair up (written apart from the parser).
     fn paired(arg: &str) -> bool {
         let mut depth = 0i32;
         let mut stray = false;
@@ -1151,8 +1170,8 @@ mod tests {
             prop_assert_eq!(segs.iter().map(Segment::source).collect::<String>(), reply);
         }
 
-        /// Issue #32's property, over token soup: no argument of a call that runs holds a
-        /// `[TOOL]` that is not closed inside it, or that follows a `[/TOOL]` closing nothing —
+        /// Issue #32's property, over token soup: no call that runs holds in its arguments a
+        /// `[TOOL]` that is not closed inside them, or that follows a `[/TOOL]` closing nothing —
         /// the shape of a call swallowed by a quote that never ended.
         #[test]
         fn no_argument_that_runs_holds_the_start_of_another_call(
@@ -1168,9 +1187,11 @@ mod tests {
         ) {
             let input: String = parts.concat();
             let segs = parse(&input);
-            for call in calls(&segs) {
-                for arg in &call.args {
-                    prop_assert!(paired(arg), "{:?} ran with {:?}", input, arg);
+            for s in &segs {
+                if let Segment::Call { raw, .. } = s {
+                    // The call's text after its `[TOOL]`: arguments, then its own `[/TOOL]`.
+                    let (_, open) = marker_at(raw).unwrap();
+                    prop_assert!(paired(&raw[open..]), "{:?} ran {:?}", input, raw);
                 }
             }
         }
