@@ -249,3 +249,38 @@ fn drain_sdk2_stdio_sigterm() {
 fn drain_sdk2_stdio_eof() {
     drain(2, "auto", Transport::StdioEof);
 }
+
+/// A client that writes its requests and closes stdin at once (`printf … | toolhost serve
+/// --mcp`) gets every answer: the requests read before the end of stdin are not refused as
+/// new, and a call longer than rmcp's own five-second wind-down still completes.
+#[test]
+fn requests_read_before_the_end_of_stdin_are_answered() {
+    let d = Deployment::new(&[plugin_artifacts::VERSIONED, plugin_artifacts::TEXT], "");
+    let mut child = d
+        .command()
+        .args(["serve", "--mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let out = lines(child.stdout.take().unwrap());
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nap","arguments":{"ms":5500}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"piped"}}}"#,
+    ];
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let mut seen = Vec::new();
+    let echo = json_line(&wait_line(&out, r#""id":3"#, 60, &mut seen));
+    assert_eq!(echo["result"]["content"][0]["text"], "piped", "{echo}");
+    let nap = json_line(&wait_line(&out, r#""id":2"#, 30, &mut seen));
+    assert_eq!(nap["result"]["content"][0]["text"], "slept 5500 ms", "{nap}");
+    let status = exit_status(&mut child, 20);
+    assert!(status.success(), "{status:?}");
+}

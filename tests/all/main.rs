@@ -13,6 +13,7 @@ mod load;
 mod loading;
 mod manifests;
 mod mcp;
+mod message_limit;
 mod net;
 mod polyglot;
 mod process;

@@ -453,7 +453,9 @@ pub async fn serve_stdio_until(
     });
     let running = tokio::select! {
         r = server.serve(transport) => r?,
-        () = &mut shutdown => return Ok(()), // no session yet: nothing in flight
+        // No session yet: nothing in flight.
+        () = &mut shutdown => return Ok(()),
+        () = &mut stdin_closed => return Ok(()),
     };
     let session = running.cancellation_token();
     let mut waiting = std::pin::pin!(running.waiting());
