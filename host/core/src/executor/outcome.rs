@@ -157,3 +157,40 @@ pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
     s.push_str(&format!("\n…[truncated {} of {total} chars]", total - limit));
     (s, true)
 }
+
+/// `message` without the ` (os error N)` a guest's standard library appends to an I/O error:
+/// inside the sandbox N is a WASI errno (44 for "no such file"), which means nothing to a
+/// reader and is not the host's errno either. The words before it stay.
+pub fn without_os_error_numbers(message: &str) -> String {
+    const MARK: &str = " (os error ";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push_str(&rest[..i]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..i + MARK.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod errno_tests {
+    #[test]
+    fn wasi_errno_numbers_are_never_shown() {
+        use super::without_os_error_numbers as w;
+        assert_eq!(
+            w("cannot read `README.txt`: No such file or directory (os error 44)"),
+            "cannot read `README.txt`: No such file or directory"
+        );
+        assert_eq!(w("a (os error 2) b (os error 76)"), "a b");
+        assert_eq!(w("kept: (os error x) and (os error 12"), "kept: (os error x) and (os error 12");
+        assert_eq!(w("plain"), "plain");
+    }
+}
