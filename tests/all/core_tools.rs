@@ -212,3 +212,16 @@ async fn a_path_outside_every_grant_says_the_plugin_has_no_access() {
     assert!(e.contains("No such file or directory") && !e.contains("os error"), "{e}");
     assert!(!e.contains("no access"), "{e}");
 }
+
+/// Issue #32: a tool with an `outputSchema` has its result parsed once, by the executor's
+/// check; the front ends reuse that parse (`Outcome::structured`).
+#[tokio::test]
+async fn an_output_schema_result_carries_the_executors_parse() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let o = call(&env.host(), "count_words", &["one two"]).await;
+    let parsed: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(o.structured.as_deref(), Some(&parsed));
+    assert_eq!(parsed["words"], 2);
+    // A tool without one: nothing parsed.
+    assert!(call(&env.host(), "echo", &["{\"a\": 1}"]).await.structured.is_none());
+}

@@ -290,6 +290,8 @@ impl Executor {
         let (err, err_dropped) = stderr.take();
         let net = &plugin.grants.net;
         let (out, err) = (redact_owned(out, net), redact_owned(err, net));
+        // A path is the guest's text too: it may hold a secret.
+        let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, net)).collect();
         log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 

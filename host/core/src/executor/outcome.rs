@@ -81,11 +81,16 @@ pub struct Outcome {
     /// What the call cost (set when the plugin ran), for the operator, not the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// `data` as the JSON object the executor parsed it into to check it against the tool's
+    /// `outputSchema`, so a front end that needs the structure (MCP's `structuredContent`)
+    /// does not parse it again. Not serialized: it is `data`.
+    #[serde(skip)]
+    pub structured: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Outcome {
     pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
+        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None, structured: None }
     }
 
     pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
@@ -96,12 +101,13 @@ impl Outcome {
             kind: Some(kind),
             truncated: false,
             usage: None,
+            structured: None,
         }
     }
 
     /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
     pub fn model_json(&self) -> String {
-        let shown = Outcome { usage: None, ..self.clone() };
+        let shown = Outcome { usage: None, structured: None, ..self.clone() };
         serde_json::to_string(&shown).unwrap_or_default()
     }
 
@@ -139,9 +145,11 @@ pub(crate) fn structured_outcome(
         Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
         Err(e) => return fail(format!("is not JSON ({e})")),
     };
-    match validator.iter_errors(&value).next() {
-        None => Outcome::ok(data, false),
-        Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
+    let mismatch =
+        validator.iter_errors(&value).next().map(|e| format!("does not match it: at `{}`: {e}", e.instance_path()));
+    match mismatch {
+        None => Outcome { structured: Some(std::sync::Arc::new(value)), ..Outcome::ok(data, false) },
+        Some(why) => fail(why),
     }
 }
 

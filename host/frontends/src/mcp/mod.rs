@@ -199,26 +199,33 @@ impl McpServer {
             m.insert("toolhost/usage".into(), u);
             rmcp::model::MetaObject(m)
         });
-        let mut result = if outcome.success {
-            let data = outcome.data.unwrap_or_default();
-            // A tool with an outputSchema always has an object here (the executor checked it
-            // against the schema); any other tool's JSON object result is structured too.
-            let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
-                serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
-            } else {
-                None
-            };
-            let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
-            result.structured_content = structured;
-            result
-        } else {
-            let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
-            let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
-            CallToolResult::error(vec![ContentBlock::text(text)])
-        };
+        let mut result = call_result(outcome);
         result.meta = meta;
         Ok(result.into())
     }
+}
+
+/// A call's outcome as an MCP result. A tool with an outputSchema has its result already
+/// parsed (the executor checked it against the schema: `Outcome::structured`), and it is used
+/// as is; any other tool's JSON object result is structured too, parsed here.
+fn call_result(outcome: Outcome) -> CallToolResult {
+    if !outcome.success {
+        let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
+        let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
+        return CallToolResult::error(vec![ContentBlock::text(text)]);
+    }
+    let structured = match outcome.structured {
+        Some(parsed) => Some(Arc::unwrap_or_clone(parsed)),
+        None => outcome
+            .data
+            .as_deref()
+            .filter(|d| d.trim_start().starts_with('{') && !outcome.truncated)
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+            .filter(serde_json::Value::is_object),
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.data.unwrap_or_default())]);
+    result.structured_content = structured;
+    result
 }
 
 fn arguments_text(params: &CallToolRequestParams) -> String {
@@ -487,4 +494,28 @@ pub async fn serve_stdio_until(
     session.cancel();
     waiting.await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #32: the executor's parse of an outputSchema tool's result is the one MCP uses.
+    #[test]
+    fn a_result_the_executor_parsed_is_not_parsed_again() {
+        let parsed = serde_json::json!({ "words": 2 });
+        // The text is what the model reads; the structure comes from the executor's parse.
+        let outcome = Outcome {
+            structured: Some(Arc::new(parsed.clone())),
+            ..Outcome::ok("{\"words\": 2}".into(), false)
+        };
+        assert_eq!(call_result(outcome).structured_content, Some(parsed));
+        let marker = serde_json::json!({ "from": "the executor" });
+        let outcome = Outcome { structured: Some(Arc::new(marker.clone())), ..Outcome::ok("{}".into(), false) };
+        assert_eq!(call_result(outcome).structured_content, Some(marker), "used as is, not re-read from the text");
+        // Without an outputSchema, a JSON object result is parsed here.
+        let plain = Outcome::ok("{\"a\": 1}".into(), false);
+        assert_eq!(call_result(plain).structured_content, Some(serde_json::json!({ "a": 1 })));
+        assert_eq!(call_result(Outcome::ok("[1]".into(), false)).structured_content, None);
+    }
 }
