@@ -90,7 +90,15 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None, structured: None }
+        Outcome {
+            success: true,
+            data: Some(data),
+            error: None,
+            kind: None,
+            truncated,
+            usage: None,
+            structured: None,
+        }
     }
 
     pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
@@ -145,8 +153,10 @@ pub(crate) fn structured_outcome(
         Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
         Err(e) => return fail(format!("is not JSON ({e})")),
     };
-    let mismatch =
-        validator.iter_errors(&value).next().map(|e| format!("does not match it: at `{}`: {e}", e.instance_path()));
+    let mismatch = validator
+        .iter_errors(&value)
+        .next()
+        .map(|e| format!("does not match it: at `{}`: {e}", e.instance_path()));
     match mismatch {
         None => Outcome { structured: Some(std::sync::Arc::new(value)), ..Outcome::ok(data, false) },
         Some(why) => fail(why),

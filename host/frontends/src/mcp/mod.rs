@@ -511,8 +511,13 @@ mod tests {
         };
         assert_eq!(call_result(outcome).structured_content, Some(parsed));
         let marker = serde_json::json!({ "from": "the executor" });
-        let outcome = Outcome { structured: Some(Arc::new(marker.clone())), ..Outcome::ok("{}".into(), false) };
-        assert_eq!(call_result(outcome).structured_content, Some(marker), "used as is, not re-read from the text");
+        let outcome =
+            Outcome { structured: Some(Arc::new(marker.clone())), ..Outcome::ok("{}".into(), false) };
+        assert_eq!(
+            call_result(outcome).structured_content,
+            Some(marker),
+            "used as is, not re-read from the text"
+        );
         // Without an outputSchema, a JSON object result is parsed here.
         let plain = Outcome::ok("{\"a\": 1}".into(), false);
         assert_eq!(call_result(plain).structured_content, Some(serde_json::json!({ "a": 1 })));

@@ -175,7 +175,14 @@ impl Service {
     }
 
     /// Count the call and write its audit line; returns the line's number (0: none written).
-    fn finish(&self, call: &ToolCall, ctx: &CallContext, rec: &CallRecord, o: &Outcome, took: Duration) -> u64 {
+    fn finish(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        rec: &CallRecord,
+        o: &Outcome,
+        took: Duration,
+    ) -> u64 {
         let outcome = o.kind.map_or("ok", ErrorKind::as_str);
         let tool = if rec.plugin.is_some() { call.name.as_str() } else { metrics::UNKNOWN_TOOL };
         self.metrics.call(tool, outcome, took.as_secs_f64());

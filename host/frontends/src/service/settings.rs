@@ -187,6 +187,8 @@ mod tests {
         assert_eq!(d.serve.shutdown_grace, Duration::from_secs(15));
         assert_eq!(d.audit.file_for(false), None, "off by default for one-off commands");
         assert_eq!(d.audit.file_for(true), default_audit_file(), "on for serve");
+        assert!(d.audit.fsync, "each line on disk before its answer, by default");
+        assert!(!parse("[audit]\nfsync = false\n").unwrap().audit.fsync);
         let off = parse("[audit]\nenabled = false\nfile = \"a.jsonl\"\n").unwrap();
         assert_eq!((off.audit.file_for(true), off.audit.file_for(false)), (None, None));
         for (bad, says) in [
