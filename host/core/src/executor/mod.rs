@@ -676,7 +676,10 @@ mod tests {
         t.output_schema = Some(schema.clone());
         let validator = jsonschema::validator_for(&schema).unwrap();
         let run = |data: &str, limit| structured_outcome(&t, &validator, data.to_string(), limit);
-        assert_eq!(run(r#"{"n": 3}"#, 100), Outcome::ok(r#"{"n": 3}"#.into(), false));
+        let passed = run(r#"{"n": 3}"#, 100);
+        assert_eq!(passed.data.as_deref(), Some(r#"{"n": 3}"#));
+        // Parsed once, here; the front ends reuse it (issue #32).
+        assert_eq!(passed.structured.as_deref(), Some(&json!({"n": 3})));
         for (data, limit, says) in [
             (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),
             ("{}", 100, "\"n\" is a required property"),
