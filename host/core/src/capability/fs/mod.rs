@@ -7,9 +7,10 @@
 //! the host — so the host could not tell the user that the file exists but is not granted.
 //! A plugin without the workspace therefore also gets an empty directory as `/`, preopened
 //! before its granted ones (a granted directory always wins: a longer prefix, or the later
-//! preopen on a tie). A path outside every grant lands there; the host refuses every open and
-//! look-up in it (`error-code.access`) and remembers the path ([`OutsideGrants`]), so the
-//! outcome can say first that the plugin has no access to it.
+//! preopen on a tie). A path outside every grant lands there; the host refuses every open in it
+//! (`error-code.access`: "permission denied") and every look-up (`no-entry`, as before), and
+//! remembers the path ([`OutsideGrants`]), so the outcome can say first that the plugin has no
+//! access to it.
 
 pub mod settings;
 
@@ -114,8 +115,10 @@ pub fn add_to_linker<S: FsView>(linker: &mut Linker<S>) -> wasmtime::Result<()> 
          (fd, flags, path): (Resource<Descriptor>, fs_types::PathFlags, String)| {
             Box::new(async move {
                 let state = store.data_mut();
+                // A look-up answers "no such file", as it did before the stand-in existed: a
+                // runtime probing paths (Python's imports) must not see a new kind of error.
                 if state.outside().refuses(fd.rep(), &path) {
-                    return Ok((Err(ErrorCode::Access),));
+                    return Ok((Err(ErrorCode::NoEntry),));
                 }
                 let r = state.filesystem().stat_at(fd, flags, path).await;
                 Ok((match r {
