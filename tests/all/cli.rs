@@ -204,7 +204,8 @@ fn prompt_and_schema_commands() {
     assert_eq!(v.as_array().unwrap().len(), 4);
 }
 
-/// `toolhost dev`: an author saves, the plugin is rebuilt, and the new tool is announced.
+/// `toolhost dev`: an author saves, the plugin is rebuilt, and the new tool is announced; SIGTERM
+/// ends it cleanly, as Ctrl-C does.
 #[test]
 fn dev_rebuilds_on_save_and_the_tool_appears() {
     use std::io::BufRead;
@@ -270,11 +271,26 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
         .unwrap();
         wait_for("+ bye (devloop v0.1.0)")
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    // SIGTERM (a supervisor, an editor's task runner) ends the loop as Ctrl-C does: exit 0.
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let stopped = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     first.unwrap();
     second.unwrap();
     assert!(plugins.path().join("devloop.wasm").is_file());
+    let stopped = stopped.expect("`toolhost dev` still running 30 s after SIGTERM");
+    assert!(stopped.success(), "SIGTERM must end `toolhost dev` as Ctrl-C does: {stopped:?}");
 }
 
 #[test]

@@ -186,3 +186,42 @@ async fn read_only_grant_refuses_writes() {
     assert_eq!(std::fs::read_to_string(env.ws("keep.txt")).unwrap(), "original");
     assert!(!env.ws("new.txt").exists() && !env.ws("d").exists());
 }
+
+/// Issue #32: without a grant, `read README.txt` (the file exists) says first that the plugin
+/// has no access to that path and how to grant it — not "no such file", and never a WASI
+/// errno number.
+#[tokio::test]
+async fn a_path_outside_every_grant_says_the_plugin_has_no_access() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    std::fs::write(env.ws("README.txt"), "exists").unwrap();
+    let host = env.host_yes();
+    let e = err(&call(&host, "read", &["README.txt"]).await, ErrorKind::ToolError);
+    assert!(e.starts_with("`files` has no access to `README.txt`: not granted"), "{e}");
+    assert!(e.contains("--allow-write files"), "{e}");
+    assert!(!e.contains("os error") && !e.contains("No such file"), "{e}");
+    let e = err(&call(&host, "write", &["new.txt", "x"]).await, ErrorKind::ToolError);
+    assert!(e.starts_with("`files` has no access to `new.txt`"), "{e}");
+    assert!(!env.ws("new.txt").exists());
+    let e = err(&call(&host, "ls", &["."]).await, ErrorKind::ToolError);
+    assert!(e.starts_with("`files` has no access to `.`"), "{e}");
+
+    // Granted: a file that is not there is just missing, still without the errno.
+    let granted = files_env();
+    let host = granted.host_yes();
+    let e = err(&call(&host, "read", &["missing.txt"]).await, ErrorKind::ToolError);
+    assert!(e.contains("No such file or directory") && !e.contains("os error"), "{e}");
+    assert!(!e.contains("no access"), "{e}");
+}
+
+/// Issue #32: a tool with an `outputSchema` has its result parsed once, by the executor's
+/// check; the front ends reuse that parse (`Outcome::structured`).
+#[tokio::test]
+async fn an_output_schema_result_carries_the_executors_parse() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let o = call(&env.host(), "count_words", &["one two"]).await;
+    let parsed: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(o.structured.as_deref(), Some(&parsed));
+    assert_eq!(parsed["words"], 2);
+    // A tool without one: nothing parsed.
+    assert!(call(&env.host(), "echo", &["{\"a\": 1}"]).await.structured.is_none());
+}

@@ -327,12 +327,25 @@ async fn locked_install_reproduces_the_folder_even_after_the_tag_moves() {
     std::fs::write(&v2, signed(plugin_artifacts::VERSIONED_V2, &k)).unwrap();
     oci::publish(&config, &v2, &format!("{}/tools/versioned:stable", reg.addr)).await.unwrap();
 
-    // Another machine: an empty folder and the lock file.
-    let b = Env::with(&[]);
+    // Another machine: a folder with a plugin the lock does not record (and files that are not
+    // plugins), and the lock file.
+    let b = Env::with(&[plugin_artifacts::TEXT]);
+    std::fs::write(b.plugins.path().join(".toolhost-approvals.json"), "{}").unwrap();
+    std::fs::write(b.plugins.path().join("README.txt"), "not a plugin").unwrap();
     let mut config_b = b.settings();
     config_b.core.trust = trust(&[&k], true);
     let installed = oci::install_locked(&config_b, &lock).await.unwrap();
     assert_eq!(installed.len(), 2);
+    // Issue #32: what the lock does not record is reported, and removed only with --prune.
+    assert_eq!(oci::unlocked_plugins(&config_b, &lock, false).unwrap(), ["text.wasm"]);
+    assert!(b.plugins.path().join("text.wasm").exists());
+    assert_eq!(oci::unlocked_plugins(&config_b, &lock, true).unwrap(), ["text.wasm"]);
+    assert!(oci::unlocked_plugins(&config_b, &lock, false).unwrap().is_empty());
+    assert!(
+        b.plugins.path().join(".toolhost-approvals.json").exists()
+            && b.plugins.path().join("README.txt").exists()
+    );
+    std::fs::remove_file(b.plugins.path().join("README.txt")).unwrap();
     assert_eq!(files_in(b.plugins.path()), files_in(a.plugins.path()));
     for f in files_in(a.plugins.path()) {
         assert_eq!(

@@ -78,8 +78,8 @@ fn fake(dir: &Path, name: &str) -> String {
 async fn a_granted_program_runs_and_its_output_comes_back() {
     let env = sys(&format!("[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n", bin("echo")));
     let host = env.host_yes();
-    assert_eq!(ok(&call(&host, "run", &["echo", "hello world"]).await), "hello world\n");
-    assert_eq!(ok(&call(&host, "run", &[&bin("echo"), "by path"]).await), "by path\n");
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello world"]).await), "hello world");
+    assert_eq!(ok(&call(&host, "run", &[&bin("echo"), "by path"]).await), "by path");
 
     // Spawning is dangerous by default: with no one to confirm, it is refused...
     let e = err(&call(&env.host(), "run", &["echo", "x"]).await, ErrorKind::Denied);
@@ -89,7 +89,7 @@ async fn a_granted_program_runs_and_its_output_comes_back() {
         "[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n[tool.run]\ndanger = false\n",
         bin("echo")
     ));
-    assert_eq!(ok(&call(&env.host(), "run", &["echo", "fine"]).await), "fine\n");
+    assert_eq!(ok(&call(&env.host(), "run", &["echo", "fine"]).await), "fine");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,8 +98,19 @@ async fn shell_metacharacters_stay_one_literal_argument() {
     let host = env.host_yes();
     let argv = r#"["[%s]\n", "a; rm -rf /", "$(touch pwned)", "`touch pwned`", "*", "x | y > z", "$HOME"]"#;
     let out = ok(&call(&host, "run", &["printf", argv]).await);
-    assert_eq!(out, "[a; rm -rf /]\n[$(touch pwned)]\n[`touch pwned`]\n[*]\n[x | y > z]\n[$HOME]\n");
+    assert_eq!(out, "[a; rm -rf /]\n[$(touch pwned)]\n[`touch pwned`]\n[*]\n[x | y > z]\n[$HOME]");
     assert!(!env.ws("pwned").exists() && !env.ws("z").exists(), "nothing was interpreted by a shell");
+}
+
+/// Issue #32: `run` gives the output as printed, less one final newline — no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_removes_exactly_one_final_newline() {
+    let env = sys(&format!("[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n", bin("printf")));
+    let host = env.host_yes();
+    for (format, want) in [(r"a\n\n", "a\n"), (r"a", "a"), (r"a\r\n", "a"), (r"\n  b  \n", "\n  b  ")] {
+        let argv = serde_json::to_string(&[format]).unwrap();
+        assert_eq!(ok(&call(&host, "run", &["printf", &argv]).await), want, "printf {format:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,8 +125,8 @@ async fn refusals_name_the_grant_that_would_allow_them() {
         bin("echo")
     ));
     let host = env.host_yes();
-    assert_eq!(ok(&call(&host, "run", &["echo", "hello there"]).await), "hello there\n");
-    assert_eq!(ok(&call(&host, "run", &["echo", ""]).await), "\n");
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello there"]).await), "hello there");
+    assert_eq!(ok(&call(&host, "run", &["echo", ""]).await), "");
     // An argument outside the patterns.
     let e = err(&call(&host, "run", &["echo", "goodbye"]).await, ErrorKind::ToolError);
     assert!(e.contains("do not match") && e.contains("\"hello *\""), "{e}");
@@ -297,7 +308,7 @@ async fn the_environment_is_cleared_except_granted_variables() {
     assert_eq!(ok(&call(&env.host_yes(), "run", &["env", ""]).await), "", "nothing inherited");
     let env = sys(&format!("[plugin.sys]\nexec = [{{ program = \"{}\", env = [\"PATH\"] }}]\n", bin("env")));
     let path = std::env::var("PATH").unwrap();
-    assert_eq!(ok(&call(&env.host_yes(), "run", &["env", ""]).await), format!("PATH={path}\n"));
+    assert_eq!(ok(&call(&env.host_yes(), "run", &["env", ""]).await), format!("PATH={path}"));
 }
 
 /// The real binary, as an operator runs it.

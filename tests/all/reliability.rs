@@ -1,7 +1,8 @@
 //! The reliability matrix (issue #8): every hostile plugin behaviour and every kind of bad
 //! model input, each named by the promise it tests, each asserting the exact outcome and that
 //! the next normal call on the same host still succeeds. The suite's summary — cases run,
-//! faults survived, calls lost — is written to target/reliability/*.txt and printed by
+//! faults survived, calls lost, and (from `drain.rs`) each graceful drain per MCP client
+//! generation and transport — is written to target/reliability/*.txt and printed by
 //! `cargo xtask test`.
 
 use crate::support::{Env, call, ok};

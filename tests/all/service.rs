@@ -16,24 +16,24 @@ use toolhost_core::executor::{AlwaysConfirm, NoConfirm, ToolCall};
 use toolhost_frontends::service::Service;
 use toolhost_frontends::service::audit::AuditLog;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The MCP Python SDK 1.x (as in `mcp.rs`).
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     std::env::var_os("TOOLHOST_PYTHON")
         .map(PathBuf::from)
         .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
         .unwrap_or_else(|| root().join("target/pyenv/bin/python"))
 }
 
-const TOKEN: &str = "service-token-4c1d9e7f2a";
+pub(crate) const TOKEN: &str = "service-token-4c1d9e7f2a";
 const SECRET: &str = "audit-secret-value-7e3b19";
 
 /// Poll `f` every 20 ms until it returns `Some`, or fail after `secs` naming `what`.
 #[track_caller]
-fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = f() {
@@ -45,7 +45,7 @@ fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// Lines from a child's pipe, as they come.
-fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
+pub(crate) fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(pipe).lines().map_while(Result::ok) {
@@ -57,7 +57,7 @@ fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
 
 /// The next line containing `what` within `secs`, keeping what was seen in `seen`.
 #[track_caller]
-fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
+pub(crate) fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
@@ -73,25 +73,25 @@ fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String
     panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
 }
 
-fn sigterm(child: &Child) {
+pub(crate) fn sigterm(child: &Child) {
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
 }
 
 /// Wait for `child` to exit within `secs`.
 #[track_caller]
-fn exit_status(child: &mut Child, secs: u64) -> std::process::ExitStatus {
+pub(crate) fn exit_status(child: &mut Child, secs: u64) -> std::process::ExitStatus {
     poll(secs, "the server to exit", || child.try_wait().unwrap())
 }
 
 /// A service folder: plugins, a config with a token, an audit file and the given extra TOML.
-struct Deployment {
-    env: Env,
-    dir: tempfile::TempDir,
+pub(crate) struct Deployment {
+    pub(crate) env: Env,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Deployment {
-    fn new(plugins: &[&str], extra: &str) -> Deployment {
+    pub(crate) fn new(plugins: &[&str], extra: &str) -> Deployment {
         let env = Env::with(plugins);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -105,15 +105,15 @@ impl Deployment {
         Deployment { env, dir }
     }
 
-    fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.dir.path().join("toolhost.toml")
     }
 
-    fn audit(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
         read_audit(&self.dir.path().join("audit/audit.jsonl"))
     }
 
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         cmd.arg("--config")
             .arg(self.config())
@@ -129,7 +129,7 @@ impl Deployment {
     }
 
     /// `serve --mcp --http 127.0.0.1:0`; returns the child, its address and its stderr.
-    fn serve_http(&self) -> Server {
+    pub(crate) fn serve_http(&self) -> Server {
         let mut child = self
             .command()
             .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
@@ -155,11 +155,11 @@ fn read_audit(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-struct Server {
-    child: Child,
-    addr: String,
-    log: Receiver<String>,
-    seen: Vec<String>,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
+    pub(crate) log: Receiver<String>,
+    pub(crate) seen: Vec<String>,
 }
 
 impl Drop for Server {
@@ -172,12 +172,18 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }
 
     /// One HTTP/1.1 request; returns the status, the head and the body.
-    fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &str,
+        body: &str,
+    ) -> (u16, String, String) {
         let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let req = format!(
@@ -195,13 +201,13 @@ impl Server {
         (status, head.to_string(), body.to_string())
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         let (status, _, body) = self.request("GET", path, "", "");
         (status, body)
     }
 
     /// `/metrics` with the token, parsed.
-    fn metrics(&self) -> Metrics {
+    pub(crate) fn metrics(&self) -> Metrics {
         let (status, head, body) =
             self.request("GET", "/metrics", &format!("Authorization: Bearer {TOKEN}\r\n"), "");
         assert_eq!(status, 200, "{head}\n{body}");
@@ -210,7 +216,7 @@ impl Server {
     }
 
     /// A new MCP session's `initialize`, as any client starts.
-    fn initialize(&self) -> (u16, String) {
+    pub(crate) fn initialize(&self) -> (u16, String) {
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
         let headers = format!(
             "Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
@@ -221,7 +227,7 @@ impl Server {
 }
 
 /// A `/metrics` exposition, parsed by `prometheus-parse` (strictly: every line must parse).
-struct Metrics {
+pub(crate) struct Metrics {
     samples: Vec<prometheus_parse::Sample>,
     text: String,
 }
@@ -245,7 +251,7 @@ impl Metrics {
     }
 
     /// The value of `metric` with exactly `labels` (0 if there is no such series).
-    fn value(&self, metric: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(crate) fn value(&self, metric: &str, labels: &[(&str, &str)]) -> f64 {
         let want: BTreeMap<String, String> =
             labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let found: Vec<f64> = self
@@ -303,7 +309,7 @@ fn mcp_calls(server: &Server, client: &str, calls: serde_json::Value) -> (Child,
     (child, out)
 }
 
-fn json_line(line: &str) -> serde_json::Value {
+pub(crate) fn json_line(line: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
@@ -954,4 +960,44 @@ fn a_second_signal_exits_at_once() {
     wait_line(&server.log, "SIGTERM again: exiting now", 5, &mut seen);
     let _ = client.kill();
     let _ = client.wait();
+}
+
+/// Issue #32: a call's audit line is written (and, with `[audit] fsync`, on disk) before its
+/// answer is sent, so killing the server outright after N answered calls leaves N lines.
+#[test]
+fn after_n_answered_calls_a_sigkill_leaves_n_audit_lines() {
+    let d = Deployment::new(&[plugin_artifacts::TEXT], "");
+    let mut child = d
+        .command()
+        .args(["serve", "--mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let out = lines(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    let mut send = |line: String| {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"killed","version":"0"}}}"#.into());
+    wait_line(&out, r#""id":1"#, 60, &mut seen);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+    const N: usize = 7;
+    for i in 0..N {
+        let id = 10 + i;
+        send(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"call {i}"}}}}}}"#
+        ));
+        wait_line(&out, &format!(r#""id":{id}"#), 30, &mut seen);
+    }
+    child.kill().unwrap(); // SIGKILL: no drain, no sync at exit
+    let _ = child.wait();
+    let audit = d.audit();
+    assert_eq!(audit.len(), N, "{audit:?}");
+    for (i, line) in audit.iter().enumerate() {
+        assert_eq!(line["args"], serde_json::json!([format!("call {i}")]));
+    }
 }

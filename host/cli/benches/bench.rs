@@ -541,30 +541,41 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
         c
     };
-    // The same server with its audit trail off, to show what the trail's line per call costs.
+    // The same server with its audit trail off, and with its lines written but not synced
+    // before each answer, to show what the trail's line per call and its `fdatasync` cost.
     let no_audit = plugins.with_file_name("no-audit.toml");
     std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
-    let host = |audit: bool| {
+    let no_fsync = plugins.with_file_name("no-fsync.toml");
+    std::fs::write(&no_fsync, "[audit]\nfsync = false\n").unwrap();
+    let host = |config: Option<&Path>| {
         let mut c = pinned(Path::new(exe));
-        if !audit {
-            c.arg("--config").arg(&no_audit);
+        if let Some(config) = config {
+            c.arg("--config").arg(config);
         }
         c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
         c
     };
-    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         a.push(stdio_p50(noop(), &call));
-        b.push(stdio_p50(host(true), &call));
-        c.push(stdio_p50(host(false), &call));
-        d.push(stdio_p50(host(true), &ping));
+        b.push(stdio_p50(host(None), &call));
+        c.push(stdio_p50(host(Some(&no_audit)), &call));
+        d.push(stdio_p50(host(None), &ping));
+        e.push(stdio_p50(host(Some(&no_fsync)), &call));
     }
-    let (a, b, c, d) = (median(a), median(b), median(c), median(d));
+    let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
         "| stdio | {} | {} | {r:.2}× | {} |",
         us(a),
         us(b),
+        if r <= 1.5 { "yes" } else { "**no**" }
+    ));
+    let r = e.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| stdio, `[audit] fsync = false` (lines written, not synced, before each answer) | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(e),
         if r <= 1.5 { "yes" } else { "**no**" }
     ));
     let r = c.as_secs_f64() / a.as_secs_f64();

@@ -1,13 +1,15 @@
 //! The per-call sandbox: turns the effective grants of one plugin into a fresh WASI context and
 //! store state, in one place.
 //!
-//! **What a plugin gets by default: nothing.** No preopened directory, no environment
+//! **What a plugin gets by default: nothing.** No preopened directory (only an empty stand-in
+//! as `/` in which every open and look-up is refused, so that the host sees — and can name —
+//! a path outside every grant: see `capability::fs`), no environment
 //! variables, no arguments, closed stdin, no network (no sockets, no name lookup), and
 //! stdout/stderr captured into bounded buffers that go to the host's log — never to the
 //! host's own stdout. Clocks and random numbers are available (they grant no access).
 //! Every other capability is an explicit grant computed by [`Grants::effective`].
 
-use crate::capability::fs::{FsGrant, Preopens};
+use crate::capability::fs::{FsGrant, FsView, OutsideGrants, Preopens};
 use crate::capability::log::{CallLog, LogCall};
 use crate::capability::net::{NetCall, NetGrant};
 use crate::capability::process::{ExecGrants, ProcessCall};
@@ -106,6 +108,12 @@ impl Grants {
         }
         self.preopens.build(&self.fs, b)
     }
+
+    /// Whether calls get the no-access directory that reports paths outside every grant (see
+    /// `capability::fs`).
+    pub fn guards_outside(&self) -> bool {
+        crate::capability::fs::guards_outside(&self.fs)
+    }
 }
 
 /// Store data for one call.
@@ -125,6 +133,8 @@ pub struct HostState {
     pub log: LogCall,
     /// The `progress` import: the call's latest report, for whoever watches it.
     pub progress: ProgressCall,
+    /// What the call tried outside its granted directories.
+    pub outside: OutsideGrants,
 }
 
 impl HostState {
@@ -151,6 +161,7 @@ impl HostState {
             log,
             progress,
             process,
+            outside: OutsideGrants::default(),
         }
     }
 
@@ -209,6 +220,12 @@ impl crate::bindings::host::Host for HostView<'_> {
 
     fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
         self.progress.report(done, total, message);
+    }
+}
+
+impl FsView for HostState {
+    fn outside(&mut self) -> &mut OutsideGrants {
+        &mut self.outside
     }
 }
 

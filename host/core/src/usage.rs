@@ -11,11 +11,12 @@ use std::time::Duration;
 /// The cost of one call that ran (calls refused before running have none).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Time a host thread spent running this call: the wall time inside the polls of the
-    /// call's future, i.e. the guest's code and the host functions it called inline (file I/O
-    /// included), instantiation too. Waiting (timers, sleeps, HTTP, a free slot) is not
-    /// counted. It is the call's CPU time unless the OS preempted the thread mid-poll, so an
-    /// upper bound of it. Microseconds.
+    /// Wall time inside the polls of the call's future: the guest's code and the host
+    /// functions it called inline (file I/O included), instantiation too. Waiting (timers,
+    /// sleeps, HTTP, a free slot) is not counted. Not CPU time: a thread the OS preempted
+    /// mid-poll still counts, so it is an upper bound of the CPU time. (Per-thread CPU time
+    /// would need a system call per poll — `CLOCK_THREAD_CPUTIME_ID` is not in the vDSO — where
+    /// this takes two vDSO clock reads.) Microseconds.
     pub busy_us: u64,
     /// Wall-clock time from the call's start (instantiation included) to its end, waiting for
     /// a slot excluded. Microseconds.

@@ -121,7 +121,7 @@ pub fn check_app_name(name: &str) -> Result<&str, String> {
 // `wmctrl` and `gtk-launch` on Linux, `osascript` and `open` on macOS.
 #[toolhost_sdk::plugin(name = "sys", exec = "*")]
 mod tools {
-    use super::{check_app_name, expect_success, first_granted, split_args};
+    use super::{check_app_name, expect_success, first_granted, split_args, without_final_newline};
 
     /// List the open desktop applications. On Linux runs `wmctrl -l -x` (X11 or XWayland
     /// windows: one line per window with its class and title); on macOS asks System Events
@@ -185,7 +185,8 @@ mod tools {
         Ok(format!("asked {name} to close (with {program})"))
     }
 
-    /// Run a command-line program the operator allows and return its output. The host runs the
+    /// Run a command-line program the operator allows and return its output (stdout, then
+    /// stderr) as it printed it, except that one trailing newline is removed. The host runs the
     /// granted executable directly, never through a shell: `;`, `|`, `$VAR` and `*` are plain
     /// characters. Programs, arguments and environment are limited by the operator's grant.
     /// - `program`: a granted program's name, e.g. `git`
@@ -205,9 +206,11 @@ mod tools {
             text.push_str(&stderr);
         }
         if out.truncated {
-            // First, so the tool's own output limit cannot cut the notice off.
+            // First, so the tool's own output limit cannot cut the notice off. Cut mid-output:
+            // no newline is the last one, so nothing is removed.
             return Ok(format!("[output cut at the host's limit; {program} was stopped there]\n{text}"));
         }
+        without_final_newline(&mut text);
         match code {
             Some(0) => Ok(text),
             Some(c) => Err(format!("{program} exited with code {c}\n{text}")),
@@ -216,9 +219,30 @@ mod tools {
     }
 }
 
+/// The one change `run` makes to a program's output: its last line ending (`\n` or `\r\n`)
+/// goes, as every program ends its output with one (`echo hi` gives `hi`). Only one: blank
+/// lines the program printed at the end stay, as do leading and inner whitespace.
+fn without_final_newline(text: &mut String) {
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exactly_one_final_newline_goes() {
+        for (out, want) in [("hi\n", "hi"), ("hi", "hi"), ("a\n\n", "a\n"), ("a\r\n", "a"), ("\n", ""), ("  x \n", "  x ")] {
+            let mut text = out.to_string();
+            without_final_newline(&mut text);
+            assert_eq!(text, want, "{out:?}");
+        }
+    }
 
     #[test]
     fn arguments_split_like_a_command_line_without_expansion() {

@@ -28,7 +28,10 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     std::fs::create_dir_all(&cfg.plugins_dir)
         .with_context(|| format!("cannot create plugins folder {}", cfg.plugins_dir.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(dev(cfg, &a.path, Duration::from_millis(a.debounce_ms)))
+    let r = rt.block_on(dev(cfg, &a.path, Duration::from_millis(a.debounce_ms)));
+    // A build still running on the blocking pool does not hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    r
 }
 
 async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<ExitCode> {
@@ -50,7 +53,7 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
     })?;
     watcher.watch(project.dir(), notify::RecursiveMode::Recursive)?;
     eprintln!(
-        "toolhost dev: watching {} ({}) → {} (Ctrl-C to stop)",
+        "toolhost dev: watching {} ({}) → {} (Ctrl-C or SIGTERM to stop)",
         project.dir().display(),
         project.lang(),
         plugins_dir.display()
@@ -70,17 +73,26 @@ async fn dev(cfg: Config, path: &std::path::Path, debounce: Duration) -> Result<
             Err(e) => eprintln!("toolhost dev: build task failed: {e}"),
         }
     };
-    build(project.clone(), toolchains.clone(), plugins_dir.clone()).await;
+    // SIGTERM (a supervisor, an editor's task) ends the loop as Ctrl-C does, during a build too.
+    let mut signals = toolhost_frontends::service::shutdown::Signals::install()
+        .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
+    tokio::select! {
+        () = build(project.clone(), toolchains.clone(), plugins_dir.clone()) => {}
+        _ = signals.recv() => return Ok(ExitCode::SUCCESS),
+    }
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = signals.recv() => return Ok(ExitCode::SUCCESS),
             change = changes.recv() => {
                 if let Ok(c) = change { print_change(&c) }
             }
             ev = rx.recv() => {
                 if ev.is_none() { return Ok(ExitCode::SUCCESS) }
                 while let Ok(Some(())) = tokio::time::timeout(debounce, rx.recv()).await {}
-                build(project.clone(), toolchains.clone(), plugins_dir.clone()).await;
+                tokio::select! {
+                    () = build(project.clone(), toolchains.clone(), plugins_dir.clone()) => {}
+                    _ = signals.recv() => return Ok(ExitCode::SUCCESS),
+                }
             }
         }
     }

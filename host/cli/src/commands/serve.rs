@@ -20,9 +20,11 @@ With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer
 
 As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
 (Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
-SIGINT no new call is accepted (HTTP: 503 with Retry-After), calls in flight finish within
-[serve] shutdown_grace_ms (default 15000), the rest are cancelled with an error to their
-clients, and the process exits 0; a second signal exits at once. Every call is appended to the
+SIGINT (over stdio also at the end of stdin) no new call is accepted (HTTP: 503 with
+Retry-After for new sessions and stateless calls; an open session keeps being served), calls
+in flight finish within [serve] shutdown_grace_ms (default 15000), the rest are cancelled with
+an error to their clients, and the process exits 0; a second signal exits at once.
+[mcp] max_message_kb (default 4096) caps one MCP message, a stdio line or an HTTP body. Every call is appended to the
 audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
 systemd unit, a container recipe and a Kubernetes example.";
 
@@ -129,7 +131,8 @@ async fn serve_mcp(
     };
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
         .with_approval_ttl(frontends.mcp.approval_ttl)?
-        .with_task_limits(frontends.mcp.tasks);
+        .with_task_limits(frontends.mcp.tasks)
+        .with_max_message(frontends.mcp.max_message_bytes);
     let tasks = server.tasks();
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();

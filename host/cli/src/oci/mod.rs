@@ -421,6 +421,31 @@ pub async fn install_locked(cfg: &Settings, lock_path: &Path) -> Result<Vec<Pull
     Ok(pulled)
 }
 
+/// After `install --locked`: the plugin files in the plugins folder that the lock file does not
+/// record (what the host would load: `*.wasm`, no dotfiles or temporary files — approvals and
+/// other files are not plugins and stay), in file-name order; with `prune`, removed.
+pub fn unlocked_plugins(cfg: &Settings, lock_path: &Path, prune: bool) -> Result<Vec<String>> {
+    let lock = LockFile::read(lock_path)?;
+    let dir = &cfg.core.plugins_dir;
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read plugins folder {}", dir.display()))?;
+    let mut extra: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|name| toolhost_core::discovery::is_candidate_name(name))
+        .filter(|name| !lock.plugins.iter().any(|p| &p.file == name))
+        .collect();
+    extra.sort();
+    if prune {
+        for name in &extra {
+            let path = dir.join(name);
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    Ok(extra)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

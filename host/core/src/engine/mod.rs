@@ -186,6 +186,8 @@ impl Runtime {
         if disk_quota {
             crate::capability::quota::add_to_linker(&mut linker)?;
         }
+        // Paths outside every granted directory are refused and reported (`capability::fs`).
+        crate::capability::fs::add_to_linker(&mut linker)?;
         // Each capability's interface on its own part of the call's state.
         crate::bindings::host::add_to_linker::<HostState, HostInterface>(&mut linker, HostState::host_view)?;
         crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;

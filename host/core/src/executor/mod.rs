@@ -3,11 +3,11 @@
 //! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
 //! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
 
-use crate::capability::Missing;
 use crate::capability::log::CallLog;
 use crate::capability::net::{NetCall, Refusal, redact_owned};
 use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
+use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry};
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
@@ -210,7 +210,22 @@ impl Executor {
         let limits = self.config.limits_for_tool(&plugin.name, spec);
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
-        let (outcome, refused) = self.run(plugin, spec, args, limits, watch).await;
+        let (outcome, refused, outside) = self.run(plugin, spec, args, limits, watch).await;
+        if !outcome.success && !outside.is_empty() {
+            // The failure is about a path the plugin has no access to: say so first.
+            let mut o = outcome;
+            let e = o.error.take().unwrap_or_default();
+            let mut message = format!("{}\n{e}", no_access_message(plugin, &outside));
+            let others: Vec<Missing> =
+                plugin.missing.iter().filter(|m| !matches!(m.kind, MissingKind::Fs(_))).cloned().collect();
+            if o.kind == Some(ErrorKind::ToolError)
+                && let Some(note) = missing_grant_note(&plugin.name, &others, &refused)
+            {
+                message.push_str(&format!("\n[note: {note}]"));
+            }
+            o.error = Some(message);
+            return o;
+        }
         if outcome.kind == Some(ErrorKind::ToolError)
             && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
         {
@@ -229,7 +244,7 @@ impl Executor {
         args: Vec<String>,
         limits: Limits,
         watch: Watch<'_>,
-    ) -> (Outcome, Vec<Refusal>) {
+    ) -> (Outcome, Vec<Refusal>, Vec<String>) {
         // A plugin loaded from the warm compile cache is linked on first use (see
         // `registry::Code`): off the async workers, as it blocks for about a millisecond.
         if !plugin.code.is_ready() {
@@ -241,6 +256,7 @@ impl Executor {
             Err(e) => {
                 return (
                     Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)),
+                    Vec::new(),
                     Vec::new(),
                 );
             }
@@ -254,7 +270,7 @@ impl Executor {
                     ErrorKind::HostError,
                     format!("cannot set up the sandbox for `{}`: {e}", spec.name),
                 );
-                return (o, Vec::new());
+                return (o, Vec::new(), Vec::new());
             }
         };
         let timeout = Duration::from_millis(limits.timeout_ms);
@@ -270,7 +286,7 @@ impl Executor {
             Err(busy) => {
                 let waited = arrived.elapsed().as_millis();
                 let o = Outcome::err(ErrorKind::Busy, busy.message(&plugin.name, &spec.name, waited));
-                return (o, Vec::new());
+                return (o, Vec::new(), Vec::new());
             }
         };
         let started = std::time::Instant::now();
@@ -302,6 +318,8 @@ impl Executor {
             (state, None)
         };
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
+        let mut state = state;
+        state.outside.armed = plugin.grants.guards_outside();
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
@@ -330,12 +348,15 @@ impl Executor {
         };
         let memory_hit = store.data().limiter.hit;
         let refused = std::mem::take(&mut store.data_mut().net.refused);
+        let outside = std::mem::take(&mut store.data_mut().outside.paths);
         let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
         let net = &plugin.grants.net;
         let (out, err) = (redact_owned(out, net), redact_owned(err, net));
+        // A path is the guest's text too: it may hold a secret.
+        let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, net)).collect();
         log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
 
@@ -354,6 +375,7 @@ impl Executor {
                 }
             }
             Ok(Ok(Err(message))) => {
+                let message = outcome::without_os_error_numbers(&message);
                 Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
@@ -368,7 +390,7 @@ impl Executor {
             ));
         }
         outcome.usage = Some(usage);
-        (outcome, refused)
+        (outcome, refused, outside)
     }
 
     /// The cost of the call, from the store's meters; logs what the log limits dropped.
@@ -419,6 +441,30 @@ impl Watch<'_> {
             s.report(&p).await;
         }
     }
+}
+
+/// The first line of a failed call's error when it tried paths outside every directory granted
+/// to it: `` `files` has no access to `README.txt`: not granted (…) ``.
+fn no_access_message(plugin: &LoadedPlugin, paths: &[String]) -> String {
+    let shown: Vec<String> =
+        paths.iter().map(|p| format!("`{}`", p.chars().take(200).collect::<String>())).collect();
+    let why = {
+        let fs_missing: Vec<String> = plugin
+            .missing
+            .iter()
+            .filter(|m| matches!(m.kind, MissingKind::Fs(_)))
+            .map(|m| format!("it requests {} (grant: {})", m.what, m.how))
+            .collect();
+        let granted: Vec<String> = plugin.grants.fs.iter().map(|g| g.guest_path()).collect();
+        if !fs_missing.is_empty() {
+            format!("not granted — {}", fs_missing.join("; "))
+        } else if granted.is_empty() {
+            "not granted — the plugin requests no directory".to_string()
+        } else {
+            format!("outside the directories granted to it ({})", granted.join(", "))
+        }
+    };
+    format!("`{}` has no access to {}: {why}", plugin.name, shown.join(", "))
 }
 
 /// The note added to a tool error from a plugin that lacks some requested capability.
@@ -717,7 +763,10 @@ mod tests {
         t.output_schema = Some(schema.clone());
         let validator = jsonschema::validator_for(&schema).unwrap();
         let run = |data: &str, limit| structured_outcome(&t, &validator, data.to_string(), limit);
-        assert_eq!(run(r#"{"n": 3}"#, 100), Outcome::ok(r#"{"n": 3}"#.into(), false));
+        let passed = run(r#"{"n": 3}"#, 100);
+        assert_eq!(passed.data.as_deref(), Some(r#"{"n": 3}"#));
+        // Parsed once, here; the front ends reuse it (issue #32).
+        assert_eq!(passed.structured.as_deref(), Some(&json!({"n": 3})));
         for (data, limit, says) in [
             (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),
             ("{}", 100, "\"n\" is a required property"),

@@ -83,11 +83,24 @@ pub struct Outcome {
     /// What the call cost (set when the plugin ran), for the operator, not the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// `data` as the JSON object the executor parsed it into to check it against the tool's
+    /// `outputSchema`, so a front end that needs the structure (MCP's `structuredContent`)
+    /// does not parse it again. Not serialized: it is `data`.
+    #[serde(skip)]
+    pub structured: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl Outcome {
     pub fn ok(data: String, truncated: bool) -> Outcome {
-        Outcome { success: true, data: Some(data), error: None, kind: None, truncated, usage: None }
+        Outcome {
+            success: true,
+            data: Some(data),
+            error: None,
+            kind: None,
+            truncated,
+            usage: None,
+            structured: None,
+        }
     }
 
     pub fn err(kind: ErrorKind, error: impl Into<String>) -> Outcome {
@@ -98,12 +111,13 @@ impl Outcome {
             kind: Some(kind),
             truncated: false,
             usage: None,
+            structured: None,
         }
     }
 
     /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
     pub fn model_json(&self) -> String {
-        let shown = Outcome { usage: None, ..self.clone() };
+        let shown = Outcome { usage: None, structured: None, ..self.clone() };
         serde_json::to_string(&shown).unwrap_or_default()
     }
 
@@ -141,9 +155,13 @@ pub(crate) fn structured_outcome(
         Ok(other) => return fail(format!("is JSON but not an object (it starts {:.40})", other.to_string())),
         Err(e) => return fail(format!("is not JSON ({e})")),
     };
-    match validator.iter_errors(&value).next() {
-        None => Outcome::ok(data, false),
-        Some(e) => fail(format!("does not match it: at `{}`: {e}", e.instance_path())),
+    let mismatch = validator
+        .iter_errors(&value)
+        .next()
+        .map(|e| format!("does not match it: at `{}`: {e}", e.instance_path()));
+    match mismatch {
+        None => Outcome { structured: Some(std::sync::Arc::new(value)), ..Outcome::ok(data, false) },
+        Some(why) => fail(why),
     }
 }
 
@@ -158,4 +176,41 @@ pub fn truncate(mut s: String, limit: usize) -> (String, bool) {
     s.truncate(cut);
     s.push_str(&format!("\n…[truncated {} of {total} chars]", total - limit));
     (s, true)
+}
+
+/// `message` without the ` (os error N)` a guest's standard library appends to an I/O error:
+/// inside the sandbox N is a WASI errno (44 for "no such file"), which means nothing to a
+/// reader and is not the host's errno either. The words before it stay.
+pub fn without_os_error_numbers(message: &str) -> String {
+    const MARK: &str = " (os error ";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push_str(&rest[..i]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..i + MARK.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod errno_tests {
+    #[test]
+    fn wasi_errno_numbers_are_never_shown() {
+        use super::without_os_error_numbers as w;
+        assert_eq!(
+            w("cannot read `README.txt`: No such file or directory (os error 44)"),
+            "cannot read `README.txt`: No such file or directory"
+        );
+        assert_eq!(w("a (os error 2) b (os error 76)"), "a b");
+        assert_eq!(w("kept: (os error x) and (os error 12"), "kept: (os error x) and (os error 12");
+        assert_eq!(w("plain"), "plain");
+    }
 }

@@ -400,6 +400,78 @@ impl OpenAnswers {
     }
 }
 
+/// The header naming a streamable HTTP session.
+const SESSION_ID: &str = "mcp-session-id";
+
+type McpBody = http_body_util::Either<DeadlineBody, http_body_util::Full<bytes::Bytes>>;
+
+/// While draining: `req` back (its body read into memory, if it had to be read to decide)
+/// when it may be served, or the `503` that refuses it. See the comment at the call.
+async fn admit_while_draining(
+    req: hyper::Request<McpBody>,
+    max_message: usize,
+) -> Result<hyper::Request<McpBody>, hyper::Response<Body>> {
+    use http_body_util::BodyExt;
+    if req.headers().contains_key(SESSION_ID) {
+        return Ok(req);
+    }
+    if req.method() != hyper::Method::POST {
+        return Err(unavailable(false, false));
+    }
+    let (parts, body) = req.into_parts();
+    let body = http_body_util::Limited::new(body, max_message);
+    let Ok(bytes) = body.collect().await.map(|b| b.to_bytes()) else {
+        return Err(unavailable(false, true));
+    };
+    let method = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_string));
+    match method.as_deref() {
+        Some(m) if m != "initialize" && m != "tools/call" => Ok(hyper::Request::from_parts(
+            parts,
+            http_body_util::Either::Right(http_body_util::Full::new(bytes)),
+        )),
+        _ => Err(unavailable(false, true)),
+    }
+}
+
+/// `503` with `Retry-After` while starting or shutting down. To a `POST` the body is also a
+/// JSON-RPC error (`id: null`: the request is not read), which clients show as the reason.
+fn unavailable(starting: bool, post: bool) -> hyper::Response<Body> {
+    use http_body_util::{BodyExt, Full};
+    let why = if starting {
+        "toolhost is starting: the plugins are loading; retry"
+    } else {
+        "toolhost is shutting down and accepts no new sessions or calls; retry (another replica will answer)"
+    };
+    let mut resp = if post {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": UNAVAILABLE_CODE, "message": format!("{why} [unavailable]") },
+        });
+        let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from(body.to_string())).boxed());
+        resp.headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        *resp.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+        resp
+    } else {
+        let why: &'static str = if starting {
+            "toolhost is starting: the plugins are loading; retry\n"
+        } else {
+            "toolhost is shutting down: retry (another replica will answer)\n"
+        };
+        text(hyper::StatusCode::SERVICE_UNAVAILABLE, why)
+    };
+    resp.headers_mut()
+        .insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static(RETRY_AFTER_S));
+    resp
+}
+
+/// The JSON-RPC error code of a request refused because the server is starting or stopping
+/// (in the implementation-defined server error range).
+pub(crate) const UNAVAILABLE_CODE: i64 = -32001;
+
 fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
     use http_body_util::{BodyExt, Full};
     let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from_static(body.as_bytes())).boxed());
@@ -451,7 +523,10 @@ pub async fn serve_http(
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(options.allowed_hosts.iter().cloned());
     let guard = Arc::new(HostGuard::new(&hosts, &options.allowed_origins));
-    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    // One limit for an MCP message whatever the transport (`[mcp] max_message_kb`).
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_max_request_body_bytes(server.max_message);
     config = if options.allowed_origins.is_empty() {
         config.enforce_origin_validation()
     } else {
@@ -460,6 +535,7 @@ pub async fn serve_http(
     // Cancelled once the calls are drained: rmcp then ends its sessions and open streams.
     let sessions = config.cancellation_token.clone();
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
+    let max_message = server.max_message;
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -579,27 +655,35 @@ pub async fn serve_http(
                         (had, None) => return Ok(unauthorized(peer, "MCP", had)),
                     }
                 }
-                if let Some(s) = &host_service
-                    && !s.lifecycle.is_ready()
-                {
-                    let why = if s.lifecycle.phase() == crate::service::shutdown::Phase::Serving {
-                        "toolhost is starting: the plugins are loading; retry\n"
-                    } else {
-                        "toolhost is shutting down: retry (another replica will answer)\n"
-                    };
-                    let mut resp = text(hyper::StatusCode::SERVICE_UNAVAILABLE, why);
-                    resp.headers_mut().insert(
-                        hyper::header::RETRY_AFTER,
-                        hyper::header::HeaderValue::from_static(RETRY_AFTER_S),
-                    );
-                    return Ok(resp);
-                }
+                // While starting, nothing; while shutting down, nothing new. A new session's
+                // `initialize` and a new call are refused, but the rest is served — an existing
+                // session's GET stream, its notifications (`notifications/cancelled`), the answer
+                // to an elicitation, its DELETE, a new call in it (which the executor answers
+                // `unavailable`), and a 2026-07-28 stateless request that is not a call (the
+                // `tools/list` a client reads an outputSchema from) — so a client lives until
+                // its calls in flight are answered. The official clients end the whole session
+                // on a 503 to any of these, and with it the answers they are waiting for.
                 let post = req.method() == hyper::Method::POST;
-                let req = req.map(|inner| DeadlineBody {
-                    inner,
-                    deadline: Box::pin(tokio::time::sleep(limits.body_timeout)),
-                    timeout: limits.body_timeout,
+                let req = req.map(|inner| {
+                    http_body_util::Either::Left(DeadlineBody {
+                        inner,
+                        deadline: Box::pin(tokio::time::sleep(limits.body_timeout)),
+                        timeout: limits.body_timeout,
+                    })
                 });
+                let req = match &host_service {
+                    Some(s) if !s.lifecycle.is_ready() => {
+                        let starting = s.lifecycle.phase() == crate::service::shutdown::Phase::Serving;
+                        if starting {
+                            return Ok(unavailable(true, post));
+                        }
+                        match admit_while_draining(req, max_message).await {
+                            Ok(req) => req,
+                            Err(resp) => return Ok(resp),
+                        }
+                    }
+                    _ => req,
+                };
                 let resp = service.handle(req).await;
                 Ok(if post { answers.track(resp) } else { resp })
             }

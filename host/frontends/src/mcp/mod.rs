@@ -37,6 +37,7 @@ mod approval;
 mod http;
 pub(crate) mod settings;
 mod tasks;
+mod stdio;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 pub use tasks::{TaskLimits, Tasks};
@@ -82,6 +83,8 @@ pub struct McpServer {
     approvals: Arc<Approvals>,
     cache_scope: CacheScope,
     tasks: Arc<Tasks>,
+    /// The largest MCP message read, in bytes: a stdio line, an HTTP body (`[mcp] max_message_kb`).
+    max_message: usize,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -113,6 +116,15 @@ impl McpServer {
     /// The server's tasks (shared by every session), e.g. to count those a shutdown cancelled.
     pub fn tasks(&self) -> Arc<Tasks> {
         self.tasks.clone()
+            max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
+        })
+    }
+
+    /// Read MCP messages (a stdio line, an HTTP request body) of at most `bytes`; a longer
+    /// one is answered with an error naming the limit.
+    pub fn with_max_message(mut self, bytes: usize) -> McpServer {
+        self.max_message = bytes;
+        self
     }
 
     /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
@@ -351,7 +363,7 @@ impl Confirm for TaskConfirm {
     }
 }
 
-/// A call's outcome as a `tools/call` result.
+/// A call's outcome as a `tools/call` result, with what it cost in `_meta`.
 fn result_of(outcome: Outcome) -> CallToolResult {
     // What the call cost, for the client's operator (not part of the content the model reads).
     let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
@@ -359,24 +371,31 @@ fn result_of(outcome: Outcome) -> CallToolResult {
         m.insert("toolhost/usage".into(), u);
         rmcp::model::MetaObject(m)
     });
-    let mut result = if outcome.success {
-        let data = outcome.data.unwrap_or_default();
-        // A tool with an outputSchema always has an object here (the executor checked it
-        // against the schema); any other tool's JSON object result is structured too.
-        let structured = if data.trim_start().starts_with('{') && !outcome.truncated {
-            serde_json::from_str::<serde_json::Value>(&data).ok().filter(serde_json::Value::is_object)
-        } else {
-            None
-        };
-        let mut result = CallToolResult::success(vec![ContentBlock::text(data)]);
-        result.structured_content = structured;
-        result
-    } else {
+    let mut result = call_result(outcome);
+    result.meta = meta;
+    result
+}
+
+/// A call's outcome as an MCP result. A tool with an outputSchema has its result already
+/// parsed (the executor checked it against the schema: `Outcome::structured`), and it is used
+/// as is; any other tool's JSON object result is structured too, parsed here.
+fn call_result(outcome: Outcome) -> CallToolResult {
+    if !outcome.success {
         let kind = outcome.kind.unwrap_or(ErrorKind::ToolError);
         let text = format!("{} [{kind}]", outcome.error.unwrap_or_default());
-        CallToolResult::error(vec![ContentBlock::text(text)])
+        return CallToolResult::error(vec![ContentBlock::text(text)]);
+    }
+    let structured = match outcome.structured {
+        Some(parsed) => Some(Arc::unwrap_or_clone(parsed)),
+        None => outcome
+            .data
+            .as_deref()
+            .filter(|d| d.trim_start().starts_with('{') && !outcome.truncated)
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+            .filter(serde_json::Value::is_object),
     };
-    result.meta = meta;
+    let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.data.unwrap_or_default())]);
+    result.structured_content = structured;
     result
 }
 
@@ -600,6 +619,9 @@ impl Confirm for ElicitConfirm {
     }
 }
 
+/// After the end of stdin, how long requests read before it have to reach the executor.
+const EOF_ADMIT_WAIT: Duration = Duration::from_secs(2);
+
 /// Serve MCP over stdin/stdout until the client disconnects. stdout carries only protocol
 /// messages (logs go to stderr).
 pub async fn serve_stdio(server: McpServer) -> anyhow::Result<()> {
@@ -618,9 +640,21 @@ pub async fn serve_stdio_until(
     let mut shutdown = std::pin::pin!(shutdown);
     // Pipes (how MCP clients start a server) go through tokio's reactor rather than its
     // blocking pool: no thread hand-off per message (rmcp falls back to `stdio()` otherwise).
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    // With a service, the end of stdin is a shutdown like SIGTERM: the calls in flight finish
+    // (or are cancelled at the grace period) and are answered before the session ends.
+    let (eof_tx, mut eof_rx) = tokio::sync::watch::channel(false);
+    let hold_eof = service.is_some().then_some(eof_tx);
+    let transport = stdio::StdioTransport::new(stdin, stdout, server.max_message, hold_eof);
+    let pending = transport.pending();
+    let mut stdin_closed = std::pin::pin!(async move {
+        let _ = eof_rx.wait_for(|closed| *closed).await;
+    });
     let running = tokio::select! {
-        r = server.serve(rmcp::transport::stdio_pipes()) => r?,
-        () = &mut shutdown => return Ok(()), // no session yet: nothing in flight
+        r = server.serve(transport) => r?,
+        // No session yet: nothing in flight.
+        () = &mut shutdown => return Ok(()),
+        () = &mut stdin_closed => return Ok(()),
     };
     let session = running.cancellation_token();
     let mut waiting = std::pin::pin!(running.waiting());
@@ -630,6 +664,20 @@ pub async fn serve_stdio_until(
             return Ok(());
         }
         () = &mut shutdown => {}
+        () = &mut stdin_closed => {
+            if let Some(s) = &service {
+                // Calls read before the end of stdin are not new: wait (briefly) until each
+                // request still unanswered is an admitted call, then admit no more.
+                let deadline = tokio::time::Instant::now() + EOF_ADMIT_WAIT;
+                while pending.load(std::sync::atomic::Ordering::SeqCst) > s.lifecycle.in_flight()
+                    && tokio::time::Instant::now() < deadline
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                s.lifecycle.stop_admitting();
+            }
+            eprintln!("toolhost: stdin closed: no new calls; finishing the calls in flight");
+        }
     }
     if let Some(s) = service {
         s.shutdown().await;
@@ -638,4 +686,33 @@ pub async fn serve_stdio_until(
     session.cancel();
     waiting.await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #32: the executor's parse of an outputSchema tool's result is the one MCP uses.
+    #[test]
+    fn a_result_the_executor_parsed_is_not_parsed_again() {
+        let parsed = serde_json::json!({ "words": 2 });
+        // The text is what the model reads; the structure comes from the executor's parse.
+        let outcome = Outcome {
+            structured: Some(Arc::new(parsed.clone())),
+            ..Outcome::ok("{\"words\": 2}".into(), false)
+        };
+        assert_eq!(call_result(outcome).structured_content, Some(parsed));
+        let marker = serde_json::json!({ "from": "the executor" });
+        let outcome =
+            Outcome { structured: Some(Arc::new(marker.clone())), ..Outcome::ok("{}".into(), false) };
+        assert_eq!(
+            call_result(outcome).structured_content,
+            Some(marker),
+            "used as is, not re-read from the text"
+        );
+        // Without an outputSchema, a JSON object result is parsed here.
+        let plain = Outcome::ok("{\"a\": 1}".into(), false);
+        assert_eq!(call_result(plain).structured_content, Some(serde_json::json!({ "a": 1 })));
+        assert_eq!(call_result(Outcome::ok("[1]".into(), false)).structured_content, None);
+    }
 }

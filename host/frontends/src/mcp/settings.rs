@@ -23,6 +23,8 @@ pub struct RawMcp {
     tasks_keep_s: Option<u64>,
     /// Finished tasks kept at most (the oldest go first).
     tasks_max_kept: Option<usize>,
+    /// The largest MCP message read (KiB): a stdio line, an HTTP request body.
+    max_message_kb: Option<usize>,
 }
 
 /// The caps and retention of MCP tasks (`[mcp] tasks_*`).
@@ -46,6 +48,14 @@ impl Default for TaskLimits {
     }
 }
 
+/// `[mcp] max_message_kb` by default: four times the per-call argument limit.
+pub const DEFAULT_MAX_MESSAGE_KB: usize = 4096;
+/// The least `max_message_kb`: a message must hold arguments up to the per-call limit
+/// (`toolhost_core::executor::MAX_ARGS_BYTES`) and the envelope around them.
+pub const MIN_MAX_MESSAGE_KB: usize = toolhost_core::executor::MAX_ARGS_BYTES / 1024 + 64;
+/// The largest `max_message_kb` (a message is read whole before it is parsed).
+pub const MAX_MAX_MESSAGE_KB: usize = 256 * 1024;
+
 /// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +73,10 @@ pub struct McpSettings {
     pub tokens: Vec<(String, SecretSource)>,
     pub approval_ttl: std::time::Duration,
     pub tasks: TaskLimits,
+    /// The largest MCP message read, in bytes: one stdio line, one HTTP request body. Larger
+    /// ones are answered with an error naming the limit; arguments within the per-call limit
+    /// always fit.
+    pub max_message_bytes: usize,
 }
 
 impl Default for McpSettings {
@@ -71,6 +85,7 @@ impl Default for McpSettings {
             tokens: Vec::new(),
             approval_ttl: std::time::Duration::from_secs(300),
             tasks: TaskLimits::default(),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_KB * 1024,
         }
     }
 }
@@ -119,6 +134,16 @@ fn resolve_mcp(
     }
     if let Some(n) = raw.tasks_max_kept {
         t.max_kept = range("tasks_max_kept", n as u64, 100_000)? as usize;
+    }
+    if let Some(kb) = raw.max_message_kb {
+        if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
+            return Err(format!(
+                "mcp.max_message_kb = {kb} is outside {MIN_MAX_MESSAGE_KB}..={MAX_MAX_MESSAGE_KB}: a message must \
+                 hold the arguments of a call up to their {} KiB limit",
+                toolhost_core::executor::MAX_ARGS_BYTES / 1024
+            ));
+        }
+        out.max_message_bytes = kb * 1024;
     }
     for (i, t) in raw.tokens.into_iter().enumerate() {
         let key = format!("mcp.tokens[{i}]");

@@ -1,8 +1,11 @@
 //! The audit trail: one JSON line per call, appended to a file opened with `O_APPEND`.
 //!
 //! Each line is written whole with one `write_all` of a complete line, under a lock, straight
-//! to the file (no user-space buffer): a crash of the host loses at most the line being
-//! written, and a reader never sees two lines interleaved. When the next line would take the
+//! to the file (no user-space buffer), before the call's answer is sent: a crash of the host
+//! loses none, and a reader never sees two lines interleaved. With `fsync` (the default) the
+//! line is also on disk before the answer — a crash of the machine loses none either — by
+//! group commit: one `fdatasync` covers every line written before it began, so concurrent
+//! calls share one (see [`AuditLog::make_durable`]; its cost is in BENCHMARKS.md). When the next line would take the
 //! file past `max_bytes`, the file is rotated first: `audit.jsonl.N-1` → `.N`, …, `audit.jsonl`
 //! → `.1`, the oldest beyond `keep` removed, and a fresh file opened. The file is created
 //! `0600`: it names clients and carries (redacted) arguments.
@@ -18,13 +21,19 @@ pub struct AuditLog {
     path: PathBuf,
     max_bytes: u64,
     keep: u32,
+    /// `fdatasync` each line before the answer (group commit).
+    fsync: bool,
     inner: Mutex<Inner>,
+    /// Lines known to be on disk, by their number; held while syncing.
+    durable: Mutex<u64>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    file: File,
+    file: std::sync::Arc<File>,
     size: u64,
+    /// Lines written since the file was opened.
+    written: u64,
     /// Write errors are logged once until a write succeeds again.
     failing: bool,
 }
@@ -52,22 +61,56 @@ impl AuditLog {
             path: path.to_path_buf(),
             max_bytes: max_bytes.max(1),
             keep,
-            inner: Mutex::new(Inner { file, size, failing: false }),
+            fsync: true,
+            inner: Mutex::new(Inner { file: std::sync::Arc::new(file), size, written: 0, failing: false }),
+            durable: Mutex::new(0),
         })
+    }
+
+    /// Whether [`AuditLog::make_durable`] syncs (`[audit] fsync`, on by default).
+    pub fn with_fsync(mut self, fsync: bool) -> AuditLog {
+        self.fsync = fsync;
+        self
+    }
+
+    pub fn fsyncs(&self) -> bool {
+        self.fsync
+    }
+
+    /// Make line `n` (as [`AuditLog::append`] numbered it) durable: on disk when this returns.
+    /// Blocks for an `fdatasync` unless one that began after the line was written has already
+    /// finished: callers queue on one lock, and the sync each one runs covers every line
+    /// written so far, so the ones behind it find their line covered and return at once.
+    pub fn make_durable(&self, n: u64) {
+        if !self.fsync {
+            return;
+        }
+        let mut durable = self.durable.lock().unwrap_or_else(|p| p.into_inner());
+        if *durable >= n {
+            return;
+        }
+        let (upto, file) = {
+            let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            (inner.written, inner.file.clone())
+        };
+        match file.sync_data() {
+            Ok(()) => *durable = upto,
+            Err(e) => tracing::error!("audit: cannot sync {}: {e}", self.path.display()),
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Append one record as a line. Failures are logged, never returned: the call it records
-    /// has already happened.
-    pub fn append(&self, record: &impl serde::Serialize) {
+    /// Append one record as a line; returns its number for [`AuditLog::make_durable`].
+    /// Failures are logged, never returned: the call it records has already happened.
+    pub fn append(&self, record: &impl serde::Serialize) -> u64 {
         let mut line = match serde_json::to_string(record) {
             Ok(line) => line,
             Err(e) => {
                 tracing::error!("audit: cannot encode a record: {e}");
-                return;
+                return 0;
             }
         };
         line.push('\n');
@@ -78,16 +121,19 @@ impl AuditLog {
         {
             tracing::warn!("audit: cannot rotate {}: {e}", self.path.display());
         }
-        match inner.file.write_all(line.as_bytes()) {
+        match (&*inner.file).write_all(line.as_bytes()) {
             Ok(()) => {
                 inner.size += line.len() as u64;
+                inner.written += 1;
                 inner.failing = false;
+                inner.written
             }
             Err(e) => {
                 if !inner.failing {
                     tracing::error!("audit: cannot write {}: {e}", self.path.display());
                 }
                 inner.failing = true;
+                0
             }
         }
     }
@@ -112,7 +158,8 @@ impl AuditLog {
             }
             std::fs::rename(&self.path, self.rotated(1))?;
         }
-        inner.file = open_append(&self.path)?;
+        // The lines so far were synced above, with the old file.
+        inner.file = std::sync::Arc::new(open_append(&self.path)?);
         inner.size = 0;
         Ok(())
     }
@@ -154,6 +201,36 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    /// Issue #32: with `fsync`, a line is on disk once `make_durable` returns; concurrent
+    /// writers share syncs (group commit) and every one of them finds its line durable.
+    #[test]
+    fn make_durable_covers_every_line_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::sync::Arc::new(AuditLog::open(&dir.path().join("a.jsonl"), 1 << 20, 1).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5 {
+                        let n = log.append(&serde_json::json!({ "t": t, "i": i }));
+                        assert!(n > 0);
+                        log.make_durable(n);
+                        assert!(*log.durable.lock().unwrap() >= n, "line {n} not durable on return");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*log.durable.lock().unwrap(), 40);
+        // Without fsync nothing is synced per line (the OS flushes; `sync` at shutdown).
+        let off = AuditLog::open(&dir.path().join("b.jsonl"), 1 << 20, 1).unwrap().with_fsync(false);
+        let n = off.append(&serde_json::json!({}));
+        off.make_durable(n);
+        assert_eq!(*off.durable.lock().unwrap(), 0);
+    }
 
     #[test]
     fn times_are_rfc3339_utc() {

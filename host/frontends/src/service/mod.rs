@@ -38,7 +38,7 @@ pub use toolhost_core::executor::{CallContext, CallRecord, DangerRecord};
 pub struct Service {
     pub lifecycle: Lifecycle,
     pub metrics: Metrics,
-    audit: Option<AuditLog>,
+    audit: Option<Arc<AuditLog>>,
     registry: Arc<ArcSwap<Registry>>,
     front_end: &'static str,
     /// Every secret the config defines (and every MCP token), to redact from audited arguments.
@@ -60,7 +60,7 @@ impl Service {
         let audit = match a.file_for(serve) {
             None => None,
             Some(path) => match AuditLog::open(&path, a.max_bytes, a.keep) {
-                Ok(a) => Some(a),
+                Ok(log) => Some(log.with_fsync(a.fsync)),
                 Err(e) if a.file.is_some() => {
                     anyhow::bail!(
                         "[audit] file {}: cannot open it for appending: {e} (fix the path or its permissions, or set [audit] enabled = false)",
@@ -109,7 +109,7 @@ impl Service {
         Service {
             lifecycle: Lifecycle::new(settings.serve.shutdown_grace),
             metrics: Metrics::new(),
-            audit,
+            audit: audit.map(Arc::new),
             registry,
             front_end,
             secrets: NetGrant { secrets, ..NetGrant::default() },
@@ -174,14 +174,22 @@ impl Service {
         }
     }
 
-    fn finish(&self, call: &ToolCall, ctx: &CallContext, rec: &CallRecord, o: &Outcome, took: Duration) {
+    /// Count the call and write its audit line; returns the line's number (0: none written).
+    fn finish(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        rec: &CallRecord,
+        o: &Outcome,
+        took: Duration,
+    ) -> u64 {
         let outcome = o.kind.map_or("ok", ErrorKind::as_str);
         let tool = if rec.plugin.is_some() { call.name.as_str() } else { metrics::UNKNOWN_TOOL };
         self.metrics.call(tool, outcome, took.as_secs_f64());
         if let Some(d) = rec.danger {
             self.metrics.danger(d.decision.as_str(), d.by.as_str());
         }
-        let Some(audit) = &self.audit else { return };
+        let Some(audit) = &self.audit else { return 0 };
         let plugin = rec.plugin.as_ref();
         // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
         #[derive(serde::Serialize)]
@@ -214,7 +222,16 @@ impl Service {
             tool: &call.name,
             truncated: o.truncated,
             version: plugin.map(|p| p.manifest.version.as_str()),
-        });
+        })
+    }
+
+    /// Wait (off the async workers) until audit line `n` is on disk: the call's answer is sent
+    /// only then (`[audit] fsync`).
+    async fn durable(&self, n: u64) {
+        if let Some(audit) = self.audit.as_ref().filter(|a| n > 0 && a.fsyncs()) {
+            let audit = audit.clone();
+            let _ = tokio::task::spawn_blocking(move || audit.make_durable(n)).await;
+        }
     }
 
     /// An argument as the audit trail keeps it: secrets redacted, a long one cut to a prefix
@@ -253,7 +270,8 @@ impl CallObserver for Service {
                     "toolhost is shutting down and accepts no new calls; retry (another replica, or this \
                      service once it has restarted, will answer)",
                 );
-                self.finish(call, ctx, &rec, &o, started.elapsed());
+                let line = self.finish(call, ctx, &rec, &o, started.elapsed());
+                self.durable(line).await;
                 return o;
             };
             self.metrics.in_flight().inc();
@@ -273,15 +291,21 @@ impl CallObserver for Service {
                 ),
             };
             self.metrics.in_flight().dec();
-            self.finish(call, ctx, &snapshot(&record), &outcome, started.elapsed());
-            // The ticket goes last: once the drain sees no call in flight, every line is written.
+            let line = self.finish(call, ctx, &snapshot(&record), &outcome, started.elapsed());
+            self.durable(line).await;
+            // The ticket goes last: once the drain sees no call in flight, every line is durable.
             drop(ticket);
             outcome
         })
     }
 
     fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome) {
-        self.finish(call, ctx, &record, outcome, Duration::ZERO);
+        let line = self.finish(call, ctx, &record, outcome, Duration::ZERO);
+        // Answered at once, before any tool ran (an unknown tool, arguments that do not map):
+        // synced inline, a rare path.
+        if let Some(audit) = &self.audit {
+            audit.make_durable(line);
+        }
     }
 
     fn waiting(&self) -> Option<Box<dyn Send>> {

@@ -101,6 +101,7 @@ pub struct RawAudit {
     enabled: Option<bool>,
     max_mb: Option<u64>,
     keep: Option<u32>,
+    fsync: Option<bool>,
 }
 
 /// `[audit]`, resolved.
@@ -114,17 +115,23 @@ pub struct AuditSettings {
     pub max_bytes: u64,
     /// Rotated files kept (`audit.jsonl.1` … `.N`).
     pub keep: u32,
+    /// A call's line is on disk (`fdatasync`) before its answer is sent; `false`: written
+    /// before the answer (a crash of toolhost loses none) but left to the OS to flush.
+    pub fsync: bool,
 }
 
 impl Default for AuditSettings {
     fn default() -> Self {
-        AuditSettings { file: None, enabled: true, max_bytes: 100 * 1024 * 1024, keep: 5 }
+        AuditSettings { file: None, enabled: true, max_bytes: 100 * 1024 * 1024, keep: 5, fsync: true }
     }
 }
 
 impl AuditSettings {
     pub fn resolve(raw: RawAudit, base: &Path) -> Result<AuditSettings, String> {
         let mut out = AuditSettings { file: raw.file.map(|f| base.join(f)), ..AuditSettings::default() };
+        if let Some(fsync) = raw.fsync {
+            out.fsync = fsync;
+        }
         out.enabled = raw.enabled.unwrap_or(true);
         if let Some(mb) = raw.max_mb {
             if !(1..=1024 * 1024).contains(&mb) {
@@ -180,6 +187,8 @@ mod tests {
         assert_eq!(d.serve.shutdown_grace, Duration::from_secs(15));
         assert_eq!(d.audit.file_for(false), None, "off by default for one-off commands");
         assert_eq!(d.audit.file_for(true), default_audit_file(), "on for serve");
+        assert!(d.audit.fsync, "each line on disk before its answer, by default");
+        assert!(!parse("[audit]\nfsync = false\n").unwrap().audit.fsync);
         let off = parse("[audit]\nenabled = false\nfile = \"a.jsonl\"\n").unwrap();
         assert_eq!((off.audit.file_for(true), off.audit.file_for(false)), (None, None));
         for (bad, says) in [

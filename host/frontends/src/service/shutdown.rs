@@ -1,8 +1,12 @@
-//! Graceful shutdown: what `serve` does between a SIGTERM (or SIGINT) and its exit.
+//! Graceful shutdown: what `serve` does between a SIGTERM (or SIGINT, or over stdio the end of
+//! stdin) and its exit.
 //!
-//! 1. **Draining**: no new call is admitted (the executor answers `unavailable`; HTTP answers
-//!    `503` with `Retry-After` before any MCP handling) and `/readyz` says not ready, while
-//!    the calls in flight go on.
+//! 1. **Draining**: no new call is admitted (the executor answers `unavailable`) and `/readyz`
+//!    says not ready, while the calls in flight go on. Over HTTP a new session and a new
+//!    stateless call get `503` with `Retry-After` before any MCP handling, but everything of an
+//!    existing session (its GET stream, notifications, a new call answered `unavailable`, its
+//!    DELETE) and stateless requests that are not calls are served: the official clients end
+//!    the whole session on a `503`, and with it the answers they wait for.
 //! 2. When the last one finishes, or at the grace period (`[serve] shutdown_grace_ms`),
 //!    **cancelling**: each call still running is stopped (its sandbox dropped, its programs
 //!    killed, its requests aborted) and ends at once with a `cancelled` outcome that its client

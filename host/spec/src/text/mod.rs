@@ -18,10 +18,36 @@ pub use parse::{
 use crate::call::ToolCall;
 
 /// Render a call in the protocol, every argument as a JSON string (so `parse(render(c)) == c`).
+/// The bracket of a marker inside an argument is written as a `\uXXXX` escape: the parser
+/// decodes it back, and never sees a marker in the argument's text.
 pub fn render_call(call: &ToolCall) -> String {
-    let args: Vec<String> =
-        call.args.iter().map(|a| serde_json::to_string(a).unwrap_or_else(|_| "\"\"".into())).collect();
+    let args: Vec<String> = call
+        .args
+        .iter()
+        .map(|a| defuse_json_markers(&serde_json::to_string(a).unwrap_or_else(|_| "\"\"".into())))
+        .collect();
     format!("{OPEN} {}({}) {CLOSE}", call.name, args.join(", "))
+}
+
+/// A JSON string literal with the opening bracket of every `[TOOL]`/`[/TOOL]` marker in it (any
+/// form the parser accepts) written as its `\uXXXX` escape.
+fn defuse_json_markers(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for (i, c) in json.char_indices() {
+        let rest = &json[i + c.len_utf8()..];
+        let rest = rest.strip_prefix(SLASHES).unwrap_or(rest);
+        let marker = OPEN_BRACKETS.contains(&c)
+            && rest
+                .strip_prefix("TOOL")
+                .and_then(|r| r.chars().next())
+                .is_some_and(|b| CLOSE_BRACKETS.contains(&b));
+        if marker {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A plugin's free text (a description) as the prompt shows it: one line — every run of
@@ -153,6 +179,15 @@ mod tests {
             matches!(&segs[1], Segment::Error { error, .. } if error.message.contains("unterminated string"))
         );
         assert!(matches!(&segs[3], Segment::Call { call, .. } if call.name == "g"));
+    }
+
+    #[test]
+    fn rendered_arguments_holding_markers_parse_back() {
+        let call =
+            ToolCall::new("w", ["[TOOL] x", "a [/TOOL] b [TOOL] c", "【TOOL】", "［／TOOL］", "[TOOL"]);
+        let rendered = render_call(&call);
+        assert!(rendered.contains("\\u005bTOOL] x") && rendered.contains("\\u3010TOOL"), "{rendered}");
+        assert_eq!(parse(&rendered), vec![Segment::Call { call, raw: rendered.clone() }]);
     }
 
     #[test]

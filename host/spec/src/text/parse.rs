@@ -6,7 +6,12 @@
 //! Models that write Chinese switch to full-width punctuation mid-reply, so the syntax of a call
 //! also accepts what a Chinese input method produces for the protocol's ASCII characters (see
 //! [`OPEN_BRACKETS`], [`CLOSE_BRACKETS`], [`SLASHES`], `（` `）` and the quotes in `parse_arg`).
-//! A full-width comma `，` is never a separator: it is text, as in `search(苹果，香蕉)`.
+//! A full-width comma `，` is never a separator: it is text, as in `search(苹果，香蕉)`. Corner
+//! brackets `「」` `『』` are text, never quotes (decided in issue #32: they mark quotations and
+//! titles that belong to the value, and text cannot run into the next call).
+//!
+//! A quote never runs into the next call: the markers inside a call's arguments must pair up
+//! (see `Markers`), or the quote is unterminated and parsing resumes at the next marker.
 //!
 //! A call written inside Markdown code (a fenced block or an inline code span) is an example a
 //! model is showing, not a request: it becomes a [`Segment::Example`] and is never run.
@@ -535,6 +540,7 @@ fn parse_call(s: &str, body: usize) -> PResult<(ToolCall, usize)> {
 
 fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
     let mut args = Vec::new();
+    let mut markers = Markers::default();
     loop {
         c.skip_ws();
         match c.peek() {
@@ -556,6 +562,9 @@ fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
         }
         let arg_start = c.pos;
         let arg = parse_arg(c)?;
+        if let Err(message) = markers.check(&c.s[arg_start..c.pos]) {
+            return Err((message.into(), arg_start));
+        }
         if arg.len() > MAX_ARG_BYTES {
             return Err((format!("argument {} is over {} KiB", args.len() + 1, MAX_ARG_BYTES / 1024), c.pos));
         }
@@ -605,6 +614,56 @@ fn parse_args(c: &mut Cursor, open_paren: usize) -> PResult<Vec<String>> {
                 ));
             }
         }
+    }
+}
+
+/// The markers inside a call's arguments must pair up the way a quoted call would: each
+/// `[TOOL]` closed by a `[/TOOL]` inside the same argument, and no `[TOOL]` after a `[/TOOL]`
+/// that closed nothing (in that argument or an earlier one). An argument that breaks this runs
+/// into the next call — its quote was never closed where the model meant — so it is
+/// unterminated: the call is an error and parsing resumes at the next marker, where the call
+/// the model meant next runs on its own (issue #32). `"[/TOOL] inside"` and `"show [TOOL] f()
+/// [/TOOL]"` stay content; `\u005b` writes a bracket that is no marker. One pass over the text.
+#[derive(Default)]
+struct Markers {
+    /// A `[/TOOL]` that closed nothing.
+    stray_close: bool,
+}
+
+impl Markers {
+    fn check(&mut self, raw: &str) -> Result<(), &'static str> {
+        let mut open = false; // a `[TOOL]` in this argument not closed yet
+        let mut at = 0;
+        while let Some(i) = raw[at..].find("TOOL") {
+            let t = at + i;
+            at = t + "TOOL".len();
+            let mut back = raw[..t].chars().rev();
+            let start = match (back.next(), back.next()) {
+                (Some(b), _) if OPEN_BRACKETS.contains(&b) => t - b.len_utf8(),
+                (Some(sl), Some(b)) if SLASHES.contains(&sl) && OPEN_BRACKETS.contains(&b) => {
+                    t - sl.len_utf8() - b.len_utf8()
+                }
+                _ => continue,
+            };
+            match marker_at(&raw[start..]) {
+                Some((Marker::Open, _)) if self.stray_close => {
+                    return Err(
+                        "unterminated string: it runs past `[/TOOL]`; close the quote before the marker",
+                    );
+                }
+                Some((Marker::Open, _)) => open = true,
+                Some((Marker::Close, _)) if open => open = false,
+                Some((Marker::Close, _)) => self.stray_close = true,
+                None => {}
+            }
+        }
+        if open {
+            return Err(
+                "unterminated string: it runs into the `[TOOL]` of the next call; close the quote before \
+                        the marker",
+            );
+        }
+        Ok(())
     }
 }
 
@@ -928,7 +987,127 @@ mod tests {
         assert_eq!(segs.iter().map(Segment::source).collect::<String>(), reply);
     }
 
+    /// Issue #32: a quote that is never closed must not swallow the next call.
+    #[test]
+    fn an_unterminated_typographic_quote_does_not_swallow_the_next_call() {
+        let reply = "[TOOL] echo（“没有结束）[/TOOL] 然后 [TOOL] echo（“好”）[/TOOL]";
+        let segs = parse(reply);
+        assert!(
+            matches!(&segs[0], Segment::Error { error, raw }
+                if error.message.contains("unterminated string") && raw.ends_with("[/TOOL]")),
+            "{segs:?}"
+        );
+        assert_eq!(calls(&segs).cloned().collect::<Vec<_>>(), [ToolCall::new("echo", ["好"])]);
+        assert_eq!(segs.iter().map(Segment::source).collect::<String>(), reply);
+        // Every kind of quote, and a JSON argument, the same way.
+        for (open, close) in
+            [("“", "”"), ("‘", "’"), ("„", "“"), ("＂", "＂"), ("＇", "＇"), ("\"", "\""), ("'", "'")]
+        {
+            let reply = format!("[TOOL] a({open}x) [/TOOL] b [TOOL] a({open}y{close}) [/TOOL]");
+            let segs = parse(&reply);
+            assert!(matches!(&segs[0], Segment::Error { .. }), "{reply}: {segs:?}");
+            assert_eq!(calls(&segs).cloned().collect::<Vec<_>>(), [ToolCall::new("a", ["y"])], "{reply}");
+        }
+        let segs = parse("[TOOL] a({\"k\": \"x) [/TOOL] b [TOOL] a({\"k\": \"y\"}) [/TOOL]");
+        assert_eq!(calls(&segs).cloned().collect::<Vec<_>>(), [ToolCall::new("a", ["{\"k\": \"y\"}"])]);
+        // A quote that runs into the next call before any `[/TOOL]`: also unterminated.
+        let segs = parse("[TOOL] a(“x [TOOL] a(“y”) [/TOOL]");
+        assert!(matches!(&segs[0], Segment::Error { error, .. } if error.message.contains("unterminated")));
+        assert_eq!(calls(&segs).cloned().collect::<Vec<_>>(), [ToolCall::new("a", ["y"])], "{segs:?}");
+    }
+
+    #[test]
+    fn markers_inside_a_quote_are_content_when_they_pair_up() {
+        assert_eq!(
+            one_call("[TOOL] echo(\"[/TOOL] inside string\") [/TOOL]").args,
+            ["[/TOOL] inside string"]
+        );
+        assert_eq!(one_call("[TOOL] echo(“a 【/TOOL】 b”) [/TOOL]").args, ["a 【/TOOL】 b"]);
+        assert_eq!(
+            one_call("[TOOL] write(\"p.md\", \"call it as [TOOL] ls() [/TOOL] here\") [/TOOL]").args,
+            ["p.md", "call it as [TOOL] ls() [/TOOL] here"]
+        );
+        // An escaped bracket is no marker: the way to write a lone `[TOOL]` in an argument.
+        assert_eq!(
+            one_call("[TOOL] echo(\"\\u005bTOOL] starts a call\") [/TOOL]").args,
+            ["[TOOL] starts a call"]
+        );
+        let segs = parse("[TOOL] echo(\"a lone [TOOL] here\") [/TOOL]");
+        assert!(
+            matches!(&segs[0], Segment::Error { error, .. } if error.message.contains("runs into the `[TOOL]`")),
+            "{segs:?}"
+        );
+        assert_eq!(calls(&segs).count(), 0);
+    }
+
+    /// Decided for issue #32: `「…」` and `『…』` are text, never quotes. In Chinese and Japanese
+    /// prose they mark quotations and titles that are part of the value (`search(「三体」)`), and
+    /// being text they cannot run into the next call; a model that needs a comma inside an
+    /// argument writes the `"…"` the prompt teaches.
+    #[test]
+    fn corner_brackets_are_text_and_never_quote() {
+        assert_eq!(one_call("[TOOL] search(「三体」) [/TOOL]").args, ["「三体」"]);
+        assert_eq!(one_call("[TOOL] search(『題名』) [/TOOL]").args, ["『題名』"]);
+        assert_eq!(one_call("[TOOL] f(「a, b」) [/TOOL]").args, ["「a", "b」"]);
+        assert_eq!(one_call("[TOOL] f(“「a, b」”) [/TOOL]").args, ["「a, b」"]);
+        let segs = parse("[TOOL] f(「没有结束) [/TOOL] [TOOL] f(『好』) [/TOOL]");
+        let ran: Vec<_> = calls(&segs).cloned().collect();
+        assert_eq!(ran, [ToolCall::new("f", ["「没有结束"]), ToolCall::new("f", ["『好』"])]);
+        let segs = parse("[TOOL] f(「没有结束）[/TOOL] 然后 [TOOL] f（「好」）[/TOOL]");
+        assert_eq!(calls(&segs).count(), 2, "{segs:?}");
+    }
+
     use proptest::prelude::*;
+
+    /// Whether the markers in `arg` pair up (written apart from the parser).
+    fn paired(arg: &str) -> bool {
+        let mut depth = 0i32;
+        let mut stray = false;
+        let mut i = 0;
+        while i < arg.len() {
+            match marker_at(&arg[i..]) {
+                Some((Marker::Open, len)) => {
+                    if stray {
+                        return false;
+                    }
+                    depth = 1;
+                    i += len;
+                }
+                Some((Marker::Close, len)) => {
+                    if depth == 0 {
+                        stray = true;
+                    }
+                    depth = 0;
+                    i += len;
+                }
+                None => i += arg[i..].chars().next().map_or(1, char::len_utf8),
+            }
+        }
+        depth == 0
+    }
+
+    /// One call of a generated reply: well formed, or with its quote never closed.
+    fn arb_reply_call() -> impl Strategy<Value = (bool, String, String)> {
+        let quotes = prop_oneof![
+            Just(("\"", "\"")),
+            Just(("'", "'")),
+            Just(("“", "”")),
+            Just(("‘", "’")),
+            Just(("„", "“")),
+            Just(("＂", "＂")),
+            Just(("＇", "＇")),
+        ];
+        (any::<bool>(), "[a-z]{1,6}", "[a-z 苹果好，。）)]{0,8}", quotes, 0usize..3, 0usize..2).prop_map(
+            |(good, name, text, (open, close), bracket, paren)| {
+                let (o, c) = (["[", "【", "［"][bracket], ["]", "】", "］"][bracket]);
+                let (lp, rp) = (["(", "（"][paren], [")", "）"][paren]);
+                let arg = text.trim().to_string();
+                let close = if good { close } else { "" };
+                let raw = format!("{o}TOOL{c} {name}{lp}{open}{arg}{close}{rp} {o}/TOOL{c}");
+                (good, raw, format!("{name}\u{0}{arg}"))
+            },
+        )
+    }
 
     /// A call written with any mix of the accepted forms; arguments are JSON strings.
     fn render_with(call: &ToolCall, forms: &[usize; 6]) -> String {
@@ -974,6 +1153,47 @@ mod tests {
                 _ => None,
             }).collect();
             prop_assert_eq!(examples, vec![&call]);
+        }
+
+        /// Issue #32: a reply of calls, some with a quote never closed, separated by prose. Every
+        /// well-formed call runs, once, exactly as written and in order; no malformed one runs,
+        /// and no argument that ran holds a marker.
+        #[test]
+        fn a_broken_quote_never_swallows_the_calls_after_it(
+            parts in proptest::collection::vec((arb_reply_call(), "[a-z 然后，。]{0,6}"), 1..8),
+        ) {
+            let reply: String = parts.iter().map(|((_, raw, _), prose)| format!("{raw}{prose}")).collect();
+            let want: Vec<String> = parts.iter().filter(|((good, ..), _)| *good).map(|((_, _, w), _)| w.clone()).collect();
+            let segs = parse(&reply);
+            let ran: Vec<String> = calls(&segs).map(|c| format!("{}\u{0}{}", c.name, c.args.join("\u{0}"))).collect();
+            prop_assert_eq!(ran, want, "{}", reply);
+            prop_assert_eq!(segs.iter().map(Segment::source).collect::<String>(), reply);
+        }
+
+        /// Issue #32's property, over token soup: no call that runs holds in its arguments a
+        /// `[TOOL]` that is not closed inside them, or that follows a `[/TOOL]` closing nothing —
+        /// the shape of a call swallowed by a quote that never ended.
+        #[test]
+        fn no_argument_that_runs_holds_the_start_of_another_call(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("[TOOL] "), Just("【TOOL】"), Just("[/TOOL]"), Just("【／TOOL】"), Just("echo"), Just("（"),
+                    Just("）"), Just("("), Just(")"), Just(","), Just("“"), Just("”"), Just("‘"), Just("’"),
+                    Just("＂"), Just("\""), Just("'"), Just("{\"k\": "), Just("}"), Just("「"), Just("」"),
+                    Just(" 然后 "), Just("好"),
+                ].prop_map(str::to_string),
+                0..40,
+            )
+        ) {
+            let input: String = parts.concat();
+            let segs = parse(&input);
+            for s in &segs {
+                if let Segment::Call { raw, .. } = s {
+                    // The call's text after its `[TOOL]`: arguments, then its own `[/TOOL]`.
+                    let (_, open) = marker_at(raw).unwrap();
+                    prop_assert!(paired(&raw[open..]), "{:?} ran {:?}", input, raw);
+                }
+            }
         }
 
         #[test]

@@ -1,6 +1,16 @@
 //! The filesystem capability: the directories the operator grants a plugin
 //! ([`settings::FsGrant`]), intersected with what its manifest requests, and opened once for
 //! every call to share ([`Preopens`]). The disk quota on writes is [`super::quota`].
+//!
+//! **Paths outside every grant.** A guest's libc (wasi-libc) resolves a path against the
+//! directories it was given and, when none matches, fails with "no such file" without asking
+//! the host — so the host could not tell the user that the file exists but is not granted.
+//! A plugin without the workspace therefore also gets an empty directory as `/`, preopened
+//! before its granted ones (a granted directory always wins: a longer prefix, or the later
+//! preopen on a tie). A path outside every grant lands there; the host refuses every open in it
+//! (`error-code.access`: "permission denied") and every look-up (`no-entry`, as before), and
+//! remembers the path ([`OutsideGrants`]), so the outcome can say first that the plugin has no
+//! access to it.
 
 pub mod settings;
 
@@ -8,9 +18,118 @@ pub use settings::FsGrant;
 
 use super::{Missing, MissingKind};
 use std::io;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use toolhost_spec::manifest::{FsMode, FsRequest};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::filesystem::WasiFilesystemView;
+use wasmtime_wasi::p2::bindings::filesystem::types::{self as fs_types, Descriptor, ErrorCode};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiView};
+
+/// The `wasi:filesystem` instances wasmtime-wasi 48 defines.
+const FS_PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
+const FS_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Paths a call tried outside its grants, remembered at most.
+const OUTSIDE_PATHS: usize = 4;
+
+/// The empty directory preopened as `/` for plugins without the workspace (see the module
+/// docs): `$XDG_CACHE_HOME/toolhost/no-access`, created once, used only while it is empty.
+fn no_access_dir() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = crate::files::cache_dir()?.join("no-access");
+        std::fs::create_dir_all(&dir).ok()?;
+        let empty = std::fs::read_dir(&dir).ok()?.next().is_none();
+        if !empty {
+            tracing::warn!(
+                "{} is not empty: paths outside a plugin's grants are not reported",
+                dir.display()
+            );
+        }
+        empty.then_some(dir)
+    })
+    .as_deref()
+}
+
+/// Whether a plugin with these granted directories gets the no-access directory as `/`.
+pub fn guards_outside(fs: &[FsGrant]) -> bool {
+    !fs.iter().any(|g| g.guest_path() == ".") && no_access_dir().is_some()
+}
+
+/// What one call tried outside its grants: the per-call state of the no-access directory.
+#[derive(Debug, Default)]
+pub struct OutsideGrants {
+    /// The call's first preopen is the no-access directory.
+    pub armed: bool,
+    /// The guest's handles to it.
+    reps: Vec<u32>,
+    /// The paths the guest tried there, in order (the first few).
+    pub paths: Vec<String>,
+}
+
+impl OutsideGrants {
+    /// Whether `path` under the guest's handle `fd` is outside every grant: if so, it is
+    /// remembered and the operation must be refused.
+    pub fn refuses(&mut self, fd: u32, path: &str) -> bool {
+        if !self.reps.contains(&fd) {
+            return false;
+        }
+        if self.paths.len() < OUTSIDE_PATHS && !self.paths.iter().any(|p| p == path) {
+            self.paths.push(path.to_string());
+        }
+        true
+    }
+}
+
+/// What the filesystem shadows need of a call's store state.
+pub trait FsView: WasiView + Send + 'static {
+    fn outside(&mut self) -> &mut OutsideGrants;
+}
+
+/// Shadow `get-directories` (to know the guest's handles to the no-access directory) and
+/// `stat-at` (refused there). `open-at` is checked by the quota's shadow of it, which calls
+/// [`OutsideGrants::refuses`] first.
+pub fn add_to_linker<S: FsView>(linker: &mut Linker<S>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
+    use wasmtime_wasi::p2::bindings::filesystem::types::{Host as _, HostDescriptor as _};
+    linker.allow_shadowing(true);
+    linker.instance(FS_PREOPENS)?.func_wrap(
+        "get-directories",
+        |mut store: StoreContextMut<'_, S>, (): ()| {
+            let state = store.data_mut();
+            let dirs = state.filesystem().get_directories()?;
+            if state.outside().armed
+                && let Some((first, _)) = dirs.first()
+            {
+                let rep = first.rep();
+                state.outside().reps.push(rep);
+            }
+            Ok((dirs,))
+        },
+    )?;
+    linker.instance(FS_TYPES)?.func_wrap_async(
+        "[method]descriptor.stat-at",
+        |mut store: StoreContextMut<'_, S>,
+         (fd, flags, path): (Resource<Descriptor>, fs_types::PathFlags, String)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                // A look-up answers "no such file", as it did before the stand-in existed: a
+                // runtime probing paths (Python's imports) must not see a new kind of error.
+                if state.outside().refuses(fd.rep(), &path) {
+                    return Ok((Err(ErrorCode::NoEntry),));
+                }
+                let r = state.filesystem().stat_at(fd, flags, path).await;
+                Ok((match r {
+                    Ok(v) => Ok(v),
+                    Err(e) => Err(state.filesystem().convert_error_code(e)?),
+                },))
+            })
+        },
+    )?;
+    Ok(())
+}
 
 /// The granted directories opened once, for every call's WASI context to share (a clone of
 /// the filesystem context: the same directory handles, no `open`/`close` per call). Each call
@@ -90,9 +209,6 @@ impl Preopens {
     /// directory is still the one they were opened from, else opened afresh (and kept for the
     /// next calls if nothing changed meanwhile).
     pub fn build(&self, fs: &[FsGrant], mut b: WasiCtxBuilder) -> io::Result<WasiCtx> {
-        if fs.is_empty() {
-            return Ok(b.build());
-        }
         let ids = dir_ids(fs);
         if let (Some(ids), Some(set)) = (&ids, &*self.0.load())
             && *ids == set.ids
@@ -115,6 +231,13 @@ impl Preopens {
 }
 
 fn open_dirs(fs: &[FsGrant], b: &mut WasiCtxBuilder) -> io::Result<()> {
+    if guards_outside(fs)
+        && let Some(dir) = no_access_dir()
+    {
+        // First, so that every granted directory wins over it (see the module docs).
+        b.preopened_dir(dir, "/", FsPerms::ReadOnly)
+            .map_err(|e| io::Error::other(format!("cannot open {}: {e}", dir.display())))?;
+    }
     for fs in fs {
         let perms = match fs.mode {
             FsMode::ReadOnly => FsPerms::ReadOnly,

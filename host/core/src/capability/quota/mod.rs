@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi::WasiView;
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self as fs, Descriptor, ErrorCode, Host as _, HostDescriptor as _,
@@ -290,7 +289,7 @@ async fn gap<S: QuotaView>(state: &mut S, fd: &Resource<Descriptor>, offset: u64
 
 /// What the shadowed functions need of a call's store state: WASI's view of it, and the call's
 /// meter. The sandbox's store state implements it; nothing here names the sandbox.
-pub trait QuotaView: WasiView + Send + 'static {
+pub trait QuotaView: crate::capability::fs::FsView {
     fn meter(&self) -> &Arc<CallMeter>;
 }
 
@@ -398,6 +397,10 @@ pub fn add_to_linker<S: QuotaView>(linker: &mut Linker<S>) -> wasmtime::Result<(
         )| {
             Box::new(async move {
                 let state = store.data_mut();
+                // A path outside every grant (see `capability::fs`): refused, and remembered.
+                if state.outside().refuses(fd.rep(), &path) {
+                    return Ok((Err(ErrorCode::Access),));
+                }
                 // Only a file that does not exist yet counts as created.
                 let creates = open_flags.contains(fs::OpenFlags::CREATE)
                     && state.filesystem().stat_at(again(&fd), path_flags, path.clone()).await.is_err();
