@@ -24,6 +24,8 @@ pub use crate::capability::process::settings::{ExecGrant, ProcessSettings};
 
 use crate::capability::net::settings::RawNet;
 use crate::capability::process::settings::RawProcess;
+pub use crate::catalog::settings::CatalogSettings;
+use crate::catalog::settings::RawCatalog;
 use crate::registry::approvals::settings::{ApprovalLock, RawApprovals};
 use crate::registry::signing::{RawTrust, Trust};
 use file::{absolute, normalize};
@@ -103,6 +105,8 @@ pub struct Config {
     pub approvals: ApprovalLock,
     /// `[process]`: how programs run for plugins are confined.
     pub process: Arc<ProcessSettings>,
+    /// `[catalog]`: namespacing, search mode, pinned tools.
+    pub catalog: CatalogSettings,
 }
 
 impl Default for Config {
@@ -129,6 +133,7 @@ impl Default for Config {
             trust: Trust::default(),
             approvals: ApprovalLock::default(),
             process: Default::default(),
+            catalog: CatalogSettings::default(),
         }
     }
 }
@@ -181,6 +186,7 @@ impl Config {
         cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(invalid)?;
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
+        cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         Ok(cfg)
     }
 

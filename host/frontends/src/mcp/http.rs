@@ -461,7 +461,7 @@ pub async fn serve_http(
     let sessions = config.cancellation_token.clone();
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -474,6 +474,9 @@ mod tests {
             read_only,
             category: None,
             output_schema: None,
+            title: None,
+            idempotent: false,
+            icons: Vec::new(),
         }
     }
 
