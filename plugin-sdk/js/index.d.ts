@@ -63,6 +63,12 @@ export interface ToolOptions<Run extends (...args: any[]) => ToolResult = (...ar
   /** The JSON Schema of the result (an object schema): `run` then returns a matching object,
    * the host checks it, and MCP clients get it as `structuredContent`. */
   outputSchema?: JsonSchema;
+  /** A name for people (MCP `title`; at most 128 characters, one line). */
+  title?: string;
+  /** Calling it again with the same arguments changes nothing more (MCP `idempotentHint`). */
+  idempotent?: boolean;
+  /** Icons as `data:` URIs (PNG, JPEG, WebP or GIF, base64, at most 8 KiB each; at most 4). */
+  icons?: string[];
 }
 
 /** One manifest entry, as the host reads it. */
@@ -78,6 +84,9 @@ export interface ToolSpec {
   readOnly: boolean;
   category?: string;
   outputSchema?: JsonSchema;
+  title?: string;
+  idempotent?: boolean;
+  icons?: Array<{ src: string }>;
 }
 
 export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {

@@ -110,7 +110,8 @@ class Source:
             options["name"] = fn
             fn = f"tool_{index}"
         spelled = {"rest": "rest", "danger": "danger", "readOnly": "read_only", "outputLimit": "output_limit",
-                   "category": "category", "outputSchema": "output_schema"}
+                   "category": "category", "outputSchema": "output_schema", "title": "title",
+                   "idempotent": "idempotent", "icons": "icons"}
         for key, py in spelled.items():
             if key in t:
                 options[py] = t[key]

@@ -7,6 +7,7 @@ pub mod call;
 pub mod chat;
 pub mod dev;
 pub mod embed_manifest;
+pub mod export;
 pub mod inspect;
 pub mod install;
 pub mod keygen;
@@ -62,6 +63,8 @@ pub enum Command {
     List(list::Args),
     /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
     Inspect(inspect::Args),
+    /// Write this deployment as an MCP registry `server.json` (its plugins' tools under `_meta`)
+    Export(export::Args),
     /// Run every `[TOOL] name(args) [/TOOL]` call in a model's reply, in order, and print the
     /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
     Run(run::Args),
@@ -115,6 +118,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List(a) => list::run(g, a),
         Command::Inspect(a) => inspect::run(g, a),
+        Command::Export(a) => export::run(g, a),
         Command::Run(a) => run::run(g, a),
         Command::Prompt => prompt::run(g),
         Command::Schema(a) => schema::run(g, a),
