@@ -20,8 +20,8 @@ use syn::{
 // The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
 // a plugin that builds is a plugin the host loads.
 use toolhost_spec::manifest::{
-    MAX_ICONS, MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TITLE, MAX_TOOL_DESCRIPTION,
-    SECTION, Text,
+    MAX_ICONS, MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TITLE,
+    MAX_TOOL_DESCRIPTION, SECTION, Text,
 };
 
 /// Manifest format version written by this SDK (the host accepts exactly the versions it knows).
@@ -697,7 +697,10 @@ impl Tool {
             m.insert("idempotent".into(), json!(true));
         }
         if !self.icons.is_empty() {
-            m.insert("icons".into(), json!(self.icons.iter().map(|s| json!({ "src": s })).collect::<Vec<_>>()));
+            m.insert(
+                "icons".into(),
+                json!(self.icons.iter().map(|s| json!({ "src": s })).collect::<Vec<_>>()),
+            );
         }
         Value::Object(m)
     }

@@ -16,7 +16,8 @@ use toolhost_core::Config;
 use toolhost_core::registry::Registry;
 
 /// The server.json schema this writes.
-pub const SERVER_SCHEMA: &str = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json";
+pub const SERVER_SCHEMA: &str =
+    "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json";
 /// The `_meta` key registries keep for what the publisher adds.
 pub const PUBLISHER_META: &str = "io.modelcontextprotocol.registry/publisher-provided";
 /// The registry's cap on `description`.
@@ -88,7 +89,10 @@ pub fn server_json(registry: &Registry, config: &Config, info: &ServerInfo) -> R
                 && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         });
     if !valid_name {
-        bail!("--name {:?}: a registry name is NAMESPACE/NAME in reverse-DNS form (io.github.you/tools)", info.name);
+        bail!(
+            "--name {:?}: a registry name is NAMESPACE/NAME in reverse-DNS form (io.github.you/tools)",
+            info.name
+        );
     }
     let tools: Vec<&toolhost_core::registry::ToolEntry> = registry.tools().collect();
     let description = info.description.clone().unwrap_or_else(|| {
