@@ -244,7 +244,7 @@ pub fn icon_problem(src: &str) -> Option<String> {
 /// bytes.
 fn base64_prefix(data: &str, n: usize) -> Option<Vec<u8>> {
     let b = data.as_bytes();
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return None;
     }
     let value = |c: u8| match c {

@@ -506,12 +506,11 @@ impl Registry {
             let served = previous.and_then(|old| old.lookup(&key)).map(|e| e.plugin.name.clone());
             let kept = claimants.iter().position(|(_, p, _)| Some(&p.name) == served.as_ref());
             let conflict = Conflict {
-                name: claimants
-                    .iter()
-                    .map(|(n, _, _)| n)
-                    .all(|n| *n == claimants[0].0)
-                    .then(|| claimants[0].0.clone())
-                    .unwrap_or_else(|| key.clone()),
+                name: if claimants.iter().all(|(n, _, _)| *n == claimants[0].0) {
+                    claimants[0].0.clone()
+                } else {
+                    key.clone()
+                },
                 claims: claimants
                     .iter()
                     .map(|(n, p, i)| Claim {

@@ -303,9 +303,15 @@ fn same_plugins(a: &Registry, b: &Registry) -> bool {
 
 /// What differs between two snapshots.
 pub fn diff(old: &Registry, new: &Registry) -> Change {
-    let mut change = Change::default();
-    change.conflicts =
-        new.conflicts().iter().filter(|c| !old.conflicts().contains(c)).map(|c| c.message()).collect();
+    let mut change = Change {
+        conflicts: new
+            .conflicts()
+            .iter()
+            .filter(|c| !old.conflicts().contains(c))
+            .map(|c| c.message())
+            .collect(),
+        ..Change::default()
+    };
     for entry in new.tools() {
         let spec = entry.spec();
         match old.get(&spec.name) {

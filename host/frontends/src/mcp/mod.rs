@@ -218,7 +218,8 @@ impl McpServer {
         let names = found["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str());
         let added = {
             let mut revealed = self.revealed.lock().unwrap_or_else(|p| p.into_inner());
-            names.fold(false, |added, n| revealed.insert(n.to_string()) || added)
+            // Every name is inserted (no short circuit): count the new ones.
+            names.filter(|n| revealed.insert(n.to_string())).count() > 0
         };
         let handshake = context.protocol_version().is_none_or(|v| v.has_initialize());
         if added
