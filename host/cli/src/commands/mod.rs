@@ -58,8 +58,8 @@ pub struct Cli {
 /// The subcommands; each one's arguments and logic are in `commands/NAME.rs`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List the registered tools, the plugins with their requested/granted/missing
-    /// capabilities, and files that failed to load
+    /// List the exposed tools, tools hidden by the config and names several plugins claim, the
+    /// plugins with their requested/granted/missing capabilities, and files that failed to load
     List(list::Args),
     /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
     Inspect(inspect::Args),

@@ -3,7 +3,8 @@
 //! absolute paths and checked values. The sections are defined by their owners — `[net]` and
 //! secret origins by `capability::net`, `exec` grants and `[process]` by `capability::process`,
 //! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
-//! `registry::approvals` — and composed here; the front ends and the CLI take theirs (`[mcp]`,
+//! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog` — and
+//! composed here; the front ends and the CLI take theirs (`[mcp]`,
 //! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
 //! no config file and no command-line grants, nothing is granted to any plugin.
 
