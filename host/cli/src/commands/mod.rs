@@ -68,13 +68,15 @@ pub enum Command {
     /// Run every `[TOOL] name(args) [/TOOL]` call in a model's reply, in order, and print the
     /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
     Run(run::Args),
-    /// Print the prompt section that teaches a model the [TOOL] protocol and lists every tool
+    /// Print the prompt section that teaches a model the [TOOL] protocol and lists the exposed
+    /// tools (in search mode `find_tools` and the pinned ones)
     Prompt,
-    /// Print the tool definitions for function calling
+    /// Print the tool definitions for function calling (in search mode `find_tools` and the
+    /// pinned tools)
     Schema(schema::Args),
     /// Load the plugins and keep the registry live while files in the folder change, printing
     /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
-    /// `? plugin waiting for approval`. With --mcp, serve the tools to MCP clients (stdio, or
+    /// `? plugin waiting for approval`, `! tool name … is claimed by …`. With --mcp, serve the tools to MCP clients (stdio, or
     /// streamable HTTP with --http) and send them `tools/list_changed` on every change
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
