@@ -68,6 +68,12 @@ export interface ToolOptions<Run extends (...args: any[]) => ToolResult = (...ar
   timeoutMs?: number;
   /** Whether an MCP client that takes tasks gets a task id at once (default `'forbidden'`). */
   taskSupport?: 'forbidden' | 'optional' | 'required';
+  /** A name for people (MCP `title`; at most 128 characters, one line). */
+  title?: string;
+  /** Calling it again with the same arguments changes nothing more (MCP `idempotentHint`). */
+  idempotent?: boolean;
+  /** Icons as `data:` URIs (PNG, JPEG, WebP or GIF, base64, at most 8 KiB each; at most 4). */
+  icons?: string[];
 }
 
 /** One manifest entry, as the host reads it. */
@@ -85,6 +91,9 @@ export interface ToolSpec {
   outputSchema?: JsonSchema;
   timeoutMs?: number;
   taskSupport?: 'forbidden' | 'optional' | 'required';
+  title?: string;
+  idempotent?: boolean;
+  icons?: Array<{ src: string }>;
 }
 
 export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any[]) => ToolResult> {

@@ -37,6 +37,9 @@ const TOOL_KEYS = [
   'outputSchema',
   'timeoutMs',
   'taskSupport',
+  'title',
+  'idempotent',
+  'icons',
 ];
 const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
 // The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
@@ -52,6 +55,33 @@ const MAX_TOOL_DESCRIPTION = 4096;
 const MAX_PARAM_DESCRIPTION = 1024;
 const MAX_LABEL = 64; // version and category: one line each
 const MAX_SCHEMA_BYTES = 16 * 1024;
+const MAX_TITLE = 128; // a tool's title: one line
+const MAX_ICONS = 4; // icons per tool
+const MAX_ICON_BYTES = 8 * 1024; // one icon's `data:` URI
+const ICON_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
+const ICON_MAGIC = {
+  'image/png': ['\x89PNG\r\n\x1a\n'],
+  'image/jpeg': ['\xff\xd8\xff'],
+  'image/gif': ['GIF87a', 'GIF89a'],
+  'image/webp': ['RIFF'],
+};
+
+/** Why `src` is not an icon the host takes, or undefined (the host's rule, in its words). */
+function iconProblem(src) {
+  const n = new TextEncoder().encode(src).length;
+  if (n > MAX_ICON_BYTES) return `is ${n} bytes long; at most ${MAX_ICON_BYTES} are allowed`;
+  if (!src.startsWith('data:')) return 'must be a `data:` URI (data:image/png;base64,…): icons are never fetched';
+  const at = src.indexOf(';base64,');
+  if (at < 0) return 'must be a base64 `data:` URI (data:image/png;base64,…)';
+  const mime = src.slice(5, at);
+  const data = src.slice(at + 8);
+  if (!ICON_TYPES.includes(mime)) return `has the type ${JSON.stringify(mime)}; an icon is one of ${ICON_TYPES.join(', ')}`;
+  if (!data || data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return 'is not valid base64';
+  const head = atob(data.slice(0, 16)); // a binary string: one character per byte
+  const webp = mime !== 'image/webp' || head.slice(8, 12) === 'WEBP';
+  if (!ICON_MAGIC[mime].some((m) => head.startsWith(m)) || !webp) return `does not hold ${mime} data`;
+  return undefined;
+}
 // The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
 const MAX_NAME = 64;
 const MAX_PROGRAM = 255;
@@ -478,6 +508,19 @@ export function defineTool(options) {
   const category = checkString(options, 'category', what, site);
   if (category !== undefined && category.trim() === '') fail(`${what} \`category\` must not be empty`, site);
   checkText(category, MAX_LABEL, false, `${what} \`category\``, site);
+  const title = checkString(options, 'title', what, site);
+  if (title !== undefined && title.trim() === '') fail(`${what} \`title\` must not be empty`, site);
+  checkText(title, MAX_TITLE, false, `${what} \`title\``, site);
+  const idempotent = checkBool(options, 'idempotent', what, site);
+  const icons = options.icons ?? [];
+  if (!Array.isArray(icons) || !icons.every((i) => typeof i === 'string')) {
+    fail(`${what} \`icons\` takes a list of \`data:\` URIs, got ${show(options.icons)}`, site);
+  }
+  if (icons.length > MAX_ICONS) fail(`${what}: a tool has at most ${MAX_ICONS} icons`, site);
+  for (const icon of icons) {
+    const problem = iconProblem(icon);
+    if (problem) fail(`${what} \`icon\` ${problem}`, site);
+  }
 
   const outputSchema = options.outputSchema;
   if (outputSchema !== undefined) {
@@ -525,6 +568,9 @@ export function defineTool(options) {
   if (outputSchema !== undefined) spec.outputSchema = JSON.parse(JSON.stringify(outputSchema));
   if (timeoutMs !== undefined) spec.timeoutMs = timeoutMs;
   if (taskSupport !== undefined) spec.taskSupport = taskSupport;
+  if (title !== undefined) spec.title = title;
+  if (idempotent) spec.idempotent = true;
+  if (icons.length > 0) spec.icons = icons.map((src) => ({ src }));
 
   const tool = Object.freeze({
     name,

@@ -888,3 +888,46 @@ async fn chat_explains_an_unreachable_server_and_a_missing_model() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("no model given: pass --model NAME"), "{stderr}");
 }
+
+#[tokio::test]
+async fn in_search_mode_the_loop_offers_find_tools_then_what_it_found() {
+    let mut env = env();
+    env.config.catalog.mode = toolhost_core::catalog::settings::Mode::Search;
+    let host = env.host();
+    let server = Server::start(vec![
+        calls(&[("c1", "find_tools", json!({"query": "count the words of a text"}))]),
+        calls(&[("c2", "count_words", json!({"text": "one two three"}))]),
+        text("Three words."),
+    ])
+    .await;
+    let agent = agent(&host, &server, Protocol::Native);
+    let mut conv = Conversation::new();
+    let (r, _) = turn(&agent, &mut conv, "How many words in 'one two three'?").await;
+    assert_eq!(r.unwrap().answer, "Three words.");
+    let seen = server.seen();
+    assert_eq!(seen[0].tool_names(), ["find_tools"], "only find_tools is offered at first");
+    let found = outcome(&seen[1].messages()[seen[1].messages().len() - 1]);
+    assert!(found["data"].as_str().unwrap().contains("\"name\":\"count_words\""), "{found}");
+    let offered = seen[1].tool_names();
+    assert!(offered.contains(&"count_words".into()) && offered.contains(&"find_tools".into()), "{offered:?}");
+    let counted = outcome(seen[2].last());
+    assert!(counted["data"].as_str().unwrap().contains("\"words\":3"), "{counted}");
+    assert!(conv.found.contains("count_words"));
+
+    // The text protocol: the prompt teaches find_tools; found tools are called by name.
+    let server = Server::start(vec![
+        text("[TOOL] find_tools(count the words, in a text) [/TOOL]"),
+        text("[TOOL] count_words(\"a b\") [/TOOL]"),
+        text("Two."),
+    ])
+    .await;
+    let agent = self::agent(&host, &server, Protocol::Text);
+    let mut conv = Conversation::new();
+    let (r, _) = turn(&agent, &mut conv, "Count 'a b'.").await;
+    assert_eq!(r.unwrap().answer, "Two.");
+    let seen = server.seen();
+    let system = seen[0].messages()[0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("- find_tools(query…)") && !system.contains("- count_words("), "{system}");
+    let results = seen[2].last()["content"].as_str().unwrap();
+    assert!(results.contains("[RESULT 1] count_words(\"a b\") success"), "{results}");
+}

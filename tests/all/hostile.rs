@@ -107,23 +107,6 @@ async fn no_environment_or_arguments_leak_in() {
     assert_eq!(seen["args"], serde_json::json!([]));
 }
 
-#[tokio::test]
-async fn shadowed_tool_names_follow_file_order() {
-    let env = hostile_env();
-    let reg = env.registry();
-    // hostile.wasm sorts before text.wasm, so hostile keeps `count_words`.
-    assert_eq!(&*reg.get("count_words").unwrap().plugin.name, "hostile");
-    let w = reg.warnings().join("\n");
-    assert!(
-        w.contains(
-            "tool `count_words` of plugin `text` (text.wasm) is shadowed by plugin `hostile` (hostile.wasm)"
-        ),
-        "{w}"
-    );
-    // text's other tools are still registered.
-    assert_eq!(&*reg.get("echo").unwrap().plugin.name, "text");
-}
-
 /// On a single-threaded runtime, two guests spinning until their timeout do not stop a third
 /// call from being served meanwhile: running guests yield to the runtime every few ticks.
 #[tokio::test(flavor = "current_thread")]

@@ -4,6 +4,9 @@
 //! its baseline (a native function call, raw wasmtime instantiate+call), because shared
 //! machines are noisy and absolute numbers from another run mean little.
 
+#[path = "catalog/rows.rs"]
+mod catalog;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -743,8 +746,8 @@ fn main() {
     };
     let quick = std::env::var_os("TOOLHOST_BENCH_QUICK").is_some();
     // TOOLHOST_BENCH_ONLY=throughput,mcp,…: the latency table and only these sections
-    // (throughput, startup — memory, start-up and reload —, languages, mcp, long); all by
-    // default.
+    // (throughput, startup — memory, start-up and reload —, languages, mcp, long, catalog); all
+    // by default. `catalog` alone skips the latency table.
     let only = std::env::var("TOOLHOST_BENCH_ONLY").ok();
     let want = |section: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == section));
     let n = if quick { 300 } else { 3000 };
@@ -827,6 +830,15 @@ fn main() {
             }
         });
         eprintln!("{calls} calls of {tool} in 5 s");
+        return;
+    }
+
+    // TOOLHOST_BENCH_ONLY=catalog: the catalog rows alone (no latency table).
+    if only.as_deref().is_some_and(|o| o.trim() == "catalog") {
+        catalog::rows(&mut line, &tokio_rt, &host, quick);
+        if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
+            std::fs::write(PathBuf::from(out), report).unwrap();
+        }
         return;
     }
 
@@ -1310,6 +1322,10 @@ fn main() {
             ms(stats(cached).p50),
             ms(debounce)
         ));
+    }
+
+    if want("catalog") {
+        catalog::rows(&mut line, &tokio_rt, &host, quick);
     }
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {

@@ -90,15 +90,20 @@ pub fn open(
 }
 
 /// [`open`] for a command that shows no table of the plugins (`call`, `run`, `prompt`,
-/// `schema`): each file that failed to load is reported once, here. The registry itself only
+/// `schema`): each file that failed to load, and each tool name several plugins claim, is
+/// reported once, here. The registry itself only
 /// returns failures; `list` shows them in its table and `serve` as `!` lines.
 pub fn open_reporting(
     settings: Settings,
     confirm: Arc<dyn Confirm>,
 ) -> Result<(Toolhost, toolhost_frontends::Settings)> {
     let (host, frontends) = open(settings, confirm)?;
-    for f in host.registry.load().failures() {
+    let registry = host.registry.load();
+    for f in registry.failures() {
         tracing::warn!("skipped {f}");
+    }
+    for c in registry.conflicts() {
+        tracing::warn!("{c}");
     }
     Ok((host, frontends))
 }

@@ -10,6 +10,7 @@
 
 pub mod bindings;
 pub mod capability;
+pub mod catalog;
 pub mod discovery;
 pub mod engine;
 pub mod executor;

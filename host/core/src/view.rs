@@ -1,24 +1,32 @@
 //! How a tool is presented: the one place that combines a tool's manifest entry with the
 //! operator's configuration into what every front end shows and the executor enforces.
 //!
-//! The `[TOOL]` prompt, the OpenAI `tools` array, MCP `tools/list` and `toolhost list` all
-//! build a [`ToolView`] and read its fields; none of them looks at `spec.danger` or the config
-//! on its own, so they cannot disagree about whether a tool is dangerous, read-only or limited.
+//! The `[TOOL]` prompt, the OpenAI `tools` array, MCP `tools/list`, `find_tools` results and
+//! `toolhost list` all build a [`ToolView`] and read its fields; none of them looks at
+//! `spec.danger`, the grants or the config on its own, so they cannot disagree about whether a
+//! tool is dangerous, read-only, open-world or limited. [`listing`] is the one list of what the
+//! front ends offer (every exposed tool, or in search mode the pinned ones and `find_tools`).
 
-use crate::registry::{LoadedPlugin, ToolEntry};
+use crate::registry::{LoadedPlugin, Registry, ToolEntry};
 use crate::settings::{Config, Limits};
-use toolhost_spec::manifest::ToolSpec;
+use toolhost_spec::manifest::{Icon, ToolSpec};
 
 /// What a tool is, as the operator's host presents and enforces it.
 #[derive(Debug, Clone)]
 pub struct ToolView<'a> {
+    /// The manifest entry, `name` being the exposed name.
     pub spec: &'a ToolSpec,
     pub plugin: &'a str,
+    /// The plugin's version (`None`: the host's own `find_tools`).
+    pub version: Option<&'a str>,
     /// Needs confirmation under the danger policy (see [`is_dangerous`]).
     pub dangerous: bool,
     /// The manifest declares the tool read-only. This is the author's claim about what the tool
     /// does; see [`ToolView::advertise_read_only`] for what clients are told.
     pub read_only: bool,
+    /// The tool may reach outside the host: its plugin is granted network access to a host it
+    /// requested (MCP `openWorldHint`).
+    pub open_world: bool,
     /// Time, memory and output limits of a call, in the config's precedence (global <
     /// manifest time limit up to `max_timeout_ms` < plugin < manifest output limit < tool).
     pub limits: Limits,
@@ -28,13 +36,48 @@ impl<'a> ToolView<'a> {
     /// The view of one registry entry under `config`.
     pub fn new(entry: &'a ToolEntry, config: &Config) -> ToolView<'a> {
         let spec = entry.spec();
+        let net = &entry.plugin.grants.net;
+        let open_world = net
+            .granted
+            .iter()
+            .any(|g| net.requested.iter().any(|r| toolhost_spec::host_pattern::overlaps(r, g)));
         ToolView {
             spec,
             plugin: &entry.plugin.name,
+            version: Some(&entry.plugin.manifest.version),
             dangerous: is_dangerous(spec, &entry.plugin, config),
             read_only: spec.read_only,
+            open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
         }
+    }
+
+    /// The view of the host's own `find_tools` (search mode).
+    pub fn find_tools(spec: &'a ToolSpec, config: &Config) -> ToolView<'a> {
+        ToolView {
+            spec,
+            plugin: "toolhost",
+            version: None,
+            dangerous: false,
+            read_only: true,
+            open_world: false,
+            limits: config.limits,
+        }
+    }
+
+    /// The exposed name.
+    pub fn name(&self) -> &'a str {
+        &self.spec.name
+    }
+
+    /// The name OpenAI function calling uses (a namespace's `.` written `__`).
+    pub fn openai_name(&self) -> std::borrow::Cow<'a, str> {
+        crate::catalog::openai_name(&self.spec.name)
+    }
+
+    /// A human-readable name: the manifest's `title`, else the exposed name.
+    pub fn title(&self) -> &'a str {
+        self.spec.title.as_deref().unwrap_or(&self.spec.name)
     }
 
     /// Whether clients are told the tool is read-only (MCP `readOnlyHint`).
@@ -49,6 +92,40 @@ impl<'a> ToolView<'a> {
         self.read_only && !self.dangerous
     }
 
+    /// MCP `idempotentHint`: the manifest's `idempotent`.
+    pub fn idempotent(&self) -> bool {
+        self.spec.idempotent
+    }
+
+    /// The manifest's icons (validated `data:` URIs).
+    pub fn icons(&self) -> &'a [Icon] {
+        &self.spec.icons
+    }
+
+    /// What MCP's `_meta` carries about the tool: its limits and its plugin, under
+    /// `toolhost/`-prefixed keys.
+    pub fn meta(&self) -> serde_json::Map<String, serde_json::Value> {
+        let l = &self.limits;
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "toolhost/limits".into(),
+            serde_json::json!({
+                "timeoutMs": l.timeout_ms,
+                "memoryMb": l.memory_mb,
+                "outputLimit": l.output_limit,
+                "writeMb": l.write_mb,
+                "createLimit": l.create_limit,
+                "logKb": l.log_kb,
+                "logLines": l.log_lines,
+            }),
+        );
+        m.insert(
+            "toolhost/plugin".into(),
+            serde_json::json!({ "name": self.plugin, "version": self.version }),
+        );
+        m
+    }
+
     /// The description with the danger note that function-calling front ends append.
     pub fn description_with_danger_note(&self) -> String {
         if self.dangerous {
@@ -58,7 +135,7 @@ impl<'a> ToolView<'a> {
         }
     }
 
-    /// The flags `toolhost list` shows: `danger`, `read-only`, `rest`.
+    /// The flags `toolhost list` shows: `danger`, `read-only`, `idempotent`, `network`, `rest`.
     pub fn flags(&self) -> Vec<&'static str> {
         let mut flags = Vec::new();
         if self.dangerous {
@@ -67,6 +144,12 @@ impl<'a> ToolView<'a> {
         if self.read_only {
             flags.push("read-only");
         }
+        if self.spec.idempotent {
+            flags.push("idempotent");
+        }
+        if self.open_world {
+            flags.push("network");
+        }
         if self.spec.rest {
             flags.push("rest");
         }
@@ -74,8 +157,31 @@ impl<'a> ToolView<'a> {
     }
 }
 
-/// Whether calls of `spec` (a tool of `plugin`) need confirmation. The executor decides with
-/// this same function.
+/// What the front ends offer, in name order: every exposed tool — or, when the catalog is
+/// searched, `find_tools` and the tools `[catalog] pin` names.
+pub fn listing<'a>(registry: &'a Registry, config: &Config) -> Vec<ToolView<'a>> {
+    match registry.search() {
+        None => registry.tools().map(|e| ToolView::new(e, config)).collect(),
+        Some(search) => {
+            let mut out: Vec<ToolView<'a>> = registry
+                .tools()
+                .filter(|e| config.catalog.pinned(e.name()))
+                .map(|e| ToolView::new(e, config))
+                .collect();
+            out.push(ToolView::find_tools(&search.spec, config));
+            out.sort_by(|a, b| a.name().cmp(b.name()));
+            out
+        }
+    }
+}
+
+/// One line per exposed name several plugins claim, for a listing (empty: no conflict).
+pub fn conflict_lines(registry: &Registry) -> Vec<String> {
+    registry.conflicts().iter().map(|c| c.message()).collect()
+}
+
+/// Whether calls of `spec` (a tool of `plugin`, `spec.name` its exposed name) need
+/// confirmation. The executor decides with this same function.
 ///
 /// - the operator's `[tool.NAME] danger = true`, or the manifest's `danger`: dangerous (the
 ///   operator can add danger to a tool, never take away what its author declared);

@@ -24,64 +24,32 @@ pub fn is_openai_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The JSON Schema of one param.
-pub fn param_schema(spec: &ToolSpec, i: usize) -> Value {
-    let p = &spec.params[i];
-    let mut schema = match &p.ty {
-        Value::String(t) => json!({ "type": t }),
-        Value::Object(o) => Value::Object(o.clone()),
-        _ => json!({}),
-    };
-    if let Value::Object(o) = &mut schema {
-        if !p.description.is_empty() && !o.contains_key("description") {
-            o.insert("description".into(), json!(p.description));
-        }
-        if spec.rest && i + 1 == spec.params.len() {
-            let d = o.get("description").and_then(Value::as_str).unwrap_or("").to_string();
-            let note = "May contain commas.";
-            o.insert(
-                "description".into(),
-                json!(if d.is_empty() { note.to_string() } else { format!("{d} ({note})") }),
-            );
-        }
-    }
-    schema
-}
+pub use toolhost_spec::schema::{param_schema, parameters};
 
-/// The `parameters` object of a tool: an object schema with one property per param.
-pub fn parameters(spec: &ToolSpec) -> Value {
-    let mut props = Map::new();
-    for (i, p) in spec.params.iter().enumerate() {
-        props.insert(p.name.clone(), param_schema(spec, i));
-    }
-    let required: Vec<&str> = spec.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
-    json!({
-        "type": "object",
-        "properties": props,
-        "required": required,
-        "additionalProperties": false,
-    })
-}
-
-/// The `tools` array for a chat completion request.
+/// The `tools` array for a chat completion request: what [`view::listing`] offers (every
+/// exposed tool, or in search mode `find_tools` and the pinned ones), under OpenAI names.
+///
+/// [`view::listing`]: toolhost_core::view::listing
 pub fn tools(registry: &Registry, config: &toolhost_core::Config) -> Result<Value, NameError> {
-    let mut out = Vec::new();
-    for entry in registry.tools() {
-        let spec = entry.spec();
-        if !is_openai_name(&spec.name) {
-            return Err(NameError { name: spec.name.clone(), plugin: entry.plugin.name.to_string() });
-        }
-        let view = toolhost_core::view::ToolView::new(entry, config);
-        out.push(json!({
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": view.description_with_danger_note(),
-                "parameters": parameters(spec),
-            }
-        }));
+    let out: Result<Vec<Value>, NameError> =
+        toolhost_core::view::listing(registry, config).iter().map(function).collect();
+    Ok(Value::Array(out?))
+}
+
+/// One tool's entry in the `tools` array.
+pub fn function(view: &toolhost_core::view::ToolView<'_>) -> Result<Value, NameError> {
+    let name = view.openai_name();
+    if !is_openai_name(&name) {
+        return Err(NameError { name: name.into_owned(), plugin: view.plugin.to_string() });
     }
-    Ok(Value::Array(out))
+    Ok(json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": view.description_with_danger_note(),
+            "parameters": parameters(view.spec),
+        }
+    }))
 }
 
 /// An assistant message carrying tool calls.
@@ -119,18 +87,25 @@ pub struct WireFunction {
 }
 
 /// The call a `tool_calls` entry asks for, or the outcome that says why it cannot run: a type
-/// other than `function`, or arguments that do not map to the tool's parameters. An unknown
-/// tool is passed on as a call with no arguments, so the executor words the error (with its
-/// suggestions).
+/// other than `function`, or arguments that do not map to the tool's parameters. A namespaced
+/// tool's OpenAI name (`notes__get`) becomes its exposed name (`notes.get`), which is what the
+/// executor, the audit trail and metrics see. An unknown tool is passed on as a call with no
+/// arguments, so the executor words the error (with its suggestions, or the conflict).
 pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
     if tc.kind != "function" {
         let why = format!("unsupported tool call type {:?}", tc.kind);
         return Err(Box::new(Outcome::err(ErrorKind::BadArguments, why)));
     }
     let name = tc.function.name.clone();
-    let Some(entry) = registry.get(&name) else { return Ok(ToolCall { name, args: Vec::new() }) };
-    match map_arguments(entry.spec(), &tc.function.arguments) {
-        Ok(args) => Ok(ToolCall { name, args }),
+    let spec = match registry.lookup(&name) {
+        Some(entry) => entry.spec(),
+        None => match registry.search() {
+            Some(search) if name == search.spec.name => &search.spec,
+            _ => return Ok(ToolCall { name, args: Vec::new() }),
+        },
+    };
+    match map_arguments(spec, &tc.function.arguments) {
+        Ok(args) => Ok(ToolCall { name: spec.name.clone(), args }),
         Err(e) => Err(Box::new(Outcome::err(ErrorKind::BadArguments, e))),
     }
 }
@@ -337,6 +312,9 @@ mod tests {
             output_schema: None,
             timeout_ms: None,
             task_support: None,
+            title: None,
+            idempotent: false,
+            icons: Vec::new(),
         }
     }
 

@@ -52,13 +52,12 @@ pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
          - Tools marked DANGEROUS need a human's confirmation and may be refused.\n\n\
          Available tools:\n",
     );
-    let mut tools: Vec<_> = registry.tools().collect();
+    let mut tools = toolhost_core::view::listing(registry, config);
     tools.sort_by(|a, b| {
-        (a.spec().category.as_deref().unwrap_or("~"), &a.spec().name)
-            .cmp(&(b.spec().category.as_deref().unwrap_or("~"), &b.spec().name))
+        (a.spec.category.as_deref().unwrap_or("~"), a.name())
+            .cmp(&(b.spec.category.as_deref().unwrap_or("~"), b.name()))
     });
-    for t in tools {
-        let view = toolhost_core::view::ToolView::new(t, config);
+    for view in tools {
         let s = view.spec;
         let danger = if view.dangerous { " DANGEROUS." } else { "" };
         // Descriptions are the plugin's text: one line each, markers escaped (`model_text`).
@@ -83,6 +82,23 @@ pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
             let opt = if p.optional { " Optional." } else { "" };
             out.push_str(&format!("    {}{ty}: {}{opt}\n", p.name, model_text(&p.description)));
         }
+    }
+    if let Some(search) = registry.search() {
+        out.push_str(&format!(
+            "\nOnly some of the {} tools are listed: call {}(\"what you want to do\") to find the others, then call them by name.\n",
+            search.index.len(),
+            toolhost_core::catalog::FIND_TOOLS
+        ));
+    }
+    // Names several plugins claim are served by none of them: say so rather than leave them out
+    // silently (the operator resolves it in toolhost.toml).
+    let unavailable: Vec<&str> =
+        registry.conflicts().iter().filter(|c| c.kept.is_none()).map(|c| c.name.as_str()).collect();
+    if !unavailable.is_empty() {
+        out.push_str(&format!(
+            "\nUnavailable until the operator resolves a name conflict (several plugins claim them): {}.\n",
+            unavailable.join(", ")
+        ));
     }
     out
 }

@@ -5,6 +5,7 @@
 //!
 //! - [`manifest`]: the manifest embedded in a plugin file — types, reading the custom section
 //!   (without compiling anything), validation with errors naming the field, embedding;
+//! - [`schema`]: the JSON Schema of a tool's arguments;
 //! - [`call`]: [`ToolCall`], a tool name and its arguments;
 //! - [`text`]: the `[TOOL] name(args) [/TOOL]` parser, the call renderer and marker escaping;
 //! - [`host_pattern`]: host patterns (`*.example.com`) and how they match and overlap;
@@ -15,6 +16,7 @@ pub mod digest;
 pub mod env_name;
 pub mod host_pattern;
 pub mod manifest;
+pub mod schema;
 pub mod text;
 
 pub use call::ToolCall;

@@ -28,6 +28,15 @@ pub const MAX_PARAM_DESCRIPTION: usize = 1024;
 pub const MAX_LABEL: usize = 64;
 /// A param's schema object (`type`) or a tool's `outputSchema`, as compact JSON, in bytes.
 pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+/// A tool's `title`, in characters (one line).
+pub const MAX_TITLE: usize = 128;
+/// Icons one tool may have.
+pub const MAX_ICONS: usize = 4;
+/// One icon's `src` (a `data:` URI), in bytes: about 6 KiB of image. Every `tools/list`
+/// carries it, for every tool.
+pub const MAX_ICON_BYTES: usize = 8 * 1024;
+/// The image types an icon may be. SVG is not among them: an SVG image can carry script.
+pub const ICON_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp", "image/gif"];
 
 /// What went wrong reading a plugin's manifest. The file name is added by the caller.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -173,6 +182,105 @@ pub struct ToolSpec {
     /// Whether the tool may or must run as an MCP task (`forbidden` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_support: Option<TaskSupport>,
+    /// A human-readable name for people (MCP `title`); the tool's name when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Calling the tool again with the same arguments has no further effect (MCP
+    /// `idempotentHint`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
+    /// Icons for people (MCP `icons`): `data:` URIs only, so a client never fetches anything
+    /// because of a plugin; see [`icon_problem`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+}
+
+/// A tool's icon: an image inlined as a `data:` URI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Icon {
+    /// `data:image/png;base64,…` (one of [`ICON_TYPES`]), at most [`MAX_ICON_BYTES`].
+    pub src: String,
+    /// `48x48`, `any`, …
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<String>,
+    /// `light` or `dark`: the theme the icon is drawn for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+}
+
+impl Icon {
+    /// The image type its `data:` URI declares (`image/png`).
+    pub fn mime_type(&self) -> Option<&str> {
+        self.src.strip_prefix("data:")?.split_once(';').map(|(t, _)| t)
+    }
+}
+
+/// What is wrong with an icon's `src`, if anything: it must be a `data:` URI of one of
+/// [`ICON_TYPES`], base64 encoded, at most [`MAX_ICON_BYTES`] long, whose bytes start the way
+/// that image type starts (so a plugin cannot pass a page off as a picture).
+pub fn icon_problem(src: &str) -> Option<String> {
+    if src.len() > MAX_ICON_BYTES {
+        return Some(format!("is {} bytes long; at most {MAX_ICON_BYTES} are allowed", src.len()));
+    }
+    let Some(rest) = src.strip_prefix("data:") else {
+        return Some("must be a `data:` URI (data:image/png;base64,…): icons are never fetched".into());
+    };
+    let Some((mime, data)) = rest.split_once(";base64,") else {
+        return Some("must be a base64 `data:` URI (data:image/png;base64,…)".into());
+    };
+    if !ICON_TYPES.contains(&mime) {
+        return Some(format!("has the type {mime:?}; an icon is one of {}", ICON_TYPES.join(", ")));
+    }
+    let Some(bytes) = base64_prefix(data, 12) else {
+        return Some("is not valid base64".into());
+    };
+    let magic: &[&[u8]] = match mime {
+        "image/png" => &[b"\x89PNG\r\n\x1a\n"],
+        "image/jpeg" => &[b"\xff\xd8\xff"],
+        "image/gif" => &[b"GIF87a", b"GIF89a"],
+        _ => &[b"RIFF"],
+    };
+    let webp_ok = mime != "image/webp" || bytes.get(8..12) == Some(b"WEBP".as_slice());
+    if !magic.iter().any(|m| bytes.starts_with(m)) || !webp_ok {
+        return Some(format!("does not hold {mime} data"));
+    }
+    None
+}
+
+/// Check `data` is well-formed base64 (standard alphabet, padded) and decode its first `n`
+/// bytes.
+fn base64_prefix(data: &str, n: usize) -> Option<Vec<u8>> {
+    let b = data.as_bytes();
+    if b.is_empty() || !b.len().is_multiple_of(4) {
+        return None;
+    }
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return None;
+    }
+    let body = &b[..b.len() - pad];
+    if body.iter().any(|&c| value(c).is_none()) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for chunk in body.chunks(4).take(n.div_ceil(3)) {
+        let v: Vec<u32> = chunk.iter().map(|&c| u32::from(value(c).unwrap_or(0))).collect();
+        let word = v.iter().enumerate().fold(0u32, |w, (i, x)| w | (x << (18 - 6 * i)));
+        for i in 0..chunk.len().saturating_sub(1) {
+            out.push((word >> (16 - 8 * i)) as u8);
+        }
+    }
+    out.truncate(n);
+    Some(out)
 }
 
 /// Whether a tool may run as an MCP task (a call answered at once with a task id, its result
@@ -392,6 +500,12 @@ pub fn is_exec_request(e: &str) -> bool {
             && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
 }
 
+/// `48x48` or `any`: an icon size.
+fn is_icon_size(s: &str) -> bool {
+    let digits = |d: &str| !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit());
+    s == "any" || s.split_once('x').is_some_and(|(w, h)| digits(w) && digits(h))
+}
+
 /// The JSON Schema type names a param's `type` may be.
 pub const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
 
@@ -535,6 +649,40 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
         check_text(at("description"), &tool.description, MAX_TOOL_DESCRIPTION, Text::Description)?;
         if let Some(category) = &tool.category {
             check_text(at("category"), category, MAX_LABEL, Text::Line)?;
+        }
+        if let Some(title) = &tool.title {
+            if title.trim().is_empty() {
+                return Err(field(at("title"), "must not be empty"));
+            }
+            check_text(at("title"), title, MAX_TITLE, Text::Line)?;
+        }
+        if tool.icons.len() > MAX_ICONS {
+            return Err(field(
+                at("icons"),
+                format!("has {} icons; at most {MAX_ICONS} are allowed", tool.icons.len()),
+            ));
+        }
+        for (i, icon) in tool.icons.iter().enumerate() {
+            if let Some(problem) = icon_problem(&icon.src) {
+                return Err(field(format!("tools[{t}].icons[{i}].src"), problem));
+            }
+            for (j, size) in icon.sizes.iter().enumerate() {
+                if !is_icon_size(size) {
+                    return Err(field(
+                        format!("tools[{t}].icons[{i}].sizes[{j}]"),
+                        format!("{size:?} is not WIDTHxHEIGHT (48x48) or `any`"),
+                    ));
+                }
+            }
+            if let Some(theme) = &icon.theme
+                && theme != "light"
+                && theme != "dark"
+            {
+                return Err(field(
+                    format!("tools[{t}].icons[{i}].theme"),
+                    format!("{theme:?} is neither `light` nor `dark`"),
+                ));
+            }
         }
         if tool.arg_count != tool.params.len() {
             return Err(field(
@@ -691,6 +839,59 @@ mod tests {
         assert!(e.contains("`version`") && e.contains("U+0009"), "{e}");
         let e = check(|v| v["tools"][0]["description"] = "a\u{7f}b".into()).unwrap_err().to_string();
         assert!(e.contains("U+007F"), "{e}");
+    }
+
+    /// A 1×1 PNG.
+    const PNG: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+    #[test]
+    fn title_idempotent_and_icons_are_read_and_checked() {
+        let m = check(|v| {
+            v["tools"][0]["title"] = "Copy a file".into();
+            v["tools"][0]["idempotent"] = true.into();
+            v["tools"][0]["icons"] =
+                serde_json::json!([{"src": PNG, "sizes": ["1x1", "any"], "theme": "dark"}]);
+        })
+        .unwrap();
+        let t = &m.tools[0];
+        assert_eq!((t.title.as_deref(), t.idempotent), (Some("Copy a file"), true));
+        assert_eq!(t.icons[0].mime_type(), Some("image/png"));
+        assert!(icon_problem(PNG).is_none());
+        for (icon, says) in [
+            ("https://example.com/i.png", "must be a `data:` URI"),
+            ("data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=", "\"image/svg+xml\""),
+            ("data:image/png,rawbytes", "base64 `data:` URI"),
+            ("data:image/png;base64,iVBORw0KGgo*", "not valid base64"),
+            ("data:image/png;base64,PGh0bWw+PC9odG1sPg==", "does not hold image/png data"),
+            ("data:image/gif;base64,R0lGODlhAQABAAAAACw=", ""),
+        ] {
+            let e = check(|v| v["tools"][0]["icons"] = serde_json::json!([{"src": icon}]));
+            if says.is_empty() {
+                assert!(e.is_ok(), "{icon}: {e:?}");
+                continue;
+            }
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains("tools[0].icons[0].src") && e.contains(says), "{icon}: {e}");
+        }
+        let long = format!("{PNG}{}", "A".repeat(MAX_ICON_BYTES));
+        let e = check(|v| v["tools"][0]["icons"] = serde_json::json!([{"src": long}])).unwrap_err();
+        assert!(e.to_string().contains("at most 8192"), "{e}");
+        let e =
+            check(|v| v["tools"][0]["icons"] = vec![serde_json::json!({"src": PNG}); 5].into()).unwrap_err();
+        assert!(e.to_string().contains("has 5 icons"), "{e}");
+        let e = check(|v| v["tools"][0]["icons"] = serde_json::json!([{"src": PNG, "sizes": ["big"]}]));
+        assert!(e.unwrap_err().to_string().contains("sizes[0]"));
+        let e = check(|v| v["tools"][0]["icons"] = serde_json::json!([{"src": PNG, "theme": "blue"}]));
+        assert!(e.unwrap_err().to_string().contains("theme"));
+        let e = check(|v| v["tools"][0]["title"] = "two\nlines".into()).unwrap_err().to_string();
+        assert!(e.contains("tools[0].title") && e.contains("U+000A"), "{e}");
+        let e = check(|v| v["tools"][0]["title"] = " ".into()).unwrap_err().to_string();
+        assert!(e.contains("tools[0].title") && e.contains("must not be empty"), "{e}");
+        // Written back only when set: older manifests read back identically.
+        let plain = serde_json::to_value(&check(|_| {}).unwrap().tools[0]).unwrap();
+        assert!(
+            plain.get("title").is_none() && plain.get("idempotent").is_none() && plain.get("icons").is_none()
+        );
     }
 
     #[test]

@@ -97,10 +97,16 @@ fn source(case: &Value) -> Result<(String, String), String> {
             ("category", "category"),
             ("timeoutMs", "timeout_ms"),
             ("taskSupport", "task_support"),
+            ("title", "title"),
+            ("idempotent", "idempotent"),
         ] {
             if let Some(v) = tool.get(key) {
                 options.push(format!("{rust} = {}", literal(v)));
             }
+        }
+        // `icons` is a list; the macro takes one `icon = "…"` per icon.
+        for icon in tool.get("icons").and_then(Value::as_array).into_iter().flatten() {
+            options.push(format!("icon = {}", literal(icon)));
         }
         if let Some(schema) = tool.get("outputSchema") {
             options.push(format!("output_schema = {:?}", schema.to_string()));

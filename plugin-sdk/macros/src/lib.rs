@@ -20,7 +20,8 @@ use syn::{
 // The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
 // a plugin that builds is a plugin the host loads.
 use toolhost_spec::manifest::{
-    MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TOOL_DESCRIPTION, SECTION, Text,
+    MAX_ICONS, MAX_LABEL, MAX_NAME, MAX_PARAM_DESCRIPTION, MAX_PLUGIN_DESCRIPTION, MAX_TITLE,
+    MAX_TOOL_DESCRIPTION, SECTION, Text,
 };
 
 /// Manifest format version written by this SDK (the host accepts exactly the versions it knows).
@@ -439,6 +440,12 @@ struct Tool {
     timeout_ms: Option<u64>,
     /// `task_support = "optional"`: whether the tool may run as an MCP task.
     task_support: Option<String>,
+    /// `title = "…"`: a name for people.
+    title: Option<String>,
+    /// `idempotent`: calling it again with the same arguments changes nothing more.
+    idempotent: bool,
+    /// `icon = "data:image/png;base64,…"`, once per icon.
+    icons: Vec<String>,
 }
 
 struct Param {
@@ -471,6 +478,9 @@ impl Tool {
             output_schema: None,
             timeout_ms: None,
             task_support: None,
+            title: None,
+            idempotent: false,
+            icons: Vec::new(),
         };
         let mut named = false;
         if let Meta::List(list) = &attr.meta {
@@ -513,11 +523,35 @@ impl Tool {
                         }
                         tool.task_support = Some(v);
                     }
+                    "title" => {
+                        let t = lit_str(&opt)?;
+                        if t.trim().is_empty() {
+                            return Err(syn::Error::new_spanned(&opt.value, "`title` must not be empty"));
+                        }
+                        if let Some(problem) = text_problem(&t, MAX_TITLE, false) {
+                            return Err(syn::Error::new_spanned(&opt.value, format!("`title` {problem}")));
+                        }
+                        tool.title = Some(t);
+                    }
+                    "idempotent" => tool.idempotent = flag(&opt)?,
+                    "icon" => {
+                        let src = lit_str(&opt)?;
+                        if let Some(problem) = toolhost_spec::manifest::icon_problem(&src) {
+                            return Err(syn::Error::new_spanned(&opt.value, format!("`icon` {problem}")));
+                        }
+                        if tool.icons.len() == MAX_ICONS {
+                            return Err(syn::Error::new_spanned(
+                                &opt.key,
+                                format!("a tool has at most {MAX_ICONS} icons"),
+                            ));
+                        }
+                        tool.icons.push(src);
+                    }
                     other => {
                         return Err(syn::Error::new_spanned(
                             &opt.key,
                             format!(
-                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema, timeout_ms, task_support"
+                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema, timeout_ms, task_support, title, idempotent, icon"
                             ),
                         ));
                     }
@@ -701,6 +735,18 @@ impl Tool {
         }
         if let Some(t) = &self.task_support {
             m.insert("taskSupport".into(), json!(t));
+        }
+        if let Some(t) = &self.title {
+            m.insert("title".into(), json!(t));
+        }
+        if self.idempotent {
+            m.insert("idempotent".into(), json!(true));
+        }
+        if !self.icons.is_empty() {
+            m.insert(
+                "icons".into(),
+                json!(self.icons.iter().map(|s| json!({ "src": s })).collect::<Vec<_>>()),
+            );
         }
         Value::Object(m)
     }

@@ -111,7 +111,8 @@ class Source:
             fn = f"tool_{index}"
         spelled = {"rest": "rest", "danger": "danger", "readOnly": "read_only", "outputLimit": "output_limit",
                    "category": "category", "outputSchema": "output_schema", "timeoutMs": "timeout_ms",
-                   "taskSupport": "task_support"}
+                   "taskSupport": "task_support", "title": "title",
+                   "idempotent": "idempotent", "icons": "icons"}
         for key, py in spelled.items():
             if key in t:
                 options[py] = t[key]

@@ -28,6 +28,13 @@ MAX_TOOL_DESCRIPTION = 4096
 MAX_PARAM_DESCRIPTION = 1024
 MAX_LABEL = 64  # version and category: one line each
 MAX_SCHEMA_BYTES = 16 * 1024
+MAX_TITLE = 128  # a tool's title: one line
+MAX_ICONS = 4  # icons per tool
+MAX_ICON_BYTES = 8 * 1024  # one icon's `data:` URI
+ICON_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+_ICON_MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",),
+               "image/gif": (b"GIF87a", b"GIF89a"), "image/webp": (b"RIFF",)}
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 # The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
 MAX_NAME = 64
 MAX_PROGRAM = 255
@@ -80,6 +87,28 @@ def text_problem(text, limit, description):
             rule = ("only tabs and line breaks are allowed besides printable text" if description
                     else "it must be one line of printable text")
             return f"contains the control character U+{ord(c):04X}; {rule}"
+    return None
+
+
+def icon_problem(src):
+    """Why `src` is not an icon the host takes, or None: a base64 `data:` URI of one of
+    ICON_TYPES, at most MAX_ICON_BYTES long, whose bytes start the way that type starts."""
+    n = len(src.encode("utf-8"))
+    if n > MAX_ICON_BYTES:
+        return f"is {n} bytes long; at most {MAX_ICON_BYTES} are allowed"
+    if not src.startswith("data:"):
+        return "must be a `data:` URI (data:image/png;base64,…): icons are never fetched"
+    mime, sep, data = src[5:].partition(";base64,")
+    if not sep:
+        return "must be a base64 `data:` URI (data:image/png;base64,…)"
+    if mime not in ICON_TYPES:
+        return f"has the type {quoted(mime)}; an icon is one of {', '.join(ICON_TYPES)}"
+    if not data or len(data) % 4 or not _BASE64.match(data):
+        return "is not valid base64"
+    import base64
+    head = base64.b64decode(data[:16])
+    if not any(head.startswith(m) for m in _ICON_MAGIC[mime]) or (mime == "image/webp" and head[8:12] != b"WEBP"):
+        return f"does not hold {mime} data"
     return None
 
 
@@ -138,7 +167,7 @@ class _ToolDecl:
 
 
 _TOOL_OPTIONS = ("name", "danger", "read_only", "rest", "output_limit", "category", "output_schema",
-                 "timeout_ms", "task_support")
+                 "timeout_ms", "task_support", "title", "idempotent", "icons")
 
 # The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
 MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000
@@ -153,8 +182,10 @@ def tool(func=None, **options):
     TypedDict, or a JSON Schema dict for an object; by default derived from a dataclass or
     TypedDict return annotation), `timeout_ms` (the time limit the tool asks for, 1 ms to a day;
     the host grants at most its `[limits] max_timeout_ms`), `task_support` (`"optional"` or
-    `"required"`: an MCP client that takes tasks gets a task id at once). The function itself is
-    returned unchanged, so tests call it directly.
+    `"required"`: an MCP client that takes tasks gets a task id at once), `title` (a name for
+    people), `idempotent` (calling it again with the same arguments changes nothing more), `icons`
+    (a list of `data:image/png;base64,…` URIs). The function itself is returned unchanged, so
+    tests call it directly.
     """
     file, line = _caller()
 
@@ -565,6 +596,26 @@ def derive(decl):
     elif category is not None and text_problem(category, MAX_LABEL, False):
         errors.append(Misuse(file, line, f"`category` {text_problem(category, MAX_LABEL, False)}"))
 
+    title = decl.options.get("title")
+    if title is not None and not isinstance(title, str):
+        errors.append(Misuse(file, line, f"`title` takes a string, got {title!r}"))
+        title = None
+    elif title is not None and not title.strip():
+        errors.append(Misuse(file, line, "`title` must not be empty"))
+    elif title is not None and text_problem(title, MAX_TITLE, False):
+        errors.append(Misuse(file, line, f"`title` {text_problem(title, MAX_TITLE, False)}"))
+    idempotent = _flag(decl, "idempotent", errors)
+    icons = decl.options.get("icons", [])
+    if isinstance(icons, str) or not isinstance(icons, (list, tuple)) or not all(isinstance(i, str) for i in icons):
+        errors.append(Misuse(file, line, f"`icons` takes a list of `data:` URIs, got {icons!r}"))
+        icons = []
+    elif len(icons) > MAX_ICONS:
+        errors.append(Misuse(file, line, f"a tool has at most {MAX_ICONS} icons"))
+    else:
+        for icon in icons:
+            if icon_problem(icon):
+                errors.append(Misuse(file, line, f"`icon` {icon_problem(icon)}"))
+
     doc = func.__doc__ or ""
     description, param_docs, doc_problems = parse_docstring(doc)
     doc_line = None
@@ -697,6 +748,12 @@ def derive(decl):
         entry["timeoutMs"] = timeout_ms
     if task_support is not None:
         entry["taskSupport"] = task_support
+    if title is not None:
+        entry["title"] = title
+    if idempotent:
+        entry["idempotent"] = True
+    if icons:
+        entry["icons"] = [{"src": i} for i in icons]
     return ToolSpec(name, func, params, entry)
 
 

@@ -92,7 +92,7 @@ mod tools {
         Ok(format!("wrote `{path}`"))
     }
 
-    /// Claims the name of `text`'s `count_words`, to test the shadowing rule (always says 42).
+    /// Claims the name of `text`'s `count_words`, to test the conflict rules (always says 42).
     ///
     /// - `text`: ignored
     #[tool(rest)]

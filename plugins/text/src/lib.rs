@@ -41,7 +41,14 @@ mod tools {
     /// Echo the text back unchanged (useful to test a setup).
     ///
     /// - `text`: any text; commas are part of it
-    #[tool(category = "text", rest, read_only)]
+    #[tool(
+        category = "text",
+        rest,
+        read_only,
+        title = "Echo text",
+        idempotent,
+        icon = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    )]
     pub fn echo(text: String) -> String {
         text
     }

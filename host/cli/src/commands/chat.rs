@@ -179,6 +179,9 @@ async fn chat(
     for p in registry.pending() {
         eprintln!("toolhost: ? {}", term::line(&p.to_string()));
     }
+    for c in registry.conflicts() {
+        eprintln!("toolhost: ! {}", term::line(&c.message()));
+    }
     let agent = Agent::new(host.executor.clone(), client, options).with_confirm(confirm);
     let mut transcript = match &args.transcript {
         Some(path) => Some(

@@ -1,5 +1,6 @@
-//! `toolhost list`: the registered tools, each plugin's requested, granted and missing
-//! capabilities, and the files that failed to load; `--json` for programs.
+//! `toolhost list`: the exposed tools (under their exposed names), the tools the operator's
+//! selection hides and why, tool names several plugins claim, each plugin's requested, granted
+//! and missing capabilities, and the files that failed to load; `--json` for programs.
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -49,9 +50,15 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         let s = view.spec;
         let flags = view.flags();
         let field = |s: &str| term::line(s).into_owned();
+        // A renamed tool shows its own name beside its plugin's.
+        let plugin = if t.own_name() == t.name() {
+            t.plugin.name.to_string()
+        } else {
+            format!("{}: {}", t.plugin.name, t.own_name())
+        };
         rows.push([
             field(&s.signature()),
-            field(&t.plugin.name),
+            field(&plugin),
             field(&flags.join(",")),
             seconds(view.limits.timeout_ms),
             field(&s.description),
@@ -67,6 +74,29 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
     }
     if reg.tools().next().is_none() {
         out.push_str("(no tools loaded)\n");
+    }
+    if let Some(search) = reg.search() {
+        out.push_str(&format!(
+            "\nSEARCH MODE: front ends list {} and the tools [catalog] pin names; the other tools are found with it\n",
+            search.spec.name
+        ));
+    }
+    if !reg.conflicts().is_empty() {
+        out.push_str("\nCONFLICTS\n");
+        for c in reg.conflicts() {
+            out.push_str(&format!("  ! {}\n", term::line(&c.message())));
+        }
+    }
+    if !reg.hidden().is_empty() {
+        out.push_str("\nHIDDEN\n");
+        for h in reg.hidden() {
+            out.push_str(&format!(
+                "  {} ({}): hidden, {}\n",
+                term::line(&h.tool),
+                term::line(&h.plugin),
+                term::line(&h.why)
+            ));
+        }
     }
     out.push_str("\nPLUGINS\n");
     for p in reg.plugins() {
@@ -138,11 +168,15 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
         .plugins()
         .iter()
         .map(|p| {
-            let registered: Vec<_> = p
-                .manifest
-                .tools
-                .iter()
-                .filter(|t| reg.get(&t.name).is_some_and(|e| Arc::ptr_eq(&e.plugin, p)))
+            // Each exposed tool: its manifest entry and the name it is exposed under.
+            let registered: Vec<_> = reg
+                .tools()
+                .filter(|e| Arc::ptr_eq(&e.plugin, p))
+                .map(|e| {
+                    let mut t = serde_json::to_value(e.own_spec()).unwrap_or_default();
+                    t["exposedAs"] = e.name().into();
+                    t
+                })
                 .collect();
             json!({
                 "name": &*p.name,
@@ -178,6 +212,14 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
         "plugins": plugins,
         "failures": reg.failures(),
         "warnings": reg.warnings(),
+        "conflicts": reg.conflicts().iter().map(|c| json!({
+            "name": c.name,
+            "claims": c.claims,
+            "kept": c.kept,
+            "message": c.message(),
+        })).collect::<Vec<_>>(),
+        "hidden": reg.hidden(),
+        "search": reg.search().is_some(),
         "pending": reg.pending(),
     })
 }

@@ -7,6 +7,7 @@ pub mod call;
 pub mod chat;
 pub mod dev;
 pub mod embed_manifest;
+pub mod export;
 pub mod inspect;
 pub mod install;
 pub mod keygen;
@@ -57,21 +58,25 @@ pub struct Cli {
 /// The subcommands; each one's arguments and logic are in `commands/NAME.rs`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List the registered tools, the plugins with their requested/granted/missing
-    /// capabilities, and files that failed to load
+    /// List the exposed tools, tools hidden by the config and names several plugins claim, the
+    /// plugins with their requested/granted/missing capabilities, and files that failed to load
     List(list::Args),
     /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
     Inspect(inspect::Args),
+    /// Write this deployment as an MCP registry `server.json` (its plugins' tools under `_meta`)
+    Export(export::Args),
     /// Run every `[TOOL] name(args) [/TOOL]` call in a model's reply, in order, and print the
     /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
     Run(run::Args),
-    /// Print the prompt section that teaches a model the [TOOL] protocol and lists every tool
+    /// Print the prompt section that teaches a model the [TOOL] protocol and lists the exposed
+    /// tools (in search mode `find_tools` and the pinned ones)
     Prompt,
-    /// Print the tool definitions for function calling
+    /// Print the tool definitions for function calling (in search mode `find_tools` and the
+    /// pinned tools)
     Schema(schema::Args),
     /// Load the plugins and keep the registry live while files in the folder change, printing
     /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
-    /// `? plugin waiting for approval`. With --mcp, serve the tools to MCP clients (stdio, or
+    /// `? plugin waiting for approval`, `! tool name … is claimed by …`. With --mcp, serve the tools to MCP clients (stdio, or
     /// streamable HTTP with --http) and send them `tools/list_changed` on every change
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
@@ -116,6 +121,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List(a) => list::run(g, a),
         Command::Inspect(a) => inspect::run(g, a),
+        Command::Export(a) => export::run(g, a),
         Command::Run(a) => run::run(g, a),
         Command::Prompt => prompt::run(g),
         Command::Schema(a) => schema::run(g, a),

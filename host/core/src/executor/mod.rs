@@ -9,7 +9,7 @@ use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
-use crate::registry::{LoadedPlugin, Registry};
+use crate::registry::{Registry, Served, ToolEntry};
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
 use crate::settings::{Config, DangerPolicy, Limits};
 use crate::usage::{BusyTimed, Usage, micros};
@@ -166,8 +166,16 @@ impl Executor {
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
         let registry = self.registry.load_full();
-        let Some(entry) = registry.get(&call.name) else {
-            return Outcome::err(ErrorKind::UnknownTool, unknown_tool_message(&registry, &call.name));
+        let entry = match registry.who_serves(&call.name) {
+            Served::By(entry) => entry,
+            // An ambiguous name never runs anything: the error names the plugins and the fix.
+            Served::Ambiguous(conflict) => return Outcome::err(ErrorKind::UnknownTool, conflict.message()),
+            Served::Nobody => {
+                if let Some(search) = registry.search().filter(|_| call.name == crate::catalog::FIND_TOOLS) {
+                    return self.find_tools(&registry, search, call);
+                }
+                return Outcome::err(ErrorKind::UnknownTool, unknown_tool_message(&registry, &call.name));
+            }
         };
         let spec = entry.spec();
         let plugin = &entry.plugin;
@@ -210,7 +218,7 @@ impl Executor {
         let limits = self.config.limits_for_tool(&plugin.name, spec);
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
-        let (outcome, refused, outside) = self.run(plugin, spec, args, limits, watch).await;
+        let (outcome, refused, outside) = self.run(entry, args, limits, watch).await;
         if !outcome.success && !outside.is_empty() {
             // The failure is about a path the plugin has no access to: say so first.
             let mut o = outcome;
@@ -237,14 +245,60 @@ impl Executor {
         outcome
     }
 
+    /// `find_tools` in search mode: the best matches for the query, each with its name,
+    /// description and the JSON Schema of its arguments, as a JSON object for the model — whole
+    /// entries only, as many as fit the output limit (at least one).
+    fn find_tools(&self, registry: &Registry, search: &crate::registry::Search, call: &ToolCall) -> Outcome {
+        let args = match check_args(&search.spec, &call.args) {
+            Ok(a) => a,
+            Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
+        };
+        let query = args.first().map(String::as_str).unwrap_or_default();
+        let mut found = Vec::new();
+        for name in search.index.search(query, self.config.catalog.results) {
+            let Some(entry) = registry.get(name) else { continue };
+            let view = crate::view::ToolView::new(entry, &self.config);
+            let mut tool = serde_json::json!({
+                "name": entry.name(),
+                "title": view.title(),
+                "description": view.description_with_danger_note(),
+                "usage": entry.spec().signature(),
+                "parameters": toolhost_spec::schema::parameters(entry.spec()),
+            });
+            let openai = crate::catalog::openai_name(entry.name());
+            if openai != entry.name() {
+                tool["openaiName"] = openai.into_owned().into();
+            }
+            found.push(tool);
+        }
+        let note = if found.is_empty() {
+            "no tool matches; try other words"
+        } else {
+            "call a tool by its name with the arguments its parameters describe"
+        };
+        let mut shown = found.len();
+        loop {
+            let data = serde_json::json!({
+                "query": query,
+                "tools": &found[..shown],
+                "note": note,
+            })
+            .to_string();
+            if data.chars().count() <= self.config.limits.output_limit || shown <= 1 {
+                return Outcome::ok(data, shown < found.len());
+            }
+            shown -= 1;
+        }
+    }
+
     async fn run(
         &self,
-        plugin: &Arc<LoadedPlugin>,
-        spec: &ToolSpec,
+        entry: &ToolEntry,
         args: Vec<String>,
         limits: Limits,
         watch: Watch<'_>,
     ) -> (Outcome, Vec<Refusal>, Vec<String>) {
+        let (plugin, spec) = (&entry.plugin, entry.spec());
         // A plugin loaded from the warm compile cache is linked on first use (see
         // `registry::Code`): off the async workers, as it blocks for about a millisecond.
         if !plugin.code.is_ready() {
@@ -336,7 +390,8 @@ impl Executor {
         let (result, busy) = {
             let run = async {
                 let instance = pre.instantiate_async(&mut store).await?;
-                instance.toolhost_plugin_tools().call_call(&mut store, &spec.name, &args).await
+                // The plugin is called with its own name for the tool, whatever it is exposed as.
+                instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), &args).await
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             let guest = BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
@@ -366,7 +421,7 @@ impl Executor {
             // A granted secret's value never reaches the model, whatever the plugin did.
             Ok(Ok(Ok(data))) => {
                 let data = redact_owned(data, net);
-                match plugin.output_validator(spec) {
+                match entry.output_validator() {
                     Some(validator) => structured_outcome(spec, validator, data, limit),
                     None => {
                         let (data, truncated) = truncate(data, limit);
@@ -564,7 +619,13 @@ fn unknown_tool_message(registry: &Registry, name: &str) -> String {
     if !close.is_empty() {
         return format!("unknown tool `{name}`; did you mean: {}?", close.join(", "));
     }
-    let all: Vec<&str> = registry.tools().map(|t| t.spec().name.as_str()).take(30).collect();
+    if registry.search().is_some() {
+        return format!(
+            "unknown tool `{name}`; search the catalog with {}(\"what you want to do\")",
+            crate::catalog::FIND_TOOLS
+        );
+    }
+    let all: Vec<&str> = registry.tools().map(ToolEntry::name).take(30).collect();
     if all.is_empty() {
         format!("unknown tool `{name}`; no tools are loaded")
     } else {
@@ -706,6 +767,9 @@ mod tests {
             output_schema: None,
             timeout_ms: None,
             task_support: None,
+            title: None,
+            idempotent: false,
+            icons: Vec::new(),
         }
     }
 

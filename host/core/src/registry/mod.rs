@@ -1,12 +1,21 @@
-//! The registry: tool name → (plugin, spec), built from the plugins folder as one immutable
-//! snapshot. Loading validates and compiles every plugin; a plugin that fails is reported
-//! and skipped while the others load.
+//! The registry: exposed tool name → (plugin, spec), built from the plugins folder as one
+//! immutable snapshot. Loading validates and compiles every plugin; a plugin that fails is
+//! reported and skipped while the others load. Which tools are exposed, and under which names,
+//! is the catalog's (`catalog::expose`).
 //!
-//! **Name conflicts** are resolved deterministically by file name: plugins are taken in
-//! byte order of their file names, and the first one to declare a tool name keeps it. A later
-//! plugin's tool of the same name is not registered and a warning names both files. Two files
-//! declaring the same *plugin* name: the later file is not loaded (grants are per plugin
-//! name, so two plugins must never share one).
+//! **Name conflicts are never resolved silently, and never by file name** (a file dropped into
+//! the folder whose name sorts first must not take over a tool or a plugin):
+//!
+//! - Two plugins exposing one tool name: when the registry is built from scratch (at start),
+//!   *neither* is served under it — calling it fails with an error naming both plugins and the
+//!   config lines that resolve it, and every listing shows the conflict ([`Conflict`]). When a
+//!   plugin arrives by hot reload, a name another plugin already serves stays with that plugin
+//!   ([`Registry::build`] is given the previous snapshot), and the newcomer's tool is reported
+//!   as the conflict. Two exposed names that OpenAI would see as one (`a.b` and `a__b`) conflict
+//!   the same way.
+//! - Two files declaring one *plugin* name (grants are per plugin name): at start neither is
+//!   loaded; on a reload the file already serving it keeps it and the new file is a load
+//!   failure.
 
 pub mod approvals;
 pub mod reload;
@@ -41,12 +50,6 @@ pub struct LoadedPlugin {
 }
 
 impl LoadedPlugin {
-    /// The compiled `outputSchema` of one of this plugin's tools, if it declares one.
-    pub fn output_validator(&self, spec: &ToolSpec) -> Option<&jsonschema::Validator> {
-        let i = self.manifest.tools.iter().position(|t| t.name == spec.name)?;
-        self.output_validators.get(i)?.as_deref()
-    }
-
     /// This version, held back for requesting `extra` beyond what was approved.
     pub fn pending(&self, extra: Vec<String>) -> Pending {
         Pending {
@@ -136,26 +139,156 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-/// A registered tool: the plugin serving it and its spec's index in that plugin's manifest.
+/// A registered tool: the plugin serving it, its spec's index in that plugin's manifest, and
+/// the name it is exposed under.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
     pub plugin: Arc<LoadedPlugin>,
     index: usize,
+    /// The manifest entry under its exposed name, when that differs from its own.
+    renamed: Option<Arc<ToolSpec>>,
 }
 
 impl ToolEntry {
+    /// The tool's manifest entry as exposed: `name` is the exposed name (everything else is the
+    /// manifest's).
     pub fn spec(&self) -> &ToolSpec {
+        self.renamed.as_deref().unwrap_or_else(|| self.own_spec())
+    }
+
+    /// The exposed name.
+    pub fn name(&self) -> &str {
+        &self.spec().name
+    }
+
+    /// The manifest entry as the plugin declares it.
+    pub fn own_spec(&self) -> &ToolSpec {
         &self.plugin.manifest.tools[self.index]
     }
+
+    /// The plugin's own name for the tool: what the plugin is called with.
+    pub fn own_name(&self) -> &str {
+        &self.own_spec().name
+    }
+
+    /// The tool's compiled `outputSchema`, if it declares one.
+    pub fn output_validator(&self) -> Option<&jsonschema::Validator> {
+        self.plugin.output_validators.get(self.index)?.as_deref()
+    }
+}
+
+/// One plugin's claim on an exposed name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Claim {
+    pub plugin: Arc<str>,
+    pub file: PathBuf,
+    /// The plugin's own name for the tool.
+    pub tool: String,
+    /// The name the catalog gives it.
+    pub exposed: String,
+}
+
+/// An exposed name more than one plugin claims.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Conflict {
+    /// The name (as OpenAI sees it, when the claims differ only there).
+    pub name: String,
+    /// In file-name order.
+    pub claims: Vec<Claim>,
+    /// The plugin that keeps serving the name because it served it before the others arrived
+    /// (hot reload); `None`: nobody serves it.
+    pub kept: Option<Arc<str>>,
+}
+
+impl Conflict {
+    /// What went wrong and the config lines that resolve it, in one line.
+    pub fn message(&self) -> String {
+        let who: Vec<String> = self
+            .claims
+            .iter()
+            .map(|c| {
+                let mut s = format!("plugin `{}` ({}", c.plugin, discovery::file_name(&c.file));
+                if c.tool != c.exposed {
+                    s.push_str(&format!(", its tool `{}`", c.tool));
+                }
+                if c.exposed != self.name {
+                    s.push_str(&format!(", exposed as `{}`", c.exposed));
+                }
+                s.push(')');
+                s
+            })
+            .collect();
+        let state = match &self.kept {
+            Some(k) => format!(
+                "`{k}` keeps serving it (it served it before the others arrived); the others' are not exposed"
+            ),
+            None => "none of them is exposed under it".to_string(),
+        };
+        let openai = if self.claims.iter().any(|c| c.exposed != self.name) { " on OpenAI" } else { "" };
+        // The fix names the last claim that does not keep the name: the newcomer, or the file
+        // that sorts last.
+        let fix = self.claims.iter().rev().find(|c| self.kept.as_ref() != Some(&c.plugin)).map(|c| {
+            format!(
+                "; to expose both, give one another name in toolhost.toml: [plugin.{p}] prefix = \"{p}_\", or [plugin.{p}.tool.{t}] name = \"{p}_{t}\", or [catalog] namespace = \"plugin\"; or hide it: [plugin.{p}] exclude = [\"{t}\"]",
+                p = c.plugin,
+                t = c.tool
+            )
+        });
+        format!(
+            "tool name `{}` is claimed{openai} by {}; {state}{}",
+            self.name,
+            who.join(" and "),
+            fix.unwrap_or_default()
+        )
+    }
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+/// A tool the operator's selection does not expose.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HiddenTool {
+    pub plugin: Arc<str>,
+    /// The plugin's own name for it.
+    pub tool: String,
+    /// Which setting hides it.
+    pub why: String,
+}
+
+/// Who serves an exposed name ([`Registry::who_serves`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Served<'a> {
+    Nobody,
+    /// Exactly this tool (also when other plugins claim the name but this one kept it).
+    By(&'a ToolEntry),
+    /// Several plugins claim it and none serves it.
+    Ambiguous(&'a Conflict),
+}
+
+/// Search mode: the index `find_tools` answers from, and the meta-tool's own entry.
+#[derive(Debug)]
+pub struct Search {
+    pub index: crate::catalog::search::Index,
+    pub spec: ToolSpec,
 }
 
 /// One immutable snapshot of what is loaded.
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: BTreeMap<String, ToolEntry>,
+    /// OpenAI function name → exposed name, where they differ (a namespace's `.`).
+    openai: BTreeMap<String, String>,
     plugins: Vec<Arc<LoadedPlugin>>,
     failures: Vec<LoadFailure>,
     warnings: Vec<String>,
+    conflicts: Vec<Conflict>,
+    hidden: Vec<HiddenTool>,
+    /// Set when the catalog is searched rather than listed.
+    search: Option<Search>,
     /// Versions held back until the operator approves their larger request.
     pending: Vec<Pending>,
 }
@@ -256,7 +389,7 @@ impl Registry {
         for p in &pending {
             tracing::warn!("{p}");
         }
-        Ok(Registry::build(plugins, failures).with_pending(pending))
+        Ok(Registry::build(plugins, failures, config, None).with_pending(pending))
     }
 
     /// Attach the versions held for approval.
@@ -271,44 +404,223 @@ impl Registry {
         &self.pending
     }
 
-    /// Apply the conflict rules (see the module docs) to already-loaded plugins.
-    pub fn build(mut plugins: Vec<Arc<LoadedPlugin>>, mut failures: Vec<LoadFailure>) -> Registry {
+    /// Apply the catalog (`config`) and the conflict rules (see the module docs) to
+    /// already-loaded plugins. `previous` is the snapshot this one replaces (hot reload): names
+    /// and plugin names it served stay with whoever served them.
+    pub fn build(
+        mut plugins: Vec<Arc<LoadedPlugin>>,
+        mut failures: Vec<LoadFailure>,
+        config: &Config,
+        previous: Option<&Registry>,
+    ) -> Registry {
         plugins.sort_by(|a, b| a.file.cmp(&b.file));
-        failures.sort_by(|a, b| a.file.cmp(&b.file));
-        let mut reg = Registry { failures, ..Registry::default() };
-        let mut by_name: BTreeMap<Arc<str>, PathBuf> = BTreeMap::new();
-        for plugin in plugins {
-            if let Some(first) = by_name.get(&plugin.name) {
-                reg.failures.push(LoadFailure {
-                    file: plugin.file.clone(),
-                    reason: format!(
-                        "plugin name `{}` is already loaded from {}; rename one of them",
-                        plugin.name,
-                        discovery::file_name(first)
-                    ),
-                });
+        let mut reg = Registry::default();
+
+        // Plugin names: one file each.
+        let mut by_name: BTreeMap<Arc<str>, Vec<Arc<LoadedPlugin>>> = BTreeMap::new();
+        for p in plugins {
+            by_name.entry(p.name.clone()).or_default().push(p);
+        }
+        let mut accepted = Vec::new();
+        for (name, files) in by_name {
+            if files.len() == 1 {
+                accepted.extend(files);
                 continue;
             }
-            by_name.insert(plugin.name.clone(), plugin.file.clone());
-            for (index, spec) in plugin.manifest.tools.iter().enumerate() {
-                if let Some(existing) = reg.tools.get(&spec.name) {
-                    let msg = format!(
-                        "tool `{}` of plugin `{}` ({}) is shadowed by plugin `{}` ({}), which comes first by file name",
-                        spec.name,
-                        plugin.name,
-                        discovery::file_name(&plugin.file),
-                        existing.plugin.name,
-                        discovery::file_name(&existing.plugin.file),
-                    );
-                    tracing::warn!("{msg}");
-                    reg.warnings.push(msg);
+            let serving = previous.and_then(|old| old.plugins.iter().find(|p| p.name == name));
+            let keeper = serving.and_then(|old| files.iter().position(|p| p.file == old.file));
+            let all: Vec<String> = files.iter().map(|p| discovery::file_name(&p.file)).collect();
+            for (i, p) in files.iter().enumerate() {
+                if Some(i) == keeper {
                     continue;
                 }
-                reg.tools.insert(spec.name.clone(), ToolEntry { plugin: plugin.clone(), index });
+                let state = match keeper {
+                    Some(k) => format!("it stays with {}, which served it first", all[k]),
+                    None => "none of them is loaded".to_string(),
+                };
+                reg.failures.push(LoadFailure {
+                    file: p.file.clone(),
+                    reason: format!(
+                        "plugin name `{name}` is declared by {}; {state}: rename or remove one",
+                        all.join(" and ")
+                    ),
+                });
             }
-            reg.plugins.push(plugin);
+            accepted.extend(keeper.map(|k| files[k].clone()));
         }
+        accepted.sort_by(|a, b| a.file.cmp(&b.file));
+        reg.failures.append(&mut failures);
+        reg.failures.sort_by(|a, b| a.file.cmp(&b.file));
+
+        // Every tool's exposed name, grouped by what OpenAI sees (the strictest front end).
+        let mut claims: BTreeMap<String, Vec<(String, Arc<LoadedPlugin>, usize)>> = BTreeMap::new();
+        for plugin in &accepted {
+            reg.warnings.extend(selection_warnings(plugin, config));
+            for (index, spec) in plugin.manifest.tools.iter().enumerate() {
+                match crate::catalog::expose(config, &plugin.name, &spec.name) {
+                    crate::catalog::Exposed::As(name) => {
+                        let key = crate::catalog::openai_name(&name).into_owned();
+                        claims.entry(key).or_default().push((name, plugin.clone(), index));
+                    }
+                    crate::catalog::Exposed::Hidden(why) => reg.hidden.push(HiddenTool {
+                        plugin: plugin.name.clone(),
+                        tool: spec.name.clone(),
+                        why,
+                    }),
+                }
+            }
+        }
+        let searching = config.catalog.searching(claims.len());
+        let entry = |name: String, plugin: &Arc<LoadedPlugin>, index: usize| {
+            let own = &plugin.manifest.tools[index];
+            let renamed =
+                (own.name != name).then(|| Arc::new(ToolSpec { name: name.clone(), ..own.clone() }));
+            (name, ToolEntry { plugin: plugin.clone(), index, renamed })
+        };
+        for (key, mut claimants) in claims {
+            if searching && key == crate::catalog::FIND_TOOLS {
+                for (_, p, i) in claimants {
+                    let tool = p.manifest.tools[i].name.clone();
+                    reg.hidden.push(HiddenTool {
+                        why: format!(
+                            "`{}` is the host's catalog search in search mode; give it another name with [plugin.{}.tool.{tool}] name = \"…\"",
+                            crate::catalog::FIND_TOOLS,
+                            p.name
+                        ),
+                        plugin: p.name.clone(),
+                        tool,
+                    });
+                }
+                continue;
+            }
+            if claimants.len() == 1 {
+                let Some((name, p, i)) = claimants.pop() else { continue };
+                let (name, e) = entry(name, &p, i);
+                if name != key {
+                    reg.openai.insert(key, name.clone());
+                }
+                reg.tools.insert(name, e);
+                continue;
+            }
+            // Who served this name before (hot reload), if among the claimants.
+            let served = previous.and_then(|old| old.lookup(&key)).map(|e| e.plugin.name.clone());
+            let kept = claimants.iter().position(|(_, p, _)| Some(&p.name) == served.as_ref());
+            let conflict = Conflict {
+                name: if claimants.iter().all(|(n, _, _)| *n == claimants[0].0) {
+                    claimants[0].0.clone()
+                } else {
+                    key.clone()
+                },
+                claims: claimants
+                    .iter()
+                    .map(|(n, p, i)| Claim {
+                        plugin: p.name.clone(),
+                        file: p.file.clone(),
+                        tool: p.manifest.tools[*i].name.clone(),
+                        exposed: n.clone(),
+                    })
+                    .collect(),
+                kept: kept.map(|k| claimants[k].1.name.clone()),
+            };
+            // Reported by each front end once (`list`, `serve`'s `!` lines, warnings elsewhere).
+            reg.conflicts.push(conflict);
+            if let Some(k) = kept {
+                let (name, p, i) = claimants.swap_remove(k);
+                let (name, e) = entry(name, &p, i);
+                if name != key {
+                    reg.openai.insert(key, name.clone());
+                }
+                reg.tools.insert(name, e);
+            }
+        }
+        if searching {
+            let index = crate::catalog::search::Index::build(reg.tools.values().map(|e| {
+                (
+                    e.name().to_string(),
+                    crate::catalog::search::document_text(e.name(), e.spec(), &e.plugin.name),
+                )
+            }));
+            let spec = crate::catalog::find_tools_spec(reg.tools.len(), config.catalog.results);
+            reg.search = Some(Search { index, spec });
+        }
+        reg.plugins = accepted;
         reg
+    }
+
+    /// Who serves the exposed name `name` in this snapshot: one tool, nobody, or nobody
+    /// because several plugins claim it. The one answer to "may this name be taken?" (also for
+    /// `build --install` and `dev`, which refuse a plugin whose names another plugin serves).
+    pub fn who_serves(&self, name: &str) -> Served<'_> {
+        if let Some(e) = self.get(name) {
+            return Served::By(e);
+        }
+        let key = crate::catalog::openai_name(name);
+        match self.conflicts.iter().find(|c| c.name == name || c.name == key) {
+            Some(c) => Served::Ambiguous(c),
+            None => Served::Nobody,
+        }
+    }
+
+    /// The names `manifest`'s tools would be exposed under (with `config`) that another plugin
+    /// already serves or claims here, one message each; empty when the plugin can be added
+    /// without a conflict. A plugin of the same name is a new version of itself, not a clash.
+    pub fn clashes(&self, manifest: &Manifest, config: &Config) -> Vec<String> {
+        let mut out = Vec::new();
+        for t in &manifest.tools {
+            let crate::catalog::Exposed::As(name) = crate::catalog::expose(config, &manifest.name, &t.name)
+            else {
+                continue;
+            };
+            let key = crate::catalog::openai_name(&name).into_owned();
+            match self.who_serves(&name) {
+                Served::By(e) if *e.plugin.name != *manifest.name => out.push(format!(
+                    "tool `{}` of plugin `{}` would be exposed as `{name}`, which plugin `{}` ({}) already serves; give it another name with [plugin.{}] prefix = \"…\" or [plugin.{}.tool.{}] name = \"…\"",
+                    t.name,
+                    manifest.name,
+                    e.plugin.name,
+                    discovery::file_name(&e.plugin.file),
+                    manifest.name,
+                    manifest.name,
+                    t.name
+                )),
+                Served::Ambiguous(c) if c.claims.iter().any(|cl| *cl.plugin != *manifest.name) => {
+                    out.push(c.message())
+                }
+                _ => {
+                    // `a.b` and `a__b` are one name on OpenAI.
+                    if let Some(e) = self.lookup(&key).filter(|e| *e.plugin.name != *manifest.name) {
+                        out.push(format!(
+                            "tool `{}` of plugin `{}` would be `{key}` on OpenAI, as plugin `{}`'s `{}` is",
+                            t.name,
+                            manifest.name,
+                            e.plugin.name,
+                            e.name()
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Exposed names several plugins claim.
+    pub fn conflicts(&self) -> &[Conflict] {
+        &self.conflicts
+    }
+
+    /// Tools the operator's selection hides.
+    pub fn hidden(&self) -> &[HiddenTool] {
+        &self.hidden
+    }
+
+    /// Set when the catalog is searched (`find_tools`) rather than listed.
+    pub fn search(&self) -> Option<&Search> {
+        self.search.as_ref()
+    }
+
+    /// A tool by its exposed name or, for a namespaced tool, by its OpenAI function name.
+    pub fn lookup(&self, name: &str) -> Option<&ToolEntry> {
+        self.get(name).or_else(|| self.tools.get(self.openai.get(name)?))
     }
 
     pub fn get(&self, tool: &str) -> Option<&ToolEntry> {
@@ -380,6 +692,27 @@ pub(crate) fn load_all(
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Patterns and renames in `plugin`'s section that name none of its tools (likely typos).
+fn selection_warnings(plugin: &LoadedPlugin, config: &Config) -> Vec<String> {
+    let Some(e) = config.plugins.get(&*plugin.name).map(|p| &p.exposure) else { return Vec::new() };
+    let declared = |n: &str| plugin.manifest.tools.iter().any(|t| t.name == n);
+    let unmatched =
+        |g: &crate::catalog::settings::Glob| !plugin.manifest.tools.iter().any(|t| g.matches(&t.name));
+    let mut out = Vec::new();
+    for (key, globs) in [("tools", e.tools.as_deref().unwrap_or_default()), ("exclude", &e.exclude)] {
+        for g in globs.iter().filter(|g| unmatched(g)) {
+            out.push(format!("[plugin.{}] {key}: {g} matches none of its tools", plugin.name));
+        }
+    }
+    for old in e.rename.keys().filter(|o| !declared(o)) {
+        out.push(format!(
+            "[plugin.{}.tool.{old}]: plugin `{}` has no tool `{old}`",
+            plugin.name, plugin.name
+        ));
+    }
+    out
 }
 
 /// Levenshtein distance over chars.

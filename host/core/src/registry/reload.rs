@@ -37,6 +37,8 @@ pub struct Change {
     pub failures: Vec<LoadFailure>,
     /// Versions newly held for approval (the last approved version keeps serving).
     pub pending: Vec<Pending>,
+    /// New name conflicts (see `registry`): a plugin that arrived claims a name another serves.
+    pub conflicts: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -60,9 +62,11 @@ impl Change {
             && self.removed.is_empty()
             && self.failures.is_empty()
             && self.pending.is_empty()
+            && self.conflicts.is_empty()
     }
 
-    /// One line per change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`.
+    /// One line per change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
+    /// `? held version`, `! tool name conflict`.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.added {
@@ -83,6 +87,9 @@ impl Change {
         }
         for p in &self.pending {
             out.push(format!("? {p}"));
+        }
+        for c in &self.conflicts {
+            out.push(format!("! {c}"));
         }
         out
     }
@@ -200,10 +207,17 @@ impl Reloader {
 
         let plugins: Vec<Arc<LoadedPlugin>> = files.values().filter_map(|f| f.good.clone()).collect();
         let failures: Vec<LoadFailure> = files.values().filter_map(|f| f.failure.clone()).collect();
-        let new = Registry::build(plugins, failures).with_pending(pending);
         let old = self.registry.load_full();
+        // The old snapshot is passed on: a name (or plugin name) it served stays with whoever
+        // served it, so a newcomer never takes one over.
+        let new = Registry::build(plugins, failures, &self.config, Some(&old)).with_pending(pending);
         let mut change = diff(&old, &new);
-        if change.is_empty() && same_failures(&old, &new) && old.pending() == new.pending() {
+        if change.is_empty()
+            && same_failures(&old, &new)
+            && old.pending() == new.pending()
+            && old.conflicts() == new.conflicts()
+            && same_plugins(&old, &new)
+        {
             return Ok(Arc::new(change));
         }
         change.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -281,9 +295,23 @@ fn same_failures(a: &Registry, b: &Registry) -> bool {
     a.failures() == b.failures()
 }
 
+/// The same plugin versions serve (one whose tools are all hidden or in conflict counts too).
+fn same_plugins(a: &Registry, b: &Registry) -> bool {
+    a.plugins().len() == b.plugins().len()
+        && a.plugins().iter().zip(b.plugins()).all(|(x, y)| Arc::ptr_eq(x, y))
+}
+
 /// What differs between two snapshots.
 pub fn diff(old: &Registry, new: &Registry) -> Change {
-    let mut change = Change::default();
+    let mut change = Change {
+        conflicts: new
+            .conflicts()
+            .iter()
+            .filter(|c| !old.conflicts().contains(c))
+            .map(|c| c.message())
+            .collect(),
+        ..Change::default()
+    };
     for entry in new.tools() {
         let spec = entry.spec();
         match old.get(&spec.name) {

@@ -3,7 +3,8 @@
 //! absolute paths and checked values. The sections are defined by their owners — `[net]` and
 //! secret origins by `capability::net`, `exec` grants and `[process]` by `capability::process`,
 //! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
-//! `registry::approvals` — and composed here; the front ends and the CLI take theirs (`[mcp]`,
+//! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog` — and
+//! composed here; the front ends and the CLI take theirs (`[mcp]`,
 //! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
 //! no config file and no command-line grants, nothing is granted to any plugin.
 
@@ -24,6 +25,8 @@ pub use crate::capability::process::settings::{ExecGrant, ProcessSettings};
 
 use crate::capability::net::settings::RawNet;
 use crate::capability::process::settings::RawProcess;
+pub use crate::catalog::settings::CatalogSettings;
+use crate::catalog::settings::RawCatalog;
 use crate::registry::approvals::settings::{ApprovalLock, RawApprovals};
 use crate::registry::signing::{RawTrust, Trust};
 use file::{absolute, normalize};
@@ -105,6 +108,8 @@ pub struct Config {
     pub approvals: ApprovalLock,
     /// `[process]`: how programs run for plugins are confined.
     pub process: Arc<ProcessSettings>,
+    /// `[catalog]`: namespacing, search mode, pinned tools.
+    pub catalog: CatalogSettings,
 }
 
 impl Default for Config {
@@ -132,6 +137,7 @@ impl Default for Config {
             trust: Trust::default(),
             approvals: ApprovalLock::default(),
             process: Default::default(),
+            catalog: CatalogSettings::default(),
         }
     }
 }
@@ -184,6 +190,7 @@ impl Config {
         cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(invalid)?;
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
+        cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         Ok(cfg)
     }
 

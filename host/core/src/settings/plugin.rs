@@ -1,9 +1,11 @@
-//! `[plugin.NAME]` (what the operator grants one plugin, and its limits) and `[tool.NAME]` (the
-//! operator's word on one tool).
+//! `[plugin.NAME]` (what the operator grants one plugin, its limits, and which of its tools are
+//! exposed under which names) and `[tool.NAME]` (the operator's word on one tool, by the name it
+//! is exposed under).
 
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
 use crate::capability::fs::settings::{FsGrant, RawFs};
 use crate::capability::process::settings::{ExecGrant, RawExec};
+use crate::catalog::settings::{Exposure, RawRename};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,16 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     settings: BTreeMap<String, String>,
     /// At most this many calls of this plugin at once.
     concurrency: Option<u32>,
+    /// Expose only the tools matching these patterns.
+    tools: Option<Vec<String>>,
+    /// Never expose the tools matching these patterns.
+    #[serde(default)]
+    exclude: Vec<String>,
+    /// Expose each tool as `PREFIX` + its name.
+    prefix: Option<String>,
+    /// `[plugin.NAME.tool.OLD] name = "NEW"`.
+    #[serde(default)]
+    tool: BTreeMap<String, RawRename>,
 });
 
 for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawTool {
@@ -52,6 +64,8 @@ pub struct PluginConfig {
     pub limits: LimitOverrides,
     /// At most this many calls of the plugin at once (default: `[limits] plugin_concurrency`).
     pub concurrency: Option<u32>,
+    /// Which of its tools are exposed, under which names (never merged from `[plugin."*"]`).
+    pub exposure: Exposure,
 }
 
 /// Operator settings for one tool.
@@ -76,7 +90,15 @@ impl RawPlugin {
     pub(crate) fn resolve(self, key: &str, cx: &Context<'_>) -> Result<PluginConfig, String> {
         let limits = self.limit_overrides();
         super::limits::check(key, &limits)?;
+        let exposure =
+            crate::catalog::settings::exposure(key, self.tools, self.exclude, self.prefix, self.tool)?;
+        if key == "plugin.*" && !exposure.is_empty() {
+            return Err(format!(
+                "{key}: tools, exclude, prefix and tool.NAME belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\""
+            ));
+        }
         let mut grant = PluginConfig {
+            exposure,
             limits,
             concurrency: self.concurrency,
             env: self.env,

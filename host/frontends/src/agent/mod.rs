@@ -115,6 +115,10 @@ impl Default for AgentOptions {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Conversation {
     pub messages: Vec<Message>,
+    /// Search mode: tools `find_tools` returned in this conversation, offered as functions from
+    /// then on (a model calls only the functions it is given).
+    #[serde(default)]
+    pub found: std::collections::BTreeSet<String>,
     /// The system message last sent, to report it again only when it changes.
     #[serde(skip)]
     last_system: Option<String>,
@@ -321,7 +325,7 @@ impl Agent {
             }
             let tools = match protocol {
                 Protocol::Text => None,
-                _ => Some(openai::tools(&registry, self.executor.config())?)
+                _ => Some(self.functions(&registry, conv)?)
                     .filter(|t| t.as_array().is_some_and(|a| !a.is_empty())),
             };
             let mut request = Vec::with_capacity(conv.messages.len() + 1);
@@ -389,6 +393,27 @@ impl Agent {
         Ok(TurnResult { answer: last_text, stop: Stop::StepLimit(steps), steps })
     }
 
+    /// The `tools` array: what the catalog lists, plus in search mode the tools `find_tools`
+    /// returned in this conversation.
+    fn functions(
+        &self,
+        registry: &Registry,
+        conv: &Conversation,
+    ) -> Result<serde_json::Value, openai::NameError> {
+        let config = self.executor.config();
+        let mut tools = openai::tools(registry, config)?;
+        if registry.search().is_some()
+            && let Some(list) = tools.as_array_mut()
+        {
+            let listed: Vec<String> =
+                toolhost_core::view::listing(registry, config).iter().map(|v| v.name().to_string()).collect();
+            for entry in conv.found.iter().filter(|n| !listed.contains(n)).filter_map(|n| registry.get(n)) {
+                list.push(openai::function(&toolhost_core::view::ToolView::new(entry, config))?);
+            }
+        }
+        Ok(tools)
+    }
+
     fn resolve(&self, p: Protocol) {
         if let Ok(mut r) = self.resolved.lock()
             && (r.is_none() || p == Protocol::Text)
@@ -432,6 +457,7 @@ impl Agent {
                 Err(refused) => *refused,
             };
             let elapsed = started.elapsed();
+            note_found(conv, &name, &outcome);
             events(Event::ToolEnd {
                 id: tc.id.clone(),
                 name: name.clone(),
@@ -491,6 +517,7 @@ impl Agent {
                     } else {
                         self.call(&n.to_string(), call, cancel, events).await
                     };
+                    note_found(conv, &call.name, &outcome);
                     (call.name.clone(), args, Some(outcome.clone()), outcome, started.elapsed())
                 }
                 text::Segment::Error { error, raw } => {
@@ -589,6 +616,22 @@ enum StepEnd {
     Answer,
     Continue,
     Stop(Stop),
+}
+
+/// Remember the tools a successful `find_tools` call returned.
+fn note_found(conv: &mut Conversation, name: &str, outcome: &Outcome) {
+    if name != toolhost_core::catalog::FIND_TOOLS || !outcome.success {
+        return;
+    }
+    let Some(found) = outcome.data.as_deref().and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+    else {
+        return;
+    };
+    for t in found["tools"].as_array().into_iter().flatten() {
+        if let Some(n) = t["name"].as_str() {
+            conv.found.insert(n.to_string());
+        }
+    }
 }
 
 fn push(conv: &mut Conversation, m: Message, events: Sink<'_>) {

@@ -537,7 +537,7 @@ pub async fn serve_http(
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
     let max_message = server.max_message;
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

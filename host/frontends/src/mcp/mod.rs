@@ -3,10 +3,19 @@
 //! 2024-11-05 (with the `initialize` handshake) to 2026-07-28 (per-request `_meta`, no
 //! server-to-client requests).
 //!
-//! - `tools/list`: every registered tool in name order, with the same JSON Schema as the OpenAI
-//!   front end, `destructiveHint` for `danger` tools (from the manifest or the operator's
-//!   `[tool.X]`), `readOnlyHint` where the manifest says `read_only`, and the manifest's
-//!   `outputSchema`; on 2026-07-28 with `ttlMs`/`cacheScope` (see [`McpServer::tools_result`]).
+//! - `tools/list`: what `view::listing` offers, in name order, each tool as the one presentation
+//!   function (`ToolView`) describes it: the same JSON Schema as the OpenAI front end, `title`
+//!   (the manifest's, else the name), `annotations` (`readOnlyHint` where the manifest says
+//!   `read_only` and the tool is not dangerous, `destructiveHint` for dangerous tools,
+//!   `idempotentHint` from the manifest, `openWorldHint` when the plugin is granted network
+//!   access), the manifest's `icons` (`data:` URIs) and `outputSchema`, and `_meta` with the
+//!   tool's limits and its plugin's name and version; on 2026-07-28 with `ttlMs`/`cacheScope`
+//!   (see [`McpServer::tools_result`]). Names several plugins claim are left out and reported
+//!   under `_meta["toolhost/conflicts"]` of the result.
+//! - Search mode (`[catalog] mode`): the list holds the pinned tools and `find_tools`; each tool
+//!   a `find_tools` call returns is added to this session's list, and on the handshake
+//!   revisions the client is told with `notifications/tools/list_changed`. Any exposed tool
+//!   can be called by name whether listed or not.
 //! - `tools/call`: through the one executor. Success is text content (plus `structuredContent`
 //!   when the tool returned a JSON object — always, for a tool with an `outputSchema`, whose
 //!   result the executor has checked against it); a failed call is `isError: true` with the error
@@ -62,6 +71,7 @@ use toolhost_core::executor::{
     CallContext, CallControl, CallRecord, Cancel, DecidedBy, Progress, ProgressSink,
 };
 use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::registry::Served;
 use toolhost_core::registry::reload::Reloader;
 use toolhost_core::settings::DangerPolicy;
 use toolhost_spec::manifest::TaskSupport;
@@ -85,6 +95,8 @@ pub struct McpServer {
     tasks: Arc<Tasks>,
     /// The largest MCP message read, in bytes: a stdio line, an HTTP body (`[mcp] max_message_kb`).
     max_message: usize,
+    /// Search mode: the tools `find_tools` returned in this session, listed from then on.
+    revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -104,6 +116,8 @@ impl McpServer {
             approvals: Arc::new(approvals),
             cache_scope: CacheScope::Public,
             tasks: Arc::new(Tasks::new(TaskLimits::default())),
+            max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
+            revealed: Arc::default(),
         })
     }
 
@@ -116,8 +130,6 @@ impl McpServer {
     /// The server's tasks (shared by every session), e.g. to count those a shutdown cancelled.
     pub fn tasks(&self) -> Arc<Tasks> {
         self.tasks.clone()
-            max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
-        })
     }
 
     /// Read MCP messages (a stdio line, an HTTP request body) of at most `bytes`; a longer
@@ -125,6 +137,11 @@ impl McpServer {
     pub fn with_max_message(mut self, bytes: usize) -> McpServer {
         self.max_message = bytes;
         self
+    }
+
+    /// The server for one more session: everything shared but what `find_tools` revealed.
+    pub fn session(&self) -> McpServer {
+        McpServer { revealed: Arc::default(), ..self.clone() }
     }
 
     /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
@@ -143,35 +160,23 @@ impl McpServer {
     /// The `tools/list` entries for the current registry, in name order.
     pub fn tools(&self) -> Vec<Tool> {
         let registry = self.executor.registry();
-        registry
-            .tools()
-            .map(|entry| {
-                let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
-                let spec = view.spec;
-                let schema = match openai::parameters(spec) {
-                    serde_json::Value::Object(o) => o,
-                    _ => JsonObject::new(),
-                };
-                // See `ToolView::advertise_read_only`: a dangerous tool is never advertised as
-                // read-only, so the two hints never contradict each other.
-                let annotations =
-                    ToolAnnotations::new().read_only(view.advertise_read_only()).destructive(view.dangerous);
-                let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
-                tool.annotations = Some(annotations);
-                // What the host grants this tool, for clients that plan around long calls.
-                let mut meta = serde_json::Map::new();
-                meta.insert("toolhost/timeoutMs".into(), view.limits.timeout_ms.into());
-                meta.insert(
-                    "toolhost/taskSupport".into(),
-                    task_support(&view, self.executor.config().danger).as_str().into(),
-                );
-                tool.meta = Some(rmcp::model::MetaObject(meta));
-                if let Some(serde_json::Value::Object(o)) = &spec.output_schema {
-                    tool.output_schema = Some(Arc::new(o.clone()));
-                }
-                tool
-            })
-            .collect()
+        let config = self.executor.config();
+        let mut views = toolhost_core::view::listing(&registry, config);
+        if registry.search().is_some() {
+            let revealed = self.revealed.lock().unwrap_or_else(|p| p.into_inner());
+            let listed: std::collections::BTreeSet<String> =
+                views.iter().map(|v| v.name().to_string()).collect();
+            views.extend(
+                revealed
+                    .iter()
+                    .filter(|n| !listed.contains(*n))
+                    .filter_map(|n| registry.get(n))
+                    .map(|e| toolhost_core::view::ToolView::new(e, config)),
+            );
+            views.sort_by(|a, b| a.name().cmp(b.name()));
+        }
+        let policy = config.danger;
+        views.iter().map(|v| tool(v, policy)).collect()
     }
 
     /// The whole `tools/list` result. The caching hints (SEP-2549, required on 2026-07-28 and
@@ -179,7 +184,15 @@ impl McpServer {
     /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
     pub fn tools_result(&self) -> ListToolsResult {
         let ttl = if self.reloader.is_some() { LIVE_LIST_TTL_MS } else { FIXED_LIST_TTL_MS };
-        ListToolsResult::with_all_items(self.tools()).with_ttl_ms(ttl).with_cache_scope(self.cache_scope)
+        let mut result =
+            ListToolsResult::with_all_items(self.tools()).with_ttl_ms(ttl).with_cache_scope(self.cache_scope);
+        let conflicts = toolhost_core::view::conflict_lines(&self.executor.registry());
+        if !conflicts.is_empty() {
+            let mut m = serde_json::Map::new();
+            m.insert("toolhost/conflicts".into(), conflicts.into());
+            result.meta = Some(rmcp::model::MetaObject(m));
+        }
+        result
     }
 
     /// Run one `tools/call`.
@@ -189,18 +202,17 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.executor.registry();
-        let Some(entry) = registry.get(&params.name) else {
-            let close = registry.suggest(&params.name);
-            let hint = if close.is_empty() {
-                String::new()
-            } else {
-                format!("; did you mean: {}?", close.join(", "))
-            };
-            let message = format!("unknown tool `{}`{hint}", params.name);
-            self.unrun(&params, context, ErrorKind::UnknownTool, &message);
-            return Err(ErrorData::invalid_params(message, None));
+        let meta_tool = registry.search().map(|s| &s.spec).filter(|s| s.name == params.name);
+        let spec = match (registry.who_serves(&params.name), meta_tool) {
+            (Served::By(entry), _) => entry.spec(),
+            (_, Some(spec)) => spec,
+            (Served::Ambiguous(conflict), _) => {
+                let message = conflict.message();
+                self.unrun(&params, context, ErrorKind::UnknownTool, &message);
+                return Err(ErrorData::invalid_params(message, None));
+            }
+            (Served::Nobody, None) => return Err(self.unknown(&registry, &params, context)),
         };
-        let spec = entry.spec();
         let empty = JsonObject::new();
         let args = match openai::map_argument_object(spec, params.arguments.as_ref().unwrap_or(&empty)) {
             Ok(a) => a,
@@ -210,12 +222,17 @@ impl McpServer {
             }
         };
         let call = ToolCall { name: spec.name.clone(), args };
-        let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
-        let support = task_support(&view, self.executor.config().danger);
-        let timeout = Duration::from_millis(view.limits.timeout_ms);
+        let finding = meta_tool.is_some();
+        // A tool's time limit and task support (`find_tools` answers at once: never a task).
+        let (support, timeout) = match registry.who_serves(&params.name) {
+            Served::By(entry) => {
+                let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
+                (task_support(&view, self.executor.config().danger), Duration::from_millis(view.limits.timeout_ms))
+            }
+            _ => (TaskSupport::Forbidden, Duration::from_millis(self.executor.config().limits.timeout_ms)),
+        };
         drop(registry);
-        let who = caller(context);
-        let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+                let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
         match support {
             TaskSupport::Required if !client_tasks => {
                 let why = "it runs only as a task (its manifest says taskSupport: required)";
@@ -230,10 +247,68 @@ impl McpServer {
                 ));
             }
             TaskSupport::Optional | TaskSupport::Required if client_tasks => {
-                return self.start_task(call, who, timeout);
+                return self.start_task(call, caller(context), timeout);
             }
             _ => {}
         }
+        let response = self.run(call, params.request_state, params.input_responses, context).await?;
+        if finding && let CallToolResponse::Complete(r) = &response {
+            self.reveal(r, context).await;
+        }
+        Ok(response)
+    }
+
+    /// An unknown tool: a JSON-RPC `invalid params` error with the closest names.
+    fn unknown(
+        &self,
+        registry: &toolhost_core::Registry,
+        params: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> ErrorData {
+        {
+            let close = registry.suggest(&params.name);
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean: {}?", close.join(", "))
+            };
+            let message = format!("unknown tool `{}`{hint}", params.name);
+            self.unrun(params, context, ErrorKind::UnknownTool, &message);
+            ErrorData::invalid_params(message, None)
+        }
+    }
+
+    /// Add the tools a `find_tools` result names to this session's list, and tell a handshake
+    /// client the list changed.
+    async fn reveal(&self, result: &CallToolResult, context: &RequestContext<RoleServer>) {
+        let Some(text) = result.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()) else {
+            return;
+        };
+        let Ok(found) = serde_json::from_str::<serde_json::Value>(&text) else { return };
+        let names = found["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str());
+        let added = {
+            let mut revealed = self.revealed.lock().unwrap_or_else(|p| p.into_inner());
+            // Every name is inserted (no short circuit): count the new ones.
+            names.filter(|n| revealed.insert(n.to_string())).count() > 0
+        };
+        let handshake = context.protocol_version().is_none_or(|v| v.has_initialize());
+        if added
+            && handshake
+            && let Err(e) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::debug!("cannot tell the client the tool list changed: {e}");
+        }
+    }
+
+    /// Run a mapped call through the executor with the confirmation this revision allows.
+    async fn run(
+        &self,
+        call: ToolCall,
+        request_state: Option<String>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let who = caller(context);
         let control = CallControl::default()
             .with_cancel(Cancel::from_token(context.ct.clone(), "the client"))
             .with_progress_opt(progress_sink(context));
@@ -242,8 +317,8 @@ impl McpServer {
             let confirm = MrtrConfirm {
                 approvals: &self.approvals,
                 can_elicit: supports_form(context.client_capabilities().as_ref()),
-                request_state: params.request_state,
-                input_responses: params.input_responses,
+                request_state,
+                input_responses,
                 interrupt: Mutex::new(None),
             };
             let outcome = self.executor.call_controlled(&call, &confirm, &who, &control).await;
@@ -397,6 +472,47 @@ fn call_result(outcome: Outcome) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.data.unwrap_or_default())]);
     result.structured_content = structured;
     result
+}
+
+/// One `tools/list` entry, from the one presentation function.
+pub fn tool(view: &toolhost_core::view::ToolView<'_>, policy: DangerPolicy) -> Tool {
+    let schema = match openai::parameters(view.spec) {
+        serde_json::Value::Object(o) => o,
+        _ => JsonObject::new(),
+    };
+    // See `ToolView::advertise_read_only`: a dangerous tool is never advertised as read-only, so
+    // the two hints never contradict each other.
+    let annotations = ToolAnnotations::new()
+        .read_only(view.advertise_read_only())
+        .destructive(view.dangerous)
+        .idempotent(view.idempotent())
+        .open_world(view.open_world);
+    let mut tool = Tool::new(view.name().to_string(), view.spec.description.clone(), Arc::new(schema));
+    tool.title = Some(view.title().to_string());
+    tool.annotations = Some(annotations);
+    if let Some(serde_json::Value::Object(o)) = &view.spec.output_schema {
+        tool.output_schema = Some(Arc::new(o.clone()));
+    }
+    if !view.icons().is_empty() {
+        tool.icons = Some(
+            view.icons()
+                .iter()
+                .map(|i| {
+                    let mut icon = rmcp::model::Icon::new(i.src.clone());
+                    icon.mime_type = i.mime_type().map(str::to_string);
+                    icon.sizes = (!i.sizes.is_empty()).then(|| i.sizes.clone());
+                    icon.theme = i.theme.as_deref().and_then(|t| serde_json::from_value(t.into()).ok());
+                    icon
+                })
+                .collect(),
+        );
+    }
+    // What the host grants this tool, for clients that plan around long calls.
+    let mut meta = view.meta();
+    meta.insert("toolhost/timeoutMs".into(), view.limits.timeout_ms.into());
+    meta.insert("toolhost/taskSupport".into(), task_support(view, policy).as_str().into());
+    tool.meta = Some(rmcp::model::MetaObject(meta));
+    tool
 }
 
 fn arguments_text(params: &CallToolRequestParams) -> String {

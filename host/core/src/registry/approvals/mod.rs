@@ -476,6 +476,9 @@ mod tests {
             output_schema: None,
             timeout_ms: None,
             task_support: None,
+            title: None,
+            idempotent: false,
+            icons: Vec::new(),
         }
     }
 
