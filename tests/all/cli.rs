@@ -42,6 +42,27 @@ fn help_explains_the_commands_and_grants() {
     }
 }
 
+/// A grant on the command line names a plugin: a name that is not in the folder (a file name,
+/// a typo) is an error listing the plugins there, not a grant of nothing.
+#[test]
+fn a_grant_for_a_plugin_not_in_the_folder_is_an_error_naming_the_plugins() {
+    let env = Env::with(&[plugin_artifacts::SYSTEM, plugin_artifacts::TEXT]);
+    let out = toolhost(&env, &["--allow-run", "system=echo", "call", "-y", "run", "echo", "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "toolhost: --allow-run names plugin `system`, which is not in {}; the plugins there: sys, text (a grant names the plugin, not its file)",
+            env.plugins.path().display()
+        )
+    );
+    let out = toolhost(&env, &["--allow-read", "txt", "list"]);
+    assert!(stderr(&out).contains("--allow-read names plugin `txt`"), "{}", stderr(&out));
+    // `*` and names that are there are fine.
+    let out = toolhost(&env, &["--allow-read", "*", "--allow-env", "text=HOME", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 #[test]
 fn list_shows_tools_grants_and_failures() {
     let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
@@ -302,6 +323,7 @@ params = [{ name = "text", type = "string", description = "the text" }]
     let out =
         toolhost(&env, &["embed-manifest", wasm.to_str().unwrap(), "--manifest", manifest.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("embedded manifest of `pytools` (1 tool) into "), "{}", stderr(&out));
     let out = toolhost(&env, &["inspect", wasm.to_str().unwrap()]);
     assert!(
         stdout(&out).contains("plugin pytools 1.2.0") && stdout(&out).contains("shout(text…)"),

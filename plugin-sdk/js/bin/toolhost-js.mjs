@@ -301,7 +301,7 @@ async function cmdComponentize(argv) {
 
   // Check the declarations first: a misuse reads far better here than from inside QuickJS.
   const manifest = await describe(project);
-  process.stderr.write(`toolhost-js: ${manifest.name} ${manifest.version}: ${manifest.tools.length} tool(s) checked\n`);
+  process.stderr.write(`toolhost-js: ${manifest.name} ${manifest.version}: ${manifest.tools.length} tool${manifest.tools.length === 1 ? '' : 's'} checked\n`);
 
   // Stage the project with the SDK as its `toolhost-sdk` package: the QuickJS build resolves
   // imports only inside its module root, and must see this SDK, not some other copy.

@@ -65,7 +65,8 @@ def cmd_componentize(args):
         _report(e.errors)
         return 1
     project = _project.Project(args.project)
-    print(f"toolhost_sdk: `{m['name']}` {m['version']}: {len(m['tools'])} tools "
+    n = len(m["tools"])
+    print(f"toolhost_sdk: `{m['name']}` {m['version']}: {n} tool{'' if n == 1 else 's'} "
           f"({', '.join(t['name'] for t in m['tools'])})", file=sys.stderr)
     tool = args.componentize_py or shutil.which("componentize-py")
     if not tool:

@@ -37,7 +37,7 @@ Examples:
   toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
   toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
   toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
-  toolhost --plugins target/plugins --allow-run system=git call -y run git status
+  toolhost --plugins target/plugins --allow-run sys=git call -y run git status
   toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
 Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr. The MCP
