@@ -59,16 +59,29 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
                     .iter()
                     .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
             );
-            files.push((".gitignore".into(), "node_modules/\n*.wasm\n".into()));
             files
         }
     };
+    let mut files = files;
+    files.push((".gitignore".into(), gitignore(lang)));
     for (rel, text) in files {
         let p = dir.join(&rel);
         std::fs::create_dir_all(p.parent().unwrap())?;
         std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(dir)
+}
+
+/// What a project's repository leaves out: build outputs (the `.wasm`, and each language's
+/// own), and what `toolhost` writes when the project folder doubles as a plugins folder
+/// (approvals, `dev`'s sources).
+pub fn gitignore(lang: Lang) -> String {
+    let own = match lang {
+        Lang::Rust => "/target\n",
+        Lang::Python => "__pycache__/\n*.pyc\n",
+        Lang::Js => "node_modules/\n",
+    };
+    format!("# build outputs\n*.wasm\n{own}# written by toolhost\n.toolhost-approvals.json\n.toolhost-dev/\n")
 }
 
 /// Fill `{{name}}` (and `{{name_snake}}`) in every file of a template.
@@ -136,6 +149,5 @@ mod test {
     vec![
         ("Cargo.toml".into(), cargo),
         ("src/lib.rs".into(), lib.into()),
-        (".gitignore".into(), "/target\n*.wasm\n".into()),
     ]
 }
