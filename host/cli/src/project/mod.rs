@@ -13,6 +13,7 @@
 use cargo::PluginCrate;
 use toolhost_spec::manifest::{self, Manifest};
 pub mod cargo;
+pub mod dev;
 pub mod scaffold;
 mod sdk_files;
 
@@ -135,21 +136,19 @@ impl Project {
         }
     }
 
-    /// Whether a changed path should trigger a rebuild in `toolhost dev`.
+    /// Whether a changed path goes into the plugin, so `toolhost dev` rebuilds: sources and
+    /// project files, never tests (`test_*.py`, `*.test.js`), build outputs or dotfiles.
     pub fn is_source(&self, path: &Path) -> bool {
         match self {
             Project::Rust(k) => k.is_source(path),
             Project::Python { dir } | Project::Js { dir } => {
                 let Ok(rel) = path.strip_prefix(dir) else { return false };
-                if rel.components().any(|c| {
-                    let c = c.as_os_str().to_string_lossy();
-                    c.starts_with('.') || c == "node_modules" || c == "__pycache__" || c == "target"
-                }) {
+                if !dev::is_input(self.lang(), rel) {
                     return false;
                 }
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
                 match self {
-                    Project::Python { .. } => matches!(ext, "py" | "toml"),
+                    Project::Python { .. } => matches!(ext, "py" | "toml" | "json" | "txt"),
                     _ => matches!(ext, "js" | "mjs" | "json"),
                 }
             }

@@ -286,7 +286,12 @@ impl Registry {
         for p in &pending {
             tracing::warn!("{p}");
         }
-        Ok(Registry::build(plugins, failures).with_pending(pending))
+        let reg = Registry::build(plugins, failures).with_pending(pending);
+        // Once per load; a live registry reports a warning once, when it appears (`Change`).
+        for w in reg.warnings() {
+            tracing::warn!("{w}");
+        }
+        Ok(reg)
     }
 
     /// Attach the versions held for approval.
@@ -330,7 +335,6 @@ impl Registry {
                         existing.plugin.name,
                         discovery::file_name(&existing.plugin.file),
                     );
-                    tracing::warn!("{msg}");
                     reg.warnings.push(msg);
                     continue;
                 }
