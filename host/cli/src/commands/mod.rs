@@ -77,6 +77,7 @@ pub enum Command {
     Serve(serve::Args),
     /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
     /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
+    #[command(after_help = dev::AFTER_HELP)]
     Dev(dev::Args),
     /// Build a plugin project into a .wasm with its manifest derived from the code and
     /// embedded: a Rust crate (cargo, wasm32-wasip2), a Python project (componentize-py) or a

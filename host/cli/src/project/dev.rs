@@ -87,8 +87,15 @@ impl Toolchains {
 
 impl Project {
     /// Install a dev build of this Python or JavaScript project into `plugins_dir`, working in
-    /// `scratch` (a folder of the dev session's own, removed when it ends).
-    pub fn dev_install(&self, tools: &Toolchains, plugins_dir: &Path, scratch: &Path) -> Result<DevInstall> {
+    /// `scratch` (a folder of the dev session's own, removed when it ends); `before_install`
+    /// sees the manifest before anything is written and may refuse it.
+    pub fn dev_install(
+        &self,
+        tools: &Toolchains,
+        plugins_dir: &Path,
+        scratch: &Path,
+        before_install: &dyn Fn(&Manifest) -> Result<()>,
+    ) -> Result<DevInstall> {
         let started = std::time::Instant::now();
         let sdk = tools.sdk()?;
         std::fs::create_dir_all(scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
@@ -148,6 +155,7 @@ impl Project {
             Project::Rust(_) => bail!("a Rust project has no dev build"),
         };
         let runtime = tools.dev_runtime(self.lang())?;
+        before_install(&manifest)?;
         let id = tree_id(sources.path())?;
         let dest = plugins_dir.join(SOURCES_DIR).join(format!("{}-{id}", manifest.name));
         if !dest.is_dir() {
@@ -174,7 +182,7 @@ fn parse_manifest(v: serde_json::Value) -> Result<Manifest> {
 
 /// Run an SDK step that prints JSON; its messages name the project's files, not the snapshot's.
 fn sdk_json(cmd: &mut Command, snap: &Path, project: &Path) -> Result<serde_json::Value> {
-    let out = cmd
+    let out = super::scratch_env(cmd)
         .env("TOOLHOST_BUILD", "1")
         .stdin(Stdio::null())
         .output()

@@ -262,6 +262,48 @@ impl Built {
     }
 }
 
+/// Refuse to install `m` into `plugins_dir` when another plugin there (any `.wasm` but the one
+/// named after `m`, which is replaced) has the same plugin name or declares one of `m`'s tools:
+/// the registry would load only one of them, silently to whoever only looks at their own.
+pub fn check_collisions(plugins_dir: &Path, m: &Manifest) -> Result<()> {
+    let own = format!("{}.wasm", m.name);
+    let Ok(entries) = std::fs::read_dir(plugins_dir) else { return Ok(()) };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            toolhost_core::discovery::is_candidate_name(&name) && name != own
+        })
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    for path in files {
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(other) = manifest::read(&bytes) else { continue };
+        let file = toolhost_core::discovery::file_name(&path);
+        if other.name == m.name {
+            problems.push(format!(
+                "plugin `{}` is already installed as {file}; remove {file}, or rename the plugin",
+                m.name
+            ));
+            continue;
+        }
+        for t in &m.tools {
+            if other.tools.iter().any(|o| o.name == t.name) {
+                problems.push(format!(
+                    "tool `{}` of plugin `{}` is already a tool of plugin `{}` ({file}); rename the tool in one of them, or remove {file}",
+                    t.name, m.name, other.name
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!("not installed into {}: {}", plugins_dir.display(), problems.join("; "));
+    }
+    Ok(())
+}
+
 /// Where pinned toolchains and the bundled SDKs are installed.
 #[derive(Debug, Clone)]
 pub struct Toolchains {
@@ -397,6 +439,23 @@ impl Toolchains {
     }
 }
 
+/// The folder a `toolhost dev` session keeps its temporary files in (set once per process).
+static SCRATCH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Keep this process's build files (and the build tools', through `TMPDIR`) in `dir`, which
+/// the caller removes when it is done.
+pub fn set_scratch(dir: &Path) {
+    let _ = SCRATCH.set(dir.to_path_buf());
+}
+
+/// `cmd` with `TMPDIR` set to the scratch folder, if there is one.
+fn scratch_env(cmd: &mut Command) -> &mut Command {
+    if let Some(dir) = SCRATCH.get() {
+        cmd.env("TMPDIR", dir);
+    }
+    cmd
+}
+
 fn python3() -> PathBuf {
     std::env::var_os("TOOLHOST_PYTHON3").map(PathBuf::from).unwrap_or_else(|| "python3".into())
 }
@@ -407,8 +466,10 @@ fn node() -> PathBuf {
 
 /// Run the SDK's `manifest` command: JSON on stdout, or `FILE:LINE: error: …` lines on stderr.
 fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
-    let out =
-        cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let out = scratch_env(cmd)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         bail!("the tools in {} have errors:\n{}", dir.display(), err.trim_end());
@@ -423,7 +484,7 @@ fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
 
 /// Run a build step with its output passed through; fail naming the step.
 fn run_step(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd
+    let status = scratch_env(cmd)
         .env("TOOLHOST_BUILD", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
@@ -443,7 +504,8 @@ impl Scratch {
     fn new() -> Scratch {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Scratch(std::env::temp_dir().join(format!("toolhost-build-{}-{n}.wasm", std::process::id())))
+        let dir = SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir);
+        Scratch(dir.join(format!("toolhost-build-{}-{n}.wasm", std::process::id())))
     }
 }
 

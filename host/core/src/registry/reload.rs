@@ -114,8 +114,18 @@ impl Change {
         for a in &self.added {
             out.push(format!("+ {} ({} v{})", a.tool, a.plugin, a.version));
         }
+        // A tool whose spec and version are as they were changed only in code: one line per
+        // plugin for those, not one per tool.
+        let mut code_only: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for c in &self.changed {
-            out.push(c.line());
+            if c.what.is_empty() && c.from == c.to && c.from_plugin == c.to_plugin {
+                code_only.entry(&c.to_plugin).or_default().push(&c.tool);
+            } else {
+                out.push(c.line());
+            }
+        }
+        for (plugin, tools) in code_only {
+            out.push(format!("~ {plugin}: code ({})", tools.join(", ")));
         }
         for r in &self.removed {
             out.push(format!("- {r}"));
@@ -399,5 +409,21 @@ mod tests {
         let what = spec_changes(&spec("Convert.", 1), &spec("Convert units.", 2));
         assert_eq!(change(("u", "0.1.0"), ("u", "0.2.0"), what), "~ convert (v0.1.0 → v0.2.0): description, params");
         assert_eq!(change(("u", "0.1.0"), ("u", "0.2.0"), vec![]), "~ convert (v0.1.0 → v0.2.0)");
+    }
+
+    #[test]
+    fn tools_changed_only_in_code_share_a_line() {
+        let code = |tool: &str| ToolChange {
+            tool: tool.into(),
+            from: "0.1.0".into(),
+            to: "0.1.0".into(),
+            from_plugin: "notes".into(),
+            to_plugin: "notes".into(),
+            what: vec![],
+        };
+        let mut described = code("show");
+        described.what = vec!["description".into()];
+        let c = Change { changed: vec![code("add"), described, code("note")], ..Change::default() };
+        assert_eq!(c.lines(), ["~ show: description", "~ notes: code (add, note)"]);
     }
 }
