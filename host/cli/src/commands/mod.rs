@@ -18,6 +18,7 @@ pub mod run;
 pub mod schema;
 pub mod serve;
 pub mod sign;
+pub mod test;
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -108,6 +109,9 @@ pub enum Command {
     Keygen(keygen::Args),
     /// Call one tool and print its outcome (exit code 1 if the call fails)
     Call(call::Args),
+    /// Run a plugin project's own tests, then call each of its tools once through the host
+    #[command(after_help = test::AFTER_HELP)]
+    Test(test::Args),
 }
 
 /// Run a parsed command line.
@@ -121,7 +125,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
         Command::Dev(a) => dev::run(g, a),
-        Command::Build(a) => build::run(a),
+        Command::Build(a) => build::run(g, a),
         Command::New(a) => new::run(a),
         Command::EmbedManifest(a) => embed_manifest::run(a),
         Command::Approve(a) => approve::run(g, a),
@@ -131,5 +135,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sign(a) => sign::run(&a),
         Command::Keygen(a) => keygen::run(&a),
         Command::Call(a) => call::run(g, a),
+        Command::Test(a) => test::run(g, a),
     }
 }

@@ -253,7 +253,7 @@ pub fn is_js_test(name: &str) -> bool {
 
 /// Copy the project's inputs into `to`; for JavaScript, `node_modules` is linked, not copied
 /// (the bundler follows it to the project's own dependencies).
-fn snapshot(project: &Project, from: &Path, to: &Path) -> Result<()> {
+pub(super) fn snapshot(project: &Project, from: &Path, to: &Path) -> Result<()> {
     let lang = project.lang();
     copy_tree(from, to, &|rel| is_input(lang, rel))?;
     if lang == Lang::Js && from.join("node_modules").is_dir() {
@@ -292,7 +292,7 @@ fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()>
 }
 
 /// A short content id of a folder: its files' relative paths and bytes, in order.
-fn tree_id(dir: &Path) -> Result<String> {
+pub(super) fn tree_id(dir: &Path) -> Result<String> {
     let mut files = Vec::new();
     copy_list(dir, dir, &mut files)?;
     files.sort();
@@ -310,7 +310,10 @@ fn tree_id(dir: &Path) -> Result<String> {
 fn copy_list(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for e in std::fs::read_dir(dir)?.flatten() {
         let path = e.path();
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() {
+            continue; // a snapshot's link to the project's node_modules
+        } else if kind.is_dir() {
             copy_list(root, &path, out)?;
         } else {
             out.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());

@@ -16,6 +16,7 @@ pub mod cargo;
 pub mod dev;
 pub mod scaffold;
 mod sdk_files;
+pub mod testing;
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
@@ -35,6 +36,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-python3}" -c \
   'import sys; sys.argv[0] = "componentize-py"; from componentize_py import script; script()' "$@"
 "#;
+
+/// Builds the build cache keeps (Python and JavaScript; a Python component is ~18 MiB).
+pub const BUILDS_KEPT: usize = 12;
 
 /// The WIT world every plugin targets.
 const WIT: &str = include_str!("../../../../wit/toolhost.wit");
@@ -121,6 +125,15 @@ impl Project {
         )
     }
 
+    /// The same project in another folder (a snapshot of it).
+    fn relocated(&self, dir: &Path) -> Project {
+        match self {
+            Project::Rust(k) => Project::Rust(k.clone()),
+            Project::Python { .. } => Project::Python { dir: dir.to_path_buf() },
+            Project::Js { .. } => Project::Js { dir: dir.to_path_buf() },
+        }
+    }
+
     pub fn lang(&self) -> Lang {
         match self {
             Project::Rust(_) => Lang::Rust,
@@ -189,50 +202,60 @@ impl Project {
                 let m = manifest::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 (bytes, m)
             }
-            Project::Python { dir } => {
+            Project::Python { .. } | Project::Js { .. } => {
+                // Built from a copy of the inputs: a save while this runs changes the next
+                // build, not this one, and the build cache's key is what was built.
+                let snap = tempfile::Builder::new()
+                    .prefix("toolhost-build-")
+                    .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
+                    .context("cannot create a folder for the build")?;
+                dev::snapshot(self, self.dir(), snap.path())?;
+                let key = tools.build_key(self.lang(), snap.path())?;
+                if let Some(bytes) = tools.cached_build(&key) {
+                    let manifest = manifest::read(&bytes)
+                        .map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
+                    return Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: true });
+                }
+                let copy = self.relocated(snap.path());
+                let manifest = copy.manifest(tools).map_err(|e| {
+                    anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()))
+                })?;
                 let sdk = tools.sdk()?;
-                let python = python3();
-                let manifest = self.manifest(tools)?;
-                let cpy = tools.componentize_py()?;
                 let out = Scratch::new();
-                run_step(
-                    Command::new(&python)
-                        .env("PYTHONPATH", sdk.join("python"))
-                        .args(["-m", "toolhost_sdk", "componentize"])
-                        .arg(dir)
-                        .arg("-o")
-                        .arg(&*out)
-                        .arg("--wit")
-                        .arg(sdk.join("wit"))
-                        .arg("--componentize-py")
-                        .arg(&cpy),
-                    "componentize-py",
-                )?;
-                (embed(&out, &manifest)?, manifest)
-            }
-            Project::Js { dir } => {
-                let sdk = tools.sdk()?;
-                let cli = sdk.join("js/bin/toolhost-js.mjs");
-                let manifest = self.manifest(tools)?;
-                let jco = tools.jco()?;
-                let out = Scratch::new();
-                run_step(
-                    Command::new(node())
-                        .arg(&cli)
-                        .arg("componentize")
-                        .arg(dir)
-                        .arg("-o")
-                        .arg(&*out)
-                        .arg("--wit")
-                        .arg(sdk.join("wit"))
-                        .arg("--jco")
-                        .arg(&jco),
-                    "jco componentize",
-                )?;
-                (embed(&out, &manifest)?, manifest)
+                match self {
+                    Project::Python { .. } => run_step(
+                        Command::new(python3())
+                            .env("PYTHONPATH", sdk.join("python"))
+                            .args(["-m", "toolhost_sdk", "componentize"])
+                            .arg(snap.path())
+                            .arg("-o")
+                            .arg(&*out)
+                            .arg("--wit")
+                            .arg(sdk.join("wit"))
+                            .arg("--componentize-py")
+                            .arg(tools.componentize_py()?),
+                        "componentize-py",
+                    )?,
+                    _ => run_step(
+                        Command::new(node())
+                            .arg(sdk.join("js/bin/toolhost-js.mjs"))
+                            .arg("componentize")
+                            .arg(snap.path())
+                            .arg("-o")
+                            .arg(&*out)
+                            .arg("--wit")
+                            .arg(sdk.join("wit"))
+                            .arg("--jco")
+                            .arg(tools.jco()?),
+                        "jco componentize",
+                    )?,
+                }
+                let bytes = embed(&out, &manifest)?;
+                tools.keep_build(&key, &bytes);
+                (bytes, manifest)
             }
         };
-        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64() })
+        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: false })
     }
 }
 
@@ -242,6 +265,8 @@ pub struct Built {
     pub bytes: Vec<u8>,
     pub manifest: Manifest,
     pub seconds: f64,
+    /// Taken from the build cache: the inputs are those of an earlier build.
+    pub cached: bool,
 }
 
 impl Built {
@@ -353,6 +378,57 @@ impl Toolchains {
         toolhost_core::files::rename_dir_into_place(&tmp, &dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(dir)
+    }
+
+    /// The build cache's key for a Python or JavaScript project: everything that goes into the
+    /// component — the language, the pinned toolchains, the SDK and WIT (by the content hash
+    /// in the SDK folder's name), and every input file of the project (relative path and
+    /// bytes; tests left out).
+    ///
+    /// componentize-py and componentize-qjs are not deterministic (the snapshot they take holds
+    /// CPython's hash secret and QuickJS's PRNG state, drawn at build time), so two builds of the
+    /// same sources would differ in every byte: the cache makes them the same build, so
+    /// `toolhost build` twice gives the same file and a host does not compile it twice. Not
+    /// covered: a JavaScript project's `node_modules` (its dependencies), and the Python
+    /// packages componentize-py finds in site-packages.
+    pub fn build_key(&self, lang: Lang, inputs: &Path) -> Result<String> {
+        let sdk = self.sdk()?;
+        let mut h = Sha256::new();
+        h.update(format!("{lang}\0{COMPONENTIZE_PY}\0{JCO}\0{COMPONENTIZE_QJS}\0").as_bytes());
+        h.update(sdk.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default().as_bytes());
+        h.update(python3().to_string_lossy().as_bytes());
+        h.update(dev::tree_id(inputs)?.as_bytes());
+        Ok(h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect())
+    }
+
+    fn build_file(&self, key: &str) -> PathBuf {
+        self.root.join("builds").join(format!("{key}.wasm"))
+    }
+
+    /// A build made earlier from the same inputs, if the cache still has it (and it reads).
+    pub fn cached_build(&self, key: &str) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(self.build_file(key)).ok()?;
+        manifest::read(&bytes).is_ok().then_some(bytes)
+    }
+
+    /// Keep a build for its inputs; the cache holds the most recent [`BUILDS_KEPT`].
+    pub fn keep_build(&self, key: &str, bytes: &[u8]) {
+        let to = self.build_file(key);
+        let dir = self.root.join("builds");
+        if std::fs::create_dir_all(&dir).is_err() || toolhost_core::files::write_atomic(&to, bytes).is_err() {
+            return; // only a cache
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".wasm"))
+            .map(|e| (e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), e.path()))
+            .collect();
+        all.sort();
+        let excess = all.len().saturating_sub(BUILDS_KEPT);
+        for (_, path) in all.into_iter().take(excess) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// componentize-py, installed with `pip install --target` into a private folder on first
