@@ -64,6 +64,7 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
     };
     let mut files = files;
     files.push((".gitignore".into(), gitignore(lang)));
+    files.push(("README.md".into(), readme(name, lang)));
     for (rel, text) in files {
         let p = dir.join(&rel);
         std::fs::create_dir_all(p.parent().unwrap())?;
@@ -82,6 +83,26 @@ pub fn gitignore(lang: Lang) -> String {
         Lang::Js => "node_modules/\n",
     };
     format!("# build outputs\n*.wasm\n{own}# written by toolhost\n.toolhost-approvals.json\n.toolhost-dev/\n")
+}
+
+/// How to test, build and develop the project.
+pub fn readme(name: &str, lang: Lang) -> String {
+    let (language, tests) = match lang {
+        Lang::Rust => ("Rust", "`cargo test`"),
+        Lang::Python => ("Python", "`test_*.py` with pytest if it is installed, else `python3 -m unittest`"),
+        Lang::Js => ("JavaScript", "`*.test.js` with `node --test`"),
+    };
+    format!(
+        "# {name}\n\nA toolhost plugin in {language}.\n\n\
+         - `toolhost test {name}` runs its tests ({tests}, with the SDK on the path), then builds it and\n  \
+         calls each tool once through the host, in a sandbox granted nothing but an empty workspace.\n\
+         - `toolhost build {name} --install ./plugins` runs the tests, builds `{name}.wasm` and puts it in a\n  \
+         plugins folder (`toolhost build {name}` writes it here; `--no-test` skips the tests).\n\
+         - `toolhost --plugins ./plugins dev {name}` keeps it live while you edit: each save is loaded in\n  \
+         about a second.\n\
+         - `toolhost --plugins ./plugins call TOOL ARGS…` calls a tool; `toolhost --plugins ./plugins list`\n  \
+         shows the tools, what the plugin requests and what is granted.\n"
+    )
 }
 
 /// Fill `{{name}}` (and `{{name_snake}}`) in every file of a template.
