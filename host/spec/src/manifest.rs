@@ -504,14 +504,11 @@ fn check_schema_size(at: impl Into<String>, schema: &Value) -> Result<(), Manife
 }
 
 /// A param's `default`: only on an optional param, a string for a text param, of the param's
-/// type for a JSON one, and no larger than a schema.
+/// type for a JSON one, and no larger than a schema (`null` reads as no default).
 fn check_default(at: &str, tool: &ToolSpec, p: usize, default: &Value) -> Result<(), ManifestError> {
     let param = &tool.params[p];
     if !param.optional {
         return Err(field(at, format!("param `{}` is required, so it cannot have a default", param.name)));
-    }
-    if default.is_null() {
-        return Err(field(at, "must not be null (leave `default` out instead)"));
     }
     let t = if tool.is_json(p) { type_name(&param.ty).unwrap_or("") } else { "string" };
     if !value_has_type(t, default) {
@@ -776,7 +773,8 @@ mod tests {
         assert_eq!(e, "manifest field `tools[0].params[1].default`: must be a string like param `to`, got a number");
         let e = with("x".into(), "number", true).unwrap_err().to_string();
         assert!(e.contains("must be a number like param `to`, got a string"), "{e}");
-        assert!(with(Value::Null, "string", false).unwrap_err().to_string().contains("must not be null"));
+        // `null` reads as no default at all.
+        assert_eq!(with(Value::Null, "string", false).unwrap().tools[0].params[1].default, None);
         let e = check(|v| v["tools"][0]["params"][0]["default"] = "a".into()).unwrap_err().to_string();
         assert!(e.contains("param `from` is required, so it cannot have a default"), "{e}");
         // Left out, it is not written: a manifest without defaults reads as before.
