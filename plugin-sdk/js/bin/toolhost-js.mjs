@@ -128,9 +128,15 @@ async function describe(project) {
   const { register } = await import('node:module');
   register(pathToFileURL(path.join(SDK_DIR, 'lib', 'hooks.mjs')));
   const sdk = await import(pathToFileURL(path.join(SDK_DIR, 'index.mjs')).href);
+  // Every definition error of the module is reported, not only the first.
+  sdk.__internal.collectErrors();
   try {
     await import(pathToFileURL(project.main).href);
-    return sdk.__internal.manifest(project.defaults, { file: project.main, line: 1 });
+    const manifest = sdk.__internal.manifest(project.defaults, { file: project.main, line: 1 });
+    for (const w of sdk.__internal.warnings()) {
+      process.stderr.write(`${shown(w.file ?? project.main)}:${w.line ?? 1}: warning: ${w.message}\n`);
+    }
+    return manifest;
   } catch (e) {
     throw asFailure(e, project, sdk);
   }
@@ -138,6 +144,10 @@ async function describe(project) {
 
 /** Turn whatever the user's module threw into `FILE:LINE: error: message`. */
 function asFailure(e, project, sdk) {
+  if (e instanceof sdk.DefinitionErrors) {
+    const lines = e.errors.map((d) => `${shown(d.file ?? project.main)}:${d.line ?? 1}: error: ${d.message}`);
+    return new Failure(`${lines.join('\n')}\ntoolhost-js: ${e.errors.length} errors; nothing was built`);
+  }
   if (e instanceof sdk.DefinitionError) return located(e.file ?? project.main, e.line, e.message);
   if (e instanceof Failure) return e;
   const stack = e && typeof e.stack === 'string' ? e.stack : '';
