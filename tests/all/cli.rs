@@ -389,3 +389,47 @@ fn each_skipped_file_is_reported_once() {
     assert_eq!(stdout(&out).matches("broken0.wasm").count(), 1, "{}", stdout(&out));
     assert!(!stderr(&out).contains("broken0.wasm"), "{}", stderr(&out));
 }
+
+/// Issue #35: the CLI's argument errors are in the words every front end uses, `-5` is an
+/// argument, and `--` after an argument is one too.
+#[test]
+fn argument_errors_name_the_type_and_negative_numbers_are_arguments() {
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let out = toolhost(&env, &["call", "entropy", "ten"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error[bad_arguments]: argument 1 (`mb`) of `entropy` must be an integer, got `ten`; usage: entropy(mb: integer)\n"
+    );
+    let out = toolhost(&env, &["call", "entropy", "-5"]);
+    assert!(!stderr(&out).contains("unexpected argument"), "{}", stderr(&out));
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let out = toolhost(&env, &["call", "echo", "abc", "--"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "abc,--\n", "`--` after an argument is an argument");
+}
+
+/// Issue #35: installing a plugin whose tool another plugin in the folder already has is
+/// refused, naming both.
+#[test]
+fn an_install_that_would_shadow_a_tool_is_refused_naming_both_plugins() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    let text = toolhost_spec::manifest::read(&std::fs::read(plugin_artifacts::TEXT).unwrap()).unwrap();
+    assert!(toolhost::project::check_collisions(env.plugins.path(), &text).is_ok());
+    let mut clash = text.clone();
+    clash.tools[0].name = "read".into();
+    let e = toolhost::project::check_collisions(env.plugins.path(), &clash).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "not installed into {}: tool `read` of plugin `text` is already a tool of plugin `files` (files.wasm); rename the tool in one of them, or remove files.wasm",
+            env.plugins.path().display()
+        )
+    );
+    // The same plugin under another file name is refused; its own file is replaced, not a clash.
+    std::fs::copy(plugin_artifacts::TEXT, env.plugins.path().join("text-old.wasm")).unwrap();
+    let e = toolhost::project::check_collisions(env.plugins.path(), &text).unwrap_err().to_string();
+    assert!(e.contains("plugin `text` is already installed as text-old.wasm"), "{e}");
+    std::fs::rename(env.plugins.path().join("text-old.wasm"), env.plugins.path().join("text.wasm")).unwrap();
+    assert!(toolhost::project::check_collisions(env.plugins.path(), &text).is_ok());
+}
