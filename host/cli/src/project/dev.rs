@@ -16,8 +16,7 @@
 //! it is marked with a `toolhost-dev` section naming its sources' snapshot, which the host
 //! finds at `PLUGINS/.toolhost-dev/NAME-ID/` and maps read-only. `toolhost build` never makes
 //! one: it always writes the self-contained component. A Python project importing a module the
-//! runtime does not hold ([`PRELOAD`](../../../../plugin-sdk/python/toolhost_sdk/_dev.py)) is
-//! built the full way.
+//! runtime does not hold (`PRELOAD` in the Python SDK's `_dev.py`) is built the full way.
 
 use super::{Lang, Project, Toolchains, node, python3, run_step};
 use anyhow::{Context, Result, bail};
