@@ -100,7 +100,10 @@ async fn invalid_json_is_refused_before_the_plugin_runs() {
     // front end uses (#35); of the right type but the wrong shape, it reaches the plugin, whose
     // SDK names the argument.
     let e = err(&call(&host, "split_task", &["Launch", "{\"title\": 1}"]).await, ErrorKind::BadArguments);
-    assert!(e.contains("argument 2 (`subtasks`) of `split_task` must be an array, got `{\"title\": 1}`"), "{e}");
+    assert!(
+        e.contains("argument 2 (`subtasks`) of `split_task` must be an array, got `{\"title\": 1}`"),
+        "{e}"
+    );
     let e = err(&call(&host, "split_task", &["Launch", "[{\"title\": 1}]"]).await, ErrorKind::ToolError);
     assert!(e.contains("`subtasks`"), "{e}");
 }

@@ -665,7 +665,11 @@ fn toolhost_test_runs_the_tests_then_calls_every_tool() {
     assert!(toolhost_cli(dir.path(), &["new", "tested", "--lang", "js"]).status.success());
     let project = dir.path().join("tested");
     let listing = |p: &Path| {
-        let mut names: Vec<String> = std::fs::read_dir(p).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
         names
     };
@@ -685,7 +689,11 @@ fn toolhost_test_runs_the_tests_then_calls_every_tool() {
     .unwrap();
     let out = toolhost_cli(dir.path(), &["test", "tested"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("node --test failed in"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("node --test failed in"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = toolhost_cli(dir.path(), &["build", "tested"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!project.join("tested.wasm").exists());
@@ -737,10 +745,14 @@ fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
         panic!("never saw {want:?}; saw {seen:?}");
     };
     wait_for("+ word_count (livejs v0.1.0)");
-    assert!(std::fs::read(plugins.join("livejs.wasm")).is_ok_and(|b| toolhost_spec::sections::dev_marker(&b).unwrap().is_some()));
+    assert!(
+        std::fs::read(plugins.join("livejs.wasm"))
+            .is_ok_and(|b| toolhost_spec::sections::dev_marker(&b).unwrap().is_some())
+    );
     let plugin = project.join("plugin.js");
     let text = std::fs::read_to_string(&plugin).unwrap();
-    std::fs::write(&plugin, text.replace("Count the words, lines and characters of a text.", "Count words.")).unwrap();
+    std::fs::write(&plugin, text.replace("Count the words, lines and characters of a text.", "Count words."))
+        .unwrap();
     wait_for("~ word_count: description");
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--plugins")
@@ -749,7 +761,11 @@ fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("\"words\":2"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"words\":2"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     assert!(child.wait().unwrap().success());

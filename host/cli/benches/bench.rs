@@ -585,9 +585,15 @@ fn native_rate(threads: usize, touch: bool) -> f64 {
 fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
     use std::io::BufRead;
     line(String::new());
-    line("## Save → live with `toolhost dev` (a new tool appended, until `toolhost call` of it answers)".into());
+    line(
+        "## Save → live with `toolhost dev` (a new tool appended, until `toolhost call` of it answers)"
+            .into(),
+    );
     line(String::new());
-    line("| language | `dev` median | samples | `dev --full` (self-contained build) | `dev` ÷ `--full` |".into());
+    line(
+        "| language | `dev` median | samples | `dev --full` (self-contained build) | `dev` ÷ `--full` |"
+            .into(),
+    );
     line("|---|---|---|---|---|".into());
     let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS");
     let run = |lang: &str, full: bool, samples: usize| -> Vec<Duration> {
@@ -610,7 +616,8 @@ fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
         if full {
             dev.arg("--full");
         }
-        let mut child = dev.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child =
+            dev.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -627,10 +634,14 @@ fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
         wait("+ ");
         let (file, tool_src): (&str, fn(usize) -> String) = match lang {
             "python" => ("app.py", |i| {
-                format!("\n\n@tool\ndef shout{i}(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    return text.upper()\n")
+                format!(
+                    "\n\n@tool\ndef shout{i}(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    return text.upper()\n"
+                )
             }),
             "js" => ("plugin.js", |i| {
-                format!("\nexport const shout{i} = defineTool({{ name: 'shout{i}', description: 'Shout.', params: [{{ name: 'text', type: 'string' }}], run: (t) => t.toUpperCase() }});\n")
+                format!(
+                    "\nexport const shout{i} = defineTool({{ name: 'shout{i}', description: 'Shout.', params: [{{ name: 'text', type: 'string' }}], run: (t) => t.toUpperCase() }});\n"
+                )
             }),
             _ => ("src/lib.rs", |_| String::new()),
         };
@@ -641,7 +652,9 @@ fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             let t = Instant::now();
             if lang == "rust" {
                 // One plugin module per crate: the new tool goes into the module.
-                let tool = format!("\n    /// Shout.\n    #[tool]\n    pub fn shout{i}(text: String) -> String {{ text.to_uppercase() }}\n");
+                let tool = format!(
+                    "\n    /// Shout.\n    #[tool]\n    pub fn shout{i}(text: String) -> String {{ text.to_uppercase() }}\n"
+                );
                 let at = text.find("mod tools {").unwrap() + "mod tools {".len();
                 text.insert_str(at, &tool);
             } else {

@@ -337,8 +337,14 @@ mod tests {
             (r#"{"title": "x"}"#, "needs the argument `subtasks`"),
             (r#"{"title": "x", "subtasks": [], "colour": 1}"#, "has no argument `colour`"),
             (r#"{"title": 5, "subtasks": []}"#, "`title` of `split_task` must be a string, got a number"),
-            (r#"{"title": "x", "subtasks": {}}"#, "`subtasks` of `split_task` must be an array, got an object"),
-            (r#"{"title": "x", "subtasks": [], "days": 1.5}"#, "`days` of `split_task` must be an integer, got a number"),
+            (
+                r#"{"title": "x", "subtasks": {}}"#,
+                "`subtasks` of `split_task` must be an array, got an object",
+            ),
+            (
+                r#"{"title": "x", "subtasks": [], "days": 1.5}"#,
+                "`days` of `split_task` must be an integer, got a number",
+            ),
             (r#"{"title": "x", "subtasks": [], "note": "n"}"#, "earlier optional `days`"),
             (r#"["x"]"#, "must be a JSON object, got an array"),
             (r#"{"title": "x""#, "not valid JSON"),

@@ -770,7 +770,10 @@ mod tests {
         assert!(with(2.5.into(), "number", true).is_ok());
         assert!(with(3.into(), "integer", true).is_ok());
         let e = with(5.into(), "string", false).unwrap_err().to_string();
-        assert_eq!(e, "manifest field `tools[0].params[1].default`: must be a string like param `to`, got a number");
+        assert_eq!(
+            e,
+            "manifest field `tools[0].params[1].default`: must be a string like param `to`, got a number"
+        );
         let e = with("x".into(), "number", true).unwrap_err().to_string();
         assert!(e.contains("must be a number like param `to`, got a string"), "{e}");
         // `null` reads as no default at all.
@@ -778,7 +781,7 @@ mod tests {
         let e = check(|v| v["tools"][0]["params"][0]["default"] = "a".into()).unwrap_err().to_string();
         assert!(e.contains("param `from` is required, so it cannot have a default"), "{e}");
         // Left out, it is not written: a manifest without defaults reads as before.
-        let back = serde_json::to_value(&check(|_| {}).unwrap()).unwrap();
+        let back = serde_json::to_value(check(|_| {}).unwrap()).unwrap();
         assert!(back["tools"][0]["params"][0].get("default").is_none());
     }
 

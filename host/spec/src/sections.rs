@@ -123,7 +123,10 @@ pub fn dev_marker(bytes: &[u8]) -> Result<Option<DevMarker>, String> {
     let ok = (8..=64).contains(&m.sources.len())
         && m.sources.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if !ok {
-        return Err(format!("its `{DEV_SECTION}` section names sources {:?}, not 8 to 64 hex digits", m.sources));
+        return Err(format!(
+            "its `{DEV_SECTION}` section names sources {:?}, not 8 to 64 hex digits",
+            m.sources
+        ));
     }
     Ok(Some(m))
 }

@@ -277,7 +277,9 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
         let Item::Fn(func) = item else { continue };
         let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
             // A `pub fn` here looks like a tool to its author and is none to the model.
-            if matches!(func.vis, syn::Visibility::Public(_)) && !func.attrs.iter().any(|a| a.path().is_ident("cfg")) {
+            if matches!(func.vis, syn::Visibility::Public(_))
+                && !func.attrs.iter().any(|a| a.path().is_ident("cfg"))
+            {
                 report(syn::Error::new_spanned(
                     &func.sig.ident,
                     format!(
@@ -591,11 +593,17 @@ impl Tool {
                                 Lit::Float(syn::LitFloat::new(&format!("-{}", f.base10_digits()), f.span()))
                             }
                             other => {
-                                return Err(syn::Error::new_spanned(other, "a default is a literal: a string, a number or a bool"));
+                                return Err(syn::Error::new_spanned(
+                                    other,
+                                    "a default is a literal: a string, a number or a bool",
+                                ));
                             }
                         },
                         other => {
-                            return Err(syn::Error::new_spanned(other, "a default is a literal: a string, a number or a bool"));
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "a default is a literal: a string, a number or a bool",
+                            ));
                         }
                     };
                     let value = match &lit {
@@ -604,7 +612,10 @@ impl Tool {
                         Lit::Int(i) => json!(i.base10_parse::<i64>()?),
                         Lit::Float(f) => json!(f.base10_parse::<f64>()?),
                         other => {
-                            return Err(syn::Error::new_spanned(other, "a default is a literal: a string, a number or a bool"));
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "a default is a literal: a string, a number or a bool",
+                            ));
                         }
                     };
                     default = Some((value, lit));
@@ -635,7 +646,9 @@ impl Tool {
                 if optional {
                     return Err(syn::Error::new_spanned(
                         &pat_ty.ty,
-                        format!("`{name}` has a default, so it is never missing: write its type without `Option<…>`"),
+                        format!(
+                            "`{name}` has a default, so it is never missing: write its type without `Option<…>`"
+                        ),
                     ));
                 }
                 let text = kind == ParamKind::Text;
@@ -662,7 +675,15 @@ impl Tool {
             }
             let description =
                 param_docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone()).unwrap_or_default();
-            tool.params.push(Param { name, description, kind, optional, schema, span: pat_ty.ty.span(), default });
+            tool.params.push(Param {
+                name,
+                description,
+                kind,
+                optional,
+                schema,
+                span: pat_ty.ty.span(),
+                default,
+            });
         }
         for (doc_name, _) in &param_docs {
             if !tool.params.iter().any(|p| &p.name == doc_name) {
@@ -1190,7 +1211,11 @@ mod tests {
         assert_eq!((&p[1]["optional"], &p[1]["default"]), (&json!(true), &json!("mi")));
         assert_eq!((&p[2]["optional"], &p[2]["default"]), (&json!(true), &json!(-2)));
         // The body gets the value, not an Option: the dispatch applies the default.
-        let code = expand_str("name = \"demo\"", "mod t { /// C.\n #[tool] pub fn c(#[default = 3] n: i64) -> String { todo!() } }").unwrap();
+        let code = expand_str(
+            "name = \"demo\"",
+            "mod t { /// C.\n #[tool] pub fn c(#[default = 3] n: i64) -> String { todo!() } }",
+        )
+        .unwrap();
         assert!(code.contains("unwrap_or_else (|| 3)"), "{code}");
         for (item, says) in [
             ("#[default = 3] n: Option<i64>", "has a default, so it is never missing"),
@@ -1198,8 +1223,11 @@ mod tests {
             ("#[default = \"x\"] n: i64", "is a JSON parameter, so its default is a number or a bool"),
             ("#[default = [1]] n: Vec<i64>", "a default is a literal"),
         ] {
-            let e = expand_str("name = \"demo\"", &format!("mod t {{ /// C.\n #[tool] pub fn c({item}) -> String {{ todo!() }} }}"))
-                .unwrap_err();
+            let e = expand_str(
+                "name = \"demo\"",
+                &format!("mod t {{ /// C.\n #[tool] pub fn c({item}) -> String {{ todo!() }} }}"),
+            )
+            .unwrap_err();
             assert!(e.contains(says), "{item}: {e}");
         }
     }

@@ -59,7 +59,10 @@ async fn dev(settings: Settings, path: &Path, debounce: Duration, full: bool) ->
     let plugins_dir = settings.core.plugins_dir.clone();
     // Everything this session writes besides the plugin itself (snapshots, the build tools'
     // temporary files) goes here, and goes when the session ends.
-    let scratch = tempfile::Builder::new().prefix("toolhost-dev-").tempdir().context("cannot create a scratch folder")?;
+    let scratch = tempfile::Builder::new()
+        .prefix("toolhost-dev-")
+        .tempdir()
+        .context("cannot create a scratch folder")?;
     crate::project::set_scratch(scratch.path());
     let (host, reloader, _watch) = live_host(settings.core.clone(), debounce).await?;
     let mut changes = reloader.subscribe();

@@ -3,9 +3,9 @@
 //! service (graceful shutdown, probes, metrics, the audit trail).
 
 use crate::args::GlobalArgs;
-use crate::settings::unknown_flag_plugins;
 use crate::session::{eprint_change, live_host, load_and_watch, print_change, unloaded_host};
 use crate::settings::Settings;
+use crate::settings::unknown_flag_plugins;
 use anyhow::{Context, Result, bail};
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -81,7 +81,10 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
             (false, kind) => {
                 failed += 1;
                 let kind = kind.map(|k| k.to_string()).unwrap_or_default();
-                eprintln!("toolhost test: FAILED {shown}: [{kind}] {}", term::line(outcome.error.as_deref().unwrap_or("")));
+                eprintln!(
+                    "toolhost test: FAILED {shown}: [{kind}] {}",
+                    term::line(outcome.error.as_deref().unwrap_or(""))
+                );
                 continue;
             }
         };

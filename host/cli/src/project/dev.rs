@@ -30,7 +30,7 @@ use toolhost_spec::sections::{DevMarker, embed_dev_marker};
 #[derive(Debug)]
 pub enum DevInstall {
     /// The dev build is in the plugins folder.
-    Installed { manifest: Manifest, to: PathBuf, seconds: f64 },
+    Installed { manifest: Box<Manifest>, to: PathBuf, seconds: f64 },
     /// This project cannot run on the dev runtime (the reason); build it the full way.
     Unsupported(String),
 }
@@ -137,7 +137,11 @@ impl Project {
             }
             Project::Js { .. } => {
                 let cli = sdk.join("js/bin/toolhost-js.mjs");
-                let m = sdk_json(Command::new(node()).arg(&cli).arg("manifest").arg(snap.path()), snap.path(), self.dir())?;
+                let m = sdk_json(
+                    Command::new(node()).arg(&cli).arg("manifest").arg(snap.path()),
+                    snap.path(),
+                    self.dir(),
+                )?;
                 run_step(
                     Command::new(node())
                         .arg(&cli)
@@ -163,20 +167,27 @@ impl Project {
                 .with_context(|| format!("cannot create {}", dest.display()))?;
         }
         let bare = std::fs::read(&runtime).with_context(|| format!("cannot read {}", runtime.display()))?;
-        let bytes = manifest::embed(&bare, &manifest).map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
+        let bytes = manifest::embed(&bare, &manifest)
+            .map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
         let bytes = embed_dev_marker(&bytes, &DevMarker { sources: id.clone() });
         let to = plugins_dir.join(format!("{}.wasm", manifest.name));
         if std::fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
-            toolhost_core::files::write_atomic(&to, &bytes).with_context(|| format!("cannot write {}", to.display()))?;
+            toolhost_core::files::write_atomic(&to, &bytes)
+                .with_context(|| format!("cannot write {}", to.display()))?;
         }
         prune_sources(plugins_dir, &manifest.name, &id);
-        Ok(DevInstall::Installed { manifest, to, seconds: started.elapsed().as_secs_f64() })
+        Ok(DevInstall::Installed {
+            manifest: Box::new(manifest),
+            to,
+            seconds: started.elapsed().as_secs_f64(),
+        })
     }
 }
 
 fn parse_manifest(v: serde_json::Value) -> Result<Manifest> {
-    manifest::parse(v.to_string().as_bytes())
-        .map_err(|e| anyhow::anyhow!("the SDK derived a manifest the host refuses ({e}); this is a bug in the SDK"))
+    manifest::parse(v.to_string().as_bytes()).map_err(|e| {
+        anyhow::anyhow!("the SDK derived a manifest the host refuses ({e}); this is a bug in the SDK")
+    })
 }
 
 /// Run an SDK step that prints JSON; its messages name the project's files, not the snapshot's.
@@ -242,7 +253,8 @@ fn is_python_input(rel: &Path) -> bool {
 
 /// `test_*.py`, `*_test.py`, `conftest.py`: a Python project's tests.
 pub fn is_python_test(name: &str) -> bool {
-    name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py") || name == "conftest.py")
+    name.ends_with(".py")
+        && (name.starts_with("test_") || name.ends_with("_test.py") || name == "conftest.py")
 }
 
 /// `*.test.js`, `*.test.mjs`, `*.spec.js`: a JavaScript project's tests.
@@ -265,8 +277,10 @@ pub(super) fn snapshot(project: &Project, from: &Path, to: &Path) -> Result<()> 
 /// Copy the files under `from` that `keep` accepts (by path relative to `from`) into `to`.
 fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
     fn walk(root: &Path, dir: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
-        let mut entries: Vec<_> =
-            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten().collect();
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .flatten()
+            .collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let path = e.path();
@@ -275,7 +289,8 @@ fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()>
             if kind.is_dir() {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
-                if name.starts_with('.') || ["__pycache__", "target", "node_modules"].contains(&name.as_ref()) {
+                if name.starts_with('.') || ["__pycache__", "target", "node_modules"].contains(&name.as_ref())
+                {
                     continue;
                 }
                 walk(root, &path, to, keep)?;

@@ -214,7 +214,12 @@ impl Project {
                 if let Some(bytes) = tools.cached_build(&key) {
                     let manifest = manifest::read(&bytes)
                         .map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
-                    return Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: true });
+                    return Ok(Built {
+                        bytes,
+                        manifest,
+                        seconds: started.elapsed().as_secs_f64(),
+                        cached: true,
+                    });
                 }
                 let copy = self.relocated(snap.path());
                 let manifest = copy.manifest(tools).map_err(|e| {

@@ -167,8 +167,5 @@ mod test {
     }
 }
 "#;
-    vec![
-        ("Cargo.toml".into(), cargo),
-        ("src/lib.rs".into(), lib.into()),
-    ]
+    vec![("Cargo.toml".into(), cargo), ("src/lib.rs".into(), lib.into())]
 }

@@ -407,7 +407,10 @@ mod tests {
         let what = spec_changes(&spec("Convert.", 1), &spec("Convert units.", 1));
         assert_eq!(change(("u", "0.1.0"), ("u", "0.1.0"), what), "~ convert: description");
         let what = spec_changes(&spec("Convert.", 1), &spec("Convert units.", 2));
-        assert_eq!(change(("u", "0.1.0"), ("u", "0.2.0"), what), "~ convert (v0.1.0 → v0.2.0): description, params");
+        assert_eq!(
+            change(("u", "0.1.0"), ("u", "0.2.0"), what),
+            "~ convert (v0.1.0 → v0.2.0): description, params"
+        );
         assert_eq!(change(("u", "0.1.0"), ("u", "0.2.0"), vec![]), "~ convert (v0.1.0 → v0.2.0)");
     }
 
