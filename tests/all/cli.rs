@@ -433,3 +433,48 @@ fn an_install_that_would_shadow_a_tool_is_refused_naming_both_plugins() {
     std::fs::rename(env.plugins.path().join("text-old.wasm"), env.plugins.path().join("text.wasm")).unwrap();
     assert!(toolhost::project::check_collisions(env.plugins.path(), &text).is_ok());
 }
+
+/// Issue #35: a Rust plugin's mistakes are reported together, each at the author's line: a doc
+/// line for a parameter the function lacks, a `pub fn` without `#[tool]`, a return type a tool
+/// cannot have.
+#[test]
+fn rust_mistakes_are_reported_at_the_authors_lines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let krate = tempfile::tempdir().unwrap();
+    std::fs::create_dir(krate.path().join("src")).unwrap();
+    std::fs::write(
+        krate.path().join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"mistakes\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+             [dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("plugin-sdk").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
+    let check = |src: &str| {
+        std::fs::write(krate.path().join("src/lib.rs"), src).unwrap();
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2", "--message-format", "short"])
+            .current_dir(krate.path())
+            .env("CARGO_TARGET_DIR", root.join("target/plugins-build"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("{stderr}");
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("src/lib.rs:"))
+            .map(|l| l.split(": error").next().unwrap_or("").to_string() + "|" + l.split("error: ").nth(1).unwrap_or(""))
+            .collect::<Vec<_>>()
+    };
+    let errors = check(
+        "#[toolhost_sdk::plugin]\nmod tools {\n    /// Add.\n    ///\n    /// - `b`: the other number\n    #[tool]\n    pub fn add(a: i64) -> String { a.to_string() }\n\n    pub fn helper() {}\n}\n",
+    );
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].starts_with("src/lib.rs:5:") && errors[0].contains("parameter `b` that this function does not have"), "{errors:?}");
+    assert!(errors[1].starts_with("src/lib.rs:9:") && errors[1].contains("`pub fn helper`"), "{errors:?}");
+    let errors = check("#[toolhost_sdk::plugin]\nmod tools {\n    /// Count.\n    #[tool]\n    pub fn count(a: i64) -> i32 { a as i32 }\n}\n");
+    assert!(errors.iter().any(|e| e.starts_with("src/lib.rs:5:") && e.contains("a tool cannot return `i32`")), "{errors:?}");
+}

@@ -261,6 +261,10 @@ fn python_and_js_tools_over_mcp() {
     for n in ["note", "add", "json_select", "word_freq"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
+    // A default is the schema's `default` (#35): `show(tag=None, open_only: bool = False)`.
+    let show = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "show").unwrap();
+    assert_eq!(show["inputSchema"]["properties"]["open_only"]["default"], false, "{show}");
+    assert!(show["inputSchema"]["properties"]["tag"].get("default").is_none(), "{show}");
     // `add`'s TypedDict return annotation is its outputSchema, and its result is structured.
     let add = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "add").unwrap();
     assert_eq!(add["outputSchema"]["required"], serde_json::json!(["added", "total"]), "{add}");
@@ -347,6 +351,13 @@ fn new_then_build_then_call_in_every_language() {
         let name = format!("my-{lang}");
         let out = toolhost_cli(dir.path(), &["new", &name, "--lang", lang]);
         assert!(out.status.success(), "new --lang {lang}: {}", String::from_utf8_lossy(&out.stderr));
+        // The hint writes nothing into the project; the scaffold ignores what builds write.
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("next: toolhost test ./{name}")));
+        let ignored = std::fs::read_to_string(dir.path().join(&name).join(".gitignore")).unwrap();
+        for line in ["*.wasm", ".toolhost-approvals.json", ".toolhost-dev/"] {
+            assert!(ignored.lines().any(|l| l == line), "{lang}: .gitignore lacks {line}: {ignored}");
+        }
+        assert!(std::fs::read_to_string(dir.path().join(&name).join("README.md")).unwrap().contains("toolhost test"));
         let out = toolhost_cli(dir.path(), &["build", &name, "--install", "plugins"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "build {lang}: {stderr}");
@@ -357,12 +368,15 @@ fn new_then_build_then_call_in_every_language() {
         let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(m["name"], name.as_str(), "{m}");
         assert!(m["tools"].as_array().unwrap().iter().any(|t| t["name"] == tool), "{m}");
-        let mut call = vec!["--plugins", "plugins", "call", tool];
+        // `build` compiled it into this host's compile cache: the first call does not compile.
+        let mut call = vec!["-v", "--plugins", "plugins", "call", tool];
         call.extend(args.iter().copied());
         let out = toolhost_cli(dir.path(), &call);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "call {lang}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains(expect), "call {lang}: {stdout}");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(!log.contains("compiling "), "call {lang} compiled the plugin again: {log}");
     }
 }
 

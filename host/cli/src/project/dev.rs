@@ -356,3 +356,28 @@ fn prune_sources(plugins_dir: &Path, name: &str, keep: &str) {
         let _ = std::fs::remove_dir_all(path);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_outputs_and_dotfiles_are_not_inputs() {
+        for (lang, rel, input) in [
+            (Lang::Python, "app.py", true),
+            (Lang::Python, "lib/helpers.py", true),
+            (Lang::Python, "pyproject.toml", true),
+            (Lang::Python, "test_app.py", false),
+            (Lang::Python, "tests/helpers_test.py", false),
+            (Lang::Python, "__pycache__/app.cpython-311.pyc", false),
+            (Lang::Python, "notes.wasm", false),
+            (Lang::Js, "plugin.js", true),
+            (Lang::Js, "lib/data.js", true),
+            (Lang::Js, "plugin.test.js", false),
+            (Lang::Js, "node_modules/x/index.js", false),
+            (Lang::Js, ".cache/x.js", false),
+        ] {
+            assert_eq!(is_input(lang, Path::new(rel)), input, "{lang} {rel}");
+        }
+    }
+}
