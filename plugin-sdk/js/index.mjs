@@ -44,7 +44,7 @@ const TOOL_KEYS = [
 const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
 // The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
-const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema'];
+const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema', 'default', 'items'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
 const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec'];
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
@@ -99,6 +99,15 @@ export class DefinitionError extends Error {
   }
 }
 
+/** Every definition error of a module, in the order they were made. */
+export class DefinitionErrors extends DefinitionError {
+  constructor(errors) {
+    super(errors.map((e) => e.message).join('; '), errors[0] && { file: errors[0].file, line: errors[0].line });
+    this.name = 'DefinitionErrors';
+    this.errors = errors;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Where a call came from.
 
@@ -137,6 +146,10 @@ function toPath(location) {
 
 function fail(message, site) {
   throw new DefinitionError(message, site);
+}
+
+function warn(message, site) {
+  state.warnings.push({ file: site?.file, line: site?.line, message });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,11 +296,26 @@ export function functionParams(fn) {
       return {
         name: m && !isPattern ? m[1] : null,
         hasDefault: Boolean(m && m[2]) || (isPattern && /[}\]]\s*=/.test(body)),
+        defaultText: m && m[2] ? body.slice(m[0].length).trim() : null,
         isRest,
         isPattern,
         text,
       };
     });
+}
+
+const NO_DEFAULT = Symbol('no default');
+
+/** A default written as a literal (`'mi'`, `10`, `true`, `[1, 2]` as JSON), or NO_DEFAULT. */
+function literalDefault(text) {
+  if (text === null || text === undefined) return NO_DEFAULT;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // A single-quoted string without escapes of its own.
+    const m = /^'([^'\\\n]*)'$/.exec(text);
+    return m ? m[1] : NO_DEFAULT;
+  }
 }
 
 /** Index of the first `ch` at or after `from` outside strings and comments, or -1. */
@@ -368,6 +396,11 @@ const state = {
   plugin: null, // {options, site}
   tools: [], // Tool
   byName: new Map(),
+  // Under `toolhost-js manifest`, definition errors are collected (every one of a build is
+  // reported together) instead of thrown at the first; warnings are always collected.
+  collect: false,
+  errors: [], // DefinitionError
+  warnings: [], // {file, line, message}
   backend: null,
   testHttp: null,
   testProcess: null,
@@ -381,6 +414,16 @@ const state = {
  */
 export function definePlugin(options) {
   const site = callSite();
+  if (!state.collect) return definePluginAt(options, site);
+  try {
+    return definePluginAt(options, site);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    state.errors.push(e);
+  }
+}
+
+function definePluginAt(options, site) {
   if (!isPlainObject(options)) fail(`definePlugin takes an object, got ${show(options)}`, site);
   if (state.plugin) {
     const at = state.plugin.site;
@@ -461,6 +504,17 @@ function normalizeCapabilities(caps, site) {
  */
 export function defineTool(options) {
   const site = callSite();
+  if (!state.collect) return defineToolAt(options, site);
+  try {
+    return defineToolAt(options, site);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    state.errors.push(e);
+    return Object.freeze({ name: isPlainObject(options) ? options.name : undefined, failed: e.message });
+  }
+}
+
+function defineToolAt(options, site) {
   if (!isPlainObject(options)) fail(`defineTool takes an object, got ${show(options)}`, site);
   checkKeys(options, TOOL_KEYS, 'tool', site);
 
@@ -556,6 +610,7 @@ export function defineTool(options) {
       type: p.schema ?? p.type,
       description: p.description,
       optional: p.optional,
+      ...(p.default !== undefined ? { default: JSON.parse(JSON.stringify(p.default)) } : {}),
     })),
     argCount: params.length,
     parseJson: params.map((p) => p.type !== 'string'),
@@ -609,6 +664,9 @@ function checkParams(declared, run, what, site) {
   if (declared === undefined) {
     if (!actual) fail(`${what} \`run\` is a native or bound function, so give \`params\` explicitly`, site);
     params = actual.map((p) => ({ name: p.name, type: 'string', description: '', optional: p.hasDefault }));
+    for (const p of params) {
+      warn(`${what} param \`${p.name}\` has no type, so it is text ('string'): declare \`params\` with a \`type\` for each`, site);
+    }
   } else {
     if (!Array.isArray(declared)) fail(`${what} \`params\` must be an array, got ${show(declared)}`, site);
     params = declared.map((p, i) => normalizeParam(p, i, what, site));
@@ -627,9 +685,19 @@ function checkParams(declared, run, what, site) {
         if (actual[i].hasDefault && !p.optional) {
           fail(`${what} run's parameter \`${p.name}\` has a default value but the param is not declared \`optional: true\``, site);
         }
+        const d = literalDefault(actual[i].defaultText);
+        if (d !== NO_DEFAULT && p.default === undefined) p.default = d;
       }
     } else if (run.length > params.length) {
       fail(`${what} declares ${params.length} params but run takes ${run.length}`, site);
+    }
+  }
+  for (const p of params) {
+    if (p.default === undefined) continue;
+    if (!p.optional) fail(`${what} param \`${p.name}\` has a default but is not declared \`optional: true\``, site);
+    const type = p.type === 'json' ? p.schema?.type : p.type;
+    if (typeof type === 'string' && !fits(type, p.default)) {
+      fail(`${what} param \`${p.name}\`: its default ${show(p.default)} is not ${article[type] ?? `a ${type}`}, the param's type`, site);
     }
   }
   const seen = new Set();
@@ -655,7 +723,19 @@ function normalizeParam(p, i, what, site) {
   const description = checkString(p, 'description', at, site) ?? '';
   checkText(description, MAX_PARAM_DESCRIPTION, true, `${at} \`description\``, site);
   const optional = checkBool(p, 'optional', at, site);
+  if (p.type === undefined && p.schema === undefined && p.items === undefined) {
+    warn(`${at} no \`type\`, so it is text: write type: 'string' (or the JSON type it takes)`, site);
+  }
   let type = p.type;
+  if (p.items !== undefined) {
+    if (type !== undefined && type !== 'array') fail(`${at} \`items\` is for an 'array' param, not ${show(type)}`, site);
+    if (p.schema !== undefined) fail(`${at} give \`items\` or \`schema\`, not both`, site);
+    if (!JSON_TYPES.includes(p.items)) {
+      fail(`${at} \`items\` ${show(p.items)} is not one of ${JSON_TYPES.map((t) => `'${t}'`).join(', ')}`, site);
+    }
+    p = { ...p, schema: { type: 'array', items: { type: p.items } } };
+    type = 'json';
+  }
   if (p.schema !== undefined) {
     if (!isPlainObject(p.schema)) fail(`${at} \`schema\` must be a JSON Schema object, got ${show(p.schema)}`, site);
     if (type === 'string') {
@@ -668,6 +748,7 @@ function normalizeParam(p, i, what, site) {
     fail(`${at} \`type\` ${show(type)} is not one of ${PARAM_TYPES.map((t) => `'${t}'`).join(', ')}`, site);
   }
   const param = { name: p.name, type, description, optional };
+  if (p.default !== undefined) param.default = p.default;
   if (p.schema !== undefined) {
     const problem = schemaProblem(p.schema);
     if (problem) fail(`${at} \`schema\` ${problem}`, site);
@@ -707,8 +788,29 @@ function decodeArg(tool, param, i, raw) {
     throw new ToolError(`${tool.name}: argument ${i + 1} (\`${param.name}\`) is not valid JSON: ${e.message}`);
   }
   const type = param.type === 'json' ? (param.schema && typeof param.schema.type === 'string' ? param.schema.type : null) : param.type;
-  const ok =
-    type === null ||
+  if (type !== null && !fits(type, value)) {
+    throw new ToolError(
+      `${tool.name}: argument ${i + 1} (\`${param.name}\`) must be ${article[type] ?? `a ${type}`}, got ${show(value)}`,
+    );
+  }
+  // Declared item types are checked too (`items: 'number'`, or a schema's `items.type`).
+  const items = type === 'array' && param.schema?.items && typeof param.schema.items.type === 'string' ? param.schema.items.type : null;
+  if (items !== null) {
+    const bad = value.findIndex((v) => !fits(items, v));
+    if (bad >= 0) {
+      throw new ToolError(
+        `${tool.name}: argument ${i + 1} (\`${param.name}\`) must be an array of ${plural[items] ?? `${items}s`}, got ${show(value[bad])} at [${bad}]`,
+      );
+    }
+  }
+  return value;
+}
+
+const plural = { string: 'strings', number: 'numbers', integer: 'integers', boolean: 'booleans', object: 'objects', array: 'arrays', null: 'nulls' };
+
+/** Whether `value` is of the JSON type `type` (an unknown type fits anything). */
+function fits(type, value) {
+  return (
     !JSON_TYPES.includes(type) ||
     (type === 'number' && typeof value === 'number') ||
     (type === 'integer' && Number.isInteger(value)) ||
@@ -716,16 +818,38 @@ function decodeArg(tool, param, i, raw) {
     (type === 'object' && isJsonObject(value)) ||
     (type === 'array' && Array.isArray(value)) ||
     (type === 'null' && value === null) ||
-    (type === 'string' && typeof value === 'string');
-  if (!ok) {
-    throw new ToolError(
-      `${tool.name}: argument ${i + 1} (\`${param.name}\`) must be ${article[type] ?? `a ${type}`}, got ${show(value)}`,
-    );
-  }
-  return value;
+    (type === 'string' && typeof value === 'string')
+  );
 }
 
 const isJsonObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The first value inside `v` that JSON.stringify would empty — a Map, a Set, an instance of a
+ * class without toJSON — described with where it is, or null. */
+function notJson(v, at, depth) {
+  if (v === null || typeof v !== 'object' || depth > 64) return null;
+  if (typeof v.toJSON === 'function') return null;
+  const where = at ? ` at ${at}` : '';
+  if (v instanceof Map) return `a Map${where}`;
+  if (v instanceof Set) return `a Set${where}`;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const hit = notJson(v[i], `${at}[${i}]`, depth + 1);
+      if (hit) return hit;
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null && !ArrayBuffer.isView(v)) {
+    const name = proto.constructor && proto.constructor.name;
+    return `an instance of ${name || 'a class'}${where}`;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    const hit = notJson(x, at ? `${at}.${k}` : k, depth + 1);
+    if (hit) return hit;
+  }
+  return null;
+}
 
 /** The message of anything thrown. */
 export function errorMessage(e) {
@@ -748,6 +872,12 @@ function outputText(tool, value) {
     throw new ToolError(`${tool.name}: run returned a Promise; tools are synchronous, return the value itself`);
   }
   if (typeof value === 'bigint') return value.toString();
+  const hidden = notJson(value, '', 0);
+  if (hidden) {
+    throw new ToolError(
+      `${tool.name}: run returned ${hidden}, which JSON shows as {} (its contents lost): return plain objects and arrays (Object.fromEntries(map), [...set])`,
+    );
+  }
   let text;
   try {
     text = JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -768,7 +898,7 @@ function dispatchTool(tool, args) {
     }
     const values = tool.params.map((p, i) => {
       if (i >= args.length) {
-        if (p.optional) return undefined;
+        if (p.optional) return p.default;
         throw new ToolError(`${tool.name}: argument ${i + 1} (\`${p.name}\`) is missing`);
       }
       return decodeArg(tool, p, i, args[i]);
@@ -797,6 +927,8 @@ function dispatch(name, args) {
  * errors ({file, line}).
  */
 function manifest(defaults = {}, where = null) {
+  if (state.errors.length === 1) throw state.errors[0];
+  if (state.errors.length > 1) throw new DefinitionErrors(state.errors.slice());
   const p = state.plugin ? state.plugin.options : {};
   const at = state.plugin ? state.plugin.site : where;
   const name = p.name ?? defaults.name;
@@ -1142,6 +1274,11 @@ export const __internal = Object.freeze({
   manifest,
   dispatch,
   tools: () => state.tools.slice(),
+  /** Collect definition errors instead of throwing the first (`toolhost-js manifest`). */
+  collectErrors() {
+    state.collect = true;
+  },
+  warnings: () => state.warnings.slice(),
   setBackend(b) {
     state.backend = b;
   },
@@ -1154,6 +1291,8 @@ export const __internal = Object.freeze({
     state.testProcess = null;
     state.logs.length = 0;
     state.progress.length = 0;
+    state.errors.length = 0;
+    state.warnings.length = 0;
   },
   siteOfStack,
 });

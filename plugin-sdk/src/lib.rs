@@ -342,6 +342,11 @@ pub mod __private {
     }
 
     /// What a tool function may return.
+    #[diagnostic::on_unimplemented(
+        message = "a tool cannot return `{Self}`",
+        label = "this return type",
+        note = "return `String`, `&'static str`, `serde_json::Value`, or `Result<T, E>` with T one of those (or `()`) and E: Display"
+    )]
     pub trait IntoToolResult {
         fn into_tool_result(self) -> Result<String, String>;
     }

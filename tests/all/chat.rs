@@ -867,7 +867,8 @@ async fn chat_once_prints_the_answer_json_and_transcript() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn chat_explains_an_unreachable_server_and_a_missing_model() {
-    let env = Env::with(&[plugin_artifacts::TEXT]);
+    // `files` too: `chat_command` grants it, and a grant for a plugin not there is an error.
+    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::FILES]);
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

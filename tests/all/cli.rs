@@ -42,6 +42,27 @@ fn help_explains_the_commands_and_grants() {
     }
 }
 
+/// A grant on the command line names a plugin: a name that is not in the folder (a file name,
+/// a typo) is an error listing the plugins there, not a grant of nothing.
+#[test]
+fn a_grant_for_a_plugin_not_in_the_folder_is_an_error_naming_the_plugins() {
+    let env = Env::with(&[plugin_artifacts::SYSTEM, plugin_artifacts::TEXT]);
+    let out = toolhost(&env, &["--allow-run", "system=echo", "call", "-y", "run", "echo", "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "toolhost: --allow-run names plugin `system`, which is not in {}; the plugins there: sys, text (a grant names the plugin, not its file)",
+            env.plugins.path().display()
+        )
+    );
+    let out = toolhost(&env, &["--allow-read", "txt", "list"]);
+    assert!(stderr(&out).contains("--allow-read names plugin `txt`"), "{}", stderr(&out));
+    // `*` and names that are there are fine.
+    let out = toolhost(&env, &["--allow-read", "*", "--allow-env", "text=HOME", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 #[test]
 fn list_shows_tools_grants_and_failures() {
     let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
@@ -318,6 +339,7 @@ params = [{ name = "text", type = "string", description = "the text" }]
     let out =
         toolhost(&env, &["embed-manifest", wasm.to_str().unwrap(), "--manifest", manifest.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("embedded manifest of `pytools` (1 tool) into "), "{}", stderr(&out));
     let out = toolhost(&env, &["inspect", wasm.to_str().unwrap()]);
     assert!(
         stdout(&out).contains("plugin pytools 1.2.0") && stdout(&out).contains("shout(text…)"),
@@ -382,4 +404,93 @@ fn each_skipped_file_is_reported_once() {
     let out = toolhost(&env, &["list"]);
     assert_eq!(stdout(&out).matches("broken0.wasm").count(), 1, "{}", stdout(&out));
     assert!(!stderr(&out).contains("broken0.wasm"), "{}", stderr(&out));
+}
+
+/// Issue #35: the CLI's argument errors are in the words every front end uses, `-5` is an
+/// argument, and `--` after an argument is one too.
+#[test]
+fn argument_errors_name_the_type_and_negative_numbers_are_arguments() {
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let out = toolhost(&env, &["call", "entropy", "ten"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error[bad_arguments]: argument 1 (`mb`) of `entropy` must be an integer, got `ten`; usage: entropy(mb: integer)\n"
+    );
+    let out = toolhost(&env, &["call", "entropy", "-5"]);
+    assert!(!stderr(&out).contains("unexpected argument"), "{}", stderr(&out));
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let out = toolhost(&env, &["call", "echo", "abc", "--"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "abc,--\n", "`--` after an argument is an argument");
+}
+
+/// Issue #35: installing a plugin whose tool another plugin in the folder already has is
+/// refused, naming both.
+#[test]
+fn an_install_that_would_shadow_a_tool_is_refused_naming_both_plugins() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    let text = toolhost_spec::manifest::read(&std::fs::read(plugin_artifacts::TEXT).unwrap()).unwrap();
+    assert!(toolhost::project::check_collisions(env.plugins.path(), &text).is_ok());
+    let mut clash = text.clone();
+    clash.tools[0].name = "read".into();
+    let e = toolhost::project::check_collisions(env.plugins.path(), &clash).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "not installed into {}: tool `read` of plugin `text` is already a tool of plugin `files` (files.wasm); rename the tool in one of them, or remove files.wasm",
+            env.plugins.path().display()
+        )
+    );
+    // The same plugin under another file name is refused; its own file is replaced, not a clash.
+    std::fs::copy(plugin_artifacts::TEXT, env.plugins.path().join("text-old.wasm")).unwrap();
+    let e = toolhost::project::check_collisions(env.plugins.path(), &text).unwrap_err().to_string();
+    assert!(e.contains("plugin `text` is already installed as text-old.wasm"), "{e}");
+    std::fs::rename(env.plugins.path().join("text-old.wasm"), env.plugins.path().join("text.wasm")).unwrap();
+    assert!(toolhost::project::check_collisions(env.plugins.path(), &text).is_ok());
+}
+
+/// Issue #35: a Rust plugin's mistakes are reported together, each at the author's line: a doc
+/// line for a parameter the function lacks, a `pub fn` without `#[tool]`, a return type a tool
+/// cannot have.
+#[test]
+fn rust_mistakes_are_reported_at_the_authors_lines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let krate = tempfile::tempdir().unwrap();
+    std::fs::create_dir(krate.path().join("src")).unwrap();
+    std::fs::write(
+        krate.path().join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"mistakes\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+             [dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("plugin-sdk").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
+    let check = |src: &str| {
+        std::fs::write(krate.path().join("src/lib.rs"), src).unwrap();
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2", "--message-format", "short"])
+            .current_dir(krate.path())
+            .env("CARGO_TARGET_DIR", root.join("target/plugins-build"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("{stderr}");
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("src/lib.rs:"))
+            .map(|l| l.split(": error").next().unwrap_or("").to_string() + "|" + l.split("error: ").nth(1).unwrap_or(""))
+            .collect::<Vec<_>>()
+    };
+    let errors = check(
+        "#[toolhost_sdk::plugin]\nmod tools {\n    /// Add.\n    ///\n    /// - `b`: the other number\n    #[tool]\n    pub fn add(a: i64) -> String { a.to_string() }\n\n    pub fn helper() {}\n}\n",
+    );
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].starts_with("src/lib.rs:5:") && errors[0].contains("parameter `b` that this function does not have"), "{errors:?}");
+    assert!(errors[1].starts_with("src/lib.rs:9:") && errors[1].contains("`pub fn helper`"), "{errors:?}");
+    let errors = check("#[toolhost_sdk::plugin]\nmod tools {\n    /// Count.\n    #[tool]\n    pub fn count(a: i64) -> i32 { a as i32 }\n}\n");
+    assert!(errors.iter().any(|e| e.starts_with("src/lib.rs:5:") && e.contains("a tool cannot return `i32`")), "{errors:?}");
 }

@@ -96,8 +96,15 @@ async fn invalid_json_is_refused_before_the_plugin_runs() {
     let e =
         err(&call(&host, "split_task", &["Launch", "[{\"title\": \"a\",}]"]).await, ErrorKind::BadArguments);
     assert!(e.contains("argument 2 (`subtasks`)") && e.contains("line 1 column"), "{e}");
-    // Valid JSON of the wrong shape reaches the plugin, whose SDK names the argument.
-    let e = err(&call(&host, "split_task", &["Launch", "{\"title\": 1}"]).await, ErrorKind::ToolError);
+    // Valid JSON of another type than the param's is refused by the host, in the words every
+    // front end uses (#35); of the right type but the wrong shape, it reaches the plugin, whose
+    // SDK names the argument.
+    let e = err(&call(&host, "split_task", &["Launch", "{\"title\": 1}"]).await, ErrorKind::BadArguments);
+    assert!(
+        e.contains("argument 2 (`subtasks`) of `split_task` must be an array, got `{\"title\": 1}`"),
+        "{e}"
+    );
+    let e = err(&call(&host, "split_task", &["Launch", "[{\"title\": 1}]"]).await, ErrorKind::ToolError);
     assert!(e.contains("`subtasks`"), "{e}");
 }
 

@@ -296,6 +296,10 @@ fn python_and_js_tools_over_mcp() {
     for n in ["note", "add", "json_select", "word_freq"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
+    // A default is the schema's `default` (#35): `show(tag=None, open_only: bool = False)`.
+    let show = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "show").unwrap();
+    assert_eq!(show["inputSchema"]["properties"]["open_only"]["default"], false, "{show}");
+    assert!(show["inputSchema"]["properties"]["tag"].get("default").is_none(), "{show}");
     // `add`'s TypedDict return annotation is its outputSchema, and its result is structured.
     let add = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "add").unwrap();
     assert_eq!(add["outputSchema"]["required"], serde_json::json!(["added", "total"]), "{add}");
@@ -382,6 +386,13 @@ fn new_then_build_then_call_in_every_language() {
         let name = format!("my-{lang}");
         let out = toolhost_cli(dir.path(), &["new", &name, "--lang", lang]);
         assert!(out.status.success(), "new --lang {lang}: {}", String::from_utf8_lossy(&out.stderr));
+        // The hint writes nothing into the project; the scaffold ignores what builds write.
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("next: toolhost test ./{name}")));
+        let ignored = std::fs::read_to_string(dir.path().join(&name).join(".gitignore")).unwrap();
+        for line in ["*.wasm", ".toolhost-approvals.json", ".toolhost-dev/"] {
+            assert!(ignored.lines().any(|l| l == line), "{lang}: .gitignore lacks {line}: {ignored}");
+        }
+        assert!(std::fs::read_to_string(dir.path().join(&name).join("README.md")).unwrap().contains("toolhost test"));
         let out = toolhost_cli(dir.path(), &["build", &name, "--install", "plugins"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "build {lang}: {stderr}");
@@ -392,12 +403,15 @@ fn new_then_build_then_call_in_every_language() {
         let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(m["name"], name.as_str(), "{m}");
         assert!(m["tools"].as_array().unwrap().iter().any(|t| t["name"] == tool), "{m}");
-        let mut call = vec!["--plugins", "plugins", "call", tool];
+        // `build` compiled it into this host's compile cache: the first call does not compile.
+        let mut call = vec!["-v", "--plugins", "plugins", "call", tool];
         call.extend(args.iter().copied());
         let out = toolhost_cli(dir.path(), &call);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "call {lang}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains(expect), "call {lang}: {stdout}");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(!log.contains("compiling "), "call {lang} compiled the plugin again: {log}");
     }
 }
 
@@ -581,4 +595,229 @@ fn the_sdk_conformance_table_agrees_with_the_host() {
         goldens.iter().filter(|g| !mirrored.contains(*g) && !out_of_reach.contains(*g)).collect();
     assert!(missing.is_empty(), "goldens neither mirrored by a case nor in `not_expressible`: {missing:?}");
     assert!(out_of_reach.is_subset(&goldens), "`not_expressible` names goldens that do not exist");
+}
+
+/// Issue #35: two builds of unchanged sources are the same file in every language, and a test
+/// file is not an input (Python and JavaScript: from the build cache keyed by the inputs, since
+/// their toolchains' snapshots are not deterministic; Rust: cargo recompiles, identically).
+#[test]
+fn builds_of_unchanged_sources_are_byte_identical_in_every_language() {
+    let _ = (py(), js());
+    let sha = |p: &Path| toolhost_spec::digest::sha256_hex(&std::fs::read(p).unwrap());
+    for lang in ["python", "js", "rust"] {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("same-{lang}");
+        let out = toolhost_cli(dir.path(), &["new", &name, "--lang", lang]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let project = dir.path().join(&name);
+        let build = |to: &str| {
+            let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            let out = toolhost_cli(dir.path(), &["build", &name, "--no-test", "-o", to]);
+            assert!(out.status.success(), "build {lang}: {}", String::from_utf8_lossy(&out.stderr));
+            sha(&dir.path().join(to))
+        };
+        let first = build("a.wasm");
+        // A test edited, and for Rust every source touched (cargo compiles the crate again).
+        match lang {
+            "python" => std::fs::write(project.join("test_app.py"), "# nothing to test\n").unwrap(),
+            "js" => std::fs::write(project.join("plugin.test.js"), "// nothing to test\n").unwrap(),
+            _ => {
+                let lib = project.join("src/lib.rs");
+                let text = std::fs::read_to_string(&lib).unwrap();
+                std::fs::write(&lib, format!("{text}\n")).unwrap();
+            }
+        }
+        assert_eq!(build("b.wasm"), first, "{lang}: two builds of the same sources differ");
+    }
+}
+
+/// Issue #35: `toolhost dev`'s dev build of each example behaves exactly like the built plugin:
+/// the same manifest, the same grants (plus its own sources, read-only), the same limits, and
+/// the same outcome for every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dev_build_behaves_like_the_built_plugin() {
+    let port = api(TOKEN);
+    let url = format!("http://localhost:{port}/api");
+    let calls: Vec<(&str, &str, Vec<&str>)> = vec![
+        ("python/notes", "note", vec!["buy apples, pears", " plums"]),
+        ("python/notes", "add", vec![r#"[{"text": "call Bob", "tags": ["work"]}]"#]),
+        ("python/notes", "show", vec!["work"]),
+        ("python/notes", "add", vec!["[]"]),
+        ("python/notes", "done", vec!["99"]),
+        ("python/notes", "read_api", vec![&url, "/items/1/name"]),
+        ("js/datakit", "json_select", vec![r#"{"a": [10, 20, 30]}"#, "/a/2"]),
+        ("js/datakit", "json_select", vec![r#"{"a": 1}"#, "/missing"]),
+        ("js/datakit", "md_table", vec![r#"[{"name": "a", "n": 1}]"#]),
+        ("js/datakit", "word_freq", vec!["apple, pear", " apple"]),
+        ("js/datakit", "json_api", vec![&url, "/items/0/name"]),
+    ];
+    for (example, plugin) in [("python/notes", "notes"), ("js/datakit", "datakit")] {
+        let wasm = built(example);
+        let (built_env, _s1) = env_with(wasm.to_str().unwrap(), plugin, port);
+        let (dev_env, _s2) = env_with(wasm.to_str().unwrap(), plugin, port);
+        std::fs::remove_file(dev_env.plugins.path().join(format!("{plugin}.wasm"))).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let project = Project::locate(&root().join("plugins").join(example)).unwrap();
+        let installed = {
+            let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            project.dev_install(&toolchains(), dev_env.plugins.path(), scratch.path(), &|_| Ok(())).unwrap()
+        };
+        assert!(matches!(installed, toolhost::project::dev::DevInstall::Installed { .. }), "{installed:?}");
+        let (b, d) = (built_env.host_yes(), dev_env.host_yes());
+        let (br, dr) = (b.registry.load_full(), d.registry.load_full());
+        assert!(dr.failures().is_empty(), "{:?}", dr.failures());
+        let (bp, dp) = (&br.plugins()[0], &dr.plugins()[0]);
+        assert_eq!(bp.manifest, dp.manifest, "{example}: the manifests differ");
+        let mut dev_grants = dp.grants.clone();
+        let sources = dev_grants.fs.pop().expect("the dev build's sources");
+        assert_eq!(sources.name, "toolhost-dev");
+        assert_eq!(sources.mode, toolhost_spec::manifest::FsMode::ReadOnly);
+        assert!(sources.host_path.starts_with(dev_env.plugins.path().join(".toolhost-dev")), "{sources:?}");
+        let mut built_grants = bp.grants.clone();
+        // The workspace differs by test env only: each has its own.
+        for g in [&mut built_grants, &mut dev_grants] {
+            for f in &mut g.fs {
+                f.host_path = PathBuf::new();
+            }
+        }
+        assert_eq!(built_grants, dev_grants, "{example}: the grants differ");
+        for spec in &bp.manifest.tools {
+            let (bv, dv) = (
+                toolhost_core::view::ToolView::new(br.get(&spec.name).unwrap(), &b.config),
+                toolhost_core::view::ToolView::new(dr.get(&spec.name).unwrap(), &d.config),
+            );
+            assert_eq!(format!("{:?}", bv.limits), format!("{:?}", dv.limits), "{}", spec.name);
+            assert_eq!((bv.dangerous, bv.read_only), (dv.dangerous, dv.read_only), "{}", spec.name);
+        }
+        for (_, tool, args) in calls.iter().filter(|(e, ..)| *e == example) {
+            let (bo, do_) = (call(&b, tool, args).await, call(&d, tool, args).await);
+            assert_eq!(
+                (bo.success, &bo.data, &bo.error, bo.kind),
+                (do_.success, &do_.data, &do_.error, do_.kind),
+                "{example}: {tool}{args:?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(built_env.ws("notes.md")).ok(),
+            std::fs::read_to_string(dev_env.ws("notes.md")).ok()
+        );
+    }
+}
+
+/// Issue #35: `toolhost test` runs a project's own tests, then calls each tool through the host,
+/// and writes nothing into the project; `toolhost build` runs the tests first (`--no-test`
+/// skips them).
+#[test]
+fn toolhost_test_runs_the_tests_then_calls_every_tool() {
+    let _ = js();
+    let dir = tempfile::tempdir().unwrap();
+    assert!(toolhost_cli(dir.path(), &["new", "tested", "--lang", "js"]).status.success());
+    let project = dir.path().join("tested");
+    let listing = |p: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&project);
+    let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let out = toolhost_cli(dir.path(), &["test", "tested"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("toolhost test: word_count(test): ok"), "{stderr}");
+    assert!(stderr.contains("toolhost test: 1 tool answered, 0 failed (tested)"), "{stderr}");
+    assert_eq!(listing(&project), before, "`toolhost test` wrote into the project");
+    // A failing test fails `test` and `build`, naming the runner; --no-test builds.
+    std::fs::write(
+        project.join("plugin.test.js"),
+        "import { test } from 'node:test';\nimport assert from 'node:assert';\ntest('fails', () => assert.equal(1, 2));\n",
+    )
+    .unwrap();
+    let out = toolhost_cli(dir.path(), &["test", "tested"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("node --test failed in"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = toolhost_cli(dir.path(), &["build", "tested"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!project.join("tested.wasm").exists());
+    let out = toolhost_cli(dir.path(), &["build", "tested", "--no-test"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Issue #35: `toolhost dev` on a JavaScript project: a dev build on every save of an input (not
+/// of a test), change lines that say what changed, and nothing left behind when it stops.
+#[test]
+fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
+    let _ = js();
+    let dir = tempfile::tempdir().unwrap();
+    assert!(toolhost_cli(dir.path(), &["new", "livejs", "--lang", "js"]).status.success());
+    let project = dir.path().join("livejs");
+    let plugins = dir.path().join("plugins");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(&plugins)
+        .arg("dev")
+        .arg(&project)
+        .env("TOOLHOST_TOOLCHAINS", toolchains().root)
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |want: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(line) if line == want => return,
+                Ok(line) => seen.push(line),
+                Err(_) => break,
+            }
+        }
+        panic!("never saw {want:?}; saw {seen:?}");
+    };
+    wait_for("+ word_count (livejs v0.1.0)");
+    assert!(
+        std::fs::read(plugins.join("livejs.wasm"))
+            .is_ok_and(|b| toolhost_spec::sections::dev_marker(&b).unwrap().is_some())
+    );
+    let plugin = project.join("plugin.js");
+    let text = std::fs::read_to_string(&plugin).unwrap();
+    std::fs::write(&plugin, text.replace("Count the words, lines and characters of a text.", "Count words."))
+        .unwrap();
+    wait_for("~ word_count: description");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(&plugins)
+        .args(["call", "word_count", "one two"])
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"words\":2"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(child.wait().unwrap().success());
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "dev left temporary files: {left:?}");
 }

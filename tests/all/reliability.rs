@@ -266,7 +266,7 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             "wrong arity shows the signature",
             "entropy",
             &[],
-            Fail(ErrorKind::BadArguments, "usage: entropy(mb: json)"),
+            Fail(ErrorKind::BadArguments, "usage: entropy(mb: integer)"),
         ),
         case(
             "invalid JSON is refused before the plugin runs",

@@ -52,6 +52,7 @@ impl Env {
             core: self.config.clone(),
             frontends: Default::default(),
             registries: Default::default(),
+            flag_plugins: Vec::new(),
         }
     }
 

@@ -698,6 +698,120 @@ fn native_rate(threads: usize, touch: bool) -> f64 {
     f64::from(per) * threads as f64 / t.elapsed().as_secs_f64()
 }
 
+/// Issue #35: save → live with `toolhost dev`, per language. A `toolhost dev` process (this
+/// build's binary) watches a project made by `toolhost new`; a sample appends a new tool to the
+/// source, waits for dev's `+ TOOL` line and runs `toolhost call TOOL` in another process: from
+/// the write to the call's answer. Python and JavaScript run as dev builds; the same with
+/// `--full` (a self-contained build and its compile on every save, as before #35) is the
+/// baseline of the ratio.
+fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
+    use std::io::BufRead;
+    line(String::new());
+    line(
+        "## Save → live with `toolhost dev` (a new tool appended, until `toolhost call` of it answers)"
+            .into(),
+    );
+    line(String::new());
+    line(
+        "| language | `dev` median | samples | `dev --full` (self-contained build) | `dev` ÷ `--full` |"
+            .into(),
+    );
+    line("|---|---|---|---|---|".into());
+    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS");
+    let run = |lang: &str, full: bool, samples: usize| -> Vec<Duration> {
+        let dir = work.join(format!("dev-{lang}-{}", if full { "full" } else { "dev" }));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cache = dir.join("cache");
+        let bin = env!("CARGO_BIN_EXE_toolhost");
+        let name = format!("live{lang}");
+        let cmd = |args: &[&str]| {
+            let mut c = std::process::Command::new(bin);
+            c.current_dir(&dir).env("XDG_CACHE_HOME", &cache).args(args);
+            if let Some(t) = &toolchains {
+                c.env("TOOLHOST_TOOLCHAINS", t);
+            }
+            c
+        };
+        assert!(cmd(&["new", &name, "--lang", lang]).output().unwrap().status.success());
+        let mut dev = cmd(&["--plugins", "plugins", "dev", &name]);
+        if full {
+            dev.arg("--full");
+        }
+        let mut child =
+            dev.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let wait = |prefix: &str| loop {
+            let l = rx.recv_timeout(Duration::from_secs(600)).expect("dev answered");
+            if l.starts_with(prefix) {
+                return;
+            }
+        };
+        wait("+ ");
+        let (file, tool_src): (&str, fn(usize) -> String) = match lang {
+            "python" => ("app.py", |i| {
+                format!(
+                    "\n\n@tool\ndef shout{i}(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    return text.upper()\n"
+                )
+            }),
+            "js" => ("plugin.js", |i| {
+                format!(
+                    "\nexport const shout{i} = defineTool({{ name: 'shout{i}', description: 'Shout.', params: [{{ name: 'text', type: 'string' }}], run: (t) => t.toUpperCase() }});\n"
+                )
+            }),
+            _ => ("src/lib.rs", |_| String::new()),
+        };
+        let mut out = Vec::new();
+        for i in 0..samples {
+            let path = dir.join(&name).join(file);
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            let t = Instant::now();
+            if lang == "rust" {
+                // One plugin module per crate: the new tool goes into the module.
+                let tool = format!(
+                    "\n    /// Shout.\n    #[tool]\n    pub fn shout{i}(text: String) -> String {{ text.to_uppercase() }}\n"
+                );
+                let at = text.find("mod tools {").unwrap() + "mod tools {".len();
+                text.insert_str(at, &tool);
+            } else {
+                text.push_str(&tool_src(i));
+            }
+            std::fs::write(&path, text).unwrap();
+            wait(&format!("+ shout{i} "));
+            let o = cmd(&["--plugins", "plugins", "call", &format!("shout{i}"), "hi"]).output().unwrap();
+            assert!(o.status.success(), "{lang}: {}", String::from_utf8_lossy(&o.stderr));
+            out.push(t.elapsed());
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        let _ = child.wait();
+        out
+    };
+    for (label, lang) in [("Rust", "rust"), ("Python", "python"), ("JavaScript", "js")] {
+        eprintln!("dev loop: {label} …");
+        let dev = run(lang, false, if quick { 3 } else { 7 });
+        let n = dev.len();
+        let dev = stats(dev);
+        if lang == "rust" {
+            line(format!("| {label} | {} | {n} | (the same: cargo) | 1.0× |", ms(dev.p50)));
+            continue;
+        }
+        let full = stats(run(lang, true, if quick { 1 } else { 3 }));
+        line(format!(
+            "| {label} | {} | {n} | {} | {:.2}× |",
+            ms(dev.p50),
+            ms(full.p50),
+            dev.p50.as_secs_f64() / full.p50.as_secs_f64()
+        ));
+    }
+}
+
 /// A `toolhost call TOOL "a b c"` process over the plugins in `dir`, from spawn to exit, with
 /// the compile cache under `cache` (emptied first when `fresh`).
 fn first_call(cache: &Path, dir: &Path, tool: &str, fresh: bool) -> Duration {
@@ -1145,6 +1259,9 @@ fn main() {
     }
     if want("languages") {
         languages(&mut line, &tokio_rt, work.path(), n, best.stats.p50);
+    }
+    if want("dev") {
+        dev_loop(&mut line, work.path(), quick);
     }
     if want("mcp") {
         mcp_rows(&mut line, &plugins, if quick { 300 } else { 2000 }, if quick { 2 } else { 8 });

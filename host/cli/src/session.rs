@@ -79,14 +79,17 @@ pub fn open(
     settings: Settings,
     confirm: Arc<dyn Confirm>,
 ) -> Result<(Toolhost, toolhost_frontends::Settings)> {
-    let Settings { core, frontends, .. } = settings;
+    let Settings { core, frontends, flag_plugins, .. } = settings;
     if !core.plugins_dir.is_dir() {
         bail!(
             "plugins folder {} does not exist (set `plugins` in toolhost.toml or pass --plugins DIR)",
             core.plugins_dir.display()
         );
     }
-    Ok((Toolhost::load(core, confirm)?, frontends))
+    let dir = core.plugins_dir.clone();
+    let host = Toolhost::load(core, confirm)?;
+    crate::settings::unknown_flag_plugins(&flag_plugins, &host.registry.load(), &dir)?;
+    Ok((host, frontends))
 }
 
 /// [`open`] for a command that shows no table of the plugins (`call`, `run`, `prompt`,

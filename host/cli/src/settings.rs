@@ -22,6 +22,9 @@ pub struct Settings {
     pub frontends: toolhost_frontends::Settings,
     /// `[registry."HOST"]`: credentials and transport for OCI registries.
     pub registries: BTreeMap<String, RegistryConfig>,
+    /// The plugins the command line's grants name (`--allow-run sys=git` → (`--allow-run`,
+    /// `sys`)), `*` left out: each must be a plugin in the folder ([`Settings::check_flag_plugins`]).
+    pub flag_plugins: Vec<(&'static str, String)>,
 }
 
 impl Settings {
@@ -32,7 +35,7 @@ impl Settings {
         let raw: BTreeMap<String, RawRegistry> = file.section("registry")?;
         let registries = RegistryConfig::resolve(raw, &core.secrets).map_err(|m| file.invalid(m))?;
         file.finish()?;
-        Ok(Settings { core, frontends, registries })
+        Ok(Settings { core, frontends, registries, flag_plugins: Vec::new() })
     }
 
     /// `path`, or `./toolhost.toml` if it exists, or the defaults (which grant nothing).
@@ -60,33 +63,42 @@ impl Settings {
             }
             cfg.set_workspace(w);
         }
+        let mut named = Vec::new();
         for p in &g.allow_read {
             cfg.grant_workspace(p, FsMode::ReadOnly);
+            named.push(("--allow-read", p.clone()));
         }
         for p in &g.allow_write {
             cfg.grant_workspace(p, FsMode::ReadWrite);
+            named.push(("--allow-write", p.clone()));
         }
         for pv in &g.allow_env {
             let Some((plugin, var)) = pv.split_once('=') else {
                 bail!("--allow-env takes PLUGIN=VAR, got {pv:?}");
             };
             cfg.grant_env(plugin, var)?;
+            named.push(("--allow-env", plugin.to_string()));
         }
         for ph in &g.allow_net {
             let Some((plugin, host)) = ph.split_once('=') else {
                 bail!("--allow-net takes PLUGIN=HOST, got {ph:?}");
             };
             cfg.grant_net(plugin, host)?;
+            named.push(("--allow-net", plugin.to_string()));
         }
         for pp in &g.allow_run {
             let Some((plugin, program)) = pp.split_once('=') else {
                 bail!("--allow-run takes PLUGIN=PROGRAM, got {pp:?}");
             };
             cfg.grant_run(plugin, program)?;
+            named.push(("--allow-run", plugin.to_string()));
         }
         if let Some(d) = g.danger {
             cfg.danger = d.into();
         }
+        named.retain(|(_, p)| p != "*");
+        s.flag_plugins = named;
+        let cfg = &mut s.core;
         if g.no_cache {
             cfg.cache_dir = None;
         }
@@ -96,4 +108,37 @@ impl Settings {
             .map_err(anyhow::Error::msg)?;
         Ok(s)
     }
+
+    /// Each plugin a command-line grant names must be one of `loaded` (the plugins in the
+    /// folder): a grant for a misspelt name would otherwise grant nothing, silently.
+    pub fn check_flag_plugins(&self, registry: &toolhost_core::registry::Registry) -> Result<()> {
+        unknown_flag_plugins(&self.flag_plugins, registry, &self.core.plugins_dir)
+    }
+}
+
+/// [`Settings::check_flag_plugins`] on its parts.
+pub fn unknown_flag_plugins(
+    named: &[(&'static str, String)],
+    registry: &toolhost_core::registry::Registry,
+    plugins_dir: &Path,
+) -> Result<()> {
+    let held = registry.pending().iter().map(|p| p.plugin.as_str());
+    let mut loaded: Vec<&str> = registry.plugins().iter().map(|p| &*p.name).chain(held).collect();
+    loaded.sort_unstable();
+    loaded.dedup();
+    for (flag, plugin) in named {
+        if !loaded.contains(&plugin.as_str()) {
+            let have = if loaded.is_empty() { "none".to_string() } else { loaded.join(", ") };
+            let failed = match registry.failures().len() {
+                0 => String::new(),
+                n => format!("; {} did not load (see `toolhost list`)", crate::term::count(n, "file")),
+            };
+            bail!(
+                "{flag} names plugin `{}`, which is not in {}; the plugins there: {have} (a grant names the plugin, not its file){failed}",
+                crate::term::line(plugin),
+                plugins_dir.display()
+            );
+        }
+    }
+    Ok(())
 }

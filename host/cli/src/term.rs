@@ -47,6 +47,11 @@ const INVISIBLE: &[(u32, u32)] = &[
     (0xE0000, 0xE00FF), // tags
 ];
 
+/// `1 tool`, `2 tools`: a count and its noun (plural with `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Whether `c` is never written to a terminal as itself: C0 controls (newline and tab
 /// included: [`text`] keeps those two, [`line()`] does not), DEL, C1 controls, and the
 /// invisible characters (bidi controls, zero-width characters, other format characters).

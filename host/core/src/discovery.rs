@@ -9,9 +9,13 @@ use std::sync::Arc;
 pub struct Candidate {
     pub path: PathBuf,
     pub bytes: Arc<Vec<u8>>,
-    /// SHA-256 of `bytes`, computed once: it keys the compile cache, the approvals and the
-    /// reload's unchanged-file check.
+    /// SHA-256 of `bytes`, computed once: it keys the approvals and the reload's
+    /// unchanged-file check.
     pub hash: [u8; 32],
+    /// SHA-256 of the code alone (toolhost's own custom sections left out,
+    /// [`toolhost_spec::sections::code_sha256`]): it keys the compile cache, so a new manifest
+    /// or signature on the same code is not compiled again.
+    pub code: [u8; 32],
 }
 
 impl Candidate {
@@ -69,7 +73,9 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
     for path in paths {
         match read_capped(&path, max_bytes) {
             Ok(Some(bytes)) => {
-                found.push(Candidate { hash: content_hash(&bytes), path, bytes: Arc::new(bytes) })
+                let hash = content_hash(&bytes);
+                let code = toolhost_spec::sections::code_sha256(&bytes, hash);
+                found.push(Candidate { hash, code, path, bytes: Arc::new(bytes) })
             }
             Ok(None) => {} // a directory named *.wasm, or a file that vanished
             Err(reason) => failures.push(LoadFailure { file: path, reason }),

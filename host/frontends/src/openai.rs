@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use toolhost_core::executor::{ErrorKind, Executor, Outcome, ToolCall};
 use toolhost_core::registry::Registry;
-use toolhost_spec::manifest::ToolSpec;
+use toolhost_spec::manifest::{self, ToolSpec};
 
 /// A tool name OpenAI would refuse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -153,7 +153,7 @@ pub fn map_arguments(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, St
                 return Err(format!(
                     "the arguments of `{}` must be a JSON object, got {}",
                     spec.name,
-                    kind_of(&other)
+                    manifest::value_kind(&other)
                 ));
             }
             Err(e) => return Err(format!("the arguments of `{}` are not valid JSON: {e}", spec.name)),
@@ -195,14 +195,15 @@ pub fn map_argument_object(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<
             ));
         }
         if spec.is_json(i) {
-            if let Value::String(t) = &p.ty
-                && !type_matches(t, v)
+            if let Some(t) = manifest::type_name(&p.ty)
+                && !manifest::value_has_type(t, v)
             {
                 return Err(format!(
-                    "argument `{}` of `{}` must be of type {t}, got {}",
+                    "argument `{}` of `{}` must be {}, got {}",
                     p.name,
                     spec.name,
-                    kind_of(v)
+                    manifest::type_phrase(t),
+                    manifest::value_kind(v)
                 ));
             }
             args.push(v.to_string());
@@ -214,37 +215,13 @@ pub fn map_argument_object(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<
                         "argument `{}` of `{}` must be a string, got {}",
                         p.name,
                         spec.name,
-                        kind_of(other)
+                        manifest::value_kind(other)
                     ));
                 }
             }
         }
     }
     Ok(args)
-}
-
-fn type_matches(t: &str, v: &Value) -> bool {
-    match t {
-        "integer" => v.is_i64() || v.is_u64(),
-        "number" => v.is_number(),
-        "boolean" => v.is_boolean(),
-        "array" => v.is_array(),
-        "object" => v.is_object(),
-        "null" => v.is_null(),
-        "string" => v.is_string(),
-        _ => true,
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Execute every tool call of `message`, in order, through the executor: one `role: "tool"`
@@ -282,24 +259,28 @@ mod tests {
                     ty: json!("string"),
                     description: "the task".into(),
                     optional: false,
+                    default: None,
                 },
                 ParamSpec {
                     name: "subtasks".into(),
                     ty: json!("array"),
                     description: String::new(),
                     optional: false,
+                    default: None,
                 },
                 ParamSpec {
                     name: "days".into(),
                     ty: json!("integer"),
                     description: String::new(),
                     optional: true,
+                    default: None,
                 },
                 ParamSpec {
                     name: "note".into(),
                     ty: json!("string"),
                     description: String::new(),
                     optional: true,
+                    default: None,
                 },
             ],
             arg_count: 4,
@@ -333,8 +314,14 @@ mod tests {
             (r#"{"title": "x"}"#, "needs the argument `subtasks`"),
             (r#"{"title": "x", "subtasks": [], "colour": 1}"#, "has no argument `colour`"),
             (r#"{"title": 5, "subtasks": []}"#, "`title` of `split_task` must be a string, got a number"),
-            (r#"{"title": "x", "subtasks": {}}"#, "must be of type array, got an object"),
-            (r#"{"title": "x", "subtasks": [], "days": 1.5}"#, "must be of type integer"),
+            (
+                r#"{"title": "x", "subtasks": {}}"#,
+                "`subtasks` of `split_task` must be an array, got an object",
+            ),
+            (
+                r#"{"title": "x", "subtasks": [], "days": 1.5}"#,
+                "`days` of `split_task` must be an integer, got a number",
+            ),
             (r#"{"title": "x", "subtasks": [], "note": "n"}"#, "earlier optional `days`"),
             (r#"["x"]"#, "must be a JSON object, got an array"),
             (r#"{"title": "x""#, "not valid JSON"),
@@ -343,6 +330,17 @@ mod tests {
             let e = map_arguments(&spec(), input).unwrap_err();
             assert!(e.contains(want), "{input}: {e}");
         }
+    }
+
+    #[test]
+    fn a_default_and_a_number_type_reach_the_schema() {
+        let mut t = spec();
+        t.params[2].default = Some(json!(5));
+        t.params[3].default = Some(json!("mi"));
+        let p = parameters(&t);
+        assert_eq!(p["properties"]["days"], json!({"type": "integer", "default": 5}));
+        assert_eq!(p["properties"]["note"], json!({"type": "string", "default": "mi"}));
+        assert_eq!(p["required"], json!(["title", "subtasks"]));
     }
 
     #[test]

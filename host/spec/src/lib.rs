@@ -9,7 +9,9 @@
 //! - [`call`]: [`ToolCall`], a tool name and its arguments;
 //! - [`text`]: the `[TOOL] name(args) [/TOOL]` parser, the call renderer and marker escaping;
 //! - [`host_pattern`]: host patterns (`*.example.com`) and how they match and overlap;
-//! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names.
+//! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names;
+//! - [`sections`]: a component's top-level sections: the digest of its code, the `toolhost dev`
+//!   marker.
 
 pub mod call;
 pub mod digest;
@@ -17,6 +19,7 @@ pub mod env_name;
 pub mod host_pattern;
 pub mod manifest;
 pub mod schema;
+pub mod sections;
 pub mod text;
 
 pub use call::ToolCall;

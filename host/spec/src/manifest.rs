@@ -323,6 +323,63 @@ pub struct ParamSpec {
     pub description: String,
     #[serde(default)]
     pub optional: bool,
+    /// What the tool uses when the argument is left off (an optional param only): shown to the
+    /// model as the schema's `default` and in usage lines. A text param's default is a string;
+    /// a JSON param's matches its type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+}
+
+/// The JSON Schema type a param's `type` names, when it names one (`"number"`, or an object
+/// schema with `"type": "number"`).
+pub fn type_name(ty: &Value) -> Option<&str> {
+    match ty {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("type").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// Whether `v` is a value of the JSON Schema type `t` (an unknown type name accepts anything;
+/// `number` accepts integers).
+pub fn value_has_type(t: &str, v: &Value) -> bool {
+    match t {
+        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        "string" => v.is_string(),
+        _ => true,
+    }
+}
+
+/// How a type is named in an argument error, the same words for every way in (CLI, `[TOOL]`,
+/// OpenAI, MCP): `must be a number, got …`.
+pub fn type_phrase(t: &str) -> &'static str {
+    match t {
+        "integer" => "an integer",
+        "number" => "a number",
+        "boolean" => "true or false",
+        "array" => "an array",
+        "object" => "an object",
+        "null" => "null",
+        "string" => "a string",
+        _ => "JSON",
+    }
+}
+
+/// What a JSON value is, in an argument error: `a string`, `a number`, …
+pub fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 impl ToolSpec {
@@ -336,7 +393,9 @@ impl ToolSpec {
         self.params.iter().filter(|p| !p.optional).count()
     }
 
-    /// `name(path, content…)` with `?` on optional params and `…` on a rest param.
+    /// `name(path, content…, count: integer?)`: `?` on optional params, `…` on a rest param,
+    /// and the type of a JSON param (`number`, `integer`, `boolean`; `json` for an array, an
+    /// object or a schema).
     pub fn signature(&self) -> String {
         let params: Vec<String> = self
             .params
@@ -345,7 +404,11 @@ impl ToolSpec {
             .map(|(i, p)| {
                 let mut s = p.name.clone();
                 if self.is_json(i) {
-                    s.push_str(": json");
+                    s.push_str(": ");
+                    s.push_str(match type_name(&p.ty) {
+                        Some(t @ ("number" | "integer" | "boolean")) => t,
+                        _ => "json",
+                    });
                 }
                 if p.optional {
                     s.push('?');
@@ -590,6 +653,23 @@ fn check_schema_size(at: impl Into<String>, schema: &Value) -> Result<(), Manife
     }
 }
 
+/// A param's `default`: only on an optional param, a string for a text param, of the param's
+/// type for a JSON one, and no larger than a schema (`null` reads as no default).
+fn check_default(at: &str, tool: &ToolSpec, p: usize, default: &Value) -> Result<(), ManifestError> {
+    let param = &tool.params[p];
+    if !param.optional {
+        return Err(field(at, format!("param `{}` is required, so it cannot have a default", param.name)));
+    }
+    let t = if tool.is_json(p) { type_name(&param.ty).unwrap_or("") } else { "string" };
+    if !value_has_type(t, default) {
+        return Err(field(
+            at,
+            format!("must be {} like param `{}`, got {}", type_phrase(t), param.name, value_kind(default)),
+        ));
+    }
+    check_schema_size(at, default)
+}
+
 fn validate(m: &Manifest) -> Result<(), ManifestError> {
     if !is_plugin_name(&m.name) {
         return Err(field(
@@ -747,6 +827,9 @@ fn validate(m: &Manifest) -> Result<(), ManifestError> {
             } else if seen_optional {
                 return Err(field(pat("optional"), "a required param cannot follow an optional one"));
             }
+            if let Some(default) = &param.default {
+                check_default(&pat("default"), tool, p, default)?;
+            }
             // A text param is handed over verbatim; only JSON params may have non-string types.
             let is_string = param.ty == Value::String("string".into());
             if !tool.is_json(p) && !is_string {
@@ -903,6 +986,48 @@ mod tests {
         })
         .unwrap();
         assert_eq!(m.tools[0].signature(), "copy(from, to: json?)");
+    }
+
+    #[test]
+    fn signature_names_scalar_types() {
+        let m = check(|v| {
+            v["tools"][0]["params"][1]["optional"] = true.into();
+            v["tools"][0]["params"][0]["type"] = "number".into();
+            v["tools"][0]["params"][1]["type"] = serde_json::json!({"type": "boolean"});
+            v["tools"][0]["parseJson"] = serde_json::json!([true, true]);
+        })
+        .unwrap();
+        assert_eq!(m.tools[0].signature(), "copy(from: number, to: boolean?)");
+    }
+
+    #[test]
+    fn a_default_is_only_for_an_optional_param_and_of_its_type() {
+        let with = |default: Value, ty: &str, json: bool| {
+            check(|v| {
+                v["tools"][0]["params"][1]["optional"] = true.into();
+                v["tools"][0]["params"][1]["type"] = ty.into();
+                v["tools"][0]["params"][1]["default"] = default;
+                v["tools"][0]["parseJson"] = serde_json::json!([false, json]);
+            })
+        };
+        let m = with("mi".into(), "string", false).unwrap();
+        assert_eq!(m.tools[0].params[1].default, Some(Value::from("mi")));
+        assert!(with(2.5.into(), "number", true).is_ok());
+        assert!(with(3.into(), "integer", true).is_ok());
+        let e = with(5.into(), "string", false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "manifest field `tools[0].params[1].default`: must be a string like param `to`, got a number"
+        );
+        let e = with("x".into(), "number", true).unwrap_err().to_string();
+        assert!(e.contains("must be a number like param `to`, got a string"), "{e}");
+        // `null` reads as no default at all.
+        assert_eq!(with(Value::Null, "string", false).unwrap().tools[0].params[1].default, None);
+        let e = check(|v| v["tools"][0]["params"][0]["default"] = "a".into()).unwrap_err().to_string();
+        assert!(e.contains("param `from` is required, so it cannot have a default"), "{e}");
+        // Left out, it is not written: a manifest without defaults reads as before.
+        let back = serde_json::to_value(check(|_| {}).unwrap()).unwrap();
+        assert!(back["tools"][0]["params"][0].get("default").is_none());
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub fn param_schema(spec: &ToolSpec, i: usize) -> Value {
         if !p.description.is_empty() && !o.contains_key("description") {
             o.insert("description".into(), json!(p.description));
         }
+        if let Some(default) = &p.default {
+            o.insert("default".into(), default.clone());
+        }
         if spec.rest && i + 1 == spec.params.len() {
             let d = o.get("description").and_then(Value::as_str).unwrap_or("").to_string();
             let note = "May contain commas.";

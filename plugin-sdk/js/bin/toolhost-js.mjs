@@ -4,11 +4,16 @@
 //   toolhost-js manifest PROJECT_DIR
 //   toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--stub-wasi] [--keep-stage]
 //   toolhost-js test PROJECT_DIR [-- NODE_TEST_ARGS...]
+//   toolhost-js bundle PROJECT_DIR -o OUT.js --jco PATH
+//   toolhost-js runtime -o OUT.wasm --wit WIT_DIR --jco PATH
 //
 // `manifest` imports the project's module under node and prints the manifest JSON derived from
 // its definePlugin/defineTool calls. `componentize` checks the same, then builds the component
 // with jco's QuickJS backend (without a manifest section: `toolhost embed-manifest` or
 // `toolhost build` adds it). Misuse is reported as `FILE:LINE: error: message`, exit code 1.
+// `bundle` and `runtime` are `toolhost dev`'s fast path: the project bundled into one script
+// (rolldown, which jco installs), run by a prebuilt runtime component that reads it from the
+// sources the host maps read-only at /toolhost-dev, so a save needs no component build.
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,6 +33,8 @@ const USAGE = `usage:
   toolhost-js manifest PROJECT_DIR
   toolhost-js componentize PROJECT_DIR -o OUT.wasm --wit WIT_DIR [--jco PATH] [--stub-wasi] [--keep-stage]
   toolhost-js test PROJECT_DIR [-- NODE_TEST_ARGS...]
+  toolhost-js bundle PROJECT_DIR -o OUT.js --jco PATH
+  toolhost-js runtime -o OUT.wasm --wit WIT_DIR --jco PATH
 
 A project is a folder whose package.json has "toolhost": {"main": "plugin.js"}; the main module
 imports 'toolhost-sdk' (resolved to this SDK, no npm install needed).
@@ -121,9 +128,15 @@ async function describe(project) {
   const { register } = await import('node:module');
   register(pathToFileURL(path.join(SDK_DIR, 'lib', 'hooks.mjs')));
   const sdk = await import(pathToFileURL(path.join(SDK_DIR, 'index.mjs')).href);
+  // Every definition error of the module is reported, not only the first.
+  sdk.__internal.collectErrors();
   try {
     await import(pathToFileURL(project.main).href);
-    return sdk.__internal.manifest(project.defaults, { file: project.main, line: 1 });
+    const manifest = sdk.__internal.manifest(project.defaults, { file: project.main, line: 1 });
+    for (const w of sdk.__internal.warnings()) {
+      process.stderr.write(`${shown(w.file ?? project.main)}:${w.line ?? 1}: warning: ${w.message}\n`);
+    }
+    return manifest;
   } catch (e) {
     throw asFailure(e, project, sdk);
   }
@@ -131,6 +144,10 @@ async function describe(project) {
 
 /** Turn whatever the user's module threw into `FILE:LINE: error: message`. */
 function asFailure(e, project, sdk) {
+  if (e instanceof sdk.DefinitionErrors) {
+    const lines = e.errors.map((d) => `${shown(d.file ?? project.main)}:${d.line ?? 1}: error: ${d.message}`);
+    return new Failure(`${lines.join('\n')}\ntoolhost-js: ${e.errors.length} errors; nothing was built`);
+  }
   if (e instanceof sdk.DefinitionError) return located(e.file ?? project.main, e.line, e.message);
   if (e instanceof Failure) return e;
   const stack = e && typeof e.stack === 'string' ? e.stack : '';
@@ -303,7 +320,7 @@ async function cmdComponentize(argv) {
 
   // Check the declarations first: a misuse reads far better here than from inside QuickJS.
   const manifest = await describe(project);
-  process.stderr.write(`toolhost-js: ${manifest.name} ${manifest.version}: ${manifest.tools.length} tool(s) checked\n`);
+  process.stderr.write(`toolhost-js: ${manifest.name} ${manifest.version}: ${manifest.tools.length} tool${manifest.tools.length === 1 ? '' : 's'} checked\n`);
 
   // Stage the project with the SDK as its `toolhost-sdk` package: the QuickJS build resolves
   // imports only inside its module root, and must see this SDK, not some other copy.
@@ -368,6 +385,115 @@ async function cmdComponentize(argv) {
   }
 }
 
+/** The node_modules folder jco was installed into (rolldown and the WASI WIT are there too). */
+function modulesOf(jco) {
+  return path.resolve(path.dirname(jco), '..');
+}
+
+/** The project as one script for the dev runtime: `toolhost-sdk` is the runtime's own SDK. */
+async function cmdBundle(argv) {
+  const args = parseArgs(argv, { '-o': { name: 'out' }, '--out': { name: 'out' }, '--jco': { name: 'jco' } });
+  if (!args.out) throw new Failure(`bundle needs -o OUT.js\n\n${USAGE}`, 2);
+  const project = oneProject(args);
+  const modules = modulesOf(findJco(args.jco));
+  const { rolldown } = await import(pathToFileURL(path.join(modules, 'rolldown', 'dist', 'index.mjs')).href);
+  const bundle = await rolldown({ input: project.main, cwd: project.root, external: ['toolhost-sdk'], logLevel: 'silent' });
+  try {
+    const { output } = await bundle.generate({ format: 'iife', globals: { 'toolhost-sdk': '__toolhost_sdk' } });
+    fs.mkdirSync(path.dirname(path.resolve(args.out)), { recursive: true });
+    fs.writeFileSync(args.out, output[0].code);
+  } finally {
+    await bundle.close();
+  }
+}
+
+/** The dev runtime's entry: the SDK and the host backend, and the project's bundle read from the
+ * sources the host maps at /toolhost-dev, evaluated on the first call of each instance. */
+const RUNTIME_ENTRY = `// Generated by toolhost-js: the \`toolhost dev\` runtime's entry module.
+import './${BACKEND}';
+import * as sdk from 'toolhost-sdk';
+import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
+
+globalThis.__toolhost_sdk = sdk;
+let loaded = null;
+
+function utf8(bytes) {
+  let out = '';
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i++];
+    let c;
+    if (b < 0x80) c = b;
+    else if (b < 0xe0) c = ((b & 0x1f) << 6) | (bytes[i++] & 0x3f);
+    else if (b < 0xf0) c = ((b & 0x0f) << 12) | ((bytes[i++] & 0x3f) << 6) | (bytes[i++] & 0x3f);
+    else c = ((b & 0x07) << 18) | ((bytes[i++] & 0x3f) << 12) | ((bytes[i++] & 0x3f) << 6) | (bytes[i++] & 0x3f);
+    out += String.fromCodePoint(c);
+  }
+  return out;
+}
+
+function source() {
+  const dir = getDirectories().find(([, p]) => p === '/toolhost-dev');
+  if (!dir) throw new Error('the sources of this dev build are not mapped at /toolhost-dev');
+  const file = dir[0].openAt({}, 'bundle.js', {}, { read: true });
+  const [bytes] = file.read(Number(file.stat().size), 0);
+  return utf8(bytes);
+}
+
+export const tools = {
+  call(tool, args) {
+    if (loaded === null) {
+      try {
+        (0, eval)(source());
+        loaded = true;
+      } catch (e) {
+        loaded = "toolhost dev: loading the plugin's sources failed: " + sdk.errorMessage(e);
+      }
+    }
+    if (loaded !== true) throw loaded;
+    return sdk.__internal.dispatch(tool, args);
+  },
+};
+`;
+
+async function cmdRuntime(argv) {
+  const args = parseArgs(argv, { '-o': { name: 'out' }, '--out': { name: 'out' }, '--wit': { name: 'wit' }, '--jco': { name: 'jco' } });
+  if (!args.out || !args.wit) throw new Failure(`runtime needs -o OUT.wasm and --wit WIT_DIR\n\n${USAGE}`, 2);
+  const jco = findJco(args.jco);
+  const builtin = path.join(modulesOf(jco), '@bytecodealliance', 'jco', 'lib', 'wit', 'builtin', '0.2.12');
+  const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'toolhost-js-runtime-'));
+  try {
+    // The plugin world, and a dev world that also reads the sources (WASI's preopens).
+    const wit = path.join(stage, 'wit');
+    fs.mkdirSync(path.join(wit, 'deps'), { recursive: true });
+    fs.copyFileSync(path.join(path.resolve(args.wit), 'toolhost.wit'), path.join(wit, 'toolhost.wit'));
+    fs.writeFileSync(
+      path.join(wit, 'dev.wit'),
+      'package toolhost:plugin@0.1.0;\n\nworld plugin-dev {\n    include plugin;\n    import wasi:filesystem/preopens@0.2.12;\n}\n',
+    );
+    for (const dep of ['wasi-filesystem', 'wasi-io', 'wasi-clocks']) {
+      fs.mkdirSync(path.join(wit, 'deps', dep));
+      fs.copyFileSync(path.join(builtin, dep, 'package.wit'), path.join(wit, 'deps', dep, 'package.wit'));
+    }
+    const app = path.join(stage, 'app');
+    fs.mkdirSync(app);
+    const sdk = path.join(stage, 'node_modules', 'toolhost-sdk');
+    fs.mkdirSync(sdk, { recursive: true });
+    for (const f of RUNTIME_FILES) fs.copyFileSync(path.join(SDK_DIR, f), path.join(sdk, f));
+    fs.writeFileSync(path.join(app, BACKEND), BACKEND_SOURCE);
+    fs.writeFileSync(path.join(app, ENTRY), RUNTIME_ENTRY);
+    const out = path.resolve(args.out);
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    const jcoArgs = ['componentize', path.join(app, ENTRY), '--wit', wit, '--world-name', 'plugin-dev', '--backend', 'qjs',
+      '--backend-qjs-disable-async', '--cwd', stage, '-o', out];
+    const isScript = /\.(m?js|cjs)$/.test(jco);
+    const [cmd, cmdArgs] = isScript ? [process.execPath, [jco, ...jcoArgs]] : [jco, jcoArgs];
+    const result = await run(cmd, cmdArgs, { cwd: stage });
+    if (result.code !== 0) throw new Failure(`toolhost-js: jco componentize failed (${result.signal ?? `exit code ${result.code}`})`);
+  } finally {
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+}
+
 async function cmdTest(argv) {
   const args = parseArgs(argv, {});
   const project = oneProject(args);
@@ -393,6 +519,10 @@ async function main(argv) {
       return cmdComponentize(rest);
     case 'test':
       return cmdTest(rest);
+    case 'bundle':
+      return cmdBundle(rest);
+    case 'runtime':
+      return cmdRuntime(rest);
     case '-h':
     case '--help':
     case 'help':

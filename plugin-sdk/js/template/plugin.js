@@ -9,7 +9,7 @@ definePlugin({ capabilities: {} });
 export const wordCount = defineTool({
   name: 'word_count',
   description: 'Count the words, lines and characters of a text.',
-  params: [{ name: 'text', description: 'the text; commas are part of it' }],
+  params: [{ name: 'text', type: 'string', description: 'the text; commas are part of it' }],
   // The last param takes every remaining argument, joined with ",".
   rest: true,
   readOnly: true,

@@ -44,7 +44,7 @@ definePlugin({ capabilities: { fs: ['workspace:rw'], net: ['api.example.com'], s
 export const count = defineTool({
   name: 'count_words',
   description: 'Count words.',
-  params: [{ name: 'text', description: 'the text' }],
+  params: [{ name: 'text', type: 'string', description: 'the text' }],
   rest: true, readOnly: true, category: 'text', outputLimit: 100,
   run: (text) => words(text).length,
 });
@@ -200,4 +200,51 @@ test('up', () => { assert.equal(up.run('a'), 'A'); assert.equal(up.call('b'), 'B
   fs.writeFileSync(path.join(dir, 'plugin.test.js'), "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\ntest('fails', () => assert.equal(1, 2));\n");
   const failing = spawnSync(process.execPath, [CLI, 'test', dir], { encoding: 'utf8' });
   assert.notEqual(failing.status, 0);
+});
+
+test('manifest: every definition error of the module at once, a param without a type a warning', () => {
+  const dir = project({
+    'plugin.js': `import { defineTool } from 'toolhost-sdk';
+defineTool({ name: 'a', description: 'A.', params: [{ name: 'x', type: 'text' }], run(x) {} });
+defineTool({ name: 'b', description: '', run() {} });
+defineTool({ name: 'c', description: 'C.', params: [{ name: 'unit', type: 'string', optional: true }], run(unit = 5) {} });
+defineTool({ name: 'd', description: 'D.', params: [{ name: 'y' }], run(y) {} });
+`,
+  });
+  const r = cli(['manifest', dir], dir);
+  assert.equal(r.code, 1);
+  assert.equal(
+    r.stderr,
+    [
+      "plugin.js:2: error: tool `a`: param `x`: `type` \"text\" is not one of 'string', 'number', 'integer', 'boolean', 'object', 'array', 'null', 'json'",
+      'plugin.js:3: error: tool `b` has no description: give `description`, a non-empty string (the model reads it to choose the tool)',
+      "plugin.js:4: error: tool `c`: param `unit`: its default 5 is not a string, the param's type",
+      'toolhost-js: 3 errors; nothing was built',
+      '',
+    ].join('\n'),
+  );
+  // A param without a type is text, with a warning at its tool.
+  fs.writeFileSync(path.join(dir, 'plugin.js'), `import { defineTool } from 'toolhost-sdk';
+defineTool({ name: 'd', description: 'D.', params: [{ name: 'y' }], run(y) {} });
+`);
+  const r2 = cli(['manifest', dir], dir);
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.equal(r2.stderr, "plugin.js:2: warning: tool `d`: param `y`: no `type`, so it is text: write type: 'string' (or the JSON type it takes)\n");
+});
+
+test('manifest: a default in run\'s parameter list is the param\'s default', () => {
+  const dir = project({
+    'plugin.js': `import { defineTool } from 'toolhost-sdk';
+defineTool({
+  name: 'convert_units', description: 'Convert.',
+  params: [{ name: 'distance', type: 'number' }, { name: 'to_unit', type: 'string', optional: true }, { name: 'digits', type: 'integer', optional: true }],
+  run(distance, to_unit = 'mi', digits = 2) { return [distance, to_unit, digits]; },
+});
+`,
+  });
+  const r = cli(['manifest', dir], dir);
+  assert.equal(r.code, 0, r.stderr);
+  const params = JSON.parse(r.stdout).tools[0].params;
+  assert.deepEqual(params.map((p) => p.default), [undefined, 'mi', 2]);
+  assert.equal(params[0].type, 'number');
 });

@@ -209,3 +209,46 @@ test('process errors: host refusal, no host, bad input; inside a tool it is the 
   testing.reset();
   assert.match(call('shell', ['id']).err, /process is only available inside toolhost/);
 });
+
+test('a Map, a Set or a class instance returned is an error, not an empty object', () => {
+  class Point {
+    constructor(x) {
+      this.x = x;
+    }
+  }
+  const returning = (name, value) =>
+    defineTool({ name, description: 'R.', params: [], run: () => value });
+  returning('map', new Map([['a', 1]]));
+  returning('set', { tags: new Set(['x']) });
+  returning('point', [1, new Point(2)]);
+  returning('date', { when: new Date(0) });
+  assert.deepEqual(call('map', []), {
+    err: 'map: run returned a Map, which JSON shows as {} (its contents lost): return plain objects and arrays (Object.fromEntries(map), [...set])',
+  });
+  assert.match(call('set', []).err, /^set: run returned a Set at tags, which JSON/);
+  assert.match(call('point', []).err, /^point: run returned an instance of Point at \[1\], which JSON/);
+  assert.deepEqual(call('date', []), { ok: '{"when":"1970-01-01T00:00:00.000Z"}' });
+});
+
+test('declared item types of an array are checked', () => {
+  defineTool({
+    name: 'total',
+    description: 'Sum.',
+    params: [{ name: 'xs', type: 'array', items: 'number' }],
+    run: (xs) => xs.reduce((a, b) => a + b, 0),
+  });
+  assert.deepEqual(call('total', ['[1, 2.5]']), { ok: '3.5' });
+  assert.deepEqual(call('total', ['[1, "2"]']), { err: 'total: argument 1 (`xs`) must be an array of numbers, got "2" at [1]' });
+  assert.deepEqual(__internal.manifest({ name: 'm', version: '1' }).tools[0].params[0].type, { type: 'array', items: { type: 'number' } });
+});
+
+test('a declared default is passed when the argument is left off', () => {
+  defineTool({
+    name: 'convert',
+    description: 'Convert.',
+    params: [{ name: 'd', type: 'number' }, { name: 'unit', type: 'string', optional: true, default: 'mi' }],
+    run: (d, unit) => `${d} ${unit}`,
+  });
+  assert.deepEqual(call('convert', ['-5']), { ok: '-5 mi' });
+  assert.equal(__internal.manifest({ name: 'm', version: '1' }).tools[0].params[1].default, 'mi');
+});

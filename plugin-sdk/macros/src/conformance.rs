@@ -139,8 +139,12 @@ fn source(case: &Value) -> Result<(String, String), String> {
                 }
                 None => (rust_type(p["type"].as_str().unwrap_or("string"))?.to_string(), String::new()),
             };
-            // A default is applied in the body (`limit.unwrap_or(10)`): the param is an Option.
-            if p["optional"] == true || p.get("default").is_some() {
+            // A default is `#[default = 10]`, applied by the dispatch: the param is not an Option.
+            let attr = match p.get("default") {
+                Some(d) => format!("{attr}#[default = {}] ", literal(d)),
+                None => attr,
+            };
+            if p["optional"] == true && p.get("default").is_none() {
                 ty = format!("Option<{ty}>");
             }
             args.push(format!("{attr}{pname}: {ty}"));

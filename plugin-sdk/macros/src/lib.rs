@@ -288,38 +288,68 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     let mut tools_json = Vec::new();
     let mut arms = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
+    // Every mistake of the module at once, each at its own line (the compiler shows them all).
+    let mut errors: Option<syn::Error> = None;
+    let mut report = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
     for item in items.iter_mut() {
         let Item::Fn(func) = item else { continue };
         let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
+            // A `pub fn` here looks like a tool to its author and is none to the model.
+            if matches!(func.vis, syn::Visibility::Public(_))
+                && !func.attrs.iter().any(|a| a.path().is_ident("cfg"))
+            {
+                report(syn::Error::new_spanned(
+                    &func.sig.ident,
+                    format!(
+                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one, or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                        func.sig.ident
+                    ),
+                ));
+            }
             continue;
         };
         let tool_attr = func.attrs.remove(pos);
         if let Some(cfg) =
             func.attrs.iter().find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
         {
-            return Err(syn::Error::new_spanned(
+            report(syn::Error::new_spanned(
                 cfg,
                 "`#[cfg]` on a tool is not supported (the manifest is written before cfg is known); put the whole `#[toolhost_sdk::plugin]` module behind `#[cfg]` instead",
             ));
+            continue;
         }
-        let tool = Tool::from_fn(func, &tool_attr)?;
+        let tool = match Tool::from_fn(func, &tool_attr) {
+            Ok(t) => t,
+            Err(e) => {
+                report(e);
+                continue;
+            }
+        };
         if !seen.insert(tool.name.clone()) {
-            return Err(syn::Error::new_spanned(
+            report(syn::Error::new_spanned(
                 &func.sig.ident,
                 format!(
                     "tool `{}` is defined twice in this plugin; rename one with `#[tool(name = \"…\")]`",
                     tool.name
                 ),
             ));
+            continue;
         }
         if !matches!(func.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_)) {
-            return Err(syn::Error::new_spanned(
+            report(syn::Error::new_spanned(
                 &func.sig.ident,
                 "a `#[tool]` function must be visible to the plugin: write `pub fn` (or `pub(crate) fn`)",
             ));
+            continue;
         }
         tools_json.push(tool.manifest());
-        arms.push(tool.dispatch_arm(mod_name, &func.sig.ident));
+        arms.push(tool.dispatch_arm(mod_name, &func.sig.ident, &func.sig.output));
+    }
+    if let Some(e) = errors {
+        return Err(e);
     }
     if tools_json.is_empty() {
         return Err(syn::Error::new_spanned(
@@ -456,6 +486,9 @@ struct Param {
     /// JSON Schema for the param: a type name or a full schema.
     schema: Value,
     span: Span,
+    /// `#[default = LIT]`: the value when the argument is left off (the param is optional, its
+    /// type is not an `Option`), and the literal that gives it.
+    default: Option<(Value, Lit)>,
 }
 
 #[derive(PartialEq)]
@@ -614,11 +647,53 @@ impl Tool {
                     format!("param `{name}` is declared twice"),
                 ));
             }
-            // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type.
+            // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type;
+            // `#[default = 10]` gives the value a left-off argument takes.
             let mut schema_override = None;
+            let mut default = None;
             let mut kept = Vec::new();
             for a in pat_ty.attrs.drain(..) {
-                if a.path().is_ident("schema") {
+                if a.path().is_ident("default") {
+                    let Meta::NameValue(nv) = &a.meta else {
+                        return Err(syn::Error::new_spanned(&a, "write `#[default = 10]` (a literal)"));
+                    };
+                    let lit = match &nv.value {
+                        Expr::Lit(ExprLit { lit, .. }) => lit.clone(),
+                        Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
+                            Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => {
+                                Lit::Int(syn::LitInt::new(&format!("-{}", i.base10_digits()), i.span()))
+                            }
+                            Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => {
+                                Lit::Float(syn::LitFloat::new(&format!("-{}", f.base10_digits()), f.span()))
+                            }
+                            other => {
+                                return Err(syn::Error::new_spanned(
+                                    other,
+                                    "a default is a literal: a string, a number or a bool",
+                                ));
+                            }
+                        },
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "a default is a literal: a string, a number or a bool",
+                            ));
+                        }
+                    };
+                    let value = match &lit {
+                        Lit::Str(s) => json!(s.value()),
+                        Lit::Bool(b) => json!(b.value),
+                        Lit::Int(i) => json!(i.base10_parse::<i64>()?),
+                        Lit::Float(f) => json!(f.base10_parse::<f64>()?),
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "a default is a literal: a string, a number or a bool",
+                            ));
+                        }
+                    };
+                    default = Some((value, lit));
+                } else if a.path().is_ident("schema") {
                     let Meta::NameValue(nv) = &a.meta else {
                         return Err(syn::Error::new_spanned(&a, "write `#[schema = r#\"{…}\"#]`"));
                     };
@@ -640,7 +715,29 @@ impl Tool {
                 }
             }
             pat_ty.attrs = kept;
-            let (kind, optional, mut schema) = classify(&pat_ty.ty)?;
+            let (kind, mut optional, mut schema) = classify(&pat_ty.ty)?;
+            if let Some((_, lit)) = &default {
+                if optional {
+                    return Err(syn::Error::new_spanned(
+                        &pat_ty.ty,
+                        format!(
+                            "`{name}` has a default, so it is never missing: write its type without `Option<…>`"
+                        ),
+                    ));
+                }
+                let text = kind == ParamKind::Text;
+                if text != matches!(lit, Lit::Str(_)) {
+                    return Err(syn::Error::new_spanned(
+                        lit,
+                        if text {
+                            format!("`{name}` is text (`String`), so its default is a string literal")
+                        } else {
+                            format!("`{name}` is a JSON parameter, so its default is a number or a bool")
+                        },
+                    ));
+                }
+                optional = true;
+            }
             if let Some(s) = schema_override {
                 if kind == ParamKind::Text {
                     return Err(syn::Error::new_spanned(
@@ -652,12 +749,21 @@ impl Tool {
             }
             let description =
                 param_docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone()).unwrap_or_default();
-            tool.params.push(Param { name, description, kind, optional, schema, span: pat_ty.ty.span() });
+            tool.params.push(Param {
+                name,
+                description,
+                kind,
+                optional,
+                schema,
+                span: pat_ty.ty.span(),
+                default,
+            });
         }
         for (doc_name, _) in &param_docs {
             if !tool.params.iter().any(|p| &p.name == doc_name) {
-                return Err(syn::Error::new_spanned(
-                    &func.sig.ident,
+                // At the doc line itself (`/// - `pth`: …`), where the mistake is.
+                return Err(syn::Error::new(
+                    doc_span(&func.attrs, |d| d.contains(&format!("`{doc_name}`"))),
                     format!(
                         "the doc comment describes a parameter `{doc_name}` that this function does not have"
                     ),
@@ -701,12 +807,16 @@ impl Tool {
             .params
             .iter()
             .map(|p| {
-                json!({
+                let mut v = json!({
                     "name": p.name,
                     "type": p.schema,
                     "description": p.description,
                     "optional": p.optional,
-                })
+                });
+                if let Some((default, _)) = &p.default {
+                    v["default"] = default.clone();
+                }
+                v
             })
             .collect();
         let mut m = Map::new();
@@ -751,7 +861,7 @@ impl Tool {
         Value::Object(m)
     }
 
-    fn dispatch_arm(&self, module: &syn::Ident, func: &syn::Ident) -> TokenStream2 {
+    fn dispatch_arm(&self, module: &syn::Ident, func: &syn::Ident, output: &syn::ReturnType) -> TokenStream2 {
         let tool = &self.name;
         let mut lets = Vec::new();
         let mut idents = Vec::new();
@@ -764,13 +874,30 @@ impl Tool {
                 (ParamKind::Json, false) => quote!(args.json(#i, #pname)),
                 (ParamKind::Json, true) => quote!(args.opt_json(#i, #pname)),
             };
-            lets.push(quote_spanned!(p.span=> let #var = #getter?;));
+            match &p.default {
+                // The default's own tokens: a literal that does not fit the type is an error at it.
+                Some((_, lit)) => {
+                    let value = match p.kind {
+                        ParamKind::Text => quote_spanned!(lit.span()=> ::std::string::String::from(#lit)),
+                        ParamKind::Json => quote_spanned!(lit.span()=> #lit),
+                    };
+                    lets.push(quote_spanned!(p.span=> let #var = #getter?.unwrap_or_else(|| #value);));
+                }
+                None => lets.push(quote_spanned!(p.span=> let #var = #getter?;)),
+            }
             idents.push(var);
         }
+        // The conversion of the result is spanned at the return type: a type a tool cannot
+        // return is reported at the author's `-> T` (or the function's name when there is none).
+        let at = match output {
+            syn::ReturnType::Type(_, ty) => ty.span(),
+            syn::ReturnType::Default => func.span(),
+        };
+        let into = quote_spanned!(at=> ::toolhost_sdk::__private::IntoToolResult::into_tool_result);
         quote! {
             #tool => {
                 #(#lets)*
-                ::toolhost_sdk::__private::IntoToolResult::into_tool_result(#module::#func(#(#idents),*))
+                #into(#module::#func(#(#idents),*))
             }
         }
     }
@@ -1164,5 +1291,57 @@ mod tests {
             let err = expand_str(attr, item).expect_err(item);
             assert!(err.contains(want), "for {item}: expected {want:?} in {err:?}");
         }
+    }
+
+    #[test]
+    fn a_default_makes_a_param_optional_and_reaches_the_manifest() {
+        let m = manifest_of(
+            "mod t { /// Convert.\n #[tool] pub fn convert(distance: f64, #[default = \"mi\"] to_unit: String, #[default = -2] digits: i64) -> String { todo!() } }",
+        );
+        let p = &m["tools"][0]["params"];
+        assert_eq!(p[0]["type"], "number");
+        assert_eq!((&p[1]["optional"], &p[1]["default"]), (&json!(true), &json!("mi")));
+        assert_eq!((&p[2]["optional"], &p[2]["default"]), (&json!(true), &json!(-2)));
+        // The body gets the value, not an Option: the dispatch applies the default.
+        let code = expand_str(
+            "name = \"demo\"",
+            "mod t { /// C.\n #[tool] pub fn c(#[default = 3] n: i64) -> String { todo!() } }",
+        )
+        .unwrap();
+        assert!(code.contains("unwrap_or_else (|| 3)"), "{code}");
+        for (item, says) in [
+            ("#[default = 3] n: Option<i64>", "has a default, so it is never missing"),
+            ("#[default = 3] s: String", "is text (`String`), so its default is a string literal"),
+            ("#[default = \"x\"] n: i64", "is a JSON parameter, so its default is a number or a bool"),
+            ("#[default = [1]] n: Vec<i64>", "a default is a literal"),
+        ] {
+            let e = expand_str(
+                "name = \"demo\"",
+                &format!("mod t {{ /// C.\n #[tool] pub fn c({item}) -> String {{ todo!() }} }}"),
+            )
+            .unwrap_err();
+            assert!(e.contains(says), "{item}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_mistake_of_a_module_is_reported_at_once() {
+        let e = derive(
+            "name = \"demo\"".parse().unwrap(),
+            "mod t { /// A.\n /// - `pth`: the path\n #[tool] pub fn a(path: String) -> String { todo!() }\n pub fn helper() {}\n #[tool] pub fn b(x: &str) -> String { todo!() } }"
+                .parse()
+                .unwrap(),
+        )
+        .err()
+        .expect("refused");
+        let all: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            all,
+            [
+                "the doc comment describes a parameter `pth` that this function does not have",
+                "`pub fn helper` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one, or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                "tool `b` has no description: write a doc comment; its first paragraph is the description the model reads",
+            ]
+        );
     }
 }

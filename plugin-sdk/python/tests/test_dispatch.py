@@ -47,6 +47,8 @@ def fail(kind: str) -> str:
         raise ValueError("bad value")
     if kind == "key":
         return {}["missing"]
+    if kind == "import":
+        raise ModuleNotFoundError("No module named 'csv'", name="csv")
     raise RuntimeError()
 
 @tool
@@ -111,6 +113,11 @@ class Dispatch(ProjectCase):
         self.assertEqual(self.call("opt", "a"), (True, '["a", 10, null]'))
         self.assertEqual(self.call("opt", "a", "5", "n"), (True, '["a", 5, "n"]'))
         self.assertEqual(self.call("opt", "a", "null"), (True, '["a", 10, null]'))
+
+    def test_a_missing_module_says_imports_go_at_the_top(self):
+        self.assertEqual(self.call("fail", "import"), (
+            False, "ModuleNotFoundError: No module named 'csv'; a component holds only the modules imported "
+                   "when it was built: import it at the top of the plugin's module"))
 
     def test_arity_and_unknown_tool(self):
         self.assertEqual(self.call("opt"), (False, "opt: argument 1 (`path`) is missing"))

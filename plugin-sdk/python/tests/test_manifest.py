@@ -282,7 +282,7 @@ def t(path: str) -> str:
         self.assertEqual(after["argCount"], 2)
         self.assertEqual(after["parseJson"], [False, True])
         self.assertEqual(after["params"][1], {"name": "count", "type": "integer", "description": "",
-                                              "optional": True})
+                                              "optional": True, "default": 3})
 
 
 class Cli(ProjectCase):

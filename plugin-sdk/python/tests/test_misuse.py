@@ -414,3 +414,52 @@ def t( -> str:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LateImports(ProjectCase):
+    """An import inside a tool runs when the tool is called; the component holds only the
+    modules imported while it was built."""
+
+    def setUp(self):
+        super().setUp()
+        import sys
+
+        from toolhost_sdk import _project
+
+        self._baseline = _project.baseline
+        # As under `python3 -m toolhost_sdk`: `csv` is not among the modules the component holds.
+        _project.baseline = frozenset(m for m in sys.modules if m != "csv")
+
+    def tearDown(self):
+        from toolhost_sdk import _project
+
+        _project.baseline = self._baseline
+        super().tearDown()
+
+    def test_an_import_inside_a_tool_of_a_module_not_loaded_is_an_error_at_its_line(self):
+        self.app('''\
+import json
+
+@tool
+def export(rows: list) -> str:
+    """Rows as CSV."""
+    import csv
+    import json
+    return json.dumps(rows)
+''')
+        self.assertEqual(self.errors(), [
+            "app.py:9: `csv` is imported inside `export`, so only when the tool runs, and the component "
+            "holds only the modules imported when it is built: import `csv` at the top of the module",
+        ])
+
+    def test_the_same_import_at_the_top_is_fine(self):
+        self.app('''\
+import csv
+
+@tool
+def export(rows: list) -> str:
+    """Rows as CSV."""
+    import csv
+    return str(csv)
+''')
+        self.assertEqual(self.tool()["name"], "export")

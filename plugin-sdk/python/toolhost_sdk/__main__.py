@@ -1,21 +1,30 @@
 """`python3 -m toolhost_sdk manifest DIR` and `python3 -m toolhost_sdk componentize DIR -o OUT
---wit WIT`: the two steps `toolhost build` runs for a Python plugin project.
+--wit WIT`: the two steps `toolhost build` runs for a Python plugin project; `runtime -o OUT
+--wit WIT` builds the runtime `toolhost dev` runs a project on (see `_dev`).
 
 Exit codes: 0 done; 1 the project has mistakes (printed as `FILE:LINE: error: message`) or
 componentize-py failed; 2 bad command line.
 """
 
-import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 
 from . import _project
-from ._spec import _Errors
+
+# What a component holds besides the author's modules: the interpreter's start-up modules and
+# the SDK's (its `_project` and `_spec` import what `_guest` does). An import inside a function
+# of a module not here and not imported by the author's modules fails in the component.
+_project.baseline = frozenset(sys.modules)
+
+import argparse  # noqa: E402 - after the baseline: the component has none of these
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+from . import _dev  # noqa: E402
+from ._spec import _Errors  # noqa: E402
 
 # The module componentize-py is pointed at. It must define `Tools` (the `tools` export of the
 # `toolhost:plugin` world) and import everything at top level: componentize-py runs it once at
@@ -53,6 +62,11 @@ def cmd_manifest(args):
     except _Errors as e:
         _report(e.errors)
         return 1
+    if args.dev:
+        # What `toolhost dev` needs besides the manifest: the module the runtime imports, and
+        # the imports the runtime does not hold (then it builds the full component).
+        project = _project.Project(args.project)
+        m = {"manifest": m, "module": project.module, "outside": _dev.imports_outside(project.root)}
     print(json.dumps(m, indent=2, ensure_ascii=False))
     return 0
 
@@ -65,8 +79,19 @@ def cmd_componentize(args):
         _report(e.errors)
         return 1
     project = _project.Project(args.project)
-    print(f"toolhost_sdk: `{m['name']}` {m['version']}: {len(m['tools'])} tools "
+    n = len(m["tools"])
+    print(f"toolhost_sdk: `{m['name']}` {m['version']}: {n} tool{'' if n == 1 else 's'} "
           f"({', '.join(t['name'] for t in m['tools'])})", file=sys.stderr)
+    return _componentize(args, ENTRY.format(module=project.module), [project.root], started)
+
+
+def cmd_runtime(args):
+    """The `toolhost dev` runtime: the SDK and `_dev.PRELOAD`, no author's module."""
+    return _componentize(args, _dev.RUNTIME_ENTRY, [], time.monotonic())
+
+
+def _componentize(args, entry, paths, started):
+    """Run componentize-py on `entry` with the SDK and `paths` on the Python path."""
     tool = args.componentize_py or shutil.which("componentize-py")
     if not tool:
         print("toolhost_sdk: error: componentize-py not found on PATH; install it "
@@ -85,10 +110,11 @@ def cmd_componentize(args):
             if name.endswith(".py"):
                 shutil.copyfile(os.path.join(sdk_dir, name), os.path.join(build, "toolhost_sdk", name))
         with open(os.path.join(build, ENTRY_NAME + ".py"), "w", encoding="utf-8") as f:
-            f.write(ENTRY.format(module=project.module))
+            f.write(entry)
         out = os.path.abspath(args.output)
-        cmd = [tool, "-d", args.wit, "-w", "plugin", "componentize", ENTRY_NAME,
-               "-p", build, "-p", project.root]
+        cmd = [tool, "-d", args.wit, "-w", "plugin", "componentize", ENTRY_NAME, "-p", build]
+        for p in paths:
+            cmd += ["-p", p]
         for p in args.python_path or []:
             cmd += ["-p", p]
         if args.stub_wasi:
@@ -119,6 +145,8 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("manifest", help="print the manifest JSON derived from the project's code")
     p.add_argument("project", help="the project folder (pyproject.toml with [tool.toolhost] module, or app.py)")
+    p.add_argument("--dev", action="store_true", help="print {manifest, module, outside}: what "
+                   "`toolhost dev` needs to run the project on the dev runtime")
     p.set_defaults(run=cmd_manifest)
     p = sub.add_parser("componentize", help="build the component with componentize-py (without the manifest)")
     p.add_argument("project", help="the project folder")
@@ -131,6 +159,12 @@ def main(argv=None):
     p.add_argument("--stub-wasi", action="store_true", help="pass --stub-wasi to componentize-py "
                    "(no WASI imports; not needed with toolhost, which provides WASI p2)")
     p.set_defaults(run=cmd_componentize)
+    p = sub.add_parser("runtime", help="build the runtime `toolhost dev` runs projects on")
+    p.add_argument("-o", "--output", required=True, help="the .wasm to write")
+    p.add_argument("--wit", required=True, help="the toolhost wit/ folder")
+    p.add_argument("--componentize-py", dest="componentize_py", help="componentize-py executable "
+                   "[default: componentize-py on PATH]")
+    p.set_defaults(run=cmd_runtime, python_path=None, stub_wasi=False)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -33,4 +33,8 @@ def dispatch(tool, args):
         # The traceback goes to the guest's stderr, which the host writes to its log.
         traceback.print_exc(file=sys.stderr)
         text = str(e)
-        return False, f"{type(e).__name__}: {text}" if text else type(e).__name__
+        text = f"{type(e).__name__}: {text}" if text else type(e).__name__
+        if isinstance(e, ModuleNotFoundError):
+            text += ("; a component holds only the modules imported when it was built: import it at the "
+                     "top of the plugin's module")
+        return False, text

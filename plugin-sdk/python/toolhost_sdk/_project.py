@@ -2,6 +2,7 @@
 `[tool.toolhost] module`) and the module that defines the tools. `manifest(dir)` imports the
 module under plain CPython and builds the manifest JSON the host validates."""
 
+import ast
 import os
 import re
 import sys
@@ -125,8 +126,13 @@ def _import_failure(exc, project):
     return [Misuse(file, line, f"importing `{project.module}` failed: {type(exc).__name__}: {exc}")]
 
 
+# The modules the last `load` brought in (the author's and what they import).
+last_added = frozenset()
+
+
 def load(root):
     """Import the project's module with a fresh registry; return (project, module)."""
+    global last_added
     project = Project(root)
     _spec._tools.clear()
     _spec._plugins.clear()
@@ -156,8 +162,9 @@ def load(root):
     finally:
         if added and project.root in sys.path:
             sys.path.remove(project.root)
+        last_added = frozenset(set(sys.modules) - before)
         _loaded.update(
-            name for name in set(sys.modules) - before
+            name for name in last_added
             if not name.startswith("toolhost_sdk") and _is_local(sys.modules[name], project.root)
         )
     return project, module
@@ -167,6 +174,55 @@ def _is_local(module, root):
     """Whether a module came from the project folder (stdlib and site packages stay loaded)."""
     f = getattr(module, "__file__", None)
     return f is not None and os.path.abspath(f).startswith(os.path.abspath(root) + os.sep)
+
+
+# The modules a component holds before the author's are imported (set by `__main__`; None under
+# a test runner, where every loaded module counts).
+baseline = None
+
+
+def _function_imports(path):
+    """(line, module, function) of every import inside a function of the file at `path`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+
+    def visit(node, func):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, getattr(child, "name", "<lambda>"))
+                continue
+            if func is not None and isinstance(child, ast.Import):
+                out.extend((child.lineno, a.name, func) for a in child.names)
+            elif func is not None and isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                out.append((child.lineno, child.module, func))
+            visit(child, func)
+
+    visit(tree, None)
+    return out
+
+
+def _late_imports(project, added):
+    """An import inside a function runs when a tool is called. A component holds only the
+    modules imported while it was built (componentize-py snapshots them; there are no files at
+    run time), so each such import must name a module the plugin's modules import at load."""
+    held = set(sys.modules) if baseline is None else set(baseline) | set(added)
+    files = [project.module_file] + sorted(
+        m.__file__ for name, m in sys.modules.items() if name in added and _is_local(m, project.root)
+        and m.__file__ != project.module_file
+    )
+    errors = []
+    for path in dict.fromkeys(files):
+        for line, module, func in _function_imports(path):
+            if module in held or module.split(".")[0] == "toolhost_sdk":
+                continue
+            errors.append(Misuse(path, line, f"`{module}` is imported inside `{func}`, so only when the tool "
+                                             "runs, and the component holds only the modules imported when "
+                                             f"it is built: import `{module}` at the top of the module"))
+    return errors
 
 
 def _list_option(value, key, file, line, errors):
@@ -266,6 +322,7 @@ def manifest(root):
         specs = _spec.derive_all()
     except _Errors as e:
         errors.extend(e.errors)
+    errors.extend(_late_imports(project, last_added))
     if not _spec._tools and not errors:
         errors.append(Misuse(project.module_file, 1, "this plugin declares no tools: mark at least one "
                                                      "function with `@tool`"))

@@ -513,8 +513,36 @@ def parse_docstring(doc):
 # Deriving a tool's manifest entry.
 
 
+_NO_DEFAULT = object()
+
+
+def _manifest_default(param, file, line, errors):
+    """The default as the manifest shows it (the schema's `default`): a JSON value of the
+    param's type; `None` and values JSON cannot hold are not shown."""
+    value = param.default
+    if value is None:
+        return _NO_DEFAULT
+    try:
+        shown = json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return _NO_DEFAULT
+    if not param.json:
+        if not isinstance(value, str):
+            errors.append(Misuse(file, line, f"parameter `{param.name}` is text (`str`), so its default must be a "
+                                             f"str, got {value!r}"))
+            return _NO_DEFAULT
+        return shown
+    try:
+        convert(shown, param.annotation, param.name)
+    except _Shape as e:
+        errors.append(Misuse(file, line, f"the default of parameter `{param.name}` does not fit its type: {e}"))
+        return _NO_DEFAULT
+    return shown
+
+
 class Param:
-    __slots__ = ("name", "annotation", "json", "optional", "default", "schema", "description")
+    __slots__ = ("name", "annotation", "json", "optional", "default", "schema", "description",
+                 "manifest_default")
 
     def __init__(self, name, annotation, is_json, optional, default, schema, description):
         self.name = name
@@ -524,6 +552,7 @@ class Param:
         self.default = default
         self.schema = schema
         self.description = description
+        self.manifest_default = _NO_DEFAULT
 
 
 class ToolSpec:
@@ -704,7 +733,9 @@ def derive(decl):
                                               "(the model leaves them off the end)"))
         desc = param_docs.get(p.name, ("", 0))[0]
         default = p.default if has_default else None
-        params.append(Param(p.name, inner, is_json, optional, default, sch, desc))
+        param = Param(p.name, inner, is_json, optional, default, sch, desc)
+        param.manifest_default = _manifest_default(param, file, pline, errors)
+        params.append(param)
 
     for doc_name, (_, offset) in param_docs.items():
         if doc_name not in sig.parameters:
@@ -728,10 +759,7 @@ def derive(decl):
     entry = {
         "name": name,
         "description": description,
-        "params": [
-            {"name": p.name, "type": p.schema, "description": p.description, "optional": p.optional}
-            for p in params
-        ],
+        "params": [_param_entry(p) for p in params],
         "argCount": len(params),
         "parseJson": [p.json for p in params],
         "rest": rest,
@@ -755,6 +783,13 @@ def derive(decl):
     if icons:
         entry["icons"] = [{"src": i} for i in icons]
     return ToolSpec(name, func, params, entry)
+
+
+def _param_entry(p):
+    entry = {"name": p.name, "type": p.schema, "description": p.description, "optional": p.optional}
+    if p.manifest_default is not _NO_DEFAULT:
+        entry["default"] = p.manifest_default
+    return entry
 
 
 def _is_record(tp):

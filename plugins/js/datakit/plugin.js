@@ -15,7 +15,7 @@ export const jsonSelect = defineTool({
     'Return the part of a JSON document at a JSON pointer (RFC 6901), pretty-printed; the whole document without a pointer.',
   params: [
     { name: 'document', type: 'json', description: 'any JSON value' },
-    { name: 'pointer', description: 'a JSON pointer such as /items/0/name', optional: true },
+    { name: 'pointer', type: 'string', description: 'a JSON pointer such as /items/0/name', optional: true },
   ],
   readOnly: true,
   category: 'data',
@@ -54,7 +54,7 @@ export const mdTable = defineTool({
 export const wordFreq = defineTool({
   name: 'word_freq',
   description: 'The most frequent words of a text with their counts (case-insensitive, at most 20).',
-  params: [{ name: 'text', description: 'the text; commas are part of it' }],
+  params: [{ name: 'text', type: 'string', description: 'the text; commas are part of it' }],
   rest: true,
   readOnly: true,
   category: 'text',
@@ -70,8 +70,8 @@ export const jsonApi = defineTool({
   description:
     "GET a JSON API with the operator's `api_token` secret as a bearer token (added by the host; the plugin never sees it), optionally only the part at a JSON pointer.",
   params: [
-    { name: 'url', description: 'an http or https URL the operator allows' },
-    { name: 'pointer', description: 'a JSON pointer into the answer', optional: true },
+    { name: 'url', type: 'string', description: 'an http or https URL the operator allows' },
+    { name: 'pointer', type: 'string', description: 'a JSON pointer into the answer', optional: true },
   ],
   readOnly: true,
   category: 'web',

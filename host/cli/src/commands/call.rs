@@ -19,7 +19,10 @@ use toolhost_core::executor::{
 pub struct Args {
     /// Tool name
     pub tool: String,
-    /// Arguments, as the model would give them (JSON params as JSON text)
+    /// Arguments, as the model would give them (JSON params as JSON text). Everything after
+    /// the first argument is an argument too, `-5` and `--` included; put -y/--json before
+    /// TOOL or right after it, and `--` right after TOOL when the first argument starts with `-`
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
     /// Confirm a dangerous tool without asking
     #[arg(long, short = 'y')]
@@ -143,5 +146,37 @@ impl ProgressSink for Shown {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         self.show(progress);
         Box::pin(std::future::ready(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(line: &[&str]) -> (String, Vec<String>, bool, bool) {
+        let cli = Cli::try_parse_from(["toolhost", "call"].iter().chain(line)).unwrap();
+        let Command::Call(a) = cli.command else { panic!("not call") };
+        (a.tool, a.args, a.yes, a.json)
+    }
+
+    fn args(line: &[&str]) -> Vec<String> {
+        parse(line).1
+    }
+
+    #[test]
+    fn arguments_are_taken_as_written() {
+        assert_eq!(args(&["convert", "-5", "km"]), ["-5", "km"]);
+        assert_eq!(args(&["echo", "abc", "--"]), ["abc", "--"]);
+        assert_eq!(args(&["echo", "abc", "--", "x"]), ["abc", "--", "x"]);
+        assert_eq!(args(&["echo", "abc", "-y"]), ["abc", "-y"]);
+        assert_eq!(args(&["echo", "--", "-y"]), ["-y"]);
+        assert_eq!(args(&["echo", "a,b", "--json"]), ["a,b", "--json"]);
+        let (tool, a, yes, json) = parse(&["-y", "--json", "run", "git", "status"]);
+        assert_eq!((tool.as_str(), yes, json), ("run", true, true));
+        assert_eq!(a, ["git", "status"]);
+        let (_, a, yes, json) = parse(&["run", "-y", "--json", "git"]);
+        assert_eq!((yes, json), (true, true));
+        assert_eq!(a, ["git"]);
     }
 }

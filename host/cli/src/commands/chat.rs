@@ -158,7 +158,7 @@ async fn chat(
     options: AgentOptions,
     args: ChatArgs,
 ) -> Result<ExitCode> {
-    let crate::settings::Settings { core: cfg, frontends, .. } = settings;
+    let crate::settings::Settings { core: cfg, frontends, flag_plugins, .. } = settings;
     let reader = LineReader::spawn();
     // Questions go to the terminal itself (`/dev/tty`), not through the line reader: an
     // answer is only taken once toolhost asked, whatever was typed or piped before.
@@ -173,6 +173,7 @@ async fn chat(
     let mut changes = reloader.subscribe();
     let _watch = reloader.watch(Duration::from_millis(args.debounce_ms))?;
     let registry = host.registry.load_full();
+    crate::settings::unknown_flag_plugins(&flag_plugins, &registry, &host.config.plugins_dir)?;
     for f in registry.failures() {
         eprintln!("toolhost: not loaded: {}", term::line(&f.to_string()));
     }

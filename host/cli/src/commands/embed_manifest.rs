@@ -32,9 +32,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     toolhost_core::files::write_atomic(&out, &out_bytes)
         .with_context(|| format!("cannot write {}", out.display()))?;
     eprintln!(
-        "embedded manifest of `{}` ({} tools) into {}",
+        "embedded manifest of `{}` ({}) into {}",
         term::line(&parsed.name),
-        parsed.tools.len(),
+        term::count(parsed.tools.len(), "tool"),
         out.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -19,6 +19,7 @@ pub mod run;
 pub mod schema;
 pub mod serve;
 pub mod sign;
+pub mod test;
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -38,7 +39,7 @@ Examples:
   toolhost --plugins target/plugins --workspace ./scratch --allow-write files call write notes.txt 'hello, world'
   toolhost --plugins target/plugins call split_task Launch '[{\"title\": \"design\", \"days\": 2}]'
   toolhost --plugins target/plugins --allow-net web=example.com call fetch https://example.com/
-  toolhost --plugins target/plugins --allow-run system=git call -y run git status
+  toolhost --plugins target/plugins --allow-run sys=git call -y run git status
   toolhost --plugins target/plugins serve --mcp        # an MCP server over stdio
 
 Logging: -v / -vv, or TOOLHOST_LOG=debug (tracing filter syntax). Logs go to stderr. The MCP
@@ -82,6 +83,7 @@ pub enum Command {
     Serve(serve::Args),
     /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
     /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
+    #[command(after_help = dev::AFTER_HELP)]
     Dev(dev::Args),
     /// Build a plugin project into a .wasm with its manifest derived from the code and
     /// embedded: a Rust crate (cargo, wasm32-wasip2), a Python project (componentize-py) or a
@@ -113,6 +115,9 @@ pub enum Command {
     /// Call one tool and print its outcome (exit code 1 if the call fails, 130 if Ctrl-C
     /// cancelled it); its progress is shown while it runs
     Call(call::Args),
+    /// Run a plugin project's own tests, then call each of its tools once through the host
+    #[command(after_help = test::AFTER_HELP)]
+    Test(test::Args),
 }
 
 /// Run a parsed command line.
@@ -127,7 +132,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
         Command::Dev(a) => dev::run(g, a),
-        Command::Build(a) => build::run(a),
+        Command::Build(a) => build::run(g, a),
         Command::New(a) => new::run(a),
         Command::EmbedManifest(a) => embed_manifest::run(a),
         Command::Approve(a) => approve::run(g, a),
@@ -137,5 +142,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sign(a) => sign::run(&a),
         Command::Keygen(a) => keygen::run(&a),
         Command::Call(a) => call::run(g, a),
+        Command::Test(a) => test::run(g, a),
     }
 }

@@ -26,6 +26,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let parent = dir.unwrap_or_else(|| PathBuf::from("."));
     let created = crate::project::scaffold::create(&parent, &name, lang, sdk.as_deref())?;
     println!("created {} ({lang})", created.display());
-    println!("next: toolhost build {0} && toolhost --plugins {0} list", created.display());
+    // A hint that writes nothing into the project (its README says how to build and install).
+    println!(
+        "next: toolhost test {}   (its tests, then each tool called once through the host)",
+        created.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

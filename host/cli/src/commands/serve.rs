@@ -5,11 +5,11 @@
 use crate::args::GlobalArgs;
 use crate::session::{eprint_change, live_host, load_and_watch, print_change, unloaded_host};
 use crate::settings::Settings;
+use crate::settings::unknown_flag_plugins;
 use anyhow::{Context, Result, bail};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost_core::Config;
 
 pub const AFTER_HELP: &str = "\
 MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
@@ -83,7 +83,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         rt.shutdown_timeout(Duration::from_millis(500));
         r
     } else {
-        rt.block_on(serve(settings.core, debounce))
+        rt.block_on(serve(settings, debounce))
     }
 }
 
@@ -98,7 +98,7 @@ async fn serve_mcp(
     // it, later by draining the calls in flight (see `service::shutdown`).
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()
         .context("cannot install signal handlers")?;
-    let Settings { core, frontends, .. } = settings;
+    let Settings { core, frontends, flag_plugins, .. } = settings;
     let (host, reloader) = unloaded_host(core)?;
     let service = Arc::new(toolhost_frontends::service::Service::for_command(
         &host.config,
@@ -139,6 +139,7 @@ async fn serve_mcp(
     }
     let load = async {
         let watch = load_and_watch(&host, &reloader, debounce, eprint_change).await?;
+        unknown_flag_plugins(&flag_plugins, &host.registry.load(), &host.config.plugins_dir)?;
         // Reloads are counted from here: the first load is not one.
         service.watch_reloads(&reloader);
         let mut changes = reloader.subscribe();
@@ -206,8 +207,9 @@ async fn serve_mcp(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(cfg: Config, debounce: Duration) -> Result<ExitCode> {
-    let (host, reloader, _watch) = live_host(cfg, debounce).await?;
+async fn serve(settings: Settings, debounce: Duration) -> Result<ExitCode> {
+    let (host, reloader, _watch) = live_host(settings.core.clone(), debounce).await?;
+    settings.check_flag_plugins(&host.registry.load())?;
     let mut changes = reloader.subscribe();
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()
         .context("cannot install signal handlers")?;

@@ -13,8 +13,10 @@
 use cargo::PluginCrate;
 use toolhost_spec::manifest::{self, Manifest};
 pub mod cargo;
+pub mod dev;
 pub mod scaffold;
 mod sdk_files;
+pub mod testing;
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
@@ -34,6 +36,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-python3}" -c \
   'import sys; sys.argv[0] = "componentize-py"; from componentize_py import script; script()' "$@"
 "#;
+
+/// Builds the build cache keeps (Python and JavaScript; a Python component is ~18 MiB).
+pub const BUILDS_KEPT: usize = 12;
 
 /// The WIT world every plugin targets.
 const WIT: &str = include_str!("../../../../wit/toolhost.wit");
@@ -120,6 +125,15 @@ impl Project {
         )
     }
 
+    /// The same project in another folder (a snapshot of it).
+    fn relocated(&self, dir: &Path) -> Project {
+        match self {
+            Project::Rust(k) => Project::Rust(k.clone()),
+            Project::Python { .. } => Project::Python { dir: dir.to_path_buf() },
+            Project::Js { .. } => Project::Js { dir: dir.to_path_buf() },
+        }
+    }
+
     pub fn lang(&self) -> Lang {
         match self {
             Project::Rust(_) => Lang::Rust,
@@ -135,21 +149,19 @@ impl Project {
         }
     }
 
-    /// Whether a changed path should trigger a rebuild in `toolhost dev`.
+    /// Whether a changed path goes into the plugin, so `toolhost dev` rebuilds: sources and
+    /// project files, never tests (`test_*.py`, `*.test.js`), build outputs or dotfiles.
     pub fn is_source(&self, path: &Path) -> bool {
         match self {
             Project::Rust(k) => k.is_source(path),
             Project::Python { dir } | Project::Js { dir } => {
                 let Ok(rel) = path.strip_prefix(dir) else { return false };
-                if rel.components().any(|c| {
-                    let c = c.as_os_str().to_string_lossy();
-                    c.starts_with('.') || c == "node_modules" || c == "__pycache__" || c == "target"
-                }) {
+                if !dev::is_input(self.lang(), rel) {
                     return false;
                 }
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
                 match self {
-                    Project::Python { .. } => matches!(ext, "py" | "toml"),
+                    Project::Python { .. } => matches!(ext, "py" | "toml" | "json" | "txt"),
                     _ => matches!(ext, "js" | "mjs" | "json"),
                 }
             }
@@ -190,50 +202,65 @@ impl Project {
                 let m = manifest::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 (bytes, m)
             }
-            Project::Python { dir } => {
+            Project::Python { .. } | Project::Js { .. } => {
+                // Built from a copy of the inputs: a save while this runs changes the next
+                // build, not this one, and the build cache's key is what was built.
+                let snap = tempfile::Builder::new()
+                    .prefix("toolhost-build-")
+                    .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
+                    .context("cannot create a folder for the build")?;
+                dev::snapshot(self, self.dir(), snap.path())?;
+                let key = tools.build_key(self.lang(), snap.path())?;
+                if let Some(bytes) = tools.cached_build(&key) {
+                    let manifest = manifest::read(&bytes)
+                        .map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
+                    return Ok(Built {
+                        bytes,
+                        manifest,
+                        seconds: started.elapsed().as_secs_f64(),
+                        cached: true,
+                    });
+                }
+                let copy = self.relocated(snap.path());
+                let manifest = copy.manifest(tools).map_err(|e| {
+                    anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()))
+                })?;
                 let sdk = tools.sdk()?;
-                let python = python3();
-                let manifest = self.manifest(tools)?;
-                let cpy = tools.componentize_py()?;
                 let out = Scratch::new();
-                run_step(
-                    Command::new(&python)
-                        .env("PYTHONPATH", sdk.join("python"))
-                        .args(["-m", "toolhost_sdk", "componentize"])
-                        .arg(dir)
-                        .arg("-o")
-                        .arg(&*out)
-                        .arg("--wit")
-                        .arg(sdk.join("wit"))
-                        .arg("--componentize-py")
-                        .arg(&cpy),
-                    "componentize-py",
-                )?;
-                (embed(&out, &manifest)?, manifest)
-            }
-            Project::Js { dir } => {
-                let sdk = tools.sdk()?;
-                let cli = sdk.join("js/bin/toolhost-js.mjs");
-                let manifest = self.manifest(tools)?;
-                let jco = tools.jco()?;
-                let out = Scratch::new();
-                run_step(
-                    Command::new(node())
-                        .arg(&cli)
-                        .arg("componentize")
-                        .arg(dir)
-                        .arg("-o")
-                        .arg(&*out)
-                        .arg("--wit")
-                        .arg(sdk.join("wit"))
-                        .arg("--jco")
-                        .arg(&jco),
-                    "jco componentize",
-                )?;
-                (embed(&out, &manifest)?, manifest)
+                match self {
+                    Project::Python { .. } => run_step(
+                        Command::new(python3())
+                            .env("PYTHONPATH", sdk.join("python"))
+                            .args(["-m", "toolhost_sdk", "componentize"])
+                            .arg(snap.path())
+                            .arg("-o")
+                            .arg(&*out)
+                            .arg("--wit")
+                            .arg(sdk.join("wit"))
+                            .arg("--componentize-py")
+                            .arg(tools.componentize_py()?),
+                        "componentize-py",
+                    )?,
+                    _ => run_step(
+                        Command::new(node())
+                            .arg(sdk.join("js/bin/toolhost-js.mjs"))
+                            .arg("componentize")
+                            .arg(snap.path())
+                            .arg("-o")
+                            .arg(&*out)
+                            .arg("--wit")
+                            .arg(sdk.join("wit"))
+                            .arg("--jco")
+                            .arg(tools.jco()?),
+                        "jco componentize",
+                    )?,
+                }
+                let bytes = embed(&out, &manifest)?;
+                tools.keep_build(&key, &bytes);
+                (bytes, manifest)
             }
         };
-        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64() })
+        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: false })
     }
 }
 
@@ -243,6 +270,8 @@ pub struct Built {
     pub bytes: Vec<u8>,
     pub manifest: Manifest,
     pub seconds: f64,
+    /// Taken from the build cache: the inputs are those of an earlier build.
+    pub cached: bool,
 }
 
 impl Built {
@@ -261,6 +290,48 @@ impl Built {
         self.write(&to)?;
         Ok(to)
     }
+}
+
+/// Refuse to install `m` into `plugins_dir` when another plugin there (any `.wasm` but the one
+/// named after `m`, which is replaced) has the same plugin name or declares one of `m`'s tools:
+/// the registry would load only one of them, silently to whoever only looks at their own.
+pub fn check_collisions(plugins_dir: &Path, m: &Manifest) -> Result<()> {
+    let own = format!("{}.wasm", m.name);
+    let Ok(entries) = std::fs::read_dir(plugins_dir) else { return Ok(()) };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            toolhost_core::discovery::is_candidate_name(&name) && name != own
+        })
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    for path in files {
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(other) = manifest::read(&bytes) else { continue };
+        let file = toolhost_core::discovery::file_name(&path);
+        if other.name == m.name {
+            problems.push(format!(
+                "plugin `{}` is already installed as {file}; remove {file}, or rename the plugin",
+                m.name
+            ));
+            continue;
+        }
+        for t in &m.tools {
+            if other.tools.iter().any(|o| o.name == t.name) {
+                problems.push(format!(
+                    "tool `{}` of plugin `{}` is already a tool of plugin `{}` ({file}); rename the tool in one of them, or remove {file}",
+                    t.name, m.name, other.name
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!("not installed into {}: {}", plugins_dir.display(), problems.join("; "));
+    }
+    Ok(())
 }
 
 /// Where pinned toolchains and the bundled SDKs are installed.
@@ -312,6 +383,57 @@ impl Toolchains {
         toolhost_core::files::rename_dir_into_place(&tmp, &dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(dir)
+    }
+
+    /// The build cache's key for a Python or JavaScript project: everything that goes into the
+    /// component — the language, the pinned toolchains, the SDK and WIT (by the content hash
+    /// in the SDK folder's name), and every input file of the project (relative path and
+    /// bytes; tests left out).
+    ///
+    /// componentize-py and componentize-qjs are not deterministic (the snapshot they take holds
+    /// CPython's hash secret and QuickJS's PRNG state, drawn at build time), so two builds of the
+    /// same sources would differ in every byte: the cache makes them the same build, so
+    /// `toolhost build` twice gives the same file and a host does not compile it twice. Not
+    /// covered: a JavaScript project's `node_modules` (its dependencies), and the Python
+    /// packages componentize-py finds in site-packages.
+    pub fn build_key(&self, lang: Lang, inputs: &Path) -> Result<String> {
+        let sdk = self.sdk()?;
+        let mut h = Sha256::new();
+        h.update(format!("{lang}\0{COMPONENTIZE_PY}\0{JCO}\0{COMPONENTIZE_QJS}\0").as_bytes());
+        h.update(sdk.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default().as_bytes());
+        h.update(python3().to_string_lossy().as_bytes());
+        h.update(dev::tree_id(inputs)?.as_bytes());
+        Ok(h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect())
+    }
+
+    fn build_file(&self, key: &str) -> PathBuf {
+        self.root.join("builds").join(format!("{key}.wasm"))
+    }
+
+    /// A build made earlier from the same inputs, if the cache still has it (and it reads).
+    pub fn cached_build(&self, key: &str) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(self.build_file(key)).ok()?;
+        manifest::read(&bytes).is_ok().then_some(bytes)
+    }
+
+    /// Keep a build for its inputs; the cache holds the most recent [`BUILDS_KEPT`].
+    pub fn keep_build(&self, key: &str, bytes: &[u8]) {
+        let to = self.build_file(key);
+        let dir = self.root.join("builds");
+        if std::fs::create_dir_all(&dir).is_err() || toolhost_core::files::write_atomic(&to, bytes).is_err() {
+            return; // only a cache
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".wasm"))
+            .map(|e| (e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), e.path()))
+            .collect();
+        all.sort();
+        let excess = all.len().saturating_sub(BUILDS_KEPT);
+        for (_, path) in all.into_iter().take(excess) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// componentize-py, installed with `pip install --target` into a private folder on first
@@ -398,6 +520,23 @@ impl Toolchains {
     }
 }
 
+/// The folder a `toolhost dev` session keeps its temporary files in (set once per process).
+static SCRATCH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Keep this process's build files (and the build tools', through `TMPDIR`) in `dir`, which
+/// the caller removes when it is done.
+pub fn set_scratch(dir: &Path) {
+    let _ = SCRATCH.set(dir.to_path_buf());
+}
+
+/// `cmd` with `TMPDIR` set to the scratch folder, if there is one.
+fn scratch_env(cmd: &mut Command) -> &mut Command {
+    if let Some(dir) = SCRATCH.get() {
+        cmd.env("TMPDIR", dir);
+    }
+    cmd
+}
+
 fn python3() -> PathBuf {
     std::env::var_os("TOOLHOST_PYTHON3").map(PathBuf::from).unwrap_or_else(|| "python3".into())
 }
@@ -408,8 +547,10 @@ fn node() -> PathBuf {
 
 /// Run the SDK's `manifest` command: JSON on stdout, or `FILE:LINE: error: …` lines on stderr.
 fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
-    let out =
-        cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let out = scratch_env(cmd)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         bail!("the tools in {} have errors:\n{}", dir.display(), err.trim_end());
@@ -424,7 +565,7 @@ fn derive_manifest(cmd: &mut Command, dir: &Path) -> Result<Manifest> {
 
 /// Run a build step with its output passed through; fail naming the step.
 fn run_step(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd
+    let status = scratch_env(cmd)
         .env("TOOLHOST_BUILD", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
@@ -444,7 +585,8 @@ impl Scratch {
     fn new() -> Scratch {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Scratch(std::env::temp_dir().join(format!("toolhost-build-{}-{n}.wasm", std::process::id())))
+        let dir = SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir);
+        Scratch(dir.join(format!("toolhost-build-{}-{n}.wasm", std::process::id())))
     }
 }
 

@@ -59,16 +59,50 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
                     .iter()
                     .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
             );
-            files.push((".gitignore".into(), "node_modules/\n*.wasm\n".into()));
             files
         }
     };
+    let mut files = files;
+    files.push((".gitignore".into(), gitignore(lang)));
+    files.push(("README.md".into(), readme(name, lang)));
     for (rel, text) in files {
         let p = dir.join(&rel);
         std::fs::create_dir_all(p.parent().unwrap())?;
         std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(dir)
+}
+
+/// What a project's repository leaves out: build outputs (the `.wasm`, and each language's
+/// own), and what `toolhost` writes when the project folder doubles as a plugins folder
+/// (approvals, `dev`'s sources).
+pub fn gitignore(lang: Lang) -> String {
+    let own = match lang {
+        Lang::Rust => "/target\n",
+        Lang::Python => "__pycache__/\n*.pyc\n",
+        Lang::Js => "node_modules/\n",
+    };
+    format!("# build outputs\n*.wasm\n{own}# written by toolhost\n.toolhost-approvals.json\n.toolhost-dev/\n")
+}
+
+/// How to test, build and develop the project.
+pub fn readme(name: &str, lang: Lang) -> String {
+    let (language, tests) = match lang {
+        Lang::Rust => ("Rust", "`cargo test`"),
+        Lang::Python => ("Python", "`test_*.py` with pytest if it is installed, else `python3 -m unittest`"),
+        Lang::Js => ("JavaScript", "`*.test.js` with `node --test`"),
+    };
+    format!(
+        "# {name}\n\nA toolhost plugin in {language}.\n\n\
+         - `toolhost test {name}` runs its tests ({tests}, with the SDK on the path), then builds it and\n  \
+         calls each tool once through the host, in a sandbox granted nothing but an empty workspace.\n\
+         - `toolhost build {name} --install ./plugins` runs the tests, builds `{name}.wasm` and puts it in a\n  \
+         plugins folder (`toolhost build {name}` writes it here; `--no-test` skips the tests).\n\
+         - `toolhost --plugins ./plugins dev {name}` keeps it live while you edit: each save is loaded in\n  \
+         about a second.\n\
+         - `toolhost --plugins ./plugins call TOOL ARGS…` calls a tool; `toolhost --plugins ./plugins list`\n  \
+         shows the tools, what the plugin requests and what is granted.\n"
+    )
 }
 
 /// Fill `{{name}}` (and `{{name_snake}}`) in every file of a template.
@@ -133,9 +167,5 @@ mod test {
     }
 }
 "#;
-    vec![
-        ("Cargo.toml".into(), cargo),
-        ("src/lib.rs".into(), lib.into()),
-        (".gitignore".into(), "/target\n*.wasm\n".into()),
-    ]
+    vec![("Cargo.toml".into(), cargo), ("src/lib.rs".into(), lib.into())]
 }

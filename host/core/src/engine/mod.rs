@@ -232,11 +232,13 @@ impl Runtime {
     /// message if the component imports something the host does not provide.
     /// `name` is only for progress messages.
     pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
-        self.prepare_hashed(name, &crate::discovery::content_hash(bytes), bytes)
+        let code = toolhost_spec::sections::code_sha256(bytes, crate::discovery::content_hash(bytes));
+        self.prepare_hashed(name, &code, bytes)
     }
 
-    /// [`Runtime::prepare`] with the SHA-256 of `bytes` already computed (discovery computes
-    /// it once per file; hashing is a visible part of start-up).
+    /// [`Runtime::prepare`] with the SHA-256 of the code already computed (discovery computes
+    /// it once per file, [`crate::discovery::Candidate::code`]; hashing is a visible part of
+    /// start-up).
     pub fn prepare_hashed(
         &self,
         name: &str,

@@ -675,10 +675,10 @@ pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, Strin
                     spec.name
                 ));
             }
-            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(arg) {
+            if let Some(problem) = json_arg_problem(&spec.params[i], arg) {
                 let param = &spec.params[i].name;
                 return Err(format!(
-                    "argument {} (`{param}`) of `{}` must be valid JSON: {e}; usage: {}",
+                    "argument {} (`{param}`) of `{}` {problem}; usage: {}",
                     i + 1,
                     spec.name,
                     spec.signature()
@@ -687,6 +687,42 @@ pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, Strin
         }
     }
     Ok(args)
+}
+
+/// Why the text of a JSON argument does not fit its param's type, in the words every front end
+/// uses (`must be a number, got `ten``): not JSON at all, or JSON of another type.
+/// An optional param also takes `null` (left off).
+fn json_arg_problem(param: &toolhost_spec::manifest::ParamSpec, arg: &str) -> Option<String> {
+    use toolhost_spec::manifest::{type_name, type_phrase, value_has_type};
+    let shown = || {
+        let t = arg.trim();
+        let short: String = t.chars().take(40).collect();
+        if short.len() < t.len() { format!("`{short}…`") } else { format!("`{short}`") }
+    };
+    let t = type_name(&param.ty).filter(|t| toolhost_spec::manifest::JSON_TYPES.contains(t));
+    let scalar = matches!(t, Some("number" | "integer" | "boolean" | "null" | "string"));
+    // Structured JSON is only checked for syntax here (and its outer type by its first
+    // character): the plugin checks the rest, and the parser's depth limit stays the one of
+    // `IgnoredAny`.
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(arg) {
+        return Some(match t {
+            Some(t) if scalar => format!("must be {}, got {}", type_phrase(t), shown()),
+            Some(t) => format!("must be {} in JSON, got {} ({e})", type_phrase(t), shown()),
+            None => format!("must be valid JSON, got {} ({e})", shown()),
+        });
+    }
+    let t = t?;
+    let null = arg.trim() == "null";
+    if param.optional && null {
+        return None;
+    }
+    let fits = match t {
+        "array" => arg.trim_start().starts_with('['),
+        "object" => arg.trim_start().starts_with('{'),
+        _ if scalar => serde_json::from_str::<serde_json::Value>(arg).is_ok_and(|v| value_has_type(t, &v)),
+        _ => true,
+    };
+    (!fits).then(|| format!("must be {}, got {}", type_phrase(t), shown()))
 }
 
 /// Maximum bracket nesting of a JSON text, strings skipped (linear, no recursion).
@@ -755,6 +791,7 @@ mod tests {
                     ty: if *json { json!("array") } else { json!("string") },
                     description: String::new(),
                     optional: *optional,
+                    default: None,
                 })
                 .collect(),
             arg_count: params.len(),
@@ -806,12 +843,34 @@ mod tests {
         let t = spec(&[("title", false, false), ("subtasks", true, false)], false);
         let e = check_args(&t, &s(&["x", "[{\"a\": 1,}]"])).unwrap_err();
         assert!(e.contains("argument 2 (`subtasks`)") && e.contains("column"), "{e}");
+        assert!(e.contains("must be an array in JSON, got `[{\"a\": 1,}]`"), "{e}");
         // Deep nesting is refused by the JSON parser's depth limit, not by a stack overflow.
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(check_args(&t, &["x".to_string(), deep]).unwrap_err().contains("nested 100000 levels"));
         let ok = "[".repeat(128) + &"]".repeat(128);
         assert!(check_args(&t, &["x".to_string(), ok]).is_ok());
         assert_eq!(json_depth(r#"["[[[", {"a": "\"]"}]"#), 2);
+    }
+
+    #[test]
+    fn typed_arguments_are_refused_in_the_words_of_every_front_end() {
+        let mut t = spec(&[("distance", true, false), ("exact", true, true)], false);
+        t.name = "convert".into();
+        t.params[0].ty = json!("number");
+        t.params[1].ty = json!("boolean");
+        let e = check_args(&t, &s(&["ten"])).unwrap_err();
+        assert_eq!(
+            e,
+            "argument 1 (`distance`) of `convert` must be a number, got `ten`; usage: convert(distance: number, exact: boolean?)"
+        );
+        let e = check_args(&t, &s(&["\"5\""])).unwrap_err();
+        assert!(e.contains("must be a number, got `\"5\"`"), "{e}");
+        let e = check_args(&t, &s(&["5", "yes"])).unwrap_err();
+        assert!(e.contains("argument 2 (`exact`) of `convert` must be true or false, got `yes`"), "{e}");
+        assert!(check_args(&t, &s(&["-5", "true"])).is_ok());
+        assert!(check_args(&t, &s(&["2.5", "null"])).is_ok(), "an optional param may be null");
+        let long = "x".repeat(100);
+        assert!(check_args(&t, &[long]).unwrap_err().contains(&format!("got `{}…`", "x".repeat(40))));
     }
 
     #[test]

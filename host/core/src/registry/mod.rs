@@ -307,29 +307,31 @@ pub fn load_plugin(
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
     let signer = crate::registry::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
-    let code = if runtime.is_cached(&c.hash) {
+    let dev_sources = dev_sources(config, &manifest.name, &c.bytes).map_err(fail)?;
+    let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
             source: Mutex::new(Some(Source {
                 runtime: runtime.clone(),
                 file: c.file_name(),
-                hash: c.hash,
+                hash: c.code,
                 bytes: c.bytes.clone(),
             })),
         }
     } else {
         Code::ready(
             runtime
-                .prepare_hashed(&c.file_name(), &c.hash, &c.bytes)
+                .prepare_hashed(&c.file_name(), &c.code, &c.bytes)
                 .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?,
         )
     };
-    let (grants, missing) = Grants::effective(
+    let (mut grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
         &config.plugin(&manifest.name),
         &config.secrets,
     );
+    grants.fs.extend(dev_sources);
     // Each `outputSchema` compiled once (the manifest reader has already checked it compiles).
     let output_validators = manifest
         .tools
@@ -353,6 +355,34 @@ pub fn load_plugin(
         hash: c.hash,
         signer,
     })
+}
+
+/// The guest path of a `toolhost dev` build's sources.
+pub const DEV_SOURCES: &str = "toolhost-dev";
+
+/// A `toolhost dev` build's sources, read-only at `/toolhost-dev`: the plugins folder's
+/// `.toolhost-dev/NAME-ID/`, the folder named by the plugin's own name and the snapshot id its
+/// `toolhost-dev` section holds. Nothing else is ever mapped this way: the path is the host's,
+/// under its own plugins folder, and only `toolhost dev` writes there. A dev build whose
+/// sources are gone does not load.
+fn dev_sources(
+    config: &Config,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Option<crate::capability::fs::FsGrant>, String> {
+    let Some(marker) = toolhost_spec::sections::dev_marker(bytes)? else { return Ok(None) };
+    let dir = config.plugins_dir.join(marker.folder(name));
+    if !dir.is_dir() {
+        return Err(format!(
+            "is a `toolhost dev` build whose sources ({}) are gone; run `toolhost dev` again, or install a `toolhost build`",
+            dir.display()
+        ));
+    }
+    Ok(Some(crate::capability::fs::FsGrant {
+        name: DEV_SOURCES.into(),
+        host_path: dir,
+        mode: toolhost_spec::manifest::FsMode::ReadOnly,
+    }))
 }
 
 /// An error and its causes on one line.

@@ -39,6 +39,8 @@ pub struct Change {
     pub pending: Vec<Pending>,
     /// New name conflicts (see `registry`): a plugin that arrived claims a name another serves.
     pub conflicts: Vec<String>,
+    /// New warnings (a tool shadowed by another plugin's): each reported once, when it appears.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -51,8 +53,50 @@ pub struct ToolVersion {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ToolChange {
     pub tool: String,
+    /// The versions before and after.
     pub from: String,
     pub to: String,
+    /// The plugins before and after (different when another plugin now serves the tool).
+    pub from_plugin: String,
+    pub to_plugin: String,
+    /// What differs in the tool's spec (`description`, `params`, `danger`, …); empty when only
+    /// the code changed.
+    pub what: Vec<String>,
+}
+
+impl ToolChange {
+    /// `~ slugify: slug_js → geo_rs`, `~ convert (v0.1.0 → v0.2.0): params`,
+    /// `~ convert: description`, `~ convert: code`.
+    pub fn line(&self) -> String {
+        let what = self.what.join(", ");
+        if self.from_plugin != self.to_plugin {
+            return format!("~ {}: {} → {}", self.tool, self.from_plugin, self.to_plugin);
+        }
+        match (self.from == self.to, what.is_empty()) {
+            (true, true) => format!("~ {}: code", self.tool),
+            (true, false) => format!("~ {}: {what}", self.tool),
+            (false, true) => format!("~ {} (v{} → v{})", self.tool, self.from, self.to),
+            (false, false) => format!("~ {} (v{} → v{}): {what}", self.tool, self.from, self.to),
+        }
+    }
+}
+
+/// The parts of a tool's spec that differ, by name.
+fn spec_changes(a: &toolhost_spec::ToolSpec, b: &toolhost_spec::ToolSpec) -> Vec<String> {
+    let mut what = Vec::new();
+    let mut differs = |name: &str, same: bool| {
+        if !same {
+            what.push(name.to_string());
+        }
+    };
+    differs("description", a.description == b.description);
+    differs("params", a.params == b.params && a.parse_json == b.parse_json && a.rest == b.rest);
+    differs("danger", a.danger == b.danger);
+    differs("read-only", a.read_only == b.read_only);
+    differs("output limit", a.output_limit == b.output_limit);
+    differs("category", a.category == b.category);
+    differs("output schema", a.output_schema == b.output_schema);
+    what
 }
 
 impl Change {
@@ -63,21 +107,28 @@ impl Change {
             && self.failures.is_empty()
             && self.pending.is_empty()
             && self.conflicts.is_empty()
+            && self.warnings.is_empty()
     }
 
     /// One line per change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
-    /// `? held version`, `! tool name conflict`.
+    /// `? held version`, `! tool name conflict`, `! warning`.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.added {
             out.push(format!("+ {} ({} v{})", a.tool, a.plugin, a.version));
         }
+        // A tool whose spec and version are as they were changed only in code: one line per
+        // plugin for those, not one per tool.
+        let mut code_only: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for c in &self.changed {
-            if c.from == c.to {
-                out.push(format!("~ {} (v{}, rebuilt)", c.tool, c.to));
+            if c.what.is_empty() && c.from == c.to && c.from_plugin == c.to_plugin {
+                code_only.entry(&c.to_plugin).or_default().push(&c.tool);
             } else {
-                out.push(format!("~ {} (v{} → v{})", c.tool, c.from, c.to));
+                out.push(c.line());
             }
+        }
+        for (plugin, tools) in code_only {
+            out.push(format!("~ {plugin}: code ({})", tools.join(", ")));
         }
         for r in &self.removed {
             out.push(format!("- {r}"));
@@ -90,6 +141,9 @@ impl Change {
         }
         for c in &self.conflicts {
             out.push(format!("! {c}"));
+        }
+        for w in &self.warnings {
+            out.push(format!("! {w}"));
         }
         out
     }
@@ -327,6 +381,9 @@ pub fn diff(old: &Registry, new: &Registry) -> Change {
                     tool: spec.name.clone(),
                     from: prev.plugin.manifest.version.clone(),
                     to: entry.plugin.manifest.version.clone(),
+                    from_plugin: prev.plugin.name.to_string(),
+                    to_plugin: entry.plugin.name.to_string(),
+                    what: spec_changes(prev.spec(), spec),
                 })
             }
             Some(_) => {}
@@ -342,5 +399,61 @@ pub fn diff(old: &Registry, new: &Registry) -> Change {
     change.failures =
         new.failures().iter().filter(|f| !old_failures.contains(&(&f.file, &f.reason))).cloned().collect();
     change.pending = new.pending().iter().filter(|p| !old.pending().contains(p)).cloned().collect();
+    change.warnings = new.warnings().iter().filter(|w| !old.warnings().contains(w)).cloned().collect();
     change
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(description: &str, params: usize) -> toolhost_spec::ToolSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": "convert", "description": description, "argCount": params,
+            "params": (0..params).map(|i| serde_json::json!({"name": format!("p{i}"), "type": "string"})).collect::<Vec<_>>(),
+        }))
+        .unwrap()
+    }
+
+    fn change(from: (&str, &str), to: (&str, &str), what: Vec<String>) -> String {
+        ToolChange {
+            tool: "convert".into(),
+            from_plugin: from.0.into(),
+            from: from.1.into(),
+            to_plugin: to.0.into(),
+            to: to.1.into(),
+            what,
+        }
+        .line()
+    }
+
+    #[test]
+    fn a_change_line_names_what_changed() {
+        assert_eq!(change(("slug_js", "0.1.0"), ("geo_rs", "0.3.0"), vec![]), "~ convert: slug_js → geo_rs");
+        assert_eq!(change(("u", "0.1.0"), ("u", "0.1.0"), vec![]), "~ convert: code");
+        let what = spec_changes(&spec("Convert.", 1), &spec("Convert units.", 1));
+        assert_eq!(change(("u", "0.1.0"), ("u", "0.1.0"), what), "~ convert: description");
+        let what = spec_changes(&spec("Convert.", 1), &spec("Convert units.", 2));
+        assert_eq!(
+            change(("u", "0.1.0"), ("u", "0.2.0"), what),
+            "~ convert (v0.1.0 → v0.2.0): description, params"
+        );
+        assert_eq!(change(("u", "0.1.0"), ("u", "0.2.0"), vec![]), "~ convert (v0.1.0 → v0.2.0)");
+    }
+
+    #[test]
+    fn tools_changed_only_in_code_share_a_line() {
+        let code = |tool: &str| ToolChange {
+            tool: tool.into(),
+            from: "0.1.0".into(),
+            to: "0.1.0".into(),
+            from_plugin: "notes".into(),
+            to_plugin: "notes".into(),
+            what: vec![],
+        };
+        let mut described = code("show");
+        described.what = vec!["description".into()];
+        let c = Change { changed: vec![code("add"), described, code("note")], ..Change::default() };
+        assert_eq!(c.lines(), ["~ show: description", "~ notes: code (add, note)"]);
+    }
 }
