@@ -75,6 +75,10 @@ pub enum Command {
     /// streamable HTTP with --http) and send them `tools/list_changed` on every change
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
+    /// Serve over HTTP on a free loopback port and open the web console in a browser (tools
+    /// with a form to try them, plugins and approvals, the live activity feed, the audit
+    /// trail, metrics): `serve --http 127.0.0.1:0 --open`
+    Console(serve::ConsoleArgs),
     /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
     /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
     Dev(dev::Args),
@@ -119,6 +123,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Prompt => prompt::run(g),
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
+        Command::Console(a) => serve::run_console(g, a),
         Command::Dev(a) => dev::run(g, a),
         Command::Build(a) => build::run(a),
         Command::New(a) => new::run(a),

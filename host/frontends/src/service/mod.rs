@@ -1,6 +1,10 @@
 //! Running toolhost as a service (`serve`, #17): graceful shutdown ([`shutdown`]), the metrics
 //! behind `/metrics` (`metrics.rs`) and the audit trail ([`audit`]).
 //!
+//! Whoever wants to see each call as it finishes (the console's activity feed) subscribes with
+//! [`Service::subscribe_calls`]: a bounded broadcast, built only while someone listens, that
+//! never slows a call (a subscriber that falls behind is told how many it missed).
+//!
 //! A [`Service`] is attached to the executor as its `CallObserver`
 //! (`Executor::attach_observer`) and sees every call of every front end: it admits the call (or refuses it while shutting down), races it against
 //! the end of the grace period, then counts it and writes its audit line. Without one (library
@@ -43,6 +47,31 @@ pub struct Service {
     front_end: &'static str,
     /// Every secret the config defines (and every MCP token), to redact from audited arguments.
     secrets: NetGrant,
+    /// Finished calls, for whoever subscribed ([`Service::subscribe_calls`]).
+    calls: tokio::sync::broadcast::Sender<Arc<CallEvent>>,
+}
+
+/// Finished calls kept for a subscriber that has not read them yet; past this it is told how
+/// many it missed (`RecvError::Lagged`).
+pub const CALL_EVENTS_BUFFER: usize = 4096;
+
+/// One finished call, as [`Service::subscribe_calls`] publishes it: what the audit line says,
+/// without the arguments, plus what the call cost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CallEvent {
+    pub time: String,
+    pub tool: String,
+    pub plugin: Option<String>,
+    pub version: Option<String>,
+    pub front_end: &'static str,
+    pub client: Option<String>,
+    pub token: Option<String>,
+    /// `ok` or the error kind.
+    pub outcome: &'static str,
+    pub duration_ms: f64,
+    pub danger: Option<DangerRecord>,
+    pub truncated: bool,
+    pub usage: Option<toolhost_core::usage::Usage>,
 }
 
 impl Service {
@@ -113,6 +142,7 @@ impl Service {
             registry,
             front_end,
             secrets: NetGrant { secrets, ..NetGrant::default() },
+            calls: tokio::sync::broadcast::channel(CALL_EVENTS_BUFFER).0,
         }
     }
 
@@ -124,6 +154,12 @@ impl Service {
     /// The `/metrics` text.
     pub fn metrics_text(&self) -> String {
         self.metrics.encode(&self.registry.load())
+    }
+
+    /// Every call finished from now on (see [`CallEvent`]); a receiver that falls more than
+    /// [`CALL_EVENTS_BUFFER`] behind is told how many it missed.
+    pub fn subscribe_calls(&self) -> tokio::sync::broadcast::Receiver<Arc<CallEvent>> {
+        self.calls.subscribe()
     }
 
     /// Count the reloader's registry swaps and failures for as long as it runs.
@@ -181,8 +217,25 @@ impl Service {
         if let Some(d) = rec.danger {
             self.metrics.danger(d.decision.as_str(), d.by.as_str());
         }
-        let Some(audit) = &self.audit else { return };
         let plugin = rec.plugin.as_ref();
+        // Built only while someone listens: with no subscriber a call pays one short lock.
+        if self.calls.receiver_count() > 0 {
+            let _ = self.calls.send(Arc::new(CallEvent {
+                time: audit::rfc3339(std::time::SystemTime::now()),
+                tool: call.name.clone(),
+                plugin: plugin.map(|p| p.name.to_string()),
+                version: plugin.map(|p| p.manifest.version.clone()),
+                front_end: ctx.front_end.unwrap_or(self.front_end),
+                client: ctx.client.clone(),
+                token: ctx.token.clone(),
+                outcome,
+                duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+                danger: rec.danger,
+                truncated: o.truncated,
+                usage: o.usage.clone(),
+            }));
+        }
+        let Some(audit) = &self.audit else { return };
         // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
         #[derive(serde::Serialize)]
         struct Line<'a> {
