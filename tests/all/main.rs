@@ -3,6 +3,7 @@
 
 mod chat;
 mod cli;
+mod console;
 mod core_tools;
 mod distribution;
 mod docs;

@@ -54,7 +54,7 @@ pub type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infall
 const MAX_BODY: usize = 2 * 1024 * 1024;
 
 /// What every console answer says about itself: no inline script or style, no framing, no
-/// caching, no sniffing, no referrer.
+/// caching, no sniffing, no referrer to other sites.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -302,7 +302,7 @@ fn secure_headers(h: &mut hyper::HeaderMap) {
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
     h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
     h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));

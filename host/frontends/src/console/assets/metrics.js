@@ -26,10 +26,12 @@ function spark(series, label) {
   const x = (i) => (i / (n - 1)) * W;
   const y = (v) => H - 4 - (v / max) * (H - 8);
   return h('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': label },
-    series.map((s) => h('polyline', {
-      class: s.cls,
-      points: s.values.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter(Boolean).join(' '),
-    })));
+    series.map((s) => {
+      const pts = s.values.map((v, i) => (v === null ? null : [x(i), y(v)])).filter(Boolean);
+      // A lone point (one interval with calls) is drawn as a short dash.
+      if (pts.length === 1) pts.push([pts[0][0] - 4, pts[0][1]]);
+      return h('polyline', { class: s.cls, points: pts.map(([a, b]) => `${a.toFixed(1)},${b.toFixed(1)}`).join(' ') });
+    }));
 }
 
 const last = (v) => { for (let i = v.length - 1; i >= 0; i -= 1) if (v[i] !== null) return v[i]; return null; };
