@@ -179,7 +179,10 @@ impl Server {
         let addr = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
         let ready = wait_line(&log, "MCP over streamable HTTP at", 120, &mut seen);
         assert!(ready.contains(&addr));
-        let url = seen.iter().find_map(|l| l.split("console at ").nth(1)).map(|u| u.split(' ').next().unwrap().to_string());
+        let url = seen
+            .iter()
+            .find_map(|l| l.split("console at ").nth(1))
+            .map(|u| u.split(' ').next().unwrap().to_string());
         Server { child, addr, url, _log: log }
     }
 
@@ -196,7 +199,8 @@ impl Server {
         let _ = s.read_to_end(&mut raw);
         let raw = String::from_utf8_lossy(&raw).to_string();
         let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
+        let status =
+            head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
         Answer { status, head: head.to_string(), body: body.to_string() }
     }
 
@@ -217,10 +221,11 @@ fn json(a: &Answer) -> serde_json::Value {
 
 /// The tool names the plugins of `cargo xtask plugins` register.
 fn xtask_plugins() -> Vec<String> {
-    let mut wasm: Vec<String> = [plugin_artifacts::FILES, plugin_artifacts::TEXT, plugin_artifacts::WEB, plugin_artifacts::SYSTEM]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut wasm: Vec<String> =
+        [plugin_artifacts::FILES, plugin_artifacts::TEXT, plugin_artifacts::WEB, plugin_artifacts::SYSTEM]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     wasm.push(crate::polyglot::built("python/notes").display().to_string());
     wasm.push(crate::polyglot::built("js/datakit").display().to_string());
     wasm
@@ -297,7 +302,12 @@ fn console_doors_with_a_token() {
     assert_eq!(a.status, 401, "a call without a session");
     // Every answer says what a browser may do with it.
     let csp = page.header("content-security-policy").unwrap();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self'")
+            && !csp.contains("unsafe-inline")
+            && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
     assert_eq!(page.header("x-frame-options").as_deref(), Some("DENY"));
     assert_eq!(page.header("x-content-type-options").as_deref(), Some("nosniff"));
     // The assets hold no data and are served to the login form too.
@@ -341,7 +351,11 @@ fn console_doors_with_a_token() {
     assert_eq!(json(&a)["outcome"]["success"], true, "{}", a.body);
     bodies.push(a.body);
     // Another site's page cannot post, even with the cookie and token in hand.
-    let a = server.post_json("/console/api/call", &format!("{csrf_header}Origin: http://evil.example\r\n"), &call);
+    let a = server.post_json(
+        "/console/api/call",
+        &format!("{csrf_header}Origin: http://evil.example\r\n"),
+        &call,
+    );
     assert_eq!(a.status, 403, "{}", a.body);
     let own = format!("{csrf_header}Origin: http://{}\r\n", server.addr);
     assert_eq!(server.post_json("/console/api/call", &own, &call).status, 200);
@@ -395,7 +409,10 @@ fn console_off_read_only_and_locked() {
     let text = held.iter().find(|p| p["plugin"] == "text").unwrap();
     let entry = text["entry"].as_str().unwrap();
     assert!(entry.starts_with("[approvals.plugin.text]") && entry.contains("request = {"), "{entry}");
-    let csrf = format!("X-CSRF-Token: {}\r\n", json(&locked.get("/console/api/session", None))["csrf"].as_str().unwrap());
+    let csrf = format!(
+        "X-CSRF-Token: {}\r\n",
+        json(&locked.get("/console/api/session", None))["csrf"].as_str().unwrap()
+    );
     let a = locked.post_json(
         "/console/api/approve",
         &csrf,
@@ -413,4 +430,3 @@ fn console_off_read_only_and_locked() {
     assert_eq!(a.status, 409, "{}", a.body);
     assert!(a.body.contains("changed since the page showed it"), "{}", a.body);
 }
-

@@ -6,8 +6,10 @@
 //! The feed never slows a call: calls are published on the service's bounded broadcast, and a
 //! browser that reads slower than calls finish misses the oldest, which it is told as
 //! `skipped` with their number — nothing it shows is wrong, and nothing missed goes unsaid.
-//! Events that arrive together are written as one chunk. The stream ends when the shutdown
-//! begins or the browser goes away.
+//! Nor does it take the calls' CPU: at most [`MAX_RATE`] calls a second are written to one
+//! browser (more than a person can read); past that the rest are counted as skipped, without
+//! being serialized. Events that arrive together are written as one chunk. The stream ends
+//! when the shutdown begins or the browser goes away.
 
 use super::{Body, Console};
 use bytes::Bytes;
@@ -24,6 +26,8 @@ use tokio::sync::mpsc;
 const CHUNKS: usize = 16;
 /// Calls written in one chunk at most.
 const BATCH: usize = 512;
+/// Calls written to one browser per second at most (a burst of up to a second's worth).
+pub const MAX_RATE: f64 = 2000.0;
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -67,6 +71,8 @@ pub fn open(c: &Console) -> Response<Body> {
         }
         let stopping = service.lifecycle.stopping();
         let mut stopping = std::pin::pin!(stopping);
+        // A token bucket: one token per call written.
+        let (mut tokens, mut refilled) = (MAX_RATE, std::time::Instant::now());
         loop {
             let mut out = String::new();
             tokio::select! {
@@ -79,11 +85,18 @@ pub fn open(c: &Console) -> Response<Body> {
                     Err(RecvError::Closed) => return,
                 },
                 first = calls.recv() => {
+                    let now = std::time::Instant::now();
+                    tokens = (tokens + now.duration_since(refilled).as_secs_f64() * MAX_RATE).min(MAX_RATE);
+                    refilled = now;
                     let mut skipped = 0u64;
                     let mut next = first;
                     for i in 1.. {
                         match next {
-                            Ok(e) => event(&mut out, "call", &*e),
+                            Ok(_) if tokens < 1.0 => skipped += 1,
+                            Ok(e) => {
+                                tokens -= 1.0;
+                                event(&mut out, "call", &*e);
+                            }
                             Err(RecvError::Lagged(n)) => skipped += n,
                             Err(RecvError::Closed) => return,
                         }

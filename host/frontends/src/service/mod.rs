@@ -56,22 +56,43 @@ pub struct Service {
 pub const CALL_EVENTS_BUFFER: usize = 4096;
 
 /// One finished call, as [`Service::subscribe_calls`] publishes it: what the audit line says,
-/// without the arguments, plus what the call cost.
-#[derive(Debug, Clone, serde::Serialize)]
+/// without the arguments, plus what the call cost. Cheap to build (the call path pays for it
+/// while someone listens); formatted only when serialized.
+#[derive(Debug, Clone)]
 pub struct CallEvent {
-    pub time: String,
+    pub time: std::time::SystemTime,
     pub tool: String,
-    pub plugin: Option<String>,
-    pub version: Option<String>,
+    /// The plugin that served it (unset: no such tool).
+    pub plugin: Option<Arc<toolhost_core::registry::LoadedPlugin>>,
     pub front_end: &'static str,
     pub client: Option<String>,
     pub token: Option<String>,
     /// `ok` or the error kind.
     pub outcome: &'static str,
-    pub duration_ms: f64,
+    pub duration: Duration,
     pub danger: Option<DangerRecord>,
     pub truncated: bool,
     pub usage: Option<toolhost_core::usage::Usage>,
+}
+
+impl serde::Serialize for CallEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("CallEvent", 12)?;
+        st.serialize_field("time", &audit::rfc3339(self.time))?;
+        st.serialize_field("tool", &self.tool)?;
+        st.serialize_field("plugin", &self.plugin.as_ref().map(|p| &*p.name))?;
+        st.serialize_field("version", &self.plugin.as_ref().map(|p| &p.manifest.version))?;
+        st.serialize_field("front_end", self.front_end)?;
+        st.serialize_field("client", &self.client)?;
+        st.serialize_field("token", &self.token)?;
+        st.serialize_field("outcome", self.outcome)?;
+        st.serialize_field("duration_ms", &((self.duration.as_secs_f64() * 1e6).round() / 1e3))?;
+        st.serialize_field("danger", &self.danger)?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.serialize_field("usage", &self.usage)?;
+        st.end()
+    }
 }
 
 impl Service {
@@ -221,15 +242,14 @@ impl Service {
         // Built only while someone listens: with no subscriber a call pays one short lock.
         if self.calls.receiver_count() > 0 {
             let _ = self.calls.send(Arc::new(CallEvent {
-                time: audit::rfc3339(std::time::SystemTime::now()),
+                time: std::time::SystemTime::now(),
                 tool: call.name.clone(),
-                plugin: plugin.map(|p| p.name.to_string()),
-                version: plugin.map(|p| p.manifest.version.clone()),
+                plugin: plugin.cloned(),
                 front_end: ctx.front_end.unwrap_or(self.front_end),
                 client: ctx.client.clone(),
                 token: ctx.token.clone(),
                 outcome,
-                duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+                duration: took,
                 danger: rec.danger,
                 truncated: o.truncated,
                 usage: o.usage.clone(),

@@ -28,6 +28,7 @@ export function init() {
   document.getElementById('feed-kind').addEventListener('change', applyFilter);
   document.getElementById('feed-clear').addEventListener('click', () => {
     fill(document.getElementById('feed'));
+    incoming = [];
     held = [];
     heldDropped = 0;
     counts();
@@ -49,6 +50,9 @@ function row(kind, when, text, opts = {}) {
   return li;
 }
 
+let incoming = [];
+let scheduled = false;
+
 function add(li) {
   if (paused) {
     held.push(li);
@@ -56,9 +60,26 @@ function add(li) {
     counts();
     return;
   }
+  // Rows are added once per frame, however fast events come (only the newest MAX are kept
+  // anyway).
+  incoming.push(li);
+  if (incoming.length > MAX) incoming.shift();
+  if (!scheduled) {
+    scheduled = true;
+    requestAnimationFrame(flush);
+  }
+}
+
+function flush() {
+  scheduled = false;
   const feed = document.getElementById('feed');
-  feed.prepend(li);
-  filterOne(li);
+  const batch = document.createDocumentFragment();
+  for (let i = incoming.length - 1; i >= 0; i -= 1) {
+    filterOne(incoming[i]);
+    batch.appendChild(incoming[i]);
+  }
+  incoming = [];
+  feed.prepend(batch);
   while (feed.children.length > MAX) feed.lastElementChild.remove();
   counts();
 }
