@@ -2,7 +2,7 @@
 //! load failures) and its three actions: run a tool through the executor, approve or reject a
 //! held plugin version.
 
-use super::{Body, Console, json, json_error};
+use super::{Body, Console, Early, json, json_error};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -290,39 +290,39 @@ fn held_version(
     c: &Console,
     reg: &Registry,
     body: &Value,
-) -> Result<(Manifest, std::path::PathBuf, [u8; 32]), Response<Body>> {
+) -> Result<(Manifest, std::path::PathBuf, [u8; 32]), Early> {
     let plugin = body.get("plugin").and_then(Value::as_str).unwrap_or_default();
     let want = body.get("sha256").and_then(Value::as_str).unwrap_or_default();
     let Some(held) = reg.pending().iter().find(|p| p.plugin == plugin) else {
-        return Err(json_error(
+        return Err(Box::new(json_error(
             StatusCode::CONFLICT,
             &format!("plugin `{plugin}` has no version waiting for approval (reload the page)"),
-        ));
+        )));
     };
     let max = c.executor.config().max_plugin_bytes;
     let Some((bytes, hash)) = file_facts(&held.file, max) else {
-        return Err(json_error(
+        return Err(Box::new(json_error(
             StatusCode::CONFLICT,
             &format!("cannot read {} any more (reload the page)", held.file.display()),
-        ));
+        )));
     };
     if hex::encode(hash) != want.trim_start_matches("sha256:") {
-        return Err(json_error(
+        return Err(Box::new(json_error(
             StatusCode::CONFLICT,
             &format!(
                 "{} changed since the page showed it (now sha256:{}); reload the page and check it again",
                 file_name(&held.file),
                 hex::encode(hash)
             ),
-        ));
+        )));
     }
     let m = toolhost_spec::manifest::read(&bytes)
         .map_err(|e| json_error(StatusCode::CONFLICT, &format!("{}: {e}", file_name(&held.file))))?;
     if m.name != plugin {
-        return Err(json_error(
+        return Err(Box::new(json_error(
             StatusCode::CONFLICT,
             &format!("{} is now plugin `{}`, not `{plugin}`; reload the page", file_name(&held.file), m.name),
-        ));
+        )));
     }
     Ok((m, held.file.clone(), hash))
 }
@@ -344,7 +344,7 @@ pub async fn approve(c: &Console, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
     let (m, file, hash) = match held_version(c, &reg, &body) {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     drop(reg);
     let config = c.executor.config();
@@ -392,7 +392,7 @@ pub async fn reject(c: &Console, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
     let (m, file, hash) = match held_version(c, &reg, &body) {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     drop(reg);
     if pinned_in_config(c, &m.name) {

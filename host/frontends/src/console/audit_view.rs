@@ -5,7 +5,7 @@
 //! The lines are shown as written: their arguments were redacted and cut when they were
 //! written (`service`), so no secret's value is in them.
 
-use super::{Body, Console, full, json, json_error};
+use super::{Body, Console, Early, full, json, json_error};
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
@@ -98,23 +98,26 @@ fn tail(path: &Path, window: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// Audit lines as written, with their parsed JSON.
+type Lines = Vec<(String, Value)>;
+
 /// The matching lines of the audit file's last `window` bytes, oldest first, and whether the
 /// window left older lines out.
-fn read(c: &Console, filter: &Filter, window: u64) -> Result<(Vec<(String, Value)>, bool), Response<Body>> {
+fn read(c: &Console, filter: &Filter, window: u64) -> Result<(Lines, bool), Early> {
     let Some(path) = c.service.audit_path() else {
-        return Err(json_error(
+        return Err(Box::new(json_error(
             StatusCode::NOT_FOUND,
             "the audit trail is off ([audit] enabled = false, or its file could not be opened)",
-        ));
+        )));
     };
     let text = match tail(path, window) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => {
-            return Err(json_error(
+            return Err(Box::new(json_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 &format!("cannot read the audit trail {}: {e}", path.display()),
-            ));
+            )));
         }
     };
     let cut = std::fs::metadata(path).is_ok_and(|m| m.len() > window);
@@ -131,7 +134,7 @@ pub fn page(c: &Console, query: Option<&str>) -> Response<Body> {
     let filter = Filter::parse(query);
     let (lines, cut) = match read(c, &filter, PAGE_WINDOW) {
         Ok(l) => l,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let total = lines.len();
     let newest: Vec<Value> = lines.into_iter().rev().take(filter.limit).map(|(_, v)| v).collect();
@@ -152,7 +155,7 @@ pub fn export(c: &Console, query: Option<&str>) -> Response<Body> {
     let filter = Filter::parse(query);
     let (lines, _) = match read(c, &filter, EXPORT_WINDOW) {
         Ok(l) => l,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let mut body = String::new();
     for (l, _) in lines {

@@ -34,8 +34,11 @@ pub struct Charts {
     samples: Mutex<VecDeque<Sample>>,
 }
 
+/// A sample's labels, in order.
+type Labels = Vec<(String, String)>;
+
 /// `name{k="v",…} value` lines of the Prometheus text format (comments skipped).
-fn parse_line(line: &str) -> Option<(&str, Vec<(String, String)>, f64)> {
+fn parse_line(line: &str) -> Option<(&str, Labels, f64)> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;

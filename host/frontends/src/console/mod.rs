@@ -50,6 +50,9 @@ pub use auth::Tokens;
 /// A response body: whole, or (the activity feed) a stream.
 pub type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 
+/// A response that ends a request early (boxed: a `Response` is large for an `Err`).
+type Early = Box<Response<Body>>;
+
 /// Largest request body the console reads (a call's arguments are at most 1 MiB).
 const MAX_BODY: usize = 2 * 1024 * 1024;
 
@@ -185,15 +188,15 @@ impl Console {
             }
             (Method::POST, "/console/api/call") => match self.body_json(req).await {
                 Ok(v) => api::call(self, &caller, v).await,
-                Err(resp) => resp,
+                Err(resp) => *resp,
             },
             (Method::POST, "/console/api/approve") => match self.body_json(req).await {
                 Ok(v) => api::approve(self, v).await,
-                Err(resp) => resp,
+                Err(resp) => *resp,
             },
             (Method::POST, "/console/api/reject") => match self.body_json(req).await {
                 Ok(v) => api::reject(self, v).await,
-                Err(resp) => resp,
+                Err(resp) => *resp,
             },
             (
                 _,
@@ -243,7 +246,7 @@ impl Console {
         let secure = self.secure(req.headers());
         let body = match self.body(req).await {
             Ok(b) => b,
-            Err(resp) => return resp,
+            Err(resp) => return *resp,
         };
         let token = url::form_urlencoded::parse(&body)
             .find(|(k, _)| k == "token")
@@ -267,16 +270,17 @@ impl Console {
     }
 
     /// The request body, whole, within the size cap and `[serve] body_timeout_ms`.
-    async fn body(&self, req: Request<hyper::body::Incoming>) -> Result<Bytes, Response<Body>> {
+    async fn body(&self, req: Request<hyper::body::Incoming>) -> Result<Bytes, Early> {
         let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY);
+        let fail = |status, message: String| Box::new(json_error(status, &message));
         match tokio::time::timeout(self.body_timeout, limited.collect()).await {
             Ok(Ok(b)) => Ok(b.to_bytes()),
             Ok(Err(e)) => {
-                Err(json_error(StatusCode::PAYLOAD_TOO_LARGE, &format!("cannot read the request body: {e}")))
+                Err(fail(StatusCode::PAYLOAD_TOO_LARGE, format!("cannot read the request body: {e}")))
             }
-            Err(_) => Err(json_error(
+            Err(_) => Err(fail(
                 StatusCode::REQUEST_TIMEOUT,
-                &format!(
+                format!(
                     "the request body did not arrive within {} ms ([serve] body_timeout_ms)",
                     self.body_timeout.as_millis()
                 ),
@@ -285,15 +289,13 @@ impl Console {
     }
 
     /// The request body as a JSON object.
-    async fn body_json(
-        &self,
-        req: Request<hyper::body::Incoming>,
-    ) -> Result<serde_json::Value, Response<Body>> {
+    async fn body_json(&self, req: Request<hyper::body::Incoming>) -> Result<serde_json::Value, Early> {
         let bytes = self.body(req).await?;
+        let fail = |message: String| Box::new(json_error(StatusCode::BAD_REQUEST, &message));
         match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(v @ serde_json::Value::Object(_)) => Ok(v),
-            Ok(_) => Err(json_error(StatusCode::BAD_REQUEST, "the request body must be a JSON object")),
-            Err(e) => Err(json_error(StatusCode::BAD_REQUEST, &format!("the request body is not JSON: {e}"))),
+            Ok(_) => Err(fail("the request body must be a JSON object".into())),
+            Err(e) => Err(fail(format!("the request body is not JSON: {e}"))),
         }
     }
 }
