@@ -119,7 +119,8 @@ struct Server {
     addr: String,
     /// The console's URL as printed, if it is on.
     url: Option<String>,
-    _log: Receiver<String>,
+    seen: Vec<String>,
+    log: Receiver<String>,
 }
 
 impl Drop for Server {
@@ -151,6 +152,10 @@ impl Server {
     }
 
     fn start_with(env: &Env, config: &str, args: &[&str]) -> Server {
+        Server::spawn(env, config, args, &["serve", "--http", "127.0.0.1:0"])
+    }
+
+    fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
         let dir = env.plugins.path().parent().unwrap().to_path_buf();
         let config_path = env.workspace.path().join("toolhost.toml");
         std::fs::write(&config_path, config).unwrap();
@@ -162,7 +167,9 @@ impl Server {
             .arg("--workspace")
             .arg(env.workspace.path())
             .args(args)
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(command)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
             .env("TOOLHOST_TEST_CONSOLE_TOKEN", TOKEN)
             .env("TOOLHOST_TEST_CONSOLE_SECRET", SECRET)
             .env("XDG_CACHE_HOME", root().join("target/test-cache"))
@@ -183,7 +190,7 @@ impl Server {
             .iter()
             .find_map(|l| l.split("console at ").nth(1))
             .map(|u| u.split(' ').next().unwrap().to_string());
-        Server { child, addr, url, _log: log }
+        Server { child, addr, url, seen, log }
     }
 
     fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
@@ -429,4 +436,59 @@ fn console_off_read_only_and_locked() {
     );
     assert_eq!(a.status, 409, "{}", a.body);
     assert!(a.body.contains("changed since the page showed it"), "{}", a.body);
+}
+
+/// Reject moves a held version's file out of the plugins folder (into `.rejected/`, named with
+/// its hash); the approved version keeps serving.
+#[test]
+fn console_rejects_a_held_version() {
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let server = Server::start(&env, "");
+    let csrf = format!(
+        "X-CSRF-Token: {}\r\n",
+        json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap()
+    );
+    let v3 = env.plugins.path().join("versioned-next.wasm");
+    std::fs::copy(plugin_artifacts::VERSIONED_V3, &v3).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let plugins = json(&server.get("/console/api/plugins", None));
+        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
+            break p.clone();
+        }
+        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!((held["plugin"].as_str(), held["version"].as_str()), (Some("versioned"), Some("0.3.0")));
+    assert_eq!(held["alsoServing"], false);
+    let a = server.post_json(
+        "/console/api/reject",
+        &csrf,
+        &serde_json::json!({"plugin": "versioned", "sha256": held["sha256"]}),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(!v3.exists(), "the held file left the plugins folder");
+    let sha = held["sha256"].as_str().unwrap();
+    let moved = env.plugins.path().join(format!(".rejected/versioned-next.wasm.{}", &sha[..12]));
+    assert!(moved.is_file(), "{}", a.body);
+    let plugins = json(&server.get("/console/api/plugins", None));
+    assert_eq!(plugins["pending"].as_array().unwrap().len(), 0, "{plugins}");
+    assert_eq!(plugins["plugins"][0]["version"], "0.1.0", "the approved version keeps serving");
+}
+
+/// `toolhost console` serves on a free loopback port, prints the URL, and says so when there is
+/// no desktop to open it on.
+#[test]
+fn the_console_command_prints_its_url() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let mut server = Server::spawn(&env, "", &[], &["console"]);
+    let url = server.url.clone().expect("the URL is printed");
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with('/'), "{url}");
+    // Printed before the plugins finish loading, so usually already seen.
+    let note = match server.seen.iter().find(|l| l.contains("no desktop here")) {
+        Some(l) => l.clone(),
+        None => wait_line(&server.log, "no desktop here", 10, &mut server.seen),
+    };
+    assert!(note.contains(&url), "{note}");
+    assert_eq!(server.get("/", None).status, 200);
 }

@@ -72,7 +72,8 @@ pub enum Command {
     /// Load the plugins and keep the registry live while files in the folder change, printing
     /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
     /// `? plugin waiting for approval`. With --mcp, serve the tools to MCP clients (stdio, or
-    /// streamable HTTP with --http) and send them `tools/list_changed` on every change
+    /// streamable HTTP with --http) and send them `tools/list_changed` on every change; over
+    /// HTTP also the web console at /
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
     /// Serve over HTTP on a free loopback port and open the web console in a browser (tools
