@@ -184,7 +184,8 @@ impl Server {
         let mut seen = Vec::new();
         let listening = wait_line(&log, "listening on http://", 60, &mut seen);
         let addr = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
-        let ready = wait_line(&log, "MCP over streamable HTTP at", 120, &mut seen);
+        // A cold compile cache compiles every plugin first (the Python one is 18 MiB).
+        let ready = wait_line(&log, "MCP over streamable HTTP at", 300, &mut seen);
         assert!(ready.contains(&addr));
         let url = seen
             .iter()
