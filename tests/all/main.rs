@@ -4,6 +4,7 @@
 mod catalog;
 mod chat;
 mod cli;
+mod console;
 mod core_tools;
 mod distribution;
 mod docs;

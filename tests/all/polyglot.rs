@@ -35,8 +35,8 @@ fn toolchains() -> Toolchains {
 /// Builds are serialised: they share the toolchain folder and two cores.
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
-/// Build a project of `plugins/` once per test process.
-fn built(project: &str) -> PathBuf {
+/// Build a project of `plugins/` once per test process (the console's tests list its tools too).
+pub(crate) fn built(project: &str) -> PathBuf {
     static DONE: OnceLock<Mutex<std::collections::BTreeMap<String, PathBuf>>> = OnceLock::new();
     let done = DONE.get_or_init(Default::default);
     let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());

@@ -29,8 +29,10 @@ tasks:
             it), and every crate depends only on crates of a lower layer; only toolhost-core
             names wasmtime, and toolhost-spec has no wasmtime or tokio in its tree
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
-            target/pyenv and 2.x into target/pyenv2 (for the MCP tests) and Debian's
-            docker-registry if missing (for the distribution tests), rustfmt check, clippy
+            target/pyenv and 2.x into target/pyenv2 (for the MCP tests), Debian's
+            docker-registry if missing (for the distribution tests), and for the console's
+            browser tests Debian's chromium if missing, Playwright into target/console-env
+            and axe-core into target/console-npm (pinned; no browser download), rustfmt check, clippy
             with warnings as errors, the layer check, the Python and JS SDK tests, then every
             unit and integration test (the test build compiles the Rust plugins itself; the
             Python/JS ones are built with toolchains it installs into target/toolchains);
@@ -294,6 +296,7 @@ fn test() -> Result<()> {
     let python = ensure_python_mcp()?;
     let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
     ensure_registry()?;
+    let console = ensure_console_browser()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     eprintln!("\n== layers ==");
@@ -310,7 +313,10 @@ fn test() -> Result<()> {
         .args(["test", "--workspace"])
         .env("TOOLHOST_PYTHON", &python)
         .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
-        .env("TOOLHOST_PYTHON2", &python2))?;
+        .env("TOOLHOST_PYTHON2", &python2)
+        .env("TOOLHOST_CONSOLE_PYTHON", &console.python)
+        .env("TOOLHOST_CHROMIUM", &console.chromium)
+        .env("TOOLHOST_AXE", &console.axe))?;
     print_reliability_summary(&summaries);
     print_summary("MCP checks per SDK generation, mode and transport", &mcp_checks);
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
@@ -508,21 +514,65 @@ fn ensure_python_venv(venv: &str, requirements: &str) -> Result<PathBuf> {
 /// distribution tests start on 127.0.0.1. Installed with apt when missing and we are root;
 /// otherwise the tests fail with a message saying how to install it.
 fn ensure_registry() -> Result<()> {
-    const BIN: &str = "/usr/bin/docker-registry";
-    if Path::new(BIN).is_file() || std::env::var_os("TOOLHOST_TEST_REGISTRY").is_some() {
+    if std::env::var_os("TOOLHOST_TEST_REGISTRY").is_some() {
+        return Ok(());
+    }
+    ensure_apt("/usr/bin/docker-registry", "docker-registry", "the distribution tests")
+}
+
+/// axe-core (npm) for the console's accessibility check, pinned.
+const AXE_CORE: &str = "4.11.0";
+
+/// What the console's browser tests run with.
+struct ConsoleBrowser {
+    python: PathBuf,
+    chromium: PathBuf,
+    axe: PathBuf,
+}
+
+/// Debian's Chromium (apt, when missing), Playwright from PyPI into target/console-env (launched
+/// with the system Chromium: `PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD`, nothing else is fetched) and
+/// axe-core from npm into target/console-npm, both at pinned versions.
+fn ensure_console_browser() -> Result<ConsoleBrowser> {
+    let root = root();
+    let chromium = PathBuf::from("/usr/bin/chromium");
+    ensure_apt("/usr/bin/chromium", "chromium", "the console's browser tests")?;
+    // pip installs Playwright's driver only; browsers would come from `playwright install`,
+    // which is never run (the tests also set PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD).
+    let python = ensure_python_venv("target/console-env", "tests/console/requirements.txt")?;
+    let npm = root.join("target/console-npm");
+    let axe = npm.join("node_modules/axe-core/axe.min.js");
+    let stamp = npm.join("installed-axe-core.txt");
+    if !axe.is_file() || std::fs::read_to_string(&stamp).ok().as_deref() != Some(AXE_CORE) {
+        eprintln!("installing axe-core {AXE_CORE} into {} …", npm.display());
+        std::fs::create_dir_all(&npm)?;
+        run(Command::new("npm")
+            .current_dir(&npm)
+            .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix", "."])
+            .arg(format!("axe-core@{AXE_CORE}")))
+        .context("npm install axe-core (the console's accessibility check)")?;
+        std::fs::write(&stamp, AXE_CORE)?;
+    }
+    Ok(ConsoleBrowser { python, chromium, axe })
+}
+
+/// Debian's `package`, providing `bin`, installed with apt when missing and we are root;
+/// otherwise an error saying how to install it (`why` needs it).
+fn ensure_apt(bin: &str, package: &str, why: &str) -> Result<()> {
+    if Path::new(bin).is_file() {
         return Ok(());
     }
     let root =
         Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
         bail!(
-            "{BIN} is missing and this is not root: run `sudo apt-get install -y docker-registry` (the distribution tests need it)"
+            "{bin} is missing and this is not root: run `sudo apt-get install -y {package}` ({why} need it)"
         );
     }
-    eprintln!("installing the OCI registry for the distribution tests (apt-get install docker-registry) …");
+    eprintln!("installing {package} for {why} (apt-get install {package}) …");
     let install = || {
         Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "docker-registry"])
+            .args(["install", "-y", "--no-install-recommends", package])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .is_ok_and(|s| s.success())
@@ -531,7 +581,7 @@ fn ensure_registry() -> Result<()> {
         // A fresh machine may have no package lists yet.
         run(Command::new("apt-get").arg("update"))?;
         if !install() {
-            bail!("apt-get install docker-registry failed; the distribution tests need {BIN}");
+            bail!("apt-get install {package} failed; {why} need {bin}");
         }
     }
     Ok(())

@@ -1444,8 +1444,238 @@ fn main() {
     if want("catalog") {
         catalog::rows(&mut line, &tokio_rt, &host, quick);
     }
+    if want("console") {
+        console_rows(&mut line, work.path(), quick);
+    }
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
         std::fs::write(PathBuf::from(out), report).unwrap();
     }
+}
+
+/// The web console (#28): a page load (the page, its assets and the three API answers it asks
+/// for, on one keep-alive connection) with 100 tools registered; and call throughput with the
+/// activity feed open against closed, alternating, with every call the feed saw or said it
+/// skipped accounted for.
+fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use toolhost_frontends::console::Console;
+    use toolhost_frontends::mcp::{HttpOptions, McpServer, McpToken, serve_http};
+    use toolhost_frontends::service::Service;
+    use toolhost_frontends::service::audit::AuditLog;
+    line(String::new());
+    line("## Web console".into());
+    line(String::new());
+    // Copies of text.wasm whose plugin and tool names are rewritten in its manifest (same
+    // length, so the file stays valid): 100 distinct tools to list (they are listed, not
+    // called), plus text.wasm itself, whose `echo` is called.
+    let dir = work.join("console");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let m = toolhost_spec::manifest::read(&text).unwrap();
+    let copies = 100usize.div_ceil(m.tools.len());
+    for i in 0..copies {
+        let mut b = text.clone();
+        // Every copy of the manifest in the file (the SDK leaves one in the data too).
+        let mut rename = |from: &str, to: &str| {
+            assert_eq!(from.len(), to.len());
+            let (from, to) = (from.as_bytes(), to.as_bytes());
+            let mut at = 0;
+            let mut found = false;
+            while let Some(p) = b[at..].windows(from.len()).position(|w| w == from) {
+                b[at + p..at + p + from.len()].copy_from_slice(to);
+                at += p + from.len();
+                found = true;
+            }
+            assert!(found, "{} in the manifest", String::from_utf8_lossy(from));
+        };
+        let same_length = |n: &str| format!("{}{i:02}", &n[..n.len() - 2]);
+        rename(r#""format":1,"name":"text""#, &format!(r#""format":1,"name":"{}""#, same_length("text")));
+        for t in &m.tools {
+            rename(&format!(r#""name":"{}""#, t.name), &format!(r#""name":"{}""#, same_length(&t.name)));
+        }
+        std::fs::write(plugins.join(format!("p{i:02}.wasm")), b).unwrap();
+    }
+    std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
+    let config = Config { plugins_dir: plugins, cache_dir: None, ..Config::default() };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let runtime = Runtime::for_config(&config).unwrap();
+        let host = Toolhost::from_parts(runtime, Arc::new(config), Registry::default(), Arc::new(AlwaysConfirm));
+        let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+        let r = reloader.clone();
+        tokio::task::spawn_blocking(move || r.rescan()).await.unwrap().unwrap();
+        let tools = host.registry.load().tools().count();
+        // As `serve` runs: a service with its audit trail as the executor's observer.
+        let frontends = toolhost_frontends::Settings::default();
+        let audit = AuditLog::open(&dir.join("audit.jsonl"), 1 << 30, 1).unwrap();
+        let service =
+            Arc::new(Service::new(&host.config, &frontends, host.registry.clone(), "mcp", Some(audit)));
+        host.executor.attach_observer(service.clone());
+        service.lifecycle.set_ready();
+        let console = Console::start(
+            host.executor.clone(),
+            reloader.clone(),
+            service.clone(),
+            frontends.console,
+            Arc::new(Vec::<McpToken>::new()),
+            Duration::from_secs(30),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = McpServer::new(host.executor.clone(), Some(reloader.clone())).unwrap();
+        let options = HttpOptions { service: Some(service.clone()), console: Some(console), ..HttpOptions::default() };
+        tokio::spawn(serve_http(server, listener, options, std::future::pending()));
+        let client = reqwest::Client::new();
+
+        let page = [
+            "/",
+            "/console/assets/console.css",
+            "/console/assets/icon.svg",
+            "/console/assets/app.js",
+            "/console/assets/api.js",
+            "/console/assets/dom.js",
+            "/console/assets/tools.js",
+            "/console/assets/plugins.js",
+            "/console/assets/activity.js",
+            "/console/assets/audit.js",
+            "/console/assets/metrics.js",
+            "/console/api/session",
+            "/console/api/tools",
+            "/console/api/plugins",
+        ];
+        let load = || async {
+            let t = Instant::now();
+            let mut bytes = 0;
+            for p in page {
+                let r = client.get(format!("{base}{p}")).send().await.unwrap();
+                assert!(r.status().is_success(), "{p}: {}", r.status());
+                bytes += r.bytes().await.unwrap().len();
+            }
+            (t.elapsed(), bytes)
+        };
+        for _ in 0..3 {
+            load().await;
+        }
+        let mut samples = Vec::new();
+        let mut size = 0;
+        for _ in 0..if quick { 10 } else { 50 } {
+            let (d, b) = load().await;
+            samples.push(d);
+            size = b;
+        }
+        let s = stats(samples);
+        line("| what | median | p99 | target |".into());
+        line("|---|---|---|---|".into());
+        line(format!(
+            "| console page load, {tools} tools ({} requests, {} KiB: the page, its assets, session, tools and plugins), loopback | {} | {} | ≤ 200 ms: {} |",
+            page.len(),
+            size / 1024,
+            ms(s.p50),
+            ms(s.p99),
+            if s.p99 <= Duration::from_millis(200) { "met" } else { "**not met**" }
+        ));
+
+        // Throughput of `echo` from 8 concurrent callers, feed closed and open, alternating.
+        let window = Duration::from_millis(if quick { 700 } else { 2000 });
+        let rate = || async {
+            let until = Instant::now() + window;
+            let t = Instant::now();
+            let tasks: Vec<_> = (0..8)
+                .map(|_| {
+                    let e = host.executor.clone();
+                    tokio::spawn(async move {
+                        let call = ToolCall::new("echo", ["hello"]);
+                        let mut n = 0u64;
+                        while Instant::now() < until {
+                            assert!(e.call(&call).await.success);
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            let mut n = 0;
+            for task in tasks {
+                n += task.await.unwrap();
+            }
+            (n, n as f64 / t.elapsed().as_secs_f64())
+        };
+        let (mut closed, mut open) = (Vec::new(), Vec::new());
+        let (mut seen_total, mut skipped_total, mut made_total) = (0u64, 0u64, 0u64);
+        for _ in 0..if quick { 2 } else { 5 } {
+            closed.push(rate().await.1);
+            // The browser's side: a thread of its own (as a browser is a process of its own)
+            // reading the stream and counting events, as cheaply as it can.
+            let seen = Arc::new(AtomicU64::new(0));
+            let skipped = Arc::new(AtomicU64::new(0));
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (s1, s2, st) = (seen.clone(), skipped.clone(), stop.clone());
+            let addr = base.trim_start_matches("http://").to_string();
+            let reader = std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut sock = std::net::TcpStream::connect(&addr).unwrap();
+                sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                write!(sock, "GET /console/api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+                let (call, skip) = (b"event: call\n".as_slice(), b"event: skipped\ndata: {\"count\":".as_slice());
+                let mut buf = vec![0u8; 1 << 16];
+                let mut carry: Vec<u8> = Vec::new();
+                while !st.load(Ordering::Relaxed) {
+                    let n = match sock.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(_) => continue,
+                    };
+                    carry.extend_from_slice(&buf[..n]);
+                    // Whole events only; the rest waits for the next read.
+                    let Some(end) = carry.windows(2).rposition(|w| w == b"\n\n") else { continue };
+                    let whole = &carry[..end + 2];
+                    let mut i = 0;
+                    while i + call.len() <= whole.len() {
+                        if whole[i..].starts_with(call) {
+                            s1.fetch_add(1, Ordering::Relaxed);
+                            i += call.len();
+                        } else if whole[i..].starts_with(skip) {
+                            let digits: Vec<u8> =
+                                whole[i + skip.len()..].iter().take_while(|c| c.is_ascii_digit()).copied().collect();
+                            s2.fetch_add(String::from_utf8_lossy(&digits).parse::<u64>().unwrap(), Ordering::Relaxed);
+                            i += skip.len();
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    carry.drain(..end + 2);
+                }
+            });
+            // The feed is open once its hello has arrived.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let (made, r) = rate().await;
+            open.push(r);
+            // Let the feed catch up, then count.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while seen.load(Ordering::Relaxed) + skipped.load(Ordering::Relaxed) < made && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            stop.store(true, Ordering::Relaxed);
+            reader.join().unwrap();
+            seen_total += seen.load(Ordering::Relaxed);
+            skipped_total += skipped.load(Ordering::Relaxed);
+            made_total += made;
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (c, o) = (median(closed), median(open));
+        let change = (o - c) / c * 100.0;
+        line(format!(
+            "| `echo` calls/s, 8 callers, feed closed → open (median of alternating runs) | {c:.0} → {o:.0} | {change:+.1}% | ≥ 1,000 calls/s and within ±5%: {} |",
+            if c >= 1000.0 && change.abs() <= 5.0 { "met" } else { "**not met**" }
+        ));
+        line(format!(
+            "| calls the open feed showed + said it skipped, of those made | {seen_total} + {skipped_total} of {made_total} | — | all accounted for: {} |",
+            if seen_total + skipped_total == made_total { "yes" } else { "**no**" }
+        ));
+    });
 }

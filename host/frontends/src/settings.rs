@@ -1,8 +1,9 @@
 //! The front ends' sections of `toolhost.toml`, composed from their owners: `[mcp]`
 //! (`mcp::settings`), `[serve]` and `[audit]` (`service::settings`), `[model]`
-//! (`agent::settings`). Read from the same file as core's ([`ConfigFile`]), claimed there.
+//! (`agent::settings`), `[console]` (`console::settings`). Read from the same file as core's ([`ConfigFile`]), claimed there.
 
 use crate::agent::settings::{ModelConfig, RawModel};
+use crate::console::settings::{ConsoleSettings, RawConsole};
 use crate::mcp::settings::{McpSettings, RawMcp};
 use crate::service::settings::{AuditSettings, RawAudit, RawServe, ServeSettings};
 use toolhost_core::Config;
@@ -15,6 +16,7 @@ pub struct Settings {
     pub serve: ServeSettings,
     pub audit: AuditSettings,
     pub model: ModelConfig,
+    pub console: ConsoleSettings,
 }
 
 impl Settings {
@@ -27,6 +29,7 @@ impl Settings {
             serve: ServeSettings::resolve(file.section::<RawServe>("serve")?).map_err(invalid)?,
             audit: AuditSettings::resolve(file.section::<RawAudit>("audit")?, &file.base).map_err(invalid)?,
             model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
+            console: ConsoleSettings::resolve(file.section::<RawConsole>("console")?).map_err(invalid)?,
         })
     }
 }

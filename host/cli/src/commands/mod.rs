@@ -76,11 +76,16 @@ pub enum Command {
     /// pinned tools)
     Schema(schema::Args),
     /// Load the plugins and keep the registry live while files in the folder change, printing
-    /// each change: `+ tool`, `~ tool (v0.1.0 → v0.2.0)`, `- tool`, `! file: reason`,
-    /// `? plugin waiting for approval`, `! tool name … is claimed by …`. With --mcp, serve the tools to MCP clients (stdio, or
-    /// streamable HTTP with --http) and send them `tools/list_changed` on every change
+    /// each change: `+ tool`, `~ tool: what changed`, `- tool`, `! file: reason`, `? plugin
+    /// waiting for approval`, `! tool name … is claimed by …`. With --mcp, serve the tools to MCP
+    /// clients (stdio, or streamable HTTP with --http) and send them `tools/list_changed` on
+    /// every change; over HTTP also the web console at /
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::Args),
+    /// Serve over HTTP on a free loopback port and open the web console in a browser (tools
+    /// with a form to try them, plugins and approvals, the live activity feed, the audit
+    /// trail, metrics): `serve --http 127.0.0.1:0 --open`
+    Console(serve::ConsoleArgs),
     /// Rebuild a plugin project (Rust, Python or JavaScript) on every save and drop the .wasm
     /// into the plugins folder (created if missing); a running `toolhost serve` picks it up
     #[command(after_help = dev::AFTER_HELP)]
@@ -131,6 +136,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Prompt => prompt::run(g),
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
+        Command::Console(a) => serve::run_console(g, a),
         Command::Dev(a) => dev::run(g, a),
         Command::Build(a) => build::run(g, a),
         Command::New(a) => new::run(a),

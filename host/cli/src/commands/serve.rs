@@ -1,6 +1,7 @@
 //! `toolhost serve`: the registry kept live while the plugins folder changes, each change
 //! printed; with `--mcp`, the tools served to MCP clients over stdio or streamable HTTP, as a
-//! service (graceful shutdown, probes, metrics, the audit trail).
+//! service (graceful shutdown, probes, metrics, the audit trail); over HTTP also the web
+//! console at `/`. `toolhost console` is `serve --http 127.0.0.1:0 --open`.
 
 use crate::args::GlobalArgs;
 use crate::session::{eprint_change, live_host, load_and_watch, print_change, unloaded_host};
@@ -15,8 +16,15 @@ pub const AFTER_HELP: &str = "\
 MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
   {\"mcpServers\": {\"toolhost\": {\"command\": \"toolhost\",
       \"args\": [\"--config\", \"/path/to/toolhost.toml\", \"serve\", \"--mcp\"]}}}
-Over HTTP: toolhost serve --mcp --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
+Over HTTP: toolhost serve --http 127.0.0.1:8765, then point the client at http://127.0.0.1:8765/mcp
 With [mcp] tokens in toolhost.toml, HTTP clients must send Authorization: Bearer <token>
+
+The web console: the same server answers http://ADDR/ (the URL is printed at start; --open
+opens it in a browser where there is a desktop, and `toolhost console` does both). Tools (with
+a form to try each one), plugins (grants, approvals), the live activity feed, the audit trail
+and metrics. With [mcp] tokens it asks for a token once and keeps a session cookie; without
+tokens it answers only on loopback. [console] enabled = false turns it off, read_only = true
+hides Run, Approve and Reject.
 
 As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
 (Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
@@ -36,10 +44,15 @@ pub struct Args {
     /// Speak MCP: over stdin/stdout (only protocol messages on stdout; changes and logs go to stderr)
     #[arg(long)]
     pub mcp: bool,
-    /// With --mcp: streamable HTTP at http://ADDR/mcp instead of stdio (use a loopback address
-    /// such as 127.0.0.1:8765; port 0 picks a free port)
-    #[arg(long, value_name = "ADDR", requires = "mcp")]
+    /// Serve over HTTP instead of stdio (implies --mcp): MCP at http://ADDR/mcp and the web
+    /// console at http://ADDR/ (use a loopback address such as 127.0.0.1:8765; port 0 picks a
+    /// free port)
+    #[arg(long, value_name = "ADDR")]
     pub http: Option<std::net::SocketAddr>,
+    /// With --http: open the web console in a browser once it is listening (where there is a
+    /// desktop; otherwise the URL is only printed)
+    #[arg(long, requires = "http")]
+    pub open: bool,
     /// With --http: also accept this Host header value (localhost, 127.0.0.1 and ::1 always are)
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     pub allow_host: Vec<String>,
@@ -53,8 +66,39 @@ pub struct Args {
     pub allow_unauthenticated_remote: bool,
 }
 
+/// `toolhost console`: `serve --http ADDR --open`.
+#[derive(Debug, clap::Args)]
+pub struct ConsoleArgs {
+    /// Where to listen (port 0 picks a free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub http: std::net::SocketAddr,
+    /// Only print the URL; do not open a browser
+    #[arg(long)]
+    pub no_open: bool,
+    /// Quiet time after the last file event before the folder is rescanned
+    #[arg(long, value_name = "MS", default_value_t = 150)]
+    pub debounce_ms: u64,
+}
+
+/// `toolhost console`.
+pub fn run_console(g: &GlobalArgs, a: ConsoleArgs) -> Result<ExitCode> {
+    run(
+        g,
+        Args {
+            debounce_ms: a.debounce_ms,
+            mcp: true,
+            http: Some(a.http),
+            open: !a.no_open,
+            allow_host: Vec::new(),
+            allow_origin: Vec::new(),
+            allow_unauthenticated_remote: false,
+        },
+    )
+}
+
 pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
-    let Args { debounce_ms, mcp, http, allow_host, allow_origin, allow_unauthenticated_remote } = a;
+    let Args { debounce_ms, mcp, http, open, allow_host, allow_origin, allow_unauthenticated_remote } = a;
+    let mcp = mcp || http.is_some();
     let settings = Settings::resolve(g)?;
     let cfg = &settings.core;
     if !cfg.plugins_dir.is_dir() {
@@ -77,8 +121,9 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
             tokens,
             service: None,
             limits: settings.frontends.serve.http,
+            console: None,
         };
-        let r = rt.block_on(serve_mcp(settings, debounce, http, options));
+        let r = rt.block_on(serve_mcp(settings, debounce, http, options, open));
         // The stdio transport's blocked read of stdin must not hold the exit.
         rt.shutdown_timeout(Duration::from_millis(500));
         r
@@ -92,6 +137,7 @@ async fn serve_mcp(
     debounce: Duration,
     http: Option<std::net::SocketAddr>,
     options: toolhost_frontends::mcp::HttpOptions,
+    open: bool,
 ) -> Result<ExitCode> {
     use toolhost_frontends::mcp::{McpServer, serve_http, serve_stdio_until};
     // From the start, SIGTERM/SIGINT end the process cleanly: during the first load by stopping
@@ -178,10 +224,41 @@ async fn serve_mcp(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );
             }
-            let options = toolhost_frontends::mcp::HttpOptions { service: Some(service.clone()), ..options };
+            let console = frontends.console.enabled.then(|| {
+                toolhost_frontends::console::Console::start(
+                    host.executor.clone(),
+                    reloader.clone(),
+                    service.clone(),
+                    frontends.console,
+                    Arc::new(options.tokens.clone()),
+                    options.limits.body_timeout,
+                )
+            });
+            let has_console = console.is_some();
+            let signs_in = !options.tokens.is_empty();
+            let options =
+                toolhost_frontends::mcp::HttpOptions { service: Some(service.clone()), console, ..options };
             eprintln!(
                 "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
             );
+            if has_console {
+                let url = console_url(bound);
+                eprintln!(
+                    "toolhost: console at {url}{}",
+                    if signs_in {
+                        " (sign in with an [mcp] token)"
+                    } else if bound.ip().is_loopback() {
+                        ""
+                    } else {
+                        " (answers only on this machine: no [mcp] tokens)"
+                    }
+                );
+                if open {
+                    open_browser(&url);
+                }
+            } else if open {
+                eprintln!("toolhost: the console is off ([console] enabled = false): nothing to open");
+            }
             let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
             let _watch = tokio::select! {
                 w = load => w?,
@@ -205,6 +282,43 @@ async fn serve_mcp(
     }
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The console's URL for a listener bound to `bound` (an unspecified address is reached on
+/// loopback).
+fn console_url(bound: std::net::SocketAddr) -> String {
+    let ip = match bound.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
+        }
+        ip => ip,
+    };
+    format!("http://{}/", std::net::SocketAddr::new(ip, bound.port()))
+}
+
+/// Open `url` in the operator's browser where there is a desktop (`xdg-open` under X11 or
+/// Wayland, `open` on macOS, `start` on Windows); elsewhere say so.
+fn open_browser(url: &str) {
+    use std::process::{Command, Stdio};
+    let mut cmd = if cfg!(target_os = "macos") {
+        Command::new("open")
+    } else if cfg!(windows) {
+        let mut c = Command::new("cmd");
+        c.args(["/C", "start", ""]);
+        c
+    } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
+        Command::new("xdg-open")
+    } else {
+        eprintln!("toolhost: no desktop here (no DISPLAY or WAYLAND_DISPLAY): open {url} in a browser");
+        return;
+    };
+    let opened = cmd.arg(url).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    if let Err(e) = opened {
+        eprintln!("toolhost: cannot open a browser ({e}): open {url} yourself");
+    }
 }
 
 async fn serve(settings: Settings, debounce: Duration) -> Result<ExitCode> {

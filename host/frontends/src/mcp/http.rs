@@ -1,7 +1,9 @@
 //! MCP over streamable HTTP: rmcp's service behind a small hyper front door that serves only
-//! `/mcp` (and, with a service, the probes and `/metrics`), checks the bearer token (when the
-//! operator configured any) before anything else, and leaves the Host/Origin checks
-//! (DNS-rebinding protection) of `/mcp` to rmcp — `/metrics` gets the same checks here.
+//! `/mcp` (and, with a service, the probes and `/metrics`; with a console, `/` and
+//! `/console/…`), checks the bearer token (when the operator configured any) before anything
+//! else, and leaves the Host/Origin checks (DNS-rebinding protection) of `/mcp` to rmcp —
+//! `/metrics` gets the same checks here, and the console the same Host check with its own
+//! origin allowed (a browser sends `Origin` with the console's own `POST`s).
 //!
 //! Slow and numerous clients are bounded (`[serve]`, [`crate::service::HttpLimits`]): a request's
 //! headers must arrive within `header_timeout_ms` (which also ends idle keep-alive connections),
@@ -35,6 +37,24 @@ impl std::fmt::Debug for McpToken {
 impl McpToken {
     pub fn new(name: impl Into<String>, value: &str) -> McpToken {
         McpToken { name: name.into(), digest: sha2::Sha256::digest(value.as_bytes()).into() }
+    }
+}
+
+/// The console checks a token typed into its login form against the same list.
+impl crate::console::Tokens for Vec<McpToken> {
+    fn is_empty(&self) -> bool {
+        <[McpToken]>::is_empty(self)
+    }
+
+    fn name_of(&self, value: &str) -> Option<String> {
+        let digest: [u8; 32] = sha2::Sha256::digest(value.as_bytes()).into();
+        let mut found = None;
+        for t in self {
+            if super::approval::ct_eq(&t.digest, &digest) {
+                found = Some(t.name.clone());
+            }
+        }
+        found
     }
 }
 
@@ -115,6 +135,23 @@ impl HostGuard {
 
     /// `Err(status, why)` when the request must be refused.
     fn check(&self, headers: &hyper::HeaderMap) -> Result<(), (hyper::StatusCode, &'static str)> {
+        self.check_host(headers)?;
+        self.check_origin(headers, None)
+    }
+
+    /// [`HostGuard::check`] for the console: besides the allowed origins, a request may come
+    /// from the origin its own `Host` names (the console's page, `POST`ing to itself).
+    fn check_console(&self, headers: &hyper::HeaderMap) -> Result<(), (hyper::StatusCode, &'static str)> {
+        let own = self.check_host(headers)?;
+        self.check_origin(headers, Some(own))
+    }
+
+    /// The `Host` header's (host, port), if it names an allowed host.
+    #[allow(clippy::type_complexity)] // a private helper's one-off shape
+    fn check_host(
+        &self,
+        headers: &hyper::HeaderMap,
+    ) -> Result<(String, Option<u16>), (hyper::StatusCode, &'static str)> {
         let forbidden = hyper::StatusCode::FORBIDDEN;
         let host = headers
             .get(hyper::header::HOST)
@@ -126,16 +163,38 @@ impl HostGuard {
             tracing::warn!(host = %host, "refused a request with a Host header that is not allowed (DNS rebinding?)");
             return Err((forbidden, "forbidden: Host header is not allowed (see --allow-host)\n"));
         }
+        Ok((name, port))
+    }
+
+    /// A request carrying an `Origin` must come from an allowed origin, or from `own` (the
+    /// request's own host and port, over http or https).
+    fn check_origin(
+        &self,
+        headers: &hyper::HeaderMap,
+        own: Option<(String, Option<u16>)>,
+    ) -> Result<(), (hyper::StatusCode, &'static str)> {
+        let forbidden = hyper::StatusCode::FORBIDDEN;
         if let Some(origin) = headers.get(hyper::header::ORIGIN) {
             let parsed = origin.to_str().ok().and_then(parse_origin);
+            let same = |o: &Option<(String, String, Option<u16>)>| match (o, &own) {
+                (Some((s, h, p)), Some((oh, op))) => {
+                    (s == "http" || s == "https")
+                        && h == oh
+                        && p.or_else(|| default_port(s)) == op.or_else(|| default_port(s))
+                }
+                _ => false,
+            };
             let allowed = parsed.is_some_and(|o| {
-                self.origins.iter().any(|a| match (a, &o) {
-                    (None, None) => true,
-                    (Some((s, h, p)), Some((os, oh, op))) => {
-                        s == os && h == oh && p.or_else(|| default_port(s)) == op.or_else(|| default_port(os))
-                    }
-                    _ => false,
-                })
+                same(&o)
+                    || self.origins.iter().any(|a| match (a, &o) {
+                        (None, None) => true,
+                        (Some((s, h, p)), Some((os, oh, op))) => {
+                            s == os
+                                && h == oh
+                                && p.or_else(|| default_port(s)) == op.or_else(|| default_port(os))
+                        }
+                        _ => false,
+                    })
             });
             if !allowed {
                 tracing::warn!("refused a request with an Origin that is not allowed (see --allow-origin)");
@@ -194,6 +253,8 @@ pub struct HttpOptions {
     pub service: Option<Arc<crate::service::Service>>,
     /// Timeouts and connection caps (`[serve]`).
     pub limits: crate::service::HttpLimits,
+    /// The web console at `/` (`[console]`), if enabled.
+    pub console: Option<Arc<crate::console::Console>>,
 }
 
 /// Open connections, in all and per peer address, against [`HttpLimits`]'s caps.
@@ -542,6 +603,7 @@ pub async fn serve_http(
         config,
     );
     let host_service = options.service.clone();
+    let console = options.console.clone();
     let mut limits = options.limits;
     if let Some(fds) = raise_fd_limit() {
         let room = usize::try_from(fds.saturating_sub(FD_RESERVE).max(16)).unwrap_or(usize::MAX);
@@ -595,14 +657,24 @@ pub async fn serve_http(
         let host_service = host_service.clone();
         let answers = answers.clone();
         let guard = guard.clone();
+        let console = console.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
             let answers = answers.clone();
             let guard = guard.clone();
+            let console = console.clone();
             async move {
                 let path = req.uri().path();
+                if let Some(c) = &console
+                    && crate::console::Console::serves(path)
+                {
+                    if let Err((status, why)) = guard.check_console(req.headers()) {
+                        return Ok(text(status, why));
+                    }
+                    return Ok(c.handle(req, peer).await);
+                }
                 let get = req.method() == hyper::Method::GET;
                 let authorized = || {
                     let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());

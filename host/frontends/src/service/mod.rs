@@ -1,6 +1,10 @@
 //! Running toolhost as a service (`serve`, #17): graceful shutdown ([`shutdown`]), the metrics
 //! behind `/metrics` (`metrics.rs`) and the audit trail ([`audit`]).
 //!
+//! Whoever wants to see each call as it finishes (the console's activity feed) subscribes with
+//! [`Service::subscribe_calls`]: a bounded broadcast, built only while someone listens, that
+//! never slows a call (a subscriber that falls behind is told how many it missed).
+//!
 //! A [`Service`] is attached to the executor as its `CallObserver`
 //! (`Executor::attach_observer`) and sees every call of every front end: it admits the call (or refuses it while shutting down), races it against
 //! the end of the grace period, then counts it and writes its audit line. Without one (library
@@ -43,6 +47,52 @@ pub struct Service {
     front_end: &'static str,
     /// Every secret the config defines (and every MCP token), to redact from audited arguments.
     secrets: NetGrant,
+    /// Finished calls, for whoever subscribed ([`Service::subscribe_calls`]).
+    calls: tokio::sync::broadcast::Sender<Arc<CallEvent>>,
+}
+
+/// Finished calls kept for a subscriber that has not read them yet; past this it is told how
+/// many it missed (`RecvError::Lagged`).
+pub const CALL_EVENTS_BUFFER: usize = 4096;
+
+/// One finished call, as [`Service::subscribe_calls`] publishes it: what the audit line says,
+/// without the arguments, plus what the call cost. Cheap to build (the call path pays for it
+/// while someone listens); formatted only when serialized.
+#[derive(Debug, Clone)]
+pub struct CallEvent {
+    pub time: std::time::SystemTime,
+    pub tool: String,
+    /// The plugin that served it (unset: no such tool).
+    pub plugin: Option<Arc<toolhost_core::registry::LoadedPlugin>>,
+    pub front_end: &'static str,
+    pub client: Option<String>,
+    pub token: Option<String>,
+    /// `ok` or the error kind.
+    pub outcome: &'static str,
+    pub duration: Duration,
+    pub danger: Option<DangerRecord>,
+    pub truncated: bool,
+    pub usage: Option<toolhost_core::usage::Usage>,
+}
+
+impl serde::Serialize for CallEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("CallEvent", 12)?;
+        st.serialize_field("time", &audit::rfc3339(self.time))?;
+        st.serialize_field("tool", &self.tool)?;
+        st.serialize_field("plugin", &self.plugin.as_ref().map(|p| &*p.name))?;
+        st.serialize_field("version", &self.plugin.as_ref().map(|p| &p.manifest.version))?;
+        st.serialize_field("front_end", self.front_end)?;
+        st.serialize_field("client", &self.client)?;
+        st.serialize_field("token", &self.token)?;
+        st.serialize_field("outcome", self.outcome)?;
+        st.serialize_field("duration_ms", &((self.duration.as_secs_f64() * 1e6).round() / 1e3))?;
+        st.serialize_field("danger", &self.danger)?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.serialize_field("usage", &self.usage)?;
+        st.end()
+    }
 }
 
 impl Service {
@@ -113,6 +163,7 @@ impl Service {
             registry,
             front_end,
             secrets: NetGrant { secrets, ..NetGrant::default() },
+            calls: tokio::sync::broadcast::channel(CALL_EVENTS_BUFFER).0,
         }
     }
 
@@ -124,6 +175,12 @@ impl Service {
     /// The `/metrics` text.
     pub fn metrics_text(&self) -> String {
         self.metrics.encode(&self.registry.load())
+    }
+
+    /// Every call finished from now on (see [`CallEvent`]); a receiver that falls more than
+    /// [`CALL_EVENTS_BUFFER`] behind is told how many it missed.
+    pub fn subscribe_calls(&self) -> tokio::sync::broadcast::Receiver<Arc<CallEvent>> {
+        self.calls.subscribe()
     }
 
     /// Count the reloader's registry swaps and failures for as long as it runs.
@@ -189,8 +246,24 @@ impl Service {
         if let Some(d) = rec.danger {
             self.metrics.danger(d.decision.as_str(), d.by.as_str());
         }
-        let Some(audit) = &self.audit else { return 0 };
         let plugin = rec.plugin.as_ref();
+        // Built only while someone listens: with no subscriber a call pays one short lock.
+        if self.calls.receiver_count() > 0 {
+            let _ = self.calls.send(Arc::new(CallEvent {
+                time: std::time::SystemTime::now(),
+                tool: call.name.clone(),
+                plugin: plugin.cloned(),
+                front_end: ctx.front_end.unwrap_or(self.front_end),
+                client: ctx.client.clone(),
+                token: ctx.token.clone(),
+                outcome,
+                duration: took,
+                danger: rec.danger,
+                truncated: o.truncated,
+                usage: o.usage.clone(),
+            }));
+        }
+        let Some(audit) = &self.audit else { return 0 };
         // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
         #[derive(serde::Serialize)]
         struct Line<'a> {

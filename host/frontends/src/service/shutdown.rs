@@ -114,6 +114,13 @@ impl Lifecycle {
         let _ = rx.wait_for(|p| *p >= Phase::Cancelling).await;
     }
 
+    /// Completes when the shutdown begins (no new calls are admitted): long-lived streams such
+    /// as the console's activity feed end then, so they do not hold the drain.
+    pub async fn stopping(&self) {
+        let mut rx = self.phase.subscribe();
+        let _ = rx.wait_for(|p| *p >= Phase::Draining).await;
+    }
+
     /// Completes when the drain is over.
     pub async fn drained(&self) {
         let mut rx = self.phase.subscribe();

@@ -1,0 +1,428 @@
+//! The console's JSON views of the registry (tools, plugins with their grants, held versions,
+//! load failures) and its three actions: run a tool through the executor, approve or reject a
+//! held plugin version.
+
+use super::{Body, Console, Early, json, json_error};
+use hyper::{Response, StatusCode};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use toolhost_core::discovery::file_name;
+use toolhost_core::executor::{CallContext, Confirm, DangerRequest, DecidedBy, Decision, ToolCall};
+use toolhost_core::registry::approvals::{Approvals, lock_entry};
+use toolhost_core::registry::{LoadedPlugin, Registry};
+use toolhost_core::view::ToolView;
+use toolhost_spec::manifest::Manifest;
+
+/// `GET /console/api/tools`: every tool as the executor presents and enforces it.
+pub fn tools(c: &Console) -> Value {
+    let config = c.executor.config();
+    let reg = c.executor.registry();
+    let tools: Vec<Value> = reg
+        .tools()
+        .map(|t| {
+            let v = ToolView::new(t, config);
+            let s = v.spec;
+            let params: Vec<Value> = s
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    json!({
+                        "name": p.name,
+                        "schema": crate::openai::param_schema(s, i),
+                        "json": s.is_json(i),
+                        "optional": p.optional,
+                        "rest": s.rest && i + 1 == s.params.len(),
+                        "description": p.description,
+                    })
+                })
+                .collect();
+            json!({
+                "name": s.name,
+                "plugin": &*t.plugin.name,
+                "version": t.plugin.manifest.version,
+                "description": s.description,
+                "signature": s.signature(),
+                "category": s.category,
+                "flags": v.flags(),
+                "dangerous": v.dangerous,
+                "readOnly": v.read_only,
+                "rest": s.rest,
+                "params": params,
+                "inputSchema": crate::openai::parameters(s),
+                "outputSchema": s.output_schema,
+                "dangerNotes": if v.dangerous { reg.shared_write_notes(&t.plugin, &config.workspace) } else { vec![] },
+                "limits": {
+                    "timeout_ms": v.limits.timeout_ms,
+                    "memory_mb": v.limits.memory_mb,
+                    "output_limit": v.limits.output_limit,
+                    "write_mb": v.limits.write_mb,
+                },
+            })
+        })
+        .collect();
+    json!({
+        "generation": c.reloader.generation(),
+        "danger": config.danger.to_string(),
+        "readOnly": c.settings.read_only,
+        "tools": tools,
+    })
+}
+
+/// What a manifest requests, one line per item (`fs workspace:rw`, `net example.com`, …).
+fn requested(m: &Manifest) -> Vec<String> {
+    let c = &m.capabilities;
+    c.fs.iter()
+        .map(|f| format!("fs {}:{}", f.path, f.mode))
+        .chain(c.env.iter().map(|e| format!("env {e}")))
+        .chain(c.net.iter().map(|n| format!("net {n}")))
+        .chain(c.secrets.iter().map(|s| format!("secret {s}")))
+        .chain(c.exec.iter().map(|e| format!("exec {e}")))
+        .collect()
+}
+
+/// What a plugin is granted (request ∩ grant), one line per item; names only, never a value.
+fn granted(p: &LoadedPlugin) -> Vec<String> {
+    let net = &p.grants.net;
+    let hosts: Vec<String> = net
+        .granted
+        .iter()
+        .filter(|g| net.requested.iter().any(|r| toolhost_spec::host_pattern::overlaps(r, g)))
+        .map(|h| format!("net {h}"))
+        .collect();
+    let private = (net.private && !hosts.is_empty()).then(|| "net private addresses".to_string());
+    p.grants
+        .fs
+        .iter()
+        .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
+        .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
+        .chain(hosts)
+        .chain(private)
+        .chain(net.secrets.iter().map(|s| format!("secret {}", s.name)))
+        .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
+        .collect()
+}
+
+/// A file's SHA-256 and size now (a held version's file is read again: it may have changed).
+fn file_facts(path: &Path, max: u64) -> Option<(Vec<u8>, [u8; 32])> {
+    let bytes = toolhost_core::discovery::read_capped(path, max).ok().flatten()?;
+    let hash = toolhost_core::registry::content_hash(&bytes);
+    Some((bytes, hash))
+}
+
+/// Whether the config, not the approvals file, decides about `plugin`.
+fn pinned_in_config(c: &Console, plugin: &str) -> bool {
+    let a = &c.executor.config().approvals;
+    a.locked || a.plugins.contains_key(plugin)
+}
+
+/// `GET /console/api/plugins`: each plugin with its file, grants and signer; the versions held
+/// for approval (with the config entry that would pin them); the files that failed to load.
+pub fn plugins(c: &Console) -> Value {
+    let config = c.executor.config();
+    let reg = c.executor.registry();
+    let plugins: Vec<Value> = reg
+        .plugins()
+        .iter()
+        .map(|p| {
+            let tools: Vec<&str> = p
+                .manifest
+                .tools
+                .iter()
+                .filter(|t| reg.get(&t.name).is_some_and(|e| Arc::ptr_eq(&e.plugin, p)))
+                .map(|t| t.name.as_str())
+                .collect();
+            json!({
+                "name": &*p.name,
+                "version": p.manifest.version,
+                "description": p.manifest.description,
+                "file": p.file,
+                "fileName": file_name(&p.file),
+                "sha256": hex::encode(p.hash),
+                "size": std::fs::metadata(&p.file).ok().map(|m| m.len()),
+                "signer": p.signer.as_ref().map(|s| s.to_string()),
+                "requested": requested(&p.manifest),
+                "granted": granted(p),
+                "missing": p.missing.iter().map(|m| json!({ "what": m.what, "grant": m.how })).collect::<Vec<_>>(),
+                "warnings": reg.shared_write_notes(p, &config.workspace),
+                "tools": tools,
+            })
+        })
+        .collect();
+    let pending: Vec<Value> = reg
+        .pending()
+        .iter()
+        .map(|held| {
+            let facts = file_facts(&held.file, config.max_plugin_bytes);
+            let manifest = facts.as_ref().and_then(|(b, _)| toolhost_spec::manifest::read(b).ok());
+            let entry = match (&facts, &manifest) {
+                (Some((_, hash)), Some(m)) => Some(lock_entry(m, &held.file, hash, false)),
+                _ => None,
+            };
+            json!({
+                "plugin": held.plugin,
+                "version": held.version,
+                "file": held.file,
+                "fileName": file_name(&held.file),
+                "sha256": facts.as_ref().map(|(_, h)| hex::encode(h)),
+                "size": facts.as_ref().map(|(b, _)| b.len()),
+                "extra": held.extra,
+                "requested": manifest.as_ref().map(requested),
+                "pinnedInConfig": pinned_in_config(c, &held.plugin),
+                "entry": entry,
+                "alsoServing": reg.plugins().iter().any(|p| p.file == held.file),
+            })
+        })
+        .collect();
+    let failures: Vec<Value> = reg
+        .failures()
+        .iter()
+        .map(|f| json!({ "file": f.file, "fileName": file_name(&f.file), "reason": f.reason }))
+        .collect();
+    json!({
+        "generation": c.reloader.generation(),
+        "readOnly": c.settings.read_only,
+        "approvals": {
+            "locked": config.approvals.locked,
+            "file": config.plugins_dir.join(toolhost_core::registry::approvals::FILE),
+        },
+        "plugins": plugins,
+        "pending": pending,
+        "failures": failures,
+        "warnings": reg.warnings(),
+    })
+}
+
+/// The console's answer to the danger question: the person confirmed in the page, or not.
+struct PageConfirm {
+    confirmed: bool,
+}
+
+impl Confirm for PageConfirm {
+    fn confirm<'a>(
+        &'a self,
+        req: &'a DangerRequest,
+    ) -> Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
+        let confirmed = self.confirmed;
+        Box::pin(async move {
+            if confirmed {
+                Decision::Allow
+            } else {
+                Decision::Deny(format!(
+                    "tool `{}` is dangerous and was not confirmed in the console",
+                    req.tool
+                ))
+            }
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::FrontEnd
+    }
+}
+
+/// `POST /console/api/call` `{tool, arguments: {name: value}, confirm}`: one call through the
+/// executor, as the front end `console`, answered with the outcome as the executor returned it.
+pub async fn call(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
+    let Some(tool) = body.get("tool").and_then(Value::as_str).map(str::to_string) else {
+        return json_error(StatusCode::BAD_REQUEST, "the request needs `tool`, the tool's name");
+    };
+    let confirmed = body.get("confirm").and_then(Value::as_bool).unwrap_or(false);
+    let empty = serde_json::Map::new();
+    let arguments = match body.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(o)) => o,
+        Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
+    };
+    let reg = c.executor.registry();
+    let ctx = CallContext { front_end: Some("console"), client: None, token: caller.token.clone() };
+    let Some(entry) = reg.get(&tool) else {
+        let o = toolhost_core::Outcome::err(
+            toolhost_core::ErrorKind::UnknownTool,
+            format!("unknown tool `{tool}` (the registry changed? reload the list)"),
+        );
+        if let Some(obs) = c.executor.observer() {
+            obs.unrun(&ToolCall::new(tool.as_str(), Vec::<String>::new()), &ctx, Default::default(), &o);
+        }
+        return json(StatusCode::OK, &json!({ "outcome": o }));
+    };
+    let spec = entry.spec();
+    let args = match crate::openai::map_argument_object(spec, arguments) {
+        Ok(a) => a,
+        Err(e) => {
+            let o = toolhost_core::Outcome::err(toolhost_core::ErrorKind::BadArguments, e);
+            if let Some(obs) = c.executor.observer() {
+                let rec =
+                    toolhost_core::executor::CallRecord { plugin: Some(entry.plugin.clone()), danger: None };
+                obs.unrun(&ToolCall::new(tool.as_str(), Vec::<String>::new()), &ctx, rec, &o);
+            }
+            return json(StatusCode::OK, &json!({ "outcome": o }));
+        }
+    };
+    let missing = entry.plugin.missing.clone();
+    drop(reg);
+    let started = std::time::Instant::now();
+    let call = ToolCall::new(tool.as_str(), args);
+    let outcome = c.executor.call_in(&call, &PageConfirm { confirmed }, &ctx).await;
+    let took = started.elapsed();
+    // A refusal the host explained ends with `[note: …]`: the page shows the lines to paste.
+    let grants: Vec<Value> = if outcome.error.as_deref().is_some_and(|e| e.contains("[note:")) {
+        missing.iter().map(|m| json!({ "what": m.what, "grant": m.how })).collect()
+    } else {
+        Vec::new()
+    };
+    json(
+        StatusCode::OK,
+        &json!({
+            "outcome": outcome,
+            "structured": outcome.data.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()).filter(Value::is_object),
+            "duration_ms": (took.as_secs_f64() * 1e6).round() / 1e3,
+            "grants": grants,
+        }),
+    )
+}
+
+/// The held version `body` names (`plugin`, and the `sha256` the page showed), read again now:
+/// its manifest, file and hash — or why the request cannot go on.
+fn held_version(
+    c: &Console,
+    reg: &Registry,
+    body: &Value,
+) -> Result<(Manifest, std::path::PathBuf, [u8; 32]), Early> {
+    let plugin = body.get("plugin").and_then(Value::as_str).unwrap_or_default();
+    let want = body.get("sha256").and_then(Value::as_str).unwrap_or_default();
+    let Some(held) = reg.pending().iter().find(|p| p.plugin == plugin) else {
+        return Err(Box::new(json_error(
+            StatusCode::CONFLICT,
+            &format!("plugin `{plugin}` has no version waiting for approval (reload the page)"),
+        )));
+    };
+    let max = c.executor.config().max_plugin_bytes;
+    let Some((bytes, hash)) = file_facts(&held.file, max) else {
+        return Err(Box::new(json_error(
+            StatusCode::CONFLICT,
+            &format!("cannot read {} any more (reload the page)", held.file.display()),
+        )));
+    };
+    if hex::encode(hash) != want.trim_start_matches("sha256:") {
+        return Err(Box::new(json_error(
+            StatusCode::CONFLICT,
+            &format!(
+                "{} changed since the page showed it (now sha256:{}); reload the page and check it again",
+                file_name(&held.file),
+                hex::encode(hash)
+            ),
+        )));
+    }
+    let m = toolhost_spec::manifest::read(&bytes)
+        .map_err(|e| json_error(StatusCode::CONFLICT, &format!("{}: {e}", file_name(&held.file))))?;
+    if m.name != plugin {
+        return Err(Box::new(json_error(
+            StatusCode::CONFLICT,
+            &format!("{} is now plugin `{}`, not `{plugin}`; reload the page", file_name(&held.file), m.name),
+        )));
+    }
+    Ok((m, held.file.clone(), hash))
+}
+
+/// Rescan the folder now, off the async workers.
+async fn rescan(c: &Console) -> Result<(), String> {
+    let r = c.reloader.clone();
+    match tokio::task::spawn_blocking(move || r.rescan()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("rescan failed: {e}")),
+        Err(e) => Err(format!("rescan failed: {e}")),
+    }
+}
+
+/// `POST /console/api/approve` `{plugin, sha256}`: what `toolhost approve PLUGIN` does, for the
+/// exact file the page showed, then a rescan so it serves at once. Under `[approvals]` pins
+/// nothing is written: the answer is the entry to paste into the config.
+pub async fn approve(c: &Console, body: Value) -> Response<Body> {
+    let reg = c.executor.registry();
+    let (m, file, hash) = match held_version(c, &reg, &body) {
+        Ok(v) => v,
+        Err(resp) => return *resp,
+    };
+    drop(reg);
+    let config = c.executor.config();
+    if pinned_in_config(c, &m.name) {
+        return json(
+            StatusCode::CONFLICT,
+            &json!({
+                "error": format!(
+                    "plugin `{}` is approved in [approvals] of the config, not in {}: paste this entry into {} and restart",
+                    m.name,
+                    toolhost_core::registry::approvals::FILE,
+                    config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "toolhost.toml".into())
+                ),
+                "entry": lock_entry(&m, &file, &hash, false),
+            }),
+        );
+    }
+    let mut approvals = Approvals::load(&config.plugins_dir);
+    approvals.approve(&m);
+    if let Err(e) = approvals.save() {
+        return json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!(
+                "cannot write {}: {e}",
+                config.plugins_dir.join(toolhost_core::registry::approvals::FILE).display()
+            ),
+        );
+    }
+    tracing::info!("console: approved plugin `{}` v{} ({})", m.name, m.version, file_name(&file));
+    if let Err(e) = rescan(c).await {
+        return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+    }
+    let reg = c.executor.registry();
+    let serving = reg.plugins().iter().find(|p| *p.name == *m.name).is_some_and(|p| p.hash == hash);
+    json(StatusCode::OK, &json!({ "approved": m.name, "version": m.version, "serving": serving }))
+}
+
+/// Where a rejected file is moved: a dotfolder of the plugins folder, which discovery skips.
+pub const REJECTED_DIR: &str = ".rejected";
+
+/// `POST /console/api/reject` `{plugin, sha256}`: move the held file out of the plugins folder
+/// (into `.rejected/`, named with its hash) and rescan, so it is no longer offered. Under
+/// `[approvals]` pins the folder may be read-only: nothing is moved.
+pub async fn reject(c: &Console, body: Value) -> Response<Body> {
+    let reg = c.executor.registry();
+    let (m, file, hash) = match held_version(c, &reg, &body) {
+        Ok(v) => v,
+        Err(resp) => return *resp,
+    };
+    drop(reg);
+    if pinned_in_config(c, &m.name) {
+        return json_error(
+            StatusCode::CONFLICT,
+            &format!(
+                "plugin `{}` is decided by [approvals] in the config: remove or replace {} yourself",
+                m.name,
+                file.display()
+            ),
+        );
+    }
+    let dir = c.executor.config().plugins_dir.join(REJECTED_DIR);
+    let to = dir.join(format!("{}.{}", file_name(&file), &hex::encode(hash)[..12]));
+    let moved = std::fs::create_dir_all(&dir).and_then(|()| std::fs::rename(&file, &to));
+    if let Err(e) = moved {
+        return json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot move {} to {}: {e}", file.display(), to.display()),
+        );
+    }
+    tracing::info!(
+        "console: rejected plugin `{}` v{}: moved {} to {}",
+        m.name,
+        m.version,
+        file.display(),
+        to.display()
+    );
+    if let Err(e) = rescan(c).await {
+        return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+    }
+    json(StatusCode::OK, &json!({ "rejected": m.name, "version": m.version, "movedTo": to }))
+}

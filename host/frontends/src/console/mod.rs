@@ -1,0 +1,336 @@
+//! The web console (`serve --http`, at `/`): every tool, plugin, grant, call and audit line of
+//! the running host, where a person would rather look than read — and, unless `[console]
+//! read_only`, a form to try a tool and buttons to approve or reject a held plugin version.
+//!
+//! A small no-build front end (ES modules, one stylesheet; `assets/`, embedded in the binary,
+//! no CDN) over a JSON API under `/console/api/`:
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /` | the page (or, with tokens and no session, the login form) |
+//! | `POST /console/login`, `/console/logout` | open or end a session (see [`auth`]) |
+//! | `GET /console/api/session` | who the caller is, the CSRF token, read-only or not |
+//! | `GET /console/api/tools`, `plugins` | the registry as the executor sees it (`api.rs`) |
+//! | `POST /console/api/call` | run a tool through the executor (front end `console`) |
+//! | `POST /console/api/approve`, `reject` | decide about a held plugin version |
+//! | `GET /console/api/events` | Server-Sent Events: reloads and finished calls (`feed.rs`) |
+//! | `GET /console/api/audit`, `audit.jsonl` | the audit trail, filtered (`audit_view.rs`) |
+//! | `GET /console/api/metrics` | the `/metrics` counters over the last minutes (`charts.rs`) |
+//!
+//! The front door (`mcp::http`) has checked `Host` and `Origin` before a request gets here;
+//! here the caller is let in ([`auth`]: a session cookie, or loopback without tokens), every
+//! `POST` must carry the CSRF token, and every answer says `Content-Security-Policy` without
+//! inline script, `X-Frame-Options: DENY` and `no-store`. No secret's value is ever in an
+//! answer: grants show names, audit arguments are redacted, call results are redacted by the
+//! executor.
+
+mod api;
+mod assets;
+mod audit_view;
+pub mod auth;
+mod charts;
+mod feed;
+pub mod settings;
+
+use crate::service::Service;
+use auth::{Caller, Refused, Sessions};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use settings::ConsoleSettings;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost_core::Executor;
+use toolhost_core::registry::reload::Reloader;
+
+pub use auth::Tokens;
+
+/// A response body: whole, or (the activity feed) a stream.
+pub type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// A response that ends a request early (boxed: a `Response` is large for an `Err`).
+type Early = Box<Response<Body>>;
+
+/// Largest request body the console reads (a call's arguments are at most 1 MiB).
+const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// What every console answer says about itself: no inline script or style, no framing, no
+/// caching, no sniffing, no referrer to other sites.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The console of one running host.
+pub struct Console {
+    executor: Arc<Executor>,
+    reloader: Arc<Reloader>,
+    service: Arc<Service>,
+    settings: ConsoleSettings,
+    sessions: Sessions,
+    charts: charts::Charts,
+    body_timeout: Duration,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// The console over `executor` (whose observer is `service`), following `reloader`'s
+    /// changes, letting in whoever holds one of `tokens` (none: loopback only). Starts the
+    /// sampler behind the metrics charts, so it must be called inside a Tokio runtime.
+    pub fn start(
+        executor: Arc<Executor>,
+        reloader: Arc<Reloader>,
+        service: Arc<Service>,
+        settings: ConsoleSettings,
+        tokens: Arc<dyn Tokens>,
+        body_timeout: Duration,
+    ) -> Arc<Console> {
+        let console = Arc::new(Console {
+            executor,
+            reloader,
+            sessions: Sessions::new(tokens, settings.session_idle),
+            charts: charts::Charts::default(),
+            service,
+            settings,
+            body_timeout,
+        });
+        charts::Charts::sample_every(&console, charts::INTERVAL);
+        console
+    }
+
+    /// Whether `path` is the console's (the front door hands those over).
+    pub fn serves(path: &str) -> bool {
+        path == "/" || path == "/console" || path.starts_with("/console/")
+    }
+
+    /// Answer one request (its `Host` and `Origin` already checked by the front door).
+    pub async fn handle(&self, req: Request<hyper::body::Incoming>, peer: SocketAddr) -> Response<Body> {
+        let mut resp = self.route(req, peer).await;
+        secure_headers(resp.headers_mut());
+        resp
+    }
+
+    async fn route(&self, req: Request<hyper::body::Incoming>, peer: SocketAddr) -> Response<Body> {
+        let path = req.uri().path().to_string();
+        let method = req.method().clone();
+        if let Some(name) = path.strip_prefix("/console/assets/") {
+            return match method {
+                Method::GET | Method::HEAD => assets::serve(name, req.headers()),
+                _ => status_text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed"),
+            };
+        }
+        let cookie = req.headers().get(header::COOKIE).and_then(|c| c.to_str().ok()).map(str::to_string);
+        match (&method, path.as_str()) {
+            (&Method::POST, "/console/login") => return self.login(req).await,
+            (&Method::GET, "/console") => return redirect("/"),
+            _ => {}
+        }
+        let caller = match self.sessions.caller(peer, cookie.as_deref()) {
+            Ok(c) => c,
+            Err(Refused::NotLoopback) => {
+                tracing::info!("console request from {peer} refused: no [mcp] tokens, not loopback");
+                return status_text(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: without [mcp] tokens the console answers only on this machine (loopback); \
+                     configure a token to use it from elsewhere",
+                );
+            }
+            Err(Refused::Login) if path == "/" && method == Method::GET => {
+                return assets::login_page(StatusCode::UNAUTHORIZED, false);
+            }
+            Err(Refused::Login) => {
+                return json_error(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized: sign in to the console with a token",
+                );
+            }
+        };
+        if method == Method::POST {
+            let given = req.headers().get(auth::CSRF_HEADER).map(|v| v.as_bytes());
+            if !auth::csrf_ok(&caller, given) {
+                tracing::info!("console POST {path} from {peer} refused: missing or wrong CSRF token");
+                return json_error(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: missing or wrong CSRF token (reload the page)",
+                );
+            }
+        }
+        match (method, path.as_str()) {
+            (Method::GET, "/") => assets::index_page(),
+            (Method::POST, "/console/logout") => {
+                self.sessions.logout(cookie.as_deref());
+                let mut resp = json(StatusCode::OK, &serde_json::json!({ "signedOut": true }));
+                let clear = auth::clear_cookie(self.secure(req.headers()));
+                if let Ok(v) = HeaderValue::from_str(&clear) {
+                    resp.headers_mut().insert(header::SET_COOKIE, v);
+                }
+                resp
+            }
+            (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(&caller)),
+            (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self)),
+            (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self)),
+            (Method::GET, "/console/api/events") => feed::open(self),
+            (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()),
+            (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()),
+            (Method::GET, "/console/api/metrics") => json(StatusCode::OK, &self.charts.series(self)),
+            (Method::POST, "/console/api/call" | "/console/api/approve" | "/console/api/reject")
+                if self.settings.read_only =>
+            {
+                json_error(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: the console is read-only ([console] read_only = true)",
+                )
+            }
+            (Method::POST, "/console/api/call") => match self.body_json(req).await {
+                Ok(v) => api::call(self, &caller, v).await,
+                Err(resp) => *resp,
+            },
+            (Method::POST, "/console/api/approve") => match self.body_json(req).await {
+                Ok(v) => api::approve(self, v).await,
+                Err(resp) => *resp,
+            },
+            (Method::POST, "/console/api/reject") => match self.body_json(req).await {
+                Ok(v) => api::reject(self, v).await,
+                Err(resp) => *resp,
+            },
+            (
+                _,
+                "/"
+                | "/console/logout"
+                | "/console/api/session"
+                | "/console/api/tools"
+                | "/console/api/plugins",
+            )
+            | (_, "/console/api/events" | "/console/api/audit" | "/console/api/audit.jsonl")
+            | (
+                _,
+                "/console/api/metrics" | "/console/api/call" | "/console/api/approve" | "/console/api/reject",
+            ) => json_error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed"),
+            _ => json_error(StatusCode::NOT_FOUND, "not found"),
+        }
+    }
+
+    fn session_json(&self, caller: &Caller) -> serde_json::Value {
+        let config = self.executor.config();
+        serde_json::json!({
+            "csrf": caller.csrf,
+            "token": caller.token,
+            "signIn": self.sessions.needs_token(),
+            "readOnly": self.settings.read_only,
+            "version": env!("CARGO_PKG_VERSION"),
+            "plugins": config.plugins_dir,
+            "danger": config.danger.to_string(),
+            "audit": self.service.audit_path(),
+        })
+    }
+
+    /// Whether the session cookie gets `Secure`.
+    fn secure(&self, headers: &hyper::HeaderMap) -> bool {
+        self.settings.secure_cookie
+            || headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+
+    /// `POST /console/login` with a form field `token`: a session cookie and back to `/`.
+    async fn login(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
+        if !self.sessions.needs_token() {
+            return redirect("/");
+        }
+        let secure = self.secure(req.headers());
+        let body = match self.body(req).await {
+            Ok(b) => b,
+            Err(resp) => return *resp,
+        };
+        let token = url::form_urlencoded::parse(&body)
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        match self.sessions.login(&token) {
+            Some(id) => {
+                let mut resp = redirect("/");
+                if let Ok(v) =
+                    HeaderValue::from_str(&auth::set_cookie(&id, secure, self.settings.session_idle))
+                {
+                    resp.headers_mut().insert(header::SET_COOKIE, v);
+                }
+                resp
+            }
+            None => {
+                tracing::info!("console sign-in refused: not a configured token");
+                assets::login_page(StatusCode::UNAUTHORIZED, true)
+            }
+        }
+    }
+
+    /// The request body, whole, within the size cap and `[serve] body_timeout_ms`.
+    async fn body(&self, req: Request<hyper::body::Incoming>) -> Result<Bytes, Early> {
+        let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY);
+        let fail = |status, message: String| Box::new(json_error(status, &message));
+        match tokio::time::timeout(self.body_timeout, limited.collect()).await {
+            Ok(Ok(b)) => Ok(b.to_bytes()),
+            Ok(Err(e)) => {
+                Err(fail(StatusCode::PAYLOAD_TOO_LARGE, format!("cannot read the request body: {e}")))
+            }
+            Err(_) => Err(fail(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} ms ([serve] body_timeout_ms)",
+                    self.body_timeout.as_millis()
+                ),
+            )),
+        }
+    }
+
+    /// The request body as a JSON object.
+    async fn body_json(&self, req: Request<hyper::body::Incoming>) -> Result<serde_json::Value, Early> {
+        let bytes = self.body(req).await?;
+        let fail = |message: String| Box::new(json_error(StatusCode::BAD_REQUEST, &message));
+        match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+            Ok(_) => Err(fail("the request body must be a JSON object".into())),
+            Err(e) => Err(fail(format!("the request body is not JSON: {e}"))),
+        }
+    }
+}
+
+fn secure_headers(h: &mut hyper::HeaderMap) {
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+}
+
+fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body.into()).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
+    full(status, "application/json", serde_json::to_vec(value).unwrap_or_default())
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response<Body> {
+    json(status, &serde_json::json!({ "error": message }))
+}
+
+fn status_text(status: StatusCode, message: &str) -> Response<Body> {
+    full(status, "text/plain; charset=utf-8", format!("{message}\n"))
+}
+
+fn redirect(to: &'static str) -> Response<Body> {
+    let mut resp = full(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
+    resp.headers_mut().insert(header::LOCATION, HeaderValue::from_static(to));
+    resp
+}

@@ -1,0 +1,495 @@
+//! The web console (#28) of `serve --http`: its doors checked over raw HTTP (the session, the
+//! CSRF token, the security headers, `[console] enabled`/`read_only`, locked approvals, no
+//! secret in any answer), and every page in a real browser — Debian's Chromium driven by
+//! Playwright (`tests/console/browser.py`), with axe-core's accessibility check.
+//!
+//! `cargo xtask test` installs what the browser tests need: Chromium with apt when missing,
+//! Playwright into `target/console-env` and axe-core into `target/console-npm`, at pinned
+//! versions (or set TOOLHOST_CONSOLE_PYTHON, TOOLHOST_CHROMIUM, TOOLHOST_AXE). Screenshots of
+//! each page are written to `target/console-shots/`.
+
+use crate::support::Env;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "console-token-6f0e2b9d41c7";
+const SECRET: &str = "console-secret-value-93ad7c";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn from_env_or(var: &str, default: PathBuf) -> PathBuf {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
+        .unwrap_or(default)
+}
+
+/// What the browser tests run with, checked to be there (`cargo xtask test` installs it).
+struct Browser {
+    python: PathBuf,
+    chromium: PathBuf,
+    axe: PathBuf,
+}
+
+fn browser() -> Browser {
+    let b = Browser {
+        python: from_env_or("TOOLHOST_CONSOLE_PYTHON", root().join("target/console-env/bin/python")),
+        chromium: from_env_or("TOOLHOST_CHROMIUM", PathBuf::from("/usr/bin/chromium")),
+        axe: from_env_or("TOOLHOST_AXE", root().join("target/console-npm/node_modules/axe-core/axe.min.js")),
+    };
+    let has_playwright = Command::new(&b.python)
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        has_playwright,
+        "{} has no playwright: run `cargo xtask test` (it installs tests/console/requirements.txt into target/console-env) or set TOOLHOST_CONSOLE_PYTHON",
+        b.python.display()
+    );
+    assert!(
+        b.chromium.is_file(),
+        "{} is missing: `apt-get install chromium` (cargo xtask test does) or set TOOLHOST_CHROMIUM",
+        b.chromium.display()
+    );
+    assert!(
+        b.axe.is_file(),
+        "{} is missing: run `cargo xtask test` (it installs axe-core into target/console-npm) or set TOOLHOST_AXE",
+        b.axe.display()
+    );
+    b
+}
+
+/// Run one scenario of `tests/console/browser.py` against `url`.
+fn run_browser(scenario: &str, url: &str, env: &[(&str, String)]) {
+    let b = browser();
+    let shots = root().join("target/console-shots");
+    let out = Command::new(&b.python)
+        .arg(root().join("tests/console/browser.py"))
+        .arg(scenario)
+        .env("CONSOLE_URL", url)
+        .env("CHROMIUM", &b.chromium)
+        .env("AXE_JS", &b.axe)
+        .env("SHOTS", &shots)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "browser scenario `{scenario}` failed:\n{stdout}\n{stderr}");
+    eprintln!("{stdout}");
+}
+
+fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+#[track_caller]
+fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                seen.push(line.clone());
+                if line.contains(what) {
+                    return line;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
+}
+
+/// A `toolhost serve --http 127.0.0.1:0` with a config, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+    /// The console's URL as printed, if it is on.
+    url: Option<String>,
+    seen: Vec<String>,
+    log: Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The response to one request: status, head (lower-cased names), body.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+impl Server {
+    fn start(env: &Env, config: &str) -> Server {
+        Server::start_with(env, config, &[])
+    }
+
+    fn start_with(env: &Env, config: &str, args: &[&str]) -> Server {
+        Server::spawn(env, config, args, &["serve", "--http", "127.0.0.1:0"])
+    }
+
+    fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
+        let dir = env.plugins.path().parent().unwrap().to_path_buf();
+        let config_path = env.workspace.path().join("toolhost.toml");
+        std::fs::write(&config_path, config).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--plugins")
+            .arg(env.plugins.path())
+            .arg("--workspace")
+            .arg(env.workspace.path())
+            .args(args)
+            .args(command)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .env("TOOLHOST_TEST_CONSOLE_TOKEN", TOKEN)
+            .env("TOOLHOST_TEST_CONSOLE_SECRET", SECRET)
+            .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+            .env("XDG_STATE_HOME", env.workspace.path().join("state"))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = lines(child.stderr.take().unwrap());
+        let mut seen = Vec::new();
+        let listening = wait_line(&log, "listening on http://", 60, &mut seen);
+        let addr = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
+        // A cold compile cache compiles every plugin first (the Python one is 18 MiB).
+        let ready = wait_line(&log, "MCP over streamable HTTP at", 300, &mut seen);
+        assert!(ready.contains(&addr));
+        let url = seen
+            .iter()
+            .find_map(|l| l.split("console at ").nth(1))
+            .map(|u| u.split(' ').next().unwrap().to_string());
+        Server { child, addr, url, seen, log }
+    }
+
+    fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        let _ = s.read_to_end(&mut raw);
+        let raw = String::from_utf8_lossy(&raw).to_string();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status =
+            head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
+        Answer { status, head: head.to_string(), body: body.to_string() }
+    }
+
+    fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
+        let h = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
+        self.request("GET", path, &h, "")
+    }
+
+    fn post_json(&self, path: &str, extra: &str, body: &serde_json::Value) -> Answer {
+        let h = format!("Content-Type: application/json\r\n{extra}");
+        self.request("POST", path, &h, &body.to_string())
+    }
+}
+
+fn json(a: &Answer) -> serde_json::Value {
+    serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", a.status, a.body))
+}
+
+/// The tool names the plugins of `cargo xtask plugins` register.
+fn xtask_plugins() -> Vec<String> {
+    let mut wasm: Vec<String> =
+        [plugin_artifacts::FILES, plugin_artifacts::TEXT, plugin_artifacts::WEB, plugin_artifacts::SYSTEM]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    wasm.push(crate::polyglot::built("python/notes").display().to_string());
+    wasm.push(crate::polyglot::built("js/datakit").display().to_string());
+    wasm
+}
+
+/// Every page in Chromium: each loads clean and passes axe; the tools page lists every tool of
+/// `cargo xtask plugins`; the try form runs `count_words`, refuses bad JSON in the page and
+/// shows a refused call's config line; a dangerous tool waits for its confirmation; a new
+/// version dropped into the folder shows in the feed and the list without reloading the page;
+/// approving a held version from the plugins page makes its tools callable.
+#[test]
+fn console_in_a_browser() {
+    let wasm = xtask_plugins();
+    let mut all: Vec<&str> = wasm.iter().map(String::as_str).collect();
+    let expected: Vec<String> = Env::with(&all).registry().tools().map(|t| t.spec().name.clone()).collect();
+    assert!(expected.len() >= 25, "{expected:?}");
+    all.push(plugin_artifacts::VERSIONED);
+    let env = Env::with(&all);
+    let server = Server::start_with(&env, "[audit]\nfile = \"audit.jsonl\"\n", &["--allow-write", "files"]);
+    let url = server.url.clone().expect("the console's URL is printed");
+    assert_eq!(url, format!("http://{}/", server.addr));
+    run_browser(
+        "main",
+        &url,
+        &[
+            ("EXPECTED_TOOLS", expected.join(",")),
+            ("PLUGINS", env.plugins.path().display().to_string()),
+            ("WORKSPACE", env.workspace.path().display().to_string()),
+            ("V2", plugin_artifacts::VERSIONED_V2.to_string()),
+            ("V3", plugin_artifacts::VERSIONED_V3.to_string()),
+        ],
+    );
+    // The console's calls are audited like any front end's.
+    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = audit.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let delete = lines.iter().find(|l| l["tool"] == "delete").expect("the confirmed delete is audited");
+    assert_eq!(delete["front_end"], "console");
+    assert_eq!(delete["danger"]["decision"], "allow");
+    assert!(lines.iter().any(|l| l["tool"] == "which" && l["version"] == "0.3.0"), "the approved v3 ran");
+}
+
+/// With a token configured: no page or API answers without the session, signing in sets an
+/// `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind TLS), a POST without the CSRF token is
+/// refused, another origin is refused, every answer carries the security headers, and no
+/// token or secret value is in any answer. Then the same in the browser.
+#[test]
+fn console_doors_with_a_token() {
+    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::WEB]);
+    let server = Server::start(
+        &env,
+        "[mcp]\ntokens = [{ name = \"ops\", env = \"TOOLHOST_TEST_CONSOLE_TOKEN\" }]\n\n\
+         [secrets.api_token]\nenv = \"TOOLHOST_TEST_CONSOLE_SECRET\"\n\n\
+         [plugin.web]\nsecrets = [\"api_token\"]\n\n[audit]\nfile = \"audit.jsonl\"\n",
+    );
+    let mut bodies = Vec::new();
+    // No session: the page is the login form, every API answers 401.
+    let page = server.get("/", None);
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("name=\"token\"") && !page.body.contains("page-tools"), "{}", page.body);
+    for path in [
+        "/console/api/session",
+        "/console/api/tools",
+        "/console/api/plugins",
+        "/console/api/events",
+        "/console/api/audit",
+        "/console/api/audit.jsonl",
+        "/console/api/metrics",
+    ] {
+        let a = server.get(path, Some("toolhost_console=0123456789abcdef"));
+        assert_eq!(a.status, 401, "{path} without a session: {}", a.body);
+        bodies.push(a.body);
+    }
+    let a = server.post_json("/console/api/call", "", &serde_json::json!({"tool": "count_words"}));
+    assert_eq!(a.status, 401, "a call without a session");
+    // Every answer says what a browser may do with it.
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("script-src 'self'")
+            && !csp.contains("unsafe-inline")
+            && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(page.header("x-frame-options").as_deref(), Some("DENY"));
+    assert_eq!(page.header("x-content-type-options").as_deref(), Some("nosniff"));
+    // The assets hold no data and are served to the login form too.
+    assert_eq!(server.get("/console/assets/console.css", None).status, 200);
+    // Signing in.
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    assert_eq!(server.request("POST", "/console/login", form, "token=wrong-token-0123456789").status, 401);
+    let ok = server.request("POST", "/console/login", form, &format!("token={TOKEN}"));
+    assert_eq!((ok.status, ok.header("location").as_deref()), (303, Some("/")), "{}", ok.head);
+    let set = ok.header("set-cookie").unwrap();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && !set.contains("Secure"), "{set}");
+    let behind_tls = server.request(
+        "POST",
+        "/console/login",
+        &format!("{form}X-Forwarded-Proto: https\r\n"),
+        &format!("token={TOKEN}"),
+    );
+    assert!(behind_tls.header("set-cookie").unwrap().ends_with("; Secure"), "{}", behind_tls.head);
+    let cookie = set.split(';').next().unwrap().to_string();
+    let session = server.get("/console/api/session", Some(&cookie));
+    assert_eq!(session.status, 200);
+    let csrf = json(&session)["csrf"].as_str().unwrap().to_string();
+    assert_eq!(json(&session)["token"], "ops");
+    assert_eq!(server.get("/", Some(&cookie)).status, 200);
+    for path in ["/console/api/tools", "/console/api/plugins", "/console/api/metrics", "/console/api/audit"] {
+        let a = server.get(path, Some(&cookie));
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        bodies.push(a.body);
+    }
+    // A POST needs the CSRF token.
+    let call = serde_json::json!({"tool": "count_words", "arguments": {"text": "a b"}});
+    let with_cookie = format!("Cookie: {cookie}\r\n");
+    for extra in [String::new(), "X-CSRF-Token: nope\r\n".to_string()] {
+        let a = server.post_json("/console/api/call", &format!("{with_cookie}{extra}"), &call);
+        assert_eq!(a.status, 403, "{extra:?}: {}", a.body);
+        assert!(a.body.contains("CSRF"), "{}", a.body);
+    }
+    let csrf_header = format!("{with_cookie}X-CSRF-Token: {csrf}\r\n");
+    let a = server.post_json("/console/api/call", &csrf_header, &call);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(json(&a)["outcome"]["success"], true, "{}", a.body);
+    bodies.push(a.body);
+    // Another site's page cannot post, even with the cookie and token in hand.
+    let a = server.post_json(
+        "/console/api/call",
+        &format!("{csrf_header}Origin: http://evil.example\r\n"),
+        &call,
+    );
+    assert_eq!(a.status, 403, "{}", a.body);
+    let own = format!("{csrf_header}Origin: http://{}\r\n", server.addr);
+    assert_eq!(server.post_json("/console/api/call", &own, &call).status, 200);
+    // No token or secret value anywhere.
+    for b in &bodies {
+        assert!(!b.contains(TOKEN) && !b.contains(SECRET), "a value leaked: {b}");
+    }
+    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!((line["front_end"].as_str(), line["token"].as_str()), (Some("console"), Some("ops")));
+    // Signing out ends the session.
+    let a = server.post_json("/console/logout", &csrf_header, &serde_json::json!({}));
+    assert_eq!(a.status, 200);
+    assert_eq!(server.get("/console/api/session", Some(&cookie)).status, 401);
+
+    let url = server.url.clone().unwrap();
+    run_browser("login", &url, &[("TOKEN", TOKEN.to_string())]);
+}
+
+/// `[console] enabled = false` serves nothing at `/`; `read_only = true` refuses to run or
+/// approve (and says so in its data); under `[approvals] locked = true` a held plugin shows
+/// the entry to pin and approving writes nothing.
+#[test]
+fn console_off_read_only_and_locked() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let off = Server::start(&env, "[console]\nenabled = false\n");
+    assert_eq!(off.url, None, "no console URL is printed");
+    assert_eq!(off.get("/", None).status, 404);
+    assert_eq!(off.get("/console/api/tools", None).status, 404);
+    drop(off);
+
+    let ro = Server::start(&env, "[console]\nread_only = true\n");
+    let session = json(&ro.get("/console/api/session", None));
+    assert_eq!(session["readOnly"], true);
+    assert_eq!(json(&ro.get("/console/api/tools", None))["readOnly"], true);
+    let csrf = format!("X-CSRF-Token: {}\r\n", session["csrf"].as_str().unwrap());
+    let call = serde_json::json!({"tool": "count_words", "arguments": {"text": "a"}});
+    let a = ro.post_json("/console/api/call", &csrf, &call);
+    assert_eq!(a.status, 403);
+    assert!(a.body.contains("read_only"), "{}", a.body);
+    let a = ro.post_json("/console/api/approve", &csrf, &serde_json::json!({"plugin": "text"}));
+    assert_eq!(a.status, 403);
+    drop(ro);
+
+    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::VERSIONED]);
+    let locked = Server::start(&env, "[approvals]\nlocked = true\n");
+    let plugins = json(&locked.get("/console/api/plugins", None));
+    assert_eq!(plugins["approvals"]["locked"], true);
+    let held: Vec<&serde_json::Value> = plugins["pending"].as_array().unwrap().iter().collect();
+    assert_eq!(held.len(), 2, "no trust on first sight: {plugins}");
+    let text = held.iter().find(|p| p["plugin"] == "text").unwrap();
+    let entry = text["entry"].as_str().unwrap();
+    assert!(entry.starts_with("[approvals.plugin.text]") && entry.contains("request = {"), "{entry}");
+    let csrf = format!(
+        "X-CSRF-Token: {}\r\n",
+        json(&locked.get("/console/api/session", None))["csrf"].as_str().unwrap()
+    );
+    let a = locked.post_json(
+        "/console/api/approve",
+        &csrf,
+        &serde_json::json!({"plugin": "text", "sha256": text["sha256"]}),
+    );
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert_eq!(json(&a)["entry"].as_str(), Some(entry));
+    assert!(!env.plugins.path().join(".toolhost-approvals.json").exists(), "nothing written");
+    // A stale page (the file changed since) approves nothing either.
+    let a = locked.post_json(
+        "/console/api/approve",
+        &csrf,
+        &serde_json::json!({"plugin": "text", "sha256": "00".repeat(32)}),
+    );
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert!(a.body.contains("changed since the page showed it"), "{}", a.body);
+}
+
+/// Reject moves a held version's file out of the plugins folder (into `.rejected/`, named with
+/// its hash); the approved version keeps serving.
+#[test]
+fn console_rejects_a_held_version() {
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let server = Server::start(&env, "");
+    let csrf = format!(
+        "X-CSRF-Token: {}\r\n",
+        json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap()
+    );
+    let v3 = env.plugins.path().join("versioned-next.wasm");
+    std::fs::copy(plugin_artifacts::VERSIONED_V3, &v3).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let plugins = json(&server.get("/console/api/plugins", None));
+        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
+            break p.clone();
+        }
+        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!((held["plugin"].as_str(), held["version"].as_str()), (Some("versioned"), Some("0.3.0")));
+    assert_eq!(held["alsoServing"], false);
+    let a = server.post_json(
+        "/console/api/reject",
+        &csrf,
+        &serde_json::json!({"plugin": "versioned", "sha256": held["sha256"]}),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(!v3.exists(), "the held file left the plugins folder");
+    let sha = held["sha256"].as_str().unwrap();
+    let moved = env.plugins.path().join(format!(".rejected/versioned-next.wasm.{}", &sha[..12]));
+    assert!(moved.is_file(), "{}", a.body);
+    let plugins = json(&server.get("/console/api/plugins", None));
+    assert_eq!(plugins["pending"].as_array().unwrap().len(), 0, "{plugins}");
+    assert_eq!(plugins["plugins"][0]["version"], "0.1.0", "the approved version keeps serving");
+}
+
+/// `toolhost console` serves on a free loopback port, prints the URL, and says so when there is
+/// no desktop to open it on.
+#[test]
+fn the_console_command_prints_its_url() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let mut server = Server::spawn(&env, "", &[], &["console"]);
+    let url = server.url.clone().expect("the URL is printed");
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with('/'), "{url}");
+    // Printed before the plugins finish loading, so usually already seen.
+    let note = match server.seen.iter().find(|l| l.contains("no desktop here")) {
+        Some(l) => l.clone(),
+        None => wait_line(&server.log, "no desktop here", 10, &mut server.seen),
+    };
+    assert!(note.contains(&url), "{note}");
+    assert_eq!(server.get("/", None).status, 200);
+}

@@ -1,0 +1,369 @@
+"""The web console in a real browser: Debian's Chromium driven by Playwright.
+
+Run by tests/all/console.rs against a `toolhost serve --http` it started, as
+`python browser.py SCENARIO`, with the environment telling where things are:
+
+  CONSOLE_URL   the console (http://127.0.0.1:PORT/)
+  CHROMIUM      the system Chromium (no browser is ever downloaded)
+  AXE_JS        axe-core's axe.min.js (npm, pinned, under target/)
+  SHOTS         folder for the screenshots
+  and per scenario: EXPECTED_TOOLS, PLUGINS, WORKSPACE, V2, V3 (main); TOKEN (login).
+
+Every page must load without a console error, a page error or a failed request, and axe-core
+must find no serious or critical accessibility violation. Prints `N passed, 0 failed` (the
+checks made) and exits 0, or raises with what went wrong.
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+URL = os.environ["CONSOLE_URL"].rstrip("/") + "/"
+SHOTS = Path(os.environ["SHOTS"])
+AXE = Path(os.environ["AXE_JS"]).read_text()
+# Chromium without the background services a closed network refuses, as root in CI.
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+]
+PAGES = ["tools", "plugins", "activity", "audit", "metrics"]
+TIMEOUT = 15_000
+
+checks = []
+
+
+def check(ok, what):
+    if not ok:
+        raise AssertionError(what)
+    checks.append(what)
+
+
+def passed(what):
+    """Record a check whose `expect(...)` calls above it would have raised."""
+    checks.append(what)
+
+
+class Watch:
+    """Console errors, page errors and failed requests of a page, for the whole scenario."""
+
+    def __init__(self, page, allowed_status=()):
+        self.problems = []
+        self.allowed = set(allowed_status)
+        self.calls = 0
+        page.on("console", self.console)
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("requestfailed", self.failed)
+        page.on("response", self.response)
+        page.on("request", self.request)
+
+    def expected(self, url, text):
+        """A refusal this scenario provokes on purpose (the login page's 401, a POST's 403)."""
+        return any(url == u and str(s) in text for u, s in self.allowed)
+
+    def console(self, m):
+        if m.type != "error":
+            return
+        if m.text.startswith("Failed to load resource") and self.expected(m.location.get("url"), m.text):
+            return
+        self.problems.append(f"console error: {m.text} ({m.location.get('url')})")
+
+    def failed(self, r):
+        # The feed's stream is cut when the browser navigates or closes: not a failure; nor is
+        # the body of a refusal provoked on purpose, left unread when the page moves on.
+        if "/console/api/events" in r.url or any(r.url == u for u, _ in self.allowed):
+            return
+        self.problems.append(f"request failed: {r.method} {r.url}: {r.failure}")
+
+    def response(self, r):
+        if r.status >= 400 and (r.request.url, r.status) not in self.allowed:
+            self.problems.append(f"request failed: {r.request.method} {r.url}: HTTP {r.status}")
+
+    def request(self, r):
+        if r.url.endswith("/console/api/call"):
+            self.calls += 1
+
+    def assert_clean(self, where):
+        check(not self.problems, f"{where}: no console errors or failed requests: {self.problems}")
+
+
+def axe(page, where):
+    # Evaluated through the debugging protocol, which the page's CSP does not apply to (an
+    # injected <script> would be refused, as it should be).
+    page.evaluate(AXE)
+    result = page.evaluate("async () => await axe.run(document, { resultTypes: ['violations'] })")
+    bad = [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    check(not bad, f"{where}: no serious accessibility violations: {bad}")
+
+
+def shot(page, name):
+    page.screenshot(path=str(SHOTS / f"console-{name}.png"))
+
+
+def launch(p):
+    return p.chromium.launch(executable_path=os.environ["CHROMIUM"], args=ARGS, headless=True)
+
+
+def goto_page(page, name):
+    page.click(f"nav a[data-page={name}]")
+    expect(page.locator(f"#page-{name}")).to_be_visible()
+    expect(page.locator(f"nav a[data-page={name}]")).to_have_attribute("aria-current", "page")
+
+
+def pick(page, tool):
+    page.fill("#tool-search", "")
+    page.select_option("#tool-flag", "")
+    page.click(f"#tool-list button[data-tool={tool}]")
+    expect(page.locator("#tool-title")).to_contain_text(tool)
+
+
+def swap(src, dst):
+    """Drop a new version into the plugins folder the way a deploy does: write, then rename."""
+    tmp = Path(dst).with_name(f".{Path(dst).name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def main_scenario(p):
+    browser = launch(p)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT)
+    watch = Watch(page)
+    page.goto(URL)
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("window.__stay = 42")
+
+    # Every tool of `cargo xtask plugins` is listed.
+    expected = set(os.environ["EXPECTED_TOOLS"].split(","))
+    page.wait_for_selector("#tool-list button[data-tool]")
+    listed = set(page.eval_on_selector_all("#tool-list button[data-tool]", "bs => bs.map(b => b.dataset.tool)"))
+    check(expected <= listed, f"the tools page lists every tool: missing {sorted(expected - listed)}")
+    page.fill("#tool-search", "count")
+    expect(page.locator("#tool-list button[data-tool]")).not_to_have_count(len(listed))
+    check(
+        "count_words" in page.eval_on_selector_all("#tool-list button[data-tool]", "bs => bs.map(b => b.dataset.tool)"),
+        "search keeps count_words",
+    )
+
+    # The try form runs count_words and shows the structured result.
+    pick(page, "count_words")
+    page.fill("#arg-0", "one two three")
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    expect(page.locator("#result")).to_contain_text('"words": 3')
+    expect(page.locator("#result")).to_contain_text("Result (structured)")
+    passed("count_words ran from the try form with a structured result")
+    shot(page, "tools")
+
+    # A bad JSON parameter shows an inline error and sends nothing.
+    pick(page, "split_task")
+    before = watch.calls
+    page.fill("#arg-0", "launch")
+    page.fill("#arg-1", '[{"title": "design",')
+    page.click("#run")
+    expect(page.locator("#arg-1-error")).to_be_visible()
+    expect(page.locator("#arg-1-error")).to_contain_text("must be valid JSON")
+    expect(page.locator("#arg-1")).to_have_attribute("aria-invalid", "true")
+    page.fill("#arg-1", '{"title": "design"}')
+    page.click("#run")
+    expect(page.locator("#arg-1-error")).to_contain_text("must be an array")
+    page.wait_for_timeout(300)
+    check(watch.calls == before, "a bad JSON parameter sends nothing")
+    page.fill("#arg-1", '[{"title": "design", "days": 2}]')
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    check(watch.calls == before + 1, "fixed, it is sent once")
+
+    # A dangerous tool is not run until confirmed.
+    ws = Path(os.environ["WORKSPACE"])
+    (ws / "gone.txt").write_text("bye")
+    pick(page, "delete")
+    page.fill("#arg-0", "gone.txt")
+    before = watch.calls
+    page.click("#run")
+    expect(page.locator("#confirm")).to_have_attribute("open", "")
+    page.wait_for_timeout(200)
+    check(watch.calls == before and (ws / "gone.txt").exists(), "nothing runs while the question is open")
+    shot(page, "confirm")
+    axe(page, "danger confirmation")
+    page.keyboard.press("Escape")
+    expect(page.locator("#result")).to_contain_text("Not run")
+    check(watch.calls == before and (ws / "gone.txt").exists(), "cancelled: not run")
+    page.click("#run")
+    page.click("#confirm-ok")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    check(watch.calls == before + 1 and not (ws / "gone.txt").exists(), "confirmed: run once")
+
+    # A refused call shows the note with the config line to paste.
+    pick(page, "fetch")
+    page.fill("#arg-0", "https://example.com/")
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("tool_error")
+    expect(page.locator("#result")).to_contain_text("[plugin.web] net")
+    passed("a refused call shows the grant's config line")
+
+    # Every page: loads clean, passes axe, has a screenshot (the feed now has calls).
+    for name in PAGES:
+        goto_page(page, name)
+        if name == "plugins":
+            page.wait_for_selector("#plugins-body article")
+        if name == "activity":
+            page.wait_for_selector("#feed li")
+        if name == "audit":
+            page.wait_for_selector("#audit-table tbody tr")
+        if name == "metrics":
+            page.wait_for_selector("#metrics-body .chart svg")
+        axe(page, f"{name} page")
+        shot(page, name)
+
+    # Audit: filter, then export what the filter shows.
+    goto_page(page, "audit")
+    page.fill("#audit-tool", "count_words")
+    page.click("#audit-form button[type=submit]")
+    expect(page.locator("#audit-status")).to_contain_text("1 of 1 matching")
+    check(
+        page.eval_on_selector_all("#audit-table tbody tr td:nth-child(2)", "ts => ts.map(t => t.textContent)") == ["count_words"],
+        "the audit filter keeps only count_words",
+    )
+    href = page.get_attribute("#audit-export", "href")
+    export = page.request.get(URL.rstrip("/") + href)
+    lines = [json.loads(l) for l in export.text().splitlines()]
+    check(export.ok and len(lines) == 1 and lines[0]["tool"] == "count_words" and lines[0]["front_end"] == "console",
+          f"the export is the filtered JSONL: {lines}")
+
+    # Keyboard only: the nav and a tool can be reached and used with Tab and Enter.
+    page.reload()
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("window.__stay = 42")
+    page.keyboard.press("Tab")
+    check(page.evaluate("document.activeElement.className") == "skip", "the first Tab reaches the skip link")
+    page.keyboard.press("Tab")
+    focused = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    check(focused == "solid", f"the focused nav link has a visible outline ({focused})")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator("#page-plugins")).to_be_visible()
+    passed("the nav works from the keyboard")
+
+    # Dropping a new version: `~ which` in the feed, the new tool in the list, no page reload.
+    goto_page(page, "activity")
+    swap(os.environ["V2"], Path(os.environ["PLUGINS"]) / "versioned.wasm")
+    expect(page.locator("#feed")).to_contain_text("~ which (v0.1.0 → v0.2.0)", timeout=20_000)
+    expect(page.locator("#feed")).to_contain_text("+ added_in_v2")
+    goto_page(page, "tools")
+    expect(page.locator("#tool-list button[data-tool=added_in_v2]")).to_have_count(1)
+    check(page.evaluate("window.__stay") == 42, "the new version showed up without reloading the page")
+
+    # Approving a held version from the plugins page makes its tools callable.
+    goto_page(page, "plugins")
+    swap(os.environ["V3"], Path(os.environ["PLUGINS"]) / "versioned.wasm")
+    held = page.locator("article.card.held", has_text="versioned")
+    expect(held).to_be_visible(timeout=20_000)
+    expect(held).to_contain_text("net example.com")
+    axe(page, "plugins page with a held version")
+    shot(page, "plugins-held")
+    page.click("text=Approve versioned v0.3.0")
+    expect(page.locator("#plugins-status")).to_contain_text("Approved versioned v0.3.0: it is serving now")
+    expect(held).to_have_count(0)
+    goto_page(page, "tools")
+    pick(page, "which")
+    expect(page.locator("#tool-detail")).to_contain_text("versioned v0.3.0")
+    page.click("#run")
+    expect(page.locator("#result")).to_contain_text("v3")
+    check(page.evaluate("window.__stay") == 42, "approved and called without reloading the page")
+
+    # The feed: pause holds new events back, filter narrows, clear empties.
+    goto_page(page, "activity")
+    page.click("#feed-pause")
+    expect(page.locator("#feed-pause")).to_have_attribute("aria-pressed", "true")
+    shown = page.locator("#feed li").count()
+    page.evaluate(
+        "async () => { const s = await (await fetch('/console/api/session')).json();"
+        " await fetch('/console/api/call', {method: 'POST', headers: {'Content-Type': 'application/json',"
+        " 'X-CSRF-Token': s.csrf}, body: JSON.stringify({tool: 'which'})}); }"
+    )
+    expect(page.locator("#feed-status")).to_contain_text("1 new while paused")
+    check(page.locator("#feed li").count() == shown, "paused: the new call is held back")
+    page.click("#feed-pause")
+    expect(page.locator("#feed li")).to_have_count(shown + 1)
+    page.click("#feed-pause")
+    page.fill("#feed-filter", "which")
+    visible = page.eval_on_selector_all("#feed li:not([hidden])", "ls => ls.map(l => l.textContent)")
+    check(visible and all("which" in t for t in visible), f"the filter keeps only matching events: {visible}")
+    page.click("#feed-clear")
+    check(page.locator("#feed li").count() == 0 and shown > 0, "clear empties the feed")
+    page.click("#feed-pause")
+    expect(page.locator("#feed-pause")).to_have_attribute("aria-pressed", "false")
+
+    # Narrow window (400 px): still usable, still accessible.
+    page.set_viewport_size({"width": 400, "height": 800})
+    goto_page(page, "tools")
+    pick(page, "count_words")
+    axe(page, "tools page at 400 px")
+    shot(page, "tools-narrow")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    check(width <= 400, f"no horizontal scrolling at 400 px (content is {width} px wide)")
+
+    watch.assert_clean("the console")
+    browser.close()
+
+
+def login_scenario(p):
+    browser = launch(p)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    watch = Watch(page, allowed_status={(URL, 401), (URL.rstrip("/") + "/console/login", 401)})
+    r = page.goto(URL)
+    check(r.status == 401, f"without a session / asks for the token (HTTP {r.status})")
+    expect(page.locator("#token")).to_be_visible()
+    check(page.locator("#page-tools").count() == 0, "the login form shows nothing of the console")
+    axe(page, "login page")
+    shot(page, "login")
+    page.fill("#token", "not-the-token-0123456789")
+    page.click("button[type=submit]")
+    expect(page.locator("#failed")).to_be_visible()
+    page.fill("#token", os.environ["TOKEN"])
+    page.click("button[type=submit]")
+    expect(page.locator("#live")).to_have_text("live")
+    page.wait_for_selector("#tool-list button[data-tool=count_words]")
+    cookie = next(c for c in context.cookies() if c["name"] == "toolhost_console")
+    check(cookie["httpOnly"] and cookie["sameSite"] == "Strict", f"the session cookie is HttpOnly, SameSite=Strict: {cookie}")
+    watch.allowed.add((URL.rstrip("/") + "/console/api/call", 403))
+    status = page.evaluate(
+        "async () => (await fetch('/console/api/call', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        " body: JSON.stringify({tool: 'count_words', arguments: {text: 'a'}})})).status"
+    )
+    check(status == 403, f"a POST without the CSRF token is refused in the browser too (HTTP {status})")
+    # Signing out: the feed's reconnection is refused too, as it should be.
+    watch.allowed.add((URL.rstrip("/") + "/console/api/events", 401))
+    page.click("#signout button")
+    expect(page.locator("#token")).to_be_visible()
+    watch.allowed.add((URL, 401))
+    watch.assert_clean("the signed-in console")
+    browser.close()
+
+
+SCENARIOS = {"main": main_scenario, "login": login_scenario}
+
+if __name__ == "__main__":
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with sync_playwright() as p:
+        SCENARIOS[sys.argv[1]](p)
+    print(f"console browser checks ({sys.argv[1]}, {time.monotonic() - started:.1f} s):")
+    print(f"{len(checks)} passed, 0 failed")
