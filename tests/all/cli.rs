@@ -482,15 +482,28 @@ fn rust_mistakes_are_reported_at_the_authors_lines() {
         stderr
             .lines()
             .filter(|l| l.starts_with("src/lib.rs:"))
-            .map(|l| l.split(": error").next().unwrap_or("").to_string() + "|" + l.split("error: ").nth(1).unwrap_or(""))
+            .map(|l| {
+                l.split(": error").next().unwrap_or("").to_string()
+                    + "|"
+                    + l.split("error: ").nth(1).unwrap_or("")
+            })
             .collect::<Vec<_>>()
     };
     let errors = check(
         "#[toolhost_sdk::plugin]\nmod tools {\n    /// Add.\n    ///\n    /// - `b`: the other number\n    #[tool]\n    pub fn add(a: i64) -> String { a.to_string() }\n\n    pub fn helper() {}\n}\n",
     );
     assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(errors[0].starts_with("src/lib.rs:5:") && errors[0].contains("parameter `b` that this function does not have"), "{errors:?}");
+    assert!(
+        errors[0].starts_with("src/lib.rs:5:")
+            && errors[0].contains("parameter `b` that this function does not have"),
+        "{errors:?}"
+    );
     assert!(errors[1].starts_with("src/lib.rs:9:") && errors[1].contains("`pub fn helper`"), "{errors:?}");
-    let errors = check("#[toolhost_sdk::plugin]\nmod tools {\n    /// Count.\n    #[tool]\n    pub fn count(a: i64) -> i32 { a as i32 }\n}\n");
-    assert!(errors.iter().any(|e| e.starts_with("src/lib.rs:5:") && e.contains("a tool cannot return `i32`")), "{errors:?}");
+    let errors = check(
+        "#[toolhost_sdk::plugin]\nmod tools {\n    /// Count.\n    #[tool]\n    pub fn count(a: i64) -> i32 { a as i32 }\n}\n",
+    );
+    assert!(
+        errors.iter().any(|e| e.starts_with("src/lib.rs:5:") && e.contains("a tool cannot return `i32`")),
+        "{errors:?}"
+    );
 }

@@ -392,7 +392,11 @@ fn new_then_build_then_call_in_every_language() {
         for line in ["*.wasm", ".toolhost-approvals.json", ".toolhost-dev/"] {
             assert!(ignored.lines().any(|l| l == line), "{lang}: .gitignore lacks {line}: {ignored}");
         }
-        assert!(std::fs::read_to_string(dir.path().join(&name).join("README.md")).unwrap().contains("toolhost test"));
+        assert!(
+            std::fs::read_to_string(dir.path().join(&name).join("README.md"))
+                .unwrap()
+                .contains("toolhost test")
+        );
         let out = toolhost_cli(dir.path(), &["build", &name, "--install", "plugins"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "build {lang}: {stderr}");

@@ -9,7 +9,7 @@ use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
-use crate::registry::{Registry, Served, ToolEntry};
+use crate::registry::{LoadedPlugin, Registry, Served, ToolEntry};
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
 use crate::settings::{Config, DangerPolicy, Limits};
 use crate::usage::{BusyTimed, Usage, micros};

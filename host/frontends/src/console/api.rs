@@ -254,8 +254,10 @@ pub async fn call(c: &Console, caller: &super::auth::Caller, body: Value) -> Res
         Err(e) => {
             let o = toolhost_core::Outcome::err(toolhost_core::ErrorKind::BadArguments, e);
             if let Some(obs) = c.executor.observer() {
-                let rec =
-                    toolhost_core::executor::CallRecord { plugin: Some(entry.plugin.clone()), danger: None };
+                let rec = toolhost_core::executor::CallRecord {
+                    plugin: Some(entry.plugin.clone()),
+                    ..Default::default()
+                };
                 obs.unrun(&ToolCall::new(tool.as_str(), Vec::<String>::new()), &ctx, rec, &o);
             }
             return json(StatusCode::OK, &json!({ "outcome": o }));

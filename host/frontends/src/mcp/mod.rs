@@ -45,8 +45,8 @@
 mod approval;
 mod http;
 pub(crate) mod settings;
-mod tasks;
 mod stdio;
+mod tasks;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 pub use tasks::{TaskLimits, Tasks};
@@ -227,12 +227,15 @@ impl McpServer {
         let (support, timeout) = match registry.who_serves(&params.name) {
             Served::By(entry) => {
                 let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
-                (task_support(&view, self.executor.config().danger), Duration::from_millis(view.limits.timeout_ms))
+                (
+                    task_support(&view, self.executor.config().danger),
+                    Duration::from_millis(view.limits.timeout_ms),
+                )
             }
             _ => (TaskSupport::Forbidden, Duration::from_millis(self.executor.config().limits.timeout_ms)),
         };
         drop(registry);
-                let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+        let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
         match support {
             TaskSupport::Required if !client_tasks => {
                 let why = "it runs only as a task (its manifest says taskSupport: required)";
