@@ -24,7 +24,8 @@ test('md_table: columns from the rows or given, cells escaped', () => {
   );
   assert.equal(mdTable.call(rows, '["size"]'), '| size |\n| --- |\n| 1 |\n|  |');
   assert.deepEqual(testing.progress.at(-1), { done: 2, total: 2, message: '2 rows' });
-  assert.throws(() => mdTable.call('[1]'), { message: 'row 1 is 1, not an object' });
+  // The SDK checks the declared item type before the tool runs.
+  assert.throws(() => mdTable.call('[1]'), { message: 'md_table: argument 1 (`rows`) must be an array of objects, got 1 at [0]' });
   assert.throws(() => mdTable.call('{}'), /argument 1 \(`rows`\) must be an array/);
 });
 

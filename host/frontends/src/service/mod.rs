@@ -353,11 +353,13 @@ impl CallObserver for Service {
                 biased;
                 o = run => o,
                 // The call's future (and its sandbox, programs and requests) is dropped here.
+                // The client did not cancel it: to the client the service is `unavailable`
+                // (retry elsewhere, or once it has restarted), even though the work was stopped.
                 () = self.lifecycle.cancelled() => Outcome::err(
-                    ErrorKind::Cancelled,
+                    ErrorKind::Unavailable,
                     format!(
                         "toolhost is shutting down and `{}` did not finish within the grace period ({} ms, \
-                         serve.shutdown_grace_ms); it was cancelled and may have partly run",
+                         serve.shutdown_grace_ms); it was stopped and may have partly run: retry it",
                         call.name,
                         self.lifecycle.grace().as_millis()
                     ),
