@@ -493,3 +493,52 @@ fn the_console_command_prints_its_url() {
     assert!(note.contains(&url), "{note}");
     assert_eq!(server.get("/", None).status, 200);
 }
+
+/// #29 in the console: the activity feed shows a running call — when it starts, then its
+/// progress (done of total, the plugin's message) — and the call's finished event carries the
+/// same id, so the page removes the running row when it arrives.
+#[test]
+fn the_feed_shows_running_calls_with_their_progress() {
+    let env = Env::with(&[plugin_artifacts::TICKER]);
+    let server = Server::start(&env, "");
+    // The feed, read on its own thread, line by line.
+    let mut feed = std::net::TcpStream::connect(&server.addr).unwrap();
+    write!(
+        feed,
+        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    let events = lines(feed);
+    let mut seen = Vec::new();
+    wait_line(&events, "event: hello", 30, &mut seen);
+    let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();
+    let call = serde_json::json!({"tool": "tick", "arguments": {"n": 5, "ms": 150, "trail": ""}});
+    let a = server.post_json("/console/api/call", &format!("X-CSRF-Token: {csrf}\r\n"), &call);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(json(&a)["outcome"]["success"], true, "{}", a.body);
+    // Every event has been written by the time the call's answer is: read up to its `call`.
+    let mut running = Vec::new();
+    let finished = loop {
+        let line = wait_line(&events, "data: ", 30, &mut seen);
+        let data: serde_json::Value = serde_json::from_str(line.trim_start_matches("data: ")).unwrap();
+        if data.get("outcome").is_some() {
+            break data;
+        }
+        if data.get("done").is_some() {
+            running.push(data);
+        }
+    };
+    assert_eq!(finished["tool"], "tick", "{finished}");
+    let id = finished["id"].as_u64().unwrap();
+    assert!(
+        running.iter().all(|r| r["id"] == id && r["tool"] == "tick" && r["plugin"] == "ticker"),
+        "{running:?}"
+    );
+    assert_eq!(running[0]["done"], 0, "the call shows when it starts: {running:?}");
+    assert_eq!(running[0]["front_end"], "console", "{running:?}");
+    let last = running.last().unwrap();
+    assert_eq!((last["done"].as_u64(), last["total"].as_u64()), (Some(5), Some(5)), "{running:?}");
+    assert_eq!(last["message"], "step 5 of 5", "{running:?}");
+    assert!(running.len() >= 3, "progress reports in between: {running:?}");
+}

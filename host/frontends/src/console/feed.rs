@@ -1,7 +1,8 @@
 //! `GET /console/api/events`: the activity feed as Server-Sent Events — every registry change
 //! (`reload`, with the lines `serve` prints: `+ tool`, `~ tool (v1 → v2)`, `- tool`,
-//! `! file: reason`, `? …`) and every finished call (`call`: tool, front end, duration,
-//! outcome, danger decision, usage).
+//! `! file: reason`, `? …`), every call that starts or reports progress (`running`: its id,
+//! tool, front end, start, done/total and message) and every finished call (`call`: its id,
+//! tool, front end, duration, outcome, danger decision, usage).
 //!
 //! The feed never slows a call: calls are published on the service's bounded broadcast, and a
 //! browser that reads slower than calls finish misses the oldest, which it is told as
@@ -61,6 +62,7 @@ pub fn open(c: &Console) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(CHUNKS);
     let mut calls = c.service.subscribe_calls();
     let mut changes = c.reloader.subscribe();
+    let mut running = c.service.subscribe_running();
     let service = c.service.clone();
     let generation = c.reloader.generation();
     tokio::spawn(async move {
@@ -82,6 +84,12 @@ pub fn open(c: &Console) -> Response<Body> {
                 change = changes.recv() => match change {
                     Ok(change) => reload(&mut out, &change),
                     Err(RecvError::Lagged(n)) => event(&mut out, "resync", &serde_json::json!({ "missed": n })),
+                    Err(RecvError::Closed) => return,
+                },
+                // Only each call's latest state matters: a lagged reader just goes on.
+                r = running.recv() => match r {
+                    Ok(e) => event(&mut out, "running", &*e),
+                    Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
                 },
                 first = calls.recv() => {

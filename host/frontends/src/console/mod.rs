@@ -13,7 +13,7 @@
 //! | `GET /console/api/tools`, `plugins` | the registry as the executor sees it (`api.rs`) |
 //! | `POST /console/api/call` | run a tool through the executor (front end `console`) |
 //! | `POST /console/api/approve`, `reject` | decide about a held plugin version |
-//! | `GET /console/api/events` | Server-Sent Events: reloads and finished calls (`feed.rs`) |
+//! | `GET /console/api/events` | Server-Sent Events: reloads, running calls with their progress, finished calls (`feed.rs`) |
 //! | `GET /console/api/audit`, `audit.jsonl` | the audit trail, filtered (`audit_view.rs`) |
 //! | `GET /console/api/metrics` | the `/metrics` counters over the last minutes (`charts.rs`) |
 //!

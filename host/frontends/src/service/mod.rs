@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost_core::capability::net::{GrantedSecret, NetGrant, redact_owned};
 use toolhost_core::executor::observer::{CallRun, SharedRecord};
-use toolhost_core::executor::{CallObserver, ErrorKind, Outcome, ToolCall};
+use toolhost_core::executor::{CallObserver, ErrorKind, Outcome, Progress, ToolCall};
 use toolhost_core::registry::Registry;
 use toolhost_core::registry::reload::Reloader;
 use toolhost_core::settings::Config;
@@ -49,6 +49,37 @@ pub struct Service {
     secrets: NetGrant,
     /// Finished calls, for whoever subscribed ([`Service::subscribe_calls`]).
     calls: tokio::sync::broadcast::Sender<Arc<CallEvent>>,
+    /// Calls that started or reported progress, for whoever subscribed
+    /// ([`Service::subscribe_running`]).
+    running: tokio::sync::broadcast::Sender<Arc<RunningEvent>>,
+    /// When each call admitted while someone followed running calls started, and its front end.
+    running_calls: std::sync::Mutex<std::collections::HashMap<u64, (std::time::SystemTime, &'static str)>>,
+}
+
+/// Running-call events kept for a subscriber that has not read them yet (they are only the
+/// latest state of each call: one missed is replaced by the next).
+pub const RUNNING_EVENTS_BUFFER: usize = 1024;
+
+/// A call that is running, as [`Service::subscribe_running`] publishes it: when it was
+/// admitted (`done` 0, no message) and at each progress report the executor forwards (at most
+/// about ten a second per call, the last always). Its [`CallEvent`] with the same `id` ends it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunningEvent {
+    /// The call's number ([`toolhost_core::executor::CallRecord::id`]).
+    pub id: u64,
+    pub tool: String,
+    pub plugin: Option<Arc<str>>,
+    pub front_end: &'static str,
+    /// When the call was admitted.
+    #[serde(serialize_with = "rfc3339")]
+    pub started: std::time::SystemTime,
+    pub done: u64,
+    pub total: Option<u64>,
+    pub message: String,
+}
+
+fn rfc3339<S: serde::Serializer>(t: &std::time::SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&audit::rfc3339(*t))
 }
 
 /// Finished calls kept for a subscriber that has not read them yet; past this it is told how
@@ -73,12 +104,15 @@ pub struct CallEvent {
     pub danger: Option<DangerRecord>,
     pub truncated: bool,
     pub usage: Option<toolhost_core::usage::Usage>,
+    /// The call's number: the [`RunningEvent`]s with this `id` were about this call.
+    pub id: u64,
 }
 
 impl serde::Serialize for CallEvent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("CallEvent", 12)?;
+        let mut st = s.serialize_struct("CallEvent", 13)?;
+        st.serialize_field("id", &self.id)?;
         st.serialize_field("time", &audit::rfc3339(self.time))?;
         st.serialize_field("tool", &self.tool)?;
         st.serialize_field("plugin", &self.plugin.as_ref().map(|p| &*p.name))?;
@@ -164,6 +198,8 @@ impl Service {
             front_end,
             secrets: NetGrant { secrets, ..NetGrant::default() },
             calls: tokio::sync::broadcast::channel(CALL_EVENTS_BUFFER).0,
+            running: tokio::sync::broadcast::channel(RUNNING_EVENTS_BUFFER).0,
+            running_calls: Default::default(),
         }
     }
 
@@ -181,6 +217,36 @@ impl Service {
     /// [`CALL_EVENTS_BUFFER`] behind is told how many it missed.
     pub fn subscribe_calls(&self) -> tokio::sync::broadcast::Receiver<Arc<CallEvent>> {
         self.calls.subscribe()
+    }
+
+    /// Every call admitted from now on and its progress (see [`RunningEvent`]); while nobody
+    /// subscribes, calls' progress is not watched for the service at all.
+    pub fn subscribe_running(&self) -> tokio::sync::broadcast::Receiver<Arc<RunningEvent>> {
+        self.running.subscribe()
+    }
+
+    /// Publish that call `id` runs (`p`: its latest progress), if anyone listens.
+    fn publish_running(&self, id: u64, call: &ToolCall, p: Option<&Progress>) {
+        if self.running.receiver_count() == 0 {
+            return;
+        }
+        let (started, front_end) = self
+            .running_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .copied()
+            .unwrap_or((std::time::SystemTime::now(), self.front_end));
+        let _ = self.running.send(Arc::new(RunningEvent {
+            id,
+            tool: call.name.clone(),
+            plugin: self.registry.load().get(&call.name).map(|e| e.plugin.name.clone()),
+            front_end,
+            started,
+            done: p.map_or(0, |p| p.done),
+            total: p.and_then(|p| p.total),
+            message: p.map(|p| p.message.clone()).unwrap_or_default(),
+        }));
     }
 
     /// Count the reloader's registry swaps and failures for as long as it runs.
@@ -261,6 +327,7 @@ impl Service {
                 danger: rec.danger,
                 truncated: o.truncated,
                 usage: o.usage.clone(),
+                id: rec.id,
             }));
         }
         let Some(audit) = &self.audit else { return 0 };
@@ -349,6 +416,16 @@ impl CallObserver for Service {
             };
             self.metrics.in_flight().inc();
             tracing::debug!(tool = call.name, "call admitted");
+            // Followed by a live view (the console's feed) only while someone subscribes.
+            let id = record.lock().unwrap_or_else(|p| p.into_inner()).id;
+            let watched = self.running.receiver_count() > 0;
+            if watched {
+                let front_end = ctx.front_end.unwrap_or(self.front_end);
+                let mut m = self.running_calls.lock().unwrap_or_else(|e| e.into_inner());
+                m.insert(id, (std::time::SystemTime::now(), front_end));
+                drop(m);
+                self.publish_running(id, call, None);
+            }
             let outcome = tokio::select! {
                 biased;
                 o = run => o,
@@ -366,6 +443,9 @@ impl CallObserver for Service {
                 ),
             };
             self.metrics.in_flight().dec();
+            if watched {
+                self.running_calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            }
             let line = self.finish(call, ctx, &snapshot(&record), &outcome, started.elapsed());
             self.durable(line).await;
             // The ticket goes last: once the drain sees no call in flight, every line is durable.
@@ -385,5 +465,13 @@ impl CallObserver for Service {
 
     fn waiting(&self) -> Option<Box<dyn Send>> {
         Some(Box::new(self.metrics.waiting()))
+    }
+
+    fn wants_progress(&self) -> bool {
+        self.running.receiver_count() > 0
+    }
+
+    fn progress(&self, id: u64, call: &ToolCall, progress: &Progress) {
+        self.publish_running(id, call, Some(progress));
     }
 }

@@ -108,8 +108,51 @@ export function reload(change) {
   for (const line of change.lines) add(row('reload', change.time, line, { label: 'reload', tags: 'reload' }));
 }
 
+// Running calls by id: one row each, updated in place by its progress reports and removed
+// when the call's finished event arrives (a call that started before the page opened shows
+// from its first report on).
+const runningRows = new Map();
+
+function runningCount() {
+  const n = runningRows.size;
+  fill(document.getElementById('running-count'), n ? `(${n})` : '(none)');
+}
+
+/** A call that started or reported progress. */
+export function running(e) {
+  let r = runningRows.get(e.id);
+  if (!r) {
+    const bar = h('progress', { max: '1', 'aria-label': `${e.tool} progress` });
+    const text = h('span', { class: 'what' });
+    const li = h('li', { 'data-id': String(e.id) },
+      h('span', { class: 'when' }, time(e.started)),
+      h('span', { class: 'kind' }, h('span', { class: 'badge' }, 'running')),
+      bar, text);
+    r = { li, bar, text };
+    runningRows.set(e.id, r);
+    document.getElementById('running').prepend(li);
+    runningCount();
+  }
+  if (e.total) {
+    r.bar.max = e.total;
+    r.bar.value = e.done;
+  } else if (e.done) {
+    r.bar.removeAttribute('value');
+  }
+  const parts = [`${e.tool}${e.plugin ? ` (${e.plugin})` : ''}`, e.front_end];
+  if (e.done || e.total) parts.push(e.total ? `${e.done} of ${e.total}` : `${e.done} done`);
+  if (e.message) parts.push(e.message);
+  fill(r.text, parts.join(' · '));
+}
+
 /** A finished call. */
 export function call(e) {
+  const r = runningRows.get(e.id);
+  if (r) {
+    r.li.remove();
+    runningRows.delete(e.id);
+    runningCount();
+  }
   const ok = e.outcome === 'ok';
   const parts = [`${e.tool}${e.plugin ? ` (${e.plugin} v${e.version})` : ''}`, e.front_end, `${e.duration_ms} ms`, e.outcome];
   if (e.danger) parts.push(`danger: ${e.danger.decision} by ${e.danger.by}`);

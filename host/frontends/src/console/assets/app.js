@@ -39,6 +39,7 @@ function connect() {
     plugins.refresh();
   });
   source.addEventListener('resync', () => { tools.refresh(); plugins.refresh(); });
+  source.addEventListener('running', (e) => activity.running(JSON.parse(e.data)));
   source.addEventListener('call', (e) => activity.call(JSON.parse(e.data)));
   source.addEventListener('skipped', (e) => activity.skipped(JSON.parse(e.data).count));
 }
