@@ -148,7 +148,7 @@ async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
     let why = |tool: &str| hidden.iter().find(|h| h.0 == tool).map(|h| h.1).unwrap_or_default();
     assert_eq!(why("rename"), "matches \"rename\" in [plugin.files] exclude");
     assert!(why("delete").starts_with("not in [plugin.files] tools = [\"re*\", \"l?\""), "{hidden:?}");
-    assert_eq!(hidden.len(), 4, "{hidden:?}");
+    assert_eq!(hidden.len(), 5, "{hidden:?}");
     assert!(
         reg.warnings().iter().any(|w| w == "[plugin.files] tools: \"nothing*\" matches none of its tools")
     );
@@ -162,7 +162,7 @@ async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
         list.contains("HIDDEN\n") && list.contains("  rename (files): hidden, matches \"rename\""),
         "{list}"
     );
-    assert_eq!(toolhost::commands::list::list_json(&reg)["hidden"].as_array().unwrap().len(), 4);
+    assert_eq!(toolhost::commands::list::list_json(&reg)["hidden"].as_array().unwrap().len(), 5);
 }
 
 /// Records every danger question and allows it.

@@ -479,15 +479,7 @@ fn rust_mistakes_are_reported_at_the_authors_lines() {
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         eprintln!("{stderr}");
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("src/lib.rs:"))
-            .map(|l| {
-                l.split(": error").next().unwrap_or("").to_string()
-                    + "|"
-                    + l.split("error: ").nth(1).unwrap_or("")
-            })
-            .collect::<Vec<_>>()
+        stderr.lines().filter(|l| l.starts_with("src/lib.rs:")).map(str::to_string).collect::<Vec<_>>()
     };
     let errors = check(
         "#[toolhost_sdk::plugin]\nmod tools {\n    /// Add.\n    ///\n    /// - `b`: the other number\n    #[tool]\n    pub fn add(a: i64) -> String { a.to_string() }\n\n    pub fn helper() {}\n}\n",

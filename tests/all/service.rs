@@ -378,8 +378,8 @@ fn sigterm_over_http_lets_the_call_in_flight_finish() {
     assert!(audit[1]["duration_ms"].as_f64().unwrap() >= 2500.0, "{}", audit[1]);
 }
 
-/// A call still running at the end of the grace period is cancelled: its client gets an error
-/// saying so (not a hang), and the server exits 0 soon after.
+/// A call still running at the end of the grace period is stopped: its client gets an
+/// `unavailable` error saying so (not a hang), and the server exits 0 soon after.
 #[test]
 fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     let d = Deployment::new(
@@ -403,8 +403,8 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     assert!(
         text.contains("shutting down")
             && text.contains("grace period (300 ms")
-            && text.contains("cancelled")
-            && text.ends_with("[cancelled]"),
+            && text.contains("stopped")
+            && text.ends_with("[unavailable]"),
         "{text}"
     );
     let status = exit_status(&mut server.child, 15);
@@ -413,7 +413,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
     let _ = client.wait();
     let audit = d.audit();
     assert_eq!(audit.len(), 1, "{audit:?}");
-    assert_eq!(audit[0]["outcome"], "cancelled");
+    assert_eq!(audit[0]["outcome"], "unavailable");
 }
 
 /// Over stdio too: after SIGTERM a new call is refused at once, the call in flight finishes
@@ -625,7 +625,26 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     expected.push(("which".into(), "busy".into()));
     expected.push(("nap".into(), "ok".into()));
 
-    // cancelled at the end of the grace period, then unavailable: refused.
+    // cancelled by its caller while it runs.
+    let cancel = toolhost_core::executor::Cancel::new();
+    let control = toolhost_core::executor::CallControl::default().with_cancel(cancel.clone());
+    let call = ToolCall::new("nap", ["5000"]);
+    let ctx = toolhost_core::executor::CallContext::default();
+    let cancelled = host.executor.call_controlled(&call, &NoConfirm, &ctx, &control);
+    let cancelled = async {
+        tokio::join!(cancelled, async {
+            while service.lifecycle.in_flight() == 0 {
+                tokio::task::yield_now().await;
+            }
+            cancel.cancel("the test");
+        })
+        .0
+    };
+    let o = cancelled.await;
+    assert_eq!(o.kind, Some(ErrorKind::Cancelled), "{o:?}");
+    expected.push(("nap".into(), "cancelled".into()));
+
+    // stopped at the end of the grace period, then refused: both unavailable.
     let slow = tokio::spawn({
         let exec = host.executor.clone();
         async move { exec.call(&ToolCall::new("nap", ["5000"])).await }
@@ -636,12 +655,13 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     let drained = service.shutdown().await;
     assert_eq!((drained.in_flight, drained.cancelled), (1, 1));
     let o = slow.await.unwrap();
-    assert_eq!(o.kind, Some(ErrorKind::Cancelled), "{o:?}");
+    // Stopped by the shutdown, not by its client: to the client the service is unavailable.
+    assert_eq!(o.kind, Some(ErrorKind::Unavailable), "{o:?}");
     assert!(o.error.as_deref().unwrap().contains("grace period (200 ms"), "{o:?}");
     let o = host.executor.call(&run("echo", &["after"])).await;
     assert_eq!(o.kind, Some(ErrorKind::Unavailable), "{o:?}");
     assert!(o.error.as_deref().unwrap().contains("accepts no new calls"), "{o:?}");
-    expected.push(("nap".into(), "cancelled".into()));
+    expected.push(("nap".into(), "unavailable".into()));
     expected.push(("echo".into(), "unavailable".into()));
 
     // One line per call, in order.

@@ -894,10 +894,14 @@ impl Tool {
             syn::ReturnType::Default => func.span(),
         };
         let into = quote_spanned!(at=> ::toolhost_sdk::__private::IntoToolResult::into_tool_result);
+        // The value converted is a variable spanned there too: rustc reports an unsatisfied
+        // bound at the argument, so the error points at the author's return type.
+        let result = syn::Ident::new("__toolhost_result", at);
         quote! {
             #tool => {
                 #(#lets)*
-                #into(#module::#func(#(#idents),*))
+                let #result = #module::#func(#(#idents),*);
+                #into(#result)
             }
         }
     }
