@@ -61,8 +61,10 @@ extern crate self as toolhost_sdk;
 
 #[doc(hidden)]
 pub mod __bindings {
+    // `wit` is a link to the workspace's `wit/`, so the packaged crate carries the WIT it was
+    // built from (a path outside the crate would not be in it).
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "plugin",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",

@@ -2,6 +2,7 @@
 //! whole test suite exactly as CI does.
 
 mod layers;
+mod packages;
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -28,12 +29,19 @@ tasks:
             workspace crate (each printed with the file:line of every reference that ties
             it), and every crate depends only on crates of a lower layer; only toolhost-core
             names wasmtime, and toolhost-spec has no wasmtime or tokio in its tree
+  packages [--verify]
+            the SDKs as they would be published, checked without publishing: `cargo
+            package` of toolhost-sdk with toolhost-sdk-macros and toolhost-spec (the WIT
+            inside, no JS or Python), `pip install` of plugin-sdk/python into a fresh venv
+            (setuptools pinned, kept in target/package-check), `npm pack --dry-run` of
+            plugin-sdk/js (exactly its FILES), all at one version; seconds. --verify also
+            compiles each packaged crate on its own (minutes)
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
             target/pyenv and 2.x into target/pyenv2 (for the MCP tests), Debian's
             docker-registry if missing (for the distribution tests), and for the console's
             browser tests Debian's chromium if missing, Playwright into target/console-env
             and axe-core into target/console-npm (pinned; no browser download), rustfmt check, clippy
-            with warnings as errors, the layer check, the Python and JS SDK tests, then every
+            with warnings as errors, the layer and package checks, the Python and JS SDK tests, then every
             unit and integration test (the test build compiles the Rust plugins itself; the
             Python/JS ones are built with toolchains it installs into target/toolchains);
             prints the MCP check counts per SDK generation, mode and transport
@@ -47,6 +55,11 @@ fn main() -> Result<()> {
         "test" => test(),
         "bench" => bench(),
         "layers" => layers::run(&root()),
+        "packages" => match std::env::args().nth(2).as_deref() {
+            None => packages::run(&root(), false),
+            Some("--verify") => packages::run(&root(), true),
+            Some(other) => bail!("packages: unknown option `{other}` (the one option is --verify)"),
+        },
         "fuzz" => {
             let target = std::env::args().nth(2);
             let secs = std::env::args().nth(3).map(|s| s.parse::<u64>()).transpose().context("SECONDS")?;
@@ -301,6 +314,8 @@ fn test() -> Result<()> {
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     eprintln!("\n== layers ==");
     layers::run(&root)?;
+    eprintln!("\n== packages ==");
+    packages::run(&root, false)?;
     sdk_tests()?;
     let summaries = root.join("target/reliability");
     let _ = std::fs::remove_dir_all(&summaries);
