@@ -52,6 +52,9 @@ fn env() -> Env {
     ]);
     crate::process::grant_programs(&mut env.config);
     env.config.limits.timeout_ms = 300;
+    // A program starts confined (a supervisor, namespaces, Landlock): seconds on a loaded
+    // machine, so `run` gets its own, longer limit (its deadline case still ends in a timeout).
+    env.config.tools.entry("run".into()).or_default().limits.timeout_ms = Some(3_000);
     env.config.limits.memory_mb = 32;
     env.config.grant_workspace("hostile", FsMode::ReadOnly);
     std::fs::write(env.ws("precious.txt"), "do not touch").unwrap();
@@ -247,7 +250,7 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             "a program past the call's deadline is killed",
             "run",
             &["sleep", "30"],
-            Fail(ErrorKind::Timeout, "timed out after 300 ms"),
+            Fail(ErrorKind::Timeout, "timed out after 3000 ms"),
         ),
         case(
             "a flood of program output is capped and the program stopped",
