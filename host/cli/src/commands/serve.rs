@@ -185,7 +185,9 @@ async fn serve_mcp(
         Some(source) => Some(source.read().map_err(|e| anyhow::anyhow!("mcp.approval_key: {e}"))?),
         None => None,
     };
-    let replay_store = frontends.mcp.replay_store.as_deref();
+    let replay_store =
+        frontends.mcp.replay_store.as_ref().map(|s| s.read()).transpose().map_err(anyhow::Error::msg)?;
+    let replay_store = replay_store.as_deref();
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
         .with_approvals(frontends.mcp.approval_ttl, approval_key.as_deref(), replay_store)?
         .with_task_limits(frontends.mcp.tasks)

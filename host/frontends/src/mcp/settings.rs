@@ -27,8 +27,37 @@ pub struct RawMcp {
     max_message_kb: Option<usize>,
     /// The key sealing 2026-07-28 approvals, shared by the replicas of a fleet.
     approval_key: Option<RawKey>,
-    /// Where redeemed approval nonces live when several replicas share them (`redis://…`).
-    replay_store: Option<String>,
+    /// Where redeemed approval nonces live when several replicas share them (`redis://…`, or a
+    /// secret holding such a URL when it carries a password).
+    replay_store: Option<RawStore>,
+}
+
+/// `replay_store = "redis://host:port"`, or `{ secret = "NAME" }` (or `env`/`file`) for a URL
+/// with a password.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawStore {
+    Url(String),
+    From(RawSecretRef),
+}
+
+/// Where the replay store's URL comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// In the config (it holds no password).
+    Plain(String),
+    /// From a secret (it may hold a password).
+    Secret(SecretSource),
+}
+
+impl StoreUrl {
+    /// The URL, read now.
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            StoreUrl::Plain(u) => Ok(u.clone()),
+            StoreUrl::Secret(s) => s.read().map_err(|e| format!("mcp.replay_store: {e}")),
+        }
+    }
 }
 
 /// `approval_key = { secret = "NAME" }` (or `env`/`file`); a bare string is a literal key,
@@ -102,7 +131,7 @@ pub struct McpSettings {
     /// it each process draws its own (confirmations then work only with sticky routing).
     pub approval_key: Option<SecretSource>,
     /// The Redis URL redeemed approval nonces are kept in; `None`: this process's memory.
-    pub replay_store: Option<String>,
+    pub replay_store: Option<StoreUrl>,
 }
 
 impl Default for McpSettings {
@@ -199,17 +228,36 @@ fn resolve_mcp(
             Some(secret_source("mcp.approval_key", "mcp approval_key".into(), "the key", r, secrets, base)?)
         }
     };
-    if let Some(url) = &raw.replay_store
-        && !url.starts_with("redis://")
-    {
-        // Only the scheme is shown: the rest may hold a password.
-        let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
-        return Err(format!(
-            "mcp.replay_store: the URL's scheme is {scheme:?}; give a redis://host:port URL (the only store \
-             supported; TLS `rediss://` is not)"
-        ));
-    }
-    out.replay_store = raw.replay_store;
+    out.replay_store = match raw.replay_store {
+        None => None,
+        Some(RawStore::Url(url)) => {
+            if !url.starts_with("redis://") {
+                // Only the scheme is shown: the rest may hold a password.
+                let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
+                return Err(format!(
+                    "mcp.replay_store: the URL's scheme is {scheme:?}; give a redis://host:port URL (the only \
+                     store supported; TLS `rediss://` is not)"
+                ));
+            }
+            if url::Url::parse(&url).is_ok_and(|u| u.password().is_some()) {
+                return Err(
+                    "mcp.replay_store: the URL holds a password, which never goes in the config file; \
+                     give replay_store = { secret = \"NAME\" } (a [secrets.NAME] holding the URL), { env = \
+                     \"VAR\" } or { file = \"path\" }"
+                        .into(),
+                );
+            }
+            Some(StoreUrl::Plain(url))
+        }
+        Some(RawStore::From(r)) => Some(StoreUrl::Secret(secret_source(
+            "mcp.replay_store",
+            "mcp replay_store".into(),
+            "a URL with a password",
+            r,
+            secrets,
+            base,
+        )?)),
+    };
     Ok(out)
 }
 
@@ -270,8 +318,12 @@ mod tests {
     #[test]
     fn the_replay_store_is_a_redis_url_and_its_password_is_not_echoed() {
         let s = resolve(serde_json::json!({"replay_store": "redis://cache:6379/0"})).unwrap();
-        assert_eq!(s.replay_store.as_deref(), Some("redis://cache:6379/0"));
+        assert_eq!(s.replay_store, Some(StoreUrl::Plain("redis://cache:6379/0".into())));
         let e = resolve(serde_json::json!({"replay_store": "rediss://:hunter2@cache"})).unwrap_err();
         assert!(e.contains("mcp.replay_store") && e.contains("\"rediss\"") && !e.contains("hunter2"), "{e}");
+        let e = resolve(serde_json::json!({"replay_store": "redis://:hunter2@cache:6379"})).unwrap_err();
+        assert!(e.contains("holds a password") && !e.contains("hunter2"), "{e}");
+        let s = resolve(serde_json::json!({"replay_store": {"secret": "fleet"}})).unwrap();
+        assert!(matches!(s.replay_store, Some(StoreUrl::Secret(_))));
     }
 }

@@ -188,7 +188,11 @@ impl Service {
             .secrets
             .values()
             .chain(settings.mcp.tokens.iter().map(|(_, s)| s))
-            .chain(settings.mcp.approval_key.iter());
+            .chain(settings.mcp.approval_key.iter())
+            .chain(settings.mcp.replay_store.iter().filter_map(|s| match s {
+                crate::mcp::settings::StoreUrl::Secret(s) => Some(s),
+                crate::mcp::settings::StoreUrl::Plain(_) => None,
+            }));
         let secrets = sources
             .filter_map(|s| {
                 s.read().ok().map(|value| GrantedSecret { name: s.name.clone(), value, hosts: vec![] })
