@@ -2,7 +2,9 @@
 //! `[mcp] approval_key` and a `redis-server` replay store (Debian's package; `cargo xtask test`
 //! installs it when missing, or set TOOLHOST_TEST_REDIS_SERVER). The 2026-07-28 danger
 //! confirmation is driven with raw JSON-RPC over HTTP: the question comes from one replica, the
-//! answer goes to another, and a replay goes to a third.
+//! answer goes to another, and a replay goes to a third. In front of them, `nginx` (Debian's,
+//! installed the same way, or TOOLHOST_TEST_NGINX) runs `deploy/nginx.conf`: round robin for
+//! 2026-07-28, one replica per client for 2025 sessions.
 
 use crate::mcp::{host_args, mcp_env, root};
 use crate::support::Env;
@@ -92,10 +94,10 @@ impl Drop for Replica {
     }
 }
 
-/// A replica of `env` on `addr` with `config` (written next to the workspace), extra `flags`
-/// after `serve --mcp`, the fleet key in its environment.
-fn replica(env: &Env, addr: &str, config: &str, flags: &[&str]) -> Replica {
-    let path = env.plugins.path().parent().unwrap().join(format!("fleet-{}.toml", free_port()));
+/// A replica of `env` on `addr` with `config` (written into `dir`), extra `flags` after
+/// `serve --mcp`, the fleet key in its environment.
+fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[&str]) -> Replica {
+    let path = dir.join(format!("fleet-{}.toml", free_port()));
     std::fs::write(&path, config).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--config")
@@ -147,7 +149,6 @@ fn fleet_config(redis_port: Option<u16>) -> String {
 /// One stateless 2026-07-28 `tools/call` of `delete(path)` over raw HTTP/1.0 (the body ends
 /// with the connection); returns the JSON-RPC response.
 fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> Value {
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut params = json!({
         "name": "delete",
         "arguments": {"path": path},
@@ -163,11 +164,23 @@ fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> 
     if let Some(a) = answer {
         params["inputResponses"] = json!({ "confirm": a });
     }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n";
+    let (_, head, messages) = post(url, headers, &body);
+    messages
+        .into_iter()
+        .find(|m| m.get("id") == Some(&json!(1)))
+        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
+}
+
+/// One raw HTTP/1.0 POST of `body` to `url` with `headers` (whole lines); the body ends with
+/// the connection. Returns the status, the head and the JSON messages (plain or in SSE events).
+fn post(url: &str, headers: &str, body: &Value) -> (u16, String, Vec<Value>) {
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = body.to_string();
     let req = format!(
         "POST /mcp HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
-         text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     let mut s = TcpStream::connect(authority).unwrap();
@@ -176,6 +189,8 @@ fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> 
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
+    let status =
+        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
     let messages: Vec<Value> = if body.trim_start().starts_with('{') {
         vec![serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body:?}"))]
     } else {
@@ -184,10 +199,7 @@ fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> 
             .filter_map(|d| serde_json::from_str(d.trim()).ok())
             .collect()
     };
-    messages
-        .into_iter()
-        .find(|m| m.get("id") == Some(&json!(1)))
-        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}\n{body}"))
+    (status, head.to_string(), messages)
 }
 
 fn accept() -> Value {
@@ -218,9 +230,11 @@ fn ran(response: &Value) {
 #[test]
 fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_call() {
     let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
     let redis = redis();
     let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Replica> = (0..3).map(|_| replica(&env, "127.0.0.1:0", &config, &[])).collect();
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
     for round in 0..3 {
         let (ask, answer, replay) = (&fleet[round], &fleet[(round + 1) % 3], &fleet[(round + 2) % 3]);
         let file = format!("doomed-{round}.txt");
@@ -249,7 +263,11 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
 #[test]
 fn without_a_shared_key_another_replica_refuses_with_a_clear_error() {
     let env = mcp_env();
-    let (a, b) = (replica(&env, "127.0.0.1:0", "", &[]), replica(&env, "127.0.0.1:0", "", &[]));
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
+        replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
+    );
     std::fs::write(env.ws("doomed.txt"), "delete me").unwrap();
     let state = asked(&delete(&a.url, "doomed.txt", None, None));
     let e = refused(&delete(&b.url, "doomed.txt", Some(&state), Some(accept())));
@@ -263,13 +281,185 @@ fn without_a_shared_key_another_replica_refuses_with_a_clear_error() {
 #[test]
 fn a_server_others_can_reach_says_when_confirmations_need_sticky_routing() {
     let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
     let open = ["--allow-unauthenticated-remote"];
     let warns =
         |r: &Replica| r.start.iter().any(|l| l.contains("confirmations only work with sticky routing"));
-    let alone = replica(&env, "0.0.0.0:0", "", &open);
+    let alone = replica(&env, dir.path(), "0.0.0.0:0", "", &open);
     assert!(warns(&alone), "{:?}", alone.start);
-    let shared = replica(&env, "0.0.0.0:0", &fleet_config(Some(6379)), &open);
+    let shared = replica(&env, dir.path(), "0.0.0.0:0", &fleet_config(Some(6379)), &open);
     assert!(!warns(&shared), "{:?}", shared.start);
-    let on_loopback = replica(&env, "127.0.0.1:0", "", &[]);
+    let on_loopback = replica(&env, dir.path(), "127.0.0.1:0", "", &[]);
     assert!(!warns(&on_loopback), "{:?}", on_loopback.start);
+}
+
+/// nginx running `deploy/nginx.conf` in front of `replicas` on a free 127.0.0.1 port; stopped
+/// on drop.
+struct Nginx {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM to the master stops its workers too (SIGKILL would leave them serving).
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Nginx {
+    /// `(upstream, status, MCP-Protocol-Version)` of each proxied request, in order, once there
+    /// are `n` (nginx writes a line as it finishes a request, just after the client has read it).
+    fn log(&self, n: usize) -> Vec<(String, u16, String)> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log: Vec<(String, u16, String)> = std::fs::read_to_string(self.dir.path().join("access.log"))
+                .unwrap_or_default()
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f[0].to_string(), f[1].parse().unwrap(), f.get(2).unwrap_or(&"").to_string())
+                })
+                .collect();
+            if log.len() >= n || Instant::now() > deadline {
+                assert_eq!(log.len(), n, "{log:?}");
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn nginx(replicas: &[Replica]) -> Nginx {
+    let bin = std::env::var_os("TOOLHOST_TEST_NGINX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
+    assert!(
+        bin.is_file(),
+        "the fleet tests need nginx at {}: run `cargo xtask test` (it installs Debian's nginx), \
+         `apt-get install nginx`, or set TOOLHOST_TEST_NGINX",
+        bin.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let shipped = std::fs::read_to_string(root().join("deploy/nginx.conf")).unwrap();
+    let servers: String = replicas
+        .iter()
+        .map(|r| format!("    server {};\n", r.url.trim_start_matches("http://").trim_end_matches("/mcp")))
+        .collect();
+    let mut site = String::new();
+    for line in shipped.lines() {
+        if line.trim_start().starts_with("server toolhost-") {
+            continue;
+        }
+        site.push_str(&line.replace("listen 80;", &format!("listen 127.0.0.1:{port};")));
+        site.push('\n');
+        if line.starts_with("upstream ") {
+            site.push_str(&servers);
+        }
+    }
+    assert!(site.contains(&format!("listen 127.0.0.1:{port};")) && !site.contains("toolhost-0"), "{site}");
+    let d = dir.path().display();
+    // As root the workers would run as `nobody`, which cannot enter the test's directory.
+    let user = if rustix::process::geteuid().is_root() { "user root;" } else { "" };
+    let main = format!(
+        "daemon off;\n{user}\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n  log_format fleet '$upstream_addr $status \
+         $http_mcp_protocol_version';\n  access_log {d}/access.log fleet;\n  client_body_temp_path {d}/body;\n  \
+         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  \
+         scgi_temp_path {d}/scgi;\n{site}}}\n"
+    );
+    std::fs::write(dir.path().join("nginx.conf"), main).unwrap();
+    let child = Command::new(&bin)
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-e")
+        .arg(dir.path().join("error.log"))
+        .arg("-c")
+        .arg(dir.path().join("nginx.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut n = Nginx { child, url: format!("http://127.0.0.1:{port}/mcp"), dir };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let log = std::fs::read_to_string(n.dir.path().join("error.log")).unwrap_or_default();
+        assert!(n.child.try_wait().unwrap().is_none(), "nginx exited: {log}");
+        assert!(Instant::now() < deadline, "nginx is not listening on {port}: {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    n
+}
+
+#[test]
+fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    let config = fleet_config(Some(redis.port));
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let lb = nginx(&fleet);
+    // 2026-07-28, stateless: every confirmation through the balancer runs its call once.
+    let rounds = 10;
+    let mut last = String::new();
+    for round in 0..rounds {
+        let file = format!("lb-{round}.txt");
+        std::fs::write(env.ws(&file), "delete me").unwrap();
+        last = asked(&delete(&lb.url, &file, None, None));
+        ran(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        assert!(!env.ws(&file).exists(), "round {round}: the confirmed call ran");
+    }
+    let file = format!("lb-{}.txt", rounds - 1);
+    std::fs::write(env.ws(&file), "again").unwrap();
+    for _ in 0..3 {
+        let e = refused(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        assert!(e.contains("already used"), "{e}");
+    }
+    assert!(env.ws(&file).exists(), "no replay ran");
+    let log = lb.log(2 * rounds + 3);
+    let moved = log[..2 * rounds].chunks(2).filter(|pair| pair[0].0 != pair[1].0).count();
+    assert!(moved >= 1, "no answer landed on another replica than its question: {log:?}");
+    let replayed_on: std::collections::BTreeSet<&str> =
+        log[2 * rounds..].iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log:?}");
+    assert!(log.iter().all(|l| l.1 == 200 && l.2 == "2026-07-28"), "{log:?}");
+
+    // A 2025 session: `initialize`, then requests carrying its Mcp-Session-Id, all on the
+    // replica that created it (another would not know the id).
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
+    let (status, head, _) = post(&lb.url, "", &init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let (status, head, _) =
+        post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202, "{head}");
+    for id in 2..8 {
+        let (status, head, messages) =
+            post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        assert_eq!(status, 200, "{head}");
+        let listed = messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("{messages:?}"));
+        assert!(listed["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{listed}");
+    }
+    let log = lb.log(2 * rounds + 3 + 8);
+    let session_on: std::collections::BTreeSet<&str> =
+        log[2 * rounds + 3..].iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(session_on.len(), 1, "the session stayed on one replica: {log:?}");
 }
