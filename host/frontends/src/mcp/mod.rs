@@ -50,6 +50,7 @@ mod stdio;
 mod tasks;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
+pub use settings::StoreUrl;
 pub use tasks::{TaskLimits, Tasks};
 
 use crate::openai;
