@@ -50,8 +50,11 @@ fn free_port() -> u16 {
 }
 
 fn redis() -> Redis {
+    redis_on(free_port())
+}
+
+fn redis_on(port: u16) -> Redis {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let child = Command::new(redis_server_bin())
         .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
         .arg("--dir")
@@ -252,12 +255,17 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
         assert!(env.ws(&file).exists(), "no replay ran");
     }
     // Redis gone: a confirmation is refused (fail closed), never run.
+    let port = redis.port;
     drop(redis);
     std::fs::write(env.ws("kept.txt"), "keep").unwrap();
     let state = asked(&delete(&fleet[0].url, "kept.txt", None, None));
     let e = refused(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
     assert!(e.contains("replay store") && e.contains("not run"), "{e}");
     assert!(env.ws("kept.txt").exists(), "nothing ran without the replay store");
+    // Redis back (empty): the replica reconnects, and the refused answer, never recorded, runs.
+    let _redis = redis_on(port);
+    ran(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
+    assert!(!env.ws("kept.txt").exists());
 }
 
 #[test]
@@ -412,7 +420,7 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
         (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
     let lb = nginx(&fleet);
     // 2026-07-28, stateless: every confirmation through the balancer runs its call once.
-    let rounds = 10;
+    let rounds = 30;
     let mut last = String::new();
     for round in 0..rounds {
         let file = format!("lb-{round}.txt");

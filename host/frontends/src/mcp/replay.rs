@@ -102,32 +102,37 @@ impl RedisStore {
                 self.shown
             )
         };
-        let mut slot = self.conn.lock().await;
+        // The whole redemption, waiting for the connection included, within one deadline; the
+        // multiplexed connection is cloned out so concurrent redemptions do not queue on the lock.
         let attempt = async {
-            if slot.is_none() {
-                *slot = Some(self.client.get_multiplexed_async_connection().await?);
-            }
-            let conn = slot.as_mut().unwrap_or_else(|| unreachable!("set just above"));
+            let mut conn = {
+                let mut slot = self.conn.lock().await;
+                match slot.as_ref() {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = self.client.get_multiplexed_async_connection().await?;
+                        *slot = Some(c.clone());
+                        c
+                    }
+                }
+            };
             redis::cmd("SET")
                 .arg(format!("{REDIS_PREFIX}{nonce}"))
                 .arg(1)
                 .arg("NX")
                 .arg("PX")
                 .arg(ttl_ms)
-                .query_async::<Option<String>>(conn)
+                .query_async::<Option<String>>(&mut conn)
                 .await
         };
-        match tokio::time::timeout(REDIS_TIMEOUT, attempt).await {
-            Ok(Ok(reply)) => Ok(reply.is_some()),
-            Ok(Err(e)) => {
-                *slot = None;
-                Err(fail(e.to_string()))
-            }
-            Err(_) => {
-                *slot = None;
-                Err(fail(format!("no answer within {} s", REDIS_TIMEOUT.as_secs())))
-            }
-        }
+        let failure = match tokio::time::timeout(REDIS_TIMEOUT, attempt).await {
+            Ok(Ok(reply)) => return Ok(reply.is_some()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} s", REDIS_TIMEOUT.as_secs()),
+        };
+        // Connect afresh next time.
+        *self.conn.lock().await = None;
+        Err(fail(failure))
     }
 }
 
