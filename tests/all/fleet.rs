@@ -6,7 +6,7 @@
 //! installed the same way, or TOOLHOST_TEST_NGINX) runs `deploy/nginx.conf`: round robin for
 //! 2026-07-28, one replica per client for 2025 sessions.
 
-use crate::mcp::{host_args, mcp_env, root};
+use crate::mcp::{host_args, mcp_env, python2, root};
 use crate::support::Env;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -382,7 +382,7 @@ fn nginx(replicas: &[Replica]) -> Nginx {
     let main = format!(
         "daemon off;\n{user}\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
          events {{ worker_connections 256; }}\nhttp {{\n  log_format fleet '$upstream_addr $status \
-         $http_mcp_protocol_version';\n  access_log {d}/access.log fleet;\n  client_body_temp_path {d}/body;\n  \
+         $http_mcp_protocol_version $http_mcp_method';\n  access_log {d}/access.log fleet;\n  client_body_temp_path {d}/body;\n  \
          proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  \
          scgi_temp_path {d}/scgi;\n{site}}}\n"
     );
@@ -470,4 +470,39 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
     let session_on: std::collections::BTreeSet<&str> =
         log[2 * rounds + 3..].iter().map(|l| l.0.as_str()).collect();
     assert_eq!(session_on.len(), 1, "the session stayed on one replica: {log:?}");
+}
+
+#[test]
+fn the_official_python_sdk2_confirms_through_nginx_every_time() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    let config = fleet_config(Some(redis.port));
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let lb = nginx(&fleet);
+    let out = Command::new(python2())
+        .arg(root().join("tests/mcp/fleet2.py"))
+        .args(["--rounds", "30", "--replays", "3", lb.url.as_str()])
+        .current_dir(env.workspace.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("fleet checks passed"), "{stdout}\n{stderr}");
+    // Every `tools/call` through the balancer, in order: the 2026-07-28 ones went round robin,
+    // so answers landed on other replicas than their questions, and the replays reached all three.
+    let log = std::fs::read_to_string(lb.dir.path().join("access.log")).unwrap();
+    let calls: Vec<&str> = log
+        .lines()
+        .filter(|l| l.ends_with(" 2026-07-28 tools/call"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    // 30 rounds of two, the one by hand, then the replays.
+    assert_eq!(calls.len(), 2 * 30 + 2 + 3, "{log}");
+    let moved = calls[..62].chunks(2).filter(|pair| pair[0] != pair[1]).count();
+    assert!(moved >= 1, "no answer landed on another replica than its question: {log}");
+    let replayed_on: std::collections::BTreeSet<&str> = calls[62..].iter().copied().collect();
+    assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log}");
 }
