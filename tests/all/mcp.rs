@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -55,14 +55,14 @@ fn record(label: &str, stdout: &str) {
     );
 }
 
-fn mcp_env() -> Env {
+pub(crate) fn mcp_env() -> Env {
     let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
     std::fs::write(env.ws("keep.txt"), "keep me").unwrap();
     std::fs::write(env.ws("other.txt"), "and me").unwrap();
     env
 }
 
-fn host_args(env: &Env) -> Vec<String> {
+pub(crate) fn host_args(env: &Env) -> Vec<String> {
     vec![
         "--plugins".into(),
         env.plugins.path().display().to_string(),

@@ -845,7 +845,10 @@ fn the_deployment_files_agree_with_the_flags() {
         |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k} in kubernetes.yaml"));
     let (dep, svc, cm) = (kind("Deployment"), kind("Service"), kind("ConfigMap"));
     let cm_config = cm["data"]["toolhost.toml"].as_str().expect("ConfigMap data toolhost.toml");
-    assert_eq!(cm_config.trim(), config_text.trim(), "the ConfigMap holds deploy/toolhost.toml");
+    // The ConfigMap is deploy/toolhost.toml plus the lines only a fleet needs (`# fleet:`).
+    let shared: Vec<&str> = cm_config.lines().filter(|l| !l.contains("# fleet:")).collect();
+    assert_eq!(shared.join("\n").trim(), config_text.trim(), "the ConfigMap holds deploy/toolhost.toml");
+    let fleet_config = parse_config(cm_config);
     let pod = &dep["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     let argv: Vec<String> = std::iter::once("toolhost".to_string())
@@ -896,6 +899,24 @@ fn the_deployment_files_agree_with_the_flags() {
                 "token `{name}` reads {var}, which the pod does not set"
             );
         }
+    }
+    // The replicas share the approval key and the replay store, each from a Secret (#30).
+    let mcp = &fleet_config.frontends.mcp;
+    let store = match &mcp.replay_store {
+        Some(toolhost_frontends::mcp::StoreUrl::Secret(s)) => s,
+        other => panic!("the fleet's replay_store comes from a secret: {other:?}"),
+    };
+    for (what, source) in
+        [("approval_key", mcp.approval_key.as_ref().expect("a shared approval_key")), ("replay_store", store)]
+    {
+        let toolhost_core::settings::SecretFrom::Env(var) = &source.from else {
+            panic!("{what} is read from the environment in the pod")
+        };
+        let set = c["env"].as_array().unwrap().iter().find(|v| v["name"] == var.as_str());
+        assert!(
+            set.is_some_and(|v| v["valueFrom"]["secretKeyRef"]["name"].is_string()),
+            "{what} reads {var}, which the pod must set from a Secret"
+        );
     }
 
     // systemd: ExecStart is a valid serve command line; stopping waits past the grace period.

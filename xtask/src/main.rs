@@ -38,7 +38,8 @@ tasks:
             compiles each packaged crate on its own (minutes)
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
             target/pyenv and 2.x into target/pyenv2 (for the MCP tests), Debian's
-            docker-registry if missing (for the distribution tests), and for the console's
+            docker-registry if missing (for the distribution tests), redis-server and nginx
+            if missing (the fleet tests' replay store and load balancer), and for the console's
             browser tests Debian's chromium if missing, Playwright into target/console-env
             and axe-core into target/console-npm (pinned; no browser download), rustfmt check, clippy
             with warnings as errors, the layer and package checks, the Python and JS SDK tests, then every
@@ -309,6 +310,7 @@ fn test() -> Result<()> {
     let python = ensure_python_mcp()?;
     let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
     ensure_registry()?;
+    ensure_fleet_parts()?;
     let console = ensure_console_browser()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
@@ -533,6 +535,19 @@ fn ensure_registry() -> Result<()> {
         return Ok(());
     }
     ensure_apt("/usr/bin/docker-registry", "docker-registry", "the distribution tests")
+}
+
+/// Debian's `redis-server` and `nginx`, which the fleet tests (#30) start on 127.0.0.1 as the
+/// replicas' shared replay store and their load balancer. Installed with apt when missing and
+/// we are root.
+fn ensure_fleet_parts() -> Result<()> {
+    if std::env::var_os("TOOLHOST_TEST_REDIS_SERVER").is_none() {
+        ensure_apt("/usr/bin/redis-server", "redis-server", "the fleet tests")?;
+    }
+    if std::env::var_os("TOOLHOST_TEST_NGINX").is_none() {
+        ensure_apt("/usr/sbin/nginx", "nginx", "the fleet tests")?;
+    }
+    Ok(())
 }
 
 /// axe-core (npm) for the console's accessibility check, pinned.

@@ -34,7 +34,13 @@ in flight finish within [serve] shutdown_grace_ms (default 15000), the rest are 
 an error to their clients, and the process exits 0; a second signal exits at once.
 [mcp] max_message_kb (default 4096) caps one MCP message, a stdio line or an HTTP body. Every call is appended to the
 audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
-systemd unit, a container recipe and a Kubernetes example.";
+systemd unit, a container recipe and a Kubernetes example.
+
+Several replicas behind a load balancer: give them the same [mcp] approval_key = { secret =
+\"NAME\" } (or env/file; at least 32 bytes) so a 2026-07-28 danger confirmation asked by one is
+answered on any, and replay_store = \"redis://HOST:PORT\" so its requestState is good for one
+call across all of them (an unreachable Redis refuses the confirmation). Without the key a
+server on a non-loopback address warns that confirmations need sticky routing.";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -175,8 +181,15 @@ async fn serve_mcp(
             let _ = rx.wait_for(|stop| *stop).await;
         }
     };
+    let approval_key = match &frontends.mcp.approval_key {
+        Some(source) => Some(source.read().map_err(|e| anyhow::anyhow!("mcp.approval_key: {e}"))?),
+        None => None,
+    };
+    let replay_store =
+        frontends.mcp.replay_store.as_ref().map(|s| s.read()).transpose().map_err(anyhow::Error::msg)?;
+    let replay_store = replay_store.as_deref();
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
-        .with_approval_ttl(frontends.mcp.approval_ttl)?
+        .with_approvals(frontends.mcp.approval_ttl, approval_key.as_deref(), replay_store)?
         .with_task_limits(frontends.mcp.tasks)
         .with_max_message(frontends.mcp.max_message_bytes);
     let tasks = server.tasks();
@@ -223,6 +236,9 @@ async fn serve_mcp(
                 tracing::warn!(
                     "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
                 );
+            }
+            if !bound.ip().is_loopback() {
+                fleet_warnings(approval_key.is_some(), replay_store.is_some());
             }
             let console = frontends.console.enabled.then(|| {
                 toolhost_frontends::console::Console::start(
@@ -282,6 +298,25 @@ async fn serve_mcp(
     }
     eprintln!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a server reachable from other machines (so possibly one replica of several) says at
+/// start about 2026-07-28 confirmations: without `[mcp] approval_key` a `requestState` opens only
+/// on the process that issued it; without `[mcp] replay_store` a replay is caught only there.
+fn fleet_warnings(shared_key: bool, shared_store: bool) {
+    if !shared_key {
+        eprintln!(
+            "toolhost: warning: no [mcp] approval_key: 2026-07-28 danger confirmations only work with sticky \
+             routing (the answer must reach the replica that asked); give every replica the same key to \
+             confirm on any of them"
+        );
+    } else if !shared_store {
+        eprintln!(
+            "toolhost: warning: [mcp] approval_key without [mcp] replay_store: with several replicas one \
+             requestState can be redeemed once on each of them; set replay_store = \"redis://…\" to make it \
+             good for one call across the fleet"
+        );
+    }
 }
 
 /// The console's URL for a listener bound to `bound` (an unspecified address is reached on

@@ -5,18 +5,21 @@
 //!
 //! The state is the only thing that ties the answer to the question, and the client controls
 //! what it echoes. So it is sealed (HMAC-SHA256 over the JSON payload, tags compared in constant
-//! time) with a key drawn from the OS (`getrandom`) at process start, and carries the tool, a SHA-256 of the exact checked
-//! arguments, the SHA-256 of the plugin file that would run, a nonce and an expiry. On the
+//! time) with a key drawn from the OS (`getrandom`) at process start, or derived from
+//! `[mcp] approval_key` (a secret the replicas of a fleet share, so any of them opens a state
+//! another issued), and carries the tool, a SHA-256 of the exact checked arguments, the SHA-256 of the plugin file that would run, a nonce and an expiry. On the
 //! retry it must open (not forged or altered), not be expired, match all three bindings, and
-//! its nonce must not have been redeemed before (one answer runs at most one call). Any failure
-//! is a protocol error (`invalid params`) naming what was wrong, and nothing runs.
+//! its nonce must not have been redeemed before (one answer runs at most one call; the nonces
+//! live in a [`ReplayStore`]: this process's memory, or a Redis the fleet shares). Any failure
+//! is a protocol error (`invalid params`) naming what was wrong, and nothing runs; a replay
+//! store that cannot be asked refuses too (an internal error: retry).
 
+use super::replay::ReplayStore;
 use rmcp::model::{
     ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
 };
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
@@ -45,6 +48,27 @@ struct Sealed {
 
 /// Domain separation: this key signs nothing else, but the label keeps it that way by design.
 const DOMAIN: &[u8] = b"toolhost/mcp/request-state/v1\0";
+/// The label a shared `[mcp] approval_key` is turned into a sealing key with.
+const KEY_LABEL: &[u8] = b"toolhost/mcp/approval-key/v1";
+/// The shortest `[mcp] approval_key` accepted, in bytes (`openssl rand -hex 32` gives 64).
+pub const MIN_SHARED_KEY_BYTES: usize = 32;
+
+/// The sealing key for a shared secret: HMAC-SHA256(secret, label), so the secret itself signs
+/// nothing. Refuses a secret shorter than [`MIN_SHARED_KEY_BYTES`].
+pub fn shared_key(secret: &str) -> Result<[u8; 32], String> {
+    use hmac::Mac;
+    if secret.len() < MIN_SHARED_KEY_BYTES {
+        return Err(format!(
+            "mcp.approval_key: the key is {} bytes; give at least {MIN_SHARED_KEY_BYTES} random bytes \
+             (e.g. the output of `openssl rand -hex 32`)",
+            secret.len()
+        ));
+    }
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(secret.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    m.update(KEY_LABEL);
+    Ok(m.finalize().into_bytes().into())
+}
 
 /// Equality of two byte strings in time that depends only on their lengths (`subtle`).
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
@@ -81,14 +105,20 @@ enum OpenError {
 /// Issues and redeems sealed approvals; one per process, shared by every MCP connection.
 pub struct Approvals {
     key: [u8; 32],
+    /// Whether the key is `[mcp] approval_key` (shared by a fleet) rather than this process's own.
+    shared_key: bool,
     ttl: Duration,
     /// Redeemed nonces until their expiry (after it, `open` refuses the state anyway).
-    redeemed: Mutex<HashMap<String, u64>>,
+    redeemed: ReplayStore,
 }
 
 impl std::fmt::Debug for Approvals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Approvals").field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("Approvals")
+            .field("ttl", &self.ttl)
+            .field("shared_key", &self.shared_key)
+            .field("redeemed", &self.redeemed)
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,12 +143,26 @@ pub enum Redeemed {
     Decision(Decision),
     /// The state or the responses are not acceptable: a protocol error, nothing runs.
     Invalid(String),
+    /// The replay store could not record the nonce: refused (fail closed), nothing runs; the
+    /// same state may be retried.
+    Unavailable(String),
 }
 
 impl Approvals {
-    /// A fresh per-process key from the operating system.
+    /// A fresh per-process key from the operating system, nonces in memory.
     pub fn new(ttl: Duration) -> Result<Approvals, String> {
-        Ok(Approvals { key: random()?, ttl, redeemed: Mutex::new(HashMap::new()) })
+        Ok(Approvals { key: random()?, shared_key: false, ttl, redeemed: ReplayStore::memory() })
+    }
+
+    /// Seal with `key` (from [`shared_key`]) when given, else a per-process key; remember
+    /// redeemed nonces in `store`.
+    pub fn with(key: Option<[u8; 32]>, ttl: Duration, store: ReplayStore) -> Result<Approvals, String> {
+        let shared_key = key.is_some();
+        let key = match key {
+            Some(k) => k,
+            None => random()?,
+        };
+        Ok(Approvals { key, shared_key, ttl, redeemed: store })
     }
 
     /// `hex(payload).hex(tag)`: readable by the client (it holds only digests), unforgeable.
@@ -168,7 +212,12 @@ impl Approvals {
     }
 
     /// Check a retried call's `requestState` and `inputResponses` against the call `req`.
-    pub fn redeem(&self, state: &str, responses: Option<&InputResponses>, req: &DangerRequest) -> Redeemed {
+    pub async fn redeem(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        req: &DangerRequest,
+    ) -> Redeemed {
         let tool = &req.tool;
         let sealed: Sealed = match self.open(state) {
             Ok(s) => s,
@@ -179,10 +228,17 @@ impl Approvals {
                     self.ttl.as_secs()
                 ));
             }
+            Err(OpenError::Forged) if self.shared_key => {
+                return Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost fleet (its [mcp] approval_key) \
+                     or was altered; echo the requestState exactly as received, or call again without it to be asked"
+                ));
+            }
             Err(OpenError::Forged) => {
                 return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost process or was altered; \
-                     echo the requestState exactly as received, or call again without it to be asked"
+                    "the requestState for `{tool}` was not issued by this toolhost process or was altered \
+                     (this server has no [mcp] approval_key, so a state another replica issued does not open \
+                     here); echo the requestState exactly as received, or call again without it to be asked"
                 ));
             }
         };
@@ -205,17 +261,15 @@ impl Approvals {
                 req.plugin
             ));
         }
-        {
-            let mut redeemed = self.redeemed.lock().unwrap_or_else(|p| p.into_inner());
-            let now = now_ms();
-            redeemed.retain(|_, exp| *exp >= now);
-            if redeemed.contains_key(&sealed.nonce) {
+        match self.redeemed.redeem(&sealed.nonce, sealed.exp, now_ms()).await {
+            Ok(true) => {}
+            Ok(false) => {
                 return Redeemed::Invalid(format!(
                     "the requestState for `{tool}` was already used; each answer covers one call — call again \
                      without requestState to be asked again"
                 ));
             }
-            redeemed.insert(sealed.nonce.clone(), sealed.exp);
+            Err(e) => return Redeemed::Unavailable(e),
         }
         let Some(answer) = responses.and_then(|r| r.get(INPUT_KEY)) else {
             return Redeemed::Invalid(format!(
@@ -240,6 +294,8 @@ impl Approvals {
 pub enum Interrupt {
     InputRequired(InputRequiredResult),
     Invalid(String),
+    /// The replay store could not be asked: refused, retryable.
+    Unavailable(String),
 }
 
 /// The [`Confirm`] for one 2026-07-28 `tools/call`: asks (by interrupting the call) on the first
@@ -256,7 +312,7 @@ impl MrtrConfirm<'_> {
     fn interrupted(&self, i: Interrupt) -> Decision {
         let why = match &i {
             Interrupt::InputRequired(_) => "waiting for the user's answer".to_string(),
-            Interrupt::Invalid(e) => e.clone(),
+            Interrupt::Invalid(e) | Interrupt::Unavailable(e) => e.clone(),
         };
         *self.interrupt.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
         Decision::Deny(why)
@@ -271,9 +327,10 @@ impl Confirm for MrtrConfirm<'_> {
     fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
             match &self.request_state {
-                Some(state) => match self.approvals.redeem(state, self.input_responses.as_ref(), req) {
+                Some(state) => match self.approvals.redeem(state, self.input_responses.as_ref(), req).await {
                     Redeemed::Decision(d) => d,
                     Redeemed::Invalid(e) => self.interrupted(Interrupt::Invalid(e)),
+                    Redeemed::Unavailable(e) => self.interrupted(Interrupt::Unavailable(e)),
                 },
                 None if self.input_responses.is_some() => self.interrupted(Interrupt::Invalid(format!(
                     "the call to `{}` carries inputResponses but no requestState: retry with the requestState \
@@ -329,6 +386,12 @@ mod tests {
         a.ask(r).unwrap().request_state.unwrap()
     }
 
+    /// `Approvals::redeem`, waited for.
+    fn redeem(a: &Approvals, s: &str, responses: Option<&InputResponses>, r: &DangerRequest) -> Redeemed {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(a.redeem(s, responses, r))
+    }
+
     fn invalid(r: Redeemed) -> String {
         match r {
             Redeemed::Invalid(e) => e,
@@ -341,8 +404,8 @@ mod tests {
         let a = Approvals::new(DEFAULT_TTL).unwrap();
         let r = req(&["keep.txt"]);
         let s = state(&a, &r);
-        assert!(matches!(a.redeem(&s, Some(&accept()), &r), Redeemed::Decision(Decision::Allow)));
-        assert!(invalid(a.redeem(&s, Some(&accept()), &r)).contains("already used"));
+        assert!(matches!(redeem(&a, &s, Some(&accept()), &r), Redeemed::Decision(Decision::Allow)));
+        assert!(invalid(redeem(&a, &s, Some(&accept()), &r)).contains("already used"));
     }
 
     #[test]
@@ -354,18 +417,20 @@ mod tests {
         let mid = 2;
         let c = if &s[mid..=mid] == "a" { "b" } else { "a" };
         let forged = format!("{}{c}{}", &s[..mid], &s[mid + 1..]);
-        assert!(invalid(a.redeem(&forged, Some(&accept()), &r)).contains("not issued by this toolhost"));
+        assert!(invalid(redeem(&a, &forged, Some(&accept()), &r)).contains("not issued by this toolhost"));
         let other = Approvals::new(DEFAULT_TTL).unwrap();
-        assert!(invalid(other.redeem(&s, Some(&accept()), &r)).contains("not issued by this toolhost"));
-        assert!(invalid(a.redeem(&s, Some(&accept()), &req(&["other.txt"]))).contains("other arguments"));
-        assert!(invalid(a.redeem(&s, Some(&accept()), &req(&["keep", ".txt"]))).contains("other arguments"));
+        assert!(invalid(redeem(&other, &s, Some(&accept()), &r)).contains("not issued by this toolhost"));
+        assert!(invalid(redeem(&a, &s, Some(&accept()), &req(&["other.txt"]))).contains("other arguments"));
+        assert!(
+            invalid(redeem(&a, &s, Some(&accept()), &req(&["keep", ".txt"]))).contains("other arguments")
+        );
         let mut changed = req(&["keep.txt"]);
         changed.plugin_hash = [8; 32];
-        assert!(invalid(a.redeem(&s, Some(&accept()), &changed)).contains("changed since"));
+        assert!(invalid(redeem(&a, &s, Some(&accept()), &changed)).contains("changed since"));
         let short = Approvals::new(Duration::from_millis(1)).unwrap();
         let s = state(&short, &r);
         std::thread::sleep(Duration::from_millis(20));
-        assert!(invalid(short.redeem(&s, Some(&accept()), &r)).contains("expired"));
+        assert!(invalid(redeem(&short, &s, Some(&accept()), &r)).contains("expired"));
     }
 
     #[test]
@@ -375,12 +440,53 @@ mod tests {
         let mut decline = InputResponses::new();
         decline.insert(INPUT_KEY.into(), serde_json::json!({"action": "decline"}));
         assert!(matches!(
-            a.redeem(&state(&a, &r), Some(&decline), &r),
+            redeem(&a, &state(&a, &r), Some(&decline), &r),
             Redeemed::Decision(Decision::Deny(_))
         ));
-        assert!(invalid(a.redeem(&state(&a, &r), None, &r)).contains("no inputResponses"));
+        assert!(invalid(redeem(&a, &state(&a, &r), None, &r)).contains("no inputResponses"));
         let mut no = InputResponses::new();
         no.insert(INPUT_KEY.into(), serde_json::json!({"action": "accept", "content": {"approve": false}}));
-        assert!(matches!(a.redeem(&state(&a, &r), Some(&no), &r), Redeemed::Decision(Decision::Deny(_))));
+        assert!(matches!(redeem(&a, &state(&a, &r), Some(&no), &r), Redeemed::Decision(Decision::Deny(_))));
+    }
+
+    #[test]
+    fn a_shared_key_opens_on_every_replica_and_a_per_process_key_does_not() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let key = || Some(shared_key(secret).unwrap());
+        let a = Approvals::with(key(), DEFAULT_TTL, ReplayStore::memory()).unwrap();
+        let b = Approvals::with(key(), DEFAULT_TTL, ReplayStore::memory()).unwrap();
+        let r = req(&["keep.txt"]);
+        let s = state(&a, &r);
+        assert!(matches!(redeem(&b, &s, Some(&accept()), &r), Redeemed::Decision(Decision::Allow)));
+        // Another fleet's key, and a replica without the key, both refuse, saying why.
+        let other = Approvals::with(
+            Some(shared_key(&secret.replace('0', "x")).unwrap()),
+            DEFAULT_TTL,
+            ReplayStore::memory(),
+        )
+        .unwrap();
+        assert!(
+            invalid(redeem(&other, &state(&a, &r), Some(&accept()), &r))
+                .contains("not issued by this toolhost fleet")
+        );
+        let alone = Approvals::new(DEFAULT_TTL).unwrap();
+        let e = invalid(redeem(&alone, &state(&a, &r), Some(&accept()), &r));
+        assert!(
+            e.contains("not issued by this toolhost process") && e.contains("no [mcp] approval_key"),
+            "{e}"
+        );
+        assert!(shared_key("short").unwrap_err().contains("at least 32"));
+    }
+
+    #[test]
+    fn an_unreachable_replay_store_refuses_and_the_state_stays_good() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let store = ReplayStore::redis(&format!("redis://127.0.0.1:{port}")).unwrap();
+        let a = Approvals::with(None, DEFAULT_TTL, store).unwrap();
+        let r = req(&["keep.txt"]);
+        match redeem(&a, &state(&a, &r), Some(&accept()), &r) {
+            Redeemed::Unavailable(e) => assert!(e.contains("replay store"), "{e}"),
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
     }
 }

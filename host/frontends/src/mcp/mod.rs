@@ -44,11 +44,13 @@
 
 mod approval;
 mod http;
+mod replay;
 pub(crate) mod settings;
 mod stdio;
 mod tasks;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
+pub use settings::StoreUrl;
 pub use tasks::{TaskLimits, Tasks};
 
 use crate::openai;
@@ -147,6 +149,25 @@ impl McpServer {
     /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
     pub fn with_approval_ttl(mut self, ttl: Duration) -> anyhow::Result<McpServer> {
         self.approvals = Arc::new(Approvals::new(ttl).map_err(anyhow::Error::msg)?);
+        Ok(self)
+    }
+
+    /// Approvals as `[mcp]` says: live `approval_ttl`, sealed with the shared `approval_key`
+    /// (its value, read from its secret) when given, else a per-process key, and redeemed
+    /// nonces kept in the `replay_store` Redis when given, else in memory. Fails on a key
+    /// shorter than 32 bytes or a store URL that is not `redis://`.
+    pub fn with_approvals(
+        mut self,
+        ttl: Duration,
+        key: Option<&str>,
+        replay_store: Option<&str>,
+    ) -> anyhow::Result<McpServer> {
+        let key = key.map(approval::shared_key).transpose().map_err(anyhow::Error::msg)?;
+        let store = match replay_store {
+            Some(url) => replay::ReplayStore::redis(url).map_err(anyhow::Error::msg)?,
+            None => replay::ReplayStore::memory(),
+        };
+        self.approvals = Arc::new(Approvals::with(key, ttl, store).map_err(anyhow::Error::msg)?);
         Ok(self)
     }
 
@@ -330,6 +351,10 @@ impl McpServer {
                 Some(Interrupt::Invalid(e)) => {
                     tracing::info!(tool = call.name, "refused a retried call: {e}");
                     return Err(ErrorData::invalid_params(e, None));
+                }
+                Some(Interrupt::Unavailable(e)) => {
+                    tracing::warn!(tool = call.name, "refused a retried call: {e}");
+                    return Err(ErrorData::internal_error(e, None));
                 }
                 None => outcome,
             }

@@ -25,6 +25,56 @@ pub struct RawMcp {
     tasks_max_kept: Option<usize>,
     /// The largest MCP message read (KiB): a stdio line, an HTTP request body.
     max_message_kb: Option<usize>,
+    /// The key sealing 2026-07-28 approvals, shared by the replicas of a fleet.
+    approval_key: Option<RawKey>,
+    /// Where redeemed approval nonces live when several replicas share them (`redis://…`, or a
+    /// secret holding such a URL when it carries a password).
+    replay_store: Option<RawStore>,
+}
+
+/// `replay_store = "redis://host:port"`, or `{ secret = "NAME" }` (or `env`/`file`) for a URL
+/// with a password.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawStore {
+    Url(String),
+    From(RawSecretRef),
+}
+
+/// Where the replay store's URL comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// In the config (it holds no password).
+    Plain(String),
+    /// From a secret (it may hold a password).
+    Secret(SecretSource),
+}
+
+impl StoreUrl {
+    /// The URL, read now.
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            StoreUrl::Plain(u) => Ok(u.clone()),
+            StoreUrl::Secret(s) => s.read().map_err(|e| format!("mcp.replay_store: {e}")),
+        }
+    }
+}
+
+/// `approval_key = { secret = "NAME" }` (or `env`/`file`); a bare string is a literal key,
+/// refused with a message saying where it goes instead.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawKey {
+    Literal(String),
+    From(RawSecretRef),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecretRef {
+    secret: Option<String>,
+    env: Option<String>,
+    file: Option<PathBuf>,
 }
 
 /// The caps and retention of MCP tasks (`[mcp] tasks_*`).
@@ -77,6 +127,11 @@ pub struct McpSettings {
     /// ones are answered with an error naming the limit; arguments within the per-call limit
     /// always fit.
     pub max_message_bytes: usize,
+    /// Where the key sealing 2026-07-28 approvals comes from, when a fleet shares one; without
+    /// it each process draws its own (confirmations then work only with sticky routing).
+    pub approval_key: Option<SecretSource>,
+    /// The Redis URL redeemed approval nonces are kept in; `None`: this process's memory.
+    pub replay_store: Option<StoreUrl>,
 }
 
 impl Default for McpSettings {
@@ -86,6 +141,8 @@ impl Default for McpSettings {
             approval_ttl: std::time::Duration::from_secs(300),
             tasks: TaskLimits::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_KB * 1024,
+            approval_key: None,
+            replay_store: None,
         }
     }
 }
@@ -154,20 +211,119 @@ fn resolve_mcp(
             ));
         }
         let own = format!("mcp token `{}`", t.name);
-        let source = match (t.secret, t.env, t.file) {
-            (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
-                format!("{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\"")
-            })?,
-            (None, Some(var), None) => SecretSource::unnamed(own, SecretFrom::Env(var)),
-            (None, None, Some(f)) => SecretSource::unnamed(own, SecretFrom::File(base.join(f))),
-            _ => {
-                return Err(format!(
-                    "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
-                     `file = \"path\"`; a token's value never goes in the config file"
-                ));
-            }
-        };
+        let r = RawSecretRef { secret: t.secret, env: t.env, file: t.file };
+        let source = secret_source(&key, own, "a token's value", r, secrets, base)?;
         out.tokens.push((t.name, source));
     }
+    out.approval_key = match raw.approval_key {
+        None => None,
+        Some(RawKey::Literal(literal)) => {
+            return Err(format!(
+                "mcp.approval_key: a literal key ({} bytes) never goes in the config file; give approval_key = \
+                 {{ secret = \"NAME\" }} (a [secrets.NAME]), {{ env = \"VAR\" }} or {{ file = \"path\" }}",
+                literal.len()
+            ));
+        }
+        Some(RawKey::From(r)) => {
+            Some(secret_source("mcp.approval_key", "mcp approval_key".into(), "the key", r, secrets, base)?)
+        }
+    };
+    out.replay_store = match raw.replay_store {
+        None => None,
+        Some(RawStore::Url(url)) => {
+            if !url.starts_with("redis://") {
+                // Only the scheme is shown: the rest may hold a password.
+                let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
+                return Err(format!(
+                    "mcp.replay_store: the URL's scheme is {scheme:?}; give a redis://host:port URL (the only \
+                     store supported; TLS `rediss://` is not)"
+                ));
+            }
+            if url::Url::parse(&url).is_ok_and(|u| u.password().is_some()) {
+                return Err(
+                    "mcp.replay_store: the URL holds a password, which never goes in the config file; \
+                     give replay_store = { secret = \"NAME\" } (a [secrets.NAME] holding the URL), { env = \
+                     \"VAR\" } or { file = \"path\" }"
+                        .into(),
+                );
+            }
+            Some(StoreUrl::Plain(url))
+        }
+        Some(RawStore::From(r)) => Some(StoreUrl::Secret(secret_source(
+            "mcp.replay_store",
+            "mcp replay_store".into(),
+            "a URL with a password",
+            r,
+            secrets,
+            base,
+        )?)),
+    };
     Ok(out)
+}
+
+/// Where the value of `key` comes from: a `[secrets]` entry, an env var or a file under `base`;
+/// never the config itself (`what` names the value in the message).
+fn secret_source(
+    key: &str,
+    own: String,
+    what: &str,
+    r: RawSecretRef,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<SecretSource, String> {
+    match (r.secret, r.env, r.file) {
+        (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
+            format!(
+                "{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
+            )
+        }),
+        (None, Some(var), None) => Ok(SecretSource::unnamed(own, SecretFrom::Env(var))),
+        (None, None, Some(f)) => Ok(SecretSource::unnamed(own, SecretFrom::File(base.join(f)))),
+        _ => Err(format!(
+            "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
+             `file = \"path\"`; {what} never goes in the config file"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(v: serde_json::Value) -> Result<McpSettings, String> {
+        let raw: RawMcp = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        let mut secrets = BTreeMap::new();
+        secrets.insert(
+            "fleet".to_string(),
+            SecretSource::unnamed("fleet", SecretFrom::Env("TOOLHOST_FLEET_KEY".into())),
+        );
+        raw.resolve(&secrets, Path::new("/etc/toolhost"))
+    }
+
+    #[test]
+    fn the_approval_key_comes_from_a_secret_env_or_file_never_the_config() {
+        let s = resolve(serde_json::json!({"approval_key": {"secret": "fleet"}})).unwrap();
+        assert_eq!(s.approval_key.unwrap().from, SecretFrom::Env("TOOLHOST_FLEET_KEY".into()));
+        let s = resolve(serde_json::json!({"approval_key": {"file": "key"}})).unwrap();
+        assert_eq!(s.approval_key.unwrap().from, SecretFrom::File("/etc/toolhost/key".into()));
+        let e = resolve(serde_json::json!({"approval_key": "0123456789abcdef0123456789abcdef"})).unwrap_err();
+        assert!(e.contains("mcp.approval_key") && e.contains("never goes in the config file"), "{e}");
+        let e = resolve(serde_json::json!({"approval_key": {"secret": "nope"}})).unwrap_err();
+        assert!(e.contains("no secret `nope`"), "{e}");
+        let e = resolve(serde_json::json!({"approval_key": {"env": "A", "file": "b"}})).unwrap_err();
+        assert!(e.contains("exactly one"), "{e}");
+        assert!(resolve(serde_json::json!({})).unwrap().approval_key.is_none());
+    }
+
+    #[test]
+    fn the_replay_store_is_a_redis_url_and_its_password_is_not_echoed() {
+        let s = resolve(serde_json::json!({"replay_store": "redis://cache:6379/0"})).unwrap();
+        assert_eq!(s.replay_store, Some(StoreUrl::Plain("redis://cache:6379/0".into())));
+        let e = resolve(serde_json::json!({"replay_store": "rediss://:hunter2@cache"})).unwrap_err();
+        assert!(e.contains("mcp.replay_store") && e.contains("\"rediss\"") && !e.contains("hunter2"), "{e}");
+        let e = resolve(serde_json::json!({"replay_store": "redis://:hunter2@cache:6379"})).unwrap_err();
+        assert!(e.contains("holds a password") && !e.contains("hunter2"), "{e}");
+        let s = resolve(serde_json::json!({"replay_store": {"secret": "fleet"}})).unwrap();
+        assert!(matches!(s.replay_store, Some(StoreUrl::Secret(_))));
+    }
 }

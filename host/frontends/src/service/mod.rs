@@ -184,7 +184,15 @@ impl Service {
         front_end: &'static str,
         audit: Option<AuditLog>,
     ) -> Service {
-        let sources = config.secrets.values().chain(settings.mcp.tokens.iter().map(|(_, s)| s));
+        let sources = config
+            .secrets
+            .values()
+            .chain(settings.mcp.tokens.iter().map(|(_, s)| s))
+            .chain(settings.mcp.approval_key.iter())
+            .chain(settings.mcp.replay_store.iter().filter_map(|s| match s {
+                crate::mcp::settings::StoreUrl::Secret(s) => Some(s),
+                crate::mcp::settings::StoreUrl::Plain(_) => None,
+            }));
         let secrets = sources
             .filter_map(|s| {
                 s.read().ok().map(|value| GrantedSecret { name: s.name.clone(), value, hosts: vec![] })

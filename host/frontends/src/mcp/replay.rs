@@ -1,0 +1,169 @@
+//! Where redeemed approval nonces are remembered, so one 2026-07-28 `requestState` runs at most
+//! one call: this process's memory by default, or a Redis that every replica of a fleet shares
+//! (`[mcp] replay_store = "redis://…"`). A nonce is remembered until its state expires (after
+//! that the state is refused as expired anyway), in Redis with `SET key 1 NX PX ttl`: the one
+//! replica whose `SET` wins runs the call.
+//!
+//! A store that cannot be asked refuses the confirmation (fail closed): an approval is never
+//! honoured unless its nonce was recorded first.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How long one redemption may wait for Redis (connecting included) before it is refused.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
+/// Redis keys are `toolhost:mcp:approval-nonce:<nonce>`.
+const REDIS_PREFIX: &str = "toolhost:mcp:approval-nonce:";
+
+/// Redeemed nonces: in memory, or in a shared Redis.
+pub enum ReplayStore {
+    /// Nonce → expiry (unix ms); pruned as it is used.
+    Memory(Mutex<HashMap<String, u64>>),
+    Redis(Box<RedisStore>),
+}
+
+impl std::fmt::Debug for ReplayStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayStore::Memory(_) => f.write_str("ReplayStore::Memory"),
+            ReplayStore::Redis(r) => write!(f, "ReplayStore::Redis({})", r.shown),
+        }
+    }
+}
+
+/// A Redis reached through one multiplexed connection, opened on first use and again after a
+/// failure.
+pub struct RedisStore {
+    client: redis::Client,
+    /// The URL without its password, for messages.
+    shown: String,
+    conn: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
+}
+
+/// `url` with any password replaced, fit for a log line or an error.
+pub fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            u.to_string()
+        }
+        Err(_) => "(an unparsable URL)".into(),
+    }
+}
+
+impl ReplayStore {
+    /// This process's memory: right for one process, blind to replays on another replica.
+    pub fn memory() -> ReplayStore {
+        ReplayStore::Memory(Mutex::new(HashMap::new()))
+    }
+
+    /// A Redis at `url` (`redis://[user:password@]host:port[/db]`); only the URL is checked
+    /// here, the server is first asked at the first confirmation.
+    pub fn redis(url: &str) -> Result<ReplayStore, String> {
+        let shown = redacted(url);
+        if !url.starts_with("redis://") {
+            return Err(format!(
+                "mcp.replay_store = {shown:?}: give a redis://host:port URL (TLS `rediss://` and other schemes are \
+                 not supported)"
+            ));
+        }
+        let client = redis::Client::open(url)
+            .map_err(|e| format!("mcp.replay_store = {shown:?} is not a Redis URL: {e}"))?;
+        Ok(ReplayStore::Redis(Box::new(RedisStore { client, shown, conn: tokio::sync::Mutex::new(None) })))
+    }
+
+    /// Record `nonce` as redeemed until `exp_ms` (unix ms): `Ok(true)` the first time,
+    /// `Ok(false)` if it was redeemed before, `Err` if the store cannot say (refuse then).
+    pub async fn redeem(&self, nonce: &str, exp_ms: u64, now_ms: u64) -> Result<bool, String> {
+        match self {
+            ReplayStore::Memory(m) => {
+                let mut redeemed = m.lock().unwrap_or_else(|p| p.into_inner());
+                redeemed.retain(|_, exp| *exp >= now_ms);
+                if redeemed.contains_key(nonce) {
+                    return Ok(false);
+                }
+                redeemed.insert(nonce.to_string(), exp_ms);
+                Ok(true)
+            }
+            ReplayStore::Redis(r) => r.redeem(nonce, exp_ms.saturating_sub(now_ms).max(1)).await,
+        }
+    }
+}
+
+impl RedisStore {
+    async fn redeem(&self, nonce: &str, ttl_ms: u64) -> Result<bool, String> {
+        let fail = |what: String| {
+            format!(
+                "the replay store {} cannot record this approval ({what}); the call was not run — retry with \
+                 the same requestState, or call again without it to be asked again",
+                self.shown
+            )
+        };
+        // The whole redemption, waiting for the connection included, within one deadline; the
+        // multiplexed connection is cloned out so concurrent redemptions do not queue on the lock.
+        let attempt = async {
+            let mut conn = {
+                let mut slot = self.conn.lock().await;
+                match slot.as_ref() {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = self.client.get_multiplexed_async_connection().await?;
+                        *slot = Some(c.clone());
+                        c
+                    }
+                }
+            };
+            redis::cmd("SET")
+                .arg(format!("{REDIS_PREFIX}{nonce}"))
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query_async::<Option<String>>(&mut conn)
+                .await
+        };
+        let failure = match tokio::time::timeout(REDIS_TIMEOUT, attempt).await {
+            Ok(Ok(reply)) => return Ok(reply.is_some()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} s", REDIS_TIMEOUT.as_secs()),
+        };
+        // Connect afresh next time.
+        *self.conn.lock().await = None;
+        Err(fail(failure))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_redeems_once_and_forgets_expired_nonces() {
+        let s = ReplayStore::memory();
+        assert_eq!(s.redeem("n", 2_000, 1_000).await, Ok(true));
+        assert_eq!(s.redeem("n", 2_000, 1_500).await, Ok(false));
+        // Past its expiry the nonce is pruned (its state is refused as expired before this).
+        assert_eq!(s.redeem("n", 4_000, 3_000).await, Ok(true));
+    }
+
+    #[test]
+    fn only_redis_urls_are_accepted_and_passwords_stay_out_of_messages() {
+        let e = ReplayStore::redis("rediss://:hunter2@cache:6380").unwrap_err();
+        assert!(e.contains("rediss://") && !e.contains("hunter2"), "{e}");
+        assert!(ReplayStore::redis("http://cache").unwrap_err().contains("redis://host:port"));
+        assert!(matches!(ReplayStore::redis("redis://cache:6379/0"), Ok(ReplayStore::Redis(_))));
+        assert!(!redacted("redis://u:hunter2@cache:6379").contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_redis_refuses() {
+        // A port nothing listens on: bind one, then close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let s = ReplayStore::redis(&format!("redis://127.0.0.1:{port}")).unwrap();
+        let e = s.redeem("n", 2_000, 1_000).await.unwrap_err();
+        assert!(e.contains("cannot record this approval") && e.contains("not run"), "{e}");
+    }
+}

@@ -1,0 +1,508 @@
+//! A fleet (#30), on real parts: several `serve --mcp --http 127.0.0.1:0` replicas sharing
+//! `[mcp] approval_key` and a `redis-server` replay store (Debian's package; `cargo xtask test`
+//! installs it when missing, or set TOOLHOST_TEST_REDIS_SERVER). The 2026-07-28 danger
+//! confirmation is driven with raw JSON-RPC over HTTP: the question comes from one replica, the
+//! answer goes to another, and a replay goes to a third. In front of them, `nginx` (Debian's,
+//! installed the same way, or TOOLHOST_TEST_NGINX) runs `deploy/nginx.conf`: round robin for
+//! 2026-07-28, one replica per client for 2025 sessions.
+
+use crate::mcp::{host_args, mcp_env, python2, root};
+use crate::support::Env;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The fleet's key (at least 32 bytes), given to every replica through the environment.
+const FLEET_KEY: &str = "fleet-test-key-5d0c4e1b9a7f3c2e8b6a1d4f0e9c7b35";
+
+/// `redis-server` on a free 127.0.0.1 port, killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn redis_server_bin() -> PathBuf {
+    let bin = std::env::var_os("TOOLHOST_TEST_REDIS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/redis-server"));
+    assert!(
+        bin.is_file(),
+        "the fleet tests need redis-server at {}: run `cargo xtask test` (it installs Debian's redis-server), \
+         `apt-get install redis-server`, or set TOOLHOST_TEST_REDIS_SERVER",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn redis() -> Redis {
+    redis_on(free_port())
+}
+
+fn redis_on(port: u16) -> Redis {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(redis_server_bin())
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let redis = Redis { child, port, _dir: dir };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pong = TcpStream::connect(("127.0.0.1", port)).ok().and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+            s.write_all(b"PING\r\n").ok()?;
+            let mut buf = [0u8; 7];
+            s.read_exact(&mut buf).ok()?;
+            Some(buf == *b"+PONG\r\n")
+        });
+        if pong == Some(true) {
+            return redis;
+        }
+        assert!(Instant::now() < deadline, "redis-server did not answer PING on 127.0.0.1:{port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One `serve --mcp --http` replica, killed on drop.
+struct Replica {
+    child: Child,
+    url: String,
+    /// Its stderr up to the URL line.
+    start: Vec<String>,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A replica of `env` on `addr` with `config` (written into `dir`), extra `flags` after
+/// `serve --mcp`, the fleet key in its environment.
+fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[&str]) -> Replica {
+    let path = dir.join(format!("fleet-{}.toml", free_port()));
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&path)
+        .args(host_args(env))
+        .args(["--http", addr])
+        .args(flags)
+        .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut r = Replica { child, url: String::new(), start: Vec::new() };
+    while r.url.is_empty() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no URL from serve: {:?}", r.start));
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            r.url = rest.split(',').next().unwrap().to_string();
+        }
+        r.start.push(line);
+    }
+    // An address bound to every interface is reached on loopback.
+    r.url = r.url.replace("0.0.0.0", "127.0.0.1");
+    r
+}
+
+fn fleet_config(redis_port: Option<u16>) -> String {
+    let mut c = String::from(
+        "[secrets.fleet]\nenv = \"TOOLHOST_TEST_FLEET_KEY\"\n\n[mcp]\napproval_key = { secret = \"fleet\" }\n",
+    );
+    if let Some(port) = redis_port {
+        c.push_str(&format!("replay_store = \"redis://127.0.0.1:{port}\"\n"));
+    }
+    c
+}
+
+/// One stateless 2026-07-28 `tools/call` of `delete(path)` over raw HTTP/1.0 (the body ends
+/// with the connection); returns the JSON-RPC response.
+fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> Value {
+    let mut params = json!({
+        "name": "delete",
+        "arguments": {"path": path},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "fleet-test", "version": "0"},
+        },
+    });
+    if let Some(s) = state {
+        params["requestState"] = s.into();
+    }
+    if let Some(a) = answer {
+        params["inputResponses"] = json!({ "confirm": a });
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n";
+    let (_, head, messages) = post(url, headers, &body);
+    messages
+        .into_iter()
+        .find(|m| m.get("id") == Some(&json!(1)))
+        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
+}
+
+/// One raw HTTP/1.0 POST of `body` to `url` with `headers` (whole lines); the body ends with
+/// the connection. Returns the status, the head and the JSON messages (plain or in SSE events).
+fn post(url: &str, headers: &str, body: &Value) -> (u16, String, Vec<Value>) {
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = body.to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
+    let status =
+        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
+    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
+        vec![serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body:?}"))]
+    } else {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    };
+    (status, head.to_string(), messages)
+}
+
+fn accept() -> Value {
+    json!({"action": "accept", "content": {"approve": true}})
+}
+
+/// The `requestState` of an `input_required` answer (the question).
+fn asked(response: &Value) -> String {
+    let r = &response["result"];
+    assert_eq!(r["resultType"], "input_required", "{response}");
+    assert!(r["inputRequests"]["confirm"].is_object(), "{response}");
+    r["requestState"].as_str().unwrap_or_else(|| panic!("no requestState: {response}")).to_string()
+}
+
+/// The error message of a refused call.
+fn refused(response: &Value) -> String {
+    response["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error: {response}"))
+        .to_string()
+}
+
+fn ran(response: &Value) {
+    let r = &response["result"];
+    assert!(r["content"].is_array() && r["isError"] != json!(true), "expected a result: {response}");
+}
+
+#[test]
+fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_call() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    let config = fleet_config(Some(redis.port));
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    for round in 0..3 {
+        let (ask, answer, replay) = (&fleet[round], &fleet[(round + 1) % 3], &fleet[(round + 2) % 3]);
+        let file = format!("doomed-{round}.txt");
+        std::fs::write(env.ws(&file), "delete me").unwrap();
+        let state = asked(&delete(&ask.url, &file, None, None));
+        assert!(env.ws(&file).exists(), "asking ran nothing");
+        ran(&delete(&answer.url, &file, Some(&state), Some(accept())));
+        assert!(!env.ws(&file).exists(), "the answer on replica {} ran the call", (round + 1) % 3);
+        // The same state again, on the third replica and on the two others: refused everywhere.
+        std::fs::write(env.ws(&file), "again").unwrap();
+        for r in [replay, ask, answer] {
+            let e = refused(&delete(&r.url, &file, Some(&state), Some(accept())));
+            assert!(e.contains("already used"), "{e}");
+        }
+        assert!(env.ws(&file).exists(), "no replay ran");
+    }
+    // Redis gone: a confirmation is refused (fail closed), never run.
+    let port = redis.port;
+    drop(redis);
+    std::fs::write(env.ws("kept.txt"), "keep").unwrap();
+    let state = asked(&delete(&fleet[0].url, "kept.txt", None, None));
+    let e = refused(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
+    assert!(e.contains("replay store") && e.contains("not run"), "{e}");
+    assert!(env.ws("kept.txt").exists(), "nothing ran without the replay store");
+    // Redis back (empty): the replica reconnects, and the refused answer, never recorded, runs.
+    let _redis = redis_on(port);
+    ran(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
+    assert!(!env.ws("kept.txt").exists());
+}
+
+#[test]
+fn without_a_shared_key_another_replica_refuses_with_a_clear_error() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
+        replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
+    );
+    std::fs::write(env.ws("doomed.txt"), "delete me").unwrap();
+    let state = asked(&delete(&a.url, "doomed.txt", None, None));
+    let e = refused(&delete(&b.url, "doomed.txt", Some(&state), Some(accept())));
+    assert!(e.contains("not issued by this toolhost process") && e.contains("no [mcp] approval_key"), "{e}");
+    assert!(env.ws("doomed.txt").exists());
+    // Sticky routing still works: the replica that asked takes the answer.
+    ran(&delete(&a.url, "doomed.txt", Some(&state), Some(accept())));
+    assert!(!env.ws("doomed.txt").exists());
+}
+
+#[test]
+fn a_server_others_can_reach_says_when_confirmations_need_sticky_routing() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let open = ["--allow-unauthenticated-remote"];
+    let warns =
+        |r: &Replica| r.start.iter().any(|l| l.contains("confirmations only work with sticky routing"));
+    let alone = replica(&env, dir.path(), "0.0.0.0:0", "", &open);
+    assert!(warns(&alone), "{:?}", alone.start);
+    let shared = replica(&env, dir.path(), "0.0.0.0:0", &fleet_config(Some(6379)), &open);
+    assert!(!warns(&shared), "{:?}", shared.start);
+    let on_loopback = replica(&env, dir.path(), "127.0.0.1:0", "", &[]);
+    assert!(!warns(&on_loopback), "{:?}", on_loopback.start);
+}
+
+/// nginx running `deploy/nginx.conf` in front of `replicas` on a free 127.0.0.1 port; stopped
+/// on drop.
+struct Nginx {
+    child: Child,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM to the master stops its workers too (SIGKILL would leave them serving).
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Nginx {
+    /// `(upstream, status, MCP-Protocol-Version)` of each proxied request, in order, once there
+    /// are `n` (nginx writes a line as it finishes a request, just after the client has read it).
+    fn log(&self, n: usize) -> Vec<(String, u16, String)> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log: Vec<(String, u16, String)> = std::fs::read_to_string(self.dir.path().join("access.log"))
+                .unwrap_or_default()
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f[0].to_string(), f[1].parse().unwrap(), f.get(2).unwrap_or(&"").to_string())
+                })
+                .collect();
+            if log.len() >= n || Instant::now() > deadline {
+                assert_eq!(log.len(), n, "{log:?}");
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn nginx(replicas: &[Replica]) -> Nginx {
+    let bin = std::env::var_os("TOOLHOST_TEST_NGINX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
+    assert!(
+        bin.is_file(),
+        "the fleet tests need nginx at {}: run `cargo xtask test` (it installs Debian's nginx), \
+         `apt-get install nginx`, or set TOOLHOST_TEST_NGINX",
+        bin.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let shipped = std::fs::read_to_string(root().join("deploy/nginx.conf")).unwrap();
+    let servers: String = replicas
+        .iter()
+        .map(|r| format!("    server {};\n", r.url.trim_start_matches("http://").trim_end_matches("/mcp")))
+        .collect();
+    let mut site = String::new();
+    for line in shipped.lines() {
+        if line.trim_start().starts_with("server toolhost-") {
+            continue;
+        }
+        site.push_str(&line.replace("listen 80;", &format!("listen 127.0.0.1:{port};")));
+        site.push('\n');
+        if line.starts_with("upstream ") {
+            site.push_str(&servers);
+        }
+    }
+    assert!(site.contains(&format!("listen 127.0.0.1:{port};")) && !site.contains("toolhost-0"), "{site}");
+    let d = dir.path().display();
+    // As root the workers would run as `nobody`, which cannot enter the test's directory.
+    let user = if rustix::process::geteuid().is_root() { "user root;" } else { "" };
+    let main = format!(
+        "daemon off;\n{user}\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\nhttp {{\n  log_format fleet '$upstream_addr $status \
+         $http_mcp_protocol_version $http_mcp_method';\n  access_log {d}/access.log fleet;\n  client_body_temp_path {d}/body;\n  \
+         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  \
+         scgi_temp_path {d}/scgi;\n{site}}}\n"
+    );
+    std::fs::write(dir.path().join("nginx.conf"), main).unwrap();
+    let child = Command::new(&bin)
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-e")
+        .arg(dir.path().join("error.log"))
+        .arg("-c")
+        .arg(dir.path().join("nginx.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut n = Nginx { child, url: format!("http://127.0.0.1:{port}/mcp"), dir };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let log = std::fs::read_to_string(n.dir.path().join("error.log")).unwrap_or_default();
+        assert!(n.child.try_wait().unwrap().is_none(), "nginx exited: {log}");
+        assert!(Instant::now() < deadline, "nginx is not listening on {port}: {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    n
+}
+
+#[test]
+fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    let config = fleet_config(Some(redis.port));
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let lb = nginx(&fleet);
+    // 2026-07-28, stateless: every confirmation through the balancer runs its call once.
+    let rounds = 30;
+    let mut last = String::new();
+    for round in 0..rounds {
+        let file = format!("lb-{round}.txt");
+        std::fs::write(env.ws(&file), "delete me").unwrap();
+        last = asked(&delete(&lb.url, &file, None, None));
+        ran(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        assert!(!env.ws(&file).exists(), "round {round}: the confirmed call ran");
+    }
+    let file = format!("lb-{}.txt", rounds - 1);
+    std::fs::write(env.ws(&file), "again").unwrap();
+    for _ in 0..3 {
+        let e = refused(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        assert!(e.contains("already used"), "{e}");
+    }
+    assert!(env.ws(&file).exists(), "no replay ran");
+    let log = lb.log(2 * rounds + 3);
+    let moved = log[..2 * rounds].chunks(2).filter(|pair| pair[0].0 != pair[1].0).count();
+    assert!(moved >= 1, "no answer landed on another replica than its question: {log:?}");
+    let replayed_on: std::collections::BTreeSet<&str> =
+        log[2 * rounds..].iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log:?}");
+    assert!(log.iter().all(|l| l.1 == 200 && l.2 == "2026-07-28"), "{log:?}");
+
+    // A 2025 session: `initialize`, then requests carrying its Mcp-Session-Id, all on the
+    // replica that created it (another would not know the id).
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
+    let (status, head, _) = post(&lb.url, "", &init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let (status, head, _) =
+        post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202, "{head}");
+    for id in 2..8 {
+        let (status, head, messages) =
+            post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        assert_eq!(status, 200, "{head}");
+        let listed = messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("{messages:?}"));
+        assert!(listed["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{listed}");
+    }
+    let log = lb.log(2 * rounds + 3 + 8);
+    let session_on: std::collections::BTreeSet<&str> =
+        log[2 * rounds + 3..].iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(session_on.len(), 1, "the session stayed on one replica: {log:?}");
+}
+
+#[test]
+fn the_official_python_sdk2_confirms_through_nginx_every_time() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    let config = fleet_config(Some(redis.port));
+    let fleet: Vec<Replica> =
+        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let lb = nginx(&fleet);
+    let out = Command::new(python2())
+        .arg(root().join("tests/mcp/fleet2.py"))
+        .args(["--rounds", "30", "--replays", "3", lb.url.as_str()])
+        .current_dir(env.workspace.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("fleet checks passed"), "{stdout}\n{stderr}");
+    // Every `tools/call` through the balancer, in order: the 2026-07-28 ones went round robin,
+    // so answers landed on other replicas than their questions, and the replays reached all three.
+    let log = std::fs::read_to_string(lb.dir.path().join("access.log")).unwrap();
+    let calls: Vec<&str> = log
+        .lines()
+        .filter(|l| l.ends_with(" 2026-07-28 tools/call"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    // 30 rounds of two, the one by hand, then the replays.
+    assert_eq!(calls.len(), 2 * 30 + 2 + 3, "{log}");
+    let moved = calls[..62].chunks(2).filter(|pair| pair[0] != pair[1]).count();
+    assert!(moved >= 1, "no answer landed on another replica than its question: {log}");
+    let replayed_on: std::collections::BTreeSet<&str> = calls[62..].iter().copied().collect();
+    assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log}");
+}
