@@ -31,6 +31,8 @@ pub struct CallRecord {
     pub plugin: Option<Arc<LoadedPlugin>>,
     /// Set for a dangerous tool: the decision and who made it.
     pub danger: Option<DangerRecord>,
+    /// Each grant question asked during the call, with its answer and who gave it.
+    pub grants: Vec<super::grant::GrantRecord>,
 }
 
 /// A decision about a dangerous call, and who made it.

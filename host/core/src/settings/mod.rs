@@ -9,13 +9,15 @@
 //! no config file and no command-line grants, nothing is granted to any plugin.
 
 mod file;
+pub mod grants;
 pub(crate) mod limits;
 mod plugin;
 mod secrets;
 
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
 pub use limits::{LimitOverrides, Limits};
-pub use plugin::{PluginConfig, ToolConfig};
+pub use grants::{AskedGrant, GrantItem};
+pub use plugin::{OnMissing, PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
@@ -110,6 +112,10 @@ pub struct Config {
     pub process: Arc<ProcessSettings>,
     /// `[catalog]`: namespacing, search mode, pinned tools.
     pub catalog: CatalogSettings,
+    /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
+    pub grants_file: PathBuf,
+    /// The grants read from it, merged into each plugin's in [`Config::plugin`].
+    pub asked: Vec<AskedGrant>,
 }
 
 impl Default for Config {
@@ -138,6 +144,8 @@ impl Default for Config {
             approvals: ApprovalLock::default(),
             process: Default::default(),
             catalog: CatalogSettings::default(),
+            grants_file: PathBuf::from(grants::GRANTS_FILE),
+            asked: Vec::new(),
         }
     }
 }
@@ -191,6 +199,8 @@ impl Config {
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
+        cfg.grants_file = base.join(grants::GRANTS_FILE);
+        cfg.asked = grants::load(&cfg.grants_file).map_err(ConfigError::Flag)?;
         Ok(cfg)
     }
 
@@ -313,6 +323,13 @@ impl Config {
                 out.settings.entry(k.clone()).or_insert_with(|| v.clone());
             }
             out.net_private |= all.net_private;
+            out.on_missing = out.on_missing.or(all.on_missing);
+        }
+        for g in self.asked.iter().filter(|g| g.plugin == plugin) {
+            match &g.item {
+                GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
+                GrantItem::Net(_) => {}
+            }
         }
         out
     }
