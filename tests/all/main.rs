@@ -9,6 +9,7 @@ mod core_tools;
 mod distribution;
 mod docs;
 mod drain;
+mod grants;
 mod hostile;
 mod limits;
 mod load;

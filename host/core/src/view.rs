@@ -48,7 +48,8 @@ impl<'a> ToolView<'a> {
             spec,
             plugin: &entry.plugin.name,
             version: Some(&entry.plugin.manifest.version),
-            dangerous: is_dangerous(spec, &entry.plugin, config) || tool_policy(spec, config) == Some(DangerPolicy::Ask),
+            dangerous: is_dangerous(spec, &entry.plugin, config)
+                || tool_policy(spec, config) == Some(DangerPolicy::Ask),
             policy: tool_policy(spec, config),
             read_only: spec.read_only,
             open_world,
@@ -144,6 +145,18 @@ impl<'a> ToolView<'a> {
             format!("{} (Dangerous: needs a human's confirmation and may be refused.)", self.spec.description)
         } else {
             self.spec.description.clone()
+        }
+    }
+
+    /// What the `[TOOL]` prompt says after a tool's description: ` DISABLED by the operator.`
+    /// (`[tool.NAME] policy = "deny"`), ` DANGEROUS.` (every call confirmed), or nothing.
+    pub fn prompt_note(&self) -> &'static str {
+        if self.policy == Some(DangerPolicy::Deny) {
+            " DISABLED by the operator."
+        } else if self.dangerous {
+            " DANGEROUS."
+        } else {
+            ""
         }
     }
 

@@ -2,7 +2,6 @@
 //! [`run()`] dispatches a parsed command line to them.
 
 pub mod approve;
-pub mod revoke;
 pub mod build;
 pub mod call;
 pub mod chat;
@@ -16,6 +15,7 @@ pub mod list;
 pub mod new;
 pub mod prompt;
 pub mod publish;
+pub mod revoke;
 pub mod run;
 pub mod schema;
 pub mod serve;

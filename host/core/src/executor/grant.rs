@@ -149,7 +149,10 @@ mod tests {
         assert!(askable(&req, &[Refusal::Host("evil.example.net".into())]).is_empty(), "not requested");
         assert!(askable(&req, &[Refusal::Secret("token".into())]).is_empty());
         assert_eq!(
-            askable(&req, &[Refusal::Host("api.example.org".into()), Refusal::Host("api.example.org".into())]),
+            askable(
+                &req,
+                &[Refusal::Host("api.example.org".into()), Refusal::Host("api.example.org".into())]
+            ),
             vec![GrantItem::Net("api.example.org".into())]
         );
         let any = vec!["*".to_string()];

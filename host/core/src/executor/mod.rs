@@ -221,7 +221,10 @@ impl Executor {
                 DangerPolicy::Deny => {
                     decided(DangerDecision::Deny, DecidedBy::Policy);
                     let message = if by_tool {
-                        format!("tool `{0}` is disabled by the operator ([tool.{0}] policy = \"deny\")", spec.name)
+                        format!(
+                            "tool `{0}` is disabled by the operator ([tool.{0}] policy = \"deny\")",
+                            spec.name
+                        )
                     } else {
                         format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name)
                     };
@@ -244,7 +247,8 @@ impl Executor {
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
         let mut extra = self.session.allowed(&plugin.name);
-        let (mut outcome, mut refused, mut outside) = self.run(entry, args.clone(), limits, watch, &extra).await;
+        let (mut outcome, mut refused, mut outside) =
+            self.run(entry, args.clone(), limits, watch, &extra).await;
         let mut denied = Vec::new();
         for _ in 0..grant::MAX_QUESTIONS {
             if outcome.kind != Some(ErrorKind::ToolError) {
@@ -418,7 +422,9 @@ impl Executor {
             let mut g = (*plugin.grants.net).clone();
             for item in extra {
                 match item {
-                    crate::settings::GrantItem::Net(host) if !g.granted.contains(host) => g.granted.push(host.clone()),
+                    crate::settings::GrantItem::Net(host) if !g.granted.contains(host) => {
+                        g.granted.push(host.clone())
+                    }
                     crate::settings::GrantItem::Net(_) => {}
                 }
             }

@@ -90,14 +90,18 @@ pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(format!("cannot read grants file {}: {e}", path.display())),
     };
-    let raw: RawFile =
-        toml::from_str(&text).map_err(|e| format!("grants file {}: {}", path.display(), e.to_string().trim_end()))?;
+    let raw: RawFile = toml::from_str(&text)
+        .map_err(|e| format!("grants file {}: {}", path.display(), e.to_string().trim_end()))?;
     raw.grant
         .into_iter()
         .enumerate()
         .map(|(i, g)| {
             if !toolhost_spec::manifest::is_plugin_name(&g.plugin) {
-                return Err(format!("grants file {}: grant[{i}].plugin {:?} is not a plugin name", path.display(), g.plugin));
+                return Err(format!(
+                    "grants file {}: grant[{i}].plugin {:?} is not a plugin name",
+                    path.display(),
+                    g.plugin
+                ));
             }
             let item = GrantItem::parse(&g.item)
                 .map_err(|e| format!("grants file {}: grant[{i}].item: {e}", path.display()))?;
@@ -118,7 +122,8 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
             })
             .collect(),
     };
-    let body = toml::to_string(&raw).map_err(|e| format!("cannot write grants file {}: {e}", path.display()))?;
+    let body =
+        toml::to_string(&raw).map_err(|e| format!("cannot write grants file {}: {e}", path.display()))?;
     crate::files::write_atomic(path, format!("{HEADER}{body}").as_bytes())
         .map_err(|e| format!("cannot write grants file {}: {e}", path.display()))
 }
@@ -194,7 +199,8 @@ mod tests {
         assert!(!revoke(&path, "other", &g.item).unwrap());
         assert!(revoke(&path, "web", &g.item).unwrap());
         assert!(load(&path).unwrap().is_empty());
-        std::fs::write(&path, "[[grant]]\nplugin = \"web\"\nitem = \"net *\"\ngranted = \"x\"\nby = \"y\"\n").unwrap();
+        std::fs::write(&path, "[[grant]]\nplugin = \"web\"\nitem = \"net *\"\ngranted = \"x\"\nby = \"y\"\n")
+            .unwrap();
         let e = load(&path).unwrap_err();
         assert!(e.contains("grant[0].item") && e.contains(GRANTS_FILE), "{e}");
     }

@@ -15,8 +15,8 @@ mod plugin;
 mod secrets;
 
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
-pub use limits::{LimitOverrides, Limits};
 pub use grants::{AskedGrant, GrantItem};
+pub use limits::{LimitOverrides, Limits};
 pub use plugin::{OnMissing, PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
 

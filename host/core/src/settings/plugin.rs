@@ -2,11 +2,11 @@
 //! exposed under which names) and `[tool.NAME]` (the operator's word on one tool, by the name it
 //! is exposed under).
 
+use super::DangerPolicy;
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
 use crate::capability::fs::settings::{FsGrant, RawFs};
 use crate::capability::process::settings::{ExecGrant, RawExec};
 use crate::catalog::settings::{Exposure, RawRename};
-use super::DangerPolicy;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
