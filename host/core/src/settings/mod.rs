@@ -507,6 +507,28 @@ mod tests {
     }
 
     #[test]
+    fn on_missing_tool_policy_and_asked_grants_resolve() {
+        let mut c = parse(
+            "[plugin.web]\non_missing = \"refuse\"\n[plugin.\"*\"]\non_missing = \"ask\"\n[tool.echo]\npolicy = \"deny\"",
+        )
+        .unwrap();
+        assert_eq!(c.plugin("web").on_missing, Some(OnMissing::Refuse));
+        assert_eq!(c.plugin("other").on_missing, Some(OnMissing::Ask), "from [plugin.\"*\"]");
+        assert_eq!(c.tools["echo"].policy, Some(DangerPolicy::Deny));
+        assert_eq!(c.grants_file, PathBuf::from("/base").join(grants::GRANTS_FILE), "beside the config");
+        assert!(parse("[plugin.web]\non_missing = \"maybe\"").unwrap_err().contains("maybe"));
+        assert!(parse("[tool.echo]\npolicy = \"sometimes\"").unwrap_err().contains("sometimes"));
+        c.asked.push(AskedGrant {
+            plugin: "web".into(),
+            item: GrantItem::Net("api.github.com".into()),
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+        });
+        assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant");
+        assert!(c.plugin("other").net.is_empty());
+    }
+
+    #[test]
     fn star_section_applies_to_every_plugin() {
         let mut c = parse("").unwrap();
         c.grant_workspace("*", FsMode::ReadOnly);
