@@ -13,7 +13,7 @@
 //! remembered for the executor's lifetime (the session) so a model retrying the call is not
 //! asked about again.
 
-use super::observer::DecidedBy;
+use super::observer::{DecidedBy, GrantAnswer};
 use crate::capability::net::Refusal;
 use crate::settings::GrantItem;
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,46 +46,12 @@ impl GrantRequest {
     }
 }
 
-/// A human's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GrantAnswer {
-    /// Grant it for this call only.
-    Once,
-    /// Grant it now and from now on (written to the grants file).
-    Always,
-    /// Refuse it, and do not ask again in this session.
-    Deny,
-    /// No one could be asked (no terminal): refused as without the question.
-    NoOne,
-}
-
-impl GrantAnswer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GrantAnswer::Once => "once",
-            GrantAnswer::Always => "always",
-            GrantAnswer::Deny => "deny",
-            GrantAnswer::NoOne => "no_one",
-        }
-    }
-}
-
 /// Asks a human whether a plugin may have a grant it requested.
 pub trait AskGrant: Send + Sync {
     fn ask<'a>(&'a self, req: &'a GrantRequest) -> Pin<Box<dyn Future<Output = GrantAnswer> + Send + 'a>>;
 
     /// Who answers, for the audit trail.
     fn decided_by(&self) -> DecidedBy;
-}
-
-/// One question and its answer, for the audit trail (`grants` in an audit line).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct GrantRecord {
-    /// `net api.github.com`.
-    pub item: String,
-    pub answer: GrantAnswer,
-    pub by: DecidedBy,
 }
 
 /// What the humans of this session answered: denied items (never asked again) and items

@@ -41,8 +41,10 @@ mod slots;
 pub use crate::capability::progress::Progress;
 pub use control::{CallControl, Cancel, ProgressSink};
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
-pub use grant::{AskGrant, GrantAnswer, GrantRecord, GrantRequest};
-pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
+pub use grant::{AskGrant, GrantRequest};
+pub use observer::{
+    CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy, GrantAnswer, GrantRecord,
+};
 use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Outcome, truncate};
 pub use toolhost_spec::call::ToolCall;
