@@ -147,6 +147,38 @@ async fn deny_is_remembered_for_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Never]);
+    host.executor.attach_grant_asker(asker.clone());
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("the operator denied plugin `web` net localhost"), "{e}");
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    assert_eq!(written.len(), 1);
+    assert!(written[0].deny && written[0].item == GrantItem::Net("localhost".into()));
+    // The next process: refused without a question.
+    let mut env2 = web_env();
+    env2.config.asked = written;
+    let host2 = env2.host();
+    let nobody = Scripted::answering(&[]);
+    host2.executor.attach_grant_asker(nobody.clone());
+    err(&call(&host2, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(nobody.asked().is_empty());
+    // Revoked: asked again.
+    let item = GrantItem::Net("localhost".into());
+    assert!(toolhost_core::settings::grants::revoke(&env.config.grants_file, "web", &item).unwrap());
+    let mut env3 = web_env();
+    env3.config.asked = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    let host3 = env3.host();
+    let asker3 = Scripted::answering(&[GrantAnswer::Once]);
+    host3.executor.attach_grant_asker(asker3.clone());
+    ok(&call(&host3, "fetch", &[&url(port)]).await);
+    assert_eq!(asker3.asked().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refuse_policy_and_no_asker_ask_nothing_and_keep_the_note() {
     let port = server();
     let mut env = web_env();
@@ -309,7 +341,7 @@ fn call_answering(env: &Env, port: u16, answer: Option<&str>) -> (bool, String) 
     let mut pty = Pty::spawn(command(env, &["call", "fetch", &url(port)]));
     if let Some(a) = answer {
         let at = pty.wait_for("web wants to send a request to localhost", 0);
-        pty.wait_for("Allow? [o = once, a = always, d = deny] ", at);
+        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
         pty.send(&format!("{a}\n"));
     }
     let (status, out) = pty.finish();
@@ -389,7 +421,7 @@ fn terminal_a_reply_cannot_answer_and_deny_holds_for_the_run() {
     )
     .unwrap();
     let mut pty = Pty::spawn(command(&env, &["run", reply.to_str().unwrap()]));
-    let at = pty.wait_for("Allow? [o = once, a = always, d = deny] ", 0);
+    let at = pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", 0);
     pty.send("d\n");
     let (_, out) = pty.finish();
     let out = String::from_utf8_lossy(&out).into_owned();

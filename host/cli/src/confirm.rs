@@ -59,6 +59,7 @@ impl AskGrant for TerminalGrants {
                 term::GrantChoice::Once => GrantAnswer::Once,
                 term::GrantChoice::Always => GrantAnswer::Always,
                 term::GrantChoice::Deny => GrantAnswer::Deny,
+                term::GrantChoice::Never => GrantAnswer::Never,
                 term::GrantChoice::NoTerminal => GrantAnswer::NoOne,
             }
         })

@@ -468,6 +468,7 @@ pub enum GrantChoice {
     Once,
     Always,
     Deny,
+    Never,
     /// No terminal to ask on.
     NoTerminal,
 }
@@ -475,7 +476,7 @@ pub enum GrantChoice {
 /// Ask a grant question on the terminal (blocking), the way [`ask_blocking`] asks a danger
 /// question — same terminal, same clean line, the call shown the same way, type-ahead
 /// discarded, and `o`/`a` count only once the whole call has been shown — with three answers:
-/// allow once, always, or deny (anything else, and the end of input, deny).
+/// allow once, always, deny, or never (anything else, and the end of input, deny).
 pub fn ask_grant_blocking(q: &Question, cancel: &AtomicBool) -> GrantChoice {
     let Some(mut tty) = Tty::open() else { return GrantChoice::NoTerminal };
     let width = tty.width();
@@ -489,9 +490,9 @@ pub fn ask_grant_blocking(q: &Question, cancel: &AtomicBool) -> GrantChoice {
     for _ in 0..8 {
         tty.discard_input();
         tty.write(if viewed {
-            "Allow? [o = once, a = always, d = deny] "
+            "Allow? [o = once, a = always, d = deny, n = never] "
         } else {
-            "Allow? [v to view the whole call, o = once, a = always, d = deny] "
+            "Allow? [v to view the whole call, o = once, a = always, d = deny, n = never] "
         });
         let Some(answer) = tty.read_line(cancel) else {
             tty.write("\n");
@@ -500,6 +501,7 @@ pub fn ask_grant_blocking(q: &Question, cancel: &AtomicBool) -> GrantChoice {
         match answer.trim().to_lowercase().as_str() {
             "o" | "once" if viewed => return GrantChoice::Once,
             "a" | "always" if viewed => return GrantChoice::Always,
+            "n" | "never" => return GrantChoice::Never,
             "o" | "once" | "a" | "always" => {
                 tty.write("  not yet: the whole call has not been shown; type v to view it\n")
             }

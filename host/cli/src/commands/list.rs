@@ -36,6 +36,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
                     "item": g.item.to_string(),
                     "granted": g.granted,
                     "by": g.by,
+                    "answer": if g.deny { "never" } else { "always" },
                     "file": host.config.grants_file,
                 })
             })
@@ -143,8 +144,9 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
         }
         for g in config.asked.iter().filter(|g| g.plugin == *p.name) {
             out.push_str(&format!(
-                "  asked:     {} — allowed \"always\" on {} ({}) in {}; undo with `toolhost revoke {} {}`\n",
+                "  asked:     {} — {} on {} ({}) in {}; undo with `toolhost revoke {} {}`\n",
                 term::line(&g.item.to_string()),
+                if g.deny { "refused \"never\"" } else { "allowed \"always\"" },
                 term::line(&g.granted),
                 term::line(&g.by),
                 config.grants_file.display(),

@@ -107,8 +107,8 @@ pub enum Command {
     /// approved before is held until then); approval grants nothing by itself, the grants in
     /// toolhost.toml still decide
     Approve(approve::Args),
-    /// Remove a grant allowed "always" when toolhost asked (from toolhost.grants.toml beside
-    /// the config): `toolhost revoke web "net api.github.com"`
+    /// Remove a grant allowed "always" (or a refusal answered "never") when toolhost asked, from
+    /// toolhost.grants.toml beside the config: `toolhost revoke web net api.github.com`
     Revoke(revoke::Args),
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live

@@ -1,5 +1,5 @@
-//! `toolhost revoke PLUGIN ITEM`: remove a grant a human allowed "always" when toolhost asked
-//! (an entry of `toolhost.grants.toml` beside the config). Grants written in `toolhost.toml`
+//! `toolhost revoke PLUGIN ITEM`: remove a grant a human allowed "always" (or a refusal answered
+//! "never") when toolhost asked (an entry of `toolhost.grants.toml` beside the config). Grants written in `toolhost.toml`
 //! itself are the operator's to edit there.
 
 use crate::args::GlobalArgs;

@@ -270,17 +270,24 @@ impl Executor {
             note(&|r| r.grants.push(record.clone()));
             match answer {
                 GrantAnswer::Once => extra.push(req.item.clone()),
-                GrantAnswer::Always => {
-                    self.session.allow(&plugin.name, &req.item);
+                GrantAnswer::Always | GrantAnswer::Never => {
+                    let deny = answer == GrantAnswer::Never;
                     let g = crate::settings::AskedGrant {
                         plugin: plugin.name.to_string(),
                         item: req.item.clone(),
                         granted: crate::settings::grants::rfc3339(std::time::SystemTime::now()),
                         by: record.by.as_str().to_string(),
+                        deny,
                     };
                     if let Err(e) = crate::settings::grants::add(&self.config.grants_file, g) {
-                        tracing::warn!("{e}; the grant holds for this session only");
+                        tracing::warn!("{e}; the answer holds for this session only");
                     }
+                    if deny {
+                        self.session.deny(&plugin.name, &req.item);
+                        denied.push(req.item);
+                        break;
+                    }
+                    self.session.allow(&plugin.name, &req.item);
                     extra.push(req.item.clone());
                 }
                 GrantAnswer::Deny => {
@@ -344,7 +351,9 @@ impl Executor {
         }
         let asker = self.asker.get()?;
         for item in grant::askable(&plugin.grants.net.requested, refused) {
-            if self.session.denied(&plugin.name, &item) {
+            let never =
+                self.config.asked.iter().any(|g| g.deny && g.plugin == *plugin.name && g.item == item);
+            if never || self.session.denied(&plugin.name, &item) {
                 if !denied.contains(&item) {
                     denied.push(item);
                 }

@@ -54,6 +54,8 @@ pub enum GrantAnswer {
     Always,
     /// Refuse it, and do not ask again in this session.
     Deny,
+    /// Refuse it now and from now on (written to the grants file; never asked again).
+    Never,
     /// No one could be asked (no terminal): refused as without the question.
     NoOne,
 }
@@ -64,6 +66,7 @@ impl GrantAnswer {
             GrantAnswer::Once => "once",
             GrantAnswer::Always => "always",
             GrantAnswer::Deny => "deny",
+            GrantAnswer::Never => "never",
             GrantAnswer::NoOne => "no_one",
         }
     }

@@ -1,5 +1,5 @@
-//! `toolhost.grants.toml`: the grants a human allowed with "always" when toolhost asked (see
-//! `executor::grant`), kept beside the config (in the current directory without one) so the
+//! `toolhost.grants.toml`: the grants a human allowed with "always" — and the ones refused with
+//! "never" — when toolhost asked (see `executor::grant`), kept beside the config (in the current directory without one) so the
 //! operator can read, edit and revoke them (`toolhost revoke PLUGIN ITEM`). Each entry is one
 //! exact item a plugin's manifest requested — never a pattern — with when and through which
 //! front end it was granted. They are loaded with the config and merged into the plugin's
@@ -53,22 +53,26 @@ impl fmt::Display for GrantItem {
     }
 }
 
-/// One "always" answer, as written in the grants file.
+/// One "always" (or "never") answer, as written in the grants file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AskedGrant {
     pub plugin: String,
     pub item: GrantItem,
-    /// When it was granted (RFC 3339, UTC).
+    /// When it was answered (RFC 3339, UTC).
     pub granted: String,
     /// Through which front end (`terminal`, …).
     pub by: String,
+    /// "Never": refused from now on, never asked about again (a `[[deny]]` entry).
+    pub deny: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     grant: Vec<RawGrant>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deny: Vec<RawGrant>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -80,8 +84,9 @@ struct RawGrant {
     by: String,
 }
 
-const HEADER: &str = "# Grants allowed with \"always\" when toolhost asked. Each is one exact item the plugin's\n\
-# manifest requested. Remove one with `toolhost revoke PLUGIN ITEM` (or delete its entry).\n\n";
+const HEADER: &str = "# Grants allowed with \"always\" ([[grant]]) and refused with \"never\" ([[deny]]) when toolhost\n\
+# asked. Each is one exact item the plugin's manifest requested. Remove one with\n\
+# `toolhost revoke PLUGIN ITEM` (or delete its entry).\n\n";
 
 /// The grants in `path` (none when the file does not exist); errors name the file and entry.
 pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
@@ -92,50 +97,52 @@ pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
     };
     let raw: RawFile = toml::from_str(&text)
         .map_err(|e| format!("grants file {}: {}", path.display(), e.to_string().trim_end()))?;
-    raw.grant
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| {
+    let entries = |list: Vec<RawGrant>, key: &'static str, deny: bool| {
+        list.into_iter().enumerate().map(move |(i, g)| {
             if !toolhost_spec::manifest::is_plugin_name(&g.plugin) {
                 return Err(format!(
-                    "grants file {}: grant[{i}].plugin {:?} is not a plugin name",
+                    "grants file {}: {key}[{i}].plugin {:?} is not a plugin name",
                     path.display(),
                     g.plugin
                 ));
             }
             let item = GrantItem::parse(&g.item)
-                .map_err(|e| format!("grants file {}: grant[{i}].item: {e}", path.display()))?;
-            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by })
+                .map_err(|e| format!("grants file {}: {key}[{i}].item: {e}", path.display()))?;
+            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny })
         })
-        .collect()
+    };
+    entries(raw.grant, "grant", false).chain(entries(raw.deny, "deny", true)).collect()
 }
 
 fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
-    let raw = RawFile {
-        grant: grants
+    let raw_of = |deny: bool| -> Vec<RawGrant> {
+        grants
             .iter()
+            .filter(|g| g.deny == deny)
             .map(|g| RawGrant {
                 plugin: g.plugin.clone(),
                 item: g.item.to_string(),
                 granted: g.granted.clone(),
                 by: g.by.clone(),
             })
-            .collect(),
+            .collect()
     };
+    let raw = RawFile { grant: raw_of(false), deny: raw_of(true) };
     let body =
         toml::to_string(&raw).map_err(|e| format!("cannot write grants file {}: {e}", path.display()))?;
     crate::files::write_atomic(path, format!("{HEADER}{body}").as_bytes())
         .map_err(|e| format!("cannot write grants file {}: {e}", path.display()))
 }
 
-/// Add `grant` to the file at `path` (unless the same plugin and item are there already).
+/// Add `grant` to the file at `path`, in place of any answer about the same plugin and item.
 pub fn add(path: &Path, grant: AskedGrant) -> Result<(), String> {
     let mut all = load(path)?;
-    if !all.iter().any(|g| g.plugin == grant.plugin && g.item == grant.item) {
-        all.push(grant);
-        save(path, &all)?;
+    if all.contains(&grant) {
+        return Ok(());
     }
-    Ok(())
+    all.retain(|g| !(g.plugin == grant.plugin && g.item == grant.item));
+    all.push(grant);
+    save(path, &all)
 }
 
 /// Remove `plugin`'s `item` from the file at `path`; whether it was there.
@@ -191,6 +198,7 @@ mod tests {
             item: GrantItem::Net("api.github.com".into()),
             granted: rfc3339(std::time::UNIX_EPOCH),
             by: "terminal".into(),
+            deny: false,
         };
         add(&path, g.clone()).unwrap();
         add(&path, g.clone()).unwrap();
@@ -199,6 +207,12 @@ mod tests {
         assert!(!revoke(&path, "other", &g.item).unwrap());
         assert!(revoke(&path, "web", &g.item).unwrap());
         assert!(load(&path).unwrap().is_empty());
+        let never = AskedGrant { deny: true, ..g.clone() };
+        add(&path, g.clone()).unwrap();
+        add(&path, never.clone()).unwrap();
+        assert_eq!(load(&path).unwrap(), vec![never.clone()], "the last answer replaces the earlier one");
+        assert!(std::fs::read_to_string(&path).unwrap().contains("[[deny]]"));
+        assert!(revoke(&path, "web", &g.item).unwrap());
         std::fs::write(&path, "[[grant]]\nplugin = \"web\"\nitem = \"net *\"\ngranted = \"x\"\nby = \"y\"\n")
             .unwrap();
         let e = load(&path).unwrap_err();

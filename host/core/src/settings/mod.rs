@@ -325,7 +325,7 @@ impl Config {
             out.net_private |= all.net_private;
             out.on_missing = out.on_missing.or(all.on_missing);
         }
-        for g in self.asked.iter().filter(|g| g.plugin == plugin) {
+        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
             match &g.item {
                 GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
                 GrantItem::Net(_) => {}
@@ -523,8 +523,16 @@ mod tests {
             item: GrantItem::Net("api.github.com".into()),
             granted: "2026-12-01T00:00:00Z".into(),
             by: "terminal".into(),
+            deny: false,
         });
-        assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant");
+        c.asked.push(AskedGrant {
+            plugin: "web".into(),
+            item: GrantItem::Net("evil.example.net".into()),
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+            deny: true,
+        });
+        assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant, a denied one is not");
         assert!(c.plugin("other").net.is_empty());
     }
 
