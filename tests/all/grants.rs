@@ -14,7 +14,9 @@ use toolhost_core::ErrorKind;
 use toolhost_core::executor::{AskGrant, DecidedBy, GrantAnswer, GrantRequest};
 use toolhost_core::settings::{DangerPolicy, GrantItem, OnMissing, ToolConfig};
 
-/// A loopback HTTP server answering every request with `hello from the test server`; its port.
+/// A loopback HTTP server answering every request with `hello from the test server` — or, for
+/// a path ending in `.json`, `{"authorized": BOOL}`, whether it came with `Bearer s3cret`; its
+/// port.
 fn server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -23,13 +25,18 @@ fn server() -> u16 {
             let Ok(stream) = stream else { continue };
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                         break;
                     }
+                    head.push_str(&line.to_ascii_lowercase());
                 }
-                let body = b"hello from the test server";
+                let json = head.lines().next().is_some_and(|l| l.contains(".json "));
+                let authorized = head.contains("authorization: bearer s3cret");
+                let answer = format!("{{\"authorized\": {authorized}}}");
+                let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
                 let mut out = stream;
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -176,6 +183,39 @@ async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
     host3.executor.attach_grant_asker(asker3.clone());
     ok(&call(&host3, "fetch", &[&url(port)]).await);
     assert_eq!(asker3.asked().len(), 1);
+}
+
+/// A secret the manifest requests and the operator defined but did not grant to the plugin is
+/// asked about too (by name); allowed once, the call sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_and_defined_secret_is_asked_about_by_name() {
+    use toolhost_core::capability::net::SecretOrigin;
+    use toolhost_core::settings::{SecretFrom, SecretSource};
+    let port = server();
+    let mut env = web_env();
+    env.config.grant_net("web", "localhost").unwrap();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "s3cret-value").unwrap();
+    let origin = SecretOrigin::parse(&format!("http://localhost:{port}")).unwrap();
+    env.config.secrets.insert(
+        "api_token".into(),
+        SecretSource {
+            name: "api_token".into(),
+            from: SecretFrom::File(file.path().into()),
+            hosts: vec![origin],
+        },
+    );
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    let api = format!("http://localhost:{port}/me.json");
+    let answer: serde_json::Value =
+        serde_json::from_str(&ok(&call(&host, "api_get", &[&api]).await)).unwrap();
+    assert_eq!(answer, serde_json::json!({"authorized": true}), "the secret was sent");
+    assert_eq!(asker.asked(), ["web api_get secret api_token"]);
+    assert_eq!(asker.asked.lock().unwrap()[0].sentence(), "web wants to use the secret api_token");
+    let e = err(&call(&host, "api_get", &[&api]).await, ErrorKind::ToolError);
+    assert!(e.contains("the operator denied plugin `web` secret api_token"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

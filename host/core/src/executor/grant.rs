@@ -1,6 +1,6 @@
 //! Grants asked at the moment they are needed. When a call fails because the host refused
-//! something its plugin requested in its manifest and the operator has not granted (today: a
-//! network host; the `net` capability records each refusal), and the plugin's `on_missing` is
+//! something its plugin requested in its manifest and the operator has not granted (a network
+//! host, or a secret the operator defined; the `net` capability records each refusal), and the plugin's `on_missing` is
 //! not `refuse`, the executor asks the human through the [`AskGrant`] a front end attached —
 //! naming the plugin, the tool and the one exact item, never a pattern — and on "once" or
 //! "always" runs the call again with that item granted. The call is run again from the start:
@@ -85,12 +85,28 @@ impl Session {
 }
 
 /// The items a call's refusals could be asked about: each refused host that one of the
-/// manifest's `requested` patterns matches, as itself (the exact host, never the pattern).
-/// A host the manifest did not request is never asked about.
-pub fn askable(requested: &[String], refused: &[Refusal]) -> Vec<GrantItem> {
+/// manifest's `requested` patterns matches, as itself (the exact host, never the pattern), and
+/// each refused secret the manifest requests (`secrets`) and the operator has defined
+/// (`defined`: a secret with no value could not be granted by an answer). Anything the
+/// manifest did not request is never asked about.
+pub fn askable(
+    requested: &[String],
+    secrets: &[String],
+    defined: &dyn Fn(&str) -> bool,
+    refused: &[Refusal],
+) -> Vec<GrantItem> {
     let mut out = Vec::new();
     for r in refused {
-        let Refusal::Host(host) = r else { continue };
+        let host = match r {
+            Refusal::Host(host) => host,
+            Refusal::Secret(name) => {
+                let item = GrantItem::Secret(name.clone());
+                if secrets.contains(name) && defined(name) && !out.contains(&item) {
+                    out.push(item);
+                }
+                continue;
+            }
+        };
         let host = host.to_ascii_lowercase();
         if host.contains('*') || toolhost_spec::HostPattern::parse(&host).is_err() {
             continue;
@@ -111,6 +127,8 @@ mod tests {
 
     #[test]
     fn only_requested_hosts_are_askable_and_only_exactly() {
+        let yes = |_: &str| true;
+        let askable = |requested: &[String], refused: &[Refusal]| askable(requested, &[], &yes, refused);
         let req = vec!["api.example.org".to_string()];
         assert!(askable(&req, &[Refusal::Host("evil.example.net".into())]).is_empty(), "not requested");
         assert!(askable(&req, &[Refusal::Secret("token".into())]).is_empty());
@@ -129,6 +147,20 @@ mod tests {
         );
         assert!(askable(&any, &[Refusal::Host("*.example.com".into())]).is_empty());
         assert!(askable(&[], &[Refusal::Host("x.example.com".into())]).is_empty(), "nothing requested");
+    }
+
+    #[test]
+    fn only_requested_and_defined_secrets_are_askable() {
+        let secrets = vec!["api_token".to_string()];
+        let defined = |n: &str| n != "undefined";
+        let refused = [
+            Refusal::Secret("api_token".into()),
+            Refusal::Secret("other".into()),
+            Refusal::Secret("api_token".into()),
+        ];
+        assert_eq!(askable(&[], &secrets, &defined, &refused), vec![GrantItem::Secret("api_token".into())]);
+        let undefined = vec!["undefined".to_string()];
+        assert!(askable(&[], &undefined, &defined, &[Refusal::Secret("undefined".into())]).is_empty());
     }
 
     #[test]

@@ -350,7 +350,9 @@ impl Executor {
             return None;
         }
         let asker = self.asker.get()?;
-        for item in grant::askable(&plugin.grants.net.requested, refused) {
+        let secrets = &plugin.manifest.capabilities.secrets;
+        let defined = |name: &str| self.config.secrets.contains_key(name);
+        for item in grant::askable(&plugin.grants.net.requested, secrets, &defined, refused) {
             let never =
                 self.config.asked.iter().any(|g| g.deny && g.plugin == *plugin.name && g.item == item);
             if never || self.session.denied(&plugin.name, &item) {
@@ -437,6 +439,22 @@ impl Executor {
                         g.granted.push(host.clone())
                     }
                     crate::settings::GrantItem::Net(_) => {}
+                    crate::settings::GrantItem::Secret(name)
+                        if !g.secrets.iter().any(|s| &s.name == name) =>
+                    {
+                        // Read now, like a granted secret at load; one that cannot be read
+                        // stays refused (the call's error says so).
+                        match self.config.secrets.get(name).map(|src| (src, src.read())) {
+                            Some((src, Ok(value))) => g.secrets.push(crate::capability::net::GrantedSecret {
+                                name: name.clone(),
+                                value,
+                                hosts: src.hosts.clone(),
+                            }),
+                            Some((_, Err(why))) => tracing::warn!("{why}"),
+                            None => {}
+                        }
+                    }
+                    crate::settings::GrantItem::Secret(_) => {}
                 }
             }
             Arc::new(g)

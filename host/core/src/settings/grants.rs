@@ -18,6 +18,8 @@ pub const GRANTS_FILE: &str = "toolhost.grants.toml";
 pub enum GrantItem {
     /// Send HTTP requests to this one host (`net HOST`; never a pattern).
     Net(String),
+    /// Use the secret of this name, defined in `[secrets.NAME]` (`secret NAME`).
+    Secret(String),
 }
 
 impl GrantItem {
@@ -33,7 +35,18 @@ impl GrantItem {
                     Err(e) => Err(format!("`{s}`: {e}")),
                 }
             }
-            _ => Err(format!("`{s}` is not a grant item (write `net HOST`)")),
+            Some(("secret", name)) => {
+                let name = name.trim();
+                if !name.is_empty()
+                    && name.len() <= 64
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    Ok(GrantItem::Secret(name.to_string()))
+                } else {
+                    Err(format!("`{s}`: {name:?} is not a secret name"))
+                }
+            }
+            _ => Err(format!("`{s}` is not a grant item (write `net HOST` or `secret NAME`)")),
         }
     }
 
@@ -41,6 +54,7 @@ impl GrantItem {
     pub fn wants(&self) -> String {
         match self {
             GrantItem::Net(host) => format!("send a request to {host}"),
+            GrantItem::Secret(name) => format!("use the secret {name}"),
         }
     }
 }
@@ -49,6 +63,7 @@ impl fmt::Display for GrantItem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GrantItem::Net(host) => write!(f, "net {host}"),
+            GrantItem::Secret(name) => write!(f, "secret {name}"),
         }
     }
 }
@@ -184,6 +199,8 @@ mod tests {
         assert!(GrantItem::parse("net *.github.com").unwrap_err().contains("pattern"));
         assert!(GrantItem::parse("net *").unwrap_err().contains("pattern"));
         assert!(GrantItem::parse("fs /etc").unwrap_err().contains("not a grant item"));
+        assert_eq!(GrantItem::parse("secret api_token").unwrap(), GrantItem::Secret("api_token".into()));
+        assert!(GrantItem::parse("secret a b").is_err());
         assert!(GrantItem::parse("net https://x.org").is_err());
         assert_eq!(GrantItem::Net("a.org".into()).to_string(), "net a.org");
     }

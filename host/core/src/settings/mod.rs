@@ -329,6 +329,8 @@ impl Config {
             match &g.item {
                 GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
                 GrantItem::Net(_) => {}
+                GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
+                GrantItem::Secret(_) => {}
             }
         }
         out
