@@ -185,6 +185,38 @@ async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
     assert_eq!(asker3.asked().len(), 1);
 }
 
+/// An "always" answer survives a new file of the plugin by default; under `[plugin.NAME]
+/// asked_grants = "this_version"` the new file is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asked_grants_follow_a_new_plugin_file_only_when_the_operator_says_so() {
+    use toolhost_core::settings::AskedGrants;
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    host.executor.attach_grant_asker(Scripted::answering(&[GrantAnswer::Always]));
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    let hash = hex::encode(host.registry.load().get("fetch").unwrap().plugin.hash);
+    assert_eq!(written[0].sha256.as_deref(), Some(hash.as_str()), "the file it was asked for");
+    // A new build of the plugin: the same code, another file.
+    let mut next = web_env();
+    let mut bytes = std::fs::read(next.plugins.path().join("web.wasm")).unwrap();
+    crate::support::append_custom_section(&mut bytes, "rebuilt", b"2");
+    std::fs::write(next.plugins.path().join("web.wasm"), bytes).unwrap();
+    next.config.asked = written;
+    let kept = next.host();
+    let nobody = Scripted::answering(&[]);
+    kept.executor.attach_grant_asker(nobody.clone());
+    ok(&call(&kept, "fetch", &[&url(port)]).await);
+    assert!(nobody.asked().is_empty(), "kept by default");
+    next.config.plugins.get_mut("web").unwrap().asked_grants = Some(AskedGrants::ThisVersion);
+    let strict = next.host();
+    let asker = Scripted::answering(&[GrantAnswer::Deny]);
+    strict.executor.attach_grant_asker(asker.clone());
+    err(&call(&strict, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked(), ["web fetch net localhost"], "asked again for the new file");
+}
+
 /// A secret the manifest requests and the operator defined but did not grant to the plugin is
 /// asked about too (by name); allowed once, the call sends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

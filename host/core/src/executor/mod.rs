@@ -278,6 +278,7 @@ impl Executor {
                         granted: crate::settings::grants::rfc3339(std::time::SystemTime::now()),
                         by: record.by.as_str().to_string(),
                         deny,
+                        sha256: Some(hex::encode(plugin.hash)),
                     };
                     if let Err(e) = crate::settings::grants::add(&self.config.grants_file, g) {
                         tracing::warn!("{e}; the answer holds for this session only");
@@ -350,11 +351,15 @@ impl Executor {
             return None;
         }
         let asker = self.asker.get()?;
+        let this_version =
+            self.config.plugin(&plugin.name).asked_grants == Some(crate::settings::AskedGrants::ThisVersion);
+        let here = hex::encode(plugin.hash);
         let secrets = &plugin.manifest.capabilities.secrets;
         let defined = |name: &str| self.config.secrets.contains_key(name);
         for item in grant::askable(&plugin.grants.net.requested, secrets, &defined, refused) {
-            let never =
-                self.config.asked.iter().any(|g| g.deny && g.plugin == *plugin.name && g.item == item);
+            let never = self.config.asked_for(&plugin.name).any(|g| {
+                g.deny && g.item == item && (!this_version || g.sha256.as_deref() == Some(here.as_str()))
+            });
             if never || self.session.denied(&plugin.name, &item) {
                 if !denied.contains(&item) {
                     denied.push(item);

@@ -79,6 +79,9 @@ pub struct AskedGrant {
     pub by: String,
     /// "Never": refused from now on, never asked about again (a `[[deny]]` entry).
     pub deny: bool,
+    /// SHA-256 (hex) of the plugin file the question was about; under `[plugin.NAME]
+    /// asked_grants = "this_version"` the answer holds for that file only.
+    pub sha256: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -97,6 +100,8 @@ struct RawGrant {
     item: String,
     granted: String,
     by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
 }
 
 const HEADER: &str = "# Grants allowed with \"always\" ([[grant]]) and refused with \"never\" ([[deny]]) when toolhost\n\
@@ -123,7 +128,7 @@ pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
             }
             let item = GrantItem::parse(&g.item)
                 .map_err(|e| format!("grants file {}: {key}[{i}].item: {e}", path.display()))?;
-            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny })
+            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny, sha256: g.sha256 })
         })
     };
     entries(raw.grant, "grant", false).chain(entries(raw.deny, "deny", true)).collect()
@@ -139,6 +144,7 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
                 item: g.item.to_string(),
                 granted: g.granted.clone(),
                 by: g.by.clone(),
+                sha256: g.sha256.clone(),
             })
             .collect()
     };
@@ -216,6 +222,7 @@ mod tests {
             granted: rfc3339(std::time::UNIX_EPOCH),
             by: "terminal".into(),
             deny: false,
+            sha256: Some("ab".repeat(32)),
         };
         add(&path, g.clone()).unwrap();
         add(&path, g.clone()).unwrap();

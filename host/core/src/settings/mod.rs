@@ -17,7 +17,7 @@ mod secrets;
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
 pub use grants::{AskedGrant, GrantItem};
 pub use limits::{LimitOverrides, Limits};
-pub use plugin::{OnMissing, PluginConfig, ToolConfig};
+pub use plugin::{AskedGrants, OnMissing, PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
@@ -324,6 +324,7 @@ impl Config {
             }
             out.net_private |= all.net_private;
             out.on_missing = out.on_missing.or(all.on_missing);
+            out.asked_grants = out.asked_grants.or(all.asked_grants);
         }
         for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
             match &g.item {
@@ -334,6 +335,39 @@ impl Config {
             }
         }
         out
+    }
+
+    /// [`Config::plugin`] for the plugin file whose SHA-256 is `sha256`: under `asked_grants =
+    /// "this_version"`, the answers given for another file are left out.
+    pub fn plugin_file(&self, plugin: &str, sha256: &[u8; 32]) -> PluginConfig {
+        let mut out = self.plugin(plugin);
+        if out.asked_grants == Some(AskedGrants::ThisVersion) {
+            let here = hex::encode(sha256);
+            for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() != Some(&here)) {
+                match &g.item {
+                    GrantItem::Net(host) => {
+                        out.net.retain(|h| h != host || self.granted_in_config(plugin, &g.item))
+                    }
+                    GrantItem::Secret(name) => {
+                        out.secrets.retain(|s| s != name || self.granted_in_config(plugin, &g.item))
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The answers in the grants file about `plugin`.
+    pub fn asked_for<'a>(&'a self, plugin: &'a str) -> impl Iterator<Item = &'a AskedGrant> {
+        self.asked.iter().filter(move |g| g.plugin == plugin)
+    }
+
+    /// Whether `item` is granted to `plugin` by the config itself (its section or `*`).
+    fn granted_in_config(&self, plugin: &str, item: &GrantItem) -> bool {
+        [plugin, "*"].iter().filter_map(|p| self.plugins.get(*p)).any(|p| match item {
+            GrantItem::Net(host) => p.net.contains(host),
+            GrantItem::Secret(name) => p.secrets.contains(name),
+        })
     }
 
     /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
@@ -526,6 +560,7 @@ mod tests {
             granted: "2026-12-01T00:00:00Z".into(),
             by: "terminal".into(),
             deny: false,
+            sha256: Some("00".repeat(32)),
         });
         c.asked.push(AskedGrant {
             plugin: "web".into(),
@@ -533,8 +568,15 @@ mod tests {
             granted: "2026-12-01T00:00:00Z".into(),
             by: "terminal".into(),
             deny: true,
+            sha256: None,
         });
         assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant, a denied one is not");
+        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "kept across versions by default");
+        c.plugins.get_mut("web").unwrap().asked_grants = Some(AskedGrants::ThisVersion);
+        assert!(c.plugin_file("web", &[1; 32]).net.is_empty(), "asked for another file");
+        assert_eq!(c.plugin_file("web", &[0; 32]).net, ["api.github.com"], "asked for this file");
+        c.plugins.get_mut("web").unwrap().net.push("api.github.com".into());
+        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "granted in the config too");
         assert!(c.plugin("other").net.is_empty());
     }
 

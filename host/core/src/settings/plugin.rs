@@ -44,6 +44,8 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     /// What a call does when it needs a grant the manifest requested and the operator did not
     /// give: ask a human (`ask`) or fail with a note (`refuse`).
     on_missing: Option<OnMissing>,
+    /// Whether grants answered "always"/"never" survive a new file of the plugin.
+    asked_grants: Option<AskedGrants>,
 });
 
 for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawTool {
@@ -75,6 +77,19 @@ pub struct PluginConfig {
     /// `on_missing` (unset: ask where a human can be asked — the terminal commands — else
     /// refuse).
     pub on_missing: Option<OnMissing>,
+    /// `asked_grants` (unset: `keep`).
+    pub asked_grants: Option<AskedGrants>,
+}
+
+/// `[plugin.NAME] asked_grants`: what becomes of the answers in `toolhost.grants.toml` when the
+/// plugin's file changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskedGrants {
+    /// They hold for every version (its request list is approved separately).
+    Keep,
+    /// An answer holds only for the file (SHA-256) it was given for; a new file is asked again.
+    ThisVersion,
 }
 
 /// `[plugin.NAME] on_missing`: what happens when a call needs a grant its plugin requested in
@@ -134,6 +149,7 @@ impl RawPlugin {
             exec: Vec::new(),
             settings: self.settings,
             on_missing: self.on_missing,
+            asked_grants: self.asked_grants,
         };
         for (i, e) in self.exec.into_iter().enumerate() {
             grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
