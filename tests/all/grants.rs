@@ -506,3 +506,64 @@ fn terminal_a_reply_cannot_answer_and_deny_holds_for_the_run() {
     let (ok, out) = call_answering(&env, port, None);
     assert!(!ok && !out.contains("wants to") && out.contains("localhost"), "{out}");
 }
+
+// ---- MCP (2025 revisions: elicitation) ----
+
+/// `serve --mcp` with `[plugin.web] on_missing = "ask"`: a client with elicitation is asked
+/// (allow once runs the call, a refusal holds for the session); one without gets the note.
+/// `tests/mcp/grants.py`, with the official Python SDK 1.x.
+#[test]
+fn mcp_elicitation_asks_when_the_operator_says_ask() {
+    let port = server();
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
+        .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(crate::mcp::python())
+        .arg(root.join("tests/mcp/grants.py"))
+        .arg(url(port))
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", env.plugins.path().to_str().unwrap(), "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
+    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+}
+
+/// Without `on_missing = "ask"`, `serve` asks no MCP client (the default there is refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
+    struct NotByDefault(Arc<Scripted>);
+    impl AskGrant for NotByDefault {
+        fn ask<'a>(
+            &'a self,
+            req: &'a GrantRequest,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = GrantAnswer> + Send + 'a>> {
+            self.0.ask(req)
+        }
+        fn decided_by(&self) -> DecidedBy {
+            DecidedBy::Elicitation
+        }
+        fn by_default(&self) -> bool {
+            false
+        }
+    }
+    let port = server();
+    let mut env = web_env();
+    let scripted = Scripted::answering(&[GrantAnswer::Once]);
+    let host = env.host();
+    host.executor.attach_grant_asker(Arc::new(NotByDefault(scripted.clone())));
+    err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(scripted.asked().is_empty(), "on_missing unset: not asked");
+    env.config.plugins.get_mut("web").unwrap().on_missing = Some(OnMissing::Ask);
+    let host = env.host();
+    host.executor.attach_grant_asker(Arc::new(NotByDefault(scripted.clone())));
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    assert_eq!(scripted.asked().len(), 1);
+}

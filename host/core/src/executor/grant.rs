@@ -52,6 +52,12 @@ pub trait AskGrant: Send + Sync {
 
     /// Who answers, for the audit trail.
     fn decided_by(&self) -> DecidedBy;
+
+    /// Whether it asks when the plugin's `on_missing` is unset (the terminal: yes); otherwise
+    /// only under an explicit `on_missing = "ask"` (an MCP client: `serve` refuses by default).
+    fn by_default(&self) -> bool {
+        true
+    }
 }
 
 /// What the humans of this session answered: denied items (never asked again) and items

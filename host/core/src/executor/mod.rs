@@ -256,7 +256,9 @@ impl Executor {
             if outcome.kind != Some(ErrorKind::ToolError) {
                 break;
             }
-            let Some((req, asker)) = self.grant_question(entry, &args, &refused, &mut denied) else { break };
+            let Some((req, asker)) = self.grant_question(entry, confirm, &args, &refused, &mut denied) else {
+                break;
+            };
             let answer = asker.ask(&req).await;
             let record = GrantRecord { item: req.item.to_string(), answer, by: asker.decided_by() };
             tracing::info!(
@@ -339,18 +341,24 @@ impl Executor {
     /// The next grant question about a failed call of `entry` that the host refused `refused`
     /// for, and who asks it: none when the plugin's `on_missing` is `refuse`, no asker is
     /// attached, or every askable item was denied (this session, or in `denied` for this call).
-    fn grant_question(
-        &self,
+    fn grant_question<'a>(
+        &'a self,
         entry: &ToolEntry,
+        confirm: &'a dyn Confirm,
         args: &[String],
         refused: &[Refusal],
         denied: &mut Vec<crate::settings::GrantItem>,
-    ) -> Option<(GrantRequest, &Arc<dyn AskGrant>)> {
+    ) -> Option<(GrantRequest, &'a dyn AskGrant)> {
         let plugin = &entry.plugin;
-        if self.config.plugin(&plugin.name).on_missing == Some(crate::settings::OnMissing::Refuse) {
-            return None;
+        let asker: &dyn AskGrant = match confirm.grants() {
+            Some(a) => a,
+            None => &**self.asker.get()?,
+        };
+        match self.config.plugin(&plugin.name).on_missing {
+            Some(crate::settings::OnMissing::Refuse) => return None,
+            None if !asker.by_default() => return None,
+            _ => {}
         }
-        let asker = self.asker.get()?;
         let this_version =
             self.config.plugin(&plugin.name).asked_grants == Some(crate::settings::AskedGrants::ThisVersion);
         let here = hex::encode(plugin.hash);
