@@ -12,7 +12,7 @@ use toolhost_core::settings::{GrantItem, grants};
 pub struct Args {
     /// The plugin name (as `list` shows it)
     pub plugin: String,
-    /// The item as `list` shows it: `net HOST` (one word or two: `net api.github.com`)
+    /// The item as `list` shows it: `net HOST` or `secret NAME` (one word or two: `net api.github.com`)
     #[arg(num_args = 1..=2, required = true)]
     pub item: Vec<String>,
 }
