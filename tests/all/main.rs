@@ -10,6 +10,7 @@ mod distribution;
 mod docs;
 mod drain;
 mod fleet;
+mod grants;
 mod hostile;
 mod limits;
 mod load;

@@ -561,6 +561,7 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
     env.config.plugins.entry("versioned".into()).or_default().concurrency = Some(1);
     let tool = |timeout_ms: Option<u64>, output_limit: Option<usize>| ToolConfig {
         danger: None,
+        policy: None,
         limits: LimitOverrides { timeout_ms, output_limit, ..LimitOverrides::default() },
     };
     env.config.tools.insert("spin".into(), tool(Some(300), None));

@@ -462,6 +462,74 @@ pub fn ask_blocking(q: &Question, cancel: &AtomicBool) -> Answer {
     Answer::No
 }
 
+/// What the operator answered to a grant question ([`ask_grant_blocking`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantChoice {
+    Once,
+    Always,
+    Deny,
+    Never,
+    /// No terminal to ask on.
+    NoTerminal,
+}
+
+/// Ask a grant question on the terminal (blocking), the way [`ask_blocking`] asks a danger
+/// question — same terminal, same clean line, the call shown the same way, type-ahead
+/// discarded, and `o`/`a` count only once the whole call has been shown — with three answers:
+/// allow once, always, deny, or never (anything else, and the end of input, deny).
+pub fn ask_grant_blocking(q: &Question, cancel: &AtomicBool) -> GrantChoice {
+    let Some(mut tty) = Tty::open() else { return GrantChoice::NoTerminal };
+    let width = tty.width();
+    let (shown, hidden) = q.layout(width, Some(SHOWN_CHARS));
+    if !std::env::var("TERM").is_ok_and(|t| t == "dumb") {
+        tty.write(RESET);
+    }
+    tty.write("\r\n");
+    tty.write(&shown);
+    let mut viewed = hidden == 0;
+    for _ in 0..8 {
+        tty.discard_input();
+        tty.write(if viewed {
+            "Allow? [o = once, a = always, d = deny, n = never] "
+        } else {
+            "Allow? [v to view the whole call, o = once, a = always, d = deny, n = never] "
+        });
+        let Some(answer) = tty.read_line(cancel) else {
+            tty.write("\n");
+            return GrantChoice::Deny;
+        };
+        match answer.trim().to_lowercase().as_str() {
+            "o" | "once" if viewed => return GrantChoice::Once,
+            "a" | "always" if viewed => return GrantChoice::Always,
+            "n" | "never" => return GrantChoice::Never,
+            "o" | "once" | "a" | "always" => {
+                tty.write("  not yet: the whole call has not been shown; type v to view it\n")
+            }
+            "v" | "view" => {
+                tty.write(&q.layout(width, None).0);
+                viewed = true;
+            }
+            _ => return GrantChoice::Deny,
+        }
+    }
+    GrantChoice::Deny
+}
+
+/// [`ask_grant_blocking`] on a blocking thread, abandoned like [`ask`] when dropped.
+pub async fn ask_grant(q: Question) -> GrantChoice {
+    struct Abandon(Arc<AtomicBool>);
+    impl Drop for Abandon {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    let guard = Abandon(cancel.clone());
+    let answer = tokio::task::spawn_blocking(move || ask_grant_blocking(&q, &cancel)).await;
+    drop(guard);
+    answer.unwrap_or(GrantChoice::Deny)
+}
+
 /// [`ask_blocking`] on a blocking thread; dropping the future abandons the question (the
 /// thread stops reading within 100 ms, so the line typed next is not taken as an answer).
 pub async fn ask(q: Question) -> Answer {

@@ -8,7 +8,7 @@
 //! front ends offer (every exposed tool, or in search mode the pinned ones and `find_tools`).
 
 use crate::registry::{LoadedPlugin, Registry, ToolEntry};
-use crate::settings::{Config, Limits};
+use crate::settings::{Config, DangerPolicy, Limits};
 use toolhost_spec::manifest::{Icon, ToolSpec};
 
 /// What a tool is, as the operator's host presents and enforces it.
@@ -19,8 +19,11 @@ pub struct ToolView<'a> {
     pub plugin: &'a str,
     /// The plugin's version (`None`: the host's own `find_tools`).
     pub version: Option<&'a str>,
-    /// Needs confirmation under the danger policy (see [`is_dangerous`]).
+    /// Needs confirmation under the danger policy (see [`is_dangerous`]), or the operator's
+    /// `[tool.NAME] policy = "ask"` confirms every call.
     pub dangerous: bool,
+    /// The operator's `[tool.NAME] policy`, if set (see [`call_policy`]).
+    pub policy: Option<DangerPolicy>,
     /// The manifest declares the tool read-only. This is the author's claim about what the tool
     /// does; see [`ToolView::advertise_read_only`] for what clients are told.
     pub read_only: bool,
@@ -45,7 +48,9 @@ impl<'a> ToolView<'a> {
             spec,
             plugin: &entry.plugin.name,
             version: Some(&entry.plugin.manifest.version),
-            dangerous: is_dangerous(spec, &entry.plugin, config),
+            dangerous: is_dangerous(spec, &entry.plugin, config)
+                || tool_policy(spec, config) == Some(DangerPolicy::Ask),
+            policy: tool_policy(spec, config),
             read_only: spec.read_only,
             open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
@@ -59,6 +64,7 @@ impl<'a> ToolView<'a> {
             plugin: "toolhost",
             version: None,
             dangerous: false,
+            policy: None,
             read_only: true,
             open_world: false,
             limits: config.limits,
@@ -123,15 +129,34 @@ impl<'a> ToolView<'a> {
             "toolhost/plugin".into(),
             serde_json::json!({ "name": self.plugin, "version": self.version }),
         );
+        if let Some(p) = self.policy {
+            m.insert("toolhost/policy".into(), p.to_string().into());
+        }
         m
     }
 
     /// The description with the danger note that function-calling front ends append.
     pub fn description_with_danger_note(&self) -> String {
-        if self.dangerous {
+        if self.policy == Some(DangerPolicy::Deny) {
+            format!("{} (Disabled by the operator: every call is refused.)", self.spec.description)
+        } else if self.policy == Some(DangerPolicy::Ask) {
+            format!("{} (Every call needs a human's confirmation and may be refused.)", self.spec.description)
+        } else if self.dangerous {
             format!("{} (Dangerous: needs a human's confirmation and may be refused.)", self.spec.description)
         } else {
             self.spec.description.clone()
+        }
+    }
+
+    /// What the `[TOOL]` prompt says after a tool's description: ` DISABLED by the operator.`
+    /// (`[tool.NAME] policy = "deny"`), ` DANGEROUS.` (every call confirmed), or nothing.
+    pub fn prompt_note(&self) -> &'static str {
+        if self.policy == Some(DangerPolicy::Deny) {
+            " DISABLED by the operator."
+        } else if self.dangerous {
+            " DANGEROUS."
+        } else {
+            ""
         }
     }
 
@@ -152,6 +177,12 @@ impl<'a> ToolView<'a> {
         }
         if self.spec.rest {
             flags.push("rest");
+        }
+        match self.policy {
+            Some(DangerPolicy::Allow) => flags.push("policy:allow"),
+            Some(DangerPolicy::Ask) => flags.push("policy:ask"),
+            Some(DangerPolicy::Deny) => flags.push("policy:deny"),
+            None => {}
         }
         flags
     }
@@ -195,4 +226,16 @@ pub fn is_dangerous(spec: &ToolSpec, plugin: &LoadedPlugin, config: &Config) -> 
         Some(false) => false,
         None => !plugin.grants.exec.is_empty(),
     }
+}
+
+/// The operator's `[tool.NAME] policy` for `spec` (by its exposed name).
+fn tool_policy(spec: &ToolSpec, config: &Config) -> Option<DangerPolicy> {
+    config.tools.get(&spec.name).and_then(|t| t.policy)
+}
+
+/// Which policy decides whether a call of `spec` runs: the operator's `[tool.NAME] policy`
+/// when set (for every call of the tool, dangerous or not), else `[danger] policy` for a
+/// dangerous tool, else none (the call runs). The executor decides with this same function.
+pub fn call_policy(spec: &ToolSpec, plugin: &LoadedPlugin, config: &Config) -> Option<DangerPolicy> {
+    tool_policy(spec, config).or_else(|| is_dangerous(spec, plugin, config).then_some(config.danger))
 }

@@ -59,7 +59,7 @@ pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
     });
     for view in tools {
         let s = view.spec;
-        let danger = if view.dangerous { " DANGEROUS." } else { "" };
+        let danger = view.prompt_note();
         // Descriptions are the plugin's text: one line each, markers escaped (`model_text`).
         out.push_str(&format!("\n- {} — {}{danger}\n", s.signature(), model_text(&s.description)));
         for (i, p) in s.params.iter().enumerate() {

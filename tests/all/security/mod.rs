@@ -7,4 +7,4 @@ mod http;
 mod model_text;
 mod promises;
 mod secrets;
-mod terminal;
+pub(crate) mod terminal;

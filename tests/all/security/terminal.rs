@@ -106,7 +106,7 @@ fn joined(raw: &[u8]) -> String {
 // ---- the pseudo-terminal ----
 
 /// A `toolhost` running in a pseudo-terminal, its output collected by a thread.
-struct Pty {
+pub(crate) struct Pty {
     master: std::fs::File,
     child: std::process::Child,
     out: Arc<Mutex<Vec<u8>>>,
@@ -129,7 +129,7 @@ fn openpty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
 
 impl Pty {
     #[allow(unsafe_code)]
-    fn spawn(mut cmd: Command) -> Pty {
+    pub(crate) fn spawn(mut cmd: Command) -> Pty {
         use std::os::unix::process::CommandExt;
         let (master, slave) = openpty();
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
@@ -165,13 +165,13 @@ impl Pty {
         Pty { master, child, out, reader: Some(reader) }
     }
 
-    fn output(&self) -> Vec<u8> {
+    pub(crate) fn output(&self) -> Vec<u8> {
         self.out.lock().unwrap().clone()
     }
 
     /// Wait until `needle` appears at or after byte `from`; the byte after it.
     #[track_caller]
-    fn wait_for(&self, needle: &str, from: usize) -> usize {
+    pub(crate) fn wait_for(&self, needle: &str, from: usize) -> usize {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let out = self.output();
@@ -189,13 +189,13 @@ impl Pty {
         }
     }
 
-    fn send(&mut self, s: &str) {
+    pub(crate) fn send(&mut self, s: &str) {
         self.master.write_all(s.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }
 
     /// Wait for toolhost to exit; its status and everything the terminal got.
-    fn finish(mut self) -> (ExitStatus, Vec<u8>) {
+    pub(crate) fn finish(mut self) -> (ExitStatus, Vec<u8>) {
         let deadline = Instant::now() + Duration::from_secs(120);
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -227,7 +227,7 @@ impl Drop for Pty {
 /// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the workspace. The log shows
 /// warnings only (no coloured "compiling …" lines), unless a test passes `-v` and removes
 /// `TOOLHOST_LOG`.
-fn command(env: &Env, args: &[&str]) -> Command {
+pub(crate) fn command(env: &Env, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     cmd.env(
         "XDG_CACHE_HOME",

@@ -40,6 +40,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         if yes { Arc::new(AlwaysConfirm) } else { Arc::new(crate::confirm::TerminalConfirm) };
     let (host, frontends) = crate::session::open_reporting(Settings::resolve(g)?, confirm.clone())?;
     toolhost_frontends::service::Service::attach_audit(&host, &frontends, "cli")?;
+    host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let shown = Arc::new(Shown::new(json));
     let cancel = Cancel::new();

@@ -167,6 +167,7 @@ async fn chat(
     let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
     let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
     toolhost_frontends::service::Service::attach_audit(&host, &frontends, "chat")?;
+    host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
     let r = reloader.clone();
     tokio::task::spawn_blocking(move || r.rescan()).await??;

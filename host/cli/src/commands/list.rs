@@ -1,6 +1,7 @@
 //! `toolhost list`: the exposed tools (under their exposed names), the tools the operator's
 //! selection hides and why, tool names several plugins claim, each plugin's requested, granted
-//! and missing capabilities, and the files that failed to load; `--json` for programs.
+//! and missing capabilities (with the grants a human allowed "always" when asked, and where they
+//! are written), and the files that failed to load; `--json` for programs.
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -24,6 +25,23 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let reg = host.registry.load_full();
     if a.json {
         let mut doc = list_json(&reg);
+        // Grants allowed "always" when asked, with where and when (the `toolhost.grants.toml`).
+        doc["asked"] = host
+            .config
+            .asked
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "plugin": g.plugin,
+                    "item": g.item.to_string(),
+                    "granted": g.granted,
+                    "by": g.by,
+                    "answer": if g.deny { "never" } else { "always" },
+                    "file": host.config.grants_file,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into();
         // Each tool's effective time limit (manifest `timeoutMs` up to `[limits] max_timeout_ms`,
         // the operator's overrides applied).
         let limits: serde_json::Map<String, serde_json::Value> = reg
@@ -122,6 +140,18 @@ pub fn render_list(reg: &Registry, config: &Config) -> String {
                 "  missing:   {} — grant with {}\n",
                 term::line(&m.what),
                 term::line(&m.how)
+            ));
+        }
+        for g in config.asked.iter().filter(|g| g.plugin == *p.name) {
+            out.push_str(&format!(
+                "  asked:     {} — {} on {} ({}) in {}; undo with `toolhost revoke {} {}`\n",
+                term::line(&g.item.to_string()),
+                if g.deny { "refused \"never\"" } else { "allowed \"always\"" },
+                term::line(&g.granted),
+                term::line(&g.by),
+                config.grants_file.display(),
+                term::line(&g.plugin),
+                term::line(&g.item.to_string()),
             ));
         }
         for n in reg.shared_write_notes(p, &config.workspace) {

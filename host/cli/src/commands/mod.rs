@@ -15,6 +15,7 @@ pub mod list;
 pub mod new;
 pub mod prompt;
 pub mod publish;
+pub mod revoke;
 pub mod run;
 pub mod schema;
 pub mod serve;
@@ -106,6 +107,9 @@ pub enum Command {
     /// approved before is held until then); approval grants nothing by itself, the grants in
     /// toolhost.toml still decide
     Approve(approve::Args),
+    /// Remove a grant allowed "always" (or a refusal answered "never") when toolhost asked, from
+    /// toolhost.grants.toml beside the config: `toolhost revoke web net api.github.com`
+    Revoke(revoke::Args),
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
     Chat(chat::ChatArgs),
@@ -142,6 +146,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::New(a) => new::run(a),
         Command::EmbedManifest(a) => embed_manifest::run(a),
         Command::Approve(a) => approve::run(g, a),
+        Command::Revoke(a) => revoke::run(g, a),
         Command::Chat(a) => chat::run(g, a),
         Command::Publish(a) => publish::run(&Settings::resolve(g)?, &a),
         Command::Install(a) => install::run(&Settings::resolve(g)?, &a),

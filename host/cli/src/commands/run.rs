@@ -47,6 +47,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         &frontends,
         if format == ReplyFormat::Text { "text" } else { "openai" },
     )?;
+    host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match format {
         ReplyFormat::Text => {

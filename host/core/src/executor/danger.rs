@@ -39,6 +39,12 @@ pub trait Confirm: Send + Sync {
     fn pending(&self) -> bool {
         false
     }
+
+    /// Who asks this call's front end's human about a missing grant (see `grant`), in place
+    /// of the executor's attached asker: an MCP client with elicitation.
+    fn grants(&self) -> Option<&dyn super::grant::AskGrant> {
+        None
+    }
 }
 
 /// No one to ask: deny, and say how the operator can allow it.

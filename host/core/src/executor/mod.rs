@@ -33,6 +33,7 @@ const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
 mod control;
 mod danger;
+pub mod grant;
 pub mod observer;
 mod outcome;
 mod slots;
@@ -40,7 +41,10 @@ mod slots;
 pub use crate::capability::progress::Progress;
 pub use control::{CallControl, Cancel, ProgressSink};
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
-pub use observer::{CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy};
+pub use grant::{AskGrant, GrantRequest};
+pub use observer::{
+    CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy, GrantAnswer, GrantRecord,
+};
 use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Outcome, truncate};
 pub use toolhost_spec::call::ToolCall;
@@ -55,6 +59,10 @@ pub struct Executor {
     shares: Shares,
     /// What a service does around every call (shutdown, metrics, audit), once attached.
     observer: std::sync::OnceLock<Arc<dyn CallObserver>>,
+    /// Who asks a human about a missing grant, once a front end attached one (see `grant`).
+    asker: std::sync::OnceLock<Arc<dyn AskGrant>>,
+    /// What the humans of this session answered about grants.
+    session: grant::Session,
 }
 
 impl Executor {
@@ -65,7 +73,23 @@ impl Executor {
         confirm: Arc<dyn Confirm>,
     ) -> Self {
         let shares = Shares::new(&config);
-        Executor { runtime, config, registry, confirm, shares, observer: std::sync::OnceLock::new() }
+        Executor {
+            runtime,
+            config,
+            registry,
+            confirm,
+            shares,
+            observer: std::sync::OnceLock::new(),
+            asker: std::sync::OnceLock::new(),
+            session: grant::Session::default(),
+        }
+    }
+
+    /// Ask `asker` about a grant a plugin requested and the operator did not give, when a call
+    /// needs it and the plugin's `on_missing` is not `refuse` (once; `false` if one was
+    /// attached). Without one, such a call fails with a note naming the grant.
+    pub fn attach_grant_asker(&self, asker: Arc<dyn AskGrant>) -> bool {
+        self.asker.set(asker).is_ok()
     }
 
     /// Route every call through `observer` from now on (once; `false` if one was attached).
@@ -184,7 +208,7 @@ impl Executor {
             Ok(a) => a,
             Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
         };
-        if crate::view::is_dangerous(spec, plugin, &self.config) {
+        if let Some(policy) = crate::view::call_policy(spec, plugin, &self.config) {
             let req = DangerRequest {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
@@ -193,14 +217,20 @@ impl Executor {
                 notes: registry.shared_write_notes(plugin, &self.config.workspace),
             };
             let decided = |decision, by| note(&|r| r.danger = Some(DangerRecord { decision, by }));
-            match self.config.danger {
+            let by_tool = self.config.tools.get(&spec.name).and_then(|t| t.policy).is_some();
+            match policy {
                 DangerPolicy::Allow => decided(DangerDecision::Allow, DecidedBy::Policy),
                 DangerPolicy::Deny => {
                     decided(DangerDecision::Deny, DecidedBy::Policy);
-                    return Outcome::err(
-                        ErrorKind::Denied,
-                        format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name),
-                    );
+                    let message = if by_tool {
+                        format!(
+                            "tool `{0}` is disabled by the operator ([tool.{0}] policy = \"deny\")",
+                            spec.name
+                        )
+                    } else {
+                        format!("tool `{}` is dangerous and the danger policy is `deny`", spec.name)
+                    };
+                    return Outcome::err(ErrorKind::Denied, message);
                 }
                 DangerPolicy::Ask => {
                     let decision = confirm.confirm(&req).await;
@@ -218,7 +248,70 @@ impl Executor {
         let limits = self.config.limits_for_tool(&plugin.name, spec);
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
-        let (outcome, refused, outside) = self.run(entry, args, limits, watch).await;
+        let mut extra = self.session.allowed(&plugin.name);
+        let (mut outcome, mut refused, mut outside) =
+            self.run(entry, args.clone(), limits, watch, &extra).await;
+        let mut denied = Vec::new();
+        for _ in 0..grant::MAX_QUESTIONS {
+            if outcome.kind != Some(ErrorKind::ToolError) {
+                break;
+            }
+            let Some((req, asker)) = self.grant_question(entry, confirm, &args, &refused, &mut denied) else {
+                break;
+            };
+            let answer = asker.ask(&req).await;
+            let record = GrantRecord { item: req.item.to_string(), answer, by: asker.decided_by() };
+            tracing::info!(
+                plugin = req.plugin,
+                tool = req.tool,
+                item = record.item,
+                answer = answer.as_str(),
+                by = record.by.as_str(),
+                "grant question answered"
+            );
+            note(&|r| r.grants.push(record.clone()));
+            match answer {
+                GrantAnswer::Once => extra.push(req.item.clone()),
+                GrantAnswer::Always | GrantAnswer::Never => {
+                    let deny = answer == GrantAnswer::Never;
+                    let g = crate::settings::AskedGrant {
+                        plugin: plugin.name.to_string(),
+                        item: req.item.clone(),
+                        granted: crate::settings::grants::rfc3339(std::time::SystemTime::now()),
+                        by: record.by.as_str().to_string(),
+                        deny,
+                        sha256: Some(hex::encode(plugin.hash)),
+                    };
+                    if let Err(e) = crate::settings::grants::add(&self.config.grants_file, g) {
+                        tracing::warn!("{e}; the answer holds for this session only");
+                    }
+                    if deny {
+                        self.session.deny(&plugin.name, &req.item);
+                        denied.push(req.item);
+                        break;
+                    }
+                    self.session.allow(&plugin.name, &req.item);
+                    extra.push(req.item.clone());
+                }
+                GrantAnswer::Deny => {
+                    self.session.deny(&plugin.name, &req.item);
+                    denied.push(req.item);
+                    break;
+                }
+                GrantAnswer::NoOne => break,
+            }
+            (outcome, refused, outside) = self.run(entry, args.clone(), limits, watch, &extra).await;
+        }
+        if !denied.is_empty()
+            && let Some(e) = outcome.error.as_mut()
+        {
+            let items: Vec<String> = denied.iter().map(ToString::to_string).collect();
+            e.push_str(&format!(
+                "\n[note: the operator denied plugin `{}` {} for this session]",
+                plugin.name,
+                items.join(", ")
+            ));
+        }
         if !outcome.success && !outside.is_empty() {
             // The failure is about a path the plugin has no access to: say so first.
             let mut o = outcome;
@@ -243,6 +336,54 @@ impl Executor {
             return o;
         }
         outcome
+    }
+
+    /// The next grant question about a failed call of `entry` that the host refused `refused`
+    /// for, and who asks it: none when the plugin's `on_missing` is `refuse`, no asker is
+    /// attached, or every askable item was denied (this session, or in `denied` for this call).
+    fn grant_question<'a>(
+        &'a self,
+        entry: &ToolEntry,
+        confirm: &'a dyn Confirm,
+        args: &[String],
+        refused: &[Refusal],
+        denied: &mut Vec<crate::settings::GrantItem>,
+    ) -> Option<(GrantRequest, &'a dyn AskGrant)> {
+        let plugin = &entry.plugin;
+        let asker: &dyn AskGrant = match confirm.grants() {
+            Some(a) => a,
+            None => &**self.asker.get()?,
+        };
+        match self.config.plugin(&plugin.name).on_missing {
+            Some(crate::settings::OnMissing::Refuse) => return None,
+            None if !asker.by_default() => return None,
+            _ => {}
+        }
+        let this_version =
+            self.config.plugin(&plugin.name).asked_grants == Some(crate::settings::AskedGrants::ThisVersion);
+        let here = hex::encode(plugin.hash);
+        let secrets = &plugin.manifest.capabilities.secrets;
+        let defined = |name: &str| self.config.secrets.contains_key(name);
+        for item in grant::askable(&plugin.grants.net.requested, secrets, &defined, refused) {
+            let never = self.config.asked_for(&plugin.name).any(|g| {
+                g.deny && g.item == item && (!this_version || g.sha256.as_deref() == Some(here.as_str()))
+            });
+            if never || self.session.denied(&plugin.name, &item) {
+                if !denied.contains(&item) {
+                    denied.push(item);
+                }
+                continue;
+            }
+            let req = GrantRequest {
+                plugin: plugin.name.to_string(),
+                tool: entry.spec().name.clone(),
+                args: args.to_vec(),
+                item,
+                plugin_hash: plugin.hash,
+            };
+            return Some((req, asker));
+        }
+        None
     }
 
     /// `find_tools` in search mode: the best matches for the query, each with its name,
@@ -297,8 +438,40 @@ impl Executor {
         args: Vec<String>,
         limits: Limits,
         watch: Watch<'_>,
+        extra: &[crate::settings::GrantItem],
     ) -> (Outcome, Vec<Refusal>, Vec<String>) {
         let (plugin, spec) = (&entry.plugin, entry.spec());
+        // What a human granted for this call (or this session) on top of the plugin's grants.
+        let net_grant = if extra.is_empty() {
+            plugin.grants.net.clone()
+        } else {
+            let mut g = (*plugin.grants.net).clone();
+            for item in extra {
+                match item {
+                    crate::settings::GrantItem::Net(host) if !g.granted.contains(host) => {
+                        g.granted.push(host.clone())
+                    }
+                    crate::settings::GrantItem::Net(_) => {}
+                    crate::settings::GrantItem::Secret(name)
+                        if !g.secrets.iter().any(|s| &s.name == name) =>
+                    {
+                        // Read now, like a granted secret at load; one that cannot be read
+                        // stays refused (the call's error says so).
+                        match self.config.secrets.get(name).map(|src| (src, src.read())) {
+                            Some((src, Ok(value))) => g.secrets.push(crate::capability::net::GrantedSecret {
+                                name: name.clone(),
+                                value,
+                                hosts: src.hosts.clone(),
+                            }),
+                            Some((_, Err(why))) => tracing::warn!("{why}"),
+                            None => {}
+                        }
+                    }
+                    crate::settings::GrantItem::Secret(_) => {}
+                }
+            }
+            Arc::new(g)
+        };
         // A plugin loaded from the warm compile cache is linked on first use (see
         // `registry::Code`): off the async workers, as it blocks for about a millisecond.
         if !plugin.code.is_ready() {
@@ -344,7 +517,7 @@ impl Executor {
             }
         };
         let started = std::time::Instant::now();
-        let net = NetCall::new(plugin.name.clone(), plugin.grants.net.clone(), self.config.net, deadline);
+        let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
         let state = HostState::new(
             wasi,
             MemoryLimiter::new(limits.memory_mb),
@@ -366,7 +539,7 @@ impl Executor {
         });
         // Progress is watched only when someone follows it (a front end's sink, an observer).
         let (state, progress) = if watch.sink.is_some() || watch.observer.is_some() {
-            let (p, rx) = ProgressCall::watched(plugin.grants.net.clone());
+            let (p, rx) = ProgressCall::watched(net_grant.clone());
             (state.with_progress(p), Some(rx))
         } else {
             (state, None)
@@ -408,7 +581,7 @@ impl Executor {
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
-        let net = &plugin.grants.net;
+        let net = &*net_grant;
         let (out, err) = (redact_owned(out, net), redact_owned(err, net));
         // A path is the guest's text too: it may hold a secret.
         let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, net)).collect();

@@ -31,6 +31,45 @@ pub struct CallRecord {
     pub plugin: Option<Arc<LoadedPlugin>>,
     /// Set for a dangerous tool: the decision and who made it.
     pub danger: Option<DangerRecord>,
+    /// Each grant question asked during the call, with its answer and who gave it.
+    pub grants: Vec<GrantRecord>,
+}
+
+/// One question and its answer, for the audit trail (`grants` in an audit line).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GrantRecord {
+    /// `net api.github.com`.
+    pub item: String,
+    pub answer: GrantAnswer,
+    pub by: DecidedBy,
+}
+
+/// A human's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantAnswer {
+    /// Grant it for this call only.
+    Once,
+    /// Grant it now and from now on (written to the grants file).
+    Always,
+    /// Refuse it, and do not ask again in this session.
+    Deny,
+    /// Refuse it now and from now on (written to the grants file; never asked again).
+    Never,
+    /// No one could be asked (no terminal): refused as without the question.
+    NoOne,
+}
+
+impl GrantAnswer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantAnswer::Once => "once",
+            GrantAnswer::Always => "always",
+            GrantAnswer::Deny => "deny",
+            GrantAnswer::Never => "never",
+            GrantAnswer::NoOne => "no_one",
+        }
+    }
 }
 
 /// A decision about a dangerous call, and who made it.

@@ -328,7 +328,7 @@ pub fn load_plugin(
     let (mut grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
-        &config.plugin(&manifest.name),
+        &config.plugin_file(&manifest.name, &c.hash),
         &config.secrets,
     );
     grants.fs.extend(dev_sources);

@@ -9,13 +9,15 @@
 //! no config file and no command-line grants, nothing is granted to any plugin.
 
 mod file;
+pub mod grants;
 pub(crate) mod limits;
 mod plugin;
 mod secrets;
 
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
+pub use grants::{AskedGrant, GrantItem};
 pub use limits::{LimitOverrides, Limits};
-pub use plugin::{PluginConfig, ToolConfig};
+pub use plugin::{AskedGrants, OnMissing, PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
@@ -110,6 +112,10 @@ pub struct Config {
     pub process: Arc<ProcessSettings>,
     /// `[catalog]`: namespacing, search mode, pinned tools.
     pub catalog: CatalogSettings,
+    /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
+    pub grants_file: PathBuf,
+    /// The grants read from it, merged into each plugin's in [`Config::plugin`].
+    pub asked: Vec<AskedGrant>,
 }
 
 impl Default for Config {
@@ -138,6 +144,8 @@ impl Default for Config {
             approvals: ApprovalLock::default(),
             process: Default::default(),
             catalog: CatalogSettings::default(),
+            grants_file: PathBuf::from(grants::GRANTS_FILE),
+            asked: Vec::new(),
         }
     }
 }
@@ -191,6 +199,8 @@ impl Config {
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
+        cfg.grants_file = base.join(grants::GRANTS_FILE);
+        cfg.asked = grants::load(&cfg.grants_file).map_err(ConfigError::Flag)?;
         Ok(cfg)
     }
 
@@ -313,8 +323,51 @@ impl Config {
                 out.settings.entry(k.clone()).or_insert_with(|| v.clone());
             }
             out.net_private |= all.net_private;
+            out.on_missing = out.on_missing.or(all.on_missing);
+            out.asked_grants = out.asked_grants.or(all.asked_grants);
+        }
+        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
+            match &g.item {
+                GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
+                GrantItem::Net(_) => {}
+                GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
+                GrantItem::Secret(_) => {}
+            }
         }
         out
+    }
+
+    /// [`Config::plugin`] for the plugin file whose SHA-256 is `sha256`: under `asked_grants =
+    /// "this_version"`, the answers given for another file are left out.
+    pub fn plugin_file(&self, plugin: &str, sha256: &[u8; 32]) -> PluginConfig {
+        let mut out = self.plugin(plugin);
+        if out.asked_grants == Some(AskedGrants::ThisVersion) {
+            let here = hex::encode(sha256);
+            for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() != Some(&here)) {
+                match &g.item {
+                    GrantItem::Net(host) => {
+                        out.net.retain(|h| h != host || self.granted_in_config(plugin, &g.item))
+                    }
+                    GrantItem::Secret(name) => {
+                        out.secrets.retain(|s| s != name || self.granted_in_config(plugin, &g.item))
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The answers in the grants file about `plugin`.
+    pub fn asked_for<'a>(&'a self, plugin: &'a str) -> impl Iterator<Item = &'a AskedGrant> {
+        self.asked.iter().filter(move |g| g.plugin == plugin)
+    }
+
+    /// Whether `item` is granted to `plugin` by the config itself (its section or `*`).
+    fn granted_in_config(&self, plugin: &str, item: &GrantItem) -> bool {
+        [plugin, "*"].iter().filter_map(|p| self.plugins.get(*p)).any(|p| match item {
+            GrantItem::Net(host) => p.net.contains(host),
+            GrantItem::Secret(name) => p.secrets.contains(name),
+        })
     }
 
     /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
@@ -487,6 +540,44 @@ mod tests {
                 .contains("plugin.a.fs[0]")
         );
         assert!(parse("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").unwrap_err().contains("rwx"));
+    }
+
+    #[test]
+    fn on_missing_tool_policy_and_asked_grants_resolve() {
+        let mut c = parse(
+            "[plugin.web]\non_missing = \"refuse\"\n[plugin.\"*\"]\non_missing = \"ask\"\n[tool.echo]\npolicy = \"deny\"",
+        )
+        .unwrap();
+        assert_eq!(c.plugin("web").on_missing, Some(OnMissing::Refuse));
+        assert_eq!(c.plugin("other").on_missing, Some(OnMissing::Ask), "from [plugin.\"*\"]");
+        assert_eq!(c.tools["echo"].policy, Some(DangerPolicy::Deny));
+        assert_eq!(c.grants_file, PathBuf::from("/base").join(grants::GRANTS_FILE), "beside the config");
+        assert!(parse("[plugin.web]\non_missing = \"maybe\"").unwrap_err().contains("maybe"));
+        assert!(parse("[tool.echo]\npolicy = \"sometimes\"").unwrap_err().contains("sometimes"));
+        c.asked.push(AskedGrant {
+            plugin: "web".into(),
+            item: GrantItem::Net("api.github.com".into()),
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+            deny: false,
+            sha256: Some("00".repeat(32)),
+        });
+        c.asked.push(AskedGrant {
+            plugin: "web".into(),
+            item: GrantItem::Net("evil.example.net".into()),
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+            deny: true,
+            sha256: None,
+        });
+        assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant, a denied one is not");
+        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "kept across versions by default");
+        c.plugins.get_mut("web").unwrap().asked_grants = Some(AskedGrants::ThisVersion);
+        assert!(c.plugin_file("web", &[1; 32]).net.is_empty(), "asked for another file");
+        assert_eq!(c.plugin_file("web", &[0; 32]).net, ["api.github.com"], "asked for this file");
+        c.plugins.get_mut("web").unwrap().net.push("api.github.com".into());
+        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "granted in the config too");
+        assert!(c.plugin("other").net.is_empty());
     }
 
     #[test]

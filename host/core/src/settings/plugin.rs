@@ -2,6 +2,7 @@
 //! exposed under which names) and `[tool.NAME]` (the operator's word on one tool, by the name it
 //! is exposed under).
 
+use super::DangerPolicy;
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
 use crate::capability::fs::settings::{FsGrant, RawFs};
 use crate::capability::process::settings::{ExecGrant, RawExec};
@@ -40,10 +41,17 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     /// `[plugin.NAME.tool.OLD] name = "NEW"`.
     #[serde(default)]
     tool: BTreeMap<String, RawRename>,
+    /// What a call does when it needs a grant the manifest requested and the operator did not
+    /// give: ask a human (`ask`) or fail with a note (`refuse`).
+    on_missing: Option<OnMissing>,
+    /// Whether grants answered "always"/"never" survive a new file of the plugin.
+    asked_grants: Option<AskedGrants>,
 });
 
 for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawTool {
     danger: Option<bool>,
+    /// `allow` | `ask` | `deny`: the operator's word on every call of this tool.
+    policy: Option<DangerPolicy>,
 });
 
 /// Everything the operator grants one plugin, plus its limit overrides.
@@ -66,6 +74,33 @@ pub struct PluginConfig {
     pub concurrency: Option<u32>,
     /// Which of its tools are exposed, under which names (never merged from `[plugin."*"]`).
     pub exposure: Exposure,
+    /// `on_missing` (unset: ask where a human can be asked — the terminal commands — else
+    /// refuse).
+    pub on_missing: Option<OnMissing>,
+    /// `asked_grants` (unset: `keep`).
+    pub asked_grants: Option<AskedGrants>,
+}
+
+/// `[plugin.NAME] asked_grants`: what becomes of the answers in `toolhost.grants.toml` when the
+/// plugin's file changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskedGrants {
+    /// They hold for every version (its request list is approved separately).
+    Keep,
+    /// An answer holds only for the file (SHA-256) it was given for; a new file is asked again.
+    ThisVersion,
+}
+
+/// `[plugin.NAME] on_missing`: what happens when a call needs a grant its plugin requested in
+/// its manifest and the operator has not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnMissing {
+    /// Ask the human at the terminal: allow once, always, or deny.
+    Ask,
+    /// Fail the call, with a note naming the grant.
+    Refuse,
 }
 
 /// Operator settings for one tool.
@@ -73,6 +108,11 @@ pub struct PluginConfig {
 pub struct ToolConfig {
     /// `Some(true)`: dangerous whatever the manifest says.
     pub danger: Option<bool>,
+    /// `[tool.NAME] policy`: `allow` runs every call without a question (even a dangerous
+    /// tool's), `ask` confirms every call like a dangerous tool's, `deny` refuses every call;
+    /// it replaces `[danger] policy` for this tool. Unset: the danger policy, for a dangerous
+    /// tool only.
+    pub policy: Option<DangerPolicy>,
     pub limits: LimitOverrides,
 }
 
@@ -108,6 +148,8 @@ impl RawPlugin {
             fs: Vec::new(),
             exec: Vec::new(),
             settings: self.settings,
+            on_missing: self.on_missing,
+            asked_grants: self.asked_grants,
         };
         for (i, e) in self.exec.into_iter().enumerate() {
             grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
@@ -152,6 +194,6 @@ impl RawTool {
     pub(crate) fn resolve(self, key: &str) -> Result<ToolConfig, String> {
         let limits = self.limit_overrides();
         super::limits::check(key, &limits)?;
-        Ok(ToolConfig { danger: self.danger, limits })
+        Ok(ToolConfig { danger: self.danger, policy: self.policy, limits })
     }
 }

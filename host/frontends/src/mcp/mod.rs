@@ -764,6 +764,64 @@ impl Confirm for ElicitConfirm {
             DecidedBy::NoOne
         }
     }
+
+    fn grants(&self) -> Option<&dyn toolhost_core::executor::AskGrant> {
+        Some(self)
+    }
+}
+
+/// A grant question (see `toolhost_core::executor::grant`) as an elicitation form, for a
+/// plugin whose `on_missing` is `ask`: `allow` (required) and `always`; a client without
+/// elicitation is not asked, and the call fails with its note.
+impl toolhost_core::executor::AskGrant for ElicitConfirm {
+    fn ask<'a>(
+        &'a self,
+        req: &'a toolhost_core::executor::GrantRequest,
+    ) -> Pin<Box<dyn Future<Output = toolhost_core::executor::GrantAnswer> + Send + 'a>> {
+        use toolhost_core::executor::GrantAnswer;
+        Box::pin(async move {
+            if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+                return GrantAnswer::NoOne;
+            }
+            let Ok(schema) =
+                ElicitationSchema::builder().required_bool("allow").optional_bool("always", false).build()
+            else {
+                return GrantAnswer::NoOne;
+            };
+            let shown: Vec<String> =
+                req.args.iter().map(|a| format!("{:?}", a.chars().take(200).collect::<String>())).collect();
+            let message = format!(
+                "{} — tool `{}` (plugin `{}`) with arguments ({}). The plugin requests it and it is not granted. \
+                 Set allow to true to allow it for this call; also set always to true to grant it from now on.",
+                req.sentence(),
+                req.tool,
+                req.plugin,
+                shown.join(", ")
+            );
+            let params =
+                ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+            match self.peer.create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT)).await {
+                Ok(r) if r.action == ElicitationAction::Accept => {
+                    let get = |k: &str| r.content.as_ref().and_then(|c| c.get(k)).and_then(|v| v.as_bool());
+                    match (get("allow"), get("always")) {
+                        (Some(true), Some(true)) => GrantAnswer::Always,
+                        (Some(true), _) => GrantAnswer::Once,
+                        _ => GrantAnswer::Deny,
+                    }
+                }
+                Ok(_) => GrantAnswer::Deny,
+                Err(_) => GrantAnswer::NoOne,
+            }
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        Confirm::decided_by(self)
+    }
+
+    fn by_default(&self) -> bool {
+        false
+    }
 }
 
 /// After the end of stdin, how long requests read before it have to reach the executor.

@@ -347,6 +347,9 @@ impl Service {
             danger: Option<&'a DangerRecord>,
             duration_ms: f64,
             front_end: &'a str,
+            /// The grant questions asked during the call: item, answer, who answered.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            grants: &'a [toolhost_core::executor::GrantRecord],
             outcome: &'a str,
             plugin: Option<&'a str>,
             sha256: Option<String>,
@@ -362,6 +365,7 @@ impl Service {
             danger: rec.danger.as_ref(),
             duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
             front_end: ctx.front_end.unwrap_or(self.front_end),
+            grants: &rec.grants,
             outcome,
             plugin: plugin.map(|p| &*p.name),
             sha256: plugin.map(|p| hex::encode(p.hash)),

@@ -1,0 +1,252 @@
+//! `toolhost.grants.toml`: the grants a human allowed with "always" — and the ones refused with
+//! "never" — when toolhost asked (see `executor::grant`), kept beside the config (in the current directory without one) so the
+//! operator can read, edit and revoke them (`toolhost revoke PLUGIN ITEM`). Each entry is one
+//! exact item a plugin's manifest requested — never a pattern — with when and through which
+//! front end it was granted. They are loaded with the config and merged into the plugin's
+//! grants ([`super::Config::plugin`]); `toolhost list` shows where each came from. A leaf: it
+//! imports nothing of the crate but `files`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// The file name, beside the config.
+pub const GRANTS_FILE: &str = "toolhost.grants.toml";
+
+/// One exact thing a plugin may be asked about and granted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GrantItem {
+    /// Send HTTP requests to this one host (`net HOST`; never a pattern).
+    Net(String),
+    /// Use the secret of this name, defined in `[secrets.NAME]` (`secret NAME`).
+    Secret(String),
+}
+
+impl GrantItem {
+    /// `net api.github.com` → the item; anything else, or a pattern, is an error naming it.
+    pub fn parse(s: &str) -> Result<GrantItem, String> {
+        let s = s.trim();
+        match s.split_once(char::is_whitespace) {
+            Some(("net", host)) => {
+                let host = host.trim().to_ascii_lowercase();
+                match toolhost_spec::HostPattern::parse(&host) {
+                    Ok(_) if !host.contains('*') => Ok(GrantItem::Net(host)),
+                    Ok(_) => Err(format!("`{s}` is a pattern; a grant item names one exact host")),
+                    Err(e) => Err(format!("`{s}`: {e}")),
+                }
+            }
+            Some(("secret", name)) => {
+                let name = name.trim();
+                if !name.is_empty()
+                    && name.len() <= 64
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    Ok(GrantItem::Secret(name.to_string()))
+                } else {
+                    Err(format!("`{s}`: {name:?} is not a secret name"))
+                }
+            }
+            _ => Err(format!("`{s}` is not a grant item (write `net HOST` or `secret NAME`)")),
+        }
+    }
+
+    /// What the plugin wants, for a question: `send a request to api.github.com`.
+    pub fn wants(&self) -> String {
+        match self {
+            GrantItem::Net(host) => format!("send a request to {host}"),
+            GrantItem::Secret(name) => format!("use the secret {name}"),
+        }
+    }
+}
+
+impl fmt::Display for GrantItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GrantItem::Net(host) => write!(f, "net {host}"),
+            GrantItem::Secret(name) => write!(f, "secret {name}"),
+        }
+    }
+}
+
+/// One "always" (or "never") answer, as written in the grants file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedGrant {
+    pub plugin: String,
+    pub item: GrantItem,
+    /// When it was answered (RFC 3339, UTC).
+    pub granted: String,
+    /// Through which front end (`terminal`, …).
+    pub by: String,
+    /// "Never": refused from now on, never asked about again (a `[[deny]]` entry).
+    pub deny: bool,
+    /// SHA-256 (hex) of the plugin file the question was about; under `[plugin.NAME]
+    /// asked_grants = "this_version"` the answer holds for that file only.
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    grant: Vec<RawGrant>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deny: Vec<RawGrant>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrant {
+    plugin: String,
+    item: String,
+    granted: String,
+    by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+}
+
+const HEADER: &str = "# Grants allowed with \"always\" ([[grant]]) and refused with \"never\" ([[deny]]) when toolhost\n\
+# asked. Each is one exact item the plugin's manifest requested. Remove one with\n\
+# `toolhost revoke PLUGIN ITEM` (or delete its entry).\n\n";
+
+/// The grants in `path` (none when the file does not exist); errors name the file and entry.
+pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read grants file {}: {e}", path.display())),
+    };
+    let raw: RawFile = toml::from_str(&text)
+        .map_err(|e| format!("grants file {}: {}", path.display(), e.to_string().trim_end()))?;
+    let entries = |list: Vec<RawGrant>, key: &'static str, deny: bool| {
+        list.into_iter().enumerate().map(move |(i, g)| {
+            if !toolhost_spec::manifest::is_plugin_name(&g.plugin) {
+                return Err(format!(
+                    "grants file {}: {key}[{i}].plugin {:?} is not a plugin name",
+                    path.display(),
+                    g.plugin
+                ));
+            }
+            let item = GrantItem::parse(&g.item)
+                .map_err(|e| format!("grants file {}: {key}[{i}].item: {e}", path.display()))?;
+            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny, sha256: g.sha256 })
+        })
+    };
+    entries(raw.grant, "grant", false).chain(entries(raw.deny, "deny", true)).collect()
+}
+
+fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
+    let raw_of = |deny: bool| -> Vec<RawGrant> {
+        grants
+            .iter()
+            .filter(|g| g.deny == deny)
+            .map(|g| RawGrant {
+                plugin: g.plugin.clone(),
+                item: g.item.to_string(),
+                granted: g.granted.clone(),
+                by: g.by.clone(),
+                sha256: g.sha256.clone(),
+            })
+            .collect()
+    };
+    let raw = RawFile { grant: raw_of(false), deny: raw_of(true) };
+    let body =
+        toml::to_string(&raw).map_err(|e| format!("cannot write grants file {}: {e}", path.display()))?;
+    crate::files::write_atomic(path, format!("{HEADER}{body}").as_bytes())
+        .map_err(|e| format!("cannot write grants file {}: {e}", path.display()))
+}
+
+/// Add `grant` to the file at `path`, in place of any answer about the same plugin and item.
+pub fn add(path: &Path, grant: AskedGrant) -> Result<(), String> {
+    let mut all = load(path)?;
+    if all.contains(&grant) {
+        return Ok(());
+    }
+    all.retain(|g| !(g.plugin == grant.plugin && g.item == grant.item));
+    all.push(grant);
+    save(path, &all)
+}
+
+/// Remove `plugin`'s `item` from the file at `path`; whether it was there.
+pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, String> {
+    let mut all = load(path)?;
+    let before = all.len();
+    all.retain(|g| !(g.plugin == plugin && &g.item == item));
+    if all.len() == before {
+        return Ok(false);
+    }
+    save(path, &all)?;
+    Ok(true)
+}
+
+/// `2026-11-30T19:04:05Z` for `t` (UTC, proleptic Gregorian).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_exact_hosts_never_patterns() {
+        assert_eq!(GrantItem::parse("net API.github.com").unwrap(), GrantItem::Net("api.github.com".into()));
+        assert!(GrantItem::parse("net *.github.com").unwrap_err().contains("pattern"));
+        assert!(GrantItem::parse("net *").unwrap_err().contains("pattern"));
+        assert!(GrantItem::parse("fs /etc").unwrap_err().contains("not a grant item"));
+        assert_eq!(GrantItem::parse("secret api_token").unwrap(), GrantItem::Secret("api_token".into()));
+        assert!(GrantItem::parse("secret a b").is_err());
+        assert!(GrantItem::parse("net https://x.org").is_err());
+        assert_eq!(GrantItem::Net("a.org".into()).to_string(), "net a.org");
+    }
+
+    #[test]
+    fn added_grants_are_loaded_and_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GRANTS_FILE);
+        assert!(load(&path).unwrap().is_empty(), "no file: no grants");
+        let g = AskedGrant {
+            plugin: "web".into(),
+            item: GrantItem::Net("api.github.com".into()),
+            granted: rfc3339(std::time::UNIX_EPOCH),
+            by: "terminal".into(),
+            deny: false,
+            sha256: Some("ab".repeat(32)),
+        };
+        add(&path, g.clone()).unwrap();
+        add(&path, g.clone()).unwrap();
+        assert_eq!(load(&path).unwrap(), vec![g.clone()], "once");
+        assert!(std::fs::read_to_string(&path).unwrap().starts_with("# Grants"));
+        assert!(!revoke(&path, "other", &g.item).unwrap());
+        assert!(revoke(&path, "web", &g.item).unwrap());
+        assert!(load(&path).unwrap().is_empty());
+        let never = AskedGrant { deny: true, ..g.clone() };
+        add(&path, g.clone()).unwrap();
+        add(&path, never.clone()).unwrap();
+        assert_eq!(load(&path).unwrap(), vec![never.clone()], "the last answer replaces the earlier one");
+        assert!(std::fs::read_to_string(&path).unwrap().contains("[[deny]]"));
+        assert!(revoke(&path, "web", &g.item).unwrap());
+        std::fs::write(&path, "[[grant]]\nplugin = \"web\"\nitem = \"net *\"\ngranted = \"x\"\nby = \"y\"\n")
+            .unwrap();
+        let e = load(&path).unwrap_err();
+        assert!(e.contains("grant[0].item") && e.contains(GRANTS_FILE), "{e}");
+    }
+
+    #[test]
+    fn times_are_utc() {
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_152_445);
+        assert_eq!(rfc3339(t), "2026-12-01T19:14:05Z");
+    }
+}

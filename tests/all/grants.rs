@@ -1,0 +1,569 @@
+//! Grants asked at the moment they are needed (#31): a call refused for a host its plugin's
+//! manifest requested and the operator did not grant asks the human — allow once, always, or
+//! deny — and never the model; `[tool.NAME] policy`. The executor is driven with a scripted
+//! asker here, and the real binary in a pseudo-terminal at the end (`toolhost call` / `run`,
+//! the question on `/dev/tty`).
+
+use crate::security::terminal::{Pty, command};
+use crate::support::{Env, call, err, ok};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use toolhost_core::ErrorKind;
+use toolhost_core::executor::{AskGrant, DecidedBy, GrantAnswer, GrantRequest};
+use toolhost_core::settings::{DangerPolicy, GrantItem, OnMissing, ToolConfig};
+
+/// A loopback HTTP server answering every request with `hello from the test server` — or, for
+/// a path ending in `.json`, `{"authorized": BOOL}`, whether it came with `Bearer s3cret`; its
+/// port.
+fn server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line.to_ascii_lowercase());
+                }
+                let json = head.lines().next().is_some_and(|l| l.contains(".json "));
+                let authorized = head.contains("authorization: bearer s3cret");
+                let answer = format!("{{\"authorized\": {authorized}}}");
+                let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
+                let mut out = stream;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = out.write_all(head.as_bytes());
+                let _ = out.write_all(body);
+                let _ = out.flush();
+                let _ = reader.read(&mut [0; 1]);
+            });
+        }
+    });
+    port
+}
+
+/// Answers from a script, and remembers every question.
+#[derive(Default)]
+struct Scripted {
+    answers: Mutex<VecDeque<GrantAnswer>>,
+    asked: Mutex<Vec<GrantRequest>>,
+}
+
+impl Scripted {
+    fn answering(answers: &[GrantAnswer]) -> Arc<Scripted> {
+        Arc::new(Scripted { answers: Mutex::new(answers.iter().copied().collect()), ..Default::default() })
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().iter().map(|r| format!("{} {} {}", r.plugin, r.tool, r.item)).collect()
+    }
+}
+
+impl AskGrant for Scripted {
+    fn ask<'a>(
+        &'a self,
+        req: &'a GrantRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = GrantAnswer> + Send + 'a>> {
+        self.asked.lock().unwrap().push(req.clone());
+        let a = self.answers.lock().unwrap().pop_front().expect("a question nobody scripted an answer for");
+        Box::pin(async move { a })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::FrontEnd
+    }
+}
+
+/// `web` (which requests any host) with nothing granted but private addresses, its grants
+/// file in the workspace.
+fn web_env() -> Env {
+    let mut env = Env::with(&[plugin_artifacts::WEB, plugin_artifacts::TEXT]);
+    env.config.plugins.entry("web".into()).or_default().net_private = true;
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env
+}
+
+fn url(port: u16) -> String {
+    format!("http://localhost:{port}/hello")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_once_runs_the_call_with_that_host_and_the_next_call_asks_again() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Once]);
+    assert!(host.executor.attach_grant_asker(asker.clone()));
+    let out = ok(&call(&host, "fetch", &[&url(port)]).await);
+    assert!(out.contains("hello from the test server"), "{out}");
+    assert_eq!(asker.asked(), ["web fetch net localhost"], "the exact host, never the requested `*`");
+    let req = asker.asked.lock().unwrap()[0].clone();
+    assert_eq!(req.sentence(), "web wants to send a request to localhost");
+    assert_eq!(req.args, [url(port)]);
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    assert_eq!(asker.asked().len(), 2, "once is for one call");
+    assert!(!env.config.grants_file.exists(), "once writes nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_is_written_to_the_grants_file_and_not_asked_again() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Always]);
+    host.executor.attach_grant_asker(asker.clone());
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    assert_eq!(asker.asked().len(), 1, "always holds for the rest of the session");
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    assert_eq!(written.len(), 1);
+    assert_eq!((written[0].plugin.as_str(), &written[0].item), ("web", &GrantItem::Net("localhost".into())));
+    assert_eq!(written[0].by, "front_end");
+    // A new host (the next process) reads it with the config: granted, nobody asked.
+    let mut env2 = web_env();
+    env2.config.asked = written;
+    let host2 = env2.host();
+    let nobody = Scripted::answering(&[]);
+    host2.executor.attach_grant_asker(nobody.clone());
+    ok(&call(&host2, "fetch", &[&url(port)]).await);
+    assert!(nobody.asked().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_is_remembered_for_the_session() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("not granted") && e.contains("the operator denied plugin `web` net localhost"), "{e}");
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("denied plugin `web` net localhost for this session"), "{e}");
+    assert_eq!(asker.asked().len(), 1, "a denied item is not asked about again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Never]);
+    host.executor.attach_grant_asker(asker.clone());
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("the operator denied plugin `web` net localhost"), "{e}");
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    assert_eq!(written.len(), 1);
+    assert!(written[0].deny && written[0].item == GrantItem::Net("localhost".into()));
+    // The next process: refused without a question.
+    let mut env2 = web_env();
+    env2.config.asked = written;
+    let host2 = env2.host();
+    let nobody = Scripted::answering(&[]);
+    host2.executor.attach_grant_asker(nobody.clone());
+    err(&call(&host2, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(nobody.asked().is_empty());
+    // Revoked: asked again.
+    let item = GrantItem::Net("localhost".into());
+    assert!(toolhost_core::settings::grants::revoke(&env.config.grants_file, "web", &item).unwrap());
+    let mut env3 = web_env();
+    env3.config.asked = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    let host3 = env3.host();
+    let asker3 = Scripted::answering(&[GrantAnswer::Once]);
+    host3.executor.attach_grant_asker(asker3.clone());
+    ok(&call(&host3, "fetch", &[&url(port)]).await);
+    assert_eq!(asker3.asked().len(), 1);
+}
+
+/// An "always" answer survives a new file of the plugin by default; under `[plugin.NAME]
+/// asked_grants = "this_version"` the new file is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asked_grants_follow_a_new_plugin_file_only_when_the_operator_says_so() {
+    use toolhost_core::settings::AskedGrants;
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    host.executor.attach_grant_asker(Scripted::answering(&[GrantAnswer::Always]));
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    let hash = hex::encode(host.registry.load().get("fetch").unwrap().plugin.hash);
+    assert_eq!(written[0].sha256.as_deref(), Some(hash.as_str()), "the file it was asked for");
+    // A new build of the plugin: the same code, another file.
+    let mut next = web_env();
+    let mut bytes = std::fs::read(next.plugins.path().join("web.wasm")).unwrap();
+    crate::support::append_custom_section(&mut bytes, "rebuilt", b"2");
+    std::fs::write(next.plugins.path().join("web.wasm"), bytes).unwrap();
+    next.config.asked = written;
+    let kept = next.host();
+    let nobody = Scripted::answering(&[]);
+    kept.executor.attach_grant_asker(nobody.clone());
+    ok(&call(&kept, "fetch", &[&url(port)]).await);
+    assert!(nobody.asked().is_empty(), "kept by default");
+    next.config.plugins.get_mut("web").unwrap().asked_grants = Some(AskedGrants::ThisVersion);
+    let strict = next.host();
+    let asker = Scripted::answering(&[GrantAnswer::Deny]);
+    strict.executor.attach_grant_asker(asker.clone());
+    err(&call(&strict, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked(), ["web fetch net localhost"], "asked again for the new file");
+}
+
+/// A secret the manifest requests and the operator defined but did not grant to the plugin is
+/// asked about too (by name); allowed once, the call sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_and_defined_secret_is_asked_about_by_name() {
+    use toolhost_core::capability::net::SecretOrigin;
+    use toolhost_core::settings::{SecretFrom, SecretSource};
+    let port = server();
+    let mut env = web_env();
+    env.config.grant_net("web", "localhost").unwrap();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "s3cret-value").unwrap();
+    let origin = SecretOrigin::parse(&format!("http://localhost:{port}")).unwrap();
+    env.config.secrets.insert(
+        "api_token".into(),
+        SecretSource {
+            name: "api_token".into(),
+            from: SecretFrom::File(file.path().into()),
+            hosts: vec![origin],
+        },
+    );
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    let api = format!("http://localhost:{port}/me.json");
+    let answer: serde_json::Value =
+        serde_json::from_str(&ok(&call(&host, "api_get", &[&api]).await)).unwrap();
+    assert_eq!(answer, serde_json::json!({"authorized": true}), "the secret was sent");
+    assert_eq!(asker.asked(), ["web api_get secret api_token"]);
+    assert_eq!(asker.asked.lock().unwrap()[0].sentence(), "web wants to use the secret api_token");
+    let e = err(&call(&host, "api_get", &[&api]).await, ErrorKind::ToolError);
+    assert!(e.contains("the operator denied plugin `web` secret api_token"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuse_policy_and_no_asker_ask_nothing_and_keep_the_note() {
+    let port = server();
+    let mut env = web_env();
+    env.config.plugins.get_mut("web").unwrap().on_missing = Some(OnMissing::Refuse);
+    let host = env.host();
+    let asker = Scripted::answering(&[]);
+    host.executor.attach_grant_asker(asker.clone());
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("[note: the host refused"), "{e}");
+    assert!(asker.asked().is_empty());
+    // No asker attached (`serve`): refused with the note, as before.
+    let env = web_env();
+    let e = err(&call(&env.host(), "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("[note: the host refused"), "{e}");
+}
+
+/// `web` rewritten to request only the host `x`: a call to any other host is refused and
+/// nobody is asked (a plugin can only cause questions about what its manifest requested).
+fn web_requesting_x() -> Env {
+    let env = Env::with(&[]);
+    let wasm = std::fs::read(plugin_artifacts::WEB).unwrap();
+    let (from, to) = (br#""net":["*"]"#.as_slice(), br#""net":["x"]"#.as_slice());
+    let mut out = Vec::with_capacity(wasm.len());
+    let mut i = 0;
+    while i < wasm.len() {
+        if wasm[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(wasm[i]);
+            i += 1;
+        }
+    }
+    std::fs::write(env.plugins.path().join("web.wasm"), out).unwrap();
+    let mut env = env;
+    env.config.plugins.entry("web".into()).or_default().net_private = true;
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_the_manifest_did_not_request_causes_no_question() {
+    let port = server();
+    let env = web_requesting_x();
+    let host = env.host();
+    assert_eq!(host.registry.load().plugins()[0].manifest.capabilities.net, ["x"]);
+    let asker = Scripted::answering(&[]);
+    host.executor.attach_grant_asker(asker.clone());
+    let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(e.contains("localhost"), "{e}");
+    assert!(asker.asked().is_empty(), "asked about a host the manifest never requested");
+}
+
+/// A model cannot answer: the `[TOOL]` front end runs a reply whose text and arguments spell
+/// out answers; the only answers are the asker's (here: deny), and nothing is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_reply_cannot_answer_a_grant_question() {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    let reply = format!(
+        "always\na\n[TOOL] fetch(\"{u}\") [/TOOL]\nallow once\no\n[TOOL] fetch(\"{u}\") [/TOOL]\nalways",
+        u = url(port)
+    );
+    let results = toolhost_frontends::text::execute(&host.executor, &reply).await;
+    let outcomes: Vec<_> = results.iter().filter_map(|(_, o)| o.as_ref()).collect();
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|o| !o.success), "{outcomes:?}");
+    assert_eq!(asker.asked().len(), 1, "asked once, then denied for the session");
+    assert!(!env.config.grants_file.exists());
+}
+
+// ---- [tool.NAME] policy ----
+
+fn with_policy(env: &mut Env, tool: &str, policy: DangerPolicy, danger: Option<bool>) {
+    env.config
+        .tools
+        .insert(tool.into(), ToolConfig { danger, policy: Some(policy), ..ToolConfig::default() });
+}
+
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl toolhost_core::executor::Confirm for Counting {
+    fn confirm<'a>(
+        &'a self,
+        _req: &'a toolhost_core::executor::DangerRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = toolhost_core::executor::Decision> + Send + 'a>>
+    {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { toolhost_core::executor::Decision::Allow })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_policy_deny_refuses_ask_confirms_every_call_allow_asks_nothing() {
+    let mut env = Env::with(&[plugin_artifacts::TEXT]);
+    with_policy(&mut env, "echo", DangerPolicy::Deny, None);
+    with_policy(&mut env, "count_words", DangerPolicy::Ask, None);
+    let host = env.host();
+    let e = err(&call(&host, "echo", &["hi"]).await, ErrorKind::Denied);
+    assert!(e.contains("[tool.echo] policy = \"deny\""), "{e}");
+    // Ask: every call, though the tool is not dangerous; nobody to ask: refused.
+    err(&call(&host, "count_words", &["a b"]).await, ErrorKind::Denied);
+    let counting = Arc::new(Counting::default());
+    let host = env.host_with(counting.clone());
+    ok(&call(&host, "count_words", &["a b"]).await);
+    ok(&call(&host, "count_words", &["a b"]).await);
+    assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // Allow: a tool marked dangerous runs without a question, whatever [danger] policy says.
+    let mut env = Env::with(&[plugin_artifacts::TEXT]);
+    with_policy(&mut env, "echo", DangerPolicy::Allow, Some(true));
+    env.config.danger = DangerPolicy::Deny;
+    let counting = Arc::new(Counting::default());
+    let host = env.host_with(counting.clone());
+    assert_eq!(ok(&call(&host, "echo", &["hi"]).await), "hi");
+    assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[test]
+fn tool_policy_is_presented_by_the_one_view() {
+    let mut env = Env::with(&[plugin_artifacts::TEXT]);
+    with_policy(&mut env, "echo", DangerPolicy::Ask, None);
+    with_policy(&mut env, "count_words", DangerPolicy::Deny, None);
+    let reg = env.registry();
+    let view = |name: &str| toolhost_core::view::ToolView::new(reg.get(name).unwrap(), &env.config);
+    let echo = view("echo");
+    assert!(echo.dangerous && !echo.advertise_read_only(), "ask: clients are told to confirm");
+    assert!(echo.flags().contains(&"policy:ask"));
+    assert_eq!(echo.meta()["toolhost/policy"], "ask");
+    assert!(echo.description_with_danger_note().contains("Every call needs a human's confirmation"));
+    let count = view("count_words");
+    assert!(count.flags().contains(&"policy:deny"));
+    assert!(count.description_with_danger_note().contains("Disabled by the operator"));
+    let listed = toolhost::commands::list::render_list(&reg, &env.config);
+    assert!(listed.contains("policy:ask") && listed.contains("policy:deny"), "{listed}");
+    let prompt = toolhost_frontends::text::prompt(&reg, &env.config);
+    assert!(prompt.contains("DISABLED by the operator"), "{prompt}");
+}
+
+// ---- the terminal ----
+
+/// `web` in a pty-driven `toolhost`, with `toolhost.toml` in the workspace (the grants file
+/// beside it) and an audit trail.
+fn terminal_env() -> Env {
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    std::fs::write(
+        env.ws("toolhost.toml"),
+        "[plugin.web]\nnet_private = true\n[audit]\nfile = \"audit.jsonl\"\n",
+    )
+    .unwrap();
+    env
+}
+
+/// `toolhost call fetch URL` in a pty, answering the grant question with `answer` (`None`:
+/// expect no question); exit status and what the terminal got.
+fn call_answering(env: &Env, port: u16, answer: Option<&str>) -> (bool, String) {
+    let mut pty = Pty::spawn(command(env, &["call", "fetch", &url(port)]));
+    if let Some(a) = answer {
+        let at = pty.wait_for("web wants to send a request to localhost", 0);
+        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
+        pty.send(&format!("{a}\n"));
+    }
+    let (status, out) = pty.finish();
+    (status.success(), String::from_utf8_lossy(&out).into_owned())
+}
+
+fn plain(env: &Env, args: &[&str]) -> std::process::Output {
+    command(env, args).stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+#[test]
+fn terminal_allow_once_always_list_revoke_and_deny() {
+    let port = server();
+    let env = terminal_env();
+    // Once: runs; the next call asks again (denied this time).
+    let (ok1, out) = call_answering(&env, port, Some("o"));
+    assert!(ok1 && out.contains("hello from the test server"), "{out}");
+    assert!(out.contains("tool `fetch` (plugin `web`)"), "{out}");
+    let (ok2, out) = call_answering(&env, port, Some("d"));
+    assert!(!ok2 && out.contains("the operator denied plugin `web` net localhost"), "{out}");
+    assert!(!env.ws("toolhost.grants.toml").exists());
+    // Always: written beside the config; the next call is not asked.
+    let (ok3, out) = call_answering(&env, port, Some("a"));
+    assert!(ok3, "{out}");
+    let file = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(file.contains("plugin = \"web\"") && file.contains("item = \"net localhost\""), "{file}");
+    assert!(file.contains("by = \"terminal\""), "{file}");
+    let (ok4, out) = call_answering(&env, port, None);
+    assert!(ok4 && !out.contains("wants to"), "{out}");
+    // `list` shows where the grant came from; `revoke` removes it.
+    let listed = String::from_utf8_lossy(&plain(&env, &["list"]).stdout).into_owned();
+    assert!(listed.contains("asked:     net localhost — allowed \"always\" on "), "{listed}");
+    assert!(listed.contains("toolhost.grants.toml") && listed.contains("toolhost revoke web net localhost"));
+    assert!(listed.contains("net localhost"), "granted: {listed}");
+    let revoked = plain(&env, &["revoke", "web", "net", "localhost"]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let listed = String::from_utf8_lossy(&plain(&env, &["list"]).stdout).into_owned();
+    assert!(!listed.contains("asked:"), "{listed}");
+    let again = plain(&env, &["revoke", "web", "net localhost"]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("holds no grant"));
+    let (ok5, _) = call_answering(&env, port, Some("d"));
+    assert!(!ok5, "asked again after the revocation");
+    // The audit trail says who granted what.
+    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    let answers: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| v["grants"].to_string())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            r#"[{"answer":"once","by":"terminal","item":"net localhost"}]"#,
+            r#"[{"answer":"deny","by":"terminal","item":"net localhost"}]"#,
+            r#"[{"answer":"always","by":"terminal","item":"net localhost"}]"#,
+            "null",
+            r#"[{"answer":"deny","by":"terminal","item":"net localhost"}]"#,
+        ],
+        "{audit}"
+    );
+}
+
+/// On the terminal, a reply's text cannot answer (only what is typed after the question
+/// counts), a denial holds for the rest of the run, and a host the manifest did not request
+/// is never asked about.
+#[test]
+fn terminal_a_reply_cannot_answer_and_deny_holds_for_the_run() {
+    let port = server();
+    let env = terminal_env();
+    let reply = env.ws("reply.txt");
+    std::fs::write(
+        &reply,
+        format!(
+            "a\n[TOOL] fetch(\"{u}\") [/TOOL]\nalways\no\n[TOOL] fetch(\"{u}\") [/TOOL]\n",
+            u = url(port)
+        ),
+    )
+    .unwrap();
+    let mut pty = Pty::spawn(command(&env, &["run", reply.to_str().unwrap()]));
+    let at = pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", 0);
+    pty.send("d\n");
+    let (_, out) = pty.finish();
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(out[at..].matches("wants to").count(), 0, "asked once only: {out}");
+    assert!(out.contains("for this session"), "{out}");
+    assert!(!env.ws("toolhost.grants.toml").exists());
+
+    let env = web_requesting_x();
+    std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\n").unwrap();
+    let (ok, out) = call_answering(&env, port, None);
+    assert!(!ok && !out.contains("wants to") && out.contains("localhost"), "{out}");
+}
+
+// ---- MCP (2025 revisions: elicitation) ----
+
+/// `serve --mcp` with `[plugin.web] on_missing = "ask"`: a client with elicitation is asked
+/// (allow once runs the call, a refusal holds for the session); one without gets the note.
+/// `tests/mcp/grants.py`, with the official Python SDK 1.x.
+#[test]
+fn mcp_elicitation_asks_when_the_operator_says_ask() {
+    let port = server();
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
+        .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(crate::mcp::python())
+        .arg(root.join("tests/mcp/grants.py"))
+        .arg(url(port))
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", env.plugins.path().to_str().unwrap(), "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
+    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+}
+
+/// Without `on_missing = "ask"`, `serve` asks no MCP client (the default there is refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
+    struct NotByDefault(Arc<Scripted>);
+    impl AskGrant for NotByDefault {
+        fn ask<'a>(
+            &'a self,
+            req: &'a GrantRequest,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = GrantAnswer> + Send + 'a>> {
+            self.0.ask(req)
+        }
+        fn decided_by(&self) -> DecidedBy {
+            DecidedBy::Elicitation
+        }
+        fn by_default(&self) -> bool {
+            false
+        }
+    }
+    let port = server();
+    let mut env = web_env();
+    let scripted = Scripted::answering(&[GrantAnswer::Once]);
+    let host = env.host();
+    host.executor.attach_grant_asker(Arc::new(NotByDefault(scripted.clone())));
+    err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
+    assert!(scripted.asked().is_empty(), "on_missing unset: not asked");
+    env.config.plugins.get_mut("web").unwrap().on_missing = Some(OnMissing::Ask);
+    let host = env.host();
+    host.executor.attach_grant_asker(Arc::new(NotByDefault(scripted.clone())));
+    ok(&call(&host, "fetch", &[&url(port)]).await);
+    assert_eq!(scripted.asked().len(), 1);
+}
