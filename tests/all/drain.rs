@@ -170,7 +170,15 @@ fn drain(generation: u8, mode: &str, transport: Transport) {
     assert_eq!(quick["isError"], false, "{label}: {quick}");
     assert_eq!(quick["text"], "slept 1500 ms", "{label}");
     let slow = driver.expect("tag", "slow", 30);
-    assert_eq!(slow["isError"], true, "{label}: {slow}");
+    let server_log = |server: &mut Option<_>| match server {
+        Some(s) => {
+            let s: &mut crate::service::Server = s;
+            s.seen.extend(s.log.try_iter());
+            s.seen.join("\n")
+        }
+        None => err_seen.join("\n"),
+    };
+    assert_eq!(slow["isError"], true, "{label}: {slow}\nthe server said:\n{}", server_log(&mut server));
     let text = slow["text"].as_str().unwrap();
     assert!(
         text.contains("did not finish within the grace period (3000 ms") && text.ends_with("[unavailable]"),

@@ -413,9 +413,10 @@ const RETRY_AFTER_S: &str = "1";
 
 type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
 
-/// MCP `POST` responses whose body has not been sent in full. A call that finishes during the
-/// drain has its answer still on the way through rmcp to the client when the drain sees no call
-/// in flight: sessions are ended only once these are done (or after [`FLUSH_WAIT`]).
+/// MCP `POST`s whose response has not been sent in full, counted from the request on. A call
+/// that finishes during the drain has its answer still on the way through rmcp to the client
+/// when the drain sees no call in flight: sessions are ended only once these are done (or after
+/// [`FLUSH_WAIT`]) — ending them first would turn a 2026-07-28 stateless call's answer into a 500.
 #[derive(Clone, Default)]
 struct OpenAnswers(Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>);
 
@@ -432,11 +433,16 @@ impl Drop for OpenAnswer {
 }
 
 impl OpenAnswers {
-    /// `resp`, counted until its body is done.
-    fn track(&self, resp: hyper::Response<Body>) -> hyper::Response<Body> {
-        use http_body_util::BodyExt;
+    /// One more answer on its way, counted from before rmcp handles the request: a 2026-07-28
+    /// stateless request has no response at all until its handler's first message.
+    fn open(&self) -> OpenAnswer {
         self.0.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let open = OpenAnswer(self.clone());
+        OpenAnswer(self.clone())
+    }
+
+    /// `resp`, still counted (by `open`) until its body is done.
+    fn track(open: OpenAnswer, resp: hyper::Response<Body>) -> hyper::Response<Body> {
+        use http_body_util::BodyExt;
         resp.map(move |body| {
             body.map_frame(move |frame| {
                 let _held = &open;
@@ -756,8 +762,12 @@ pub async fn serve_http(
                     }
                     _ => req,
                 };
+                let open = post.then(|| answers.open());
                 let resp = service.handle(req).await;
-                Ok(if post { answers.track(resp) } else { resp })
+                Ok(match open {
+                    Some(open) => OpenAnswers::track(open, resp),
+                    None => resp,
+                })
             }
         });
         let io = hyper_util::rt::TokioIo::new(stream);
