@@ -395,3 +395,46 @@ fn the_configuration_reference_names_every_config_key() {
     let missing: Vec<&String> = keys.iter().filter(|k| !shown(k)).collect();
     assert!(missing.is_empty(), "docs/src/configuration.md does not show these config keys: {missing:?}");
 }
+
+/// The README's 30-second tour, run as a reader runs it (against the example plugins built for
+/// the tests, in a scratch workspace): its alias with its flags, then every `th` line but the
+/// server, which would not return.
+#[test]
+fn the_readme_tour_runs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let (blocks, _) = blocks(&readme).unwrap();
+    let tour = blocks.iter().find(|b| b.lang == "sh" && b.text.contains("alias th=")).expect("the tour");
+    let alias = tour.text.lines().find_map(|l| l.strip_prefix("alias th='")).unwrap();
+    let alias = alias.strip_suffix('\'').expect("the alias is one quoted command");
+    let env = crate::support::Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    let command = alias
+        .replace("toolhost ", &format!("'{}' ", env!("CARGO_BIN_EXE_toolhost")))
+        .replace("target/plugins", &env.plugins.path().display().to_string())
+        .replace("./scratch", &env.workspace.path().display().to_string());
+    assert_ne!(command, alias, "the alias runs toolhost on target/plugins and ./scratch: {alias}");
+    let mut script = format!("set -e\nth() {{ {command} \"$@\"; }}\n");
+    let lines: Vec<&str> = tour
+        .text
+        .lines()
+        .filter(|l| l.starts_with("th ") || l.contains("| th "))
+        .filter(|l| !l.contains("serve"))
+        .collect();
+    assert!(lines.len() >= 4, "the tour has {} `th` lines", lines.len());
+    for line in lines {
+        script.push_str(line);
+        script.push('\n');
+    }
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .current_dir(env.workspace.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the README's tour failed:\n{script}\n{stdout}\n{stderr}");
+    assert!(stdout.contains("wrote 13 bytes to `notes.txt`\napples, pears\n"), "{stdout}");
+    assert!(stdout.contains("[RESULT 1] read(\"notes.txt\") success\napples, pears\n[/RESULT]"), "{stdout}");
+}
