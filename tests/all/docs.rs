@@ -438,3 +438,22 @@ fn the_readme_tour_runs() {
     assert!(stdout.contains("wrote 13 bytes to `notes.txt`\napples, pears\n"), "{stdout}");
     assert!(stdout.contains("[RESULT 1] read(\"notes.txt\") success\napples, pears\n[/RESULT]"), "{stdout}");
 }
+
+/// Every `json` example (client configurations, outcomes, messages) is JSON: one value, or
+/// several one after the other as JSON lines.
+#[test]
+fn every_json_example_is_json() {
+    let mut checked = 0;
+    for doc in docs() {
+        let (blocks, _) = blocks(&doc.text).unwrap();
+        for b in blocks.iter().filter(|b| b.lang == "json") {
+            checked += 1;
+            for value in serde_json::Deserializer::from_str(&b.text).into_iter::<serde_json::Value>() {
+                if let Err(e) = value {
+                    panic!("{}: the json block at line {} is not JSON: {e}\n{}", doc.name, b.line, b.text);
+                }
+            }
+        }
+    }
+    assert!(checked > 5, "only {checked} json examples found");
+}
