@@ -39,14 +39,18 @@ pub fn run(root: &Path) -> Result<()> {
     }
     eprintln!("the book is in {} (no warnings, no broken links)", out.join("index.html").display());
     eprintln!("\n== the docs tests ==");
-    super::run(super::cargo().current_dir(root).args([
-        "test",
-        "--workspace",
-        "--test",
-        "all",
-        "--",
-        "docs::",
-    ]))
+    let mut test = super::cargo();
+    // Without the variables `cargo run` set for xtask itself: build scripts that watch them
+    // (ring's) would otherwise rebuild here and again in the next plain `cargo test`.
+    for (key, _) in std::env::vars() {
+        if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_NAME", "CARGO_BIN_NAME", "CARGO_PRIMARY_PACKAGE"]
+            .iter()
+            .any(|p| key.starts_with(p))
+        {
+            test.env_remove(key);
+        }
+    }
+    super::run(test.current_dir(root).args(["test", "--workspace", "--test", "all", "--", "docs::"]))
 }
 
 /// `target/tools/bin/mdbook` at [`MDBOOK_VERSION`], installed with `cargo install --locked` the
