@@ -457,3 +457,71 @@ fn every_json_example_is_json() {
     }
     assert!(checked > 5, "only {checked} json examples found");
 }
+
+/// Every Python and JavaScript tool shown in the docs (a block with `@tool` or `defineTool`) is
+/// a plugin its SDK accepts: put in a project of its own, the SDK derives its manifest (what
+/// `toolhost build` does first), and every tool it defines is in it.
+#[test]
+fn every_python_and_javascript_tool_example_gives_a_manifest() {
+    let root = root();
+    let mut checked = 0;
+    for doc in docs() {
+        let (blocks, _) = blocks(&doc.text).unwrap();
+        for b in &blocks {
+            let dir = tempfile::tempdir().unwrap();
+            let out = match b.lang.as_str() {
+                "python" if b.text.contains("@tool") => {
+                    std::fs::write(dir.path().join("app.py"), &b.text).unwrap();
+                    std::fs::write(
+                        dir.path().join("pyproject.toml"),
+                        "[project]\nname = \"doc\"\nversion = \"0.1.0\"\ndescription = \"d\"\n\n[tool.toolhost]\n",
+                    )
+                    .unwrap();
+                    std::process::Command::new("python3")
+                        .args(["-m", "toolhost_sdk", "manifest"])
+                        .arg(dir.path())
+                        .env("PYTHONPATH", root.join("plugin-sdk/python"))
+                        .output()
+                        .expect("python3")
+                }
+                "js" if b.text.contains("defineTool") => {
+                    std::fs::write(dir.path().join("index.mjs"), &b.text).unwrap();
+                    std::fs::write(
+                        dir.path().join("package.json"),
+                        r#"{"name": "doc", "version": "0.1.0", "description": "d", "type": "module", "toolhost": {"main": "index.mjs"}}"#,
+                    )
+                    .unwrap();
+                    std::process::Command::new("node")
+                        .arg(root.join("plugin-sdk/js/bin/toolhost-js.mjs"))
+                        .arg("manifest")
+                        .arg(dir.path())
+                        .output()
+                        .expect("node")
+                }
+                _ => continue,
+            };
+            checked += 1;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success(),
+                "{}: the {} tool at line {} is refused by its SDK:\n{stderr}",
+                doc.name,
+                b.lang,
+                b.line
+            );
+            let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let names: Vec<&str> =
+                manifest["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+            for def in b.text.lines().filter_map(|l| l.strip_prefix("def ")) {
+                let name = def.split('(').next().unwrap();
+                assert!(
+                    names.contains(&name),
+                    "{} line {}: `{name}` is not in the manifest: {names:?}",
+                    doc.name,
+                    b.line
+                );
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} Python/JavaScript tool examples found");
+}
