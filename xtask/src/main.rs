@@ -1,6 +1,7 @@
 //! Project automation (`cargo xtask …`): build the example plugins, run the demo, run the
 //! whole test suite exactly as CI does.
 
+mod docs;
 mod layers;
 mod packages;
 
@@ -25,6 +26,10 @@ tasks:
             build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
+  docs      build the book (docs/, mdBook 0.5.4 installed into target/tools on first use)
+            into target/book; fails on any mdBook warning and on any relative link or anchor
+            of the built pages that resolves to nothing; then runs the docs tests (every toml
+            example parses, every Markdown link resolves, the Chinese [TOOL] examples parse)
   layers    check the architecture (ARCHITECTURE.md, “Layers”): no module cycles inside any
             workspace crate (each printed with the file:line of every reference that ties
             it), and every crate depends only on crates of a lower layer; only toolhost-core
@@ -56,6 +61,7 @@ fn main() -> Result<()> {
         "test" => test(),
         "bench" => bench(),
         "layers" => layers::run(&root()),
+        "docs" => docs::run(&root()),
         "packages" => match std::env::args().nth(2).as_deref() {
             None => packages::run(&root(), false),
             Some("--verify") => packages::run(&root(), true),

@@ -22,12 +22,14 @@ pub use args::GlobalArgs;
 pub use commands::{Cli, Command};
 pub use settings::Settings;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use std::process::ExitCode;
 
 /// Entry point for the binary: parse, run, map errors to exit code 2.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Parsed from the definition whose help points into the book (`commands::book`).
+    let matches = commands::book::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_logging(cli.global.verbose);
     match commands::run(cli) {
         Ok(code) => code,

@@ -90,10 +90,12 @@ async fn a_planted_git_config_writes_nothing_outside_the_workspace() {
     assert!(id.starts_with("uid="), "{id}");
 }
 
-/// The README's git grant (its `set_env`), as a reader copies it.
+/// The book's git grant (docs/src/running-programs.md, its `set_env`), as a reader copies it.
 fn readme_git_grant() -> Vec<(String, String)> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/running-programs.md"),
+    )
+    .unwrap();
     let block = readme
         .split("```toml\n")
         .skip(1)

@@ -2,6 +2,7 @@
 //! [`run()`] dispatches a parsed command line to them.
 
 pub mod approve;
+pub mod book;
 pub mod build;
 pub mod call;
 pub mod chat;
