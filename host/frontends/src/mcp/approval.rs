@@ -233,7 +233,7 @@ impl Approvals {
     ) -> Redeemed {
         let bound = Bound {
             tool: &req.tool,
-            args: &req.args,
+            args: Some(&req.args),
             plugin: &req.plugin,
             hash: &req.plugin_hash,
             item: None,
@@ -294,7 +294,7 @@ impl Approvals {
         let item = req.item.to_string();
         let bound = Bound {
             tool: &req.tool,
-            args: &req.args,
+            args: Some(&req.args),
             plugin: &req.plugin,
             hash: &req.plugin_hash,
             item: Some(&item),
@@ -315,51 +315,23 @@ impl Approvals {
         Ok(super::grant_answer(answer.action, answer.content.as_ref()))
     }
 
+    /// Before a retried call runs at all: `state` must open (not forged, not expired) and name
+    /// `tool` and the plugin file `hash` about to run. The arguments, the item and the nonce
+    /// are checked when the question arises again ([`Approvals::redeem`],
+    /// [`Approvals::redeem_grant`]).
+    pub fn precheck(&self, state: &str, tool: &str, plugin: &str, hash: &[u8; 32]) -> Result<(), String> {
+        let bound = Bound { tool, args: None, plugin, hash, item: None };
+        match self.check(state, &bound) {
+            Ok(_) => Ok(()),
+            Err(Redeemed::Invalid(e) | Redeemed::Unavailable(e)) => Err(e),
+            Err(Redeemed::Decision(_)) => Err(format!("the requestState for `{tool}` is not acceptable")),
+        }
+    }
+
     /// Open `state` and check it against the call it is echoed with; redeem its nonce.
     async fn verify(&self, state: &str, b: &Bound<'_>) -> Result<(), Redeemed> {
         let tool = b.tool;
-        let sealed: Sealed = match self.open(state) {
-            Ok(s) => s,
-            Err(OpenError::Expired) => {
-                return Err(Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
-                     again without requestState to be asked again",
-                    self.ttl.as_secs()
-                )));
-            }
-            Err(OpenError::Forged) if self.shared_key => {
-                return Err(Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost fleet (its [mcp] approval_key) \
-                     or was altered; echo the requestState exactly as received, or call again without it to be asked"
-                )));
-            }
-            Err(OpenError::Forged) => {
-                return Err(Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost process or was altered \
-                     (this server has no [mcp] approval_key, so a state another replica issued does not open \
-                     here); echo the requestState exactly as received, or call again without it to be asked"
-                )));
-            }
-        };
-        if sealed.tool != tool {
-            return Err(Redeemed::Invalid(format!(
-                "the requestState was issued for tool `{}`, not `{tool}`; call `{tool}` without requestState to be asked",
-                sealed.tool
-            )));
-        }
-        if sealed.args != args_digest(b.args) {
-            return Err(Redeemed::Invalid(format!(
-                "the requestState for `{tool}` was issued for other arguments; an approval covers only the exact \
-                 arguments shown to the user — call again without requestState to be asked about these"
-            )));
-        }
-        if sealed.plugin != hex::encode(b.hash) {
-            return Err(Redeemed::Invalid(format!(
-                "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
-                 to be asked about the new version",
-                b.plugin
-            )));
-        }
+        let sealed = self.check(state, b)?;
         match (sealed.item.as_deref(), b.item) {
             (None, None) => {}
             (Some(a), Some(b)) if a == b => {}
@@ -391,12 +363,63 @@ impl Approvals {
             Err(e) => Err(Redeemed::Unavailable(e)),
         }
     }
+
+    /// Open `state` and check the tool, the arguments (when given) and the plugin file.
+    fn check(&self, state: &str, b: &Bound<'_>) -> Result<Sealed, Redeemed> {
+        let tool = b.tool;
+        let sealed: Sealed = match self.open(state) {
+            Ok(s) => s,
+            Err(OpenError::Expired) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
+                     again without requestState to be asked again",
+                    self.ttl.as_secs()
+                )));
+            }
+            Err(OpenError::Forged) if self.shared_key => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost fleet (its [mcp] approval_key) \
+                     or was altered; echo the requestState exactly as received, or call again without it to be asked"
+                )));
+            }
+            Err(OpenError::Forged) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost process or was altered \
+                     (this server has no [mcp] approval_key, so a state another replica issued does not open \
+                     here); echo the requestState exactly as received, or call again without it to be asked"
+                )));
+            }
+        };
+        if sealed.tool != tool {
+            return Err(Redeemed::Invalid(format!(
+                "the requestState was issued for tool `{}`, not `{tool}`; call `{tool}` without requestState to be asked",
+                sealed.tool
+            )));
+        }
+        if let Some(args) = b.args
+            && sealed.args != args_digest(args)
+        {
+            return Err(Redeemed::Invalid(format!(
+                "the requestState for `{tool}` was issued for other arguments; an approval covers only the exact \
+                 arguments shown to the user — call again without requestState to be asked about these"
+            )));
+        }
+        if sealed.plugin != hex::encode(b.hash) {
+            return Err(Redeemed::Invalid(format!(
+                "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
+                 to be asked about the new version",
+                b.plugin
+            )));
+        }
+        Ok(sealed)
+    }
 }
 
 /// What a sealed state must match on a retry.
 struct Bound<'a> {
     tool: &'a str,
-    args: &'a [String],
+    /// Unset: not checked (yet).
+    args: Option<&'a [String]>,
     plugin: &'a str,
     hash: &'a [u8; 32],
     item: Option<&'a str>,

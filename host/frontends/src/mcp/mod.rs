@@ -277,6 +277,18 @@ impl McpServer {
             }
             _ => {}
         }
+        // A retry whose state does not open, has expired, or was issued for another tool or
+        // plugin file is refused before anything runs.
+        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        if modern
+            && let Some(state) = &params.request_state
+            && let Served::By(entry) = self.executor.registry().who_serves(&params.name)
+            && let Err(e) = self.approvals.precheck(state, &call.name, &entry.plugin.name, &entry.plugin.hash)
+        {
+            tracing::info!(tool = call.name, "refused a retried call: {e}");
+            self.unrun(&params, context, ErrorKind::Denied, &e);
+            return Err(ErrorData::invalid_params(e, None));
+        }
         let response = self.run(call, params.request_state, params.input_responses, context).await?;
         if finding && let CallToolResponse::Complete(r) = &response {
             self.reveal(r, context).await;
