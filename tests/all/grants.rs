@@ -708,7 +708,17 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
     use std::sync::atomic::Ordering::SeqCst;
     let (port, seen) = counted_server();
     let env = Env::with(&[plugin_artifacts::WEB]);
-    let key = "[mcp]\napproval_key = { secret = \"approvals\" }\n";
+    let audit = env.ws("audit.jsonl");
+    let key = format!(
+        "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n",
+        audit.display().to_string()
+    );
+    let key = key.as_str();
+    // The last audit line: a call refused before the plugin ran asked no grant question.
+    let last_ran_the_plugin = || {
+        let lines = std::fs::read_to_string(&audit).unwrap();
+        lines.lines().last().unwrap().contains("\"grants\"")
+    };
     let served = serve_2026(&env, "", key);
     let target = url(port);
     let state = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
@@ -717,6 +727,7 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
         &call_2026(&served, "fetch", &target, Some(&tamper(&state)), Some(allow(false))),
         "not issued by this toolhost fleet",
     );
+    assert!(!last_ran_the_plugin(), "a forged state is refused before the plugin runs");
     refused_with(
         &call_2026(
             &served,
@@ -731,6 +742,9 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
     let ran = call_2026(&served, "fetch", &target, Some(&state), Some(allow(false)));
     assert!(ran.to_string().contains("hello from the test server"), "{ran}");
     assert_eq!(seen.load(SeqCst), 1);
+    assert!(last_ran_the_plugin(), "the allowed call's audit line records the answer");
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    assert!(lines.lines().last().unwrap().contains("\"answer\":\"once\""), "{lines}");
     refused_with(&call_2026(&served, "fetch", &target, Some(&state), Some(allow(false))), "already used");
     assert_eq!(seen.load(SeqCst), 1, "a replayed state runs nothing");
     // Once: the next call is asked again; a decline refuses.
@@ -749,6 +763,7 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
     std::fs::write(&wasm, bytes).unwrap();
     let served = serve_2026(&env, "", key);
     refused_with(&call_2026(&served, "fetch", &target, Some(&pending), Some(allow(true))), "changed since");
+    assert!(!last_ran_the_plugin(), "a state for another plugin file is refused before the plugin runs");
     assert_eq!(seen.load(SeqCst), 1, "a state for another plugin version runs nothing");
     assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
 }
