@@ -178,7 +178,7 @@ fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> 
 
 /// One raw HTTP/1.0 POST of `body` to `url` with `headers` (whole lines); the body ends with
 /// the connection. Returns the status, the head and the JSON messages (plain or in SSE events).
-fn post(url: &str, headers: &str, body: &Value) -> (u16, String, Vec<Value>) {
+pub(crate) fn post(url: &str, headers: &str, body: &Value) -> (u16, String, Vec<Value>) {
     let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let body = body.to_string();
     let req = format!(

@@ -18,11 +18,19 @@ use toolhost_core::settings::{DangerPolicy, GrantItem, OnMissing, ToolConfig};
 /// a path ending in `.json`, `{"authorized": BOOL}`, whether it came with `Bearer s3cret`; its
 /// port.
 fn server() -> u16 {
+    counted_server().0
+}
+
+/// [`server`], and how many requests it has been sent.
+fn counted_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = seen.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
+            let count = count.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut head = String::new();
@@ -32,6 +40,9 @@ fn server() -> u16 {
                         break;
                     }
                     head.push_str(&line.to_ascii_lowercase());
+                }
+                if !head.is_empty() {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
                 let json = head.lines().next().is_some_and(|l| l.contains(".json "));
                 let authorized = head.contains("authorization: bearer s3cret");
@@ -49,7 +60,7 @@ fn server() -> u16 {
             });
         }
     });
-    port
+    (port, seen)
 }
 
 /// Answers from a script, and remembers every question.
@@ -566,4 +577,238 @@ async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
     host.executor.attach_grant_asker(Arc::new(NotByDefault(scripted.clone())));
     ok(&call(&host, "fetch", &[&url(port)]).await);
     assert_eq!(scripted.asked().len(), 1);
+}
+
+// ---- MCP 2026-07-28 (MRTR: a sealed `requestState`) ----
+
+const GRANT_KEY_SECRET: &str = "grants-test-key-1f9c3a7e5b2d4c6e8a0b1d3f5e7c9a2b";
+
+/// A running `serve --mcp --http` over `env` with `config` (and the shared approval key in
+/// its environment), killed on drop.
+struct Served(std::process::Child, String);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
+    use std::process::Stdio;
+    let path = env.ws("toolhost.toml");
+    let config = format!(
+        "[secrets.approvals]\nenv = \"TOOLHOST_TEST_GRANT_KEY\"\n\n[plugin.web]\nnet_private = true\n\
+         on_missing = \"ask\"\n{web}\n{config}"
+    );
+    std::fs::write(&path, config).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&path)
+        .args(["--plugins", env.plugins.path().to_str().unwrap()])
+        .args(["--workspace", env.workspace.path().to_str().unwrap()])
+        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+        .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET)
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut served = Served(child, String::new());
+    let mut start = Vec::new();
+    while served.1.is_empty() {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no URL from serve: {start:?}"));
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            served.1 = rest.split(',').next().unwrap().to_string();
+        }
+        start.push(line);
+    }
+    std::thread::spawn(move || while rx.recv().is_ok() {});
+    served
+}
+
+/// One stateless 2026-07-28 `tools/call` of `tool(url)`, with a `requestState` and an answer
+/// to `inputRequests.grant` when given; the JSON-RPC response.
+fn call_2026(
+    served: &Served,
+    tool: &str,
+    url: &str,
+    state: Option<&str>,
+    answer: Option<serde_json::Value>,
+) -> serde_json::Value {
+    use serde_json::json;
+    let mut params = json!({
+        "name": tool,
+        "arguments": {"url": url},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "grants-test", "version": "0"},
+        },
+    });
+    if let Some(s) = state {
+        params["requestState"] = s.into();
+    }
+    if let Some(a) = answer {
+        params["inputResponses"] = json!({ "grant": a });
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers =
+        format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n");
+    let (_, head, messages) = crate::fleet::post(&served.1, &headers, &body);
+    messages
+        .into_iter()
+        .find(|m| m.get("id") == Some(&json!(1)))
+        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
+}
+
+/// The sealed state of a grant question, checking the question names the plugin and item.
+fn grant_asked(response: &serde_json::Value, item: &str) -> String {
+    let r = &response["result"];
+    assert_eq!(r["resultType"], "input_required", "{response}");
+    let message = r["inputRequests"]["grant"]["params"]["message"].as_str().unwrap_or_default();
+    let message =
+        if message.is_empty() { r["inputRequests"]["grant"].to_string() } else { message.to_string() };
+    assert!(message.contains(item), "the question names {item}: {response}");
+    r["requestState"].as_str().unwrap_or_else(|| panic!("no requestState: {response}")).to_string()
+}
+
+fn refused_with(response: &serde_json::Value, why: &str) {
+    let e = response["error"]["message"].as_str().unwrap_or_else(|| panic!("expected an error: {response}"));
+    assert!(e.contains(why), "expected {why:?} in: {e}");
+}
+
+fn allow(always: bool) -> serde_json::Value {
+    serde_json::json!({"action": "accept", "content": {"allow": true, "always": always}})
+}
+
+fn tamper(state: &str) -> String {
+    let c = if &state[2..3] == "a" { "b" } else { "a" };
+    format!("{}{c}{}", &state[..2], &state[3..])
+}
+
+/// Under `on_missing = "ask"` a 2026-07-28 client gets a sealed grant question; allow once
+/// runs the call with that host (and the next call asks again); a forged or replayed state,
+/// or one from before the plugin file changed, is refused and the test server sees nothing.
+#[test]
+fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (port, seen) = counted_server();
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    let audit = env.ws("audit.jsonl");
+    let key = format!(
+        "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n",
+        audit.display().to_string()
+    );
+    let key = key.as_str();
+    // The last audit line: a call refused before the plugin ran asked no grant question.
+    let last_ran_the_plugin = || {
+        let lines = std::fs::read_to_string(&audit).unwrap();
+        lines.lines().last().unwrap().contains("\"grants\"")
+    };
+    let served = serve_2026(&env, "", key);
+    let target = url(port);
+    let state = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
+    assert_eq!(seen.load(SeqCst), 0, "asking sends nothing");
+    refused_with(
+        &call_2026(&served, "fetch", &target, Some(&tamper(&state)), Some(allow(false))),
+        "not issued by this toolhost fleet",
+    );
+    assert!(!last_ran_the_plugin(), "a forged state is refused before the plugin runs");
+    refused_with(
+        &call_2026(
+            &served,
+            "fetch",
+            &url(port).replace("localhost", "127.0.0.1"),
+            Some(&state),
+            Some(allow(false)),
+        ),
+        "other arguments",
+    );
+    assert_eq!(seen.load(SeqCst), 0, "a forged state runs nothing");
+    let ran = call_2026(&served, "fetch", &target, Some(&state), Some(allow(false)));
+    assert!(ran.to_string().contains("hello from the test server"), "{ran}");
+    assert_eq!(seen.load(SeqCst), 1);
+    assert!(last_ran_the_plugin(), "the allowed call's audit line records the answer");
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    assert!(lines.lines().last().unwrap().contains("\"answer\":\"once\""), "{lines}");
+    refused_with(&call_2026(&served, "fetch", &target, Some(&state), Some(allow(false))), "already used");
+    assert_eq!(seen.load(SeqCst), 1, "a replayed state runs nothing");
+    // Once: the next call is asked again; a decline refuses.
+    let again = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
+    let pending =
+        grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
+    let declined =
+        call_2026(&served, "fetch", &target, Some(&again), Some(serde_json::json!({"action": "decline"})));
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert_eq!(seen.load(SeqCst), 1, "a declined question runs nothing");
+    drop(served);
+    // A new file of the plugin between the question and the answer.
+    let wasm = env.plugins.path().join("web.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    crate::support::append_custom_section(&mut bytes, "rebuilt", b"2");
+    std::fs::write(&wasm, bytes).unwrap();
+    let served = serve_2026(&env, "", key);
+    refused_with(&call_2026(&served, "fetch", &target, Some(&pending), Some(allow(true))), "changed since");
+    assert!(!last_ran_the_plugin(), "a state for another plugin file is refused before the plugin runs");
+    assert_eq!(seen.load(SeqCst), 1, "a state for another plugin version runs nothing");
+    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+}
+
+/// A state answers only the exact item it asked about: a question about `net localhost`
+/// cannot answer the later question about the secret `api_token` (the operator granted the
+/// host meanwhile); an expired state is refused; "always" writes the grants file.
+#[test]
+fn mcp_2026_grant_state_for_another_item_or_expired_is_refused_and_always_is_written() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (port, seen) = counted_server();
+    let env = Env::with(&[plugin_artifacts::WEB]);
+    let token = env.ws("token.txt");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let secret = format!(
+        "[secrets.api_token]\nfile = {:?}\nhosts = [\"http://localhost:{port}\"]\n",
+        token.display().to_string()
+    );
+    let key = "[mcp]\napproval_key = { secret = \"approvals\" }\n";
+    let api = format!("http://localhost:{port}/me.json");
+    let served = serve_2026(&env, "", &format!("{key}{secret}"));
+    let for_host =
+        grant_asked(&call_2026(&served, "api_get", &api, None, None), "send a request to localhost");
+    drop(served);
+    let served = serve_2026(&env, "net = [\"localhost\"]\n", &format!("{key}{secret}"));
+    refused_with(
+        &call_2026(&served, "api_get", &api, Some(&for_host), Some(allow(true))),
+        "answers a question about net localhost, not secret api_token",
+    );
+    let authorized = seen.load(SeqCst);
+    drop(served);
+    // Expiry, and "always".
+    let ttl = "[mcp]\napproval_key = { secret = \"approvals\" }\napproval_ttl_s = 1\n";
+    let served = serve_2026(&env, "", ttl);
+    let target = url(port);
+    let late = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    refused_with(&call_2026(&served, "fetch", &target, Some(&late), Some(allow(true))), "expired");
+    assert_eq!(seen.load(SeqCst), authorized, "an expired state runs nothing");
+    assert!(!env.ws("toolhost.grants.toml").exists());
+    let state = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
+    let ran = call_2026(&served, "fetch", &target, Some(&state), Some(allow(true)));
+    assert!(ran.to_string().contains("hello from the test server"), "{ran}");
+    let written = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(written.contains("localhost") && written.contains("web"), "{written}");
+    let next = call_2026(&served, "fetch", &target, None, None);
+    assert!(next.to_string().contains("hello from the test server"), "always: not asked again: {next}");
 }

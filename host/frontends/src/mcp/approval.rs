@@ -13,6 +13,10 @@
 //! live in a [`ReplayStore`]: this process's memory, or a Redis the fleet shares). Any failure
 //! is a protocol error (`invalid params`) naming what was wrong, and nothing runs; a replay
 //! store that cannot be asked refuses too (an internal error: retry).
+//!
+//! A grant question (`[plugin.NAME] on_missing = "ask"`, see `toolhost_core::executor::grant`)
+//! is sealed the same way with one more binding, the exact item asked about
+//! (`inputRequests.grant`); a danger state cannot answer a grant question, nor the reverse.
 
 use super::replay::ReplayStore;
 use rmcp::model::{
@@ -24,10 +28,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use toolhost_core::executor::{Confirm, DangerRequest, DecidedBy, Decision};
+use toolhost_core::executor::{
+    AskGrant, Confirm, DangerRequest, DecidedBy, Decision, GrantAnswer, GrantRequest,
+};
 
 /// The key of the one input request toolhost sends (`inputRequests.confirm`).
 pub const INPUT_KEY: &str = "confirm";
+/// The key of a grant question (`inputRequests.grant`).
+pub const GRANT_KEY: &str = "grant";
 
 /// Default lifetime of an unanswered question (`[mcp] approval_ttl_s`).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
@@ -44,6 +52,10 @@ struct Sealed {
     nonce: String,
     /// Expiry, unix milliseconds.
     exp: u64,
+    /// For a grant question, the exact item (`net api.github.com`); absent for a danger
+    /// confirmation, so neither kind of state answers the other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    item: Option<String>,
 }
 
 /// Domain separation: this key signs nothing else, but the label keeps it that way by design.
@@ -198,6 +210,7 @@ impl Approvals {
             plugin: hex::encode(req.plugin_hash),
             nonce: hex::encode(nonce),
             exp: now_ms() + self.ttl.as_millis() as u64,
+            item: None,
         };
         let state = self.seal(&sealed)?;
         let (message, schema) = super::question(req)?;
@@ -218,59 +231,17 @@ impl Approvals {
         responses: Option<&InputResponses>,
         req: &DangerRequest,
     ) -> Redeemed {
-        let tool = &req.tool;
-        let sealed: Sealed = match self.open(state) {
-            Ok(s) => s,
-            Err(OpenError::Expired) => {
-                return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
-                     again without requestState to be asked again",
-                    self.ttl.as_secs()
-                ));
-            }
-            Err(OpenError::Forged) if self.shared_key => {
-                return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost fleet (its [mcp] approval_key) \
-                     or was altered; echo the requestState exactly as received, or call again without it to be asked"
-                ));
-            }
-            Err(OpenError::Forged) => {
-                return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was not issued by this toolhost process or was altered \
-                     (this server has no [mcp] approval_key, so a state another replica issued does not open \
-                     here); echo the requestState exactly as received, or call again without it to be asked"
-                ));
-            }
+        let bound = Bound {
+            tool: &req.tool,
+            args: Some(&req.args),
+            plugin: &req.plugin,
+            hash: &req.plugin_hash,
+            item: None,
         };
-        if &sealed.tool != tool {
-            return Redeemed::Invalid(format!(
-                "the requestState was issued for tool `{}`, not `{tool}`; call `{tool}` without requestState to be asked",
-                sealed.tool
-            ));
+        if let Err(r) = self.verify(state, &bound).await {
+            return r;
         }
-        if sealed.args != args_digest(&req.args) {
-            return Redeemed::Invalid(format!(
-                "the requestState for `{tool}` was issued for other arguments; an approval covers only the exact \
-                 arguments shown to the user — call again without requestState to be asked about these"
-            ));
-        }
-        if sealed.plugin != hex::encode(req.plugin_hash) {
-            return Redeemed::Invalid(format!(
-                "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
-                 to be asked about the new version",
-                req.plugin
-            ));
-        }
-        match self.redeemed.redeem(&sealed.nonce, sealed.exp, now_ms()).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return Redeemed::Invalid(format!(
-                    "the requestState for `{tool}` was already used; each answer covers one call — call again \
-                     without requestState to be asked again"
-                ));
-            }
-            Err(e) => return Redeemed::Unavailable(e),
-        }
+        let tool = &req.tool;
         let Some(answer) = responses.and_then(|r| r.get(INPUT_KEY)) else {
             return Redeemed::Invalid(format!(
                 "the retry of `{tool}` carries no inputResponses.{INPUT_KEY}: answer the elicitation that was sent"
@@ -287,6 +258,171 @@ impl Approvals {
         };
         Redeemed::Decision(super::decide(req, answer.action, answer.content.as_ref()))
     }
+
+    /// The `InputRequiredResult` asking the user whether the plugin may have the one item of a
+    /// grant question (`inputRequests.grant`: `allow`, and `always` to write it down).
+    pub fn ask_grant(&self, req: &GrantRequest) -> Result<InputRequiredResult, String> {
+        let nonce: [u8; 16] = random()?;
+        let sealed = Sealed {
+            tool: req.tool.clone(),
+            args: args_digest(&req.args),
+            plugin: hex::encode(req.plugin_hash),
+            nonce: hex::encode(nonce),
+            exp: now_ms() + self.ttl.as_millis() as u64,
+            item: Some(req.item.to_string()),
+        };
+        let state = self.seal(&sealed)?;
+        let (message, schema) = super::grant_question(req)?;
+        let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let mut requests = InputRequests::new();
+        requests.insert(GRANT_KEY.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// Check a retried call's `requestState` and `inputResponses.grant` against the grant
+    /// question `req` the call raised again: same tool, arguments, plugin file and item.
+    pub async fn redeem_grant(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        req: &GrantRequest,
+    ) -> Result<GrantAnswer, Redeemed> {
+        let item = req.item.to_string();
+        let bound = Bound {
+            tool: &req.tool,
+            args: Some(&req.args),
+            plugin: &req.plugin,
+            hash: &req.plugin_hash,
+            item: Some(&item),
+        };
+        self.verify(state, &bound).await?;
+        let tool = &req.tool;
+        let Some(answer) = responses.and_then(|r| r.get(GRANT_KEY)) else {
+            return Err(Redeemed::Invalid(format!(
+                "the retry of `{tool}` carries no inputResponses.{GRANT_KEY}: answer the grant question that was sent"
+            )));
+        };
+        let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
+            Redeemed::Invalid(format!(
+                "inputResponses.{GRANT_KEY} is not an elicitation result ({e}); expected {{\"action\": \
+                 \"accept\"|\"decline\"|\"cancel\", \"content\": {{\"allow\": true, \"always\": false}}}}"
+            ))
+        })?;
+        Ok(super::grant_answer(answer.action, answer.content.as_ref()))
+    }
+
+    /// Before a retried call runs at all: `state` must open (not forged, not expired) and name
+    /// `tool` and the plugin file `hash` about to run. The arguments, the item and the nonce
+    /// are checked when the question arises again ([`Approvals::redeem`],
+    /// [`Approvals::redeem_grant`]).
+    pub fn precheck(&self, state: &str, tool: &str, plugin: &str, hash: &[u8; 32]) -> Result<(), String> {
+        let bound = Bound { tool, args: None, plugin, hash, item: None };
+        match self.check(state, &bound) {
+            Ok(_) => Ok(()),
+            Err(Redeemed::Invalid(e) | Redeemed::Unavailable(e)) => Err(e),
+            Err(Redeemed::Decision(_)) => Err(format!("the requestState for `{tool}` is not acceptable")),
+        }
+    }
+
+    /// Open `state` and check it against the call it is echoed with; redeem its nonce.
+    async fn verify(&self, state: &str, b: &Bound<'_>) -> Result<(), Redeemed> {
+        let tool = b.tool;
+        let sealed = self.check(state, b)?;
+        match (sealed.item.as_deref(), b.item) {
+            (None, None) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` answers a question about {a}, not {b}; a grant answer covers \
+                     only the exact item asked about — call again without requestState to be asked about {b}"
+                )));
+            }
+            (Some(a), None) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` answers a grant question ({a}), not the confirmation of a \
+                     dangerous call; call again without requestState to be asked"
+                )));
+            }
+            (None, Some(b)) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` answers the confirmation of a dangerous call, not the grant \
+                     question about {b}; call again without requestState to be asked"
+                )));
+            }
+        }
+        match self.redeemed.redeem(&sealed.nonce, sealed.exp, now_ms()).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Redeemed::Invalid(format!(
+                "the requestState for `{tool}` was already used; each answer covers one call — call again \
+                 without requestState to be asked again"
+            ))),
+            Err(e) => Err(Redeemed::Unavailable(e)),
+        }
+    }
+
+    /// Open `state` and check the tool, the arguments (when given) and the plugin file.
+    fn check(&self, state: &str, b: &Bound<'_>) -> Result<Sealed, Redeemed> {
+        let tool = b.tool;
+        let sealed: Sealed = match self.open(state) {
+            Ok(s) => s,
+            Err(OpenError::Expired) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` has expired (approvals are valid for {} s); call the tool \
+                     again without requestState to be asked again",
+                    self.ttl.as_secs()
+                )));
+            }
+            Err(OpenError::Forged) if self.shared_key => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost fleet (its [mcp] approval_key) \
+                     or was altered; echo the requestState exactly as received, or call again without it to be asked"
+                )));
+            }
+            Err(OpenError::Forged) => {
+                return Err(Redeemed::Invalid(format!(
+                    "the requestState for `{tool}` was not issued by this toolhost process or was altered \
+                     (this server has no [mcp] approval_key, so a state another replica issued does not open \
+                     here); echo the requestState exactly as received, or call again without it to be asked"
+                )));
+            }
+        };
+        if sealed.tool != tool {
+            return Err(Redeemed::Invalid(format!(
+                "the requestState was issued for tool `{}`, not `{tool}`; call `{tool}` without requestState to be asked",
+                sealed.tool
+            )));
+        }
+        if let Some(args) = b.args
+            && sealed.args != args_digest(args)
+        {
+            return Err(Redeemed::Invalid(format!(
+                "the requestState for `{tool}` was issued for other arguments; an approval covers only the exact \
+                 arguments shown to the user — call again without requestState to be asked about these"
+            )));
+        }
+        if sealed.plugin != hex::encode(b.hash) {
+            return Err(Redeemed::Invalid(format!(
+                "plugin `{}` changed since the user was asked about `{tool}`; call again without requestState \
+                 to be asked about the new version",
+                b.plugin
+            )));
+        }
+        Ok(sealed)
+    }
+}
+
+/// What a sealed state must match on a retry.
+struct Bound<'a> {
+    tool: &'a str,
+    /// Unset: not checked (yet).
+    args: Option<&'a [String]>,
+    plugin: &'a str,
+    hash: &'a [u8; 32],
+    item: Option<&'a str>,
 }
 
 /// What happened in [`MrtrConfirm`] that the handler must answer instead of the call's outcome.
@@ -306,6 +442,9 @@ pub struct MrtrConfirm<'a> {
     pub request_state: Option<String>,
     pub input_responses: Option<InputResponses>,
     pub interrupt: Mutex<Option<Interrupt>>,
+    /// Whether `request_state` has been checked once in this call (by a danger confirmation
+    /// or a grant question): a later question in the same call is asked afresh.
+    pub used: std::sync::atomic::AtomicBool,
 }
 
 impl MrtrConfirm<'_> {
@@ -326,12 +465,17 @@ impl MrtrConfirm<'_> {
 impl Confirm for MrtrConfirm<'_> {
     fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
+            let unused = !self.used.swap(true, std::sync::atomic::Ordering::SeqCst);
             match &self.request_state {
-                Some(state) => match self.approvals.redeem(state, self.input_responses.as_ref(), req).await {
+                Some(state) if unused => match self.approvals.redeem(state, self.input_responses.as_ref(), req).await {
                     Redeemed::Decision(d) => d,
                     Redeemed::Invalid(e) => self.interrupted(Interrupt::Invalid(e)),
                     Redeemed::Unavailable(e) => self.interrupted(Interrupt::Unavailable(e)),
                 },
+                Some(_) => self.interrupted(Interrupt::Invalid(format!(
+                    "the requestState of this call to `{}` was already checked; call again without it to be asked",
+                    req.tool
+                ))),
                 None if self.input_responses.is_some() => self.interrupted(Interrupt::Invalid(format!(
                     "the call to `{}` carries inputResponses but no requestState: retry with the requestState \
                      toolhost sent, or call without inputResponses to be asked",
@@ -359,6 +503,67 @@ impl Confirm for MrtrConfirm<'_> {
 
     fn pending(&self) -> bool {
         matches!(*self.interrupt.lock().unwrap_or_else(|p| p.into_inner()), Some(Interrupt::InputRequired(_)))
+    }
+
+    fn grants(&self) -> Option<&dyn AskGrant> {
+        Some(self)
+    }
+}
+
+/// A grant question (see `toolhost_core::executor::grant`) for a 2026-07-28 client, under
+/// `[plugin.NAME] on_missing = "ask"`: the first round interrupts the call with an
+/// `InputRequiredResult` whose sealed state binds the tool, the exact arguments, the plugin
+/// file and the one item; the retry (which runs the call again up to the same refusal) is
+/// answered from that state and `inputResponses.grant`, or refused — a forged, replayed,
+/// expired, other-item or other-version state runs nothing with the item.
+impl AskGrant for MrtrConfirm<'_> {
+    fn ask<'a>(&'a self, req: &'a GrantRequest) -> Pin<Box<dyn Future<Output = GrantAnswer> + Send + 'a>> {
+        Box::pin(async move {
+            let unused = !self.used.swap(true, std::sync::atomic::Ordering::SeqCst);
+            match &self.request_state {
+                Some(state) if unused => {
+                    match self.approvals.redeem_grant(state, self.input_responses.as_ref(), req).await {
+                        Ok(answer) => answer,
+                        Err(Redeemed::Unavailable(e)) => {
+                            self.interrupted(Interrupt::Unavailable(e));
+                            GrantAnswer::NoOne
+                        }
+                        Err(Redeemed::Invalid(e)) => {
+                            self.interrupted(Interrupt::Invalid(e));
+                            GrantAnswer::NoOne
+                        }
+                        Err(Redeemed::Decision(_)) => GrantAnswer::NoOne,
+                    }
+                }
+                None if self.input_responses.is_some() => {
+                    self.interrupted(Interrupt::Invalid(format!(
+                        "the call to `{}` carries inputResponses but no requestState: retry with the requestState \
+                         toolhost sent, or call without inputResponses to be asked",
+                        req.tool
+                    )));
+                    GrantAnswer::NoOne
+                }
+                _ if !self.can_elicit => GrantAnswer::NoOne,
+                _ => match self.approvals.ask_grant(req) {
+                    Ok(r) => {
+                        self.interrupted(Interrupt::InputRequired(r));
+                        GrantAnswer::NoOne
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot ask the grant question: {e}");
+                        GrantAnswer::NoOne
+                    }
+                },
+            }
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        Confirm::decided_by(self)
+    }
+
+    fn by_default(&self) -> bool {
+        false
     }
 }
 
@@ -431,6 +636,69 @@ mod tests {
         let s = state(&short, &r);
         std::thread::sleep(Duration::from_millis(20));
         assert!(invalid(redeem(&short, &s, Some(&accept()), &r)).contains("expired"));
+    }
+
+    fn grant(item: &str) -> GrantRequest {
+        GrantRequest {
+            plugin: "files".into(),
+            tool: "delete".into(),
+            args: vec!["keep.txt".into()],
+            item: toolhost_core::settings::GrantItem::Net(item.into()),
+            plugin_hash: [7; 32],
+        }
+    }
+
+    fn grant_state(a: &Approvals, r: &GrantRequest) -> String {
+        a.ask_grant(r).unwrap().request_state.unwrap()
+    }
+
+    fn answer(allow: bool, always: bool) -> InputResponses {
+        let mut r = InputResponses::new();
+        r.insert(
+            GRANT_KEY.into(),
+            serde_json::json!({"action": "accept", "content": {"allow": allow, "always": always}}),
+        );
+        r
+    }
+
+    fn redeem_grant(
+        a: &Approvals,
+        s: &str,
+        responses: &InputResponses,
+        r: &GrantRequest,
+    ) -> Result<GrantAnswer, String> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(a.redeem_grant(s, Some(responses), r)).map_err(invalid)
+    }
+
+    #[test]
+    fn a_grant_state_answers_its_item_once_and_nothing_else() {
+        let a = Approvals::new(DEFAULT_TTL).unwrap();
+        let r = grant("a.example.org");
+        let s = grant_state(&a, &r);
+        let e = redeem_grant(&a, &s, &answer(true, false), &grant("b.example.org")).unwrap_err();
+        assert!(e.contains("not net b.example.org"), "{e}");
+        assert!(redeem_grant(&a, &tamper(&s), &answer(true, false), &r).unwrap_err().contains("not issued"));
+        let mut other = grant("a.example.org");
+        other.plugin_hash = [8; 32];
+        assert!(redeem_grant(&a, &s, &answer(true, false), &other).unwrap_err().contains("changed since"));
+        // A danger state does not answer a grant question, nor the reverse.
+        let danger = state(&a, &req(&["keep.txt"]));
+        assert!(redeem_grant(&a, &danger, &answer(true, false), &r).unwrap_err().contains("dangerous call"));
+        assert!(invalid(redeem(&a, &s, Some(&accept()), &req(&["keep.txt"]))).contains("grant question"));
+        assert_eq!(redeem_grant(&a, &s, &answer(true, false), &r), Ok(GrantAnswer::Once));
+        assert!(redeem_grant(&a, &s, &answer(true, false), &r).unwrap_err().contains("already used"));
+        assert_eq!(redeem_grant(&a, &grant_state(&a, &r), &answer(true, true), &r), Ok(GrantAnswer::Always));
+        assert_eq!(redeem_grant(&a, &grant_state(&a, &r), &answer(false, true), &r), Ok(GrantAnswer::Deny));
+        let short = Approvals::new(Duration::from_millis(1)).unwrap();
+        let s = grant_state(&short, &r);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(redeem_grant(&short, &s, &answer(true, false), &r).unwrap_err().contains("expired"));
+    }
+
+    fn tamper(s: &str) -> String {
+        let c = if &s[2..3] == "a" { "b" } else { "a" };
+        format!("{}{c}{}", &s[..2], &s[3..])
     }
 
     #[test]

@@ -24,8 +24,10 @@
 //! - Danger under policy `ask`: a client that declares form elicitation is asked — on the
 //!   handshake revisions with an `elicitation/create` request, on 2026-07-28 with an
 //!   `InputRequiredResult` and a sealed `requestState` (`approval.rs`); otherwise the call is
-//!   refused with the operator's options. Nothing a client sends can change the policy or any
-//!   grant.
+//!   refused with the operator's options. Nothing a client sends can change the policy.
+//! - A grant the plugin requested and the operator did not give, under `[plugin.NAME]
+//!   on_missing = "ask"` only: asked the same two ways (`inputRequests.grant` on 2026-07-28,
+//!   sealed and bound to the one item too); "always" is written to the grants file.
 //! - Each request is its own task in `rmcp`, so calls from one client run concurrently; a
 //!   `notifications/cancelled` (or, for a 2026-07-28 request over HTTP, the client going away)
 //!   cancels the call: its sandbox stops, and the outcome, audited and counted, is `cancelled`.
@@ -275,6 +277,18 @@ impl McpServer {
             }
             _ => {}
         }
+        // A retry whose state does not open, has expired, or was issued for another tool or
+        // plugin file is refused before anything runs.
+        let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        if modern
+            && let Some(state) = &params.request_state
+            && let Served::By(entry) = self.executor.registry().who_serves(&params.name)
+            && let Err(e) = self.approvals.precheck(state, &call.name, &entry.plugin.name, &entry.plugin.hash)
+        {
+            tracing::info!(tool = call.name, "refused a retried call: {e}");
+            self.unrun(&params, context, ErrorKind::Denied, &e);
+            return Err(ErrorData::invalid_params(e, None));
+        }
         let response = self.run(call, params.request_state, params.input_responses, context).await?;
         if finding && let CallToolResponse::Complete(r) = &response {
             self.reveal(r, context).await;
@@ -344,6 +358,7 @@ impl McpServer {
                 request_state,
                 input_responses,
                 interrupt: Mutex::new(None),
+                used: Default::default(),
             };
             let outcome = self.executor.call_controlled(&call, &confirm, &who, &control).await;
             match confirm.take_interrupt() {
@@ -602,6 +617,46 @@ fn question(req: &DangerRequest) -> Result<(String, ElicitationSchema), String> 
     Ok((message, schema))
 }
 
+/// The grant question shown to the user (a form with `allow`, required, and `always`).
+fn grant_question(
+    req: &toolhost_core::executor::GrantRequest,
+) -> Result<(String, ElicitationSchema), String> {
+    let schema = ElicitationSchema::builder()
+        .required_bool("allow")
+        .optional_bool("always", false)
+        .build()
+        .map_err(|e| format!("cannot build the question: {e}"))?;
+    let shown: Vec<String> =
+        req.args.iter().map(|a| format!("{:?}", a.chars().take(200).collect::<String>())).collect();
+    let message = format!(
+        "{} — tool `{}` (plugin `{}`) with arguments ({}). The plugin requests it and it is not granted. \
+         Set allow to true to allow it for this call; also set always to true to grant it from now on.",
+        req.sentence(),
+        req.tool,
+        req.plugin,
+        shown.join(", ")
+    );
+    Ok((message, schema))
+}
+
+/// The user's answer to a grant question: `accept` with `allow: true` grants (with
+/// `always: true`, from now on); anything else refuses.
+fn grant_answer(
+    action: ElicitationAction,
+    content: Option<&serde_json::Value>,
+) -> toolhost_core::executor::GrantAnswer {
+    use toolhost_core::executor::GrantAnswer;
+    if action != ElicitationAction::Accept {
+        return GrantAnswer::Deny;
+    }
+    let get = |k: &str| content.and_then(|c| c.get(k)).and_then(|v| v.as_bool());
+    match (get("allow"), get("always")) {
+        (Some(true), Some(true)) => GrantAnswer::Always,
+        (Some(true), _) => GrantAnswer::Once,
+        _ => GrantAnswer::Deny,
+    }
+}
+
 /// The refusal of a dangerous call, with what the operator can do about it.
 fn refuse(req: &DangerRequest, why: String) -> Decision {
     Decision::Deny(format!(
@@ -783,33 +838,13 @@ impl toolhost_core::executor::AskGrant for ElicitConfirm {
             if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
                 return GrantAnswer::NoOne;
             }
-            let Ok(schema) =
-                ElicitationSchema::builder().required_bool("allow").optional_bool("always", false).build()
-            else {
+            let Ok((message, schema)) = grant_question(req) else {
                 return GrantAnswer::NoOne;
             };
-            let shown: Vec<String> =
-                req.args.iter().map(|a| format!("{:?}", a.chars().take(200).collect::<String>())).collect();
-            let message = format!(
-                "{} — tool `{}` (plugin `{}`) with arguments ({}). The plugin requests it and it is not granted. \
-                 Set allow to true to allow it for this call; also set always to true to grant it from now on.",
-                req.sentence(),
-                req.tool,
-                req.plugin,
-                shown.join(", ")
-            );
             let params =
                 ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
             match self.peer.create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT)).await {
-                Ok(r) if r.action == ElicitationAction::Accept => {
-                    let get = |k: &str| r.content.as_ref().and_then(|c| c.get(k)).and_then(|v| v.as_bool());
-                    match (get("allow"), get("always")) {
-                        (Some(true), Some(true)) => GrantAnswer::Always,
-                        (Some(true), _) => GrantAnswer::Once,
-                        _ => GrantAnswer::Deny,
-                    }
-                }
-                Ok(_) => GrantAnswer::Deny,
+                Ok(r) => grant_answer(r.action, r.content.as_ref()),
                 Err(_) => GrantAnswer::NoOne,
             }
         })
