@@ -203,24 +203,38 @@ impl Approvals {
 
     /// The `InputRequiredResult` asking the user about `req`.
     pub fn ask(&self, req: &DangerRequest) -> Result<InputRequiredResult, String> {
+        let question = super::question(req)?;
+        self.input_required(&req.tool, &req.args, &req.plugin_hash, None, INPUT_KEY, question)
+    }
+
+    /// One sealed question: a fresh nonce and expiry bound to the call (and the grant `item`),
+    /// the form under `inputRequests.KEY`.
+    fn input_required(
+        &self,
+        tool: &str,
+        args: &[String],
+        plugin_hash: &[u8; 32],
+        item: Option<String>,
+        key: &str,
+        (message, schema): (String, rmcp::model::ElicitationSchema),
+    ) -> Result<InputRequiredResult, String> {
         let nonce: [u8; 16] = random()?;
         let sealed = Sealed {
-            tool: req.tool.clone(),
-            args: args_digest(&req.args),
-            plugin: hex::encode(req.plugin_hash),
+            tool: tool.to_string(),
+            args: args_digest(args),
+            plugin: hex::encode(plugin_hash),
             nonce: hex::encode(nonce),
             exp: now_ms() + self.ttl.as_millis() as u64,
-            item: None,
+            item,
         };
         let state = self.seal(&sealed)?;
-        let (message, schema) = super::question(req)?;
         let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,
             requested_schema: schema,
         };
         let mut requests = InputRequests::new();
-        requests.insert(INPUT_KEY.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
+        requests.insert(key.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
         Ok(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
@@ -262,25 +276,9 @@ impl Approvals {
     /// The `InputRequiredResult` asking the user whether the plugin may have the one item of a
     /// grant question (`inputRequests.grant`: `allow`, and `always` to write it down).
     pub fn ask_grant(&self, req: &GrantRequest) -> Result<InputRequiredResult, String> {
-        let nonce: [u8; 16] = random()?;
-        let sealed = Sealed {
-            tool: req.tool.clone(),
-            args: args_digest(&req.args),
-            plugin: hex::encode(req.plugin_hash),
-            nonce: hex::encode(nonce),
-            exp: now_ms() + self.ttl.as_millis() as u64,
-            item: Some(req.item.to_string()),
-        };
-        let state = self.seal(&sealed)?;
-        let (message, schema) = super::grant_question(req)?;
-        let params = rmcp::model::ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: schema,
-        };
-        let mut requests = InputRequests::new();
-        requests.insert(GRANT_KEY.into(), InputRequest::Elicitation(ElicitRequest::new(params)));
-        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+        let question = super::grant_question(req)?;
+        let item = Some(req.item.to_string());
+        self.input_required(&req.tool, &req.args, &req.plugin_hash, item, GRANT_KEY, question)
     }
 
     /// Check a retried call's `requestState` and `inputResponses.grant` against the grant

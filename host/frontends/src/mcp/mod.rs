@@ -148,12 +148,6 @@ impl McpServer {
         McpServer { revealed: Arc::default(), ..self.clone() }
     }
 
-    /// Approvals (2026-07-28 `requestState`) live this long before the question must be asked again.
-    pub fn with_approval_ttl(mut self, ttl: Duration) -> anyhow::Result<McpServer> {
-        self.approvals = Arc::new(Approvals::new(ttl).map_err(anyhow::Error::msg)?);
-        Ok(self)
-    }
-
     /// Approvals as `[mcp]` says: live `approval_ttl`, sealed with the shared `approval_key`
     /// (its value, read from its secret) when given, else a per-process key, and redeemed
     /// nonces kept in the `replay_store` Redis when given, else in memory. Fails on a key
