@@ -762,7 +762,7 @@ fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             }),
             "js" => ("plugin.js", |i| {
                 format!(
-                    "\nexport const shout{i} = defineTool({{ name: 'shout{i}', description: 'Shout.', params: [{{ name: 'text', type: 'string' }}], run: (t) => t.toUpperCase() }});\n"
+                    "\nexport const shout{i} = defineTool({{ name: 'shout{i}', description: 'Shout.', params: [{{ name: 'text', type: 'string' }}], run: (text) => text.toUpperCase() }});\n"
                 )
             }),
             _ => ("src/lib.rs", |_| String::new()),
