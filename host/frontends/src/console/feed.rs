@@ -77,7 +77,11 @@ pub fn open(c: &Console) -> Response<Body> {
         let (mut tokens, mut refilled) = (MAX_RATE, std::time::Instant::now());
         loop {
             let mut out = String::new();
+            // Biased: a call's last progress report is published before its finished event, so
+            // when both are waiting the report goes first and the page never shows a finished
+            // call as running.
             tokio::select! {
+                biased;
                 () = &mut stopping => return,
                 () = tx.closed() => return,
                 () = tokio::time::sleep(KEEPALIVE) => out.push_str(": keep-alive\n\n"),

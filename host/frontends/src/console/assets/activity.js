@@ -118,8 +118,12 @@ function runningCount() {
   fill(document.getElementById('running-count'), n ? `(${n})` : '(none)');
 }
 
+// Ids of calls that finished lately: a report that arrives after its call's end is dropped.
+const finished = new Set();
+
 /** A call that started or reported progress. */
 export function running(e) {
+  if (finished.has(e.id)) return;
   let r = runningRows.get(e.id);
   if (!r) {
     const bar = h('progress', { max: '1', 'aria-label': `${e.tool} progress` });
@@ -147,6 +151,8 @@ export function running(e) {
 
 /** A finished call. */
 export function call(e) {
+  finished.add(e.id);
+  if (finished.size > 1000) finished.delete(finished.values().next().value);
   const r = runningRows.get(e.id);
   if (r) {
     r.li.remove();
