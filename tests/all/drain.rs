@@ -261,16 +261,7 @@ fn drain_sdk2_stdio_eof() {
 #[test]
 fn requests_read_before_the_end_of_stdin_are_answered() {
     let d = Deployment::new(&[plugin_artifacts::VERSIONED, plugin_artifacts::TEXT], "");
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
+    let (mut child, mut stdin, out) = d.serve_stdio();
     let requests = [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,

@@ -3,9 +3,9 @@
 //! without being kept and answered at once with a JSON-RPC error naming the limit (with the
 //! request's `id`, wherever it sits in the line, or `null`); the session goes on.
 
-use crate::service::{Deployment, TOKEN, json_line, lines, wait_line};
+use crate::service::{Deployment, TOKEN, json_line, wait_line};
 use std::io::Write;
-use std::process::{ChildStdin, Stdio};
+use std::process::ChildStdin;
 use std::time::{Duration, Instant};
 
 /// Write one line of about `mib` MiB: `head`, then `x`s, then `tail`, a newline — a MiB at a time.
@@ -30,16 +30,7 @@ fn peak_rss_kb(pid: u32) -> u64 {
 #[test]
 fn an_oversized_stdio_message_is_answered_and_the_session_goes_on() {
     let d = Deployment::new(&[plugin_artifacts::TEXT], "");
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
+    let (mut child, mut stdin, out) = d.serve_stdio();
     let mut seen = Vec::new();
     let send = |stdin: &mut ChildStdin, line: &str| {
         stdin.write_all(line.as_bytes()).unwrap();
@@ -128,16 +119,7 @@ fn max_message_kb_is_one_limit_for_stdio_and_http() {
         r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
         "y".repeat(3 * 1024 * 1024)
     );
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
+    let (mut child, mut stdin, out) = d.serve_stdio();
     let mut seen = Vec::new();
     writeln!(stdin, "{body}").unwrap();
     let answer = json_line(&wait_line(&out, "message too large", 60, &mut seen));

@@ -129,6 +129,21 @@ impl Deployment {
     }
 
     /// `serve --mcp --http 127.0.0.1:0`; returns the child, its address and its stderr.
+    /// `serve --mcp` over stdio: the child, its stdin, and its stdout read line by line.
+    pub(crate) fn serve_stdio(&self) -> (Child, std::process::ChildStdin, Receiver<String>) {
+        let mut child = self
+            .command()
+            .args(["serve", "--mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let out = lines(child.stdout.take().unwrap());
+        (child, stdin, out)
+    }
+
     pub(crate) fn serve_http(&self) -> Server {
         let mut child = self
             .command()
@@ -1009,16 +1024,7 @@ fn a_second_signal_exits_at_once() {
 #[test]
 fn after_n_answered_calls_a_sigkill_leaves_n_audit_lines() {
     let d = Deployment::new(&[plugin_artifacts::TEXT], "");
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
+    let (mut child, mut stdin, out) = d.serve_stdio();
     let mut seen = Vec::new();
     let mut send = |line: String| {
         writeln!(stdin, "{line}").unwrap();
