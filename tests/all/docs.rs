@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod examples;
+
 struct Block {
     lang: String,
     line: usize,
