@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 mod examples;
+mod reference;
 
 struct Block {
     lang: String,
