@@ -8,7 +8,8 @@
 //! - every shell block (`sh`, `bash`, `shell`, `console`) runs, offline, against the example
 //!   plugins in `target/plugins` (`files`, `text`, `web`, `system`) in a scratch folder: a `sh`
 //!   block's commands must all succeed, a `console` block's `$ ` commands must print what the
-//!   block shows after them. A block that cannot run offline in seconds (a server, the network,
+//!   block shows after them (`$ cat FILE` shows a file the reader has: it is written first; a
+//!   transcript in a block of another kind is refused). A block that cannot run offline in seconds (a server, the network,
 //!   a registry, a toolchain build) is preceded by the line `<!-- illustrative: REASON -->`.
 
 use super::{Block, blocks, docs, root};
@@ -245,6 +246,13 @@ fn run_shell_block(lang: &str, text: &str) -> Option<String> {
     let scratch = Scratch::new();
     if lang == "console" {
         for (cmd, shown) in console_steps(text) {
+            // `$ cat FILE` shows a file the reader has (a model's reply, a config): the test
+            // writes it as shown, then runs the `cat` like the rest.
+            if let Some(file) = cmd.strip_prefix("cat ").filter(|f| !f.contains([' ', '/', '>', '|']))
+                && !scratch.dir.path().join(file).exists()
+            {
+                std::fs::write(scratch.dir.path().join(file), shown.join("\n") + "\n").unwrap();
+            }
             let (_, out) = scratch.run(&cmd);
             let mut actual: Vec<&str> = out.lines().collect();
             while actual.last().is_some_and(|l| l.trim().is_empty()) {
@@ -271,7 +279,14 @@ fn every_shell_example_runs_as_shown_or_is_marked_illustrative() {
         let (bs, _) = blocks(&doc.text).unwrap();
         for b in &bs {
             let (lang, _) = info(b);
+            // A transcript (`$ command` lines) in a block of another kind would escape the test.
             if !SHELLS.contains(&lang) {
+                assert!(
+                    !b.text.lines().any(|l| l.starts_with("$ ")),
+                    "{} line {}: a {lang} block shows `$ ` commands: make it a console block",
+                    doc.name,
+                    b.line
+                );
                 continue;
             }
             if illustrative(&doc.text, b).is_some() {
