@@ -16,7 +16,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Rust only: the toolhost-sdk folder the project depends on [default: the plugin-sdk/
-    /// of the checkout toolhost was built from]
+    /// of the checkout toolhost was built from, if it is still there; else the published
+    /// toolhost-sdk of this version]
     #[arg(long, value_name = "PATH")]
     pub sdk: Option<PathBuf>,
 }

@@ -23,20 +23,45 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Where the Rust SDK is, for a new Rust project's `path` dependency: `--sdk`, else the
-/// `plugin-sdk/` of the checkout this binary was built from, if it is still there.
-pub fn rust_sdk(explicit: Option<&Path>) -> Result<PathBuf> {
-    let candidate = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin-sdk"),
-    };
-    if !candidate.join("Cargo.toml").is_file() {
-        bail!(
-            "cannot find the Rust SDK at {} (toolhost-sdk is not on crates.io yet); pass --sdk PATH to a toolhost checkout's plugin-sdk/ folder",
-            candidate.display()
-        );
+/// How a new Rust project depends on the SDK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RustSdk {
+    /// A folder holding `toolhost-sdk` (a checkout's `plugin-sdk/`, or `--sdk PATH`).
+    Path(PathBuf),
+    /// The published `toolhost-sdk` at this version (crates.io).
+    Version(&'static str),
+}
+
+impl RustSdk {
+    /// The `[dependencies]` line of the project's Cargo.toml.
+    pub fn dependency(&self) -> String {
+        match self {
+            RustSdk::Path(p) => format!("toolhost-sdk = {{ path = {:?} }}", p.display().to_string()),
+            RustSdk::Version(v) => format!("toolhost-sdk = \"{v}\""),
+        }
     }
-    Ok(std::fs::canonicalize(candidate)?)
+}
+
+/// Where a new Rust project gets the SDK: `--sdk PATH`; else the `plugin-sdk/` of the checkout
+/// this binary was built from, when it is still there (working on toolhost itself); else the
+/// published `toolhost-sdk` of this toolhost's version.
+pub fn rust_sdk(explicit: Option<&Path>) -> Result<RustSdk> {
+    match explicit {
+        Some(p) if !p.join("Cargo.toml").is_file() => bail!(
+            "cannot find the Rust SDK at {}: pass --sdk PATH to a folder holding toolhost-sdk (a toolhost checkout's plugin-sdk/)",
+            p.display()
+        ),
+        Some(p) => Ok(RustSdk::Path(std::fs::canonicalize(p)?)),
+        None => Ok(default_rust_sdk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin-sdk"))),
+    }
+}
+
+/// The checkout's SDK folder `checkout` if it holds the SDK, else the published package.
+fn default_rust_sdk(checkout: &Path) -> RustSdk {
+    match std::fs::canonicalize(checkout) {
+        Ok(p) if p.join("Cargo.toml").is_file() => RustSdk::Path(p),
+        _ => RustSdk::Version(env!("CARGO_PKG_VERSION")),
+    }
 }
 
 /// Create the project `parent/name`; returns its folder. Refuses to write into an existing
@@ -116,7 +141,7 @@ fn template(files: &[(&str, &str)], name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn rust_template(name: &str, sdk: &Path) -> Vec<(String, String)> {
+fn rust_template(name: &str, sdk: &RustSdk) -> Vec<(String, String)> {
     let cargo = format!(
         r#"[package]
 name = "{name}"
@@ -129,7 +154,7 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-toolhost-sdk = {{ path = {sdk:?} }}
+{sdk}
 
 # A workspace of its own, so the project builds wherever it is created.
 [workspace]
@@ -138,7 +163,7 @@ toolhost-sdk = {{ path = {sdk:?} }}
 opt-level = "s"
 strip = "debuginfo"
 "#,
-        sdk = sdk.display().to_string()
+        sdk = sdk.dependency()
     );
     let lib = r#"//! A toolhost plugin. Build it with `toolhost build`, try it with
 //! `toolhost --plugins . call greet World`, or keep `toolhost dev .` running while you edit.
@@ -168,4 +193,27 @@ mod test {
 }
 "#;
     vec![("Cargo.toml".into(), cargo), ("src/lib.rs".into(), lib.into())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RustSdk, default_rust_sdk, rust_template};
+
+    /// From a checkout, a new Rust project uses its `plugin-sdk/`; anywhere else (an installed
+    /// toolhost whose checkout is gone) the published package of the same version.
+    #[test]
+    fn a_new_rust_project_uses_the_checkout_sdk_or_else_the_published_package() {
+        let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugin-sdk");
+        assert!(matches!(default_rust_sdk(&checkout), RustSdk::Path(p) if p.join("Cargo.toml").is_file()));
+        let gone = tempfile::tempdir().unwrap();
+        let sdk = default_rust_sdk(&gone.path().join("plugin-sdk"));
+        assert_eq!(sdk, RustSdk::Version(env!("CARGO_PKG_VERSION")));
+        let files = rust_template("greeter", &sdk);
+        let cargo: toml::Table = files.iter().find(|(n, _)| n == "Cargo.toml").unwrap().1.parse().unwrap();
+        assert_eq!(
+            cargo["dependencies"]["toolhost-sdk"].as_str(),
+            Some(env!("CARGO_PKG_VERSION")),
+            "{cargo:?}"
+        );
+    }
 }
