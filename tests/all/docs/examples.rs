@@ -100,11 +100,16 @@ fn every_rust_tool_example_builds_for_wasm() {
     let root = root();
     let examples = rust_examples();
     assert!(examples.len() >= 4, "only {} Rust tool examples found", examples.len());
-    let ws = tempfile::tempdir().unwrap();
+    // One fixed folder (not a fresh temporary one), so the examples' crates keep their
+    // identity between runs and their builds replace each other in the shared target dir
+    // instead of piling up there.
+    let ws = root.join("target/docs-examples");
+    let _ = std::fs::remove_dir_all(&ws);
+    std::fs::create_dir_all(&ws).unwrap();
     let mut members = Vec::new();
     for (i, (_, _, code)) in examples.iter().enumerate() {
         let name = format!("doc_example_{i}");
-        let dir = ws.path().join(&name);
+        let dir = ws.join(&name);
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(
             dir.join("Cargo.toml"),
@@ -121,7 +126,7 @@ fn every_rust_tool_example_builds_for_wasm() {
     let plugins = std::fs::read_to_string(root.join("plugins/Cargo.toml")).unwrap();
     let profile = &plugins[plugins.find("[profile.release]").expect("the plugins' release profile")..];
     std::fs::write(
-        ws.path().join("Cargo.toml"),
+        ws.join("Cargo.toml"),
         format!(
             "[workspace]\nresolver = \"3\"\nmembers = [{}]\n\n[workspace.dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\
              serde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n\n{profile}",
@@ -130,9 +135,9 @@ fn every_rust_tool_example_builds_for_wasm() {
         ),
     )
     .unwrap();
-    std::fs::copy(root.join("plugins/Cargo.lock"), ws.path().join("Cargo.lock")).unwrap();
+    std::fs::copy(root.join("plugins/Cargo.lock"), ws.join("Cargo.lock")).unwrap();
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(ws.path())
+    cmd.current_dir(&ws)
         .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
         .arg(root.join("target/plugins-build"));
     for var in [
