@@ -17,6 +17,9 @@ use std::process::{Command, Stdio};
 
 const SHELLS: &[&str] = &["sh", "bash", "shell", "console"];
 
+/// How long one shell example may run.
+const EXAMPLE_TIMEOUT_S: u32 = 120;
+
 /// A block's language and its other info-string words (`rust,ignore` → `rust`, `[ignore]`).
 fn info(b: &Block) -> (&str, Vec<&str>) {
     let mut words = b.lang.split([',', ' ']).filter(|w| !w.is_empty());
@@ -193,8 +196,9 @@ impl Scratch {
             format!("toolhost() {{ '{}' \"$@\"; }}\nexec 2>&1\n{script}\n", env!("CARGO_BIN_EXE_toolhost"));
         // `setsid`: no controlling terminal, so nothing asks on `/dev/tty` (as for a reader
         // whose stdin is not a terminal, the examples say what happens with no one to ask).
+        // `timeout`: an example that does not return (a server) fails instead of hanging.
         let out = Command::new("setsid")
-            .args(["sh", "-c"])
+            .args(["timeout", &EXAMPLE_TIMEOUT_S.to_string(), "sh", "-c"])
             .arg(&full)
             .current_dir(self.dir.path())
             .env("XDG_CACHE_HOME", root().join("target/test-cache"))
@@ -203,7 +207,11 @@ impl Scratch {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut printed = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.code() == Some(124) {
+            printed.push_str(&format!("\n(still running after {EXAMPLE_TIMEOUT_S} s: stopped)"));
+        }
+        (out.status.success(), printed)
     }
 }
 
