@@ -275,6 +275,27 @@ fn call_prints_progress_as_lines_or_json_lines() {
     assert_eq!(outcome["data"], "counted to 5", "then the outcome: {stdout}");
 }
 
+/// On a terminal `toolhost call` draws an indicatif bar (percentage, the plugin's message, the
+/// ETA) while the tool runs, takes it off, and prints the outcome.
+#[cfg(unix)]
+#[test]
+fn call_draws_a_progress_bar_on_a_terminal() {
+    let env = ticker();
+    let mut cmd = toolhost_cmd(&env);
+    cmd.args(["--allow-write", "ticker", "call", "tick", "40", "50", ""]);
+    let pty = crate::security::terminal::Pty::spawn(cmd);
+    let at = pty.wait_for("% step ", 0);
+    pty.wait_for("(ETA ", at);
+    let (status, raw) = pty.finish();
+    let out = String::from_utf8_lossy(&raw);
+    assert!(status.success(), "{out}");
+    assert!(out.contains('\u{2588}'), "the bar's filled cells are drawn: {out:?}");
+    assert!(!out.contains("progress: "), "no plain lines on a terminal: {out:?}");
+    let outcome = out.rfind("counted to 40").expect("the outcome is printed");
+    let last_bar = out.rfind("% step ").unwrap();
+    assert!(last_bar < outcome, "the outcome comes after the bar: {out:?}");
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
