@@ -91,6 +91,8 @@ async def main():
               "tick's execution.taskSupport is optional", tools["tick"])
         check(tools["flood"].execution is not None and tools["flood"].execution.taskSupport == "forbidden",
               "flood's execution.taskSupport is forbidden", tools["flood"])
+        check(tools["chore"].execution is not None and tools["chore"].execution.taskSupport == "required",
+              "chore's execution.taskSupport is required", tools["chore"])
 
         # A task-augmented call: a task at once, polled to completed, its result fetched.
         created = await s.experimental.call_tool_as_task("tick", {"n": 30, "ms": 20, "trail": ""})
@@ -150,6 +152,25 @@ async def main():
         code, message = await error_code(s.experimental.call_tool_as_task("flood", {"n": 10}))
         check(code == -32601 and "taskSupport: forbidden" in message, "a forbidden tool refuses a task",
               (code, message))
+
+        # A tool whose taskSupport is required: refused as a plain call, served as a task.
+        code, message = await error_code(s.call_tool("chore", {"n": 3, "ms": 0}))
+        check(code == -32601 and "runs only as a task" in message, "a required tool refuses a plain call",
+              (code, message))
+        created = await s.experimental.call_tool_as_task("chore", {"n": 3, "ms": 0})
+        result = await s.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+        check(text_of(result) == "counted to 3", "a required tool runs as a task", result)
+
+        # A tool that fails: the task is `failed` (2025-11-25: isError), its result the error.
+        created = await s.experimental.call_tool_as_task("tick", {"n": 1, "ms": 0, "trail": "no-such-dir/x"})
+        statuses = [st.status async for st in s.experimental.poll_task(created.task.taskId)]
+        check(statuses[-1] == "failed", "a tool result with isError makes the task failed", statuses)
+        result = await s.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+        check(result.isError and "cannot open" in text_of(result), "tasks/result gives the tool's error", result)
+
+        # Arguments the tool does not take: refused at once, no task.
+        code, message = await error_code(s.experimental.call_tool_as_task("tick", {"n": "many"}))
+        check(code == -32602, "a task request with bad arguments is invalid params", (code, message))
 
         # An unknown task id.
         code, _ = await error_code(s.experimental.get_task("no-such-task"))

@@ -214,6 +214,11 @@ impl McpServer {
                 let t = DetailedTask::new(created.task, TaskPayload::Working);
                 Ok(json!({ "task": task_json(&t) }))
             }
+            // Refused before it ran (its arguments): the client waits for a task, not a result.
+            CallToolResponse::Complete(r) => {
+                let text = r.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone());
+                Err(ErrorData::invalid_params(text.unwrap_or_else(|| "the call was refused".into()), None))
+            }
             other => legacy(ServerResult::from(other)),
         }
     }
