@@ -148,6 +148,16 @@ async def main():
         check(code == -32602 and "already ended" in message, "a task that ended cannot be cancelled again",
               (code, message))
 
+        # The same caps as the 2026-07-28 tasks: the fifth running task of a client is refused
+        # (`[mcp] tasks_max_running_per_client`, 4 by default).
+        running = [(await s.experimental.call_tool_as_task("tick", {"n": 100000000, "ms": 10, "trail": ""})).task.taskId
+                   for _ in range(4)]
+        code, message = await error_code(s.experimental.call_tool_as_task("tick", {"n": 1, "ms": 0, "trail": ""}))
+        check(code is not None and "tasks_max_running_per_client = 4" in message,
+              "a fifth running task is refused, naming the setting", (code, message))
+        for t in running:
+            await s.experimental.cancel_task(t)
+
         # A tool whose taskSupport is forbidden refuses a task (-32601, as 2025-11-25 says).
         code, message = await error_code(s.experimental.call_tool_as_task("flood", {"n": 10}))
         check(code == -32601 and "taskSupport: forbidden" in message, "a forbidden tool refuses a task",
