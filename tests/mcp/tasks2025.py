@@ -47,17 +47,27 @@ def size(name):
         return 0
 
 
+# Progress notifications the server sent, as (token, progress, total).
+PROGRESS = []
+
+
+async def on_message(message):
+    root = getattr(message, "root", None)
+    if isinstance(root, types.ProgressNotification):
+        PROGRESS.append((root.params.progressToken, root.params.progress, root.params.total))
+
+
 @asynccontextmanager
 async def connect(transport, target, name):
     info = types.Implementation(name=name, version="0")
     if transport == "stdio":
         params = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, client_info=info) as session:
+            async with ClientSession(read, write, client_info=info, message_handler=on_message) as session:
                 yield session
     else:
         async with streamablehttp_client(target[0]) as (read, write, _):
-            async with ClientSession(read, write, client_info=info) as session:
+            async with ClientSession(read, write, client_info=info, message_handler=on_message) as session:
                 yield session
 
 
@@ -106,6 +116,18 @@ async def main():
               result)
         related = (result.meta or {}).get("io.modelcontextprotocol/related-task", {})
         check(related.get("taskId") == task_id, "the result names its task", result.meta)
+
+        # The request's progressToken stays valid for the task's life (checked over stdio, where
+        # every notification reaches the client; over HTTP they go to the session's stream).
+        created = await s.experimental.call_tool_as_task("tick", {"n": 8, "ms": 20, "trail": ""},
+                                                         meta={"progressToken": "task-progress"})
+        await s.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+        if transport == "stdio":
+            await wait_until(10, "the task's last progress arrives",
+                             lambda: ("task-progress", 8.0, 8.0) in PROGRESS)
+            mine = [p for t, p, _ in PROGRESS if t == "task-progress"]
+            check(all(a < b for a, b in zip(mine, mine[1:])),
+                  "notifications/progress with the request's token follow the task, increasing", mine)
 
         # tasks/result blocks until the task ends.
         created = await s.experimental.call_tool_as_task("tick", {"n": 10, "ms": 30, "trail": ""})

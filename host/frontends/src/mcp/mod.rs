@@ -261,7 +261,8 @@ impl McpServer {
         if let Some(requested) = task_2025 {
             let why = match (support, requested) {
                 (TaskSupport::Optional | TaskSupport::Required, true) => {
-                    return self.start_task(call, caller(context), timeout);
+                    // That revision keeps the request's progressToken valid for the task's life.
+                    return self.start_task(call, caller(context), timeout, progress_sink(context));
                 }
                 (TaskSupport::Required, false) => {
                     "runs only as a task (its manifest says taskSupport: required); call it with `task`"
@@ -289,7 +290,7 @@ impl McpServer {
                 ));
             }
             TaskSupport::Optional | TaskSupport::Required if client_tasks => {
-                return self.start_task(call, caller(context), timeout);
+                return self.start_task(call, caller(context), timeout, None);
             }
             _ => {}
         }
@@ -402,17 +403,23 @@ impl McpServer {
 
     /// Run `call` as a task of the client `who`: answered at once with the task, the call
     /// running on (cancelled by `tasks/cancel` or a shutdown, never by this request's end).
+    /// Its progress goes to the task (for `tasks/get`) and to `notify`, if given.
     fn start_task(
         &self,
         call: ToolCall,
         who: CallContext,
         timeout: Duration,
+        notify: Option<Arc<dyn ProgressSink>>,
     ) -> Result<CallToolResponse, ErrorData> {
         let owner = owner(&who);
         let executor = self.executor.clone();
         let tool = call.name.clone();
         let task = self.tasks.start(&owner, &tool, timeout, move |cancel, progress| async move {
-            let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| progress(p));
+            let task: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| progress(p));
+            let sink = match notify {
+                Some(notify) => Arc::new(Both(task, notify)),
+                None => task,
+            };
             let control = CallControl::default().with_cancel(cancel).with_progress(sink);
             // Nobody can be asked inside a task: a dangerous tool under `ask` is refused.
             let outcome = executor.call_controlled(&call, &TaskConfirm, &who, &control).await;
@@ -478,6 +485,18 @@ impl ProgressSink for McpProgress {
             n.message = (!p.message.is_empty()).then(|| p.message.clone());
             // A client that went away misses its progress; the call's own end decides the rest.
             let _ = self.peer.notify_progress(n).await;
+        })
+    }
+}
+
+/// Progress to two sinks, in turn.
+struct Both(Arc<dyn ProgressSink>, Arc<dyn ProgressSink>);
+
+impl ProgressSink for Both {
+    fn report<'a>(&'a self, p: &'a Progress) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            self.0.report(p).await;
+            self.1.report(p).await;
         })
     }
 }
