@@ -2,7 +2,8 @@
 //! time a tool may ask for, and an old plugin that still runs. The MCP side (progress
 //! notifications, `notifications/cancelled`, tasks) is driven by `tests/mcp/long.py` (the
 //! official Python SDK 1.x), `tests/mcp/long2.py` (2.x, 2026-07-28) and `tests/mcp/tasks.py`
-//! (a raw JSON-RPC client: no official SDK speaks the tasks extension yet).
+//! (a raw JSON-RPC client: no official SDK speaks the tasks extension yet); the 2025-11-25
+//! experimental tasks by `tests/mcp/tasks2025.py` (the SDK 1.x task client).
 
 use crate::process::{all_gone, watch_for};
 use crate::support::{Env, err, ok};
@@ -274,6 +275,27 @@ fn call_prints_progress_as_lines_or_json_lines() {
     assert_eq!(outcome["data"], "counted to 5", "then the outcome: {stdout}");
 }
 
+/// On a terminal `toolhost call` draws an indicatif bar (percentage, the plugin's message, the
+/// ETA) while the tool runs, takes it off, and prints the outcome.
+#[cfg(unix)]
+#[test]
+fn call_draws_a_progress_bar_on_a_terminal() {
+    let env = ticker();
+    let mut cmd = toolhost_cmd(&env);
+    cmd.args(["--allow-write", "ticker", "call", "tick", "40", "50", ""]);
+    let pty = crate::security::terminal::Pty::spawn(cmd);
+    let at = pty.wait_for("% step ", 0);
+    pty.wait_for("(ETA ", at);
+    let (status, raw) = pty.finish();
+    let out = String::from_utf8_lossy(&raw);
+    assert!(status.success(), "{out}");
+    assert!(out.contains('\u{2588}'), "the bar's filled cells are drawn: {out:?}");
+    assert!(!out.contains("progress: "), "no plain lines on a terminal: {out:?}");
+    let outcome = out.rfind("counted to 40").expect("the outcome is printed");
+    let last_bar = out.rfind("% step ").unwrap();
+    assert!(last_bar < outcome, "the outcome comes after the bar: {out:?}");
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
@@ -467,6 +489,30 @@ fn mcp_tasks_with_a_raw_2026_client() {
     let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
     args.extend(serve_args(&env, config));
     run_script(crate::mcp::python(), "tasks.py", &args, &env, "MCP task checks passed (stdio)");
+}
+
+/// The 2025-11-25 experimental tasks, with the official SDK 1.x's task client over stdio and
+/// HTTP (where a second client shows it cannot see or cancel the first one's task).
+#[test]
+fn mcp_2025_11_25_tasks_with_the_official_sdk() {
+    let env = ticker();
+    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
+    args.extend(serve_args(&env, ""));
+    run_script(
+        crate::mcp::python(),
+        "tasks2025.py",
+        &args,
+        &env,
+        "MCP 2025-11-25 task checks passed (stdio)",
+    );
+    let server = serve_http(&env, "");
+    run_script(
+        crate::mcp::python(),
+        "tasks2025.py",
+        &["http".into(), server.url.clone()],
+        &env,
+        "MCP 2025-11-25 task checks passed (http)",
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 """MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663) and an HTTP client that
 goes away (#29), with a raw JSON-RPC client that follows the 2026-07-28 specification: no
 official SDK speaks the tasks extension yet (the Python SDK 1.x has the 2025-11-25 experimental
-tasks, which toolhost does not implement; 2.x has none).
+tasks, tested by `tasks2025.py`; 2.x has none).
 
     python tasks.py stdio TOOLHOST_BIN [ARGS...]        # tasks, caps, ownership, shutdown
     python tasks.py http-disconnect http://HOST:PORT/mcp # a dropped request stops its call

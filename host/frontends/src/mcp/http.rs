@@ -502,6 +502,86 @@ async fn admit_while_draining(
     }
 }
 
+/// 2025-11-25 tasks over HTTP (see `tasks2025.rs`): the body of a `POST` of that revision (its
+/// `MCP-Protocol-Version` header) or of no session yet (an `initialize`, whose answer then
+/// declares `tasks`: the bool returned) is read here, if its declared length is within the
+/// message limit, and a task request renamed. Any other body goes on as it came: rmcp reads and
+/// limits it (so a task request sent without `Content-Length` is not seen as one).
+async fn rename_for_2025(
+    req: hyper::Request<McpBody>,
+    max_message: usize,
+) -> Result<(hyper::Request<McpBody>, bool), hyper::Response<Body>> {
+    use http_body_util::BodyExt;
+    let revision = req.headers().get("mcp-protocol-version").map(|v| v.as_bytes());
+    let on_2025 = revision == Some(super::tasks2025::REVISION.as_bytes());
+    let opening = revision.is_none() && !req.headers().contains_key(SESSION_ID);
+    let declared =
+        req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if !(on_2025 || opening) || declared.is_none_or(|n| n > max_message) {
+        return Ok((req, false));
+    }
+    let (mut parts, body) = req.into_parts();
+    let Ok(bytes) = http_body_util::Limited::new(body, max_message).collect().await.map(|b| b.to_bytes())
+    else {
+        return Err(text(hyper::StatusCode::BAD_REQUEST, "cannot read the request body\n"));
+    };
+    let initialize = opening && memchr::memmem::find(&bytes, b"\"initialize\"").is_some();
+    let renamed = if on_2025 { super::tasks2025::rename(&bytes) } else { None };
+    let bytes = match renamed {
+        Some(renamed) => {
+            parts.headers.insert(hyper::header::CONTENT_LENGTH, renamed.len().into());
+            bytes::Bytes::from(renamed)
+        }
+        None => bytes,
+    };
+    Ok((
+        hyper::Request::from_parts(parts, http_body_util::Either::Right(http_body_util::Full::new(bytes))),
+        initialize,
+    ))
+}
+
+/// The answer to an `initialize`, with `capabilities.tasks` added if it negotiated 2025-11-25
+/// (a JSON body or a `data:` line of an event stream; rmcp writes the answer in one frame).
+fn declare_tasks(mut resp: hyper::Response<Body>) -> hyper::Response<Body> {
+    use http_body_util::BodyExt;
+    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+    resp.map(|body| {
+        body.map_frame(|frame| match frame.into_data() {
+            Ok(data) => hyper::body::Frame::data(declare_tasks_in(data)),
+            Err(frame) => frame,
+        })
+        .boxed()
+    })
+}
+
+fn declare_tasks_in(data: bytes::Bytes) -> bytes::Bytes {
+    use super::tasks2025::declare_tasks;
+    if memchr::memmem::find(&data, b"\"serverInfo\"").is_none() {
+        return data;
+    }
+    let Ok(text) = std::str::from_utf8(&data) else { return data };
+    if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) {
+        return if declare_tasks(&mut v) { bytes::Bytes::from(v.to_string()) } else { data };
+    }
+    let mut out = String::with_capacity(text.len() + 80);
+    let mut changed = false;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\r', '\n']);
+        if let Some(json) = body.strip_prefix("data:")
+            && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(json.trim_start())
+            && declare_tasks(&mut v)
+        {
+            out.push_str("data: ");
+            out.push_str(&v.to_string());
+            out.push_str(&line[body.len()..]);
+            changed = true;
+            continue;
+        }
+        out.push_str(line);
+    }
+    if changed { bytes::Bytes::from(out) } else { data }
+}
+
 /// `503` with `Retry-After` while starting or shutting down. To a `POST` the body is also a
 /// JSON-RPC error (`id: null`: the request is not read), which clients show as the reason.
 fn unavailable(starting: bool, post: bool) -> hyper::Response<Body> {
@@ -762,8 +842,17 @@ pub async fn serve_http(
                     }
                     _ => req,
                 };
+                let (req, initialize) = if post {
+                    match rename_for_2025(req, max_message).await {
+                        Ok(r) => r,
+                        Err(resp) => return Ok(resp),
+                    }
+                } else {
+                    (req, false)
+                };
                 let open = post.then(|| answers.open());
                 let resp = service.handle(req).await;
+                let resp = if initialize { declare_tasks(resp) } else { resp };
                 Ok(match open {
                     Some(open) => OpenAnswers::track(open, resp),
                     None => resp,

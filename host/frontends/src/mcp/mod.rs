@@ -38,8 +38,9 @@
 //!   the extension gets a task id at once for a tool whose manifest says `taskSupport`
 //!   `optional` or `required`; a client that does not gets a plain result (or, for `required`,
 //!   the missing-capability error). Each tool's `_meta` says `toolhost/taskSupport` and its
-//!   effective `toolhost/timeoutMs`. The 2025-11-25 experimental tasks are not implemented and
-//!   not advertised: such a client's task request gets a plain result.
+//!   effective `toolhost/timeoutMs`. The 2025-11-25 experimental tasks (`tasks2025.rs`) use the
+//!   same store; rmcp does not model them, so the transports rename those requests for
+//!   `on_custom_request` and declare the `tasks` capability rmcp's types cannot carry.
 //! - Every registry change from the reloader becomes `notifications/tools/list_changed`: to
 //!   every initialized session on the handshake revisions, and on the `subscriptions/listen`
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
@@ -50,6 +51,7 @@ mod replay;
 pub(crate) mod settings;
 mod stdio;
 mod tasks;
+mod tasks2025;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 pub use settings::StoreUrl;
@@ -212,11 +214,13 @@ impl McpServer {
         result
     }
 
-    /// Run one `tools/call`.
+    /// Run one `tools/call`; `task_2025` is, on a 2025-11-25 session, whether it asked for a
+    /// task (its `task` member).
     async fn call(
         &self,
         params: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
+        task_2025: Option<bool>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.executor.registry();
         let meta_tool = registry.search().map(|s| &s.spec).filter(|s| s.name == params.name);
@@ -253,6 +257,25 @@ impl McpServer {
         };
         drop(registry);
         let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+        // 2025-11-25: a `task` member asks for a task (see `tasks2025.rs`).
+        if let Some(requested) = task_2025 {
+            let why = match (support, requested) {
+                (TaskSupport::Optional | TaskSupport::Required, true) => {
+                    // That revision keeps the request's progressToken valid for the task's life.
+                    return self.start_task(call, caller(context), timeout, progress_sink(context));
+                }
+                (TaskSupport::Required, false) => {
+                    "runs only as a task (its manifest says taskSupport: required); call it with `task`"
+                }
+                (_, true) => "does not run as a task (taskSupport: forbidden); call it without `task`",
+                _ => "",
+            };
+            if !why.is_empty() {
+                let message = format!("tool `{}` {why}", call.name);
+                self.unrun(&params, context, ErrorKind::BadArguments, &message);
+                return Err(tasks2025::method_not_found(message));
+            }
+        }
         match support {
             TaskSupport::Required if !client_tasks => {
                 let why = "it runs only as a task (its manifest says taskSupport: required)";
@@ -267,7 +290,7 @@ impl McpServer {
                 ));
             }
             TaskSupport::Optional | TaskSupport::Required if client_tasks => {
-                return self.start_task(call, caller(context), timeout);
+                return self.start_task(call, caller(context), timeout, None);
             }
             _ => {}
         }
@@ -380,17 +403,23 @@ impl McpServer {
 
     /// Run `call` as a task of the client `who`: answered at once with the task, the call
     /// running on (cancelled by `tasks/cancel` or a shutdown, never by this request's end).
+    /// Its progress goes to the task (for `tasks/get`) and to `notify`, if given.
     fn start_task(
         &self,
         call: ToolCall,
         who: CallContext,
         timeout: Duration,
+        notify: Option<Arc<dyn ProgressSink>>,
     ) -> Result<CallToolResponse, ErrorData> {
         let owner = owner(&who);
         let executor = self.executor.clone();
         let tool = call.name.clone();
         let task = self.tasks.start(&owner, &tool, timeout, move |cancel, progress| async move {
-            let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| progress(p));
+            let task: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| progress(p));
+            let sink = match notify {
+                Some(notify) => Arc::new(Both(task, notify)),
+                None => task,
+            };
             let control = CallControl::default().with_cancel(cancel).with_progress(sink);
             // Nobody can be asked inside a task: a dangerous tool under `ask` is refused.
             let outcome = executor.call_controlled(&call, &TaskConfirm, &who, &control).await;
@@ -456,6 +485,18 @@ impl ProgressSink for McpProgress {
             n.message = (!p.message.is_empty()).then(|| p.message.clone());
             // A client that went away misses its progress; the call's own end decides the rest.
             let _ = self.peer.notify_progress(n).await;
+        })
+    }
+}
+
+/// Progress to two sinks, in turn.
+struct Both(Arc<dyn ProgressSink>, Arc<dyn ProgressSink>);
+
+impl ProgressSink for Both {
+    fn report<'a>(&'a self, p: &'a Progress) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            self.0.report(p).await;
+            self.1.report(p).await;
         })
     }
 }
@@ -696,7 +737,20 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // A cancellation reaches the executor (see `McpServer::call`), which stops the call and
         // answers `cancelled`.
-        self.call(request, &context).await
+        let task_2025 = tasks2025::on_2025_11_25(&context).then_some(false);
+        self.call(request, &context, task_2025).await
+    }
+
+    /// The 2025-11-25 task requests the transports renamed (see `tasks2025.rs`).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        match self.on_2025_11_25(&request, &context).await {
+            Some(answer) => answer.map(rmcp::model::CustomResult),
+            None => Err(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        }
     }
 
     async fn get_task(

@@ -34,6 +34,8 @@ pub(crate) struct StdioTransport<R, W> {
     hold_eof: Option<tokio::sync::watch::Sender<bool>>,
     /// Requests received and not answered yet.
     pending: Arc<std::sync::atomic::AtomicUsize>,
+    /// The session negotiated 2025-11-25 (set when its `initialize` answer is written).
+    revision_2025: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioTransport<R, W> {
@@ -51,6 +53,7 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioT
             write: Arc::new(tokio::sync::Mutex::new(write)),
             hold_eof,
             pending: Arc::default(),
+            revision_2025: Arc::default(),
         }
     }
 
@@ -158,6 +161,7 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = self.write.clone();
         let pending = self.pending.clone();
+        let revision_2025 = self.revision_2025.clone();
         async move {
             let answer = match &item {
                 rmcp::model::JsonRpcMessage::Response(_) => true,
@@ -171,7 +175,18 @@ where
                     |n| n.checked_sub(1),
                 );
             }
-            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            let mut line = match &item {
+                // 2025-11-25: the `tasks` capability rmcp's types cannot carry (see tasks2025.rs).
+                rmcp::model::JsonRpcMessage::Response(r)
+                    if matches!(r.result, rmcp::model::ServerResult::InitializeResult(_)) =>
+                {
+                    let mut v = serde_json::to_value(&item).map_err(std::io::Error::other)?;
+                    let v2025 = super::tasks2025::declare_tasks(&mut v);
+                    revision_2025.store(v2025, std::sync::atomic::Ordering::SeqCst);
+                    serde_json::to_vec(&v).map_err(std::io::Error::other)?
+                }
+                _ => serde_json::to_vec(&item).map_err(std::io::Error::other)?,
+            };
             line.push(b'\n');
             let mut w = write.lock().await;
             w.write_all(&line).await?;
@@ -196,6 +211,13 @@ where
             if text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            // 2025-11-25: the task requests rmcp's types cannot carry (see tasks2025.rs).
+            let renamed = if self.revision_2025.load(std::sync::atomic::Ordering::SeqCst) {
+                super::tasks2025::rename(text)
+            } else {
+                None
+            };
+            let text = renamed.as_deref().unwrap_or(text);
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
                 Ok(m) => {
                     if matches!(m, rmcp::model::JsonRpcMessage::Request(_)) {

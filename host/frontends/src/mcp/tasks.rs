@@ -36,6 +36,8 @@ pub struct Tasks {
     inner: Mutex<HashMap<String, Entry>>,
     /// Tasks a shutdown cancelled.
     shutdown_cancelled: std::sync::atomic::AtomicUsize,
+    /// Told whenever a task ends (`tasks/result` and `tasks/cancel` of 2025-11-25 wait on it).
+    ended: tokio::sync::Notify,
 }
 
 #[derive(Debug)]
@@ -75,7 +77,12 @@ pub enum Ended {
 
 impl Tasks {
     pub fn new(limits: TaskLimits) -> Tasks {
-        Tasks { limits, inner: Mutex::default(), shutdown_cancelled: Default::default() }
+        Tasks {
+            limits,
+            inner: Mutex::default(),
+            shutdown_cancelled: Default::default(),
+            ended: tokio::sync::Notify::new(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -156,6 +163,10 @@ impl Tasks {
     fn finish(&self, id: &str, ended: Ended) {
         let mut tasks = self.lock();
         let Some(e) = tasks.get_mut(id) else { return };
+        if e.end.is_some() {
+            // Already marked cancelled by a 2025-11-25 `tasks/cancel`: it stays cancelled.
+            return;
+        }
         let (payload, message) = match ended {
             Ended::Result(r) => {
                 let message = if r.is_error == Some(true) { "finished with an error" } else { "finished" };
@@ -184,6 +195,8 @@ impl Tasks {
         e.task.status_message = Some(message);
         e.task.last_updated_at = rmcp::task_manager::current_timestamp();
         e.end = Some((Instant::now(), payload));
+        drop(tasks);
+        self.ended.notify_waiters();
     }
 
     /// `tasks/get` for `owner`.
@@ -219,6 +232,75 @@ impl Tasks {
         tasks.get(id).filter(|e| e.owner == owner).map(drop).ok_or_else(|| unknown(id))
     }
 
+    /// The task `id` of `owner`, with how it ended if it has.
+    pub fn detailed(&self, owner: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        let mut tasks = self.lock();
+        self.sweep(&mut tasks);
+        tasks.get(id).filter(|e| e.owner == owner).map(Entry::detailed).ok_or_else(|| unknown(id))
+    }
+
+    /// Every task of `owner` still kept, the oldest first.
+    pub fn list(&self, owner: &str) -> Vec<DetailedTask> {
+        let mut tasks = self.lock();
+        self.sweep(&mut tasks);
+        let mut mine: Vec<DetailedTask> =
+            tasks.values().filter(|e| e.owner == owner).map(Entry::detailed).collect();
+        mine.sort_by(|a, b| {
+            (&a.task.created_at, &a.task.task_id).cmp(&(&b.task.created_at, &b.task.task_id))
+        });
+        mine
+    }
+
+    /// The task `id` of `owner` once it has ended (2025-11-25 `tasks/result` blocks until then).
+    pub async fn ended(&self, owner: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        loop {
+            let notified = self.ended.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let task = self.detailed(owner, id)?;
+            if task.status().is_terminal() {
+                return Ok(task);
+            }
+            notified.await;
+        }
+    }
+
+    /// 2025-11-25 `tasks/cancel` for `owner`: the task's call is stopped as `tasks/cancel`
+    /// stops it on 2026-07-28, and the task is `cancelled` before this answers (that revision
+    /// wants the status in the answer). A task that already ended cannot be cancelled.
+    pub async fn cancel_now(&self, owner: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        let task = self.detailed(owner, id)?;
+        if task.status().is_terminal() {
+            return Err(ErrorData::invalid_params(
+                format!("cannot cancel task `{id}`: it already ended ({})", status_name(task.status())),
+                None,
+            ));
+        }
+        self.cancel(owner, id)?;
+        // The sandbox stops within ~100 ms; its end says by whom it was cancelled.
+        let _ = tokio::time::timeout(CANCEL_WAIT, self.ended(owner, id)).await;
+        {
+            let mut tasks = self.lock();
+            if let Some(e) = tasks.get_mut(id)
+                && e.end.is_none()
+            {
+                e.task.status = TaskStatus::Cancelled;
+                e.task.status_message = Some("cancelled by the client (tasks/cancel)".into());
+                e.task.last_updated_at = rmcp::task_manager::current_timestamp();
+                e.end = Some((Instant::now(), TaskPayload::Cancelled));
+            }
+        }
+        self.ended.notify_waiters();
+        let task = self.detailed(owner, id)?;
+        if task.status() != TaskStatus::Cancelled {
+            return Err(ErrorData::invalid_params(
+                format!("cannot cancel task `{id}`: it ended first ({})", status_name(task.status())),
+                None,
+            ));
+        }
+        Ok(task)
+    }
+
     /// Tasks running now.
     pub fn running(&self) -> usize {
         self.lock().values().filter(|e| e.end.is_none()).count()
@@ -247,6 +329,21 @@ impl Tasks {
                 tasks.remove(id);
             }
         }
+    }
+}
+
+/// How long a 2025-11-25 `tasks/cancel` waits for the call to stop before it answers.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// A status as the wire spells it.
+pub fn status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        _ => "unknown",
     }
 }
 
