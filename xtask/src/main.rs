@@ -299,7 +299,9 @@ fn bench() -> Result<()> {
          empty compile cache and then with a warm one, beside `toolhost --version` (the floor of\n\
          any start); the manifest scan reads, hashes, parses and validates 100 plugin files\n\
          without compiling; reload writes a new version of a plugin into a watched\n\
-         folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\n{report}"
+         folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\
+         Capacity (host/cli/benches/capacity.rs): 1,000 MCP HTTP clients against one replica for a\n\
+         minute, then stateless `echo` calls/s through nginx (deploy/nginx.conf) with 1 and 3 replicas.\n\n{report}"
     );
     std::fs::write(root.join("BENCHMARKS.md"), doc)?;
     eprintln!("wrote BENCHMARKS.md");
