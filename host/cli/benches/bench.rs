@@ -4,6 +4,7 @@
 //! its baseline (a native function call, raw wasmtime instantiate+call), because shared
 //! machines are noisy and absolute numbers from another run mean little.
 
+#[path = "capacity/rows.rs"]
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;

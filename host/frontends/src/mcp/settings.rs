@@ -328,6 +328,17 @@ mod tests {
     }
 
     #[test]
+    fn session_idle_s_is_bounded_and_defaults_to_five_minutes() {
+        assert_eq!(resolve(serde_json::json!({})).unwrap().session_idle, std::time::Duration::from_secs(300));
+        let s = resolve(serde_json::json!({"session_idle_s": 30})).unwrap();
+        assert_eq!(s.session_idle, std::time::Duration::from_secs(30));
+        for bad in [0, 7 * 24 * 3600 + 1] {
+            let e = resolve(serde_json::json!({"session_idle_s": bad})).unwrap_err();
+            assert!(e.contains("mcp.session_idle_s") && e.contains("outside"), "{e}");
+        }
+    }
+
+    #[test]
     fn the_replay_store_is_a_redis_url_and_its_password_is_not_echoed() {
         let s = resolve(serde_json::json!({"replay_store": "redis://cache:6379/0"})).unwrap();
         assert_eq!(s.replay_store, Some(StoreUrl::Plain("redis://cache:6379/0".into())));

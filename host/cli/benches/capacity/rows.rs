@@ -5,7 +5,8 @@
 //! (`initialize`, then calls with their `Mcp-Session-Id`) and half 2026-07-28 stateless, each
 //! calling `tick(1, 50 ms)` every 200–400 ms for DURATION, with `[limits] concurrency = 200`:
 //! every answer must be a result or the documented overload answer (`503` + `Retry-After`, or a
-//! call answered `[busy]`). Memory is the replica's RSS (`/proc/PID/status`): at rest, with the
+//! call answered `[busy]`; a call waits for a slot within its own time limit, so an overloaded
+//! replica answers later rather than busy: the answer times show it). Memory is the replica's RSS (`/proc/PID/status`): at rest, with the
 //! sessions open and idle (per idle session), at the peak of calls in flight (per call in
 //! flight, from `/metrics`), once `[mcp] session_idle_s` has closed the sessions (glibc keeps
 //! freed pages, so RSS does not fall back), and after as many new sessions (which reuse them).
@@ -82,6 +83,8 @@ struct Tally {
     busy: AtomicUsize,
     other: AtomicUsize,
     first_other: std::sync::Mutex<Option<String>>,
+    /// Each answer's time, request to full answer.
+    times: std::sync::Mutex<Vec<Duration>>,
 }
 
 impl Tally {
@@ -155,18 +158,29 @@ async fn open_session(client: &reqwest::Client, url: &str) -> Result<String, Str
     Ok(session)
 }
 
-/// `toolhost_calls_in_flight` from `/metrics`.
-async fn in_flight(client: &reqwest::Client, base: &str) -> usize {
-    let Ok(r) = client.get(format!("{base}/metrics")).send().await else { return 0 };
+/// `toolhost_calls_in_flight` (admitted, running or waiting for a slot) and
+/// `toolhost_calls_waiting` from `/metrics`.
+async fn in_flight(client: &reqwest::Client, base: &str) -> (usize, usize) {
+    let Ok(r) = client.get(format!("{base}/metrics")).send().await else { return (0, 0) };
     let text = r.text().await.unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix("toolhost_calls_in_flight "))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map_or(0, |v| v as usize)
+    let gauge = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as usize)
+    };
+    (gauge("toolhost_calls_in_flight"), gauge("toolhost_calls_waiting"))
 }
 
 pub fn rows(line: &mut impl FnMut(String), quick: bool) {
     let clients = if quick { 100 } else { 1000 };
+    // A socket per client at once: more than the usual soft limit of open files.
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let lim = getrlimit(Resource::Nofile);
+        let _ =
+            setrlimit(Resource::Nofile, Rlimit { current: lim.maximum.or(Some(8192)), maximum: lim.maximum });
+    }
     let duration = if quick { Duration::from_secs(8) } else { Duration::from_secs(60) };
     let idle_s = if quick { 2 } else { 10 };
     let dir = tempfile::tempdir().unwrap();
@@ -242,16 +256,17 @@ pub fn rows(line: &mut impl FnMut(String), quick: bool) {
                             Ok((status, retry_after, text, _)) => tally.count(status, retry_after, &text),
                             Err(e) => tally.other(e),
                         }
+                        tally.times.lock().unwrap().push(began.elapsed());
                         let period = Duration::from_millis(200 + (id * 7919 + i as u64) % 200);
                         tokio::time::sleep(period.saturating_sub(began.elapsed())).await;
                     }
                 }));
             }
-            let (mut peak, mut rss_peak) = (0usize, 0u64);
+            let (mut peak, mut rss_peak) = ((0usize, 0usize), 0u64);
             while Instant::now() < until {
                 let n = in_flight(&client, &base).await;
                 let rss = replica.rss_kib();
-                if n > peak {
+                if n.0 > peak.0 {
                     (peak, rss_peak) = (n, rss);
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -306,7 +321,20 @@ pub fn rows(line: &mut impl FnMut(String), quick: bool) {
             .map(|e| format!(" (first: {})", e.chars().take(120).collect::<String>()))
             .unwrap_or_default()
     ));
-    line(format!("| peak calls in flight (`/metrics`, `[limits] concurrency = 200`) | {peak} |"));
+    let mut times = std::mem::take(&mut *tally.times.lock().unwrap());
+    times.sort();
+    let pct =
+        |p: f64| times.get(((times.len() as f64 * p) as usize).min(times.len().saturating_sub(1))).copied();
+    let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0));
+    line(format!(
+        "| answer time p50 / p99 (the call itself takes 50 ms) | {} / {} |",
+        ms(pct(0.5)),
+        ms(pct(0.99))
+    ));
+    line(format!(
+        "| peak calls in flight (`/metrics`; `[limits] concurrency = 200` run, the rest wait for a slot) | {} ({} waiting) |",
+        peak.0, peak.1
+    ));
     line(format!("| RSS at rest | {} |", mib(rss_rest)));
     line(format!(
         "| RSS with {sessions} idle sessions | {} ({:.1} KiB per idle session) |",
@@ -316,7 +344,7 @@ pub fn rows(line: &mut impl FnMut(String), quick: bool) {
     line(format!(
         "| RSS at the peak of calls in flight | {} ({:.1} KiB per call in flight) |",
         mib(rss_peak),
-        rss_peak.saturating_sub(rss_sessions) as f64 / peak.max(1) as f64
+        rss_peak.saturating_sub(rss_sessions) as f64 / peak.0.max(1) as f64
     ));
     line(format!(
         "| RSS after `session_idle_s = {idle_s}` | {} ({expired}/20 sampled sessions closed; the allocator keeps freed pages) |",
