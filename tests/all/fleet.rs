@@ -360,9 +360,17 @@ fn nginx(replicas: &[Replica]) -> Nginx {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let shipped = std::fs::read_to_string(root().join("deploy/nginx.conf")).unwrap();
+    // The shipped servers' parameters (max_fails, fail_timeout), on the test's replicas.
+    let params = shipped
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("server toolhost-"))
+        .and_then(|l| l.split_once(' '))
+        .map_or(";", |(_, rest)| rest);
     let servers: String = replicas
         .iter()
-        .map(|r| format!("    server {};\n", r.url.trim_start_matches("http://").trim_end_matches("/mcp")))
+        .map(|r| {
+            format!("    server {} {params}\n", r.url.trim_start_matches("http://").trim_end_matches("/mcp"))
+        })
         .collect();
     let mut site = String::new();
     for line in shipped.lines() {
@@ -505,4 +513,303 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
     assert!(moved >= 1, "no answer landed on another replica than its question: {log}");
     let replayed_on: std::collections::BTreeSet<&str> = calls[62..].iter().copied().collect();
     assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log}");
+}
+
+/// One raw HTTP/1.0 POST like [`post`], but a transport failure is an `Err` (a replica may be
+/// going away under it).
+fn try_post(url: &str, headers: &str, body: &Value) -> Result<(u16, String, Vec<Value>), String> {
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = body.to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(authority).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+    s.write_all(req.as_bytes()).map_err(|e| format!("send: {e}"))?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).map_err(|e| format!("read: {e}"))?;
+    let (head, body) = raw.split_once("\r\n\r\n").ok_or_else(|| format!("no HTTP response: {raw:?}"))?;
+    let status =
+        head.get(9..12).and_then(|c| c.parse().ok()).ok_or_else(|| format!("no status: {head:?}"))?;
+    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
+        serde_json::from_str(body.trim()).map(|v| vec![v]).map_err(|e| format!("{e}: {body:?}"))?
+    } else {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    };
+    Ok((status, head.to_string(), messages))
+}
+
+/// A replica's config for the rolling restart: the fleet's, and its own audit file.
+fn rolling_config(dir: &std::path::Path, port: u16, generation: usize) -> (String, PathBuf) {
+    let audit = dir.join(format!("audit-{port}-{generation}.jsonl"));
+    let config = format!("[audit]\nfile = \"{}\"\nfsync = false\n", audit.display());
+    (config, audit)
+}
+
+/// SIGTERM to a replica; its exit status once it has drained.
+fn terminate(r: &mut Replica) -> std::process::ExitStatus {
+    let pid = rustix::process::Pid::from_raw(r.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = r.child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "a replica did not exit within 30 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How the rolling restart's clients fared.
+#[derive(Default)]
+struct Tally {
+    done: std::sync::atomic::AtomicUsize,
+    /// `503` + `Retry-After` answers, retried.
+    refused_503: std::sync::atomic::AtomicUsize,
+    /// Calls answered `[unavailable]` (admitted as the drain began, not run), retried.
+    unavailable: std::sync::atomic::AtomicUsize,
+    /// Anything else: a lost or half-run call.
+    failures: std::sync::Mutex<Vec<String>>,
+}
+
+/// One call `rename(todo/ID, done/ID)` through `lb` until it has an answer, retrying what the
+/// service documents as retryable: `503` with `Retry-After` (after that many seconds) and a
+/// call answered `[unavailable]` before it ran.
+fn rolling_call(lb: &str, id: usize, tally: &Tally) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "rename",
+        "arguments": {"from": format!("todo/{id}"), "to": format!("done/{id}")},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "rolling-test", "version": "0"},
+        },
+    }});
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: rename\r\n";
+    let fail = |why: String| tally.failures.lock().unwrap().push(format!("call {id}: {why}"));
+    for _ in 0..20 {
+        let (status, head, messages) = match try_post(lb, headers, &body) {
+            Ok(answer) => answer,
+            Err(e) => return fail(e),
+        };
+        if status == 503 {
+            let retry_after = head.lines().find_map(|l| {
+                l.split_once(':')
+                    .filter(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                    .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+            });
+            let Some(secs) = retry_after else { return fail(format!("503 without Retry-After: {head}")) };
+            tally.refused_503.fetch_add(1, Relaxed);
+            std::thread::sleep(Duration::from_secs(secs));
+            continue;
+        }
+        if status != 200 {
+            return fail(format!("HTTP {status}: {head}"));
+        }
+        let Some(answer) = messages.iter().find(|m| m["id"] == id) else {
+            return fail(format!("no JSON-RPC response: {head} {messages:?}"));
+        };
+        let result = &answer["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"] == json!(true)
+            && text.ends_with("[unavailable]")
+            && !text.contains("may have partly run")
+        {
+            tally.unavailable.fetch_add(1, Relaxed);
+            continue;
+        }
+        if !result["content"].is_array() || result["isError"] == json!(true) {
+            return fail(format!("not a result: {answer}"));
+        }
+        tally.done.fetch_add(1, Relaxed);
+        return;
+    }
+    fail("still refused after 20 tries".into())
+}
+
+#[test]
+fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
+    use std::sync::atomic::Ordering::Relaxed;
+    const CALLS: usize = 2000;
+    const CLIENTS: usize = 20;
+    const PACE: Duration = Duration::from_millis(60);
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(env.ws("todo")).unwrap();
+    std::fs::create_dir(env.ws("done")).unwrap();
+    for id in 0..CALLS {
+        std::fs::write(env.ws(&format!("todo/{id}")), id.to_string()).unwrap();
+    }
+    let mut audits = Vec::new();
+    let mut fleet: Vec<Replica> = (0..3)
+        .map(|_| {
+            let port = free_port();
+            let (config, audit) = rolling_config(dir.path(), port, 0);
+            audits.push(audit);
+            replica(&env, dir.path(), &format!("127.0.0.1:{port}"), &config, &[])
+        })
+        .collect();
+    let lb = nginx(&fleet);
+    let tally = std::sync::Arc::new(Tally::default());
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (tally, next, url) = (tally.clone(), next.clone(), lb.url.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let id = next.fetch_add(1, Relaxed);
+                    if id >= CALLS {
+                        return;
+                    }
+                    // Each client calls at most every PACE: the load lasts long enough for three
+                    // restarts a second apart (nginx's fail_timeout) on any machine.
+                    let began = Instant::now();
+                    rolling_call(&url, id, &tally);
+                    std::thread::sleep(PACE.saturating_sub(began.elapsed()));
+                }
+            })
+        })
+        .collect();
+    // Each replica in turn, as an operator does it: SIGTERM once a share of the calls is done
+    // and the replica before has been back for nginx's fail_timeout (1 s), wait for its drain to
+    // end the process (exit 0), start it again on the same port.
+    let mut restarted_at = Vec::new();
+    let mut back = Instant::now();
+    for (i, replica) in fleet.iter_mut().enumerate() {
+        while (tally.done.load(Relaxed) < (i + 1) * CALLS / 5 || back.elapsed() < Duration::from_millis(1100))
+            && started.elapsed() < Duration::from_secs(120)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let addr = replica.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+        let status = terminate(replica);
+        assert!(status.success(), "replica {i} drained and exited 0: {status:?}");
+        let (config, audit) = rolling_config(dir.path(), port, 1);
+        audits.push(audit);
+        *replica = self::replica(&env, dir.path(), &addr, &config, &[]);
+        back = Instant::now();
+        restarted_at.push(tally.done.load(Relaxed));
+    }
+    for c in clients {
+        c.join().unwrap();
+    }
+    let elapsed = started.elapsed();
+    let failures = tally.failures.lock().unwrap().clone();
+    let nginx_errors = std::fs::read_to_string(lb.dir.path().join("error.log")).unwrap_or_default();
+    assert!(
+        failures.is_empty(),
+        "{} calls lost or failed: {:?}\nnginx's error log:\n{nginx_errors}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert_eq!(tally.done.load(Relaxed), CALLS);
+    // Side effects: every file moved once — none left, none missing.
+    let left = std::fs::read_dir(env.ws("todo")).unwrap().count();
+    let moved = std::fs::read_dir(env.ws("done")).unwrap().count();
+    assert_eq!((left, moved), (0, CALLS), "every call ran: none lost");
+    // Each process's audit trail: every `rename` ran once, successfully (a repeat would have
+    // found its file gone), and each of the six processes served calls (the load spanned the
+    // restarts).
+    drop(fleet);
+    let mut ran = std::collections::BTreeMap::<String, usize>::new();
+    let mut not_run = 0;
+    for audit in &audits {
+        let text = std::fs::read_to_string(audit).unwrap_or_default();
+        let mut here = 0;
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if v["tool"] != "rename" {
+                continue;
+            }
+            // Refused by the executor as the drain began: not run, and retried.
+            if v["outcome"] == "unavailable" {
+                not_run += 1;
+                continue;
+            }
+            assert_eq!(v["outcome"], "ok", "a call ran twice or failed: {line}");
+            *ran.entry(v["args"][0].as_str().unwrap().to_string()).or_default() += 1;
+            here += 1;
+        }
+        assert!(
+            here > 0,
+            "{} served no call: the restarts were not under load ({restarted_at:?})",
+            audit.display()
+        );
+    }
+    assert_eq!(ran.len(), CALLS);
+    assert!(ran.values().all(|&n| n == 1), "no call ran twice");
+    assert_eq!(not_run, tally.unavailable.load(Relaxed), "each call refused `unavailable` was retried");
+    // What nginx passed on: answers and retryable refusals only.
+    let log = std::fs::read_to_string(lb.dir.path().join("access.log")).unwrap();
+    let statuses: Vec<u16> = log.lines().map(|l| l.rsplit(' ').nth(2).unwrap().parse().unwrap()).collect();
+    assert!(statuses.iter().all(|&s| s == 200 || s == 503), "{log}");
+    let n503 = statuses.iter().filter(|&&s| s == 503).count();
+    assert_eq!(n503, tally.refused_503.load(Relaxed), "{log}");
+    eprintln!(
+        "rolling restart: {CALLS} calls from {CLIENTS} clients in {elapsed:?}; restarts done after {restarted_at:?} \
+         calls; {n503} answered 503 + Retry-After and {} `[unavailable]`, all retried",
+        tally.unavailable.load(Relaxed)
+    );
+}
+
+/// A 2025 session through `initialize` and `notifications/initialized`; its id.
+fn legacy_session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "idle-test", "version": "0"}}});
+    let (status, head, _) = post(url, "", &init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let (status, head, _) =
+        post(url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202, "{head}");
+    session
+}
+
+/// The HTTP status of a `tools/list` in `session`.
+fn list_in(url: &str, session: &str) -> u16 {
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    post(url, &in_session, &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})).0
+}
+
+#[test]
+fn a_legacy_session_unused_for_session_idle_s_is_closed() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let r = replica(&env, dir.path(), "127.0.0.1:0", "[mcp]\nsession_idle_s = 1\n", &[]);
+    let (used, unused, streaming) = (legacy_session(&r.url), legacy_session(&r.url), legacy_session(&r.url));
+    // The third holds its GET stream open: a session with an open stream is in use.
+    let authority = r.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {streaming}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "the GET stream opened");
+    // Well past the idle time, the first used every 300 ms.
+    let until = Instant::now() + Duration::from_millis(2600);
+    while Instant::now() < until {
+        assert_eq!(list_in(&r.url, &used), 200);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(list_in(&r.url, &used), 200, "a session in use stays");
+    assert_eq!(list_in(&r.url, &streaming), 200, "a session with an open stream stays");
+    assert_eq!(list_in(&r.url, &unused), 404, "an unused session is closed");
+    drop(stream);
 }

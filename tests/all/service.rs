@@ -898,11 +898,24 @@ fn the_deployment_files_agree_with_the_flags() {
     assert!(config.core.approvals.locked, "a read-only folder needs the approvals in the config");
     let grace_s = pod["terminationGracePeriodSeconds"].as_u64().expect("terminationGracePeriodSeconds");
     assert!(
-        grace_s * 1000 > config.frontends.serve.shutdown_grace.as_millis() as u64 + 2000,
-        "Kubernetes must wait longer than serve.shutdown_grace_ms (plus the cancel)"
+        grace_s * 1000 >= config.frontends.serve.shutdown_grace.as_millis() as u64 + 7000,
+        "Kubernetes must wait for serve.shutdown_grace_ms plus the cancel (5 s) and the last answers (2 s)"
     );
     assert_eq!(svc["spec"]["selector"], dep["spec"]["selector"]["matchLabels"]);
     assert_eq!(svc["spec"]["ports"][0]["targetPort"].as_u64(), Some(port));
+    // Rolling restarts and node drains take one replica at a time (#30); the Ingress keeps a
+    // 2025 session client on one replica and replays nothing that reached one.
+    let pdb = kind("PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["selector"], dep["spec"]["selector"], "the budget covers the replicas");
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    assert_eq!(dep["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
+    let ingress = kind("Ingress");
+    let notes = &ingress["metadata"]["annotations"];
+    assert_eq!(notes["nginx.ingress.kubernetes.io/upstream-hash-by"], "$remote_addr");
+    assert_eq!(notes["nginx.ingress.kubernetes.io/proxy-next-upstream"], "error timeout");
+    let backend = &ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"];
+    assert_eq!(backend["name"], svc["metadata"]["name"]);
+    assert_eq!(backend["port"]["name"], svc["spec"]["ports"][0]["name"]);
     // Tokens come from a Secret, as the config names them.
     let env_names: Vec<&str> = c["env"]
         .as_array()

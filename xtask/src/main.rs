@@ -1,6 +1,7 @@
 //! Project automation (`cargo xtask …`): build the example plugins, run the demo, run the
 //! whole test suite exactly as CI does.
 
+mod deploy;
 mod docs;
 mod layers;
 mod packages;
@@ -34,6 +35,9 @@ tasks:
             workspace crate (each printed with the file:line of every reference that ties
             it), and every crate depends only on crates of a lower layer; only toolhost-core
             names wasmtime, and toolhost-spec has no wasmtime or tokio in its tree
+  deploy    check deploy/kubernetes.yaml against the Kubernetes API schemas
+            (kubernetes-validate --strict, pinned in deploy/requirements-validate.txt,
+            installed into target/kubevalidate); seconds
   packages [--verify]
             the SDKs as they would be published, checked without publishing: `cargo
             package` of toolhost-sdk with toolhost-sdk-macros and toolhost-spec (the WIT
@@ -47,7 +51,7 @@ tasks:
             if missing (the fleet tests' replay store and load balancer), and for the console's
             browser tests Debian's chromium if missing, Playwright into target/console-env
             and axe-core into target/console-npm (pinned; no browser download), rustfmt check, clippy
-            with warnings as errors, the layer and package checks, the Python and JS SDK tests, then every
+            with warnings as errors, the layer, package and deploy checks, the Python and JS SDK tests, then every
             unit and integration test (the test build compiles the Rust plugins itself; the
             Python/JS ones are built with toolchains it installs into target/toolchains);
             prints the MCP check counts per SDK generation, mode and transport
@@ -61,6 +65,7 @@ fn main() -> Result<()> {
         "test" => test(),
         "bench" => bench(),
         "layers" => layers::run(&root()),
+        "deploy" => deploy::validate(&root()),
         "docs" => docs::run(&root()),
         "packages" => match std::env::args().nth(2).as_deref() {
             None => packages::run(&root(), false),
@@ -294,7 +299,9 @@ fn bench() -> Result<()> {
          empty compile cache and then with a warm one, beside `toolhost --version` (the floor of\n\
          any start); the manifest scan reads, hashes, parses and validates 100 plugin files\n\
          without compiling; reload writes a new version of a plugin into a watched\n\
-         folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\n{report}"
+         folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\
+         Capacity (host/cli/benches/capacity.rs): 1,000 MCP HTTP clients against one replica for a\n\
+         minute, then stateless `echo` calls/s through nginx (deploy/nginx.conf) with 1 and 3 replicas.\n\n{report}"
     );
     std::fs::write(root.join("BENCHMARKS.md"), doc)?;
     eprintln!("wrote BENCHMARKS.md");
@@ -324,6 +331,8 @@ fn test() -> Result<()> {
     layers::run(&root)?;
     eprintln!("\n== packages ==");
     packages::run(&root, false)?;
+    eprintln!("\n== deploy/kubernetes.yaml against the Kubernetes schemas ==");
+    deploy::validate(&root)?;
     sdk_tests()?;
     let summaries = root.join("target/reliability");
     let _ = std::fs::remove_dir_all(&summaries);

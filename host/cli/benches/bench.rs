@@ -4,6 +4,8 @@
 //! its baseline (a native function call, raw wasmtime instantiate+call), because shared
 //! machines are noisy and absolute numbers from another run mean little.
 
+#[path = "capacity/rows.rs"]
+mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
 
@@ -947,6 +949,16 @@ fn main() {
         return;
     }
 
+    // TOOLHOST_BENCH_ONLY=capacity: one replica's capacity and the nginx rows alone (no latency
+    // table); see capacity.rs.
+    if only.as_deref().is_some_and(|o| o.trim() == "capacity") {
+        capacity::rows(&mut line, quick);
+        if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
+            std::fs::write(PathBuf::from(out), report).unwrap();
+        }
+        return;
+    }
+
     // TOOLHOST_BENCH_ONLY=catalog: the catalog rows alone (no latency table).
     if only.as_deref().is_some_and(|o| o.trim() == "catalog") {
         catalog::rows(&mut line, &tokio_rt, &host, quick);
@@ -1449,6 +1461,9 @@ fn main() {
     }
     if want("console") {
         console_rows(&mut line, work.path(), quick);
+    }
+    if want("capacity") {
+        capacity::rows(&mut line, quick);
     }
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {

@@ -31,7 +31,9 @@ As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) 
 SIGINT (over stdio also at the end of stdin) no new call is accepted (HTTP: 503 with
 Retry-After for new sessions and stateless calls; an open session keeps being served), calls
 in flight finish within [serve] shutdown_grace_ms (default 15000), the rest are cancelled with
-an error to their clients, and the process exits 0; a second signal exits at once.
+an error to their clients, then new connections are stopped and the queued ones answered before
+the port closes, and the process exits 0; a second signal exits at once. A 2025 HTTP session
+with no request and no open stream for [mcp] session_idle_s (default 300) is closed.
 [mcp] max_message_kb (default 4096) caps one MCP message, a stdio line or an HTTP body. Every call is appended to the
 audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
 systemd unit, a container recipe and a Kubernetes example.
@@ -40,7 +42,9 @@ Several replicas behind a load balancer: give them the same [mcp] approval_key =
 \"NAME\" } (or env/file; at least 32 bytes) so a 2026-07-28 danger confirmation asked by one is
 answered on any, and replay_store = \"redis://HOST:PORT\" so its requestState is good for one
 call across all of them (an unreachable Redis refuses the confirmation). Without the key a
-server on a non-loopback address warns that confirmations need sticky routing.";
+server on a non-loopback address warns that confirmations need sticky routing. Restart them
+one at a time: deploy/nginx.conf retries only what never reached a replica, and clients retry
+a 503 with Retry-After.";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -191,7 +195,8 @@ async fn serve_mcp(
     let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
         .with_approvals(frontends.mcp.approval_ttl, approval_key.as_deref(), replay_store)?
         .with_task_limits(frontends.mcp.tasks)
-        .with_max_message(frontends.mcp.max_message_bytes);
+        .with_max_message(frontends.mcp.max_message_bytes)
+        .with_session_idle(frontends.mcp.session_idle);
     let tasks = server.tasks();
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();

@@ -407,6 +407,46 @@ impl hyper::body::Body for DeadlineBody {
 
 /// How long, after the last call, connections get to deliver their final responses.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
+/// Once drained, the port closes after no connection has come for this long…
+const CLOSE_QUIET: Duration = Duration::from_millis(50);
+/// …or at the latest after this.
+const CLOSE_MAX: Duration = Duration::from_secs(1);
+
+/// The drain's last step, before the port closes. Closing a listening socket resets the
+/// connections the kernel has accepted that the server has not yet taken: a load balancer that
+/// had already sent a request on one sees it fail after sending, and must not replay it (it
+/// cannot know the request was never read), so the client would get a `502` for a call that
+/// never ran. So first new connections are stopped: a socket filter (classic BPF) drops the
+/// SYN of every new connection reaching the listening socket — it goes unanswered, and its
+/// retransmission, after the port has closed, is refused (a balancer passes a refused
+/// connection to the next replica: nothing was sent) — while the handshakes under way complete.
+/// The server then takes and serves (`503`, draining) what is queued, and closes the port once
+/// nothing more arrives for [`CLOSE_QUIET`].
+fn stop_new_connections(listener: &tokio::net::TcpListener) {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = socket2::SockRef::from(listener).attach_filter(&DROP_SYN) {
+        tracing::debug!("could not stop new connections before closing the port: {e}");
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = listener;
+}
+
+/// A TCP socket's filter sees the segment from its TCP header on: load the flags (byte 13),
+/// drop a segment with SYN set, keep the rest.
+#[cfg(target_os = "linux")]
+const DROP_SYN: [socket2::SockFilter; 4] = {
+    const LD_B_ABS: u16 = 0x30;
+    const JMP_JSET_K: u16 = 0x45;
+    const RET_K: u16 = 0x06;
+    const SYN: u32 = 0x02;
+    [
+        socket2::SockFilter::new(LD_B_ABS, 0, 0, 13),
+        socket2::SockFilter::new(JMP_JSET_K, 0, 1, SYN),
+        socket2::SockFilter::new(RET_K, 0, 0, 0),
+        socket2::SockFilter::new(RET_K, 0, 0, u32::MAX),
+    ]
+};
+
 /// `Retry-After` (seconds) on a `503` while shutting down: a load balancer has usually routed
 /// the client elsewhere by then.
 const RETRY_AFTER_S: &str = "1";
@@ -664,7 +704,6 @@ pub async fn serve_http(
 ) -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
     use rmcp::transport::streamable_http_server::StreamableHttpService;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
     let addr = listener.local_addr()?;
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
@@ -683,11 +722,11 @@ pub async fn serve_http(
     let sessions = config.cancellation_token.clone();
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
     let max_message = server.max_message;
-    let service = StreamableHttpService::new(
-        move || Ok(server.session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    // 2025 sessions unused for `[mcp] session_idle_s` are closed (their memory freed) until the
+    // sessions end.
+    let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle));
+    tokio::spawn(idle_sessions.clone().sweep(sessions.clone().cancelled_owned()));
+    let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions, config);
     let host_service = options.service.clone();
     let console = options.console.clone();
     let mut limits = options.limits;
@@ -709,7 +748,10 @@ pub async fn serve_http(
     let mut shutdown = std::pin::pin!(shutdown);
     let (drained_tx, mut drained_rx) = tokio::sync::watch::channel(false);
     let mut shutting_down = false;
+    // Once drained: when the port closes. See `stop_new_connections`.
+    let mut closing: Option<tokio::time::Instant> = None;
     loop {
+        let quiet = closing.map(|end| end.min(tokio::time::Instant::now() + CLOSE_QUIET));
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -729,7 +771,12 @@ pub async fn serve_http(
                 });
                 continue;
             }
-            () = async { let _ = drained_rx.wait_for(|d| *d).await; } => break,
+            () = async { let _ = drained_rx.wait_for(|d| *d).await; }, if closing.is_none() => {
+                stop_new_connections(&listener);
+                closing = Some(tokio::time::Instant::now() + CLOSE_MAX);
+                continue;
+            }
+            () = async { if let Some(q) = quiet { tokio::time::sleep_until(q).await } }, if quiet.is_some() => break,
         };
         let Some(admitted) = connections.admit(peer.ip()) else {
             refuse_connection(stream, peer, refusing.clone());
@@ -890,6 +937,29 @@ pub async fn serve_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn once_new_connections_are_stopped_queued_ones_are_still_served() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut queued = tokio::net::TcpStream::connect(addr).await.unwrap();
+        queued.write_all(b"ping").await.unwrap();
+        stop_new_connections(&listener);
+        // A new connection's SYN goes unanswered…
+        let late =
+            tokio::time::timeout(Duration::from_millis(300), tokio::net::TcpStream::connect(addr)).await;
+        assert!(late.is_err(), "a new connection was accepted: {late:?}");
+        // …while the one the kernel had queued is taken and its bytes read.
+        let (mut served, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4];
+        served.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ping");
+        served.write_all(b"pong").await.unwrap();
+        queued.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"pong");
+    }
 
     #[test]
     fn only_a_configured_bearer_token_authenticates() {

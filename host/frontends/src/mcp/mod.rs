@@ -47,6 +47,7 @@
 
 mod approval;
 mod http;
+mod idle;
 mod replay;
 pub(crate) mod settings;
 mod stdio;
@@ -101,6 +102,8 @@ pub struct McpServer {
     tasks: Arc<Tasks>,
     /// The largest MCP message read, in bytes: a stdio line, an HTTP body (`[mcp] max_message_kb`).
     max_message: usize,
+    /// How long a 2025 HTTP session may go unused before it is closed (`[mcp] session_idle_s`).
+    session_idle: Duration,
     /// Search mode: the tools `find_tools` returned in this session, listed from then on.
     revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
@@ -123,6 +126,7 @@ impl McpServer {
             cache_scope: CacheScope::Public,
             tasks: Arc::new(Tasks::new(TaskLimits::default())),
             max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
+            session_idle: settings::DEFAULT_SESSION_IDLE,
             revealed: Arc::default(),
         })
     }
@@ -142,6 +146,12 @@ impl McpServer {
     /// one is answered with an error naming the limit.
     pub fn with_max_message(mut self, bytes: usize) -> McpServer {
         self.max_message = bytes;
+        self
+    }
+
+    /// Close a 2025 HTTP session unused for `idle` (`[mcp] session_idle_s`).
+    pub fn with_session_idle(mut self, idle: Duration) -> McpServer {
+        self.session_idle = idle;
         self
     }
 

@@ -25,6 +25,8 @@ pub struct RawMcp {
     tasks_max_kept: Option<usize>,
     /// The largest MCP message read (KiB): a stdio line, an HTTP request body.
     max_message_kb: Option<usize>,
+    /// Seconds a 2025 HTTP session may go unused (no request, no open stream) before it is closed.
+    session_idle_s: Option<u64>,
     /// The key sealing 2026-07-28 approvals, shared by the replicas of a fleet.
     approval_key: Option<RawKey>,
     /// Where redeemed approval nonces live when several replicas share them (`redis://…`, or a
@@ -98,6 +100,9 @@ impl Default for TaskLimits {
     }
 }
 
+/// `[mcp] session_idle_s` by default (rmcp's own default keep-alive).
+pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// `[mcp] max_message_kb` by default: four times the per-call argument limit.
 pub const DEFAULT_MAX_MESSAGE_KB: usize = 4096;
 /// The least `max_message_kb`: a message must hold arguments up to the per-call limit
@@ -127,6 +132,9 @@ pub struct McpSettings {
     /// ones are answered with an error naming the limit; arguments within the per-call limit
     /// always fit.
     pub max_message_bytes: usize,
+    /// How long a 2025 HTTP session may go unused (no request, no open stream) before it is
+    /// closed and its memory freed.
+    pub session_idle: std::time::Duration,
     /// Where the key sealing 2026-07-28 approvals comes from, when a fleet shares one; without
     /// it each process draws its own (confirmations then work only with sticky routing).
     pub approval_key: Option<SecretSource>,
@@ -141,6 +149,7 @@ impl Default for McpSettings {
             approval_ttl: std::time::Duration::from_secs(300),
             tasks: TaskLimits::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_KB * 1024,
+            session_idle: DEFAULT_SESSION_IDLE,
             approval_key: None,
             replay_store: None,
         }
@@ -191,6 +200,9 @@ fn resolve_mcp(
     }
     if let Some(n) = raw.tasks_max_kept {
         t.max_kept = range("tasks_max_kept", n as u64, 100_000)? as usize;
+    }
+    if let Some(s) = raw.session_idle_s {
+        out.session_idle = std::time::Duration::from_secs(range("session_idle_s", s, 7 * 24 * 3600)?);
     }
     if let Some(kb) = raw.max_message_kb {
         if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
@@ -313,6 +325,17 @@ mod tests {
         let e = resolve(serde_json::json!({"approval_key": {"env": "A", "file": "b"}})).unwrap_err();
         assert!(e.contains("exactly one"), "{e}");
         assert!(resolve(serde_json::json!({})).unwrap().approval_key.is_none());
+    }
+
+    #[test]
+    fn session_idle_s_is_bounded_and_defaults_to_five_minutes() {
+        assert_eq!(resolve(serde_json::json!({})).unwrap().session_idle, std::time::Duration::from_secs(300));
+        let s = resolve(serde_json::json!({"session_idle_s": 30})).unwrap();
+        assert_eq!(s.session_idle, std::time::Duration::from_secs(30));
+        for bad in [0, 7 * 24 * 3600 + 1] {
+            let e = resolve(serde_json::json!({"session_idle_s": bad})).unwrap_err();
+            assert!(e.contains("mcp.session_idle_s") && e.contains("outside"), "{e}");
+        }
     }
 
     #[test]

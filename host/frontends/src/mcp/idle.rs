@@ -1,0 +1,204 @@
+//! 2025 streamable HTTP sessions end after `[mcp] session_idle_s` without use, so the memory
+//! of clients that went away (a closed laptop, a dropped connection, a crashed agent) returns.
+//!
+//! A session is in use while one of its streams is open (a request's answer on its way, which
+//! covers a call in flight however long it runs, or its GET stream) and for `idle` after its
+//! last request. rmcp's own keep-alive is turned off: it ends a session whose handler has been
+//! quiet for that long even while a call is running, and leaves the ended session's id
+//! registered. Here an idle session is closed through the session manager, which drops both.
+
+use futures_core::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// When a session was last used, and how many of its streams are open.
+#[derive(Debug)]
+struct Use {
+    last: Instant,
+    open: usize,
+}
+
+type Uses = Arc<Mutex<HashMap<SessionId, Use>>>;
+
+/// rmcp's in-memory sessions, ended after `idle` without use.
+#[derive(Debug)]
+pub(crate) struct IdleSessions {
+    inner: LocalSessionManager,
+    idle: Duration,
+    uses: Uses,
+}
+
+impl IdleSessions {
+    pub(crate) fn new(idle: Duration) -> IdleSessions {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = None;
+        IdleSessions { inner, idle, uses: Uses::default() }
+    }
+
+    fn touch(&self, id: &SessionId) {
+        if let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id) {
+            u.last = Instant::now();
+        }
+    }
+
+    fn hold(&self, id: &SessionId) -> Held {
+        if let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id) {
+            u.last = Instant::now();
+            u.open += 1;
+        }
+        Held { uses: self.uses.clone(), id: id.clone() }
+    }
+
+    /// Close the sessions idle for `idle`, now and every fraction of it, until `stop`.
+    pub(crate) async fn sweep(self: Arc<Self>, stop: impl Future<Output = ()>) {
+        let mut stop = std::pin::pin!(stop);
+        let every = (self.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = &mut stop => return,
+            }
+            let now = Instant::now();
+            let expired: Vec<SessionId> = {
+                let mut uses = self.uses.lock().unwrap_or_else(|e| e.into_inner());
+                let ids: Vec<SessionId> = uses
+                    .iter()
+                    .filter(|(_, u)| u.open == 0 && now.duration_since(u.last) >= self.idle)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in &ids {
+                    uses.remove(id);
+                }
+                ids
+            };
+            for id in expired {
+                tracing::info!(session = %id, "MCP session idle for {:?} (mcp.session_idle_s): closed", self.idle);
+                if let Err(e) = self.inner.close_session(&id).await {
+                    tracing::debug!(session = %id, "closing an idle MCP session: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Keeps its session in use while held (by an open stream).
+struct Held {
+    uses: Uses,
+    id: SessionId,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&self.id) {
+            u.open = u.open.saturating_sub(1);
+            u.last = Instant::now();
+        }
+    }
+}
+
+/// A session's stream, holding the session in use until it ends.
+struct HeldStream<S> {
+    inner: Pin<Box<S>>,
+    _held: Held,
+}
+
+impl<S: Stream> Stream for HeldStream<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl SessionManager for IdleSessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.inner.create_session().await?;
+        self.uses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), Use { last: Instant::now(), open: 0 });
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let _held = self.hold(id);
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.uses.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let held = self.hold(id);
+        let inner = self.inner.create_stream(id, message).await?;
+        Ok(HeldStream { inner: Box::pin(inner), _held: held })
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.touch(id);
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let held = self.hold(id);
+        let inner = self.inner.create_standalone_stream(id).await?;
+        Ok(HeldStream { inner: Box::pin(inner), _held: held })
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let held = self.hold(id);
+        let inner = self.inner.resume(id, last_event_id).await?;
+        Ok(HeldStream { inner: Box::pin(inner), _held: held })
+    }
+
+    async fn restore_session(&self, id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        let outcome = self.inner.restore_session(id.clone()).await?;
+        if matches!(outcome, RestoreOutcome::Restored(_)) {
+            self.uses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, Use { last: Instant::now(), open: 0 });
+        }
+        Ok(outcome)
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
+    }
+}
