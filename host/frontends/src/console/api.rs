@@ -237,7 +237,8 @@ pub async fn call(c: &Console, caller: &super::auth::Caller, body: Value) -> Res
         Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
     };
     let reg = c.executor.registry();
-    let ctx = CallContext { front_end: Some("console"), client: None, token: caller.token.clone() };
+    let ctx =
+        CallContext { front_end: Some("console"), token: caller.token.clone(), ..CallContext::default() };
     let Some(entry) = reg.get(&tool) else {
         let o = toolhost_core::Outcome::err(
             toolhost_core::ErrorKind::UnknownTool,
