@@ -1,0 +1,253 @@
+//! OpenTelemetry (#30 item 3) on real parts, on loopback: `toolhost serve --mcp --http` with
+//! `[telemetry] otlp_endpoint` exports to an OTLP/HTTP receiver built on the official
+//! `opentelemetry-proto` Python package (`tests/otlp/receiver.py`, in target/pyenv2). A call
+//! made with a W3C `traceparent` (in MCP `_meta`, or as the HTTP header) arrives as a span of
+//! the caller's trace, the caller's span as its parent, with a child span for the plugin's HTTP
+//! request to a local server; the call metrics arrive; no argument value is in any of it. With
+//! telemetry off, nothing connects to the receiver even with `OTEL_EXPORTER_OTLP_ENDPOINT` set.
+
+use crate::fleet::post;
+use crate::mcp::{python2, root};
+use crate::support::Env;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the caller sends in `_meta` (its trace and span).
+const META_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// What the caller sends as the HTTP header.
+const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// In the argument of every call: never in a span or a metric.
+const MARKER: &str = "argument-value-7c41d2";
+
+/// The receiver, killed on drop; every JSON line it printed.
+struct Receiver {
+    child: Child,
+    port: u16,
+    lines: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let mut child = Command::new(python2())
+            .arg(root().join("tests/otlp/receiver.py"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let first: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+        let port = first["listening"].as_u64().unwrap_or_else(|| panic!("{first}")) as u16;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    sink.lock().unwrap().push(v);
+                }
+            }
+        });
+        Receiver { child, port, lines }
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The lines once `done` holds for them (or after 20 s, whatever they are).
+    fn wait_until(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let lines = self.lines();
+            if done(&lines) || Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child
+/// and its MCP URL.
+fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String) {
+    let path = env.workspace.path().join("telemetry.toml");
+    let config = format!("[plugin.hostile]\nnet = [\"127.0.0.1\"]\nnet_private = true\n\n{config}");
+    std::fs::write(&path, config).unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["serve", "--mcp", "--http", &addr])
+        .envs(extra_env.iter().map(|(k, v)| (k, v)))
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no URL from serve: {seen:?}"));
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            let url = rest.split(',').next().unwrap().to_string();
+            // The rest of its log is drained (and shown if the test fails).
+            std::thread::spawn(move || rx.into_iter().for_each(|l| eprintln!("serve: {l}")));
+            return (child, url);
+        }
+        seen.push(line);
+    }
+}
+
+/// SIGTERM, then wait for the exit (the last spans and metrics are exported on the way out).
+fn stop(mut child: Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "serve still running 30 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One stateless 2026-07-28 `tools/call` of `net_probe(url)`, with `meta` merged into `_meta`
+/// and `headers` (whole lines) on the request; returns the JSON-RPC result.
+fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
+    let mut m = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "telemetry-test", "version": "0"},
+    });
+    m.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "net_probe", "arguments": {"url": url}, "_meta": m}});
+    let headers = format!(
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: net_probe\r\n{headers}"
+    );
+    let (status, head, messages) = post(mcp, &headers, &body);
+    assert_eq!(status, 200, "{head}");
+    let r = messages.into_iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no response: {head}"));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    r["result"].clone()
+}
+
+fn spans_of<'a>(lines: &'a [Value], trace: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["span"].is_string() && l["trace_id"] == trace).collect()
+}
+
+fn named<'a>(spans: &[&'a Value], name: &str) -> &'a Value {
+    spans.iter().find(|s| s["span"] == name).unwrap_or_else(|| panic!("no `{name}` span in {spans:#?}"))
+}
+
+#[test]
+fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metrics_arrive() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let config = format!(
+        "[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
+        receiver.port
+    );
+    let (serve, mcp) = serve(&env, &config, &[]);
+    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}"));
+    // The caller's span in `_meta` (SEP-414) …
+    net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
+    // … or as the HTTP request's header.
+    net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
+    let metrics_in = |lines: &[Value]| {
+        lines.iter().any(|l| {
+            l["metric"] == "toolhost.calls"
+                && l["points"].as_array().unwrap().iter().any(|p| {
+                    p["attributes"]["toolhost.tool"] == "net_probe"
+                        && p["attributes"]["toolhost.outcome"] == "ok"
+                        && p["value"].as_u64() >= Some(2)
+                })
+        })
+    };
+    // Metrics are exported every 200 ms while it runs; the spans at the latest on the way out.
+    let lines = receiver.wait_until(metrics_in);
+    assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
+    stop(serve);
+    let lines = receiver.wait_until(|l| {
+        spans_of(l, &META_PARENT[3..35]).len() >= 2 && spans_of(l, &HEADER_PARENT[3..35]).len() >= 2
+    });
+
+    for parent in [META_PARENT, HEADER_PARENT] {
+        let (trace, parent_span) = (&parent[3..35], &parent[36..52]);
+        let spans = spans_of(&lines, trace);
+        let call = named(&spans, "tools/call net_probe");
+        assert_eq!(call["parent_span_id"], parent_span, "the caller's span is the call's parent: {call}");
+        let a = &call["attributes"];
+        assert_eq!(a["toolhost.tool"], "net_probe", "{call}");
+        assert_eq!(a["toolhost.plugin"], "hostile", "{call}");
+        assert!(a["toolhost.plugin.version"].as_str().is_some_and(|v| !v.is_empty()), "{call}");
+        assert_eq!(a["toolhost.front_end"], "mcp-http", "{call}");
+        assert_eq!(a["toolhost.outcome"], "ok", "{call}");
+        assert_eq!(a["toolhost.usage.http_requests"], 1, "{call}");
+        assert!(a["toolhost.usage.wall_us"].as_i64() > Some(0), "{call}");
+        assert_eq!(call["resource"]["service.name"], "toolhost-test", "{call}");
+        let http = named(&spans, "http");
+        assert_eq!(http["parent_span_id"], call["span_id"], "the request is the call's child: {http}");
+        assert_eq!(http["attributes"]["http.request.method"], "GET", "{http}");
+        assert_eq!(http["attributes"]["server.address"], "127.0.0.1", "{http}");
+        assert_eq!(http["attributes"]["server.port"], web.port as i64, "{http}");
+        assert_eq!(http["attributes"]["http.response.status_code"], 404, "{http}");
+    }
+    assert!(
+        lines.iter().any(|l| l["metric"] == "toolhost.call.duration"),
+        "no duration histogram: {lines:#?}"
+    );
+    // No argument value by default: not in a span, not in a metric.
+    let all = serde_json::to_string(&lines).unwrap();
+    assert!(!all.contains(MARKER), "an argument value was exported: {all}");
+}
+
+#[test]
+fn with_telemetry_off_nothing_connects_to_a_collector() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    // The SDK's own variables name the receiver: only `[telemetry] otlp_endpoint` turns it on.
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let (serve, mcp) = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
+    let target = web.url("127.0.0.1", "/hello");
+    net_probe(
+        &mcp,
+        &target,
+        json!({ "traceparent": META_PARENT }),
+        &format!("traceparent: {HEADER_PARENT}\r\n"),
+    );
+    stop(serve);
+    // Give a stray exporter the time a 200 ms metrics interval would need, then look.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(receiver.lines(), Vec::<Value>::new(), "telemetry is off: nothing may connect");
+}
