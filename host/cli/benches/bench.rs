@@ -6,6 +6,8 @@
 
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "telemetry/rows.rs"]
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -1449,6 +1451,11 @@ fn main() {
     }
     if want("console") {
         console_rows(&mut line, work.path(), quick);
+    }
+
+    // Last: it installs telemetry for the rest of the process.
+    if want("telemetry") {
+        telemetry::rows(&mut line, &tokio_rt, &host, n);
     }
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
