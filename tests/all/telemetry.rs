@@ -251,3 +251,28 @@ fn with_telemetry_off_nothing_connects_to_a_collector() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(receiver.lines(), Vec::<Value>::new(), "telemetry is off: nothing may connect");
 }
+
+#[test]
+fn captured_arguments_go_on_the_span_without_secret_values() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let secret = "s3cr3t-value-9e2b41";
+    let config = format!(
+        "[secrets.token]\nenv = \"TOOLHOST_TEST_OTEL_SECRET\"\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\ncapture_arguments = true\n",
+        receiver.port
+    );
+    let (serve, mcp) = serve(&env, &config, &[("TOOLHOST_TEST_OTEL_SECRET", secret.to_string())]);
+    // A client that pastes a secret's value into an argument.
+    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}"));
+    net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
+    stop(serve);
+    let lines = receiver.wait_until(|l| !spans_of(l, &META_PARENT[3..35]).is_empty());
+    let spans = spans_of(&lines, &META_PARENT[3..35]);
+    let call = named(&spans, "tools/call net_probe");
+    let args =
+        call["attributes"]["toolhost.arguments"].as_str().unwrap_or_else(|| panic!("no arguments: {call}"));
+    assert!(args.contains(MARKER) && args.contains("[secret token redacted]"), "{args}");
+    let all = serde_json::to_string(&lines).unwrap();
+    assert!(!all.contains(secret), "a secret value was exported: {all}");
+}

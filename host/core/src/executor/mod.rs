@@ -153,15 +153,8 @@ impl Executor {
         let observed = self.call_observed(call, confirm, ctx, control, record.clone());
         let outcome = crate::telemetry::in_context(span.context().clone(), observed).await;
         let plugin = record.lock().unwrap_or_else(|p| p.into_inner()).plugin.clone();
-        // Argument values only if the operator asked, and never a granted secret's value.
-        let arguments = span.captures_arguments().then(|| match &plugin {
-            Some(p) => call
-                .args
-                .iter()
-                .map(|a| crate::capability::net::redact(a, &p.grants.net).into_owned())
-                .collect::<Vec<_>>(),
-            None => call.args.clone(),
-        });
+        // Argument values only if the operator asked, and never a secret's value.
+        let arguments = span.captures_arguments().then(|| self.redacted_args(&call.args, plugin.as_deref()));
         span.finish(Finished {
             plugin: plugin.as_ref().map(|p| &*p.name),
             version: plugin.as_ref().map(|p| p.manifest.version.as_str()),
@@ -170,6 +163,23 @@ impl Executor {
             arguments: arguments.as_deref(),
         });
         outcome
+    }
+
+    /// `args` with the value of every `[secrets.NAME]` (and of each secret granted to `plugin`)
+    /// replaced by `[secret NAME redacted]`, as the audit trail has them.
+    fn redacted_args(&self, args: &[String], plugin: Option<&LoadedPlugin>) -> Vec<String> {
+        let granted = plugin.into_iter().flat_map(|p| p.grants.net.redactions());
+        let values: Vec<(String, String)> = (self.config.secrets.values())
+            .filter_map(|s| Some((s.name.clone(), s.read().ok()?)))
+            .chain(granted.map(|(n, v)| (n.to_string(), v.to_string())))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let redact = |a: &String| {
+            values
+                .iter()
+                .fold(a.clone(), |a, (name, value)| a.replace(value, &format!("[secret {name} redacted]")))
+        };
+        args.iter().map(redact).collect()
     }
 
     /// The call through the observer, if one is attached.
