@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 const META_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// What the caller sends as the HTTP header.
 const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// What the console's caller sends as the HTTP header.
+const CONSOLE_PARENT: &str = "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01";
 /// In the argument of every call: never in a span or a metric.
 const MARKER: &str = "argument-value-7c41d2";
 
@@ -115,9 +117,11 @@ fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, Strin
     });
     let mut seen = Vec::new();
     loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no URL from serve: {seen:?}"));
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no URL from serve: {seen:?}");
+        };
         if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
             let url = rest.split(',').next().unwrap().to_string();
             // The rest of its log is drained (and shown if the test fails).
@@ -160,6 +164,37 @@ fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
     r["result"].clone()
 }
 
+/// One raw HTTP/1.0 request to the server of `mcp` (its `/mcp` URL); the status and the body.
+fn request(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = mcp.trim_start_matches("http://").trim_end_matches("/mcp");
+    let req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {authority}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), body.to_string())
+}
+
+/// `net_probe(url)` through the web console's Run, with `traceparent` as the HTTP header.
+fn console_net_probe(mcp: &str, url: &str, traceparent: &str) {
+    let (status, session) = request(mcp, "GET", "/console/api/session", "", "");
+    assert_eq!(status, 200, "{session}");
+    let session: Value = serde_json::from_str(&session).unwrap();
+    let csrf = session["csrf"].as_str().unwrap_or_else(|| panic!("{session}"));
+    let body = json!({"tool": "net_probe", "arguments": {"url": url}}).to_string();
+    let headers =
+        format!("Content-Type: application/json\r\nX-CSRF-Token: {csrf}\r\ntraceparent: {traceparent}\r\n");
+    let (status, answer) = request(mcp, "POST", "/console/api/call", &headers, &body);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"success\":true"), "{answer}");
+}
+
 fn spans_of<'a>(lines: &'a [Value], trace: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["span"].is_string() && l["trace_id"] == trace).collect()
 }
@@ -183,6 +218,8 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
     // … or as the HTTP request's header.
     net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
+    // … or as the header of the web console's Run.
+    console_net_probe(&mcp, &target, CONSOLE_PARENT);
     let metrics_in = |lines: &[Value]| {
         lines.iter().any(|l| {
             l["metric"] == "toolhost.calls"
@@ -197,11 +234,12 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     let lines = receiver.wait_until(metrics_in);
     assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
     stop(serve);
-    let lines = receiver.wait_until(|l| {
-        spans_of(l, &META_PARENT[3..35]).len() >= 2 && spans_of(l, &HEADER_PARENT[3..35]).len() >= 2
-    });
+    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT];
+    let lines = receiver.wait_until(|l| parents.iter().all(|p| spans_of(l, &p[3..35]).len() >= 2));
 
-    for parent in [META_PARENT, HEADER_PARENT] {
+    for (parent, front_end) in
+        [(META_PARENT, "mcp-http"), (HEADER_PARENT, "mcp-http"), (CONSOLE_PARENT, "console")]
+    {
         let (trace, parent_span) = (&parent[3..35], &parent[36..52]);
         let spans = spans_of(&lines, trace);
         let call = named(&spans, "tools/call net_probe");
@@ -210,7 +248,7 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
         assert_eq!(a["toolhost.tool"], "net_probe", "{call}");
         assert_eq!(a["toolhost.plugin"], "hostile", "{call}");
         assert!(a["toolhost.plugin.version"].as_str().is_some_and(|v| !v.is_empty()), "{call}");
-        assert_eq!(a["toolhost.front_end"], "mcp-http", "{call}");
+        assert_eq!(a["toolhost.front_end"], front_end, "{call}");
         assert_eq!(a["toolhost.outcome"], "ok", "{call}");
         assert_eq!(a["toolhost.usage.http_requests"], 1, "{call}");
         assert!(a["toolhost.usage.wall_us"].as_i64() > Some(0), "{call}");
