@@ -36,6 +36,11 @@ an error to their clients, and the process exits 0; a second signal exits at onc
 audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
 systemd unit, a container recipe and a Kubernetes example.
 
+OpenTelemetry: [telemetry] otlp_endpoint = \"http://COLLECTOR:4318\" exports a span per call (with
+a child span per http and process host call; a W3C traceparent in MCP _meta or the HTTP header
+continues the caller's trace) and the call metrics over OTLP/HTTP. Off by default: nothing is
+built or connected. Argument values go into spans only with capture_arguments = true.
+
 Several replicas behind a load balancer: give them the same [mcp] approval_key = { secret =
 \"NAME\" } (or env/file; at least 32 bytes) so a 2026-07-28 danger confirmation asked by one is
 answered on any, and replay_store = \"redis://HOST:PORT\" so its requestState is good for one
