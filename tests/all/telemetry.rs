@@ -3,7 +3,8 @@
 //! `opentelemetry-proto` Python package (`tests/otlp/receiver.py`, in target/pyenv2). A call
 //! made with a W3C `traceparent` (in MCP `_meta`, or as the HTTP header) arrives as a span of
 //! the caller's trace, the caller's span as its parent, with a child span for the plugin's HTTP
-//! request to a local server; the call metrics arrive; no argument value is in any of it. With
+//! request to a local server (or for the program it runs); the console's Run continues a trace
+//! too; the call metrics arrive; no argument value is in any of it. With
 //! telemetry off, nothing connects to the receiver even with `OTEL_EXPORTER_OTLP_ENDPOINT` set.
 
 use crate::fleet::post;
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 const META_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// What the caller sends as the HTTP header.
 const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// What the caller of a tool that runs a program sends in `_meta`.
+const PROCESS_PARENT: &str = "00-6e0c63257de34c926f9efcd03899b0a1-2a9c7e3f5b1d4c60-01";
 /// What the console's caller sends as the HTTP header.
 const CONSOLE_PARENT: &str = "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01";
 /// In the argument of every call: never in a span or a metric.
@@ -146,6 +149,11 @@ fn stop(mut child: Child) {
 /// One stateless 2026-07-28 `tools/call` of `net_probe(url)`, with `meta` merged into `_meta`
 /// and `headers` (whole lines) on the request; returns the JSON-RPC result.
 fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
+    tools_call(mcp, "net_probe", json!({ "url": url }), meta, headers)
+}
+
+/// One stateless 2026-07-28 `tools/call`, which must succeed (see [`net_probe`]).
+fn tools_call(mcp: &str, tool: &str, arguments: Value, meta: Value, headers: &str) -> Value {
     let mut m = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -153,9 +161,9 @@ fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
     });
     m.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "net_probe", "arguments": {"url": url}, "_meta": m}});
+        "params": {"name": tool, "arguments": arguments, "_meta": m}});
     let headers = format!(
-        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: net_probe\r\n{headers}"
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{headers}"
     );
     let (status, head, messages) = post(mcp, &headers, &body);
     assert_eq!(status, 200, "{head}");
@@ -207,9 +215,11 @@ fn named<'a>(spans: &[&'a Value], name: &str) -> &'a Value {
 fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metrics_arrive() {
     let web = crate::net::server();
     let receiver = Receiver::start();
-    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::SYSTEM]);
+    let echo = toolhost_core::capability::process::resolve_in_path("echo").unwrap();
     let config = format!(
-        "[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
+        "[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n[tool.run]\ndanger = false\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
+        echo.display(),
         receiver.port
     );
     let (serve, mcp) = serve(&env, &config, &[]);
@@ -220,6 +230,9 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
     // … or as the header of the web console's Run.
     console_net_probe(&mcp, &target, CONSOLE_PARENT);
+    // A program run for a plugin is a child span too.
+    let run = json!({"program": "echo", "args": MARKER});
+    tools_call(&mcp, "run", run, json!({ "traceparent": PROCESS_PARENT }), "");
     let metrics_in = |lines: &[Value]| {
         lines.iter().any(|l| {
             l["metric"] == "toolhost.calls"
@@ -234,7 +247,7 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     let lines = receiver.wait_until(metrics_in);
     assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
     stop(serve);
-    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT];
+    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT, PROCESS_PARENT];
     let lines = receiver.wait_until(|l| parents.iter().all(|p| spans_of(l, &p[3..35]).len() >= 2));
 
     for (parent, front_end) in
@@ -260,6 +273,14 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
         assert_eq!(http["attributes"]["server.port"], web.port as i64, "{http}");
         assert_eq!(http["attributes"]["http.response.status_code"], 404, "{http}");
     }
+    let spans = spans_of(&lines, &PROCESS_PARENT[3..35]);
+    let call = named(&spans, "tools/call run");
+    assert_eq!(call["parent_span_id"], &PROCESS_PARENT[36..52], "{call}");
+    assert_eq!(call["attributes"]["toolhost.plugin"], "sys", "{call}");
+    let process = named(&spans, "process");
+    assert_eq!(process["parent_span_id"], call["span_id"], "the program is the call's child: {process}");
+    assert_eq!(process["attributes"]["process.executable.name"], "echo", "{process}");
+    assert_eq!(process["attributes"]["process.exit.code"], 0, "{process}");
     assert!(
         lines.iter().any(|l| l["metric"] == "toolhost.call.duration"),
         "no duration histogram: {lines:#?}"
