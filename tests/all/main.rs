@@ -28,3 +28,4 @@ mod reload;
 mod security;
 mod service;
 mod support;
+mod telemetry;

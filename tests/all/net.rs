@@ -18,11 +18,11 @@ use toolhost_core::settings::{SecretFrom, SecretSource};
 /// - `/redirect-out`: 302 to `http://127.0.0.1:PORT/hello` (another host name)
 /// - `/echo-headers`: 200, the request's headers as the body
 /// - `/json`: 200, a JSON document
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
 }
 
-fn server() -> Server {
+pub(crate) fn server() -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -89,7 +89,7 @@ fn handle(stream: std::net::TcpStream, port: u16) {
 }
 
 impl Server {
-    fn url(&self, host: &str, path: &str) -> String {
+    pub(crate) fn url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.port)
     }
 }

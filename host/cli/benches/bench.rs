@@ -8,6 +8,8 @@
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "telemetry/rows.rs"]
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -1464,6 +1466,11 @@ fn main() {
     }
     if want("capacity") {
         capacity::rows(&mut line, quick);
+    }
+
+    // Last: it installs telemetry for the rest of the process.
+    if want("telemetry") {
+        telemetry::rows(&mut line, &tokio_rt, &host, n);
     }
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {

@@ -18,6 +18,7 @@ pub mod files;
 pub mod registry;
 pub mod sandbox;
 pub mod settings;
+pub mod telemetry;
 pub mod usage;
 pub mod view;
 

@@ -38,6 +38,11 @@ with no request and no open stream for [mcp] session_idle_s (default 300) is clo
 audit trail: [audit] file (default $XDG_STATE_HOME/toolhost/audit.jsonl). See deploy/ for a
 systemd unit, a container recipe and a Kubernetes example.
 
+OpenTelemetry: [telemetry] otlp_endpoint = \"http://COLLECTOR:4318\" exports a span per call (with
+a child span per http and process host call; a W3C traceparent in MCP _meta or the HTTP header
+continues the caller's trace) and the call metrics over OTLP/HTTP. Off by default: nothing is
+built or connected. Argument values go into spans only with capture_arguments = true.
+
 Several replicas behind a load balancer: give them the same [mcp] approval_key = { secret =
 \"NAME\" } (or env/file; at least 32 bytes) so a 2026-07-28 danger confirmation asked by one is
 answered on any, and replay_store = \"redis://HOST:PORT\" so its requestState is good for one
@@ -114,8 +119,39 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     if !cfg.plugins_dir.is_dir() {
         bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
     }
+    // `[telemetry]`: nothing is built unless `otlp_endpoint` is set.
+    let telemetry = toolhost_core::telemetry::install(&cfg.telemetry).map_err(anyhow::Error::msg)?;
+    if let Some(endpoint) = cfg.telemetry.otlp_endpoint.as_deref().filter(|_| telemetry.is_some()) {
+        tracing::info!("telemetry: spans and metrics exported over OTLP to {endpoint}");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let debounce = Duration::from_millis(debounce_ms);
+    let a = ServeArgs { http, open, allow_host, allow_origin, allow_unauthenticated_remote };
+    let r = serve_on(rt, settings, debounce, mcp, a);
+    // The last spans and metrics go out before the process ends (blocking, off the runtime).
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
+    r
+}
+
+/// What `serve` was asked besides the settings.
+struct ServeArgs {
+    http: Option<std::net::SocketAddr>,
+    open: bool,
+    allow_host: Vec<String>,
+    allow_origin: Vec<String>,
+    allow_unauthenticated_remote: bool,
+}
+
+fn serve_on(
+    rt: tokio::runtime::Runtime,
+    settings: Settings,
+    debounce: Duration,
+    mcp: bool,
+    a: ServeArgs,
+) -> Result<ExitCode> {
+    let ServeArgs { http, open, allow_host, allow_origin, allow_unauthenticated_remote } = a;
     if mcp {
         let tokens = if http.is_some() {
             toolhost_frontends::mcp::load_tokens(&settings.frontends.mcp)?

@@ -12,6 +12,7 @@ use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry, Served, ToolEntry};
 use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
 use crate::settings::{Config, DangerPolicy, Limits};
+use crate::telemetry::{CallSpan, Finished};
 use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
 use slots::Shares;
@@ -145,6 +146,51 @@ impl Executor {
         let record = observer::SharedRecord::default();
         let id = observer::next_call_id();
         record.lock().unwrap_or_else(|p| p.into_inner()).id = id;
+        // Telemetry off: one check, nothing else (see `telemetry`).
+        let Some(span) = CallSpan::start(&call.name, ctx.front_end, ctx.trace_parent.as_ref()) else {
+            return self.call_observed(call, confirm, ctx, control, record).await;
+        };
+        let observed = self.call_observed(call, confirm, ctx, control, record.clone());
+        let outcome = crate::telemetry::in_context(span.context().clone(), observed).await;
+        let plugin = record.lock().unwrap_or_else(|p| p.into_inner()).plugin.clone();
+        // Argument values only if the operator asked, and never a secret's value.
+        let arguments = span.captures_arguments().then(|| self.redacted_args(&call.args, plugin.as_deref()));
+        span.finish(Finished {
+            plugin: plugin.as_ref().map(|p| &*p.name),
+            version: plugin.as_ref().map(|p| p.manifest.version.as_str()),
+            outcome: outcome.kind.map_or("ok", ErrorKind::as_str),
+            usage: outcome.usage.as_ref(),
+            arguments: arguments.as_deref(),
+        });
+        outcome
+    }
+
+    /// `args` with the value of every `[secrets.NAME]` (and of each secret granted to `plugin`)
+    /// replaced by `[secret NAME redacted]`, as the audit trail has them.
+    fn redacted_args(&self, args: &[String], plugin: Option<&LoadedPlugin>) -> Vec<String> {
+        let granted = plugin.into_iter().flat_map(|p| p.grants.net.redactions());
+        let values: Vec<(String, String)> = (self.config.secrets.values())
+            .filter_map(|s| Some((s.name.clone(), s.read().ok()?)))
+            .chain(granted.map(|(n, v)| (n.to_string(), v.to_string())))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let redact = |a: &String| {
+            values
+                .iter()
+                .fold(a.clone(), |a, (name, value)| a.replace(value, &format!("[secret {name} redacted]")))
+        };
+        args.iter().map(redact).collect()
+    }
+
+    /// The call through the observer, if one is attached.
+    async fn call_observed(
+        &self,
+        call: &ToolCall,
+        confirm: &dyn Confirm,
+        ctx: &CallContext,
+        control: &CallControl,
+        record: observer::SharedRecord,
+    ) -> Outcome {
         match self.observer.get() {
             Some(observer) => {
                 let run = Box::pin(self.call_cancellable(call, confirm, record.clone(), control));

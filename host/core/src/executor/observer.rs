@@ -19,6 +19,9 @@ pub struct CallContext {
     pub client: Option<String>,
     /// The name of the `[mcp] tokens` entry the HTTP request authenticated with.
     pub token: Option<String>,
+    /// The caller's span (W3C `traceparent` from the HTTP request or MCP `_meta`): the call's
+    /// span continues its trace when telemetry is on.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
 /// What the executor learned about a call while running it, for the audit trail.

@@ -3,7 +3,7 @@
 //! absolute paths and checked values. The sections are defined by their owners — `[net]` and
 //! secret origins by `capability::net`, `exec` grants and `[process]` by `capability::process`,
 //! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
-//! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog` — and
+//! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog`, `[telemetry]` by `telemetry` — and
 //! composed here; the front ends and the CLI take theirs (`[mcp]`,
 //! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
 //! no config file and no command-line grants, nothing is granted to any plugin.
@@ -31,6 +31,8 @@ pub use crate::catalog::settings::CatalogSettings;
 use crate::catalog::settings::RawCatalog;
 use crate::registry::approvals::settings::{ApprovalLock, RawApprovals};
 use crate::registry::signing::{RawTrust, Trust};
+use crate::telemetry::settings::RawTelemetry;
+pub use crate::telemetry::settings::TelemetrySettings;
 use file::{absolute, normalize};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -112,6 +114,8 @@ pub struct Config {
     pub process: Arc<ProcessSettings>,
     /// `[catalog]`: namespacing, search mode, pinned tools.
     pub catalog: CatalogSettings,
+    /// `[telemetry]`: OpenTelemetry export (off unless `otlp_endpoint` is set).
+    pub telemetry: TelemetrySettings,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -144,6 +148,7 @@ impl Default for Config {
             approvals: ApprovalLock::default(),
             process: Default::default(),
             catalog: CatalogSettings::default(),
+            telemetry: TelemetrySettings::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
         }
@@ -199,6 +204,7 @@ impl Config {
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
+        cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
         cfg.grants_file = base.join(grants::GRANTS_FILE);
         cfg.asked = grants::load(&cfg.grants_file).map_err(ConfigError::Flag)?;
         Ok(cfg)

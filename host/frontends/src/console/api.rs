@@ -225,7 +225,12 @@ impl Confirm for PageConfirm {
 
 /// `POST /console/api/call` `{tool, arguments: {name: value}, confirm}`: one call through the
 /// executor, as the front end `console`, answered with the outcome as the executor returned it.
-pub async fn call(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
+pub async fn call(
+    c: &Console,
+    caller: &super::auth::Caller,
+    trace_parent: Option<toolhost_core::telemetry::TraceParent>,
+    body: Value,
+) -> Response<Body> {
     let Some(tool) = body.get("tool").and_then(Value::as_str).map(str::to_string) else {
         return json_error(StatusCode::BAD_REQUEST, "the request needs `tool`, the tool's name");
     };
@@ -237,7 +242,8 @@ pub async fn call(c: &Console, caller: &super::auth::Caller, body: Value) -> Res
         Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
     };
     let reg = c.executor.registry();
-    let ctx = CallContext { front_end: Some("console"), client: None, token: caller.token.clone() };
+    let ctx =
+        CallContext { front_end: Some("console"), client: None, token: caller.token.clone(), trace_parent };
     let Some(entry) = reg.get(&tool) else {
         let o = toolhost_core::Outcome::err(
             toolhost_core::ErrorKind::UnknownTool,

@@ -186,10 +186,17 @@ impl Console {
                     "forbidden: the console is read-only ([console] read_only = true)",
                 )
             }
-            (Method::POST, "/console/api/call") => match self.body_json(req).await {
-                Ok(v) => api::call(self, &caller, v).await,
-                Err(resp) => *resp,
-            },
+            (Method::POST, "/console/api/call") => {
+                // The caller's span (a `traceparent` header), when telemetry is on.
+                let parent = (toolhost_core::telemetry::enabled())
+                    .then(|| req.headers().get("traceparent")?.to_str().ok())
+                    .flatten()
+                    .and_then(toolhost_core::telemetry::TraceParent::parse);
+                match self.body_json(req).await {
+                    Ok(v) => api::call(self, &caller, parent, v).await,
+                    Err(resp) => *resp,
+                }
+            }
             (Method::POST, "/console/api/approve") => match self.body_json(req).await {
                 Ok(v) => api::approve(self, v).await,
                 Err(resp) => *resp,

@@ -636,7 +636,27 @@ fn caller(context: &RequestContext<RoleServer>) -> CallContext {
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client: context.client_info().map(|i| i.name),
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
+        trace_parent: trace_parent(context, parts),
     }
+}
+
+/// The caller's span, when telemetry is on: `_meta.traceparent` (SEP-414, 2026-07-28), else
+/// the HTTP request's `traceparent` header (streamable HTTP); a malformed one is ignored.
+fn trace_parent(
+    context: &RequestContext<RoleServer>,
+    parts: Option<&hyper::http::request::Parts>,
+) -> Option<toolhost_core::telemetry::TraceParent> {
+    use toolhost_core::telemetry::{self, TraceParent};
+    if !telemetry::enabled() {
+        return None;
+    }
+    let header = || parts?.headers.get("traceparent")?.to_str().ok();
+    context
+        .meta
+        .0
+        .get_traceparent()
+        .and_then(TraceParent::parse)
+        .or_else(|| header().and_then(TraceParent::parse))
 }
 
 /// Whether the client declared form elicitation (an empty `elicitation: {}` means form).

@@ -751,9 +751,29 @@ pub fn redact_owned(s: String, grant: &NetGrant) -> String {
 }
 
 impl crate::bindings::http::Host for NetCall {
-    /// Every check and bound is in [`NetCall::send`].
+    /// Every check and bound is in [`NetCall::send`]; the request is a child span of the
+    /// call's when telemetry is on: method, host and port, status (no path, query or header).
     async fn send(&mut self, req: Request) -> Result<Response, String> {
-        NetCall::send(self, req).await
+        use crate::telemetry::attr;
+        let span = crate::telemetry::host_span("http", || {
+            let mut a = vec![attr("http.request.method", req.method.clone())];
+            if let Ok(url) = reqwest::Url::parse(&req.url) {
+                a.push(attr("url.scheme", url.scheme().to_string()));
+                if let Some(host) = url.host_str() {
+                    a.push(attr("server.address", host.to_string()));
+                }
+                if let Some(port) = url.port_or_known_default() {
+                    a.push(attr("server.port", i64::from(port)));
+                }
+            }
+            a
+        });
+        let r = NetCall::send(self, req).await;
+        span.end(r.is_err(), || match &r {
+            Ok(resp) => vec![attr("http.response.status_code", i64::from(resp.status))],
+            Err(_) => vec![attr("error.type", "refused_or_failed")],
+        });
+        r
     }
 }
 

@@ -473,8 +473,20 @@ async fn spawn(
 
 impl Host for ProcessCall {
     /// Every check and bound is in [`ProcessCall::run`].
+    /// A child span of the call's when telemetry is on: the program's file name and the exit
+    /// code (never its arguments).
     async fn run(&mut self, program: String, args: Vec<String>) -> wasmtime::Result<Result<Output, String>> {
-        ProcessCall::run(self, program, args).await
+        use crate::telemetry::attr;
+        let span = crate::telemetry::host_span("process", || {
+            let name = std::path::Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned());
+            vec![attr("process.executable.name", name.unwrap_or_default())]
+        });
+        let r = ProcessCall::run(self, program, args).await;
+        span.end(!matches!(r, Ok(Ok(_))), || match &r {
+            Ok(Ok(o)) => o.code.map(|c| vec![attr("process.exit.code", i64::from(c))]).unwrap_or_default(),
+            _ => vec![attr("error.type", "refused_or_failed")],
+        });
+        r
     }
 }
 

@@ -1,0 +1,337 @@
+//! OpenTelemetry (#30 item 3) on real parts, on loopback: `toolhost serve --mcp --http` with
+//! `[telemetry] otlp_endpoint` exports to an OTLP/HTTP receiver built on the official
+//! `opentelemetry-proto` Python package (`tests/otlp/receiver.py`, in target/pyenv2). A call
+//! made with a W3C `traceparent` (in MCP `_meta`, or as the HTTP header) arrives as a span of
+//! the caller's trace, the caller's span as its parent, with a child span for the plugin's HTTP
+//! request to a local server (or for the program it runs); the console's Run continues a trace
+//! too; the call metrics arrive; no argument value is in any of it. With
+//! telemetry off, nothing connects to the receiver even with `OTEL_EXPORTER_OTLP_ENDPOINT` set.
+
+use crate::fleet::post;
+use crate::mcp::{python2, root};
+use crate::support::Env;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the caller sends in `_meta` (its trace and span).
+const META_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// What the caller sends as the HTTP header.
+const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// What the caller of a tool that runs a program sends in `_meta`.
+const PROCESS_PARENT: &str = "00-6e0c63257de34c926f9efcd03899b0a1-2a9c7e3f5b1d4c60-01";
+/// What the console's caller sends as the HTTP header.
+const CONSOLE_PARENT: &str = "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01";
+/// In the argument of every call: never in a span or a metric.
+const MARKER: &str = "argument-value-7c41d2";
+
+/// The receiver, killed on drop; every JSON line it printed.
+struct Receiver {
+    child: Child,
+    port: u16,
+    lines: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let mut child = Command::new(python2())
+            .arg(root().join("tests/otlp/receiver.py"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let first: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+        let port = first["listening"].as_u64().unwrap_or_else(|| panic!("{first}")) as u16;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    sink.lock().unwrap().push(v);
+                }
+            }
+        });
+        Receiver { child, port, lines }
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The lines once `done` holds for them (or after 20 s, whatever they are).
+    fn wait_until(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let lines = self.lines();
+            if done(&lines) || Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child
+/// and its MCP URL.
+fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String) {
+    let path = env.workspace.path().join("telemetry.toml");
+    let config = format!("[plugin.hostile]\nnet = [\"127.0.0.1\"]\nnet_private = true\n\n{config}");
+    std::fs::write(&path, config).unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["serve", "--mcp", "--http", &addr])
+        .envs(extra_env.iter().map(|(k, v)| (k, v)))
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no URL from serve: {seen:?}");
+        };
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            let url = rest.split(',').next().unwrap().to_string();
+            // The rest of its log is drained (and shown if the test fails).
+            std::thread::spawn(move || rx.into_iter().for_each(|l| eprintln!("serve: {l}")));
+            return (child, url);
+        }
+        seen.push(line);
+    }
+}
+
+/// SIGTERM, then wait for the exit (the last spans and metrics are exported on the way out).
+fn stop(mut child: Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "serve still running 30 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One stateless 2026-07-28 `tools/call` of `net_probe(url)`, with `meta` merged into `_meta`
+/// and `headers` (whole lines) on the request; returns the JSON-RPC result.
+fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
+    tools_call(mcp, "net_probe", json!({ "url": url }), meta, headers)
+}
+
+/// One stateless 2026-07-28 `tools/call`, which must succeed (see [`net_probe`]).
+fn tools_call(mcp: &str, tool: &str, arguments: Value, meta: Value, headers: &str) -> Value {
+    let mut m = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "telemetry-test", "version": "0"},
+    });
+    m.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": m}});
+    let headers = format!(
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{headers}"
+    );
+    let (status, head, messages) = post(mcp, &headers, &body);
+    assert_eq!(status, 200, "{head}");
+    let r = messages.into_iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no response: {head}"));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    r["result"].clone()
+}
+
+/// One raw HTTP/1.0 request to the server of `mcp` (its `/mcp` URL); the status and the body.
+fn request(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = mcp.trim_start_matches("http://").trim_end_matches("/mcp");
+    let req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {authority}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), body.to_string())
+}
+
+/// `net_probe(url)` through the web console's Run, with `traceparent` as the HTTP header.
+fn console_net_probe(mcp: &str, url: &str, traceparent: &str) {
+    let (status, session) = request(mcp, "GET", "/console/api/session", "", "");
+    assert_eq!(status, 200, "{session}");
+    let session: Value = serde_json::from_str(&session).unwrap();
+    let csrf = session["csrf"].as_str().unwrap_or_else(|| panic!("{session}"));
+    let body = json!({"tool": "net_probe", "arguments": {"url": url}}).to_string();
+    let headers =
+        format!("Content-Type: application/json\r\nX-CSRF-Token: {csrf}\r\ntraceparent: {traceparent}\r\n");
+    let (status, answer) = request(mcp, "POST", "/console/api/call", &headers, &body);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("\"success\":true"), "{answer}");
+}
+
+fn spans_of<'a>(lines: &'a [Value], trace: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["span"].is_string() && l["trace_id"] == trace).collect()
+}
+
+fn named<'a>(spans: &[&'a Value], name: &str) -> &'a Value {
+    spans.iter().find(|s| s["span"] == name).unwrap_or_else(|| panic!("no `{name}` span in {spans:#?}"))
+}
+
+#[test]
+fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metrics_arrive() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::SYSTEM]);
+    let echo = toolhost_core::capability::process::resolve_in_path("echo").unwrap();
+    let config = format!(
+        "[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n[tool.run]\ndanger = false\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
+        echo.display(),
+        receiver.port
+    );
+    let (serve, mcp) = serve(&env, &config, &[]);
+    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}"));
+    // The caller's span in `_meta` (SEP-414) …
+    net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
+    // … or as the HTTP request's header.
+    net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
+    // … or as the header of the web console's Run.
+    console_net_probe(&mcp, &target, CONSOLE_PARENT);
+    // A program run for a plugin is a child span too.
+    let run = json!({"program": "echo", "args": MARKER});
+    tools_call(&mcp, "run", run, json!({ "traceparent": PROCESS_PARENT }), "");
+    let metrics_in = |lines: &[Value]| {
+        lines.iter().any(|l| {
+            l["metric"] == "toolhost.calls"
+                && l["points"].as_array().unwrap().iter().any(|p| {
+                    p["attributes"]["toolhost.tool"] == "net_probe"
+                        && p["attributes"]["toolhost.outcome"] == "ok"
+                        && p["value"].as_u64() >= Some(2)
+                })
+        })
+    };
+    // Metrics are exported every 200 ms while it runs; the spans at the latest on the way out.
+    let lines = receiver.wait_until(metrics_in);
+    assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
+    stop(serve);
+    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT, PROCESS_PARENT];
+    let lines = receiver.wait_until(|l| parents.iter().all(|p| spans_of(l, &p[3..35]).len() >= 2));
+
+    for (parent, front_end) in
+        [(META_PARENT, "mcp-http"), (HEADER_PARENT, "mcp-http"), (CONSOLE_PARENT, "console")]
+    {
+        let (trace, parent_span) = (&parent[3..35], &parent[36..52]);
+        let spans = spans_of(&lines, trace);
+        let call = named(&spans, "tools/call net_probe");
+        assert_eq!(call["parent_span_id"], parent_span, "the caller's span is the call's parent: {call}");
+        let a = &call["attributes"];
+        assert_eq!(a["toolhost.tool"], "net_probe", "{call}");
+        assert_eq!(a["toolhost.plugin"], "hostile", "{call}");
+        assert!(a["toolhost.plugin.version"].as_str().is_some_and(|v| !v.is_empty()), "{call}");
+        assert_eq!(a["toolhost.front_end"], front_end, "{call}");
+        assert_eq!(a["toolhost.outcome"], "ok", "{call}");
+        assert_eq!(a["toolhost.usage.http_requests"], 1, "{call}");
+        assert!(a["toolhost.usage.wall_us"].as_i64() > Some(0), "{call}");
+        assert_eq!(call["resource"]["service.name"], "toolhost-test", "{call}");
+        let http = named(&spans, "http");
+        assert_eq!(http["parent_span_id"], call["span_id"], "the request is the call's child: {http}");
+        assert_eq!(http["attributes"]["http.request.method"], "GET", "{http}");
+        assert_eq!(http["attributes"]["server.address"], "127.0.0.1", "{http}");
+        assert_eq!(http["attributes"]["server.port"], web.port as i64, "{http}");
+        assert_eq!(http["attributes"]["http.response.status_code"], 404, "{http}");
+    }
+    let spans = spans_of(&lines, &PROCESS_PARENT[3..35]);
+    let call = named(&spans, "tools/call run");
+    assert_eq!(call["parent_span_id"], &PROCESS_PARENT[36..52], "{call}");
+    assert_eq!(call["attributes"]["toolhost.plugin"], "sys", "{call}");
+    let process = named(&spans, "process");
+    assert_eq!(process["parent_span_id"], call["span_id"], "the program is the call's child: {process}");
+    assert_eq!(process["attributes"]["process.executable.name"], "echo", "{process}");
+    assert_eq!(process["attributes"]["process.exit.code"], 0, "{process}");
+    assert!(
+        lines.iter().any(|l| l["metric"] == "toolhost.call.duration"),
+        "no duration histogram: {lines:#?}"
+    );
+    // No argument value by default: not in a span, not in a metric.
+    let all = serde_json::to_string(&lines).unwrap();
+    assert!(!all.contains(MARKER), "an argument value was exported: {all}");
+}
+
+#[test]
+fn with_telemetry_off_nothing_connects_to_a_collector() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    // The SDK's own variables name the receiver: only `[telemetry] otlp_endpoint` turns it on.
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let (serve, mcp) = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
+    let target = web.url("127.0.0.1", "/hello");
+    net_probe(
+        &mcp,
+        &target,
+        json!({ "traceparent": META_PARENT }),
+        &format!("traceparent: {HEADER_PARENT}\r\n"),
+    );
+    stop(serve);
+    // Give a stray exporter the time a 200 ms metrics interval would need, then look.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(receiver.lines(), Vec::<Value>::new(), "telemetry is off: nothing may connect");
+}
+
+#[test]
+fn captured_arguments_go_on_the_span_without_secret_values() {
+    let web = crate::net::server();
+    let receiver = Receiver::start();
+    let env = Env::with(&[plugin_artifacts::HOSTILE]);
+    let secret = "s3cr3t-value-9e2b41";
+    let config = format!(
+        "[secrets.token]\nenv = \"TOOLHOST_TEST_OTEL_SECRET\"\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\ncapture_arguments = true\n",
+        receiver.port
+    );
+    let (serve, mcp) = serve(&env, &config, &[("TOOLHOST_TEST_OTEL_SECRET", secret.to_string())]);
+    // A client that pastes a secret's value into an argument.
+    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}"));
+    net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
+    stop(serve);
+    let lines = receiver.wait_until(|l| !spans_of(l, &META_PARENT[3..35]).is_empty());
+    let spans = spans_of(&lines, &META_PARENT[3..35]);
+    let call = named(&spans, "tools/call net_probe");
+    let args =
+        call["attributes"]["toolhost.arguments"].as_str().unwrap_or_else(|| panic!("no arguments: {call}"));
+    assert!(args.contains(MARKER) && args.contains("[secret token redacted]"), "{args}");
+    let all = serde_json::to_string(&lines).unwrap();
+    assert!(!all.contains(secret), "a secret value was exported: {all}");
+}
