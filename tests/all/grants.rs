@@ -812,3 +812,142 @@ fn mcp_2026_grant_state_for_another_item_or_expired_is_refused_and_always_is_wri
     let next = call_2026(&served, "fetch", &target, None, None);
     assert!(next.to_string().contains("hello from the test server"), "always: not asked again: {next}");
 }
+
+// ---- directories and programs ----
+
+/// `files` (which requests the workspace read-write) with nothing granted, its grants file in
+/// the workspace and `README.txt` there.
+fn files_env() -> Env {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    std::fs::write(env.ws("README.txt"), "read me").unwrap();
+    env
+}
+
+/// The asked item for `env`'s workspace.
+fn ws_item(env: &Env, write: bool) -> GrantItem {
+    GrantItem::Fs { path: env.config.workspace.to_str().unwrap().to_string(), write }
+}
+
+/// `wasm` with every `from` replaced by `to` (the caller keeps each section's size).
+fn replaced(wasm: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(wasm.len());
+    let (mut i, mut n) = (0, 0);
+    while i < wasm.len() {
+        if wasm[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+            n += 1;
+        } else {
+            out.push(wasm[i]);
+            i += 1;
+        }
+    }
+    assert!(n > 0, "{} not found", String::from_utf8_lossy(from));
+    out
+}
+
+/// `sys` rewritten to request the program `echo` by name (not `*`), nothing granted, `run`
+/// allowed without a danger question.
+fn sys_requesting_echo() -> Env {
+    let env = Env::with(&[]);
+    let wasm = std::fs::read(plugin_artifacts::SYSTEM).unwrap();
+    // `exec = "*"` becomes `exec = "echo"`; a description in the same manifest gives back the
+    // three bytes, so every section keeps its size.
+    let wasm = replaced(&wasm, br#""exec":["*"]"#, br#""exec":["echo"]"#);
+    let wasm = replaced(&wasm, b"X11 or XWayland", b"X11/XWayland");
+    std::fs::write(env.plugins.path().join("system.wasm"), wasm).unwrap();
+    let mut env = env;
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.tools.entry("run".into()).or_default().policy = Some(DangerPolicy::Allow);
+    env
+}
+
+fn echo_item(args: &[&str]) -> GrantItem {
+    let program = toolhost_core::capability::process::resolve_in_path("echo").unwrap();
+    GrantItem::Exec {
+        program: program.to_str().unwrap().to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// A call that failed on a path because the workspace its plugin requested is not granted
+/// asks about exactly the workspace, at the requested mode: once runs it (the next call asks
+/// again), deny holds for the session, always is written and applied without a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_requested_workspace_is_asked_about_when_a_call_tried_a_path() {
+    let env = files_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    let item = ws_item(&env, true);
+    assert_eq!(asker.asked(), [format!("files read {item}")]);
+    let sentence = asker.asked.lock().unwrap()[0].sentence();
+    assert_eq!(
+        sentence,
+        format!("files wants to read and write the directory {}", env.config.workspace.display())
+    );
+    let e = err(&call(&host, "read", &["README.txt"]).await, ErrorKind::ToolError);
+    assert!(e.contains("has no access to `README.txt`") && e.contains("denied plugin `files` fs rw"), "{e}");
+    err(&call(&host, "read", &["README.txt"]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked().len(), 2, "a denial holds for the session");
+    assert!(!env.config.grants_file.exists());
+
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Always]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    assert_eq!(asker.asked().len(), 1, "always: asked once");
+    let file = std::fs::read_to_string(&env.config.grants_file).unwrap();
+    assert!(file.contains(&format!("item = \"{item}\"")), "{file}");
+    // In the next session the grants file grants it; another workspace is not granted by it.
+    let mut next = env.config.clone();
+    next.asked = toolhost_core::settings::grants::load(&next.grants_file).unwrap();
+    assert!(next.plugin("files").fs.iter().any(|f| f.name == "workspace"), "{:?}", next.plugin("files"));
+    let mut moved = next.clone();
+    moved.set_workspace(std::env::temp_dir().as_path());
+    assert!(moved.plugin("files").fs.is_empty(), "an answer about one workspace grants no other");
+}
+
+/// A refused `run` of a program the manifest requests by name asks about that program with
+/// exactly those arguments: once runs it, other arguments are another question, always is
+/// written and not asked again, and a program the manifest does not request causes no question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_program_is_asked_about_with_its_exact_arguments() {
+    let env = sys_requesting_echo();
+    let host = env.host();
+    assert_eq!(host.registry.load().plugins()[0].manifest.capabilities.exec, ["echo"]);
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny, GrantAnswer::Always]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    let hello = echo_item(&["hello"]);
+    assert_eq!(asker.asked(), [format!("sys run {hello}")]);
+    let sentence = asker.asked.lock().unwrap()[0].sentence();
+    assert!(sentence.starts_with("sys wants to run `echo hello` (/"), "{sentence}");
+    let e = err(&call(&host, "run", &["echo", "bye"]).await, ErrorKind::ToolError);
+    assert!(e.contains("denied plugin `sys` exec"), "{e}");
+    assert_eq!(
+        asker.asked()[1],
+        format!("sys run {}", echo_item(&["bye"])),
+        "other arguments: another question"
+    );
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    assert_eq!(asker.asked().len(), 3, "always: not asked again");
+    let file = std::fs::read_to_string(&env.config.grants_file).unwrap();
+    assert!(file.contains(&format!("item = \"{hello}\"")), "{file}");
+    // Not requested, a pattern-looking or a spaced argument: refused, nobody asked.
+    let e = err(&call(&host, "run", &["sh", "-c id"]).await, ErrorKind::ToolError);
+    assert!(e.contains("not in plugin `sys`'s manifest request"), "{e}");
+    err(&call(&host, "run", &["echo", "*"]).await, ErrorKind::ToolError);
+    err(&call(&host, "run", &["echo", "'a b'"]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked().len(), 3, "{:?}", asker.asked());
+    // The next session: granted by the file, for exactly those arguments.
+    let mut next = env.config.clone();
+    next.asked = toolhost_core::settings::grants::load(&next.grants_file).unwrap();
+    let exec = next.plugin("sys").exec;
+    assert_eq!(exec.len(), 1);
+    assert_eq!(exec[0].describe(), format!("{} (args: hello)", exec[0].program.display()));
+}

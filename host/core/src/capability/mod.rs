@@ -52,6 +52,7 @@ impl Missing {
                 toolhost_spec::host_pattern::matches(pattern, host)
             }
             (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
+            (MissingKind::Exec(a), Refusal::Program { name, .. }) => a == name,
             _ => false,
         }
     }

@@ -289,8 +289,18 @@ impl Config {
         self.workspace = ws;
     }
 
-    /// The operator's grants for `plugin`: its own section merged with the `*` section.
+    /// The operator's grants for `plugin`: its own section merged with the `*` section, and
+    /// the answers of its grants file.
     pub fn plugin(&self, plugin: &str) -> PluginConfig {
+        let mut out = self.plugin_without_asked(plugin);
+        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
+            self.merge_asked(&mut out, &g.item);
+        }
+        out
+    }
+
+    /// [`Config::plugin`] without the grants file.
+    fn plugin_without_asked(&self, plugin: &str) -> PluginConfig {
         let mut out = self.plugins.get(plugin).cloned().unwrap_or_default();
         if let Some(all) = self.plugins.get("*") {
             for g in &all.fs {
@@ -326,33 +336,59 @@ impl Config {
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
         }
-        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
-            match &g.item {
-                GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
-                GrantItem::Net(_) => {}
-                GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
-                GrantItem::Secret(_) => {}
+        out
+    }
+
+    /// One asked item added to a plugin's grants: a directory only while it is the workspace
+    /// (an answer about another workspace grants nothing here), a program with exactly the
+    /// arguments asked about.
+    fn merge_asked(&self, out: &mut PluginConfig, item: &GrantItem) {
+        match item {
+            GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
+            GrantItem::Net(_) => {}
+            GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
+            GrantItem::Secret(_) => {}
+            GrantItem::Fs { path, write } => {
+                if Path::new(path) != self.workspace || out.fs.iter().any(|f| f.name == "workspace") {
+                    return;
+                }
+                let mode = if *write { FsMode::ReadWrite } else { FsMode::ReadOnly };
+                out.fs.push(crate::capability::fs::FsGrant {
+                    name: "workspace".into(),
+                    host_path: self.workspace.clone(),
+                    mode,
+                });
+            }
+            GrantItem::Exec { program, args } => {
+                let pattern = crate::capability::process::ArgPattern::new(&args.join(" "));
+                match out.exec.iter_mut().find(|e| e.program.as_os_str() == program.as_str()) {
+                    Some(e) => {
+                        if let Some(list) = e.args.as_mut()
+                            && !list.contains(&pattern)
+                        {
+                            list.push(pattern);
+                        }
+                    }
+                    None => out.exec.push(crate::capability::process::ExecGrant {
+                        args: Some(vec![pattern]),
+                        ..crate::capability::process::ExecGrant::new(PathBuf::from(program))
+                    }),
+                }
             }
         }
-        out
     }
 
     /// [`Config::plugin`] for the plugin file whose SHA-256 is `sha256`: under `asked_grants =
     /// "this_version"`, the answers given for another file are left out.
     pub fn plugin_file(&self, plugin: &str, sha256: &[u8; 32]) -> PluginConfig {
-        let mut out = self.plugin(plugin);
-        if out.asked_grants == Some(AskedGrants::ThisVersion) {
-            let here = hex::encode(sha256);
-            for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() != Some(&here)) {
-                match &g.item {
-                    GrantItem::Net(host) => {
-                        out.net.retain(|h| h != host || self.granted_in_config(plugin, &g.item))
-                    }
-                    GrantItem::Secret(name) => {
-                        out.secrets.retain(|s| s != name || self.granted_in_config(plugin, &g.item))
-                    }
-                }
-            }
+        let out = self.plugin(plugin);
+        if out.asked_grants != Some(AskedGrants::ThisVersion) {
+            return out;
+        }
+        let here = hex::encode(sha256);
+        let mut out = self.plugin_without_asked(plugin);
+        for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() == Some(&here)) {
+            self.merge_asked(&mut out, &g.item);
         }
         out
     }
@@ -360,14 +396,6 @@ impl Config {
     /// The answers in the grants file about `plugin`.
     pub fn asked_for<'a>(&'a self, plugin: &'a str) -> impl Iterator<Item = &'a AskedGrant> {
         self.asked.iter().filter(move |g| g.plugin == plugin)
-    }
-
-    /// Whether `item` is granted to `plugin` by the config itself (its section or `*`).
-    fn granted_in_config(&self, plugin: &str, item: &GrantItem) -> bool {
-        [plugin, "*"].iter().filter_map(|p| self.plugins.get(*p)).any(|p| match item {
-            GrantItem::Net(host) => p.net.contains(host),
-            GrantItem::Secret(name) => p.secrets.contains(name),
-        })
     }
 
     /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
