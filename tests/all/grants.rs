@@ -649,10 +649,21 @@ fn call_2026(
     state: Option<&str>,
     answer: Option<serde_json::Value>,
 ) -> serde_json::Value {
+    call_2026_with(served, tool, serde_json::json!({ "url": url }), state, answer)
+}
+
+/// [`call_2026`] with any `arguments`.
+fn call_2026_with(
+    served: &Served,
+    tool: &str,
+    arguments: serde_json::Value,
+    state: Option<&str>,
+    answer: Option<serde_json::Value>,
+) -> serde_json::Value {
     use serde_json::json;
     let mut params = json!({
         "name": tool,
-        "arguments": {"url": url},
+        "arguments": arguments,
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
@@ -950,4 +961,155 @@ async fn a_requested_program_is_asked_about_with_its_exact_arguments() {
     let exec = next.plugin("sys").exec;
     assert_eq!(exec.len(), 1);
     assert_eq!(exec[0].describe(), format!("{} (args: hello)", exec[0].program.display()));
+}
+
+/// On the terminal: the workspace `files` requests is asked about when `read` fails on a
+/// path — always (written, listed, not asked again), revoked, then denied; the audit trail
+/// records each answer.
+#[test]
+fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
+    let env = files_env();
+    std::fs::write(env.ws("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
+    let item = ws_item(&env, true).to_string();
+    let read = |answer: Option<&str>| {
+        let mut pty = Pty::spawn(command(&env, &["call", "read", "README.txt"]));
+        if let Some(a) = answer {
+            let at = pty.wait_for("files wants to read and write the directory ", 0);
+            pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
+            pty.send(&format!("{a}\n"));
+        }
+        let (status, out) = pty.finish();
+        (status.success(), String::from_utf8_lossy(&out).into_owned())
+    };
+    let (ok1, out) = read(Some("a"));
+    assert!(ok1 && out.contains("read me"), "{out}");
+    let file = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(file.contains(&format!("item = \"{item}\"")) && file.contains("by = \"terminal\""), "{file}");
+    let (ok2, out) = read(None);
+    assert!(ok2 && out.contains("read me") && !out.contains("wants to"), "{out}");
+    let listed = String::from_utf8_lossy(&plain(&env, &["list"]).stdout).into_owned();
+    assert!(listed.contains(&format!("asked:     {item} — allowed \"always\" on ")), "{listed}");
+    let mut revoke = vec!["revoke", "files"];
+    revoke.extend(item.split(' '));
+    let revoked = plain(&env, &revoke);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let (ok3, out) = read(Some("d"));
+    assert!(!ok3 && out.contains(&format!("the operator denied plugin `files` {item}")), "{out}");
+    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    let answers: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| v["grants"].to_string())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            format!(r#"[{{"answer":"always","by":"terminal","item":"{item}"}}]"#),
+            "null".to_string(),
+            format!(r#"[{{"answer":"deny","by":"terminal","item":"{item}"}}]"#),
+        ],
+        "{audit}"
+    );
+}
+
+/// On the terminal: a program `sys` requests is asked about with its exact arguments; once
+/// runs it, and the next run asks again.
+#[test]
+fn terminal_asks_about_a_program_with_its_arguments() {
+    let env = sys_requesting_echo();
+    std::fs::write(
+        env.ws("toolhost.toml"),
+        "[tool.run]\npolicy = \"allow\"\n[audit]\nfile = \"audit.jsonl\"\n",
+    )
+    .unwrap();
+    let item = echo_item(&["hello"]).to_string();
+    for answer in ["o", "d"] {
+        let mut pty = Pty::spawn(command(&env, &["call", "run", "echo", "hello"]));
+        let at = pty.wait_for("sys wants to run `echo hello` (/", 0);
+        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
+        pty.send(&format!("{answer}\n"));
+        let (status, out) = pty.finish();
+        let out = String::from_utf8_lossy(&out).into_owned();
+        if answer == "o" {
+            assert!(status.success() && out.contains("hello"), "{out}");
+        } else {
+            assert!(!status.success() && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
+        }
+    }
+    assert!(!env.ws("toolhost.grants.toml").exists());
+    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    assert!(audit.contains(&format!(r#"{{"item":"{item}","answer":"once","by":"terminal"}}"#)), "{audit}");
+}
+
+/// Over MCP 2026-07-28 the workspace is asked about with a sealed question bound to the call
+/// and the item: a forged state, one for other arguments and a replay are refused and read
+/// nothing; allow once reads the file, and the audit line records the answer.
+#[test]
+fn mcp_2026_workspace_question_is_sealed_to_the_call_and_item() {
+    let env = files_env();
+    let audit = env.ws("audit.jsonl");
+    let config = format!(
+        "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n\n[plugin.files]\non_missing = \"ask\"\n",
+        audit.display().to_string()
+    );
+    let served = serve_2026(&env, "", &config);
+    let read = serde_json::json!({"path": "README.txt"});
+    let state = grant_asked(
+        &call_2026_with(&served, "read", read.clone(), None, None),
+        "files wants to read and write the directory",
+    );
+    refused_with(
+        &call_2026_with(&served, "read", read.clone(), Some(&tamper(&state)), Some(allow(false))),
+        "not issued by this toolhost fleet",
+    );
+    refused_with(
+        &call_2026_with(
+            &served,
+            "read",
+            serde_json::json!({"path": "other.txt"}),
+            Some(&state),
+            Some(allow(false)),
+        ),
+        "other arguments",
+    );
+    let ran = call_2026_with(&served, "read", read.clone(), Some(&state), Some(allow(false)));
+    assert!(ran.to_string().contains("read me"), "{ran}");
+    let item = ws_item(&env, true).to_string();
+    let last = std::fs::read_to_string(&audit).unwrap().lines().last().unwrap().to_string();
+    assert!(last.contains(r#""answer":"once""#) && last.contains(&item), "{last}");
+    refused_with(
+        &call_2026_with(&served, "read", read.clone(), Some(&state), Some(allow(false))),
+        "already used",
+    );
+    // Once: the next call is asked again.
+    grant_asked(&call_2026_with(&served, "read", read, None, None), "read and write the directory");
+    assert!(!env.ws("toolhost.grants.toml").exists());
+}
+
+/// Over MCP 2026-07-28 a program is asked about with its exact arguments: a state for
+/// `echo hello` cannot run `echo bye`, an expired state runs nothing, "always" is written and
+/// not asked again.
+#[test]
+fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
+    let env = sys_requesting_echo();
+    let config = "[mcp]\napproval_key = { secret = \"approvals\" }\napproval_ttl_s = 1\n\n\
+                  [plugin.sys]\non_missing = \"ask\"\n\n[tool.run]\npolicy = \"allow\"\n";
+    let served = serve_2026(&env, "", config);
+    let hello = serde_json::json!({"program": "echo", "args": "hello"});
+    let bye = serde_json::json!({"program": "echo", "args": "bye"});
+    let state = grant_asked(&call_2026_with(&served, "run", hello.clone(), None, None), "run `echo hello`");
+    refused_with(&call_2026_with(&served, "run", bye, Some(&state), Some(allow(true))), "other arguments");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    refused_with(&call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true))), "expired");
+    assert!(!env.ws("toolhost.grants.toml").exists(), "an expired state grants nothing");
+    let state = grant_asked(&call_2026_with(&served, "run", hello.clone(), None, None), "run `echo hello`");
+    let ran = call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true)));
+    assert!(
+        ran["result"]["content"].to_string().contains("hello") && ran["result"]["isError"] != true,
+        "{ran}"
+    );
+    let written = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(written.contains(&echo_item(&["hello"]).to_string()), "{written}");
+    let next = call_2026_with(&served, "run", hello, None, None);
+    assert_eq!(next["result"]["isError"], false, "always: not asked again: {next}");
 }
