@@ -252,7 +252,9 @@ fn console_in_a_browser() {
     assert!(expected.len() >= 25, "{expected:?}");
     all.push(plugin_artifacts::VERSIONED);
     let env = Env::with(&all);
-    let server = Server::start_with(&env, "[audit]\nfile = \"audit.jsonl\"\n", &["--allow-write", "files"]);
+    let config =
+        "[audit]\nfile = \"audit.jsonl\"\n\n[plugin.web]\non_missing = \"ask\"\nnet_private = true\n";
+    let server = Server::start_with(&env, config, &["--allow-write", "files"]);
     let url = server.url.clone().expect("the console's URL is printed");
     assert_eq!(url, format!("http://{}/", server.addr));
     run_browser(
@@ -273,6 +275,12 @@ fn console_in_a_browser() {
     assert_eq!(delete["front_end"], "console");
     assert_eq!(delete["danger"]["decision"], "allow");
     assert!(lines.iter().any(|l| l["tool"] == "which" && l["version"] == "0.3.0"), "the approved v3 ran");
+    let answered = |answer: &str| {
+        lines.iter().any(|l| {
+            l["tool"] == "fetch" && l["grants"][0]["answer"] == answer && l["grants"][0]["by"] == "console"
+        })
+    };
+    assert!(answered("deny") && answered("once"), "the card's answers are audited: {audit}");
 }
 
 /// With a token configured: no page or API answers without the session, signing in sets an
