@@ -292,18 +292,8 @@ pub struct NetCall {
     pub received_bytes: u64,
 }
 
-/// A request refused because a capability is not granted (recorded by the `http` import here,
-/// and by the `process` import for programs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The host name the plugin tried to reach.
-    Host(String),
-    /// The secret the plugin named in a header.
-    Secret(String),
-    /// A program the manifest requests by this name and the operator has not granted under
-    /// it, with the arguments of the refused `run`.
-    Program { name: String, args: Vec<String> },
-}
+/// What the host refused a call for want of a grant (see [`crate::capability::Refusal`]).
+pub use crate::capability::Refusal;
 
 impl NetCall {
     /// A fresh budget for one call.

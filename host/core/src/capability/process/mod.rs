@@ -169,7 +169,7 @@ pub struct ProcessCall {
     pub settings: Arc<ProcessSettings>,
     /// Runs refused because the program, requested by name, is not granted (what a grant
     /// question can be about; see `executor::grant`).
-    pub refused: Vec<crate::capability::net::Refusal>,
+    pub refused: Vec<crate::capability::Refusal>,
 }
 
 impl ProcessCall {
@@ -284,7 +284,7 @@ impl ProcessCall {
                     && !self.exec.granted.iter().any(|g| g.grant.name == program)
                     && self.refused.len() < 8
                 {
-                    self.refused.push(crate::capability::net::Refusal::Program { name: program, args });
+                    self.refused.push(crate::capability::Refusal::Program { name: program, args });
                 }
                 return Ok(Err(e));
             }
