@@ -361,18 +361,22 @@ impl Config {
             }
             GrantItem::Exec { program, args } => {
                 let pattern = crate::capability::process::ArgPattern::new(&args.join(" "));
-                match out.exec.iter_mut().find(|e| e.program.as_os_str() == program.as_str()) {
-                    Some(e) => {
-                        if let Some(list) = e.args.as_mut()
-                            && !list.contains(&pattern)
-                        {
+                let asked = crate::capability::process::ExecGrant {
+                    args: Some(vec![pattern.clone()]),
+                    ..crate::capability::process::ExecGrant::new(PathBuf::from(program))
+                };
+                match out.exec.iter_mut().find(|e| e.name == asked.name) {
+                    // Another asked answer for the program: one more exact argument list. A
+                    // grant of the operator's (other powers, or any arguments) decides alone:
+                    // an answer never borrows its environment, directories or network.
+                    Some(e) if ExecGrant { args: asked.args.clone(), ..e.clone() } == asked => {
+                        let list = e.args.get_or_insert_with(Vec::new);
+                        if !list.contains(&pattern) {
                             list.push(pattern);
                         }
                     }
-                    None => out.exec.push(crate::capability::process::ExecGrant {
-                        args: Some(vec![pattern]),
-                        ..crate::capability::process::ExecGrant::new(PathBuf::from(program))
-                    }),
+                    Some(_) => {}
+                    None => out.exec.push(asked),
                 }
             }
         }
@@ -606,6 +610,34 @@ mod tests {
         c.plugins.get_mut("web").unwrap().net.push("api.github.com".into());
         assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "granted in the config too");
         assert!(c.plugin("other").net.is_empty());
+    }
+
+    #[test]
+    fn asked_programs_add_exact_arguments_and_never_borrow_an_operator_grant() {
+        let mut c = parse("").unwrap();
+        let ask = |args: &[&str]| AskedGrant {
+            plugin: "git-tool".into(),
+            item: GrantItem::Exec {
+                program: "/usr/bin/git".into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+            },
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+            deny: false,
+            sha256: None,
+        };
+        c.asked.push(ask(&["status"]));
+        c.asked.push(ask(&["log"]));
+        let exec = c.plugin("git-tool").exec;
+        assert_eq!(exec.len(), 1);
+        assert_eq!(exec[0].describe(), "/usr/bin/git (args: status | log)");
+        assert!(!exec[0].network && !exec[0].write && exec[0].env.is_empty());
+        // The operator grants git with the network for `fetch` only: the answers add nothing to it.
+        let mut g = ExecGrant::new(PathBuf::from("/usr/bin/git"));
+        g.args = Some(vec![crate::capability::process::ArgPattern::new("fetch")]);
+        g.network = true;
+        c.plugins.entry("git-tool".into()).or_default().exec.push(g.clone());
+        assert_eq!(c.plugin("git-tool").exec, [g]);
     }
 
     #[test]
