@@ -1113,3 +1113,31 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
     let next = call_2026_with(&served, "run", hello, None, None);
     assert_eq!(next["result"]["isError"], false, "always: not asked again: {next}");
 }
+
+/// Over MCP 2025 elicitation (official Python SDK 1.x) the workspace is asked about like a host:
+/// allow once reads the file, the next call is asked again and a refusal fails it.
+/// `tests/mcp/grants_workspace.py`.
+#[test]
+fn mcp_elicitation_asks_about_the_workspace() {
+    let env = files_env();
+    std::fs::write(env.ws("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(crate::mcp::python())
+        .arg(root.join("tests/mcp/grants_workspace.py"))
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", env.plugins.path().to_str().unwrap()])
+        .args(["--workspace", env.workspace.path().to_str().unwrap(), "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all workspace grant checks passed"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+}
