@@ -29,11 +29,13 @@ pub enum GrantItem {
 }
 
 /// Whether `arg` may be one argument of an `exec` grant item: not empty, at most 256 bytes, no
-/// whitespace, control character or `*` (the item is a whole argument list, never a pattern).
+/// whitespace, control character or `*` (the item is a whole argument list, never a pattern),
+/// and no invisible or direction-changing character (a question must read as what it grants).
 pub fn is_exact_arg(arg: &str) -> bool {
+    let invisible = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}');
     !arg.is_empty()
         && arg.len() <= 256
-        && !arg.chars().any(|c| c.is_whitespace() || c.is_control() || c == '*')
+        && !arg.chars().any(|c| c.is_whitespace() || c.is_control() || c == '*' || invisible(c))
 }
 
 /// Arguments one asked `exec` item may hold.
@@ -293,6 +295,8 @@ mod tests {
         assert_eq!(git.wants(), "run `git status --short` (/usr/bin/git, exactly these arguments)");
         assert!(GrantItem::parse("exec git status").is_err(), "not an absolute path");
         assert!(GrantItem::parse("exec /usr/bin/git log *").unwrap_err().contains("no `*`"));
+        assert!(!is_exact_arg("status\u{202E}hsup"), "a direction override");
+        assert!(!is_exact_arg("a\u{200B}b") && !is_exact_arg("") && is_exact_arg("--short"));
         assert_eq!(GrantItem::parse("secret api_token").unwrap(), GrantItem::Secret("api_token".into()));
         assert!(GrantItem::parse("secret a b").is_err());
         assert!(GrantItem::parse("net https://x.org").is_err());
