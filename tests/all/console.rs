@@ -252,7 +252,9 @@ fn console_in_a_browser() {
     assert!(expected.len() >= 25, "{expected:?}");
     all.push(plugin_artifacts::VERSIONED);
     let env = Env::with(&all);
-    let server = Server::start_with(&env, "[audit]\nfile = \"audit.jsonl\"\n", &["--allow-write", "files"]);
+    let config =
+        "[audit]\nfile = \"audit.jsonl\"\n\n[plugin.web]\non_missing = \"ask\"\nnet_private = true\n";
+    let server = Server::start_with(&env, config, &["--allow-write", "files"]);
     let url = server.url.clone().expect("the console's URL is printed");
     assert_eq!(url, format!("http://{}/", server.addr));
     run_browser(
@@ -273,6 +275,12 @@ fn console_in_a_browser() {
     assert_eq!(delete["front_end"], "console");
     assert_eq!(delete["danger"]["decision"], "allow");
     assert!(lines.iter().any(|l| l["tool"] == "which" && l["version"] == "0.3.0"), "the approved v3 ran");
+    let answered = |answer: &str| {
+        lines.iter().any(|l| {
+            l["tool"] == "fetch" && l["grants"][0]["answer"] == answer && l["grants"][0]["by"] == "console"
+        })
+    };
+    assert!(answered("deny") && answered("once"), "the card's answers are audited: {audit}");
 }
 
 /// With a token configured: no page or API answers without the session, signing in sets an
@@ -541,4 +549,97 @@ fn the_feed_shows_running_calls_with_their_progress() {
     assert_eq!((last["done"].as_u64(), last["total"].as_u64()), (Some(5), Some(5)), "{running:?}");
     assert_eq!(last["message"], "step 5 of 5", "{running:?}");
     assert!(running.len() >= 3, "progress reports in between: {running:?}");
+}
+
+/// A call from the try form that needs a grant its plugin requested (`files` and the workspace,
+/// under `on_missing = "ask"`) comes back with a pending-grant card naming plugin, tool and
+/// the exact item; the page's answer (CSRF-protected like every POST) applies only to that item
+/// of that plugin file: once runs the call, always writes the grant (by `console`), deny refuses
+/// and holds for the session; the audit trail records each answer.
+#[test]
+fn a_call_needing_a_grant_shows_a_card_answered_in_the_page() {
+    let env = Env::with(&[plugin_artifacts::FILES]);
+    std::fs::write(env.workspace.path().join("README.txt"), "read me").unwrap();
+    let config = "[plugin.files]\non_missing = \"ask\"\n\n[audit]\nfile = \"audit.jsonl\"\n";
+    let server = Server::start(&env, config);
+    let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();
+    let csrf = format!("X-CSRF-Token: {csrf}\r\n");
+    let read = |grant: Option<serde_json::Value>, headers: &str| {
+        let mut body = serde_json::json!({"tool": "read", "arguments": {"path": "README.txt"}});
+        if let Some(g) = grant {
+            body["grant"] = g;
+        }
+        let a = server.post_json("/console/api/call", headers, &body);
+        (a.status, if a.status == 200 { json(&a) } else { serde_json::Value::String(a.body) })
+    };
+    let (status, first) = read(None, &csrf);
+    assert_eq!(status, 200);
+    assert_eq!(first["outcome"]["success"], false, "{first}");
+    let card = first["grantQuestion"].clone();
+    let ws = std::fs::canonicalize(env.workspace.path()).unwrap().display().to_string();
+    assert_eq!((card["plugin"].as_str(), card["tool"].as_str()), (Some("files"), Some("read")), "{card}");
+    assert_eq!(card["item"], format!("fs rw {ws}"), "{card}");
+    assert_eq!(card["question"], format!("files wants to read and write the directory {ws}"), "{card}");
+    let answer = |item: &serde_json::Value, sha: &serde_json::Value, a: &str| serde_json::json!({"item": item, "sha256": sha, "answer": a});
+    let once = answer(&card["item"], &card["sha256"], "once");
+    // Without the CSRF token the answer is refused before anything runs.
+    assert_eq!(read(Some(once.clone()), "").0, 403);
+    // An answer about another item, or another plugin file, answers nothing: the card again.
+    for wrong in [
+        answer(&format!("fs ro {ws}").into(), &card["sha256"], "once"),
+        answer(&card["item"], &"00".repeat(32).into(), "once"),
+    ] {
+        let (_, r) = read(Some(wrong), &csrf);
+        assert_eq!(r["outcome"]["success"], false, "{r}");
+        assert_eq!(r["grantQuestion"]["item"], card["item"], "{r}");
+    }
+    let (_, bad) = read(Some(answer(&card["item"], &card["sha256"], "yes")), &csrf);
+    assert!(bad.as_str().is_some_and(|b| b.contains("grant.answer")), "{bad}");
+    // Once: runs; the next call shows the card again.
+    let (_, ran) = read(Some(once), &csrf);
+    assert_eq!(ran["outcome"]["success"], true, "{ran}");
+    assert_eq!(ran["outcome"]["data"], "read me");
+    assert!(ran["grantQuestion"].is_null(), "{ran}");
+    let (_, again) = read(None, &csrf);
+    assert_eq!(again["grantQuestion"]["item"], card["item"], "once: asked again: {again}");
+    // Always: written by `console`; the next call needs no card.
+    let (_, ran) = read(Some(answer(&card["item"], &card["sha256"], "always")), &csrf);
+    assert_eq!(ran["outcome"]["success"], true, "{ran}");
+    let grants = std::fs::read_to_string(env.workspace.path().join("toolhost.grants.toml")).unwrap();
+    assert!(
+        grants.contains(&format!("item = \"fs rw {ws}\"")) && grants.contains("by = \"console\""),
+        "{grants}"
+    );
+    let (_, next) = read(None, &csrf);
+    assert_eq!(next["outcome"]["success"], true, "{next}");
+    assert!(next["grantQuestion"].is_null(), "{next}");
+    drop(server);
+    // Deny, in a fresh session without the grant: refused, and not asked again.
+    std::fs::remove_file(env.workspace.path().join("toolhost.grants.toml")).unwrap();
+    let server = Server::start(&env, config);
+    let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();
+    let csrf = format!("X-CSRF-Token: {csrf}\r\n");
+    let call = |grant: Option<serde_json::Value>| {
+        let mut body = serde_json::json!({"tool": "read", "arguments": {"path": "README.txt"}});
+        if let Some(g) = grant {
+            body["grant"] = g;
+        }
+        json(&server.post_json("/console/api/call", &csrf, &body))
+    };
+    let card = call(None)["grantQuestion"].clone();
+    let denied = call(Some(answer(&card["item"], &card["sha256"], "deny")));
+    assert_eq!(denied["outcome"]["success"], false, "{denied}");
+    assert!(denied["outcome"]["error"].as_str().unwrap().contains("denied plugin `files`"), "{denied}");
+    let after = call(None);
+    assert!(after["grantQuestion"].is_null() && after["outcome"]["success"] == false, "{after}");
+    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let answers: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["grants"].is_array())
+        .map(|v| format!("{} {} {}", v["front_end"], v["grants"][0]["answer"], v["grants"][0]["by"]))
+        .collect();
+    assert!(answers.contains(&r#""console" "once" "console""#.to_string()), "{answers:?}");
+    assert!(answers.contains(&r#""console" "always" "console""#.to_string()), "{answers:?}");
+    assert!(answers.contains(&r#""console" "deny" "console""#.to_string()), "{answers:?}");
 }

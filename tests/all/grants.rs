@@ -649,10 +649,21 @@ fn call_2026(
     state: Option<&str>,
     answer: Option<serde_json::Value>,
 ) -> serde_json::Value {
+    call_2026_with(served, tool, serde_json::json!({ "url": url }), state, answer)
+}
+
+/// [`call_2026`] with any `arguments`.
+fn call_2026_with(
+    served: &Served,
+    tool: &str,
+    arguments: serde_json::Value,
+    state: Option<&str>,
+    answer: Option<serde_json::Value>,
+) -> serde_json::Value {
     use serde_json::json;
     let mut params = json!({
         "name": tool,
-        "arguments": {"url": url},
+        "arguments": arguments,
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
@@ -811,4 +822,322 @@ fn mcp_2026_grant_state_for_another_item_or_expired_is_refused_and_always_is_wri
     assert!(written.contains("localhost") && written.contains("web"), "{written}");
     let next = call_2026(&served, "fetch", &target, None, None);
     assert!(next.to_string().contains("hello from the test server"), "always: not asked again: {next}");
+}
+
+// ---- directories and programs ----
+
+/// `files` (which requests the workspace read-write) with nothing granted, its grants file in
+/// the workspace and `README.txt` there.
+fn files_env() -> Env {
+    let mut env = Env::with(&[plugin_artifacts::FILES]);
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    std::fs::write(env.ws("README.txt"), "read me").unwrap();
+    env
+}
+
+/// The asked item for `env`'s workspace.
+fn ws_item(env: &Env, write: bool) -> GrantItem {
+    GrantItem::Fs { path: env.config.workspace.to_str().unwrap().to_string(), write }
+}
+
+/// `wasm` with every `from` replaced by `to` (the caller keeps each section's size).
+fn replaced(wasm: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(wasm.len());
+    let (mut i, mut n) = (0, 0);
+    while i < wasm.len() {
+        if wasm[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+            n += 1;
+        } else {
+            out.push(wasm[i]);
+            i += 1;
+        }
+    }
+    assert!(n > 0, "{} not found", String::from_utf8_lossy(from));
+    out
+}
+
+/// `sys` rewritten to request the program `echo` by name (not `*`), nothing granted, `run`
+/// allowed without a danger question.
+fn sys_requesting_echo() -> Env {
+    let env = Env::with(&[]);
+    let wasm = std::fs::read(plugin_artifacts::SYSTEM).unwrap();
+    // `exec = "*"` becomes `exec = "echo"`; a description in the same manifest gives back the
+    // three bytes, so every section keeps its size.
+    let wasm = replaced(&wasm, br#""exec":["*"]"#, br#""exec":["echo"]"#);
+    let wasm = replaced(&wasm, b"X11 or XWayland", b"X11/XWayland");
+    std::fs::write(env.plugins.path().join("system.wasm"), wasm).unwrap();
+    let mut env = env;
+    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.tools.entry("run".into()).or_default().policy = Some(DangerPolicy::Allow);
+    env
+}
+
+fn echo_item(args: &[&str]) -> GrantItem {
+    let program = toolhost_core::capability::process::resolve_in_path("echo").unwrap();
+    GrantItem::Exec {
+        program: program.to_str().unwrap().to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// A call that failed on a path because the workspace its plugin requested is not granted
+/// asks about exactly the workspace, at the requested mode: once runs it (the next call asks
+/// again), deny holds for the session, always is written and applied without a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_requested_workspace_is_asked_about_when_a_call_tried_a_path() {
+    let env = files_env();
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    let item = ws_item(&env, true);
+    assert_eq!(asker.asked(), [format!("files read {item}")]);
+    let sentence = asker.asked.lock().unwrap()[0].sentence();
+    assert_eq!(
+        sentence,
+        format!("files wants to read and write the directory {}", env.config.workspace.display())
+    );
+    let e = err(&call(&host, "read", &["README.txt"]).await, ErrorKind::ToolError);
+    assert!(e.contains("has no access to `README.txt`") && e.contains("denied plugin `files` fs rw"), "{e}");
+    err(&call(&host, "read", &["README.txt"]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked().len(), 2, "a denial holds for the session");
+    assert!(!env.config.grants_file.exists());
+
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Always]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    assert_eq!(ok(&call(&host, "read", &["README.txt"]).await), "read me");
+    assert_eq!(asker.asked().len(), 1, "always: asked once");
+    let file = std::fs::read_to_string(&env.config.grants_file).unwrap();
+    assert!(file.contains(&format!("item = \"{item}\"")), "{file}");
+    // In the next session the grants file grants it; another workspace is not granted by it.
+    let mut next = env.config.clone();
+    next.asked = toolhost_core::settings::grants::load(&next.grants_file).unwrap();
+    assert!(next.plugin("files").fs.iter().any(|f| f.name == "workspace"), "{:?}", next.plugin("files"));
+    let mut moved = next.clone();
+    moved.set_workspace(std::env::temp_dir().as_path());
+    assert!(moved.plugin("files").fs.is_empty(), "an answer about one workspace grants no other");
+}
+
+/// A refused `run` of a program the manifest requests by name asks about that program with
+/// exactly those arguments: once runs it, other arguments are another question, always is
+/// written and not asked again, and a program the manifest does not request causes no question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_program_is_asked_about_with_its_exact_arguments() {
+    let env = sys_requesting_echo();
+    let host = env.host();
+    assert_eq!(host.registry.load().plugins()[0].manifest.capabilities.exec, ["echo"]);
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Deny, GrantAnswer::Always]);
+    host.executor.attach_grant_asker(asker.clone());
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    let hello = echo_item(&["hello"]);
+    assert_eq!(asker.asked(), [format!("sys run {hello}")]);
+    let sentence = asker.asked.lock().unwrap()[0].sentence();
+    assert!(sentence.starts_with("sys wants to run `echo hello` (/"), "{sentence}");
+    let e = err(&call(&host, "run", &["echo", "bye"]).await, ErrorKind::ToolError);
+    assert!(e.contains("denied plugin `sys` exec"), "{e}");
+    assert_eq!(
+        asker.asked()[1],
+        format!("sys run {}", echo_item(&["bye"])),
+        "other arguments: another question"
+    );
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    assert_eq!(ok(&call(&host, "run", &["echo", "hello"]).await), "hello");
+    assert_eq!(asker.asked().len(), 3, "always: not asked again");
+    let file = std::fs::read_to_string(&env.config.grants_file).unwrap();
+    assert!(file.contains(&format!("item = \"{hello}\"")), "{file}");
+    // Not requested, a pattern-looking or a spaced argument: refused, nobody asked.
+    let e = err(&call(&host, "run", &["sh", "-c id"]).await, ErrorKind::ToolError);
+    assert!(e.contains("not in plugin `sys`'s manifest request"), "{e}");
+    err(&call(&host, "run", &["echo", "*"]).await, ErrorKind::ToolError);
+    err(&call(&host, "run", &["echo", "'a b'"]).await, ErrorKind::ToolError);
+    assert_eq!(asker.asked().len(), 3, "{:?}", asker.asked());
+    // The next session: granted by the file, for exactly those arguments.
+    let mut next = env.config.clone();
+    next.asked = toolhost_core::settings::grants::load(&next.grants_file).unwrap();
+    let exec = next.plugin("sys").exec;
+    assert_eq!(exec.len(), 1);
+    assert_eq!(exec[0].describe(), format!("{} (args: hello)", exec[0].program.display()));
+}
+
+/// On the terminal: the workspace `files` requests is asked about when `read` fails on a
+/// path — always (written, listed, not asked again), revoked, then denied; the audit trail
+/// records each answer.
+#[test]
+fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
+    let env = files_env();
+    std::fs::write(env.ws("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
+    let item = ws_item(&env, true).to_string();
+    let read = |answer: Option<&str>| {
+        let mut pty = Pty::spawn(command(&env, &["call", "read", "README.txt"]));
+        if let Some(a) = answer {
+            let at = pty.wait_for("files wants to read and write the directory ", 0);
+            pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
+            pty.send(&format!("{a}\n"));
+        }
+        let (status, out) = pty.finish();
+        (status.success(), String::from_utf8_lossy(&out).into_owned())
+    };
+    let (ok1, out) = read(Some("a"));
+    assert!(ok1 && out.contains("read me"), "{out}");
+    let file = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(file.contains(&format!("item = \"{item}\"")) && file.contains("by = \"terminal\""), "{file}");
+    let (ok2, out) = read(None);
+    assert!(ok2 && out.contains("read me") && !out.contains("wants to"), "{out}");
+    let listed = String::from_utf8_lossy(&plain(&env, &["list"]).stdout).into_owned();
+    assert!(listed.contains(&format!("asked:     {item} — allowed \"always\" on ")), "{listed}");
+    let mut revoke = vec!["revoke", "files"];
+    revoke.extend(item.split(' '));
+    let revoked = plain(&env, &revoke);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let (ok3, out) = read(Some("d"));
+    assert!(!ok3 && out.contains(&format!("the operator denied plugin `files` {item}")), "{out}");
+    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    let answers: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| v["grants"].to_string())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            format!(r#"[{{"answer":"always","by":"terminal","item":"{item}"}}]"#),
+            "null".to_string(),
+            format!(r#"[{{"answer":"deny","by":"terminal","item":"{item}"}}]"#),
+        ],
+        "{audit}"
+    );
+}
+
+/// On the terminal: a program `sys` requests is asked about with its exact arguments; once
+/// runs it, and the next run asks again.
+#[test]
+fn terminal_asks_about_a_program_with_its_arguments() {
+    let env = sys_requesting_echo();
+    std::fs::write(
+        env.ws("toolhost.toml"),
+        "[tool.run]\npolicy = \"allow\"\n[audit]\nfile = \"audit.jsonl\"\n",
+    )
+    .unwrap();
+    let item = echo_item(&["hello"]).to_string();
+    for answer in ["o", "d"] {
+        let mut pty = Pty::spawn(command(&env, &["call", "run", "echo", "hello"]));
+        let at = pty.wait_for("sys wants to run `echo hello` (/", 0);
+        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
+        pty.send(&format!("{answer}\n"));
+        let (status, out) = pty.finish();
+        let out = String::from_utf8_lossy(&out).into_owned();
+        if answer == "o" {
+            assert!(status.success() && out.contains("hello"), "{out}");
+        } else {
+            assert!(!status.success() && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
+        }
+    }
+    assert!(!env.ws("toolhost.grants.toml").exists());
+    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    assert!(audit.contains(&format!(r#"{{"item":"{item}","answer":"once","by":"terminal"}}"#)), "{audit}");
+}
+
+/// Over MCP 2026-07-28 the workspace is asked about with a sealed question bound to the call
+/// and the item: a forged state, one for other arguments and a replay are refused and read
+/// nothing; allow once reads the file, and the audit line records the answer.
+#[test]
+fn mcp_2026_workspace_question_is_sealed_to_the_call_and_item() {
+    let env = files_env();
+    let audit = env.ws("audit.jsonl");
+    let config = format!(
+        "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n\n[plugin.files]\non_missing = \"ask\"\n",
+        audit.display().to_string()
+    );
+    let served = serve_2026(&env, "", &config);
+    let read = serde_json::json!({"path": "README.txt"});
+    let state = grant_asked(
+        &call_2026_with(&served, "read", read.clone(), None, None),
+        "files wants to read and write the directory",
+    );
+    refused_with(
+        &call_2026_with(&served, "read", read.clone(), Some(&tamper(&state)), Some(allow(false))),
+        "not issued by this toolhost fleet",
+    );
+    refused_with(
+        &call_2026_with(
+            &served,
+            "read",
+            serde_json::json!({"path": "other.txt"}),
+            Some(&state),
+            Some(allow(false)),
+        ),
+        "other arguments",
+    );
+    let ran = call_2026_with(&served, "read", read.clone(), Some(&state), Some(allow(false)));
+    assert!(ran.to_string().contains("read me"), "{ran}");
+    let item = ws_item(&env, true).to_string();
+    let last = std::fs::read_to_string(&audit).unwrap().lines().last().unwrap().to_string();
+    assert!(last.contains(r#""answer":"once""#) && last.contains(&item), "{last}");
+    refused_with(
+        &call_2026_with(&served, "read", read.clone(), Some(&state), Some(allow(false))),
+        "already used",
+    );
+    // Once: the next call is asked again.
+    grant_asked(&call_2026_with(&served, "read", read, None, None), "read and write the directory");
+    assert!(!env.ws("toolhost.grants.toml").exists());
+}
+
+/// Over MCP 2026-07-28 a program is asked about with its exact arguments: a state for
+/// `echo hello` cannot run `echo bye`, an expired state runs nothing, "always" is written and
+/// not asked again.
+#[test]
+fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
+    let env = sys_requesting_echo();
+    let config = "[mcp]\napproval_key = { secret = \"approvals\" }\napproval_ttl_s = 1\n\n\
+                  [plugin.sys]\non_missing = \"ask\"\n\n[tool.run]\npolicy = \"allow\"\n";
+    let served = serve_2026(&env, "", config);
+    let hello = serde_json::json!({"program": "echo", "args": "hello"});
+    let bye = serde_json::json!({"program": "echo", "args": "bye"});
+    let state = grant_asked(&call_2026_with(&served, "run", hello.clone(), None, None), "run `echo hello`");
+    refused_with(&call_2026_with(&served, "run", bye, Some(&state), Some(allow(true))), "other arguments");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    refused_with(&call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true))), "expired");
+    assert!(!env.ws("toolhost.grants.toml").exists(), "an expired state grants nothing");
+    let state = grant_asked(&call_2026_with(&served, "run", hello.clone(), None, None), "run `echo hello`");
+    let ran = call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true)));
+    assert!(
+        ran["result"]["content"].to_string().contains("hello") && ran["result"]["isError"] != true,
+        "{ran}"
+    );
+    let written = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    assert!(written.contains(&echo_item(&["hello"]).to_string()), "{written}");
+    let next = call_2026_with(&served, "run", hello, None, None);
+    assert_eq!(next["result"]["isError"], false, "always: not asked again: {next}");
+}
+
+/// Over MCP 2025 elicitation (official Python SDK 1.x) the workspace is asked about like a host:
+/// allow once reads the file, the next call is asked again and a refusal fails it.
+/// `tests/mcp/grants_workspace.py`.
+#[test]
+fn mcp_elicitation_asks_about_the_workspace() {
+    let env = files_env();
+    std::fs::write(env.ws("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(crate::mcp::python())
+        .arg(root.join("tests/mcp/grants_workspace.py"))
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins", env.plugins.path().to_str().unwrap()])
+        .args(["--workspace", env.workspace.path().to_str().unwrap(), "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all workspace grant checks passed"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
 }

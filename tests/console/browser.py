@@ -131,6 +131,28 @@ def pick(page, tool):
     expect(page.locator("#tool-title")).to_contain_text(tool)
 
 
+def local_server(text):
+    """A loopback HTTP server answering every GET with `text`, in a thread."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def swap(src, dst):
     """Drop a new version into the plugins folder the way a deploy does: write, then rename."""
     tmp = Path(dst).with_name(f".{Path(dst).name}.tmp")
@@ -215,6 +237,28 @@ def main_scenario(p):
     expect(page.locator("#result h3")).to_contain_text("tool_error")
     expect(page.locator("#result")).to_contain_text("[plugin.web] net")
     passed("a refused call shows the grant's config line")
+
+    # Under `on_missing = "ask"` it also shows a pending-grant card; Deny refuses it for the
+    # session, Allow once (for a loopback server) runs the call.
+    card = page.locator("#grant-card")
+    expect(card).to_contain_text("web wants to send a request to example.com")
+    expect(card).to_contain_text("net example.com")
+    axe(page, "pending-grant card")
+    shot(page, "grant-card")
+    page.click("#grant-deny")
+    expect(page.locator("#result")).to_contain_text("denied plugin `web` net example.com")
+    expect(page.locator("#grant-card")).to_have_count(0)
+    server = local_server("hello from the browser test")
+    page.fill("#arg-0", f"http://127.0.0.1:{server.server_address[1]}/")
+    page.click("#run")
+    expect(card).to_contain_text("web wants to send a request to 127.0.0.1")
+    before = watch.calls
+    page.click("#grant-once")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    expect(page.locator("#result")).to_contain_text("hello from the browser test")
+    check(watch.calls == before + 1, "allow once sends the call once more")
+    server.shutdown()
+    passed("the pending-grant card is answered in the page: deny, then allow once")
 
     # Every page: loads clean, passes axe, has a screenshot (the feed now has calls).
     for name in PAGES:

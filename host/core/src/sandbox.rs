@@ -114,6 +114,38 @@ impl Grants {
     pub fn guards_outside(&self) -> bool {
         crate::capability::fs::guards_outside(&self.fs)
     }
+
+    /// [`Grants::wasi_ctx`] with the directories `extra` a human granted on top (opened for
+    /// this call only, never kept in the shared preopens).
+    pub fn wasi_ctx_with(
+        &self,
+        extra: &[FsGrant],
+        stdout: CappedPipe,
+        stderr: CappedPipe,
+    ) -> io::Result<WasiCtx> {
+        if extra.is_empty() {
+            return self.wasi_ctx(stdout, stderr);
+        }
+        let mut fs = self.fs.clone();
+        fs.extend(extra.iter().cloned());
+        let g = Grants {
+            fs,
+            env: self.env.clone(),
+            net: self.net.clone(),
+            exec: self.exec.clone(),
+            preopens: Preopens::default(),
+        };
+        g.wasi_ctx(stdout, stderr)
+    }
+
+    /// [`Grants::guards_outside`] with the directories `extra` on top.
+    pub fn guards_outside_with(&self, extra: &[FsGrant]) -> bool {
+        if extra.is_empty() {
+            return self.guards_outside();
+        }
+        let fs: Vec<FsGrant> = self.fs.iter().chain(extra).cloned().collect();
+        crate::capability::fs::guards_outside(&fs)
+    }
 }
 
 /// Store data for one call.

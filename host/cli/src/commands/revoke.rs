@@ -12,8 +12,9 @@ use toolhost_core::settings::{GrantItem, grants};
 pub struct Args {
     /// The plugin name (as `list` shows it)
     pub plugin: String,
-    /// The item as `list` shows it: `net HOST` or `secret NAME` (one word or two: `net api.github.com`)
-    #[arg(num_args = 1..=2, required = true)]
+    /// The item as `list` shows it: `net HOST`, `secret NAME`, `fs ro|rw PATH` or `exec PATH
+    /// ARG…` (one word or several: `net api.github.com`, `exec /usr/bin/git status --short`)
+    #[arg(num_args = 1.., required = true, allow_hyphen_values = true, trailing_var_arg = true)]
     pub item: Vec<String>,
 }
 

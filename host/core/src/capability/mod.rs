@@ -42,16 +42,29 @@ pub enum MissingKind {
     Exec(String),
 }
 
+/// A request refused because a capability is not granted (recorded by the `http` import for
+/// hosts and secrets, and by the `process` import for programs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The host name the plugin tried to reach.
+    Host(String),
+    /// The secret the plugin named in a header.
+    Secret(String),
+    /// A program the manifest requests by this name and the operator has not granted under
+    /// it, with the arguments of the refused `run`.
+    Program { name: String, args: Vec<String> },
+}
+
 impl Missing {
     /// Whether the host's refusal `r`, recorded during a call, is explained by this missing
     /// grant.
-    pub fn explains(&self, r: &crate::capability::net::Refusal) -> bool {
-        use crate::capability::net::Refusal;
+    pub fn explains(&self, r: &Refusal) -> bool {
         match (&self.kind, r) {
             (MissingKind::Net(pattern), Refusal::Host(host)) => {
                 toolhost_spec::host_pattern::matches(pattern, host)
             }
             (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
+            (MissingKind::Exec(a), Refusal::Program { name, .. }) => a == name,
             _ => false,
         }
     }

@@ -1,10 +1,20 @@
 //! Grants asked at the moment they are needed. When a call fails because the host refused
-//! something its plugin requested in its manifest and the operator has not granted (a network
-//! host, or a secret the operator defined; the `net` capability records each refusal), and the plugin's `on_missing` is
-//! not `refuse`, the executor asks the human through the [`AskGrant`] a front end attached —
-//! naming the plugin, the tool and the one exact item, never a pattern — and on "once" or
-//! "always" runs the call again with that item granted. The call is run again from the start:
-//! a tool that is not idempotent may have done part of its work before the refusal.
+//! something its plugin requested in its manifest and the operator has not granted, and the
+//! plugin's `on_missing` is not `refuse`, the executor asks the human through the [`AskGrant`]
+//! a front end attached — naming the plugin, the tool and the one exact item, never a pattern
+//! — and on "once" or "always" runs the call again with that item granted. The call is run
+//! again from the start: a tool that is not idempotent may have done part of its work before
+//! the refusal. What can be asked about, each recorded by the host as it was refused:
+//! - a network host ([`askable`]): one exact host a `net` request matches;
+//! - a secret: one the manifest requests and the operator defined;
+//! - a program ([`askable_programs`]): a `run` of a program the manifest requests by name
+//!   (never through `*`) and the operator has not granted under that name; the item is the
+//!   executable the operator's `PATH` resolves, with exactly the refused arguments;
+//! - the workspace ([`askable_workspace`]): when the manifest requests it, the operator has
+//!   not granted it, and the failed call tried paths outside every directory granted to it
+//!   (the no-access directory saw them); the item is the workspace's path at the requested
+//!   mode. Other named directories are never asked about: only the operator can say which
+//!   host path a name means.
 //!
 //! Only items the manifest requested can be asked about (a refusal of anything else is final
 //! and causes no question), only a human answers (an [`AskGrant`] belongs to a front end that
@@ -112,6 +122,7 @@ pub fn askable(
                 }
                 continue;
             }
+            Refusal::Program { .. } => continue,
         };
         let host = host.to_ascii_lowercase();
         if host.contains('*') || toolhost_spec::HostPattern::parse(&host).is_err() {
@@ -125,6 +136,128 @@ pub fn askable(
         }
     }
     out
+}
+
+/// The program items a call's refused runs could be asked about: a run of a program the
+/// manifest requests by that exact name (never through `*`, which names no program), that the
+/// operator has not granted under that name (`granted`: a program the operator granted with
+/// other arguments is the operator's decision, not a question), that `resolve` finds in the
+/// operator's `PATH` (the plugin never chooses the executable), with at most
+/// [`MAX_ITEM_ARGS`](crate::settings::grants::MAX_ITEM_ARGS) arguments that are each exact
+/// (no whitespace, control character or `*`): the item is that executable with exactly those
+/// arguments.
+pub fn askable_programs(
+    requested: &[String],
+    granted: &dyn Fn(&str) -> bool,
+    resolve: &dyn Fn(&str) -> Option<std::path::PathBuf>,
+    refused: &[Refusal],
+) -> Vec<GrantItem> {
+    let mut out = Vec::new();
+    for r in refused {
+        let Refusal::Program { name, args } = r else { continue };
+        if name == "*" || !requested.contains(name) || granted(name) {
+            continue;
+        }
+        if args.len() > crate::settings::grants::MAX_ITEM_ARGS
+            || !args.iter().all(|a| crate::settings::grants::is_exact_arg(a))
+        {
+            continue;
+        }
+        let Some(program) = resolve(name).and_then(|p| p.to_str().map(str::to_string)) else { continue };
+        let item = GrantItem::Exec { program, args: args.clone() };
+        if GrantItem::parse(&item.to_string()).as_ref() == Ok(&item) && !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The directory item a failed call could be asked about: the workspace, at the mode the
+/// manifest requests, when the manifest requests it, the operator has not granted it (a
+/// directory granted read-only where read-write was requested is the operator's decision, not
+/// a question), and the call tried paths outside every directory granted to it (`outside`:
+/// the host saw the attempts). A named directory other than the workspace is never asked
+/// about: only the operator can say which host path it is.
+pub fn askable_workspace(
+    requested: &[toolhost_spec::manifest::FsRequest],
+    granted: &[crate::capability::fs::FsGrant],
+    workspace: &std::path::Path,
+    outside: &[String],
+) -> Option<GrantItem> {
+    if outside.is_empty() || granted.iter().any(|g| g.name == "workspace") {
+        return None;
+    }
+    let req = requested.iter().find(|r| r.path == "workspace")?;
+    let write = req.mode == toolhost_spec::manifest::FsMode::ReadWrite;
+    let item = GrantItem::Fs { path: workspace.to_str()?.to_string(), write };
+    (GrantItem::parse(&item.to_string()).as_ref() == Ok(&item)).then_some(item)
+}
+
+/// The directories among `extra` (a human's answers) to add to a call's `granted` ones: the
+/// workspace, while it is still the workspace and not granted already.
+pub(super) fn extra_dirs(
+    extra: &[GrantItem],
+    granted: &[crate::capability::fs::FsGrant],
+    workspace: &std::path::Path,
+) -> Vec<crate::capability::fs::FsGrant> {
+    let mut out: Vec<crate::capability::fs::FsGrant> = Vec::new();
+    for item in extra {
+        let GrantItem::Fs { path, write } = item else { continue };
+        if std::path::Path::new(path) != workspace
+            || granted.iter().chain(&out).any(|g| g.name == "workspace")
+        {
+            continue;
+        }
+        let mode = if *write {
+            toolhost_spec::manifest::FsMode::ReadWrite
+        } else {
+            toolhost_spec::manifest::FsMode::ReadOnly
+        };
+        out.push(crate::capability::fs::FsGrant {
+            name: "workspace".into(),
+            host_path: workspace.to_path_buf(),
+            mode,
+        });
+    }
+    out
+}
+
+/// The plugin's programs with the ones among `extra` (a human's answers) added: each a
+/// program its manifest requests by name and the operator did not grant, runnable with
+/// exactly the arguments answered about (no environment, in the workspace, read-only to it,
+/// no network — like `--allow-run`).
+pub(super) fn extra_programs(
+    extra: &[GrantItem],
+    exec: &std::sync::Arc<crate::capability::process::ExecGrants>,
+) -> std::sync::Arc<crate::capability::process::ExecGrants> {
+    use crate::capability::process::{ArgPattern, ExecGrant, GrantedProgram};
+    if !extra.iter().any(|i| matches!(i, GrantItem::Exec { .. })) {
+        return exec.clone();
+    }
+    let operator: Vec<String> = exec.granted.iter().map(|g| g.grant.name.clone()).collect();
+    let mut out = (**exec).clone();
+    for item in extra {
+        let GrantItem::Exec { program, args } = item else { continue };
+        let grant = ExecGrant::new(std::path::PathBuf::from(program));
+        if !out.requested.contains(&grant.name) || operator.contains(&grant.name) {
+            continue;
+        }
+        let pattern = ArgPattern::new(&args.join(" "));
+        match out.granted.iter_mut().find(|g| g.grant.name == grant.name) {
+            Some(g) if g.grant.program == grant.program => {
+                let list = g.grant.args.get_or_insert_with(Vec::new);
+                if !list.contains(&pattern) {
+                    list.push(pattern);
+                }
+            }
+            Some(_) => {}
+            None => out.granted.push(GrantedProgram {
+                grant: ExecGrant { args: Some(vec![pattern]), ..grant },
+                env: Vec::new(),
+            }),
+        }
+    }
+    std::sync::Arc::new(out)
 }
 
 #[cfg(test)]
@@ -167,6 +300,64 @@ mod tests {
         assert_eq!(askable(&[], &secrets, &defined, &refused), vec![GrantItem::Secret("api_token".into())]);
         let undefined = vec!["undefined".to_string()];
         assert!(askable(&[], &undefined, &defined, &[Refusal::Secret("undefined".into())]).is_empty());
+    }
+
+    #[test]
+    fn only_a_requested_ungranted_program_with_exact_arguments_is_askable() {
+        let granted = |n: &str| n == "git";
+        let resolve = |n: &str| Some(std::path::PathBuf::from(format!("/usr/bin/{n}")));
+        let run = |name: &str, args: &[&str]| Refusal::Program {
+            name: name.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        };
+        let req = vec!["echo".to_string(), "git".to_string()];
+        let ask = |refused: &[Refusal]| askable_programs(&req, &granted, &resolve, refused);
+        assert_eq!(
+            ask(&[run("echo", &["hello"]), run("echo", &["hello"])]),
+            vec![GrantItem::Exec { program: "/usr/bin/echo".into(), args: vec!["hello".into()] }]
+        );
+        assert!(ask(&[run("sh", &["-c", "x"])]).is_empty(), "not requested");
+        assert!(
+            ask(&[run("git", &["push"])]).is_empty(),
+            "granted with other arguments: the operator's word"
+        );
+        assert!(ask(&[run("echo", &["a b"])]).is_empty(), "an argument with a space is not exact");
+        assert!(ask(&[run("echo", &["*"])]).is_empty(), "a star would be a pattern");
+        assert!(ask(&[run("echo", &["a\u{1b}[2J"])]).is_empty(), "control characters");
+        let many: Vec<&str> = std::iter::repeat_n("x", 17).collect();
+        assert!(ask(&[run("echo", &many)]).is_empty(), "too many arguments");
+        let any = vec!["*".to_string()];
+        assert!(
+            askable_programs(&any, &granted, &resolve, &[run("echo", &[])]).is_empty(),
+            "`*` names no program"
+        );
+        let nowhere = |_: &str| None;
+        assert!(askable_programs(&req, &granted, &nowhere, &[run("echo", &[])]).is_empty(), "not in PATH");
+    }
+
+    #[test]
+    fn the_workspace_is_askable_only_when_requested_ungranted_and_tried() {
+        use toolhost_spec::manifest::{FsMode, FsRequest};
+        let ws = std::path::Path::new("/home/me/ws");
+        let rw = vec![FsRequest { path: "workspace".into(), mode: FsMode::ReadWrite }];
+        let tried = vec!["README.txt".to_string()];
+        assert_eq!(
+            askable_workspace(&rw, &[], ws, &tried),
+            Some(GrantItem::Fs { path: "/home/me/ws".into(), write: true })
+        );
+        assert_eq!(askable_workspace(&rw, &[], ws, &[]), None, "nothing tried outside its grants");
+        let docs = vec![FsRequest { path: "docs".into(), mode: FsMode::ReadOnly }];
+        assert_eq!(
+            askable_workspace(&docs, &[], ws, &tried),
+            None,
+            "a named directory has no path to ask about"
+        );
+        let ro = crate::capability::fs::FsGrant {
+            name: "workspace".into(),
+            host_path: ws.into(),
+            mode: FsMode::ReadOnly,
+        };
+        assert_eq!(askable_workspace(&rw, &[ro], ws, &tried), None, "granted read-only by the operator");
     }
 
     #[test]

@@ -302,7 +302,9 @@ impl Executor {
             if outcome.kind != Some(ErrorKind::ToolError) {
                 break;
             }
-            let Some((req, asker)) = self.grant_question(entry, confirm, &args, &refused, &mut denied) else {
+            let Some((req, asker)) =
+                self.grant_question(entry, confirm, &args, &refused, &outside, &mut denied)
+            else {
                 break;
             };
             let answer = asker.ask(&req).await;
@@ -393,6 +395,7 @@ impl Executor {
         confirm: &'a dyn Confirm,
         args: &[String],
         refused: &[Refusal],
+        outside: &[String],
         denied: &mut Vec<crate::settings::GrantItem>,
     ) -> Option<(GrantRequest, &'a dyn AskGrant)> {
         let plugin = &entry.plugin;
@@ -410,7 +413,25 @@ impl Executor {
         let here = hex::encode(plugin.hash);
         let secrets = &plugin.manifest.capabilities.secrets;
         let defined = |name: &str| self.config.secrets.contains_key(name);
-        for item in grant::askable(&plugin.grants.net.requested, secrets, &defined, refused) {
+        let exec = &plugin.grants.exec;
+        let program_granted = |name: &str| exec.granted.iter().any(|g| g.grant.name == name);
+        let programs = grant::askable_programs(
+            &exec.requested,
+            &program_granted,
+            &crate::capability::process::resolve_in_path,
+            refused,
+        );
+        let workspace = grant::askable_workspace(
+            &plugin.manifest.capabilities.fs,
+            &plugin.grants.fs,
+            &self.config.workspace,
+            outside,
+        );
+        let items = grant::askable(&plugin.grants.net.requested, secrets, &defined, refused)
+            .into_iter()
+            .chain(programs)
+            .chain(workspace);
+        for item in items {
             let never = self.config.asked_for(&plugin.name).any(|g| {
                 g.deny && g.item == item && (!this_version || g.sha256.as_deref() == Some(here.as_str()))
             });
@@ -488,6 +509,8 @@ impl Executor {
     ) -> (Outcome, Vec<Refusal>, Vec<String>) {
         let (plugin, spec) = (&entry.plugin, entry.spec());
         // What a human granted for this call (or this session) on top of the plugin's grants.
+        let extra_fs = grant::extra_dirs(extra, &plugin.grants.fs, &self.config.workspace);
+        let exec = grant::extra_programs(extra, &plugin.grants.exec);
         let net_grant = if extra.is_empty() {
             plugin.grants.net.clone()
         } else {
@@ -513,7 +536,9 @@ impl Executor {
                             None => {}
                         }
                     }
-                    crate::settings::GrantItem::Secret(_) => {}
+                    crate::settings::GrantItem::Secret(_)
+                    | crate::settings::GrantItem::Fs { .. }
+                    | crate::settings::GrantItem::Exec { .. } => {}
                 }
             }
             Arc::new(g)
@@ -536,7 +561,7 @@ impl Executor {
         };
         let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
         let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
-        let wasi = match plugin.grants.wasi_ctx(stdout.clone(), stderr.clone()) {
+        let wasi = match plugin.grants.wasi_ctx_with(&extra_fs, stdout.clone(), stderr.clone()) {
             Ok(w) => w,
             Err(e) => {
                 let o = Outcome::err(
@@ -577,11 +602,12 @@ impl Executor {
         )
         .with_process(crate::capability::process::ProcessCall {
             plugin: plugin.name.clone(),
-            exec: plugin.grants.exec.clone(),
+            exec,
             workspace: self.config.workspace.clone(),
             deadline: Some(deadline),
             runs: 0,
             settings: self.config.process.clone(),
+            refused: Vec::new(),
         });
         // Progress is watched only when someone follows it (a front end's sink, an observer).
         let (state, progress) = if watch.sink.is_some() || watch.observer.is_some() {
@@ -592,7 +618,7 @@ impl Executor {
         };
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
         let mut state = state;
-        state.outside.armed = plugin.grants.guards_outside();
+        state.outside.armed = plugin.grants.guards_outside_with(&extra_fs);
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
@@ -621,7 +647,8 @@ impl Executor {
             }
         };
         let memory_hit = store.data().limiter.hit;
-        let refused = std::mem::take(&mut store.data_mut().net.refused);
+        let mut refused = std::mem::take(&mut store.data_mut().net.refused);
+        refused.append(&mut store.data_mut().process.refused);
         let outside = std::mem::take(&mut store.data_mut().outside.paths);
         let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
         drop(store);

@@ -108,6 +108,8 @@ pub enum DecidedBy {
     NoOne,
     /// A front end's own way of asking (an embedder's `Confirm`).
     FrontEnd,
+    /// The person in the web console (its confirmation dialog or grant card).
+    Console,
 }
 
 impl DangerDecision {
@@ -129,6 +131,7 @@ impl DecidedBy {
             DecidedBy::Flag => "flag",
             DecidedBy::NoOne => "no_one",
             DecidedBy::FrontEnd => "front_end",
+            DecidedBy::Console => "console",
         }
     }
 }

@@ -20,6 +20,32 @@ pub enum GrantItem {
     Net(String),
     /// Use the secret of this name, defined in `[secrets.NAME]` (`secret NAME`).
     Secret(String),
+    /// The directory at this absolute host path, read-only or read-write (`fs ro PATH`, `fs rw
+    /// PATH`); asked about only for the workspace a plugin requested (see `executor::grant`).
+    Fs { path: String, write: bool },
+    /// Run the executable at this absolute path with exactly these arguments (`exec PATH ARG…`;
+    /// no argument holds whitespace, a control character or `*`, so the list is exact).
+    Exec { program: String, args: Vec<String> },
+}
+
+/// Whether `arg` may be one argument of an `exec` grant item: not empty, at most 256 bytes, no
+/// whitespace, control character or `*` (the item is a whole argument list, never a pattern),
+/// and no invisible or direction-changing character (a question must read as what it grants).
+pub fn is_exact_arg(arg: &str) -> bool {
+    let invisible = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}');
+    !arg.is_empty()
+        && arg.len() <= 256
+        && !arg.chars().any(|c| c.is_whitespace() || c.is_control() || c == '*' || invisible(c))
+}
+
+/// Arguments one asked `exec` item may hold.
+pub const MAX_ITEM_ARGS: usize = 16;
+
+fn is_item_path(path: &str) -> bool {
+    path.starts_with('/')
+        && path.len() <= 1024
+        && !path.chars().any(|c| c.is_control())
+        && !path.split('/').any(|c| c == ".." || c == ".")
 }
 
 impl GrantItem {
@@ -46,7 +72,36 @@ impl GrantItem {
                     Err(format!("`{s}`: {name:?} is not a secret name"))
                 }
             }
-            _ => Err(format!("`{s}` is not a grant item (write `net HOST` or `secret NAME`)")),
+            Some(("fs", rest)) => {
+                let (mode, path) = rest.trim().split_once(char::is_whitespace).unwrap_or((rest.trim(), ""));
+                let path = path.trim();
+                let write = match mode {
+                    "ro" => false,
+                    "rw" => true,
+                    _ => return Err(format!("`{s}`: write `fs ro PATH` or `fs rw PATH`")),
+                };
+                if !is_item_path(path) {
+                    return Err(format!("`{s}`: {path:?} is not an absolute directory path"));
+                }
+                Ok(GrantItem::Fs { path: path.to_string(), write })
+            }
+            Some(("exec", rest)) => {
+                let mut words = rest.split_whitespace();
+                let program = words.next().unwrap_or_default();
+                if !is_item_path(program) {
+                    return Err(format!("`{s}`: {program:?} is not an absolute program path"));
+                }
+                let args: Vec<String> = words.map(str::to_string).collect();
+                if args.len() > MAX_ITEM_ARGS || !args.iter().all(|a| is_exact_arg(a)) {
+                    return Err(format!(
+                        "`{s}`: an exec item names at most {MAX_ITEM_ARGS} exact arguments (no `*`)"
+                    ));
+                }
+                Ok(GrantItem::Exec { program: program.to_string(), args })
+            }
+            _ => Err(format!(
+                "`{s}` is not a grant item (write `net HOST`, `secret NAME`, `fs ro|rw PATH` or `exec PATH ARG…`)"
+            )),
         }
     }
 
@@ -55,6 +110,17 @@ impl GrantItem {
         match self {
             GrantItem::Net(host) => format!("send a request to {host}"),
             GrantItem::Secret(name) => format!("use the secret {name}"),
+            GrantItem::Fs { path, write: false } => format!("read the directory {path}"),
+            GrantItem::Fs { path, write: true } => format!("read and write the directory {path}"),
+            GrantItem::Exec { program, args } => {
+                let name = program.rsplit('/').next().unwrap_or(program);
+                let mut line = name.to_string();
+                for a in args {
+                    line.push(' ');
+                    line.push_str(a);
+                }
+                format!("run `{line}` ({program}, exactly these arguments)")
+            }
         }
     }
 }
@@ -64,6 +130,14 @@ impl fmt::Display for GrantItem {
         match self {
             GrantItem::Net(host) => write!(f, "net {host}"),
             GrantItem::Secret(name) => write!(f, "secret {name}"),
+            GrantItem::Fs { path, write } => write!(f, "fs {} {path}", if *write { "rw" } else { "ro" }),
+            GrantItem::Exec { program, args } => {
+                write!(f, "exec {program}")?;
+                for a in args {
+                    write!(f, " {a}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -204,7 +278,25 @@ mod tests {
         assert_eq!(GrantItem::parse("net API.github.com").unwrap(), GrantItem::Net("api.github.com".into()));
         assert!(GrantItem::parse("net *.github.com").unwrap_err().contains("pattern"));
         assert!(GrantItem::parse("net *").unwrap_err().contains("pattern"));
-        assert!(GrantItem::parse("fs /etc").unwrap_err().contains("not a grant item"));
+        assert!(GrantItem::parse("dir /etc").unwrap_err().contains("not a grant item"));
+        assert!(GrantItem::parse("fs /etc").is_err());
+        assert!(GrantItem::parse("fs ro etc").is_err());
+        assert!(GrantItem::parse("fs ro /a/../etc").is_err());
+        let ws = GrantItem::parse("fs rw /home/me/ws").unwrap();
+        assert_eq!(ws, GrantItem::Fs { path: "/home/me/ws".into(), write: true });
+        assert_eq!(ws.to_string(), "fs rw /home/me/ws");
+        assert_eq!(ws.wants(), "read and write the directory /home/me/ws");
+        let git = GrantItem::parse("exec /usr/bin/git status --short").unwrap();
+        assert_eq!(
+            git,
+            GrantItem::Exec { program: "/usr/bin/git".into(), args: vec!["status".into(), "--short".into()] }
+        );
+        assert_eq!(git.to_string(), "exec /usr/bin/git status --short");
+        assert_eq!(git.wants(), "run `git status --short` (/usr/bin/git, exactly these arguments)");
+        assert!(GrantItem::parse("exec git status").is_err(), "not an absolute path");
+        assert!(GrantItem::parse("exec /usr/bin/git log *").unwrap_err().contains("no `*`"));
+        assert!(!is_exact_arg("status\u{202E}hsup"), "a direction override");
+        assert!(!is_exact_arg("a\u{200B}b") && !is_exact_arg("") && is_exact_arg("--short"));
         assert_eq!(GrantItem::parse("secret api_token").unwrap(), GrantItem::Secret("api_token".into()));
         assert!(GrantItem::parse("secret a b").is_err());
         assert!(GrantItem::parse("net https://x.org").is_err());

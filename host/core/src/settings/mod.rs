@@ -295,8 +295,18 @@ impl Config {
         self.workspace = ws;
     }
 
-    /// The operator's grants for `plugin`: its own section merged with the `*` section.
+    /// The operator's grants for `plugin`: its own section merged with the `*` section, and
+    /// the answers of its grants file.
     pub fn plugin(&self, plugin: &str) -> PluginConfig {
+        let mut out = self.plugin_without_asked(plugin);
+        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
+            self.merge_asked(&mut out, &g.item);
+        }
+        out
+    }
+
+    /// [`Config::plugin`] without the grants file.
+    fn plugin_without_asked(&self, plugin: &str) -> PluginConfig {
         let mut out = self.plugins.get(plugin).cloned().unwrap_or_default();
         if let Some(all) = self.plugins.get("*") {
             for g in &all.fs {
@@ -332,33 +342,63 @@ impl Config {
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
         }
-        for g in self.asked.iter().filter(|g| g.plugin == plugin && !g.deny) {
-            match &g.item {
-                GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
-                GrantItem::Net(_) => {}
-                GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
-                GrantItem::Secret(_) => {}
+        out
+    }
+
+    /// One asked item added to a plugin's grants: a directory only while it is the workspace
+    /// (an answer about another workspace grants nothing here), a program with exactly the
+    /// arguments asked about.
+    fn merge_asked(&self, out: &mut PluginConfig, item: &GrantItem) {
+        match item {
+            GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
+            GrantItem::Net(_) => {}
+            GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
+            GrantItem::Secret(_) => {}
+            GrantItem::Fs { path, write } => {
+                if Path::new(path) != self.workspace || out.fs.iter().any(|f| f.name == "workspace") {
+                    return;
+                }
+                let mode = if *write { FsMode::ReadWrite } else { FsMode::ReadOnly };
+                out.fs.push(crate::capability::fs::FsGrant {
+                    name: "workspace".into(),
+                    host_path: self.workspace.clone(),
+                    mode,
+                });
+            }
+            GrantItem::Exec { program, args } => {
+                let pattern = crate::capability::process::ArgPattern::new(&args.join(" "));
+                let asked = crate::capability::process::ExecGrant {
+                    args: Some(vec![pattern.clone()]),
+                    ..crate::capability::process::ExecGrant::new(PathBuf::from(program))
+                };
+                match out.exec.iter_mut().find(|e| e.name == asked.name) {
+                    // Another asked answer for the program: one more exact argument list. A
+                    // grant of the operator's (other powers, or any arguments) decides alone:
+                    // an answer never borrows its environment, directories or network.
+                    Some(e) if ExecGrant { args: asked.args.clone(), ..e.clone() } == asked => {
+                        let list = e.args.get_or_insert_with(Vec::new);
+                        if !list.contains(&pattern) {
+                            list.push(pattern);
+                        }
+                    }
+                    Some(_) => {}
+                    None => out.exec.push(asked),
+                }
             }
         }
-        out
     }
 
     /// [`Config::plugin`] for the plugin file whose SHA-256 is `sha256`: under `asked_grants =
     /// "this_version"`, the answers given for another file are left out.
     pub fn plugin_file(&self, plugin: &str, sha256: &[u8; 32]) -> PluginConfig {
-        let mut out = self.plugin(plugin);
-        if out.asked_grants == Some(AskedGrants::ThisVersion) {
-            let here = hex::encode(sha256);
-            for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() != Some(&here)) {
-                match &g.item {
-                    GrantItem::Net(host) => {
-                        out.net.retain(|h| h != host || self.granted_in_config(plugin, &g.item))
-                    }
-                    GrantItem::Secret(name) => {
-                        out.secrets.retain(|s| s != name || self.granted_in_config(plugin, &g.item))
-                    }
-                }
-            }
+        let out = self.plugin(plugin);
+        if out.asked_grants != Some(AskedGrants::ThisVersion) {
+            return out;
+        }
+        let here = hex::encode(sha256);
+        let mut out = self.plugin_without_asked(plugin);
+        for g in self.asked_for(plugin).filter(|g| !g.deny && g.sha256.as_deref() == Some(&here)) {
+            self.merge_asked(&mut out, &g.item);
         }
         out
     }
@@ -366,14 +406,6 @@ impl Config {
     /// The answers in the grants file about `plugin`.
     pub fn asked_for<'a>(&'a self, plugin: &'a str) -> impl Iterator<Item = &'a AskedGrant> {
         self.asked.iter().filter(move |g| g.plugin == plugin)
-    }
-
-    /// Whether `item` is granted to `plugin` by the config itself (its section or `*`).
-    fn granted_in_config(&self, plugin: &str, item: &GrantItem) -> bool {
-        [plugin, "*"].iter().filter_map(|p| self.plugins.get(*p)).any(|p| match item {
-            GrantItem::Net(host) => p.net.contains(host),
-            GrantItem::Secret(name) => p.secrets.contains(name),
-        })
     }
 
     /// Effective limits for a tool: defaults ← plugin overrides ← manifest output limit ←
@@ -584,6 +616,34 @@ mod tests {
         c.plugins.get_mut("web").unwrap().net.push("api.github.com".into());
         assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "granted in the config too");
         assert!(c.plugin("other").net.is_empty());
+    }
+
+    #[test]
+    fn asked_programs_add_exact_arguments_and_never_borrow_an_operator_grant() {
+        let mut c = parse("").unwrap();
+        let ask = |args: &[&str]| AskedGrant {
+            plugin: "git-tool".into(),
+            item: GrantItem::Exec {
+                program: "/usr/bin/git".into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+            },
+            granted: "2026-12-01T00:00:00Z".into(),
+            by: "terminal".into(),
+            deny: false,
+            sha256: None,
+        };
+        c.asked.push(ask(&["status"]));
+        c.asked.push(ask(&["log"]));
+        let exec = c.plugin("git-tool").exec;
+        assert_eq!(exec.len(), 1);
+        assert_eq!(exec[0].describe(), "/usr/bin/git (args: status | log)");
+        assert!(!exec[0].network && !exec[0].write && exec[0].env.is_empty());
+        // The operator grants git with the network for `fetch` only: the answers add nothing to it.
+        let mut g = ExecGrant::new(PathBuf::from("/usr/bin/git"));
+        g.args = Some(vec![crate::capability::process::ArgPattern::new("fetch")]);
+        g.network = true;
+        c.plugins.entry("git-tool".into()).or_default().exec.push(g.clone());
+        assert_eq!(c.plugin("git-tool").exec, [g]);
     }
 
     #[test]

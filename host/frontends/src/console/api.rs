@@ -9,7 +9,9 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use toolhost_core::discovery::file_name;
-use toolhost_core::executor::{CallContext, Confirm, DangerRequest, DecidedBy, Decision, ToolCall};
+use toolhost_core::executor::{
+    AskGrant, CallContext, Confirm, DangerRequest, DecidedBy, Decision, GrantAnswer, GrantRequest, ToolCall,
+};
 use toolhost_core::registry::approvals::{Approvals, lock_entry};
 use toolhost_core::registry::{LoadedPlugin, Registry};
 use toolhost_core::view::ToolView;
@@ -195,9 +197,82 @@ pub fn plugins(c: &Console) -> Value {
     })
 }
 
-/// The console's answer to the danger question: the person confirmed in the page, or not.
+/// The console's answers for one call: to the danger question (the person confirmed in the
+/// page, or not) and to at most one grant question (an answer the person gave on the card the
+/// page showed for an earlier attempt of the same call).
 struct PageConfirm {
     confirmed: bool,
+    grant: Option<PageGrant>,
+    /// Whether `grant` has answered a question of this call (it answers one).
+    used: std::sync::atomic::AtomicBool,
+    /// The grant question this call raised and the page must show as a card.
+    pending: std::sync::Mutex<Option<Value>>,
+}
+
+/// `grant: {item, sha256, answer}` in a call's body: the answer to the card about `item` of the
+/// plugin file `sha256`.
+struct PageGrant {
+    item: String,
+    sha256: String,
+    answer: GrantAnswer,
+}
+
+impl PageGrant {
+    /// The body's `grant`, if any; errors name the field.
+    fn parse(body: &Value) -> Result<Option<PageGrant>, String> {
+        let Some(g) = body.get("grant").filter(|g| !g.is_null()) else { return Ok(None) };
+        let field = |k: &str| g.get(k).and_then(Value::as_str).map(str::to_string);
+        let (Some(item), Some(sha256), Some(answer)) = (field("item"), field("sha256"), field("answer"))
+        else {
+            return Err("`grant` must be {\"item\", \"sha256\", \"answer\"}, as the card sent it".into());
+        };
+        let answer = match answer.as_str() {
+            "once" => GrantAnswer::Once,
+            "always" => GrantAnswer::Always,
+            "deny" => GrantAnswer::Deny,
+            other => return Err(format!("grant.answer {other:?} is not `once`, `always` or `deny`")),
+        };
+        Ok(Some(PageGrant { item, sha256, answer }))
+    }
+}
+
+/// A grant question in the console: answered by the person's answer on the card when it is
+/// about exactly this item of exactly this plugin file (once per call); otherwise the call is
+/// refused and the question goes back to the page as a card. The page never shows a question
+/// the host did not raise, and a card's answer cannot answer another item or plugin version.
+impl AskGrant for PageConfirm {
+    fn ask<'a>(
+        &'a self,
+        req: &'a GrantRequest,
+    ) -> Pin<Box<dyn std::future::Future<Output = GrantAnswer> + Send + 'a>> {
+        Box::pin(async move {
+            let item = req.item.to_string();
+            let sha256 = hex::encode(req.plugin_hash);
+            if let Some(g) = &self.grant
+                && g.item == item
+                && g.sha256 == sha256
+                && !self.used.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                return g.answer;
+            }
+            *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(json!({
+                "plugin": req.plugin,
+                "tool": req.tool,
+                "item": item,
+                "sha256": sha256,
+                "question": req.sentence(),
+            }));
+            GrantAnswer::NoOne
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::Console
+    }
+
+    fn by_default(&self) -> bool {
+        false
+    }
 }
 
 impl Confirm for PageConfirm {
@@ -221,10 +296,17 @@ impl Confirm for PageConfirm {
     fn decided_by(&self) -> DecidedBy {
         DecidedBy::FrontEnd
     }
+
+    fn grants(&self) -> Option<&dyn AskGrant> {
+        Some(self)
+    }
 }
 
-/// `POST /console/api/call` `{tool, arguments: {name: value}, confirm}`: one call through the
-/// executor, as the front end `console`, answered with the outcome as the executor returned it.
+/// `POST /console/api/call` `{tool, arguments: {name: value}, confirm, grant}`: one call through
+/// the executor, as the front end `console`, answered with the outcome as the executor returned
+/// it — and, when the call needs a grant its plugin requested and `[plugin.NAME] on_missing =
+/// "ask"`, the question as `grantQuestion` `{plugin, tool, item, sha256, question}` for a card;
+/// the page calls again with `grant: {item, sha256, answer: once|always|deny}`.
 pub async fn call(
     c: &Console,
     caller: &super::auth::Caller,
@@ -235,6 +317,10 @@ pub async fn call(
         return json_error(StatusCode::BAD_REQUEST, "the request needs `tool`, the tool's name");
     };
     let confirmed = body.get("confirm").and_then(Value::as_bool).unwrap_or(false);
+    let grant = match PageGrant::parse(&body) {
+        Ok(g) => g,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
+    };
     let empty = serde_json::Map::new();
     let arguments = match body.get("arguments") {
         None | Some(Value::Null) => &empty,
@@ -273,7 +359,9 @@ pub async fn call(
     drop(reg);
     let started = std::time::Instant::now();
     let call = ToolCall::new(tool.as_str(), args);
-    let outcome = c.executor.call_in(&call, &PageConfirm { confirmed }, &ctx).await;
+    let page = PageConfirm { confirmed, grant, used: Default::default(), pending: Default::default() };
+    let outcome = c.executor.call_in(&call, &page, &ctx).await;
+    let question = page.pending.lock().unwrap_or_else(|p| p.into_inner()).take();
     let took = started.elapsed();
     // A refusal the host explained ends with `[note: …]`: the page shows the lines to paste.
     let grants: Vec<Value> = if outcome.error.as_deref().is_some_and(|e| e.contains("[note:")) {
@@ -288,6 +376,7 @@ pub async fn call(
             "structured": outcome.data.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()).filter(Value::is_object),
             "duration_ms": (took.as_secs_f64() * 1e6).round() / 1e3,
             "grants": grants,
+            "grantQuestion": question,
         }),
     )
 }

@@ -58,8 +58,10 @@ pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
 pub use settings::StoreUrl;
 pub use tasks::{TaskLimits, Tasks};
 
+/// The 2026-07-28 confirmation and grant question, for tests that drive the executor with it.
+pub use approval::{Approvals, GRANT_KEY, Interrupt, MrtrConfirm};
+
 use crate::openai;
-use approval::{Approvals, Interrupt, MrtrConfirm};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     ClientCapabilities, ContentBlock, CreateTaskResult, ElicitRequestParams, ElicitationAction,

@@ -292,14 +292,8 @@ pub struct NetCall {
     pub received_bytes: u64,
 }
 
-/// A request refused because a capability is not granted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The host name the plugin tried to reach.
-    Host(String),
-    /// The secret the plugin named in a header.
-    Secret(String),
-}
+/// What the host refused a call for want of a grant (see [`crate::capability::Refusal`]).
+pub use crate::capability::Refusal;
 
 impl NetCall {
     /// A fresh budget for one call.

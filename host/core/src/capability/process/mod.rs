@@ -167,6 +167,9 @@ pub struct ProcessCall {
     pub runs: u32,
     /// `[process]`: how programs are confined.
     pub settings: Arc<ProcessSettings>,
+    /// Runs refused because the program, requested by name, is not granted (what a grant
+    /// question can be about; see `executor::grant`).
+    pub refused: Vec<crate::capability::Refusal>,
 }
 
 impl ProcessCall {
@@ -179,6 +182,7 @@ impl ProcessCall {
             deadline: None,
             runs: 0,
             settings: Arc::default(),
+            refused: Vec::new(),
         }
     }
 
@@ -274,6 +278,14 @@ impl ProcessCall {
             Ok(g) => g.clone(),
             Err(e) => {
                 tracing::info!(plugin = &*self.plugin, "refused to run {program:?} {args:?}: {e}");
+                let by_name = !program.contains('/') && !program.is_empty();
+                if by_name
+                    && self.exec.requested.iter().any(|r| r == &program)
+                    && !self.exec.granted.iter().any(|g| g.grant.name == program)
+                    && self.refused.len() < 8
+                {
+                    self.refused.push(crate::capability::Refusal::Program { name: program, args });
+                }
                 return Ok(Err(e));
             }
         };

@@ -201,14 +201,16 @@ function check(p, kind, raw) {
   return { value };
 }
 
-async function run(t, args, confirm) {
+async function run(t, args, confirm, grant) {
   const result = document.getElementById('result');
   const button = document.getElementById('run');
   button.disabled = true;
   fill(result, h('p', { class: 'muted' }, `Running ${t.name}…`));
   try {
-    const r = await post('/console/api/call', { tool: t.name, arguments: args, confirm });
-    renderOutcome(result, r);
+    const r = await post('/console/api/call', { tool: t.name, arguments: args, confirm, grant: grant || null });
+    // A grant question: the card's answer runs the same call again with it.
+    const answer = (q, a) => run(t, args, confirm, { item: q.item, sha256: q.sha256, answer: a });
+    renderOutcome(result, r, answer);
   } catch (e) {
     fill(result, h('p', { class: 'error', role: 'alert' }, `The console could not run it: ${e.message}`));
   } finally {
@@ -216,7 +218,25 @@ async function run(t, args, confirm) {
   }
 }
 
-function renderOutcome(el, r) {
+// The pending-grant card: the host’s question about one exact item, answered here by the
+// person in the page (allow once, always, or deny), never by the tool’s arguments.
+function grantCard(q, answer) {
+  return h('div', { class: 'grant-card', role: 'alertdialog', 'aria-labelledby': 'grant-question', id: 'grant-card' },
+    h('h4', { id: 'grant-question' }, q.question),
+    facts([
+      ['Plugin', q.plugin],
+      ['Tool', q.tool],
+      ['Item', q.item],
+      ['Plugin file', `sha256:${q.sha256}`],
+    ]),
+    h('p', {}, 'The plugin’s manifest requests it and the operator has not granted it. “Always” writes it to toolhost.grants.toml (toolhost revoke undoes it); “deny” holds for this session. The call runs again from the start.'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', id: 'grant-once', onclick: () => answer(q, 'once') }, 'Allow once'),
+      h('button', { type: 'button', id: 'grant-always', onclick: () => answer(q, 'always') }, 'Always'),
+      h('button', { type: 'button', id: 'grant-deny', class: 'danger', onclick: () => answer(q, 'deny') }, 'Deny')));
+}
+
+function renderOutcome(el, r, answer) {
   const o = r.outcome;
   const data = r.structured ? JSON.stringify(r.structured, null, 2) : o.data;
   fill(el,
@@ -228,6 +248,7 @@ function renderOutcome(el, r) {
       ['Time in the tool', o.usage ? `${ms(o.usage.busy_us)} busy of ${ms(o.usage.wall_us)}` : null],
     ]),
     o.success ? [h('h4', {}, r.structured ? 'Result (structured)' : 'Result'), pre(data ?? '', 'Result')] : [
+      r.grantQuestion && answer ? grantCard(r.grantQuestion, answer) : null,
       h('h4', {}, 'Error'),
       h('div', { role: 'alert' }, pre(o.error || '', 'Error')),
       r.grants && r.grants.length ? [
