@@ -283,13 +283,27 @@ async fn fair_share_and_quota_cases_keep_other_plugins_served() {
     // 1. One plugin saturating its concurrency: the other plugin's p99 stays within 2× idle.
     let host = Arc::new(share_env(2).host());
     let idle = echo_p99(&host, 100).await;
-    let naps = saturate(&host, 8, 1000).await;
-    let busy = echo_p99(&host, 100).await;
+    let naps = saturate(&host, 8, 2500).await;
+    // Best of up to three rounds, each taken while every nap still holds its slot: the rest of
+    // the suite shares these cores, and one preempted call is a p99 of 100. Starvation is not
+    // noise — without fair share echo waits for the naps, every round (see the control below).
     let bound = idle * 2 + Duration::from_millis(2);
+    let mut busy = Duration::MAX;
+    for _ in 0..3 {
+        busy = busy.min(echo_p99(&host, 100).await);
+        if busy <= bound {
+            break;
+        }
+    }
+    check(
+        "the naps still held their slots while echo was measured",
+        naps.iter().all(|n| !n.is_finished()),
+        "a nap ended before the measurement did".into(),
+    );
     check(
         "a saturated plugin leaves the others their latency",
         busy <= bound,
-        format!("idle p99 {idle:?}, busy p99 {busy:?}"),
+        format!("idle p99 {idle:?}, best busy p99 {busy:?}"),
     );
     for n in naps {
         let o = n.await.unwrap();
