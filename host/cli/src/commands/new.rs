@@ -9,7 +9,9 @@ use std::process::ExitCode;
 pub struct Args {
     /// The plugin's name (lower-case letters, digits, `_`, `-`); also the folder's name
     pub name: String,
-    /// The language
+    /// The language. A JavaScript project uses an installed toolhost-sdk of this version that
+    /// Node finds from the project folder (a node_modules/ above it), else gets a copy of the SDK
+    /// in its own node_modules/; a Python project needs none (the host puts the SDK on the path)
     #[arg(long, value_enum, default_value_t = Lang::Rust)]
     pub lang: Lang,
     /// Create the project inside this folder [default: the current folder]

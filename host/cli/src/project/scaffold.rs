@@ -2,7 +2,11 @@
 //! `toolhost build` and loads unchanged, with one example tool and a test.
 //!
 //! The Python and JS templates are the SDKs' own (`plugin-sdk/{python,js}/template/`, carried
-//! in the binary); the Rust one is here because it must point at the Rust SDK's path.
+//! in the binary); the Rust one is here because it must point at the Rust SDK's path. Where
+//! the SDK comes from: Rust — `--sdk`, the checkout's `plugin-sdk/`, else the published crate;
+//! JavaScript — an installed `toolhost-sdk` of the same version that Node resolves from the
+//! project folder, else a copy in the project's `node_modules/`; Python — nothing is copied
+//! (`toolhost test` and the build put the bundled SDK on the path).
 
 use super::Lang;
 use super::sdk_files;
@@ -77,13 +81,16 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
         Lang::Python => template(sdk_files::PYTHON_TEMPLATE, name),
         Lang::Js => {
             let mut files = template(sdk_files::JS_TEMPLATE, name);
-            // The SDK itself, so plain `node --test` and editors resolve `toolhost-sdk` (the
-            // build always uses the SDK bundled in toolhost, never this copy).
-            files.extend(
-                sdk_files::JS
-                    .iter()
-                    .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
-            );
+            // Plain `node --test` and editors must resolve `toolhost-sdk` (the build always uses
+            // the SDK bundled in toolhost): an installed package of this version that Node finds
+            // from the project folder is used as it is; otherwise the SDK is copied in.
+            if installed_js_sdk(&dir).is_none() {
+                files.extend(
+                    sdk_files::JS
+                        .iter()
+                        .map(|(rel, text)| (format!("node_modules/toolhost-sdk/{rel}"), text.to_string())),
+                );
+            }
             files
         }
     };
@@ -96,6 +103,31 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resu
         std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(dir)
+}
+
+/// The version of the JavaScript SDK bundled in this binary.
+fn bundled_js_sdk_version() -> Option<String> {
+    let (_, text) = sdk_files::JS.iter().find(|(rel, _)| *rel == "package.json")?;
+    package_version(text)
+}
+
+fn package_version(package_json: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(package_json).ok()?;
+    (v["name"] == "toolhost-sdk").then(|| v["version"].as_str().map(str::to_string))?
+}
+
+/// The installed `toolhost-sdk` Node resolves from the (future) project folder `dir`: a
+/// `node_modules/toolhost-sdk` in `dir`'s parent or any folder above it, at the version of the
+/// SDK bundled in this binary (another version would make `node --test` and the build disagree).
+pub fn installed_js_sdk(dir: &Path) -> Option<PathBuf> {
+    let want = bundled_js_sdk_version()?;
+    let start = std::path::absolute(dir).ok()?;
+    start.ancestors().skip(1).map(|a| a.join("node_modules/toolhost-sdk")).find(|pkg| {
+        std::fs::read_to_string(pkg.join("package.json"))
+            .ok()
+            .and_then(|t| package_version(&t))
+            .is_some_and(|v| v == want)
+    })
 }
 
 /// What a project's repository leaves out: build outputs (the `.wasm`, and each language's
@@ -197,7 +229,32 @@ mod test {
 
 #[cfg(test)]
 mod tests {
-    use super::{RustSdk, default_rust_sdk, rust_template};
+    use super::{RustSdk, bundled_js_sdk_version, create, default_rust_sdk, installed_js_sdk, rust_template};
+    use crate::project::Lang;
+
+    /// A new JavaScript project gets a copy of the SDK, unless Node already resolves the
+    /// installed package of the same version from the project's folder.
+    #[test]
+    fn a_new_js_project_uses_an_installed_sdk_of_its_version_or_else_a_copy() {
+        let root = tempfile::tempdir().unwrap();
+        let copied = create(root.path(), "alone", Lang::Js, None).unwrap();
+        assert!(copied.join("node_modules/toolhost-sdk/index.mjs").is_file());
+
+        let version = bundled_js_sdk_version().expect("the bundled SDK has a version");
+        let installed = root.path().join("work/node_modules/toolhost-sdk");
+        std::fs::create_dir_all(&installed).unwrap();
+        let package = |v: &str| format!(r#"{{"name": "toolhost-sdk", "version": "{v}"}}"#);
+        std::fs::write(installed.join("package.json"), package("0.0.0-other")).unwrap();
+        let other = create(&root.path().join("work"), "other", Lang::Js, None).unwrap();
+        assert!(other.join("node_modules/toolhost-sdk/index.mjs").is_file(), "another version is not used");
+
+        std::fs::write(installed.join("package.json"), package(&version)).unwrap();
+        let nested = root.path().join("work/plugins");
+        assert_eq!(installed_js_sdk(&nested.join("uses")), Some(installed.clone()));
+        let uses = create(&nested, "uses", Lang::Js, None).unwrap();
+        assert!(uses.join("plugin.js").is_file());
+        assert!(!uses.join("node_modules").exists(), "the installed SDK is used, not copied");
+    }
 
     /// From a checkout, a new Rust project uses its `plugin-sdk/`; anywhere else (an installed
     /// toolhost whose checkout is gone) the published package of the same version.
