@@ -70,7 +70,9 @@ fn rss_kib(field: &str) -> u64 {
 }
 
 /// Ten distinct plugins: copies of `text.wasm` whose manifest name is rewritten in place
-/// (same length, so the binary stays valid) — distinct content, distinct plugin names.
+/// (same length, so the binary stays valid) — distinct content, distinct plugin names. Their
+/// tools share names, which the catalog refuses to serve unless namespaced: run them with
+/// `[catalog] namespace = "plugin"` (`TEN_CONFIG`, or `ten_config()`) and call `tex0.TOOL`.
 fn ten_plugins(dir: &Path) {
     let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
     let needle = br#""name":"text""#;
@@ -79,6 +81,16 @@ fn ten_plugins(dir: &Path) {
         let mut bytes = text.clone();
         bytes[at..at + needle.len()].copy_from_slice(format!(r#""name":"tex{i}""#).as_bytes());
         std::fs::write(dir.join(format!("tex{i}.wasm")), bytes).unwrap();
+    }
+}
+
+/// The config the ten plugins are run with (see `ten_plugins`).
+const TEN_CONFIG: &str = "[catalog]\nnamespace = \"plugin\"\n";
+
+fn ten_config() -> toolhost_core::catalog::settings::CatalogSettings {
+    toolhost_core::catalog::settings::CatalogSettings {
+        namespace: toolhost_core::catalog::settings::Namespace::Plugin,
+        ..Default::default()
     }
 }
 
@@ -133,7 +145,7 @@ fn languages(
         })));
         let base = *rust_p50.get_or_insert(per_call.p50);
         let cache = work.join(format!("lang-cache-{label}"));
-        let start = |fresh: bool| first_call(&cache, &dir, tool, fresh);
+        let start = |fresh: bool| first_call(&cache, None, &dir, tool, fresh);
         let cold = stats((0..3).map(|_| start(true)).collect());
         start(false);
         let warm = stats((0..5).map(|_| start(false)).collect());
@@ -820,12 +832,16 @@ fn dev_loop(line: &mut impl FnMut(String), work: &Path, quick: bool) {
 
 /// A `toolhost call TOOL "a b c"` process over the plugins in `dir`, from spawn to exit, with
 /// the compile cache under `cache` (emptied first when `fresh`).
-fn first_call(cache: &Path, dir: &Path, tool: &str, fresh: bool) -> Duration {
+fn first_call(cache: &Path, config: Option<&Path>, dir: &Path, tool: &str, fresh: bool) -> Duration {
     if fresh {
         let _ = std::fs::remove_dir_all(cache);
     }
     let t = Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    if let Some(config) = config {
+        cmd.arg("--config").arg(config);
+    }
+    let out = cmd
         .env("XDG_CACHE_HOME", cache)
         .arg("--plugins")
         .arg(dir)
@@ -1236,7 +1252,8 @@ fn main() {
         line(String::new());
         line("## Memory".into());
         line(String::new());
-        let ten_cfg = Config { plugins_dir: ten.clone(), cache_dir: None, ..Config::default() };
+        let ten_cfg =
+            Config { plugins_dir: ten.clone(), cache_dir: None, catalog: ten_config(), ..Config::default() };
         let before = rss_kib("VmRSS:");
         let ten_host = Arc::new(Toolhost::load(ten_cfg, Arc::new(AlwaysConfirm)).unwrap());
         let idle = rss_kib("VmRSS:");
@@ -1249,7 +1266,7 @@ fn main() {
                         for _ in 0..20 {
                             let o = h
                                 .call(&ToolCall::new(
-                                    "split_task",
+                                    format!("tex{}.split_task", i % 10),
                                     [format!("task {i}"), r#"[{"title": "a", "days": 1}]"#.into()],
                                 ))
                                 .await;
@@ -1296,7 +1313,9 @@ fn main() {
         line("|---|---|---|".into());
         let exe = env!("CARGO_BIN_EXE_toolhost");
         let cache = work.path().join("cache");
-        let first_call = |fresh: bool| first_call(&cache, &ten, "count_words", fresh);
+        let ten_toml = work.path().join("ten.toml");
+        std::fs::write(&ten_toml, TEN_CONFIG).unwrap();
+        let first_call = |fresh: bool| first_call(&cache, Some(&ten_toml), &ten, "tex0.count_words", fresh);
         let runs = if quick { 1 } else { 3 };
         let cold = stats((0..runs).map(|_| first_call(true)).collect());
         first_call(false);
@@ -1318,7 +1337,11 @@ fn main() {
         let first_list = |dir: &Path| -> Duration {
             use std::io::{BufRead, BufReader, Write};
             let t = Instant::now();
-            let mut child = std::process::Command::new(exe)
+            let mut cmd = std::process::Command::new(exe);
+            if dir == ten.as_path() {
+                cmd.arg("--config").arg(&ten_toml);
+            }
+            let mut child = cmd
                 .env("XDG_CACHE_HOME", &cache)
                 .arg("--plugins")
                 .arg(dir)
@@ -1329,8 +1352,9 @@ fn main() {
                 .spawn()
                 .unwrap();
             let mut stdin = child.stdin.take().unwrap();
-            writeln!(stdin, "{MCP_INITIALIZE}\n{MCP_INITIALIZED}").unwrap();
-            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+            // The three messages at once, in one write, as clients send them.
+            let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+            stdin.write_all(format!("{MCP_INITIALIZE}\n{MCP_INITIALIZED}\n{list}\n").as_bytes()).unwrap();
             stdin.flush().unwrap();
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
             loop {
