@@ -75,11 +75,17 @@ fn rss_kib(field: &str) -> u64 {
 /// `[catalog] namespace = "plugin"` (`TEN_CONFIG`, or `ten_config()`) and call `tex0.TOOL`.
 fn ten_plugins(dir: &Path) {
     let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
-    let needle = br#""name":"text""#;
-    let at = text.windows(needle.len()).position(|w| w == needle).expect("manifest name in text.wasm");
+    // The plugin's own name (not a param's), in every copy of the manifest the file carries.
+    let needle = br#""format":1,"name":"text""#;
+    let at: Vec<usize> = (0..text.len().saturating_sub(needle.len()))
+        .filter(|&p| &text[p..p + needle.len()] == needle)
+        .collect();
+    assert!(!at.is_empty(), "manifest name in text.wasm");
     for i in 0..10 {
         let mut bytes = text.clone();
-        bytes[at..at + needle.len()].copy_from_slice(format!(r#""name":"tex{i}""#).as_bytes());
+        for &p in &at {
+            bytes[p..p + needle.len()].copy_from_slice(format!(r#""format":1,"name":"tex{i}""#).as_bytes());
+        }
         std::fs::write(dir.join(format!("tex{i}.wasm")), bytes).unwrap();
     }
 }
