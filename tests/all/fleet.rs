@@ -454,19 +454,8 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
 
     // A 2025 session: `initialize`, then requests carrying its Mcp-Session-Id, all on the
     // replica that created it (another would not know the id).
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
-    let (status, head, _) = post(&lb.url, "", &init);
-    assert_eq!(status, 200, "{head}");
-    let session = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
+    let session = legacy_session(&lb.url);
     let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
-    let (status, head, _) =
-        post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    assert_eq!(status, 202, "{head}");
     for id in 2..8 {
         let (status, head, messages) =
             post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
@@ -761,9 +750,10 @@ fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
 }
 
 /// A 2025 session through `initialize` and `notifications/initialized`; its id.
+/// A 2025 session opened at `url` (`initialize`, then `notifications/initialized`): its id.
 fn legacy_session(url: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "idle-test", "version": "0"}}});
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
     let (status, head, _) = post(url, "", &init);
     assert_eq!(status, 200, "{head}");
     let session = head

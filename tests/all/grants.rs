@@ -529,18 +529,12 @@ fn mcp_elicitation_asks_when_the_operator_says_ask() {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
         .unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = std::process::Command::new(crate::mcp::python())
-        .arg(root.join("tests/mcp/grants.py"))
-        .arg(url(port))
-        .arg(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", env.plugins.path().to_str().unwrap(), "serve", "--mcp"])
-        .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
-        .env("XDG_STATE_HOME", root.join("target/test-state"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let plugins = env.plugins.path().to_str().unwrap();
+    let out = mcp_script(
+        &env,
+        "grants.py",
+        &[&url(port), env!("CARGO_BIN_EXE_toolhost"), "--plugins", plugins, "serve", "--mcp"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
@@ -1121,18 +1115,12 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
 fn mcp_elicitation_asks_about_the_workspace() {
     let env = files_env();
     std::fs::write(env.ws("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = std::process::Command::new(crate::mcp::python())
-        .arg(root.join("tests/mcp/grants_workspace.py"))
-        .arg(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plugins", env.plugins.path().to_str().unwrap()])
-        .args(["--workspace", env.workspace.path().to_str().unwrap(), "serve", "--mcp"])
-        .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
-        .env("XDG_STATE_HOME", root.join("target/test-state"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let (plugins, ws) = (env.plugins.path().to_str().unwrap(), env.workspace.path().to_str().unwrap());
+    let out = mcp_script(
+        &env,
+        "grants_workspace.py",
+        &[env!("CARGO_BIN_EXE_toolhost"), "--plugins", plugins, "--workspace", ws, "serve", "--mcp"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1140,4 +1128,19 @@ fn mcp_elicitation_asks_about_the_workspace() {
         "{stdout}\n{stderr}"
     );
     assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+}
+
+/// Run `tests/mcp/SCRIPT` with `args` under the MCP SDK's Python, in `env`'s workspace, with the
+/// test suite's cache and state folders.
+fn mcp_script(env: &Env, script: &str, args: &[&str]) -> std::process::Output {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::process::Command::new(crate::mcp::python())
+        .arg(root.join("tests/mcp").join(script))
+        .args(args)
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
+        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
 }
