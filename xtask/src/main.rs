@@ -1,6 +1,7 @@
 //! Project automation (`cargo xtask …`): build the example plugins, run the demo, run the
 //! whole test suite exactly as CI does.
 
+mod before;
 mod deploy;
 mod docs;
 mod layers;
@@ -249,6 +250,18 @@ fn bench() -> Result<()> {
         .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
         .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
     let report = std::fs::read_to_string(&out)?;
+    // The committed report's figures beside this run's, row by row (issue #33).
+    let committed = Command::new("git")
+        .current_dir(&root)
+        .args(["show", "HEAD:BENCHMARKS.md"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let report = match &committed {
+        Some(old) => before::add_column(&report, old),
+        None => report,
+    };
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
@@ -283,6 +296,10 @@ fn bench() -> Result<()> {
          call and raw wasmtime (`InstancePre::instantiate` + the export call, no toolhost code) — and\n\
          should be read as a ratio: these machines are shared and noisy.\n\n\
          Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
+         The last column of a table, \"before\", is the same row of the committed BENCHMARKS.md\n\
+         (its main figure, and its ratio where the table has one): compare the ratios, since the\n\
+         two runs had different machine noise. \"Targets of issue #33\", last, marks each target\n\
+         met or not met from this run's figures alone.\n\n\
          Method: latency is the p50/p99 of 3000 sequential calls per case after a warm-up, each a\n\
          fresh store and instance; the cases of a table are measured side by side, in turns of 50\n\
          calls each, so they share the machine's noise. Page faults and context switches per call\n\
@@ -300,7 +317,7 @@ fn bench() -> Result<()> {
          any start); the manifest scan reads, hashes, parses and validates 100 plugin files\n\
          without compiling; reload writes a new version of a plugin into a watched\n\
          folder and polls until a call is answered by it. RSS comes from `/proc/self/status`.\n\
-         Capacity (host/cli/benches/capacity.rs): 1,000 MCP HTTP clients against one replica for a\n\
+         Capacity (host/cli/benches/capacity/rows.rs): 1,000 MCP HTTP clients against one replica for a\n\
          minute, then stateless `echo` calls/s through nginx (deploy/nginx.conf) with 1 and 3 replicas.\n\n{report}"
     );
     std::fs::write(root.join("BENCHMARKS.md"), doc)?;

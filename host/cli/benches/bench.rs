@@ -8,6 +8,8 @@
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "targets/rows.rs"]
+mod targets;
 #[path = "telemetry/rows.rs"]
 mod telemetry;
 
@@ -1188,6 +1190,8 @@ fn main() {
         us(echo.p50),
         met(echo.p50 <= Duration::from_micros(10))
     ));
+    targets::record(targets::EXECUTOR_ECHO_P50, echo.p50.as_secs_f64() * 1e6);
+    targets::record(targets::TUNED_FLOOR_P50, best.stats.p50.as_secs_f64() * 1e6);
     let e = x(echo, &best.stats);
     line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.3}× | {} |", met(e <= 1.2)));
     let r = x(read, echo);
@@ -1526,6 +1530,8 @@ fn main() {
     if want("telemetry") {
         telemetry::rows(&mut line, &tokio_rt, &host, n);
     }
+
+    targets::table(&mut line);
 
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
         std::fs::write(PathBuf::from(out), report).unwrap();

@@ -1,0 +1,148 @@
+//! Issue #33's targets, checked against figures the sections of this run record.
+//!
+//! A section that measures something a target reads calls [`record`] with a named figure; the
+//! last table of the report ([`table`]) marks each target met or not met, with its bound, from
+//! the figures of this run only. A target whose figures were not measured in this run (a
+//! section left out with `TOOLHOST_BENCH_ONLY`) says so instead of reusing an old number.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+static FIGURES: Mutex<BTreeMap<&'static str, f64>> = Mutex::new(BTreeMap::new());
+
+/// Figure names (microseconds unless the name says otherwise).
+pub const EXECUTOR_ECHO_P50: &str = "executor echo p50 µs";
+pub const TUNED_FLOOR_P50: &str = "tuned raw floor p50 µs";
+pub const ECHO_ALLOCATIONS: &str = "allocations per executor echo";
+pub const ECHO_ALLOCATIONS_BEFORE: &str = "allocations per executor echo before #33";
+pub const MCP_PING_P50: &str = "mcp stdio ping p50 µs";
+pub const MCP_STDIO_P50: &str = "mcp stdio echo p50 µs, fsync off";
+pub const MCP_STDIO_P99: &str = "mcp stdio echo p99 µs, fsync off";
+pub const MCP_STDIO_FSYNC_P50: &str = "mcp stdio echo p50 µs, durable audit";
+pub const FDATASYNC_P50: &str = "fdatasync of one audit line p50 µs";
+pub const MCP_HTTP_P50: &str = "mcp http echo p50 µs";
+pub const MCP_HTTP_NOOP_P50: &str = "mcp http do-nothing p50 µs";
+pub const PYTHON_P50: &str = "python template call p50 µs";
+pub const JS_P50: &str = "javascript template call p50 µs";
+pub const VERSION_START: &str = "toolhost --version µs";
+pub const FIRST_LIST_1: &str = "first tools/list, 1 plugin µs";
+pub const FIRST_LIST_10: &str = "first tools/list, 10 plugins µs";
+
+/// Record a figure of this run for the targets table.
+pub fn record(name: &'static str, value: f64) {
+    FIGURES.lock().unwrap_or_else(|p| p.into_inner()).insert(name, value);
+}
+
+fn get(name: &str) -> Option<f64> {
+    FIGURES.lock().unwrap_or_else(|p| p.into_inner()).get(name).copied()
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "**not met**" }
+}
+
+/// One target: what it asks, what this run measured, and whether it holds. `None` when a
+/// figure it needs was not measured in this run.
+struct Row {
+    target: &'static str,
+    check: Option<(String, bool)>,
+    bound: String,
+}
+
+fn rows() -> Vec<Row> {
+    let f = get;
+    let mut out = Vec::new();
+    out.push(Row {
+        target: "1. MCP stdio `echo` p50 ≤ executor `echo` + MCP `ping` + 5 µs (`[audit] fsync = false`)",
+        check: (|| {
+            let (call, echo, ping) = (f(MCP_STDIO_P50)?, f(EXECUTOR_ECHO_P50)?, f(MCP_PING_P50)?);
+            let bound = echo + ping + 5.0;
+            Some((format!("{call:.1} µs vs {echo:.1} + {ping:.1} + 5 = {bound:.1} µs"), call <= bound))
+        })(),
+        bound: String::new(),
+    });
+    out.push(Row {
+        target: "1. MCP stdio `echo` p99 ≤ 2× p50 (`[audit] fsync = false`)",
+        check: (|| {
+            let (p50, p99) = (f(MCP_STDIO_P50)?, f(MCP_STDIO_P99)?);
+            Some((format!("{p99:.1} µs = {:.2}× p50", p99 / p50), p99 <= 2.0 * p50))
+        })(),
+        bound: String::new(),
+    });
+    out.push(Row {
+        target: "1. the same with the durable audit line (the default)",
+        check: (|| {
+            let (call, echo, ping) = (f(MCP_STDIO_FSYNC_P50)?, f(EXECUTOR_ECHO_P50)?, f(MCP_PING_P50)?);
+            let bound = echo + ping + 5.0;
+            Some((format!("{call:.1} µs vs {bound:.1} µs"), call <= bound))
+        })(),
+        bound: f(FDATASYNC_P50)
+            .map(|s| format!("one `fdatasync` of an appended line on this disk: {s:.1} µs (p50)"))
+            .unwrap_or_default(),
+    });
+    out.push(Row {
+        target: "2. MCP streamable HTTP `echo` p50 ≤ 2× the do-nothing server",
+        check: (|| {
+            let (call, noop) = (f(MCP_HTTP_P50)?, f(MCP_HTTP_NOOP_P50)?);
+            Some((format!("{call:.1} µs = {:.2}× {noop:.1} µs", call / noop), call <= 2.0 * noop))
+        })(),
+        bound: String::new(),
+    });
+    out.push(Row {
+        target: "3. Python template call p50 ≤ 0.3 ms",
+        check: f(PYTHON_P50).map(|p| (format!("{:.3} ms", p / 1000.0), p <= 300.0)),
+        bound: String::new(),
+    });
+    out.push(Row {
+        target: "3. JavaScript template call p50 ≤ 60 µs",
+        check: f(JS_P50).map(|p| (format!("{p:.1} µs"), p <= 60.0)),
+        bound: String::new(),
+    });
+    for (target, name) in [
+        ("4. first `tools/list`, 1 plugin, warm ≤ 2× `toolhost --version`", FIRST_LIST_1),
+        ("4. first `tools/list`, 10 plugins, warm ≤ 2× `toolhost --version`", FIRST_LIST_10),
+    ] {
+        out.push(Row {
+            target,
+            check: (|| {
+                let (list, version) = (f(name)?, f(VERSION_START)?);
+                Some((format!("{:.2}×", list / version), list <= 2.0 * version))
+            })(),
+            bound: String::new(),
+        });
+    }
+    out.push(Row {
+        target: "5. executor `echo` p50 ≤ 1.15× the tuned raw floor",
+        check: (|| {
+            let (echo, floor) = (f(EXECUTOR_ECHO_P50)?, f(TUNED_FLOOR_P50)?);
+            Some((format!("{:.3}× ({echo:.1} vs {floor:.1} µs)", echo / floor), echo <= 1.15 * floor))
+        })(),
+        bound: String::new(),
+    });
+    out.push(Row {
+        target: "5. allocations per executor `echo` call halved",
+        check: (|| {
+            let (now, before) = (f(ECHO_ALLOCATIONS)?, f(ECHO_ALLOCATIONS_BEFORE)?);
+            Some((format!("{now:.0} (before: {before:.0}, {:.2}×)", now / before), now * 2.0 <= before))
+        })(),
+        bound: String::new(),
+    });
+    out
+}
+
+/// The targets table, last in the report.
+pub fn table(line: &mut impl FnMut(String)) {
+    line(String::new());
+    line("## Targets of issue #33 (this run)".into());
+    line(String::new());
+    line("| target | measured | met | bound |".into());
+    line("|---|---|---|---|".into());
+    for row in rows() {
+        let (measured, ok) = match row.check {
+            Some((m, ok)) => (m, met(ok)),
+            None => ("not measured in this run".to_string(), "—"),
+        };
+        let bound = if row.bound.is_empty() { "—".to_string() } else { row.bound };
+        line(format!("| {} | {measured} | {ok} | {bound} |", row.target));
+    }
+}
