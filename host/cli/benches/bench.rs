@@ -4,6 +4,8 @@
 //! its baseline (a native function call, raw wasmtime instantiate+call), because shared
 //! machines are noisy and absolute numbers from another run mean little.
 
+#[path = "alloc/count.rs"]
+mod alloc_count;
 #[path = "capacity/rows.rs"]
 mod capacity;
 #[path = "catalog/rows.rs"]
@@ -24,6 +26,10 @@ use toolhost_spec::manifest::FsMode;
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Counts allocations only while a pass of `alloc_count` measures them.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 /// Store data for the raw-wasmtime floor: just WASI and a no-op log, no toolhost code.
 struct Raw {
@@ -1126,6 +1132,15 @@ fn main() {
     ));
     let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
     let raw_read = &host_results[4].stats;
+    alloc_count::rows(
+        &mut line,
+        &tokio_rt,
+        vec![
+            ("raw wasmtime instantiate + `echo`, the tuned floor's setting (floor)", raws[best_i].case()),
+            ("toolhost executor: `echo(\"hello\")`", host_case(&host, ToolCall::new("echo", ["hello"]))),
+        ],
+        if quick { 200 } else { 2000 },
+    );
 
     // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
     // the executor, on an engine with the quota (as every host has it) and on one without,

@@ -147,6 +147,8 @@ pub struct ToolEntry {
     index: usize,
     /// The manifest entry under its exposed name, when that differs from its own.
     renamed: Option<Arc<ToolSpec>>,
+    /// The exposed name, shared by every call's store (no copy per call).
+    exposed: Arc<str>,
 }
 
 impl ToolEntry {
@@ -159,6 +161,11 @@ impl ToolEntry {
     /// The exposed name.
     pub fn name(&self) -> &str {
         &self.spec().name
+    }
+
+    /// The exposed name, shared.
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.exposed
     }
 
     /// The manifest entry as the plugin declares it.
@@ -505,7 +512,8 @@ impl Registry {
             let own = &plugin.manifest.tools[index];
             let renamed =
                 (own.name != name).then(|| Arc::new(ToolSpec { name: name.clone(), ..own.clone() }));
-            (name, ToolEntry { plugin: plugin.clone(), index, renamed })
+            let exposed = Arc::from(name.as_str());
+            (name, ToolEntry { plugin: plugin.clone(), index, renamed, exposed })
         };
         for (key, mut claimants) in claims {
             if searching && key == crate::catalog::FIND_TOOLS {
