@@ -313,8 +313,10 @@ impl RawFloor {
     }
 }
 
-/// A call through a host's executor, which must succeed.
+/// A call through a host's executor, which must succeed (the call is shared, not copied per
+/// call, as the raw floor's argument is).
 fn host_case(host: &Arc<Toolhost>, call: ToolCall) -> Case<'_> {
+    let call = Arc::new(call);
     Box::new(move || {
         let call = call.clone();
         Box::pin(async move {

@@ -10,7 +10,9 @@ use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry, Served, ToolEntry};
-use crate::sandbox::{CallParts, CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::sandbox::{
+    CallParts, CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES,
+};
 use crate::settings::{Config, DangerPolicy, Limits};
 use crate::telemetry::{CallSpan, Finished};
 use crate::usage::{BusyTimed, Usage, micros};
@@ -300,8 +302,7 @@ impl Executor {
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
         let mut extra = self.session.allowed(&plugin.name);
-        let (mut outcome, mut refused, mut outside) =
-            self.run(entry, &args, limits, watch, &extra).await;
+        let (mut outcome, mut refused, mut outside) = self.run(entry, &args, limits, watch, &extra).await;
         let mut denied = Vec::new();
         for _ in 0..grant::MAX_QUESTIONS {
             if outcome.kind != Some(ErrorKind::ToolError) {
@@ -648,7 +649,8 @@ impl Executor {
                 instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), args).await
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let guest = BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            let guest = std::pin::pin!(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            let guest = BusyTimed::new(guest);
             match &forwarder {
                 None => guest.await,
                 // The last report goes out before the outcome.
@@ -677,7 +679,8 @@ impl Executor {
             Ok(Ok(Ok(data))) => {
                 let data = redact_owned(data, net);
                 match entry.output_validator() {
-                    Some(validator) => structured_outcome(spec, validator, data, limit),
+                    Some(Ok(validator)) => structured_outcome(spec, validator, data, limit),
+                    Some(Err(e)) => Outcome::err(ErrorKind::HostError, e.to_string()),
                     None => {
                         let (data, truncated) = truncate(data, limit);
                         Outcome::ok(data, truncated)
