@@ -1140,6 +1140,10 @@ fn main() {
         vec![
             ("raw wasmtime instantiate + `echo`, the tuned floor's setting (floor)", raws[best_i].case()),
             ("toolhost executor: `echo(\"hello\")`", host_case(&host, ToolCall::new("echo", ["hello"]))),
+            (
+                "MCP `tools/call` of `echo`, in-process (toolhost's `McpServer` on rmcp's line framing over an in-memory pipe; both ends)",
+                alloc_count::mcp_case(&tokio_rt, &host),
+            ),
         ],
         if quick { 200 } else { 2000 },
     );

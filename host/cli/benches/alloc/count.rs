@@ -81,3 +81,51 @@ pub fn rows(
         line(format!("| {label} | {allocs:.1} | {bytes:.0} | {:.2}× |", allocs / base.max(1.0)));
     }
 }
+
+/// An MCP session served in-process (toolhost's `McpServer` on rmcp's framing over an
+/// in-memory pipe, no process boundary), as a case: each run is one `tools/call` of `echo`,
+/// written as one line and read back as one line. Counts what the MCP path allocates per call
+/// on both ends of the pipe (the client's line and read buffer included).
+pub fn mcp_case<'a>(
+    rt: &tokio::runtime::Runtime,
+    host: &'a std::sync::Arc<toolhost_core::Toolhost>,
+) -> crate::Case<'a> {
+    use rmcp::ServiceExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let mcp = toolhost_frontends::mcp::McpServer::new(host.executor.clone(), None).unwrap();
+    rt.spawn(async move {
+        let (r, w) = tokio::io::split(server);
+        if let Ok(running) = mcp.serve((r, w)).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (r, w) = tokio::io::split(client);
+    let io = std::sync::Arc::new(tokio::sync::Mutex::new((tokio::io::BufReader::new(r), w, String::new())));
+    rt.block_on({
+        let io = io.clone();
+        async move {
+            let mut io = io.lock().await;
+            let (r, w, line) = &mut *io;
+            w.write_all(format!("{}\n{}\n", crate::MCP_INITIALIZE, crate::MCP_INITIALIZED).as_bytes())
+                .await
+                .unwrap();
+            line.clear();
+            r.read_line(line).await.unwrap();
+            assert!(line.contains("\"id\":0"), "{line}");
+        }
+    });
+    let request: &'static [u8] =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}}}\n";
+    Box::new(move || {
+        let io = io.clone();
+        Box::pin(async move {
+            let mut io = io.lock().await;
+            let (r, w, line) = &mut *io;
+            w.write_all(request).await.unwrap();
+            line.clear();
+            r.read_line(line).await.unwrap();
+            assert!(line.contains("hello") && !line.contains("\"isError\":true"), "{line}");
+        })
+    })
+}
