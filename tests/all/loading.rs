@@ -172,3 +172,44 @@ async fn cached_code_is_linked_on_first_use_and_a_spoiled_entry_is_compiled_agai
     assert!(plugin.code.is_ready());
     assert!(std::fs::read(&cached[0]).unwrap().len() > 1000, "the spoiled entry was rewritten");
 }
+
+/// The lazy path's failure: a plugin whose compiled code is in the cache (so it is linked on
+/// first use, not while loading) but which cannot be linked as a plugin is still listed from
+/// its manifest, and each call of it answers a host error naming the file.
+#[tokio::test]
+async fn a_cached_plugin_that_cannot_be_linked_lists_and_its_calls_name_the_file() {
+    use crate::support::{call, err};
+    use toolhost_core::engine::Runtime;
+    let cache = tempfile::tempdir().unwrap();
+    let env = Env::with(&[]);
+    // A component with a manifest but without the plugin world's export: it compiles, and
+    // does not link as a plugin.
+    let manifest = r#"{"format":1,"name":"hollow","version":"0.1.0","tools":[{"name":"hollow_echo","description":"Echo.","argCount":0}]}"#;
+    let bytes = component("(component)", Some(manifest));
+    std::fs::write(env.plugins.path().join("hollow.wasm"), &bytes).unwrap();
+    let runtime = Runtime::with_disk_cache(512, Some(cache.path())).unwrap();
+    // As if these bytes had loaded before: an entry under their key, spoiled since.
+    let key = toolhost_spec::sections::code_sha256(&bytes, toolhost_spec::digest::sha256(&bytes));
+    let engine_dir = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("engine-"))
+        .expect("the engine's cache directory");
+    std::fs::write(engine_dir.join(format!("{}.cwasm", hex::encode(key))), b"spoiled").unwrap();
+
+    let reg = toolhost_core::Registry::load(&runtime, &env.config).unwrap();
+    assert!(reg.failures().is_empty(), "{:?}", reg.failures());
+    let plugin = reg.get("hollow_echo").expect("listed from its manifest").plugin.clone();
+    assert!(!plugin.code.is_ready(), "linked on first use");
+    let host = toolhost_core::Toolhost::from_parts(
+        runtime,
+        std::sync::Arc::new(env.config.clone()),
+        reg,
+        std::sync::Arc::new(toolhost_core::executor::NoConfirm),
+    );
+    for _ in 0..2 {
+        let e = err(&call(&host, "hollow_echo", &[]).await, toolhost_core::ErrorKind::HostError);
+        assert!(e.contains("hollow.wasm") && e.contains("hollow_echo"), "{e}");
+    }
+    assert!(host.registry.load().get("hollow_echo").is_some(), "still listed after the failure");
+}

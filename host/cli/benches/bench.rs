@@ -4,6 +4,8 @@
 //! its baseline (a native function call, raw wasmtime instantiate+call), because shared
 //! machines are noisy and absolute numbers from another run mean little.
 
+#[path = "alloc/count.rs"]
+mod alloc_count;
 #[path = "capacity/rows.rs"]
 mod capacity;
 #[path = "catalog/rows.rs"]
@@ -26,6 +28,10 @@ use toolhost_spec::manifest::FsMode;
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Counts allocations only while a pass of `alloc_count` measures them.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 /// Store data for the raw-wasmtime floor: just WASI and a no-op log, no toolhost code.
 struct Raw {
@@ -309,8 +315,10 @@ impl RawFloor {
     }
 }
 
-/// A call through a host's executor, which must succeed.
+/// A call through a host's executor, which must succeed (the call is shared, not copied per
+/// call, as the raw floor's argument is).
 fn host_case(host: &Arc<Toolhost>, call: ToolCall) -> Case<'_> {
+    let call = Arc::new(call);
     Box::new(move || {
         let call = call.clone();
         Box::pin(async move {
@@ -1128,6 +1136,19 @@ fn main() {
     ));
     let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
     let raw_read = &host_results[4].stats;
+    alloc_count::rows(
+        &mut line,
+        &tokio_rt,
+        vec![
+            ("raw wasmtime instantiate + `echo`, the tuned floor's setting (floor)", raws[best_i].case()),
+            ("toolhost executor: `echo(\"hello\")`", host_case(&host, ToolCall::new("echo", ["hello"]))),
+            (
+                "MCP `tools/call` of `echo`, in-process (toolhost's `McpServer` on rmcp's line framing over an in-memory pipe; both ends)",
+                alloc_count::mcp_case(&tokio_rt, &host),
+            ),
+        ],
+        if quick { 200 } else { 2000 },
+    );
 
     // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
     // the executor, on an engine with the quota (as every host has it) and on one without,

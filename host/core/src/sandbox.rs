@@ -10,7 +10,7 @@
 //! Every other capability is an explicit grant computed by [`Grants::effective`].
 
 use crate::capability::fs::{FsGrant, FsView, OutsideGrants, Preopens};
-use crate::capability::log::{CallLog, LogCall};
+use crate::capability::log::LogCall;
 use crate::capability::net::{NetCall, NetGrant};
 use crate::capability::process::{ExecGrants, ProcessCall};
 use crate::capability::progress::ProgressCall;
@@ -154,10 +154,11 @@ pub struct HostState {
     table: ResourceTable,
     pub limiter: MemoryLimiter,
     pub plugin: Arc<str>,
-    pub tool: String,
+    /// The tool's exposed name.
+    pub tool: Arc<str>,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
-    /// Programs this call may run (none unless [`HostState::with_process`]).
+    /// Programs this call may run.
     pub process: ProcessCall,
     /// Bytes written and entries created in granted directories, against the call's quota.
     pub meter: Arc<CallMeter>,
@@ -169,27 +170,33 @@ pub struct HostState {
     pub outside: OutsideGrants,
 }
 
+/// What one call's store holds besides WASI: each capability's limits and state for the call
+/// (the executor fills every field; nothing is defaulted, so no part is built twice).
+pub struct CallParts {
+    pub limiter: MemoryLimiter,
+    pub net: NetCall,
+    /// The plugin, the tool (its exposed name) and the log budget.
+    pub log: LogCall,
+    pub meter: CallMeter,
+    pub process: ProcessCall,
+}
+
 impl HostState {
-    pub fn new(wasi: WasiCtx, limiter: MemoryLimiter, plugin: Arc<str>, tool: String, net: NetCall) -> Self {
+    /// The state of one call's store: `wasi` and the call's `parts`, no progress watched
+    /// (see [`HostState::with_progress`]).
+    pub fn new(wasi: WasiCtx, parts: CallParts) -> Self {
+        let CallParts { limiter, net, log, meter, process } = parts;
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        let limits = crate::settings::Limits::default();
-        let process = ProcessCall::none(plugin.clone());
-        let log = LogCall {
-            plugin: plugin.clone(),
-            tool: tool.clone(),
-            budget: CallLog::new(&limits, None),
-            redact: net.grant.clone(),
-        };
         let progress = ProgressCall::none(net.grant.clone());
         HostState {
             wasi,
             table,
             limiter,
-            plugin,
-            tool,
+            plugin: log.plugin.clone(),
+            tool: log.tool.clone(),
             net,
-            meter: Arc::new(CallMeter::new(limits.write_mb, limits.create_limit)),
+            meter: Arc::new(meter),
             log,
             progress,
             process,
@@ -200,20 +207,6 @@ impl HostState {
     /// Send this call's progress reports to whoever holds the receiver of `progress`.
     pub fn with_progress(mut self, progress: ProgressCall) -> Self {
         self.progress = progress;
-        self
-    }
-
-    /// Let this call run the programs `process` grants.
-    pub fn with_process(mut self, process: ProcessCall) -> Self {
-        self.process = process;
-        self
-    }
-
-    /// Set the call's disk quota and log budget (the defaults of [`crate::settings::Limits`]
-    /// otherwise).
-    pub fn with_budgets(mut self, meter: CallMeter, log: CallLog) -> Self {
-        self.meter = Arc::new(meter);
-        self.log.budget = log;
         self
     }
 }

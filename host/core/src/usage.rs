@@ -60,24 +60,25 @@ pub fn micros(d: Duration) -> u64 {
 /// Runs a future and adds up the time spent inside its polls. A wasmtime guest runs on a
 /// fiber inside `poll` and yields (returns `Pending`) whenever it waits, so this is the time a
 /// host thread spent running the call, whichever worker polled it. Two monotonic clock reads
-/// (vDSO, no system call) per poll.
+/// (vDSO, no system call) per poll. The future is pinned by the caller (`std::pin::pin!`, no
+/// allocation per call).
 pub struct BusyTimed<F> {
-    inner: Pin<Box<F>>,
+    inner: F,
     busy: Duration,
 }
 
-impl<F: Future> BusyTimed<F> {
+impl<F: Future + Unpin> BusyTimed<F> {
     pub fn new(inner: F) -> Self {
-        BusyTimed { inner: Box::pin(inner), busy: Duration::ZERO }
+        BusyTimed { inner, busy: Duration::ZERO }
     }
 }
 
-impl<F: Future> Future for BusyTimed<F> {
+impl<F: Future + Unpin> Future for BusyTimed<F> {
     type Output = (F::Output, Duration);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let start = std::time::Instant::now();
-        let r = self.inner.as_mut().poll(cx);
+        let r = Pin::new(&mut self.inner).poll(cx);
         self.busy += start.elapsed();
         let busy = self.busy;
         r.map(|out| (out, busy))
@@ -99,7 +100,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             x
         };
-        let (_, t) = BusyTimed::new(busy).await;
+        let (_, t) = BusyTimed::new(std::pin::pin!(busy)).await;
         assert!(t >= Duration::from_millis(30), "work is counted: {t:?}");
         assert!(t < Duration::from_millis(100), "sleep is not: {t:?}");
     }

@@ -191,6 +191,8 @@ impl<'a> ToolView<'a> {
 /// What the front ends offer, in name order: every exposed tool — or, when the catalog is
 /// searched, `find_tools` and the tools `[catalog] pin` names.
 pub fn listing<'a>(registry: &'a Registry, config: &Config) -> Vec<ToolView<'a>> {
+    // Background linking waits for the first listing (see `registry::Code`).
+    crate::registry::Code::listed();
     match registry.search() {
         None => registry.tools().map(|e| ToolView::new(e, config)).collect(),
         Some(search) => {

@@ -3,19 +3,22 @@
 //! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
 //! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
 
-use crate::capability::log::CallLog;
+use crate::capability::log::{CallLog, LogCall};
 use crate::capability::net::{NetCall, Refusal, redact_owned};
 use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry, Served, ToolEntry};
-use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
+use crate::sandbox::{
+    CallParts, CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES,
+};
 use crate::settings::{Config, DangerPolicy, Limits};
 use crate::telemetry::{CallSpan, Finished};
 use crate::usage::{BusyTimed, Usage, micros};
 use arc_swap::ArcSwap;
 use slots::Shares;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_spec::manifest::ToolSpec;
@@ -64,6 +67,8 @@ pub struct Executor {
     asker: std::sync::OnceLock<Arc<dyn AskGrant>>,
     /// What the humans of this session answered about grants.
     session: grant::Session,
+    /// The workspace, shared by every call's process capability (no copy per call).
+    workspace: Arc<std::path::Path>,
 }
 
 impl Executor {
@@ -74,6 +79,7 @@ impl Executor {
         confirm: Arc<dyn Confirm>,
     ) -> Self {
         let shares = Shares::new(&config);
+        let workspace = Arc::from(config.workspace.as_path());
         Executor {
             runtime,
             config,
@@ -83,6 +89,7 @@ impl Executor {
             observer: std::sync::OnceLock::new(),
             asker: std::sync::OnceLock::new(),
             session: grant::Session::default(),
+            workspace,
         }
     }
 
@@ -258,7 +265,7 @@ impl Executor {
             let req = DangerRequest {
                 tool: spec.name.clone(),
                 plugin: plugin.name.to_string(),
-                args: args.clone(),
+                args: args.to_vec(),
                 plugin_hash: plugin.hash,
                 notes: registry.shared_write_notes(plugin, &self.config.workspace),
             };
@@ -295,8 +302,7 @@ impl Executor {
         let observer = self.observer.get().filter(|o| o.wants_progress());
         let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
         let mut extra = self.session.allowed(&plugin.name);
-        let (mut outcome, mut refused, mut outside) =
-            self.run(entry, args.clone(), limits, watch, &extra).await;
+        let (mut outcome, mut refused, mut outside) = self.run(entry, &args, limits, watch, &extra).await;
         let mut denied = Vec::new();
         for _ in 0..grant::MAX_QUESTIONS {
             if outcome.kind != Some(ErrorKind::ToolError) {
@@ -348,7 +354,7 @@ impl Executor {
                 }
                 GrantAnswer::NoOne => break,
             }
-            (outcome, refused, outside) = self.run(entry, args.clone(), limits, watch, &extra).await;
+            (outcome, refused, outside) = self.run(entry, &args, limits, watch, &extra).await;
         }
         if !denied.is_empty()
             && let Some(e) = outcome.error.as_mut()
@@ -502,7 +508,7 @@ impl Executor {
     async fn run(
         &self,
         entry: &ToolEntry,
-        args: Vec<String>,
+        args: &[String],
         limits: Limits,
         watch: Watch<'_>,
         extra: &[crate::settings::GrantItem],
@@ -589,26 +595,30 @@ impl Executor {
         };
         let started = std::time::Instant::now();
         let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
+        let log = LogCall {
+            plugin: plugin.name.clone(),
+            tool: entry.shared_name().clone(),
+            budget: CallLog::new(&limits, Some(share.log.clone())),
+            redact: net_grant.clone(),
+        };
         let state = HostState::new(
             wasi,
-            MemoryLimiter::new(limits.memory_mb),
-            plugin.name.clone(),
-            spec.name.clone(),
-            net,
-        )
-        .with_budgets(
-            CallMeter::new(limits.write_mb, limits.create_limit),
-            CallLog::new(&limits, Some(share.log.clone())),
-        )
-        .with_process(crate::capability::process::ProcessCall {
-            plugin: plugin.name.clone(),
-            exec,
-            workspace: self.config.workspace.clone(),
-            deadline: Some(deadline),
-            runs: 0,
-            settings: self.config.process.clone(),
-            refused: Vec::new(),
-        });
+            CallParts {
+                limiter: MemoryLimiter::new(limits.memory_mb),
+                net,
+                log,
+                meter: CallMeter::new(limits.write_mb, limits.create_limit),
+                process: crate::capability::process::ProcessCall {
+                    plugin: plugin.name.clone(),
+                    exec,
+                    workspace: self.workspace.clone(),
+                    deadline: Some(deadline),
+                    runs: 0,
+                    settings: self.config.process.clone(),
+                    refused: Vec::new(),
+                },
+            },
+        );
         // Progress is watched only when someone follows it (a front end's sink, an observer).
         let (state, progress) = if watch.sink.is_some() || watch.observer.is_some() {
             let (p, rx) = ProgressCall::watched(net_grant.clone());
@@ -636,10 +646,11 @@ impl Executor {
             let run = async {
                 let instance = pre.instantiate_async(&mut store).await?;
                 // The plugin is called with its own name for the tool, whatever it is exposed as.
-                instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), &args).await
+                instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), args).await
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let guest = BusyTimed::new(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            let guest = std::pin::pin!(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            let guest = BusyTimed::new(guest);
             match &forwarder {
                 None => guest.await,
                 // The last report goes out before the outcome.
@@ -668,7 +679,8 @@ impl Executor {
             Ok(Ok(Ok(data))) => {
                 let data = redact_owned(data, net);
                 match entry.output_validator() {
-                    Some(validator) => structured_outcome(spec, validator, data, limit),
+                    Some(Ok(validator)) => structured_outcome(spec, validator, data, limit),
+                    Some(Err(e)) => Outcome::err(ErrorKind::HostError, e.to_string()),
                     None => {
                         let (data, truncated) = truncate(data, limit);
                         Outcome::ok(data, truncated)
@@ -705,7 +717,7 @@ impl Executor {
     ) -> Usage {
         let log = &state.log.budget;
         if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
-            tracing::warn!(plugin = &*state.plugin, tool = state.tool.as_str(), "{note}");
+            tracing::warn!(plugin = &*state.plugin, tool = &*state.tool, "{note}");
         }
         Usage {
             busy_us: micros(busy),
@@ -880,7 +892,7 @@ fn unknown_tool_message(registry: &Registry, name: &str) -> String {
 }
 
 /// Check `args` against the manifest, join `rest` args with `,`, validate JSON args.
-pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, String> {
+pub fn check_args<'a>(spec: &ToolSpec, args: &'a [String]) -> Result<Cow<'a, [String]>, String> {
     let total: usize = args.iter().map(String::len).sum();
     if total > MAX_ARGS_BYTES {
         return Err(format!(
@@ -891,11 +903,14 @@ pub fn check_args(spec: &ToolSpec, args: &[String]) -> Result<Vec<String>, Strin
         ));
     }
     let n = spec.params.len();
-    let mut args = args.to_vec();
-    if spec.rest && args.len() > n {
-        let tail = args.split_off(n - 1);
-        args.push(tail.join(","));
-    }
+    // Borrowed unless a rest param's values are joined: a call's arguments are not copied.
+    let args: Cow<'a, [String]> = if spec.rest && args.len() > n {
+        let mut joined = args[..n - 1].to_vec();
+        joined.push(args[n - 1..].join(","));
+        Cow::Owned(joined)
+    } else {
+        Cow::Borrowed(args)
+    };
     let required = spec.required_count();
     if args.len() < required || args.len() > n {
         let expected = if required == n {

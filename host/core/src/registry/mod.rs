@@ -45,8 +45,9 @@ pub struct LoadedPlugin {
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
     pub signer: Option<crate::registry::signing::SignerInfo>,
-    /// Per tool (manifest order): its `outputSchema` compiled once, for checking results.
-    pub output_validators: Vec<Option<Arc<jsonschema::Validator>>>,
+    /// Per tool (manifest order): its `outputSchema` compiled on the tool's first result (the
+    /// manifest reader has already checked that it compiles), kept for checking results.
+    output_validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
 }
 
 impl LoadedPlugin {
@@ -113,13 +114,17 @@ impl Code {
     }
 
     /// Link, on a thread of their own, the plugins of `plugins` not linked yet, so their first
-    /// calls do not wait for it.
+    /// calls do not wait for it. The thread starts once a front end has listed the tools
+    /// ([`Code::listed`], called by `view::listing`) or after [`LINK_AFTER`], whichever comes
+    /// first: on a small machine, linking ten plugins beside the first `tools/list` would delay
+    /// the answer, and a call never waits for it (it links its own plugin).
     pub fn prepare_in_background(plugins: Vec<Arc<LoadedPlugin>>) {
         let waiting: Vec<_> = plugins.into_iter().filter(|p| !p.code.is_ready()).collect();
         if waiting.is_empty() {
             return;
         }
         let spawned = std::thread::Builder::new().name("toolhost-link".into()).spawn(move || {
+            LISTED.wait(LINK_AFTER);
             for p in waiting {
                 let _ = p.code.get();
             }
@@ -127,6 +132,41 @@ impl Code {
         if let Err(e) = spawned {
             tracing::debug!("plugins will be linked on first use (no thread: {e})");
         }
+    }
+}
+
+/// How long background linking waits for a front end's first listing (see
+/// [`Code::prepare_in_background`]).
+pub const LINK_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Set once any front end has listed the tools in this process.
+static LISTED: Listed = Listed { done: Mutex::new(false), cond: std::sync::Condvar::new() };
+
+struct Listed {
+    done: Mutex<bool>,
+    cond: std::sync::Condvar,
+}
+
+impl Listed {
+    fn set(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if !*done {
+            *done = true;
+            self.cond.notify_all();
+        }
+    }
+
+    fn wait(&self, at_most: std::time::Duration) {
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self.cond.wait_timeout_while(done, at_most, |d| !*d);
+    }
+}
+
+impl Code {
+    /// A front end has listed the tools: plugins waiting to be linked in the background may be
+    /// linked now (the first listing no longer competes with them for the CPU).
+    pub fn listed() {
+        LISTED.set();
     }
 }
 
@@ -147,6 +187,8 @@ pub struct ToolEntry {
     index: usize,
     /// The manifest entry under its exposed name, when that differs from its own.
     renamed: Option<Arc<ToolSpec>>,
+    /// The exposed name, shared by every call's store (no copy per call).
+    exposed: Arc<str>,
 }
 
 impl ToolEntry {
@@ -161,6 +203,11 @@ impl ToolEntry {
         &self.spec().name
     }
 
+    /// The exposed name, shared.
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.exposed
+    }
+
     /// The manifest entry as the plugin declares it.
     pub fn own_spec(&self) -> &ToolSpec {
         &self.plugin.manifest.tools[self.index]
@@ -171,9 +218,17 @@ impl ToolEntry {
         &self.own_spec().name
     }
 
-    /// The tool's compiled `outputSchema`, if it declares one.
-    pub fn output_validator(&self) -> Option<&jsonschema::Validator> {
-        self.plugin.output_validators.get(self.index)?.as_deref()
+    /// The tool's compiled `outputSchema`, if it declares one (compiled on first use: a start
+    /// compiles no schema a second time). `Err` names the tool and says why it does not compile.
+    pub fn output_validator(&self) -> Option<Result<&jsonschema::Validator, &str>> {
+        let schema = self.own_spec().output_schema.as_ref()?;
+        let slot = self.plugin.output_validators.get(self.index)?;
+        let compiled = slot.get_or_init(|| {
+            jsonschema::validator_for(schema).map_err(|e| {
+                format!("tool `{}`: outputSchema is not a valid JSON Schema: {e}", self.own_name())
+            })
+        });
+        Some(compiled.as_ref().map_err(String::as_str))
     }
 }
 
@@ -332,18 +387,8 @@ pub fn load_plugin(
         &config.secrets,
     );
     grants.fs.extend(dev_sources);
-    // Each `outputSchema` compiled once (the manifest reader has already checked it compiles).
-    let output_validators = manifest
-        .tools
-        .iter()
-        .map(|t| {
-            t.output_schema
-                .as_ref()
-                .map(|s| jsonschema::validator_for(s).map(Arc::new))
-                .transpose()
-                .map_err(|e| fail(format!("tool `{}`: outputSchema is not a valid JSON Schema: {e}", t.name)))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // Each `outputSchema` is compiled on the tool's first result (`ToolEntry::output_validator`).
+    let output_validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
     Ok(LoadedPlugin {
         output_validators,
         file: c.path.clone(),
@@ -505,7 +550,8 @@ impl Registry {
             let own = &plugin.manifest.tools[index];
             let renamed =
                 (own.name != name).then(|| Arc::new(ToolSpec { name: name.clone(), ..own.clone() }));
-            (name, ToolEntry { plugin: plugin.clone(), index, renamed })
+            let exposed = Arc::from(name.as_str());
+            (name, ToolEntry { plugin: plugin.clone(), index, renamed, exposed })
         };
         for (key, mut claimants) in claims {
             if searching && key == crate::catalog::FIND_TOOLS {

@@ -111,7 +111,7 @@ impl CallLog {
 #[derive(Debug)]
 pub struct LogCall {
     pub plugin: Arc<str>,
-    pub tool: String,
+    pub tool: Arc<str>,
     pub budget: CallLog,
     /// The plugin's secrets, redacted from every line.
     pub redact: Arc<NetGrant>,
@@ -131,7 +131,7 @@ impl LogCall {
             return;
         }
         let message = crate::capability::net::redact(&message, &self.redact);
-        let (plugin, tool) = (&*self.plugin, self.tool.as_str());
+        let (plugin, tool) = (&*self.plugin, &*self.tool);
         match level {
             Level::Trace => tracing::trace!(plugin, tool, "{message}"),
             Level::Debug => tracing::debug!(plugin, tool, "{message}"),

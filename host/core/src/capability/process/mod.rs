@@ -161,7 +161,7 @@ pub struct ProcessCall {
     pub plugin: Arc<str>,
     pub exec: Arc<ExecGrants>,
     /// Default working directory.
-    pub workspace: PathBuf,
+    pub workspace: Arc<Path>,
     /// The call's deadline; `None` (a store built without one) runs nothing.
     pub deadline: Option<Instant>,
     pub runs: u32,
@@ -178,7 +178,7 @@ impl ProcessCall {
         ProcessCall {
             plugin,
             exec: Arc::default(),
-            workspace: PathBuf::from("/"),
+            workspace: Arc::from(Path::new("/")),
             deadline: None,
             runs: 0,
             settings: Arc::default(),
@@ -292,7 +292,7 @@ impl ProcessCall {
         if Instant::now() >= deadline {
             return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
         }
-        let cwd = g.grant.cwd.clone().unwrap_or_else(|| self.workspace.clone());
+        let cwd = g.grant.cwd.clone().unwrap_or_else(|| self.workspace.to_path_buf());
         tracing::info!(
             plugin = &*self.plugin,
             "running {} {args:?} in {}",
