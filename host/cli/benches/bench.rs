@@ -1136,7 +1136,7 @@ fn main() {
     ));
     let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
     let raw_read = &host_results[4].stats;
-    alloc_count::rows(
+    let allocations = alloc_count::rows(
         &mut line,
         &tokio_rt,
         vec![
@@ -1149,6 +1149,8 @@ fn main() {
         ],
         if quick { 200 } else { 2000 },
     );
+    targets::record(targets::RAW_ALLOCATIONS, allocations[0]);
+    targets::record(targets::ECHO_ALLOCATIONS, allocations[1]);
 
     // The disk quota's cost on the 4 KiB write path (issue #14): the same `write` call through
     // the executor, on an engine with the quota (as every host has it) and on one without,
@@ -1439,6 +1441,9 @@ fn main() {
             list_ten.push(first_list(&ten));
         }
         let (version, list, list_ten) = (stats(version), stats(list), stats(list_ten));
+        targets::record(targets::VERSION_START, version.p50.as_secs_f64() * 1e6);
+        targets::record(targets::FIRST_LIST_1, list.p50.as_secs_f64() * 1e6);
+        targets::record(targets::FIRST_LIST_10, list_ten.p50.as_secs_f64() * 1e6);
         let floor = |d: Duration| {
             format!("{:.1}× the `--version` floor", d.as_secs_f64() / version.p50.as_secs_f64())
         };

@@ -66,7 +66,7 @@ pub fn rows(
     rt: &tokio::runtime::Runtime,
     cases: Vec<(&str, crate::Case<'_>)>,
     runs: usize,
-) {
+) -> Vec<f64> {
     line(String::new());
     line(format!(
         "Allocations per call (a counting global allocator in the bench, every thread, {runs} calls each after a warm-up; the case's own closure included):"
@@ -75,11 +75,14 @@ pub fn rows(
     line("| what | allocations / call | bytes allocated / call | allocations ÷ raw floor |".into());
     line("|---|---|---|---|".into());
     let mut floor = None;
+    let mut counts = Vec::new();
     for (label, mut case) in cases {
         let (allocs, bytes) = per_call(rt, &mut case, runs);
         let base = *floor.get_or_insert(allocs);
         line(format!("| {label} | {allocs:.1} | {bytes:.0} | {:.2}× |", allocs / base.max(1.0)));
+        counts.push(allocs);
     }
+    counts
 }
 
 /// An MCP session served in-process (toolhost's `McpServer` on rmcp's framing over an
