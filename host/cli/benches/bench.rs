@@ -8,6 +8,8 @@
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "languages/breakdown.rs"]
+mod lang_breakdown;
 #[path = "telemetry/rows.rs"]
 mod telemetry;
 
@@ -134,10 +136,12 @@ fn languages(
     line("| language | component | per-call p50 | p99 | p50 ÷ Rust | p50 ÷ tuned raw floor (Rust `echo`) | start → first call, cold cache | warm cache |".into());
     line("|---|---|---|---|---|---|---|---|".into());
     let mut rust_p50 = None;
-    for (label, tool, bytes) in plugins {
+    let mut idle = Vec::new();
+    for (label, tool, bytes) in &plugins {
+        let (label, tool) = (*label, *tool);
         let dir = work.join(format!("lang-{label}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("plugin.wasm"), &bytes).unwrap();
+        std::fs::write(dir.join("plugin.wasm"), bytes).unwrap();
         let cfg = Config { plugins_dir: dir.clone(), cache_dir: None, ..Config::default() };
         let host = Arc::new(Toolhost::load(cfg, Arc::new(AlwaysConfirm)).unwrap());
         let call = ToolCall::new(tool, ["a b c"]);
@@ -164,6 +168,64 @@ fn languages(
             per_call.p50.as_secs_f64() / raw_p50.as_secs_f64(),
             ms(cold.p50),
             ms(warm.p50),
+        ));
+        drop(host);
+        // A served process's memory with this plugin loaded (warm cache), against an empty folder.
+        let exe = env!("CARGO_BIN_EXE_toolhost");
+        let empty = work.join("lang-empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let (base, _) = lang_breakdown::served_rss_kib(exe, &empty, &cache, None);
+        let (loaded, called) = lang_breakdown::served_rss_kib(exe, &dir, &cache, Some(tool));
+        idle.push((label, loaded.saturating_sub(base), called.saturating_sub(base)));
+    }
+    language_breakdown(line, tokio_rt, &plugins, n, &idle);
+}
+
+/// The per-call breakdown of each language's call (see `languages/breakdown.rs`) on the host's
+/// pool tuning, and the idle memory of a loaded plugin.
+fn language_breakdown(
+    line: &mut impl FnMut(String),
+    tokio_rt: &tokio::runtime::Runtime,
+    plugins: &[(&str, &str, Vec<u8>)],
+    n: usize,
+    idle: &[(&str, u64, u64)],
+) {
+    let config = Config::default();
+    let pool = toolhost_core::engine::Pool {
+        concurrent_calls: config.concurrency,
+        max_memory_mb: config.max_memory_mb(),
+    };
+    line(String::new());
+    line("Where a call's time goes (raw wasmtime on the host's engine configuration and pool tuning, a fresh store and instance per call; p50 of each phase; page faults per call of the whole process; the guest memory a call referenced and left private — what the slot reset restores):".into());
+    line(String::new());
+    line("| language | instantiate | guest `call` | drop (slot reset) | sum p50 | faults: inst. / call / reset | memory referenced | private after the call (runs of pages; the reset restores 32) | mapped from a CoW image | `serve --mcp` RSS over no plugin: idle / after a call |".into());
+    line("|---|---|---|---|---|---|---|---|---|---|".into());
+    for (label, tool, bytes) in plugins {
+        let raw = lang_breakdown::Raw1::new(
+            config.stack_kb,
+            pool,
+            Tuning::for_this_machine(),
+            bytes,
+            tool,
+            "a b c",
+        );
+        let b = raw.measure(tokio_rt, n.min(1000));
+        let (_, loaded, used) = idle.iter().find(|(l, ..)| l == label).copied().unwrap_or_default();
+        line(format!(
+            "| {label} | {} | {} | {} | {} | {:.1} / {:.1} / {:.1} | {} KiB | {} KiB in {} runs | {} KiB | +{:.1} MiB / +{:.1} MiB |",
+            us(b.phases[0]),
+            us(b.phases[1]),
+            us(b.phases[2]),
+            us(b.total),
+            b.faults[0],
+            b.faults[1],
+            b.faults[2],
+            b.touched_kib,
+            b.private_kib,
+            b.private_runs,
+            b.image_kib,
+            loaded as f64 / 1024.0,
+            used as f64 / 1024.0,
         ));
     }
 }
@@ -901,6 +963,9 @@ fn main() {
     // Re-executed as the do-nothing server the MCP rows are measured against.
     if let Ok(mode) = std::env::var("TOOLHOST_BENCH_NOOP") {
         return noop_server(&mode);
+    }
+    if lang_breakdown::profile_from_env() {
+        return;
     }
     let mut report = String::new();
     let mut line = |s: String| {
