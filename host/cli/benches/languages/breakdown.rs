@@ -21,6 +21,10 @@ pub struct Breakdown {
     pub phases: [Duration; 3],
     /// p50 of the three together.
     pub total: Duration,
+    /// p50 of a second `call` on the same instance: the guest's own work without what a fresh
+    /// instance's first call adds (its pages faulted in, the toolchain runtime's first-call
+    /// setup). Not how the host calls (every call gets a fresh instance): a bound only.
+    pub again: Duration,
     /// Page faults per call in each phase (the whole process, `/proc/self/stat`).
     pub faults: [f64; 3],
     /// KiB of the guest's linear memory referenced by one call (read or written; `Referenced`
@@ -105,6 +109,18 @@ impl Raw1 {
                 .await;
                 total.push(t0.elapsed());
             }
+            // A second call on the same instance.
+            let mut again = Vec::with_capacity(n / 4 + 1);
+            for _ in 0..n / 4 + 1 {
+                let mut store = self.store();
+                let inst = self.pre.instantiate_async(&mut store).await.unwrap();
+                let tools = inst.toolhost_plugin_tools();
+                let args = std::slice::from_ref(&self.arg);
+                tools.call_call(&mut store, &self.tool, args).await.unwrap().unwrap();
+                let t = Instant::now();
+                tools.call_call(&mut store, &self.tool, args).await.unwrap().unwrap();
+                again.push(t.elapsed());
+            }
             // Faults of each phase (reading /proc costs time, so in a pass of its own).
             let k = (n / 5).clamp(20, 200);
             let mut faults = [0i64; 3];
@@ -145,6 +161,7 @@ impl Raw1 {
             Breakdown {
                 phases: [p50(a), p50(b), p50(c)],
                 total: p50(total),
+                again: p50(again),
                 faults: faults.map(|f| f as f64 / k as f64),
                 touched_kib: mid(touched),
                 private_kib: mid(private),
@@ -191,7 +208,11 @@ pub fn profile_from_env() -> bool {
     let config = toolhost_core::settings::Config::default();
     let pool = Pool { concurrent_calls: config.concurrency, max_memory_mb: config.max_memory_mb() };
     let tuning = match std::env::var("TOOLHOST_BENCH_LANG_KEEP_MB") {
-        Ok(mb) => Tuning { keep_resident: mb.parse::<usize>().unwrap() << 20, ..Tuning::for_this_machine() },
+        Ok(mb) => Tuning {
+            keep_resident: mb.parse::<usize>().unwrap() << 20,
+            pagemap_scan: std::env::var_os("TOOLHOST_BENCH_LANG_NO_SCAN").is_none(),
+            ..Tuning::for_this_machine()
+        },
         Err(_) => Tuning::for_this_machine(),
     };
     let raw = Raw1::new(config.stack_kb, pool, tuning, &std::fs::read(file).unwrap(), tool, "a b c");
@@ -206,9 +227,10 @@ pub fn profile_from_env() -> bool {
     });
     let b = raw.measure(&rt, 200);
     eprintln!(
-        "{calls} calls in 5 s; p50 instantiate {:?} call {:?} drop {:?}; faults {:?}; touched {} KiB private {} KiB in {} runs, image {} KiB",
+        "{calls} calls in 5 s; p50 instantiate {:?} call {:?} (again {:?}) drop {:?}; faults {:?}; touched {} KiB private {} KiB in {} runs, image {} KiB",
         b.phases[0],
         b.phases[1],
+        b.again,
         b.phases[2],
         b.faults,
         b.touched_kib,
