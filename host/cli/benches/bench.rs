@@ -210,6 +210,26 @@ fn language_breakdown(
     if let Some((_, tool, bytes)) = plugins.iter().find(|(label, ..)| *label == "Python") {
         rows.push(("Python, 64 MiB kept resident, no scan (bound)".into(), tool, bytes, whole));
     }
+    // TOOLHOST_BENCH_LANG_BASELINE=DIR: also the same templates built by another toolhost (its
+    // SDKs), DIR/Python.wasm and DIR/JavaScript.wasm, measured in this run.
+    let baseline: Vec<(String, &str, Vec<u8>)> = std::env::var_os("TOOLHOST_BENCH_LANG_BASELINE")
+        .map(|dir| {
+            plugins
+                .iter()
+                .filter_map(|(label, tool, _)| {
+                    let file = Path::new(&dir).join(format!("{label}.wasm"));
+                    Some((
+                        format!("{label}, baseline `{}`", file.display()),
+                        *tool,
+                        std::fs::read(&file).ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (label, tool, bytes) in &baseline {
+        rows.push((label.clone(), tool, bytes, Tuning::for_this_machine()));
+    }
     for (label, tool, bytes, tuning) in rows {
         let raw = lang_breakdown::Raw1::new(config.stack_kb, pool, tuning, bytes, tool, "a b c");
         let b = raw.measure(tokio_rt, n.min(1000));
