@@ -200,7 +200,7 @@ fn faults_now() -> i64 {
 }
 
 /// `TOOLHOST_BENCH_LANG_PROFILE=FILE.wasm:TOOL`: call TOOL of FILE (`a b c`) on the host's
-/// engine configuration for 5 s and stop (run under `perf record` to see where a Python or
+/// engine configuration for 5 s (`TOOLHOST_BENCH_LANG_SECS`) and stop (run under `perf record` to see where a Python or
 /// JavaScript call's time goes). Whether it ran.
 pub fn profile_from_env() -> bool {
     let Ok(spec) = std::env::var("TOOLHOST_BENCH_LANG_PROFILE") else { return false };
@@ -217,7 +217,8 @@ pub fn profile_from_env() -> bool {
     };
     let raw = Raw1::new(config.stack_kb, pool, tuning, &std::fs::read(file).unwrap(), tool, "a b c");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
+    let secs = std::env::var("TOOLHOST_BENCH_LANG_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let until = Instant::now() + Duration::from_secs(secs);
     let mut calls = 0u64;
     rt.block_on(async {
         while Instant::now() < until {
@@ -227,7 +228,7 @@ pub fn profile_from_env() -> bool {
     });
     let b = raw.measure(&rt, 200);
     eprintln!(
-        "{calls} calls in 5 s; p50 instantiate {:?} call {:?} (again {:?}) drop {:?}; faults {:?}; touched {} KiB private {} KiB in {} runs, image {} KiB",
+        "{calls} calls in {secs} s; p50 instantiate {:?} call {:?} (again {:?}) drop {:?}; faults {:?}; touched {} KiB private {} KiB in {} runs, image {} KiB",
         b.phases[0],
         b.phases[1],
         b.again,
