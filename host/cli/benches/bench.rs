@@ -106,7 +106,8 @@ fn ten_config() -> toolhost_core::catalog::settings::CatalogSettings {
 /// count the words of `a b c`): the Rust one from `plugins/text`, the Python and JavaScript ones
 /// built here with `toolhost build`'s pinned toolchains (`$TOOLHOST_TOOLCHAINS`, installed on
 /// first use). Per-call latency through the executor, and a process's start to its first call
-/// with an empty and with a warm compile cache.
+/// with an empty and with a warm compile cache; then where a call's time and memory go
+/// (`language_breakdown`).
 fn languages(
     line: &mut impl FnMut(String),
     tokio_rt: &tokio::runtime::Runtime,
