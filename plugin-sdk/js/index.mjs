@@ -851,6 +851,41 @@ function notJson(v, at, depth) {
   return null;
 }
 
+const PLAIN = 0;
+const HAS_BIGINT = 1;
+const HIDDEN = 2;
+
+const bigintAsText = (_, v) => (typeof v === 'bigint' ? v.toString() : v);
+
+/**
+ * What JSON.stringify makes of `v`: PLAIN, HAS_BIGINT (a bigint inside, which it cannot write)
+ * or HIDDEN (something `notJson` reports). The same walk as `notJson`, without its paths.
+ */
+function scanJson(v, depth) {
+  if (typeof v === 'bigint') return HAS_BIGINT;
+  if (v === null || typeof v !== 'object' || depth > 64) return PLAIN;
+  if (typeof v.toJSON === 'function') return PLAIN;
+  if (v instanceof Map || v instanceof Set) return HIDDEN;
+  let found = PLAIN;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const r = scanJson(v[i], depth + 1);
+      if (r === HIDDEN) return HIDDEN;
+      if (r > found) found = r;
+    }
+    return found;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null && !ArrayBuffer.isView(v)) return HIDDEN;
+  for (const k in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, k)) continue;
+    const r = scanJson(v[k], depth + 1);
+    if (r === HIDDEN) return HIDDEN;
+    if (r > found) found = r;
+  }
+  return found;
+}
+
 /** The message of anything thrown. */
 export function errorMessage(e) {
   if (e instanceof Error) return e.message || e.name || 'error';
@@ -872,15 +907,17 @@ function outputText(tool, value) {
     throw new ToolError(`${tool.name}: run returned a Promise; tools are synchronous, return the value itself`);
   }
   if (typeof value === 'bigint') return value.toString();
-  const hidden = notJson(value, '', 0);
-  if (hidden) {
+  // One walk without building paths; the path of what JSON would hide only when there is one.
+  const scan = scanJson(value, 0);
+  if (scan === HIDDEN) {
+    const hidden = notJson(value, '', 0);
     throw new ToolError(
       `${tool.name}: run returned ${hidden}, which JSON shows as {} (its contents lost): return plain objects and arrays (Object.fromEntries(map), [...set])`,
     );
   }
   let text;
   try {
-    text = JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    text = scan === HAS_BIGINT ? JSON.stringify(value, bigintAsText) : JSON.stringify(value);
   } catch (e) {
     throw new ToolError(`${tool.name}: the result cannot be written as JSON: ${errorMessage(e)}`);
   }
@@ -890,19 +927,25 @@ function outputText(tool, value) {
 
 function dispatchTool(tool, args) {
   try {
-    if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) {
-      throw new ToolError(`${tool.name}: arguments must be strings`);
+    let strings = Array.isArray(args);
+    for (let i = 0; strings && i < args.length; i++) strings = typeof args[i] === 'string';
+    if (!strings) throw new ToolError(`${tool.name}: arguments must be strings`);
+    const params = tool.params;
+    if (args.length > params.length) {
+      throw new ToolError(`${tool.name}: takes at most ${params.length} arguments, got ${args.length}`);
     }
-    if (args.length > tool.params.length) {
-      throw new ToolError(`${tool.name}: takes at most ${tool.params.length} arguments, got ${args.length}`);
-    }
-    const values = tool.params.map((p, i) => {
+    const values = new Array(params.length);
+    for (let i = 0; i < params.length; i++) {
+      const p = params[i];
       if (i >= args.length) {
-        if (p.optional) return p.default;
+        if (p.optional) {
+          values[i] = p.default;
+          continue;
+        }
         throw new ToolError(`${tool.name}: argument ${i + 1} (\`${p.name}\`) is missing`);
       }
-      return decodeArg(tool, p, i, args[i]);
-    });
+      values[i] = decodeArg(tool, p, i, args[i]);
+    }
     return { ok: true, value: outputText(tool, tool.run(...values)) };
   } catch (e) {
     return { ok: false, error: errorMessage(e) };

@@ -10,6 +10,8 @@ mod alloc_count;
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "languages/breakdown.rs"]
+mod lang_breakdown;
 #[path = "targets/rows.rs"]
 mod targets;
 #[path = "telemetry/rows.rs"]
@@ -112,7 +114,8 @@ fn ten_config() -> toolhost_core::catalog::settings::CatalogSettings {
 /// count the words of `a b c`): the Rust one from `plugins/text`, the Python and JavaScript ones
 /// built here with `toolhost build`'s pinned toolchains (`$TOOLHOST_TOOLCHAINS`, installed on
 /// first use). Per-call latency through the executor, and a process's start to its first call
-/// with an empty and with a warm compile cache.
+/// with an empty and with a warm compile cache; then where a call's time and memory go
+/// (`language_breakdown`).
 fn languages(
     line: &mut impl FnMut(String),
     tokio_rt: &tokio::runtime::Runtime,
@@ -142,10 +145,12 @@ fn languages(
     line("| language | component | per-call p50 | p99 | p50 ÷ Rust | p50 ÷ tuned raw floor (Rust `echo`) | start → first call, cold cache | warm cache |".into());
     line("|---|---|---|---|---|---|---|---|".into());
     let mut rust_p50 = None;
-    for (label, tool, bytes) in plugins {
+    let mut idle = Vec::new();
+    for (label, tool, bytes) in &plugins {
+        let (label, tool) = (*label, *tool);
         let dir = work.join(format!("lang-{label}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("plugin.wasm"), &bytes).unwrap();
+        std::fs::write(dir.join("plugin.wasm"), bytes).unwrap();
         let cfg = Config { plugins_dir: dir.clone(), cache_dir: None, ..Config::default() };
         let host = Arc::new(Toolhost::load(cfg, Arc::new(AlwaysConfirm)).unwrap());
         let call = ToolCall::new(tool, ["a b c"]);
@@ -158,6 +163,11 @@ fn languages(
             }
         })));
         let base = *rust_p50.get_or_insert(per_call.p50);
+        match label {
+            "Python" => targets::record(targets::PYTHON_P50, per_call.p50.as_secs_f64() * 1e6),
+            "JavaScript" => targets::record(targets::JS_P50, per_call.p50.as_secs_f64() * 1e6),
+            _ => {}
+        }
         let cache = work.join(format!("lang-cache-{label}"));
         let start = |fresh: bool| first_call(&cache, None, &dir, tool, fresh);
         let cold = stats((0..3).map(|_| start(true)).collect());
@@ -172,6 +182,91 @@ fn languages(
             per_call.p50.as_secs_f64() / raw_p50.as_secs_f64(),
             ms(cold.p50),
             ms(warm.p50),
+        ));
+        drop(host);
+        // A served process's memory with this plugin loaded (warm cache), against an empty folder.
+        let exe = env!("CARGO_BIN_EXE_toolhost");
+        let empty = work.join("lang-empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let (base, _) = lang_breakdown::served_rss_kib(exe, &empty, &cache, None);
+        let (loaded, called) = lang_breakdown::served_rss_kib(exe, &dir, &cache, Some(tool));
+        idle.push((label, loaded.saturating_sub(base), called.saturating_sub(base)));
+    }
+    language_breakdown(line, tokio_rt, &plugins, n, &idle);
+}
+
+/// The per-call breakdown of each language's call (see `languages/breakdown.rs`) on the host's
+/// pool tuning, and the idle memory of a loaded plugin.
+fn language_breakdown(
+    line: &mut impl FnMut(String),
+    tokio_rt: &tokio::runtime::Runtime,
+    plugins: &[(&str, &str, Vec<u8>)],
+    n: usize,
+    idle: &[(&str, u64, u64)],
+) {
+    let config = Config::default();
+    let pool = toolhost_core::engine::Pool {
+        concurrent_calls: config.concurrency,
+        max_memory_mb: config.max_memory_mb(),
+    };
+    line(String::new());
+    line("Where a call's time goes (raw wasmtime on the host's engine configuration and pool tuning, a fresh store and instance per call; p50 of each phase; page faults per call of the whole process; the guest memory a call referenced and left private — what the slot reset restores):".into());
+    line(String::new());
+    line("| language | instantiate | guest `call` | the same `call` again on that instance | drop (slot reset) | sum p50 | faults: inst. / call / reset | memory referenced | private after the call (runs of pages; the reset restores 32) | mapped from a CoW image | `serve --mcp` RSS over no plugin: idle / after a call |".into());
+    line("|---|---|---|---|---|---|---|---|---|---|---|".into());
+    // The host's tuning, and for Python a bound: every page of its memory kept resident
+    // (`memcpy` of the whole kept range per reset, no `PAGEMAP_SCAN`), so that no call faults.
+    let whole = Tuning { keep_resident: 64 << 20, pagemap_scan: false, ..Tuning::HOST };
+    let mut rows: Vec<(String, &str, &[u8], Tuning)> = plugins
+        .iter()
+        .map(|(label, tool, bytes)| (label.to_string(), *tool, bytes.as_slice(), Tuning::for_this_machine()))
+        .collect();
+    if let Some((_, tool, bytes)) = plugins.iter().find(|(label, ..)| *label == "Python") {
+        rows.push(("Python, 64 MiB kept resident, no scan (bound)".into(), tool, bytes, whole));
+    }
+    // TOOLHOST_BENCH_LANG_BASELINE=DIR: also the same templates built by another toolhost (its
+    // SDKs), DIR/Python.wasm and DIR/JavaScript.wasm, measured in this run.
+    let baseline: Vec<(String, &str, Vec<u8>)> = std::env::var_os("TOOLHOST_BENCH_LANG_BASELINE")
+        .map(|dir| {
+            plugins
+                .iter()
+                .filter_map(|(label, tool, _)| {
+                    let file = Path::new(&dir).join(format!("{label}.wasm"));
+                    Some((
+                        format!("{label}, baseline `{}`", file.display()),
+                        *tool,
+                        std::fs::read(&file).ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (label, tool, bytes) in &baseline {
+        rows.push((label.clone(), tool, bytes, Tuning::for_this_machine()));
+    }
+    for (label, tool, bytes, tuning) in rows {
+        let raw = lang_breakdown::Raw1::new(config.stack_kb, pool, tuning, bytes, tool, "a b c");
+        let b = raw.measure(tokio_rt, n.min(1000));
+        let rss = match idle.iter().find(|(l, ..)| *l == label) {
+            Some((_, loaded, used)) => {
+                format!("+{:.1} MiB / +{:.1} MiB", *loaded as f64 / 1024.0, *used as f64 / 1024.0)
+            }
+            None => "—".into(),
+        };
+        line(format!(
+            "| {label} | {} | {} | {} | {} | {} | {:.1} / {:.1} / {:.1} | {} KiB | {} KiB in {} runs | {} KiB | {rss} |",
+            us(b.phases[0]),
+            us(b.phases[1]),
+            us(b.again),
+            us(b.phases[2]),
+            us(b.total),
+            b.faults[0],
+            b.faults[1],
+            b.faults[2],
+            b.touched_kib,
+            b.private_kib,
+            b.private_runs,
+            b.image_kib,
         ));
     }
 }
@@ -911,6 +1006,9 @@ fn main() {
     // Re-executed as the do-nothing server the MCP rows are measured against.
     if let Ok(mode) = std::env::var("TOOLHOST_BENCH_NOOP") {
         return noop_server(&mode);
+    }
+    if lang_breakdown::profile_from_env() {
+        return;
     }
     let mut report = String::new();
     let mut line = |s: String| {

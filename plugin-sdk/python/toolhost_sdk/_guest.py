@@ -6,6 +6,7 @@ import sys
 import traceback
 
 from . import _spec
+from ._spec import ToolError, decode_args, encode_result
 
 _specs = None
 
@@ -25,9 +26,8 @@ def dispatch(tool, args):
     if spec is None:
         return False, f"this plugin has no tool named `{tool}`"
     try:
-        values = _spec.decode_args(spec, list(args))
-        return True, _spec.encode_result(spec, spec.func(*values))
-    except _spec.ToolError as e:
+        return True, encode_result(spec, spec.func(*decode_args(spec, args)))
+    except ToolError as e:
         return False, str(e) or type(e).__name__
     except Exception as e:
         # The traceback goes to the guest's stderr, which the host writes to its log.

@@ -558,13 +558,15 @@ class Param:
 class ToolSpec:
     """A tool as derived from its function: the manifest entry and what dispatch needs."""
 
-    __slots__ = ("name", "func", "params", "manifest")
+    __slots__ = ("name", "func", "params", "manifest", "text_only")
 
     def __init__(self, name, func, params, manifest):
         self.name = name
         self.func = func
         self.params = params
         self.manifest = manifest
+        # Every param is plain text: a call with one argument per param passes them as they are.
+        self.text_only = not any(p.json for p in params)
 
 
 def _flag(decl, key, errors):
@@ -871,6 +873,8 @@ def derive_all():
 
 def decode_args(spec, args):
     """Positional values for `spec.func` from the host's string arguments, or raise ToolError."""
+    if spec.text_only and len(args) == len(spec.params):
+        return args
     if len(args) > len(spec.params):
         raise ToolError(f"{spec.name}: takes at most {len(spec.params)} arguments but got {len(args)}")
     values = []
@@ -904,6 +908,10 @@ def _jsonable(v):
     raise TypeError(f"{type(v).__name__} is not JSON serializable")
 
 
+# Built once: `json.dumps` with any non-default option builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_jsonable)
+
+
 def encode_result(spec, value):
     """A tool's return value as the output text: str as is, None → "ok", JSON otherwise."""
     if isinstance(value, str):
@@ -914,7 +922,7 @@ def encode_result(spec, value):
         dataclasses.is_dataclass(value) and not isinstance(value, type)
     ):
         try:
-            return json.dumps(value, ensure_ascii=False, default=_jsonable)
+            return _ENCODER.encode(value)
         except (TypeError, ValueError) as e:
             raise ToolError(f"{spec.name}: the result cannot be written as JSON: {e}") from None
     raise ToolError(
