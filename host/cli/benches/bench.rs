@@ -247,6 +247,13 @@ fn language_breakdown(
     for (label, tool, bytes, tuning) in rows {
         let raw = lang_breakdown::Raw1::new(config.stack_kb, pool, tuning, bytes, tool, "a b c");
         let b = raw.measure(tokio_rt, n.min(1000));
+        // What bounds each language's target: a bare call's instantiate + slot reset alone.
+        let fixed = (b.phases[0] + b.phases[2]).as_secs_f64() * 1e6;
+        match label.as_str() {
+            "Python" => targets::record(targets::PYTHON_FIXED, fixed),
+            "JavaScript" => targets::record(targets::JS_FIXED, fixed),
+            _ => {}
+        }
         let rss = match idle.iter().find(|(l, ..)| *l == label) {
             Some((_, loaded, used)) => {
                 format!("+{:.1} MiB / +{:.1} MiB", *loaded as f64 / 1024.0, *used as f64 / 1024.0)
