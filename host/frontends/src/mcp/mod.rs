@@ -48,6 +48,7 @@
 mod approval;
 mod http;
 mod idle;
+mod plain_json;
 mod replay;
 pub(crate) mod settings;
 mod stdio;
