@@ -51,6 +51,8 @@ mod idle;
 mod plain_json;
 mod replay;
 pub(crate) mod settings;
+#[doc(hidden)]
+pub mod stages;
 mod stdio;
 mod tasks;
 mod tasks2025;
