@@ -577,6 +577,19 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
     let no_fsync = plugins.with_file_name("no-fsync.toml");
     std::fs::write(&no_fsync, "[audit]\nfsync = false\n").unwrap();
+    // TOOLHOST_BENCH_BEFORE=PATH: another `toolhost` binary (an older build) measured side by
+    // side with this one in the `fsync = false` rows, for a before/after from the same run.
+    let before = std::env::var_os("TOOLHOST_BENCH_BEFORE").map(PathBuf::from);
+    let exe_of = |old: bool| if old { before.clone().unwrap() } else { PathBuf::from(exe) };
+    let host_of = |old: bool, config: Option<&Path>| {
+        let mut c = pinned(&exe_of(old));
+        if let Some(config) = config {
+            c.arg("--config").arg(config);
+        }
+        c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
+        c
+    };
+    let (mut old_call, mut old_ping, mut old_http) = (Vec::new(), Vec::new(), Vec::new());
     let host = |config: Option<&Path>| {
         let mut c = pinned(Path::new(exe));
         if let Some(config) = config {
@@ -596,8 +609,29 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let s = stdio_p50(host(Some(&no_fsync)), &call);
         e.push(s.p50);
         e_runs.push(s);
+        if before.is_some() {
+            old_call.push(stdio_p50(host_of(true, Some(&no_fsync)), &call).p50);
+            old_ping.push(stdio_p50(host_of(true, None), &ping).p50);
+        }
     }
     let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
+    if before.is_some() {
+        let (oc, op) = (median(old_call), median(old_ping));
+        line(format!(
+            "| stdio, `[audit] fsync = false`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(oc),
+            oc.as_secs_f64() / a.as_secs_f64(),
+            e.as_secs_f64() / oc.as_secs_f64()
+        ));
+        line(format!(
+            "| stdio, `ping`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(op),
+            op.as_secs_f64() / a.as_secs_f64(),
+            d.as_secs_f64() / op.as_secs_f64()
+        ));
+    }
     let e_p99 = e_runs.iter().find(|s| s.p50 == e).map_or(e, |s| s.p99);
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
@@ -731,8 +765,24 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         a.push(http_p50(n, true));
         b.push(http_p50(http_host(None), false));
         f.push(http_p50(http_host(Some(&no_fsync)), false));
+        if let Some(old) = &before {
+            let mut h = pinned(old);
+            h.arg("--config").arg(&no_fsync).arg("--plugins").arg(plugins);
+            h.args(["serve", "--mcp", "--http", "127.0.0.1:0"]).env("XDG_STATE_HOME", &state);
+            old_http.push(http_p50(h, false));
+        }
     }
     let (a, b, f) = (median(a), median(b), median(f));
+    if before.is_some() {
+        let o = median(old_http);
+        line(format!(
+            "| streamable HTTP, `[audit] fsync = false`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(o),
+            o.as_secs_f64() / a.as_secs_f64(),
+            f.as_secs_f64() / o.as_secs_f64()
+        ));
+    }
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
         "| streamable HTTP (2025-06-18 session) | {} | {} | {r:.2}× | {} |",
