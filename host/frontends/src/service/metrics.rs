@@ -136,7 +136,8 @@ impl Metrics {
         counter.inc();
         duration.observe(seconds);
         let mut known = self.per_tool.write().unwrap_or_else(|p| p.into_inner());
-        let s = known.entry(tool.to_string()).or_insert_with(|| ToolSeries { duration, outcomes: Vec::new() });
+        let s =
+            known.entry(tool.to_string()).or_insert_with(|| ToolSeries { duration, outcomes: Vec::new() });
         if !s.outcomes.iter().any(|(o, _)| o == outcome) {
             s.outcomes.push((outcome.to_string(), counter));
         }
