@@ -168,3 +168,45 @@ fn serve_http_with_its_stderr_closed_answers_calls() {
         assert!(answer(&messages, id).to_string().contains(&format!("after {id}")), "{messages:?}");
     }
 }
+
+/// Over stdio with stderr closed from the start: the call in flight when stdin ends is still
+/// answered (the drain's notice to the operator is dropped, not a panic), and `serve` exits 0.
+#[test]
+fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
+    use std::io::Write;
+    let env = env();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["--allow-write", "ticker", "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("\"result\""), "{line:?}");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "tick", "arguments": {"n": 4, "ms": 50, "trail": ""}}});
+    writeln!(stdin, "{}\n{call}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    stdin.flush().unwrap();
+    drop(stdin); // the end of stdin while `tick` runs: a drain
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    let messages: Vec<Value> = rest.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(answer(&messages, 1).get("result").is_some(), "{rest}");
+    assert!(status.success(), "{status}: {rest}");
+}

@@ -1004,7 +1004,7 @@ pub async fn serve_stdio_until(
                 }
                 s.lifecycle.stop_admitting();
             }
-            eprintln!("toolhost: stdin closed: no new calls; finishing the calls in flight");
+            crate::say!("toolhost: stdin closed: no new calls; finishing the calls in flight");
         }
     }
     if let Some(s) = service {

@@ -280,14 +280,14 @@ impl Service {
     pub async fn shutdown(&self) -> shutdown::Drained {
         let grace = self.lifecycle.grace();
         let n = self.lifecycle.stop_admitting();
-        eprintln!(
+        crate::say!(
             "toolhost: shutting down: {n} call{} in flight, grace period {} ms",
             if n == 1 { "" } else { "s" },
             grace.as_millis()
         );
         let drained = self.lifecycle.drain().await;
         if drained.cancelled > 0 {
-            eprintln!(
+            crate::say!(
                 "toolhost: cancelled {} call{} still running after {} ms (serve.shutdown_grace_ms)",
                 drained.cancelled,
                 if drained.cancelled == 1 { "" } else { "s" },
