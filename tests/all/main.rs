@@ -18,6 +18,7 @@ mod loading;
 mod long;
 mod manifests;
 mod mcp;
+mod mcp_wire;
 mod message_limit;
 mod net;
 mod polyglot;

@@ -600,6 +600,9 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     line(String::new());
     line(format!("## MCP round trips (`echo`, {calls} sequential calls, median of {runs} runs' p50)"));
     line(String::new());
+    let stages_dir = plugins.parent().unwrap_or(plugins);
+    let executor_echo = mcp_stages(line, stages_dir, if calls < 1000 { 600 } else { 3000 });
+    line(String::new());
     let exe = env!("CARGO_BIN_EXE_toolhost");
     let me = std::env::current_exe().unwrap();
     let (init, initialized) = (MCP_INITIALIZE, MCP_INITIALIZED);
@@ -644,7 +647,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
 
     // stdio: one line out, one line back.
     let ping = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
-    let stdio_p50 = |mut cmd: Command, request: &dyn Fn(usize) -> String| -> Duration {
+    let stdio_p50 = |mut cmd: Command, request: &dyn Fn(usize) -> String| -> Stats {
         let mut child =
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let mut stdin = child.stdin.take().unwrap();
@@ -673,7 +676,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         drop(stdin);
         let _ = child.kill();
         let _ = child.wait();
-        stats(v).p50
+        stats(v)
     };
     let noop = || {
         let mut c = pinned(&me);
@@ -686,6 +689,19 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
     let no_fsync = plugins.with_file_name("no-fsync.toml");
     std::fs::write(&no_fsync, "[audit]\nfsync = false\n").unwrap();
+    // TOOLHOST_BENCH_BEFORE=PATH: another `toolhost` binary (an older build) measured side by
+    // side with this one in the `fsync = false` rows, for a before/after from the same run.
+    let before = std::env::var_os("TOOLHOST_BENCH_BEFORE").map(PathBuf::from);
+    let exe_of = |old: bool| if old { before.clone().unwrap() } else { PathBuf::from(exe) };
+    let host_of = |old: bool, config: Option<&Path>| {
+        let mut c = pinned(&exe_of(old));
+        if let Some(config) = config {
+            c.arg("--config").arg(config);
+        }
+        c.arg("--plugins").arg(plugins).args(["serve", "--mcp"]).env("XDG_STATE_HOME", &state);
+        c
+    };
+    let (mut old_call, mut old_ping, mut old_http) = (Vec::new(), Vec::new(), Vec::new());
     let host = |config: Option<&Path>| {
         let mut c = pinned(Path::new(exe));
         if let Some(config) = config {
@@ -695,14 +711,40 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c
     };
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The p99 of the `fsync = false` run whose p50 is the median (issue #33: p99 ≤ 2× p50).
+    let mut e_runs: Vec<Stats> = Vec::new();
     for _ in 0..runs {
-        a.push(stdio_p50(noop(), &call));
-        b.push(stdio_p50(host(None), &call));
-        c.push(stdio_p50(host(Some(&no_audit)), &call));
-        d.push(stdio_p50(host(None), &ping));
-        e.push(stdio_p50(host(Some(&no_fsync)), &call));
+        a.push(stdio_p50(noop(), &call).p50);
+        b.push(stdio_p50(host(None), &call).p50);
+        c.push(stdio_p50(host(Some(&no_audit)), &call).p50);
+        d.push(stdio_p50(host(None), &ping).p50);
+        let s = stdio_p50(host(Some(&no_fsync)), &call);
+        e.push(s.p50);
+        e_runs.push(s);
+        if before.is_some() {
+            old_call.push(stdio_p50(host_of(true, Some(&no_fsync)), &call).p50);
+            old_ping.push(stdio_p50(host_of(true, None), &ping).p50);
+        }
     }
     let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
+    if before.is_some() {
+        let (oc, op) = (median(old_call), median(old_ping));
+        line(format!(
+            "| stdio, `[audit] fsync = false`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(oc),
+            oc.as_secs_f64() / a.as_secs_f64(),
+            e.as_secs_f64() / oc.as_secs_f64()
+        ));
+        line(format!(
+            "| stdio, `ping`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(op),
+            op.as_secs_f64() / a.as_secs_f64(),
+            d.as_secs_f64() / op.as_secs_f64()
+        ));
+    }
+    let e_p99 = e_runs.iter().find(|s| s.p50 == e).map_or(e, |s| s.p99);
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
         "| stdio | {} | {} | {r:.2}× | {} |",
@@ -731,6 +773,29 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(d),
         d.as_secs_f64() / a.as_secs_f64()
     ));
+
+    // Issue #33's targets for stdio, against its parts measured in this run.
+    let bound = executor_echo + d + Duration::from_micros(5);
+    line(String::new());
+    line("| target (issue #33), stdio with `[audit] fsync = false` | measured | bound | met |".into());
+    line("|---|---|---|---|".into());
+    line(format!(
+        "| p50 ≤ executor `echo` ({}) + toolhost `ping` ({}) + 5 µs | {} | {} | {} |",
+        us(executor_echo),
+        us(d),
+        us(e),
+        us(bound),
+        if e <= bound { "yes" } else { "**no**" }
+    ));
+    line(format!(
+        "| p99 ≤ 2× p50 | {} | {} | {} |",
+        us(e_p99),
+        us(e * 2),
+        if e_p99 <= e * 2 { "yes" } else { "**no**" }
+    ));
+    line(String::new());
+    line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 2× (issue #33) |".into());
+    line("|---|---|---|---|---|".into());
 
     // Streamable HTTP: one POST per call on a kept-alive connection, the body read whole.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -794,38 +859,220 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let _ = child.wait();
         p50
     };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        let mut n = pinned(&me);
-        n.env("TOOLHOST_BENCH_NOOP", "http");
-        a.push(http_p50(n, true));
+    let (mut a, mut b, mut f) = (Vec::new(), Vec::new(), Vec::new());
+    let http_host = |config: Option<&Path>| {
         let mut h = pinned(Path::new(exe));
+        if let Some(config) = config {
+            h.arg("--config").arg(config);
+        }
         h.arg("--plugins")
             .arg(plugins)
             .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
             .env("XDG_STATE_HOME", &state);
-        b.push(http_p50(h, false));
+        h
+    };
+    for _ in 0..runs {
+        let mut n = pinned(&me);
+        n.env("TOOLHOST_BENCH_NOOP", "http");
+        a.push(http_p50(n, true));
+        b.push(http_p50(http_host(None), false));
+        f.push(http_p50(http_host(Some(&no_fsync)), false));
+        if let Some(old) = &before {
+            let mut h = pinned(old);
+            h.arg("--config").arg(&no_fsync).arg("--plugins").arg(plugins);
+            h.args(["serve", "--mcp", "--http", "127.0.0.1:0"]).env("XDG_STATE_HOME", &state);
+            old_http.push(http_p50(h, false));
+        }
     }
-    let (a, b) = (median(a), median(b));
+    let (a, b, f) = (median(a), median(b), median(f));
+    if before.is_some() {
+        let o = median(old_http);
+        line(format!(
+            "| streamable HTTP, `[audit] fsync = false`, the `TOOLHOST_BENCH_BEFORE` build | {} | {} | {:.2}× (this build ÷ before: {:.3}×) | — |",
+            us(a),
+            us(o),
+            o.as_secs_f64() / a.as_secs_f64(),
+            f.as_secs_f64() / o.as_secs_f64()
+        ));
+    }
     let r = b.as_secs_f64() / a.as_secs_f64();
     line(format!(
-        "| streamable HTTP | {} | {} | {r:.2}× | {} |",
+        "| streamable HTTP (2025-06-18 session) | {} | {} | {r:.2}× | {} |",
         us(a),
         us(b),
-        if r <= 1.5 { "yes" } else { "**no**" }
+        if r <= 2.0 { "yes" } else { "**no**" }
+    ));
+    let r = f.as_secs_f64() / a.as_secs_f64();
+    line(format!(
+        "| streamable HTTP, `[audit] fsync = false` | {} | {} | {r:.2}× | {} |",
+        us(a),
+        us(f),
+        if r <= 2.0 { "yes" } else { "**no**" }
     ));
     if reconnects.get() > 0 {
         line(String::new());
         line(format!(
             "HTTP: {} request(s) of {} found their kept-alive connection closed by the server and were sent again on a new one (not counted as samples).",
             reconnects.get(),
-            2 * runs * (calls + calls / 10)
+            3 * runs * (calls + calls / 10)
         ));
     }
     if is_pinned {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         pin(&format!("0-{}", cores - 1));
     }
+}
+
+/// Issue #33: one MCP `tools/call` of `echo`, stage by stage, in this process — each stage's
+/// function on its own with the same inputs as the call path, side by side (see
+/// `toolhost_frontends::mcp::stages`), then the whole protocol layer over an in-memory pipe.
+fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
+    use toolhost_frontends::mcp::McpServer;
+    use toolhost_frontends::mcp::stages::{CallStages, in_process};
+    use toolhost_frontends::service::Service;
+    use toolhost_frontends::service::audit::AuditLog;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let plugins = dir.join("stage-plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
+    let new_host = || {
+        let config = Config { plugins_dir: plugins.clone(), cache_dir: None, ..Config::default() };
+        let runtime = Runtime::for_config(&config).unwrap();
+        let registry = Registry::load(&runtime, &config).unwrap();
+        Arc::new(Toolhost::from_parts(runtime, Arc::new(config), registry, Arc::new(AlwaysConfirm)))
+    };
+    // As `serve` runs with `[audit] fsync = false`: a service (metrics, audit line) observing
+    // the executor. The bare host has no observer.
+    let bare = new_host();
+    let served = new_host();
+    let audit_path = dir.join("stage-state").join("audit.jsonl");
+    let audit = AuditLog::open(&audit_path, 1 << 30, 1).unwrap().with_fsync(false);
+    let frontends = toolhost_frontends::Settings::default();
+    let service =
+        Arc::new(Service::new(&served.config, &frontends, served.registry.clone(), "mcp", Some(audit)));
+    served.executor.attach_observer(service.clone());
+    service.lifecycle.set_ready();
+    let request = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+    let stages = CallStages::new(served.executor.clone(), request).unwrap();
+    let outcome = rt.block_on(served.call(&ToolCall::new("echo", ["hello"])));
+    assert!(outcome.success, "{outcome:?}");
+    // The raw cost of the durable line (`[audit] fsync`, on by default): one line appended to a
+    // file on the same disk as the audit trail, then `fdatasync`.
+    let synced = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("stage-state").join("fsync.jsonl"))
+        .unwrap();
+    let stages = &stages;
+    let in_mem = |host: &Arc<Toolhost>| {
+        let _in_rt = rt.enter();
+        let server = McpServer::new(host.executor.clone(), None).unwrap();
+        Arc::new(tokio::sync::Mutex::new(in_process(server)))
+    };
+    let pipe = in_mem(&served);
+    rt.block_on(async {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut p = pipe.lock().await;
+        let init = format!("{}\n{}\n", MCP_INITIALIZE, MCP_INITIALIZED);
+        p.0.write_all(init.as_bytes()).await.unwrap();
+        let mut l = String::new();
+        p.1.read_line(&mut l).await.unwrap();
+        assert!(l.contains("\"result\""), "{l}");
+    });
+    type Pipe = Arc<
+        tokio::sync::Mutex<(
+            tokio::io::WriteHalf<tokio::io::DuplexStream>,
+            tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+        )>,
+    >;
+    /// A request line (`"id":7` renumbered each time) and its answer, as a case.
+    fn round_trip<'a>(
+        pipe: &Pipe,
+        body: &'static str,
+        id: &'static std::sync::atomic::AtomicU64,
+    ) -> Case<'a> {
+        let pipe = pipe.clone();
+        Box::new(move || {
+            let pipe = pipe.clone();
+            Box::pin(async move {
+                use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+                let n = id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let req = body.replace("\"id\":7", &format!("\"id\":{n}"));
+                let mut p = pipe.lock().await;
+                p.0.write_all(req.as_bytes()).await.unwrap();
+                let mut l = String::new();
+                p.1.read_line(&mut l).await.unwrap();
+                assert!(l.contains("\"result\""), "{l}");
+            })
+        })
+    }
+    static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1000);
+    let ping = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n";
+    let call_line: &'static str = Box::leak(format!("{request}\n").into_boxed_str());
+    let echo = ToolCall::new("echo", ["hello"]);
+    let mut cases: Vec<(&str, Case<'_>)> = vec![
+        (
+            "rmcp: decode the request line into its message type",
+            Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).decode()) })),
+        ),
+        (
+            "ours: registry lookup, JSON arguments → `ToolCall`, the tool's view (limits, task support)",
+            Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).map().is_some()) })),
+        ),
+        ("executor: `echo` call, no observer", host_case(&bare, echo.clone())),
+        (
+            "executor: `echo` call + the service observer (admission, metrics, audit line written, `fsync = false`)",
+            host_case(&served, echo.clone()),
+        ),
+        (
+            "ours + rmcp: the outcome as the answer's line (MCP result, JSON-RPC response, encoded)",
+            Box::new(|| {
+                let o = outcome.clone();
+                Box::pin(async move { assert!(std::hint::black_box(stages).encode(o) > 0) })
+            }),
+        ),
+        (
+            "(bound) the disk: append one 200-byte line and `fdatasync` it (what `[audit] fsync` adds)",
+            Box::new(|| {
+                Box::pin(async {
+                    use std::io::Write;
+                    (&synced).write_all(&[b'x'; 200]).unwrap();
+                    synced.sync_data().unwrap();
+                })
+            }),
+        ),
+    ];
+    cases.push(("in process: MCP `ping` through rmcp over an in-memory pipe", round_trip(&pipe, ping, &IDS)));
+    cases.push((
+        "in process: `tools/call` of `echo` through rmcp over an in-memory pipe (service observer, no fsync)",
+        round_trip(&pipe, call_line, &IDS),
+    ));
+    let labels: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    let mut just: Vec<Case<'_>> = cases.drain(..).map(|c| c.1).collect();
+    let m = interleaved(&rt, &mut just, n);
+    drop(just);
+    line(String::new());
+    line(format!(
+        "One `tools/call` of `echo` stage by stage (issue #33), in this process: each stage's own function with the call path's inputs, side by side ({n} samples each), then the protocol layer over an in-memory pipe (no process, no system pipe):"
+    ));
+    line(String::new());
+    line("| stage | p50 | p99 |".into());
+    line("|---|---|---|".into());
+    for (label, m) in labels.iter().zip(&m) {
+        line(format!("| {label} | {} | {} |", us(m.stats.p50), us(m.stats.p99)));
+    }
+    let p = |i: usize| m[i].stats.p50.as_secs_f64() * 1e6;
+    line(String::new());
+    line(format!(
+        "Derived: the service observer adds {:.1} µs to a call; the in-process `tools/call` round trip minus `ping` is {:.1} µs: the executor call with its observer {:.1} µs, decode + mapping + encode {:.1} µs, and {:.1} µs left for the handler's task hops and wake-ups and what rmcp does around them (`ping`'s own decode is not subtracted).",
+        p(3) - p(2),
+        p(7) - p(6),
+        p(3),
+        p(0) + p(1) + p(4),
+        (p(7) - p(6)) - p(3) - (p(0) + p(1) + p(4))
+    ));
+    let _ = std::fs::remove_dir_all(dir.join("stage-state"));
+    m[2].stats.p50
 }
 
 /// Units of native work per second on `threads` threads at once: hashing 4 KiB per unit, or

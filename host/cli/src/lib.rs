@@ -67,6 +67,8 @@ fn init_logging(verbose: u8) {
         // Colour only for a person at a terminal, never into pipes and log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
+        // Never `eprintln!` about a line it could not write: that panics when stderr is gone.
+        .log_internal_errors(false)
         .try_init();
     if rmcp_named {
         tracing::warn!(

@@ -23,9 +23,12 @@ pub fn print_change(change: &Change) {
 }
 
 /// Print registry changes on stderr (stdout belongs to a protocol).
+/// A closed stderr drops them (`eprintln!` would panic in the watcher).
 pub fn eprint_change(change: &Change) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
     for line in change.lines() {
-        eprintln!("toolhost: {}", term::line(&line));
+        let _ = writeln!(err, "toolhost: {}", term::line(&line));
     }
 }
 

@@ -236,15 +236,19 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogStderr {
 }
 
 impl std::io::Write for LogStderr {
+    /// A log line that cannot be written (stderr closed, its reader gone) is dropped: logging
+    /// never fails what is being logged. An error here would make the formatter report it
+    /// with `eprintln!`, which panics on that same stderr — inside a call or a connection.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // The formatter writes each event whole (`write_all` of one buffer).
         let s = String::from_utf8_lossy(buf);
-        std::io::stderr().lock().write_all(log_line(&s).as_bytes())?;
+        let _ = std::io::stderr().lock().write_all(log_line(&s).as_bytes());
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        let _ = std::io::stderr().flush();
+        Ok(())
     }
 }
 

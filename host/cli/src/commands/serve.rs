@@ -201,7 +201,7 @@ async fn serve_mcp(
     )?);
     host.executor.attach_observer(service.clone());
     if let Some(path) = service.audit_path() {
-        eprintln!("toolhost: audit trail in {}", path.display());
+        toolhost_frontends::say!("toolhost: audit trail in {}", path.display());
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn({
@@ -209,7 +209,7 @@ async fn serve_mcp(
         async move {
             let (name, _) = signals.recv().await;
             service.lifecycle.stop_admitting();
-            eprintln!("toolhost: {name}: no new calls; finishing the calls in flight");
+            toolhost_frontends::say!("toolhost: {name}: no new calls; finishing the calls in flight");
             let s = service.clone();
             signals.exit_on_next(move || s.sync());
             let _ = stop_tx.send(true);
@@ -257,7 +257,10 @@ async fn serve_mcp(
                 w = load => w?,
                 () = stopped() => return Ok(ExitCode::SUCCESS),
             };
-            eprintln!("toolhost: MCP over stdio, watching {}", host.config.plugins_dir.display());
+            toolhost_frontends::say!(
+                "toolhost: MCP over stdio, watching {}",
+                host.config.plugins_dir.display()
+            );
             serve_stdio_until(server, stopped(), Some(service.clone())).await?;
         }
         Some(addr) => {
@@ -269,7 +272,7 @@ async fn serve_mcp(
             let bound = listener.local_addr()?;
             if !options.tokens.is_empty() {
                 let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
-                eprintln!(
+                toolhost_frontends::say!(
                     "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
                     names.join(", ")
                 );
@@ -295,12 +298,12 @@ async fn serve_mcp(
             let signs_in = !options.tokens.is_empty();
             let options =
                 toolhost_frontends::mcp::HttpOptions { service: Some(service.clone()), console, ..options };
-            eprintln!(
+            toolhost_frontends::say!(
                 "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
             );
             if has_console {
                 let url = console_url(bound);
-                eprintln!(
+                toolhost_frontends::say!(
                     "toolhost: console at {url}{}",
                     if signs_in {
                         " (sign in with an [mcp] token)"
@@ -314,7 +317,9 @@ async fn serve_mcp(
                     open_browser(&url);
                 }
             } else if open {
-                eprintln!("toolhost: the console is off ([console] enabled = false): nothing to open");
+                toolhost_frontends::say!(
+                    "toolhost: the console is off ([console] enabled = false): nothing to open"
+                );
             }
             let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
             let _watch = tokio::select! {
@@ -324,7 +329,7 @@ async fn serve_mcp(
                     return Ok(ExitCode::SUCCESS);
                 }
             };
-            eprintln!(
+            toolhost_frontends::say!(
                 "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
                 host.config.plugins_dir.display()
             );
@@ -335,9 +340,12 @@ async fn serve_mcp(
     // A task never outlives a shutdown unreported: those still running ended `cancelled`.
     let n = tasks.cancelled_by_shutdown();
     if n > 0 {
-        eprintln!("toolhost: {n} MCP task{} ended cancelled by the shutdown", if n == 1 { "" } else { "s" });
+        toolhost_frontends::say!(
+            "toolhost: {n} MCP task{} ended cancelled by the shutdown",
+            if n == 1 { "" } else { "s" }
+        );
     }
-    eprintln!("toolhost: stopped");
+    toolhost_frontends::say!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -346,13 +354,13 @@ async fn serve_mcp(
 /// on the process that issued it; without `[mcp] replay_store` a replay is caught only there.
 fn fleet_warnings(shared_key: bool, shared_store: bool) {
     if !shared_key {
-        eprintln!(
+        toolhost_frontends::say!(
             "toolhost: warning: no [mcp] approval_key: 2026-07-28 danger confirmations only work with sticky \
              routing (the answer must reach the replica that asked); give every replica the same key to \
              confirm on any of them"
         );
     } else if !shared_store {
-        eprintln!(
+        toolhost_frontends::say!(
             "toolhost: warning: [mcp] approval_key without [mcp] replay_store: with several replicas one \
              requestState can be redeemed once on each of them; set replay_store = \"redis://…\" to make it \
              good for one call across the fleet"
@@ -388,12 +396,14 @@ fn open_browser(url: &str) {
     } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
         Command::new("xdg-open")
     } else {
-        eprintln!("toolhost: no desktop here (no DISPLAY or WAYLAND_DISPLAY): open {url} in a browser");
+        toolhost_frontends::say!(
+            "toolhost: no desktop here (no DISPLAY or WAYLAND_DISPLAY): open {url} in a browser"
+        );
         return;
     };
     let opened = cmd.arg(url).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
     if let Err(e) = opened {
-        eprintln!("toolhost: cannot open a browser ({e}): open {url} yourself");
+        toolhost_frontends::say!("toolhost: cannot open a browser ({e}): open {url} yourself");
     }
 }
 
@@ -403,13 +413,13 @@ async fn serve(settings: Settings, debounce: Duration) -> Result<ExitCode> {
     let mut changes = reloader.subscribe();
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()
         .context("cannot install signal handlers")?;
-    eprintln!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
+    toolhost_frontends::say!("toolhost: watching {} (Ctrl-C to stop)", host.config.plugins_dir.display());
     loop {
         tokio::select! {
             _ = signals.recv() => return Ok(ExitCode::SUCCESS),
             change = changes.recv() => match change {
                 Ok(c) => print_change(&c),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("toolhost: {n} changes not shown"),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => toolhost_frontends::say!("toolhost: {n} changes not shown"),
                 Err(_) => return Ok(ExitCode::SUCCESS),
             },
         }

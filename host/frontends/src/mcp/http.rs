@@ -547,6 +547,20 @@ async fn admit_while_draining(
 /// declares `tasks`: the bool returned) is read here, if its declared length is within the
 /// message limit, and a task request renamed. Any other body goes on as it came: rmcp reads and
 /// limits it (so a task request sent without `Content-Length` is not seen as one).
+/// Whether a request's `Accept` takes `application/json` (or anything).
+fn accepts_json(headers: &hyper::HeaderMap) -> bool {
+    headers.get_all(hyper::header::ACCEPT).iter().any(|v| {
+        v.to_str().is_ok_and(|v| {
+            v.split(',').any(|t| {
+                let t = t.split(';').next().unwrap_or("").trim();
+                t.eq_ignore_ascii_case("application/json")
+                    || t == "*/*"
+                    || t.eq_ignore_ascii_case("application/*")
+            })
+        })
+    })
+}
+
 async fn rename_for_2025(
     req: hyper::Request<McpBody>,
     max_message: usize,
@@ -710,7 +724,10 @@ pub async fn serve_http(
     hosts.extend(options.allowed_hosts.iter().cloned());
     let guard = Arc::new(HostGuard::new(&hosts, &options.allowed_origins));
     // One limit for an MCP message whatever the transport (`[mcp] max_message_kb`).
+    // A 2026-07-28 stateless request that needs no stream is answered with plain JSON by rmcp
+    // (a 2025 session's by `plain_json`).
     let mut config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_max_request_body_bytes(server.max_message);
     config = if options.allowed_origins.is_empty() {
@@ -898,8 +915,12 @@ pub async fn serve_http(
                     (req, false)
                 };
                 let open = post.then(|| answers.open());
+                // A client that accepts JSON gets its answer as plain JSON when no stream is
+                // needed (see `plain_json`); one that accepts only streams keeps them.
+                let accepts_json = post && accepts_json(req.headers());
                 let resp = service.handle(req).await;
                 let resp = if initialize { declare_tasks(resp) } else { resp };
+                let resp = if accepts_json { super::plain_json::plain_json(resp).await } else { resp };
                 Ok(match open {
                     Some(open) => OpenAnswers::track(open, resp),
                     None => resp,

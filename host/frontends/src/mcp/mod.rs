@@ -48,8 +48,11 @@
 mod approval;
 mod http;
 mod idle;
+mod plain_json;
 mod replay;
 pub(crate) mod settings;
+#[doc(hidden)]
+pub mod stages;
 mod stdio;
 mod tasks;
 mod tasks2025;
@@ -236,7 +239,12 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.executor.registry();
         let meta_tool = registry.search().map(|s| &s.spec).filter(|s| s.name == params.name);
-        let spec = match (registry.who_serves(&params.name), meta_tool) {
+        let served = registry.who_serves(&params.name);
+        let entry = match &served {
+            Served::By(entry) => Some(*entry),
+            _ => None,
+        };
+        let spec = match (served, meta_tool) {
             (Served::By(entry), _) => entry.spec(),
             (_, Some(spec)) => spec,
             (Served::Ambiguous(conflict), _) => {
@@ -257,8 +265,8 @@ impl McpServer {
         let call = ToolCall { name: spec.name.clone(), args };
         let finding = meta_tool.is_some();
         // A tool's time limit and task support (`find_tools` answers at once: never a task).
-        let (support, timeout) = match registry.who_serves(&params.name) {
-            Served::By(entry) => {
+        let (support, timeout) = match entry {
+            Some(entry) => {
                 let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
                 (
                     task_support(&view, self.executor.config().danger),
@@ -996,7 +1004,7 @@ pub async fn serve_stdio_until(
                 }
                 s.lifecycle.stop_admitting();
             }
-            eprintln!("toolhost: stdin closed: no new calls; finishing the calls in flight");
+            crate::say!("toolhost: stdin closed: no new calls; finishing the calls in flight");
         }
     }
     if let Some(s) = service {

@@ -34,6 +34,15 @@ pub struct Metrics {
     plugins_loaded: Gauge,
     plugins_pending: Gauge,
     tools_loaded: Gauge,
+    /// Each tool's series, found by its name without building a label set per call: its
+    /// duration histogram and its counter per outcome (shared handles into the families).
+    per_tool: std::sync::RwLock<std::collections::HashMap<String, ToolSeries>>,
+}
+
+#[derive(Debug, Clone)]
+struct ToolSeries {
+    duration: Histogram,
+    outcomes: Vec<(String, Counter)>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -61,6 +70,7 @@ impl Metrics {
             plugins_loaded: Gauge::default(),
             plugins_pending: Gauge::default(),
             tools_loaded: Gauge::default(),
+            per_tool: Default::default(),
         };
         let r = &mut m.registry;
         // Counters get their `_total` suffix from the encoder.
@@ -103,11 +113,34 @@ impl Metrics {
 
     /// Count one finished call.
     pub fn call(&self, tool: &str, outcome: &str, seconds: f64) {
-        let tool = tool.to_string();
-        self.calls
-            .get_or_create(&vec![("tool".into(), tool.clone()), ("outcome".into(), outcome.into())])
-            .inc();
-        self.duration.get_or_create(&vec![("tool".into(), tool)]).observe(seconds);
+        {
+            let known = self.per_tool.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = known.get(tool)
+                && let Some((_, c)) = s.outcomes.iter().find(|(o, _)| o == outcome)
+            {
+                c.inc();
+                s.duration.observe(seconds);
+                return;
+            }
+        }
+        // First call of this tool with this outcome: its series are created in the families.
+        let labels = |with_outcome: bool| {
+            let mut l: Labels = vec![("tool".into(), tool.to_string())];
+            if with_outcome {
+                l.push(("outcome".into(), outcome.to_string()));
+            }
+            l
+        };
+        let counter = self.calls.get_or_create(&labels(true)).clone();
+        let duration = self.duration.get_or_create(&labels(false)).clone();
+        counter.inc();
+        duration.observe(seconds);
+        let mut known = self.per_tool.write().unwrap_or_else(|p| p.into_inner());
+        let s =
+            known.entry(tool.to_string()).or_insert_with(|| ToolSeries { duration, outcomes: Vec::new() });
+        if !s.outcomes.iter().any(|(o, _)| o == outcome) {
+            s.outcomes.push((outcome.to_string(), counter));
+        }
     }
 
     /// Count one danger decision.
@@ -152,5 +185,26 @@ pub struct WaitingGuard(Gauge);
 impl Drop for WaitingGuard {
     fn drop(&mut self) {
         self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_per_tool_and_outcome_after_the_first() {
+        let m = Metrics::new();
+        for _ in 0..3 {
+            m.call("echo", "ok", 0.0005);
+        }
+        m.call("echo", "timeout", 2.0);
+        m.call("other", "ok", 0.01);
+        let text = m.encode(&Registry::default());
+        let has = |l: &str| text.lines().any(|x| x == l);
+        assert!(has(r#"toolhost_calls_total{tool="echo",outcome="ok"} 3"#), "{text}");
+        assert!(has(r#"toolhost_calls_total{tool="echo",outcome="timeout"} 1"#), "{text}");
+        assert!(has(r#"toolhost_calls_total{tool="other",outcome="ok"} 1"#), "{text}");
+        assert!(has(r#"toolhost_call_duration_seconds_count{tool="echo"} 4"#), "{text}");
     }
 }

@@ -22,7 +22,7 @@ use shutdown::Lifecycle;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost_core::capability::net::{GrantedSecret, NetGrant, redact_owned};
+use toolhost_core::capability::net::{GrantedSecret, NetGrant, redact};
 use toolhost_core::executor::observer::{CallRun, SharedRecord};
 use toolhost_core::executor::{CallObserver, ErrorKind, Outcome, Progress, ToolCall};
 use toolhost_core::registry::Registry;
@@ -280,14 +280,14 @@ impl Service {
     pub async fn shutdown(&self) -> shutdown::Drained {
         let grace = self.lifecycle.grace();
         let n = self.lifecycle.stop_admitting();
-        eprintln!(
+        crate::say!(
             "toolhost: shutting down: {n} call{} in flight, grace period {} ms",
             if n == 1 { "" } else { "s" },
             grace.as_millis()
         );
         let drained = self.lifecycle.drain().await;
         if drained.cancelled > 0 {
-            eprintln!(
+            crate::say!(
                 "toolhost: cancelled {} call{} still running after {} ms (serve.shutdown_grace_ms)",
                 drained.cancelled,
                 if drained.cancelled == 1 { "" } else { "s" },
@@ -342,7 +342,7 @@ impl Service {
         // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
         #[derive(serde::Serialize)]
         struct Line<'a> {
-            args: Vec<String>,
+            args: Vec<std::borrow::Cow<'a, str>>,
             client: Option<&'a str>,
             danger: Option<&'a DangerRecord>,
             duration_ms: f64,
@@ -388,14 +388,19 @@ impl Service {
 
     /// An argument as the audit trail keeps it: secrets redacted, a long one cut to a prefix
     /// plus the SHA-256 of the whole (redacted) text.
-    fn audit_arg(&self, arg: &str) -> String {
-        let redacted = redact_owned(arg.to_string(), &self.secrets);
+    fn audit_arg<'a>(&self, arg: &'a str) -> std::borrow::Cow<'a, str> {
+        let redacted = redact(arg, &self.secrets);
+        // Shorter in bytes is shorter in chars: no count needed.
+        if redacted.len() <= AUDIT_ARG_MAX {
+            return redacted;
+        }
         let chars = redacted.chars().count();
         if chars <= AUDIT_ARG_MAX {
             return redacted;
         }
         let prefix: String = redacted.chars().take(AUDIT_ARG_PREFIX).collect();
         format!("{prefix}…[{chars} chars, sha256:{}]", toolhost_spec::digest::sha256_hex(redacted.as_bytes()))
+            .into()
     }
 }
 

@@ -15,6 +15,17 @@
 //!
 //! A second signal during all this exits at once (status 130 for SIGINT, 143 for SIGTERM).
 
+/// `eprintln!` for what `serve` tells its operator, except that a line that cannot be written
+/// (stderr closed, its reader gone) is dropped: `eprintln!` would panic — in a drain, with
+/// calls in flight whose answers are still to be written.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -204,7 +215,7 @@ impl Signals {
     pub fn exit_on_next(mut self, on_exit: impl FnOnce() + Send + 'static) {
         tokio::spawn(async move {
             let (name, status) = self.recv().await;
-            eprintln!("toolhost: {name} again: exiting now, without waiting for calls in flight");
+            crate::say!("toolhost: {name} again: exiting now, without waiting for calls in flight");
             on_exit();
             std::process::exit(i32::from(status));
         });

@@ -1,0 +1,212 @@
+//! What goes over the wire of `serve --mcp --http` (issue #33): plain `application/json`
+//! answers when no stream is needed, an event stream when progress is asked for, and a server
+//! whose stderr is gone still answering calls.
+
+use crate::fleet::post;
+use crate::mcp::root;
+use crate::support::Env;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// `serve --mcp --http 127.0.0.1:0` over the text and ticker plugins; its URL, and its stderr
+/// (the caller decides whether it keeps reading it).
+fn serve(env: &Env) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["--plugins"])
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["--allow-write", "ticker", "serve", "--mcp", "--http", "127.0.0.1:0"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("serve exited before printing its URL");
+        }
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            break rest.split(',').next().unwrap().trim().to_string();
+        }
+    };
+    (child, url, err)
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn env() -> Env {
+    Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::TICKER])
+}
+
+/// A 2025-06-18 session: its id.
+fn open_session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
+    let (status, head, messages) = post(url, "", &init);
+    assert_eq!(status, 200, "{head}");
+    assert!(messages.iter().any(|m| m["id"] == json!(0) && m.get("result").is_some()), "{messages:?}");
+    let session = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no session id: {head}"));
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    assert_eq!(post(url, &headers, &done).0, 202);
+    session
+}
+
+fn content_type(head: &str) -> String {
+    head.lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-type")))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn answer(messages: &[Value], id: i64) -> &Value {
+    messages.iter().find(|m| m["id"] == json!(id)).unwrap_or_else(|| panic!("no answer {id}: {messages:?}"))
+}
+
+#[test]
+fn http_answers_are_plain_json_unless_progress_needs_a_stream() {
+    let env = env();
+    let (child, url, mut err) = serve(&env);
+    let _server = Killed(child);
+    std::thread::spawn(move || while err.read_line(&mut String::new()).is_ok_and(|n| n > 0) {});
+
+    // A 2025 session: a call without a progress token is answered with plain JSON.
+    let session = open_session(&url);
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hello"}}});
+    let (status, head, messages) = post(&url, &headers, &call);
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(content_type(&head), "application/json", "{head}");
+    assert!(answer(&messages, 1).to_string().contains("hello"), "{messages:?}");
+
+    // With a progress token, the reports stream before the answer.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "tick", "arguments": {"n": 3, "ms": 20, "trail": ""}, "_meta": {"progressToken": "p2"}}});
+    let (status, head, messages) = post(&url, &headers, &call);
+    assert_eq!(status, 200, "{head}");
+    assert!(content_type(&head).starts_with("text/event-stream"), "{head}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "p2"),
+        "{messages:?}"
+    );
+    assert!(answer(&messages, 2).get("result").is_some(), "{messages:?}");
+
+    // A 2026-07-28 stateless request: plain JSON too.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+    "name": "echo", "arguments": {"text": "stateless"},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "0"},
+    }}});
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n";
+    let (status, head, messages) = post(&url, headers, &call);
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(content_type(&head), "application/json", "{head}");
+    assert!(answer(&messages, 3).to_string().contains("stateless"), "{messages:?}");
+}
+
+/// The server's stderr closed (its reader gone) after start-up: log lines are lost, calls are
+/// still answered — with `-v`, so every call logs.
+#[test]
+fn serve_http_with_its_stderr_closed_answers_calls() {
+    let env = env();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("-vv")
+        .args(["--plugins"])
+        .arg(env.plugins.path())
+        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let _server = Killed(child);
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before printing its URL");
+        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
+            break rest.split(',').next().unwrap().trim().to_string();
+        }
+    };
+    drop(err);
+    let session = open_session(&url);
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    for id in 1..=3 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": format!("after {id}")}}});
+        let (status, head, messages) = post(&url, &headers, &call);
+        assert_eq!(status, 200, "{head}");
+        assert!(answer(&messages, id).to_string().contains(&format!("after {id}")), "{messages:?}");
+    }
+}
+
+/// Over stdio with stderr closed from the start: the call in flight when stdin ends is still
+/// answered (the drain's notice to the operator is dropped, not a panic), and `serve` exits 0.
+#[test]
+fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
+    use std::io::Write;
+    let env = env();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["--allow-write", "ticker", "serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("\"result\""), "{line:?}");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "tick", "arguments": {"n": 4, "ms": 50, "trail": ""}}});
+    writeln!(stdin, "{}\n{call}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    stdin.flush().unwrap();
+    drop(stdin); // the end of stdin while `tick` runs: a drain
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    let messages: Vec<Value> = rest.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(answer(&messages, 1).get("result").is_some(), "{rest}");
+    assert!(status.success(), "{status}: {rest}");
+}
