@@ -338,7 +338,7 @@ async fn serve_mcp(
     }
     service.sync();
     // A task never outlives a shutdown unreported: those still running ended `cancelled`.
-    let n = tasks.cancelled_by_shutdown();
+    let n = tasks.cancelled_by_shutdown(std::time::Duration::from_secs(1)).await;
     if n > 0 {
         toolhost_frontends::say!(
             "toolhost: {n} MCP task{} ended cancelled by the shutdown",

@@ -306,8 +306,14 @@ impl Tasks {
         self.lock().values().filter(|e| e.end.is_none()).count()
     }
 
-    /// Tasks that ended `cancelled` because the host was shutting down.
-    pub fn cancelled_by_shutdown(&self) -> usize {
+    /// Tasks that ended `cancelled` because the host was shutting down, once every task still
+    /// running has recorded its end (or `within` has passed): a cancelled call hands back its
+    /// outcome before its task's bookkeeping runs, so right after the drain the count can lag.
+    pub async fn cancelled_by_shutdown(&self, within: Duration) -> usize {
+        let until = Instant::now() + within;
+        while self.running() > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         self.shutdown_cancelled.load(std::sync::atomic::Ordering::Relaxed)
     }
 
