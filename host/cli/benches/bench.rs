@@ -367,14 +367,24 @@ struct RawFloor {
     fs: Option<wasmtime_wasi::filesystem::WasiFilesystemCtx>,
 }
 
+/// An engine configured as toolhost's (`stack_kb`, `pool`, `tuning`) and a linker with WASI and
+/// toolhost's `host` interface for raw-wasmtime cases (no toolhost code on the call path).
+fn raw_engine(
+    stack_kb: usize,
+    pool: toolhost_core::engine::Pool,
+    tuning: Tuning,
+) -> (wasmtime::Engine, Linker<Raw>) {
+    let engine =
+        wasmtime::Engine::new(&toolhost_core::engine::engine_config(stack_kb, Some(pool), tuning)).unwrap();
+    let mut linker = Linker::<Raw>::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+    toolhost_core::bindings::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
+    (engine, linker)
+}
+
 impl RawFloor {
     fn new(stack_kb: usize, pool: toolhost_core::engine::Pool, tuning: Tuning, component: &[u8]) -> RawFloor {
-        let engine =
-            wasmtime::Engine::new(&toolhost_core::engine::engine_config(stack_kb, Some(pool), tuning))
-                .unwrap();
-        let mut linker = Linker::<Raw>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        toolhost_core::bindings::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
+        let (engine, linker) = raw_engine(stack_kb, pool, tuning);
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
         let pre = PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
         RawFloor { engine, pre, tool: "echo", arg: "hello".into(), expect: Some("hello".into()), fs: None }

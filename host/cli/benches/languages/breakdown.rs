@@ -12,7 +12,7 @@ use super::Raw;
 use std::time::{Duration, Instant};
 use toolhost_core::engine::{Pool, Tuning};
 use wasmtime::Store;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{HasSelf, ResourceTable};
 use wasmtime_wasi::WasiCtx;
 
 /// One plugin's per-call figures on one engine.
@@ -52,12 +52,7 @@ pub struct Raw1 {
 
 impl Raw1 {
     pub fn new(stack_kb: usize, pool: Pool, tuning: Tuning, component: &[u8], tool: &str, arg: &str) -> Raw1 {
-        let engine =
-            wasmtime::Engine::new(&toolhost_core::engine::engine_config(stack_kb, Some(pool), tuning))
-                .unwrap();
-        let mut linker = Linker::<Raw>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        toolhost_core::bindings::host::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
+        let (engine, mut linker) = super::raw_engine(stack_kb, pool, tuning);
         // The SDKs' other host interfaces, never called by the word counter.
         toolhost_core::bindings::http::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
         toolhost_core::bindings::process::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
