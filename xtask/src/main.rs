@@ -291,8 +291,8 @@ fn bench() -> Result<()> {
         .unwrap_or_default();
     let doc = format!(
         "# Benchmarks\n\n\
-         Regenerate with `cargo xtask bench` (release build; about 15 minutes cold on two cores, then a\n\
-         minute or two). Every figure is measured in the same run as its baseline — a native function\n\
+         Regenerate with `cargo xtask bench` (release build; about 15 minutes cold on two cores, then about\n\
+         ten minutes of measuring). Every figure is measured in the same run as its baseline — a native function\n\
          call and raw wasmtime (`InstancePre::instantiate` + the export call, no toolhost code) — and\n\
          should be read as a ratio: these machines are shared and noisy.\n\n\
          Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
