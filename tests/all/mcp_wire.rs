@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-/// `serve --mcp --http 127.0.0.1:0` over the text and ticker plugins; its URL, and its stderr
-/// (the caller decides whether it keeps reading it).
-fn serve(env: &Env) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+/// `serve --mcp --http 127.0.0.1:0` over the text and ticker plugins, with `global` arguments
+/// before the subcommand; its URL, and its stderr (the caller decides whether it keeps reading it).
+fn serve(env: &Env, global: &[&str]) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(global)
         .args(["--plugins"])
         .arg(env.plugins.path())
         .arg("--workspace")
@@ -86,7 +87,7 @@ fn answer(messages: &[Value], id: i64) -> &Value {
 #[test]
 fn http_answers_are_plain_json_unless_progress_needs_a_stream() {
     let env = env();
-    let (child, url, mut err) = serve(&env);
+    let (child, url, mut err) = serve(&env, &[]);
     let _server = Killed(child);
     std::thread::spawn(move || while err.read_line(&mut String::new()).is_ok_and(|n| n > 0) {});
 
@@ -134,29 +135,8 @@ fn http_answers_are_plain_json_unless_progress_needs_a_stream() {
 #[test]
 fn serve_http_with_its_stderr_closed_answers_calls() {
     let env = env();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("-vv")
-        .args(["--plugins"])
-        .arg(env.plugins.path())
-        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
-        .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (child, url, err) = serve(&env, &["-vv"]);
     let _server = Killed(child);
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "serve exited before printing its URL");
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            break rest.split(',').next().unwrap().trim().to_string();
-        }
-    };
     drop(err);
     let session = open_session(&url);
     let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
