@@ -636,6 +636,9 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             .output()
             .is_ok_and(|o| o.status.success())
     };
+    // The CPUs this process may use, read before pinning: once pinned, `available_parallelism`
+    // counts one, and restoring to that would leave every later section on CPU 0.
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let is_pinned = pin("0");
     let pinned = |program: &Path| {
         if is_pinned {
@@ -910,8 +913,12 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         ));
     }
     if is_pinned {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         pin(&format!("0-{}", cores - 1));
+        assert_eq!(
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cores,
+            "the MCP rows' pinning to CPU 0 was not undone"
+        );
     }
 }
 
@@ -1708,6 +1715,11 @@ fn main() {
     if want("startup") {
         line(String::new());
         line("## Start-up and scanning".into());
+        line(String::new());
+        line(format!(
+            "Not pinned: each process may use the machine's {} CPU(s), as when a client starts a server.",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        ));
         line(String::new());
         line("| what | time | ratio |".into());
         line("|---|---|---|".into());
