@@ -596,7 +596,6 @@ fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
          on_missing = \"ask\"\n{web}\n{config}"
     );
     std::fs::write(&path, config).unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--config")
         .arg(&path)
@@ -605,8 +604,7 @@ fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
         .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
-        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1138,8 +1136,7 @@ fn mcp_script(env: &Env, script: &str, args: &[&str]) -> std::process::Output {
         .arg(root.join("tests/mcp").join(script))
         .args(args)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root.join("target/test-cache"))
-        .env("XDG_STATE_HOME", root.join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap()

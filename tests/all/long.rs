@@ -237,8 +237,7 @@ fn toolhost_cmd(env: &Env) -> Command {
         .arg("--workspace")
         .arg(env.workspace.path())
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"));
+        .envs(crate::support::test_dirs());
     cmd
 }
 
@@ -388,8 +387,7 @@ fn run_script(python: PathBuf, script: &str, args: &[String], env: &Env, passed:
         .arg(root().join("tests/mcp").join(script))
         .args(args)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -417,8 +415,7 @@ fn serve_http(env: &Env, config: &str) -> Http {
         .args(serve_args(env, config))
         .args(["--http", "127.0.0.1:0"])
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

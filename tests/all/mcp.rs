@@ -85,8 +85,7 @@ fn client(env: &Env) -> Command {
         .arg("--new-plugin")
         .arg(plugin_artifacts::VERSIONED)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"));
+        .envs(crate::support::test_dirs());
     cmd
 }
 
@@ -138,8 +137,7 @@ fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpSe
         .args(["--http", "127.0.0.1:0"])
         .envs(vars.iter().copied())
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -225,8 +223,7 @@ fn cancellation_and_garbage_over_raw_stdio() {
         .args(["-v", "--plugins"])
         .arg(env.plugins.path())
         .args(["serve", "--mcp"])
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -321,8 +318,7 @@ fn client2(env: &Env, mode: &str) -> Command {
         .arg("--new-plugin")
         .arg(plugin_artifacts::VERSIONED)
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null());
     cmd
 }

@@ -3,7 +3,6 @@
 //! whose stderr is gone still answering calls.
 
 use crate::fleet::post;
-use crate::mcp::root;
 use crate::support::Env;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -20,8 +19,7 @@ fn serve(env: &Env, global: &[&str]) -> (std::process::Child, String, BufReader<
         .arg(env.workspace.path())
         .args(["--allow-write", "ticker", "serve", "--mcp", "--http", "127.0.0.1:0"])
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -162,8 +160,7 @@ fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
         .arg(env.workspace.path())
         .args(["--allow-write", "ticker", "serve", "--mcp"])
         .current_dir(env.workspace.path())
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("XDG_STATE_HOME", root().join("target/test-state"))
+        .envs(crate::support::test_dirs())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -7,6 +7,14 @@ use toolhost_core::executor::{AlwaysConfirm, Confirm, NoConfirm};
 use toolhost_core::settings::Config;
 use toolhost_core::{Outcome, Registry, ToolCall, Toolhost};
 
+/// The environment every `toolhost` (or MCP client) process a test starts gets: the compile
+/// cache and the state folder (the audit trail) under `target/`, shared by the whole suite so a
+/// plugin compiles once and nothing is written to the user's own folders.
+pub fn test_dirs() -> [(&'static str, PathBuf); 2] {
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    [("XDG_CACHE_HOME", target.join("test-cache")), ("XDG_STATE_HOME", target.join("test-state"))]
+}
+
 /// One engine per test process; compiled components are cached in it by content hash, so
 /// each plugin is compiled once however many tests load it.
 pub fn runtime() -> Arc<Runtime> {
