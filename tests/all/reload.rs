@@ -259,3 +259,35 @@ async fn a_version_requesting_more_waits_for_approval() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no plugin named `nosuch`"));
 }
+
+/// A start reads the plugins folder on its own thread while the engine is built, and starts
+/// watching it before reading: a file added after that read, before the reloader's watch is set
+/// up, is still picked up (a watch started only after the first load would never see it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_added_after_the_read_ahead_is_not_missed() {
+    use toolhost_core::registry::{ReadAhead, Registry};
+    let env = Env::with(&[]);
+    let config = Arc::new(env.config.clone());
+    let ahead = ReadAhead::start(config.clone(), true);
+    let host = toolhost_core::Toolhost::from_parts(
+        crate::support::runtime(),
+        config,
+        Registry::default(),
+        Arc::new(toolhost_core::executor::NoConfirm),
+    );
+    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    reloader.read_ahead(ahead);
+    let mut changes = reloader.subscribe();
+    // The first rescan takes the read-ahead's folder: empty.
+    let first = reloader.rescan().unwrap();
+    assert!(first.added.is_empty(), "{first:?}");
+
+    std::fs::write(env.plugins.path().join("versioned.wasm"), v1()).unwrap();
+    let _watch = reloader.watch(DEBOUNCE).unwrap();
+    let c = tokio::time::timeout(Duration::from_secs(30), changes.recv())
+        .await
+        .expect("the file added before the watch was set up was never loaded")
+        .unwrap();
+    assert!(tools(&c).contains(&"which".to_string()), "{c:?}");
+    assert_eq!(ok(&call(&host, "which", &[]).await), "v1");
+}

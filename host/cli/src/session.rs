@@ -8,28 +8,31 @@ use anyhow::{Result, bail};
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost_core::executor::Confirm;
-use toolhost_core::registry::Registry;
 use toolhost_core::registry::reload::{Change, Reloader, WatchHandle};
+use toolhost_core::registry::{ReadAhead, Registry};
 use toolhost_core::{Config, Toolhost};
 
 /// Print registry changes as they happen.
 pub fn print_change(change: &Change) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    for line in change.lines() {
-        let _ = writeln!(out, "{}", term::line(&line));
-    }
-    let _ = out.flush();
+    write_change(&mut std::io::stdout().lock(), "", change);
 }
 
-/// Print registry changes on stderr (stdout belongs to a protocol).
-/// A closed stderr drops them (`eprintln!` would panic in the watcher).
+/// Print registry changes on stderr (stdout belongs to a protocol), each line after
+/// `toolhost: `. A closed stderr drops them (`eprintln!` would panic in the watcher).
 pub fn eprint_change(change: &Change) {
-    use std::io::Write;
-    let mut err = std::io::stderr().lock();
+    write_change(&mut std::io::stderr().lock(), "toolhost: ", change);
+}
+
+/// A change's lines in one write (stderr is unbuffered: a start with many tools would
+/// otherwise make several writes per line before it serves).
+fn write_change(out: &mut dyn std::io::Write, prefix: &str, change: &Change) {
+    use std::fmt::Write;
+    let mut text = String::new();
     for line in change.lines() {
-        let _ = writeln!(err, "toolhost: {}", term::line(&line));
+        let _ = writeln!(text, "{prefix}{}", term::line(&line));
     }
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
@@ -47,16 +50,17 @@ async fn live_host_with(
     Ok((host, reloader, watch))
 }
 
-/// A host with an empty registry and the reloader that will fill it.
+/// A host with an empty registry and the reloader that will fill it. The plugins folder is
+/// already watched and being read (on its own thread, while the engine is built here); the
+/// first rescan takes what it finds, and the reloader's watch what changed since.
 pub fn unloaded_host(cfg: Config) -> Result<(Toolhost, Arc<Reloader>)> {
+    let cfg = Arc::new(cfg);
+    let ahead = ReadAhead::start(cfg.clone(), true);
     let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
-    let host = Toolhost::from_parts(
-        runtime,
-        Arc::new(cfg),
-        Registry::default(),
-        Arc::new(toolhost_core::executor::NoConfirm),
-    );
+    let host =
+        Toolhost::from_parts(runtime, cfg, Registry::default(), Arc::new(toolhost_core::executor::NoConfirm));
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    reloader.read_ahead(ahead);
     Ok((host, reloader))
 }
 
@@ -73,6 +77,7 @@ pub async fn load_and_watch(
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
+    // The watch the read-ahead started before it read the folder (`unloaded_host`).
     Ok(reloader.watch(debounce)?)
 }
 

@@ -70,7 +70,7 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
     paths.sort();
     // Reading and hashing (two SHA-256 passes over each file) is most of a warm start's work:
     // the files are shared out over the cores, and the results kept in file-name order.
-    let read = |path: &PathBuf| match read_capped(path, max_bytes) {
+    let results = crate::parallel::map(&paths, |path| match read_capped(path, max_bytes) {
         Ok(Some(bytes)) => {
             let hash = content_hash(&bytes);
             let code = toolhost_spec::sections::code_sha256(&bytes, hash);
@@ -78,23 +78,7 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
         }
         Ok(None) => None, // a directory named *.wasm, or a file that vanished
         Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),
-    };
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len()).max(1);
-    let chunk = paths.len().div_ceil(workers).max(1);
-    let results: Vec<Option<Result<Candidate, LoadFailure>>> = if workers == 1 {
-        paths.iter().map(read).collect()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> =
-                paths.chunks(chunk).skip(1).map(|c| s.spawn(move || c.iter().map(read).collect())).collect();
-            let mut all: Vec<_> = paths.chunks(chunk).next().unwrap_or_default().iter().map(read).collect();
-            for h in handles {
-                let part: Vec<_> = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                all.extend(part);
-            }
-            all
-        })
-    };
+    });
     let mut found = Vec::new();
     let mut failures = Vec::new();
     for r in results.into_iter().flatten() {

@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod engine;
 pub mod executor;
 pub mod files;
+pub mod parallel;
 pub mod registry;
 pub mod sandbox;
 pub mod settings;
@@ -39,11 +40,14 @@ pub struct Toolhost {
 }
 
 impl Toolhost {
-    /// Build the engine and load every plugin in `config.plugins_dir`.
+    /// Build the engine and load every plugin in `config.plugins_dir` (read while the engine is
+    /// built: [`registry::ReadAhead`]).
     pub fn load(config: Config, confirm: Arc<dyn executor::Confirm>) -> anyhow::Result<Toolhost> {
+        let config = Arc::new(config);
+        let ahead = registry::ReadAhead::start(config.clone(), false);
         let runtime = engine::Runtime::for_config(&config)?;
-        let registry = Registry::load(&runtime, &config)?;
-        Ok(Self::from_parts(runtime, Arc::new(config), registry, confirm))
+        let registry = Registry::load_read(&runtime, &config, ahead.finish().0?)?;
+        Ok(Self::from_parts(runtime, config, registry, confirm))
     }
 
     /// Assemble a host from an already-built registry.

@@ -357,12 +357,41 @@ pub fn load_plugin(
     config: &Config,
     c: &Candidate,
 ) -> Result<LoadedPlugin, LoadFailure> {
+    link(runtime, c, inspect(config, c)?)
+}
+
+/// What loading a file finds out before its code is touched: the manifest read and checked, the
+/// signature judged, the grants resolved. Needs no engine, so a start does it while the engine is
+/// being built ([`ReadAhead`]).
+pub struct Inspected {
+    manifest: Manifest,
+    signer: Option<crate::registry::signing::SignerInfo>,
+    grants: Grants,
+    missing: Vec<Missing>,
+}
+
+/// The engine-free half of [`load_plugin`].
+pub fn inspect(config: &Config, c: &Candidate) -> Result<Inspected, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
     let signer = crate::registry::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
     let dev_sources = dev_sources(config, &manifest.name, &c.bytes).map_err(fail)?;
+    let (mut grants, missing) = Grants::effective(
+        &manifest.name,
+        &manifest.capabilities,
+        &config.plugin_file(&manifest.name, &c.hash),
+        &config.secrets,
+    );
+    grants.fs.extend(dev_sources);
+    Ok(Inspected { manifest, signer, grants, missing })
+}
+
+/// The half of [`load_plugin`] that needs the engine: the code compiled and linked now, or (when
+/// it is cached) later.
+fn link(runtime: &Arc<Runtime>, c: &Candidate, inspected: Inspected) -> Result<LoadedPlugin, LoadFailure> {
+    let Inspected { manifest, signer, grants, missing } = inspected;
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
@@ -374,19 +403,11 @@ pub fn load_plugin(
             })),
         }
     } else {
-        Code::ready(
-            runtime
-                .prepare_hashed(&c.file_name(), &c.code, &c.bytes)
-                .map_err(|e| fail(format!("cannot load component: {}", chain(&e))))?,
-        )
+        Code::ready(runtime.prepare_hashed(&c.file_name(), &c.code, &c.bytes).map_err(|e| LoadFailure {
+            file: c.path.clone(),
+            reason: format!("cannot load component: {}", chain(&e)),
+        })?)
     };
-    let (mut grants, missing) = Grants::effective(
-        &manifest.name,
-        &manifest.capabilities,
-        &config.plugin_file(&manifest.name, &c.hash),
-        &config.secrets,
-    );
-    grants.fs.extend(dev_sources);
     // Each `outputSchema` is compiled on the tool's first result (`ToolEntry::output_validator`).
     let output_validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
     Ok(LoadedPlugin {
@@ -400,6 +421,77 @@ pub fn load_plugin(
         hash: c.hash,
         signer,
     })
+}
+
+/// A file's manifest check, when it was done ahead of loading (`None`: not yet).
+pub(crate) type Ahead = Option<Result<Inspected, LoadFailure>>;
+
+/// The plugins folder as read before the engine is needed: every file read and hashed, and (for
+/// a [`ReadAhead`]) every manifest checked.
+pub struct FolderRead {
+    /// Each readable file, with its manifest's check when it was done ahead.
+    pub(crate) found: Vec<(Candidate, Ahead)>,
+    pub(crate) failures: Vec<LoadFailure>,
+}
+
+impl FolderRead {
+    /// Read the folder now; manifests are checked later, only for files that changed.
+    pub fn scan(config: &Config) -> std::io::Result<FolderRead> {
+        let (candidates, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
+        Ok(FolderRead { found: candidates.into_iter().map(|c| (c, None)).collect(), failures })
+    }
+
+    /// Read the folder and check every manifest.
+    pub fn inspect_all(config: &Config) -> std::io::Result<FolderRead> {
+        let (candidates, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
+        let inspected = crate::parallel::map(&candidates, |c| inspect(config, c));
+        Ok(FolderRead {
+            found: candidates.into_iter().zip(inspected.into_iter().map(Some)).collect(),
+            failures,
+        })
+    }
+}
+
+/// The folder read on its own thread while the engine is built: at a warm start the two are
+/// most of the work before the first answer, and neither needs the other. A read-ahead for a
+/// host that follows the folder starts watching it first, so no change made after the read is
+/// missed ([`reload::Reloader::watch`] takes that watch).
+pub struct ReadAhead(ReadAheadState);
+
+type ReadAndWatch = (std::io::Result<FolderRead>, Option<notify::Result<reload::FolderWatch>>);
+
+enum ReadAheadState {
+    Running(std::thread::JoinHandle<ReadAndWatch>),
+    Done(ReadAndWatch),
+}
+
+impl ReadAhead {
+    /// Start reading `config.plugins_dir` (and checking its manifests) now; with `watch`, start
+    /// watching it first.
+    pub fn start(config: Arc<Config>, watch: bool) -> ReadAhead {
+        let work = move |config: &Config| {
+            let watch = watch.then(|| reload::FolderWatch::start(&config.plugins_dir));
+            (FolderRead::inspect_all(config), watch)
+        };
+        let spawned = std::thread::Builder::new().name("toolhost-read".into()).spawn({
+            let config = config.clone();
+            move || work(&config)
+        });
+        ReadAhead(match spawned {
+            Ok(handle) => ReadAheadState::Running(handle),
+            // No thread to be had: read here, before the engine, as a start without read-ahead would.
+            Err(_) => ReadAheadState::Done(work(&config)),
+        })
+    }
+
+    /// What was read, and the watch if one was asked for (waiting for them if need be). A panic
+    /// while reading is re-raised here.
+    pub fn finish(self) -> ReadAndWatch {
+        match self.0 {
+            ReadAheadState::Running(handle) => handle.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            ReadAheadState::Done(done) => done,
+        }
+    }
 }
 
 /// The guest path of a `toolhost dev` build's sources.
@@ -446,8 +538,13 @@ impl Registry {
 
     /// Scan `config.plugins_dir`, load every plugin (compiling in parallel), build a snapshot.
     pub fn load(runtime: &Arc<Runtime>, config: &Config) -> std::io::Result<Registry> {
-        let (candidates, mut failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
-        let results = load_all(runtime, config, &candidates);
+        Self::load_read(runtime, config, FolderRead::scan(config)?)
+    }
+
+    /// [`Registry::load`] of a folder already read (a [`ReadAhead`]'s, say).
+    pub fn load_read(runtime: &Arc<Runtime>, config: &Config, read: FolderRead) -> std::io::Result<Registry> {
+        let FolderRead { found, mut failures } = read;
+        let results = load_all(runtime, config, found).into_iter().map(|(_, r)| r);
         let mut approvals = Approvals::for_folder(&config.plugins_dir, &config.approvals);
         let mut plugins = Vec::new();
         let mut pending = Vec::new();
@@ -739,35 +836,24 @@ impl Registry {
     }
 }
 
-/// Load candidates on a few threads (wasmtime also parallelises inside each compile).
+/// Load files on a few threads (wasmtime also parallelises inside each compile); a file whose
+/// manifest was checked ahead is not checked again.
 pub(crate) fn load_all(
     runtime: &Arc<Runtime>,
     config: &Config,
-    candidates: &[Candidate],
-) -> Vec<Result<LoadedPlugin, LoadFailure>> {
-    let workers =
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(candidates.len()).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(c) = candidates.get(i) else { break mine };
-            tracing::debug!("loading {} ({} of {})", c.file_name(), i + 1, candidates.len());
-            // Failures are returned, not logged: each front end reports them once
-            // (`list` in its table, `serve` as `!` lines, other commands as warnings).
-            mine.push((i, load_plugin(runtime, config, c)));
-        }
-    };
-    // This thread is one of the workers (a single plugin spawns no thread).
-    let mut done: Vec<(usize, Result<LoadedPlugin, LoadFailure>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
-        let mut all = work();
-        all.extend(handles.into_iter().flat_map(|h| h.join().unwrap_or_default()));
-        all
+    found: Vec<(Candidate, Ahead)>,
+) -> Vec<(Candidate, Result<LoadedPlugin, LoadFailure>)> {
+    let total = found.len();
+    let found: Vec<(usize, Candidate, Mutex<Ahead>)> =
+        found.into_iter().enumerate().map(|(i, (c, ahead))| (i, c, Mutex::new(ahead))).collect();
+    let loaded = crate::parallel::map(&found, |(i, c, ahead)| {
+        tracing::debug!("loading {} ({} of {total})", c.file_name(), i + 1);
+        // Failures are returned, not logged: each front end reports them once
+        // (`list` in its table, `serve` as `!` lines, other commands as warnings).
+        let ahead = ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
+        ahead.unwrap_or_else(|| inspect(config, c)).and_then(|inspected| link(runtime, c, inspected))
     });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
+    found.into_iter().zip(loaded).map(|((_, c, _), r)| (c, r)).collect()
 }
 
 /// Patterns and renames in `plugin`'s section that name none of its tools (likely typos).

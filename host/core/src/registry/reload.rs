@@ -7,10 +7,10 @@
 //! good version keeps serving and the failure is reported. Calls in flight keep the snapshot
 //! (and compiled code) they started with. Every change is published to subscribers.
 
-use crate::discovery::{self, Candidate, LoadFailure};
+use crate::discovery::{self, LoadFailure};
 use crate::engine::Runtime;
 use crate::registry::approvals::{Approvals, Pending};
-use crate::registry::{self, LoadedPlugin, Registry};
+use crate::registry::{self, FolderRead, LoadedPlugin, ReadAhead, Registry};
 use crate::settings::Config;
 use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -167,6 +167,10 @@ pub struct Reloader {
     files: Mutex<BTreeMap<PathBuf, FileState>>,
     changes: broadcast::Sender<Arc<Change>>,
     generation: AtomicU64,
+    /// The folder being read for the first rescan (see [`Reloader::read_ahead`]).
+    ahead: Mutex<Option<ReadAhead>>,
+    /// The watch that read-ahead started before reading, for [`Reloader::watch`].
+    early_watch: Mutex<Option<notify::Result<FolderWatch>>>,
 }
 
 impl Reloader {
@@ -184,7 +188,15 @@ impl Reloader {
             files: Mutex::default(),
             changes,
             generation: AtomicU64::new(0),
+            ahead: Mutex::default(),
+            early_watch: Mutex::default(),
         })
+    }
+
+    /// Let the next rescan take the folder as `ahead` reads it, instead of reading it again: a
+    /// start begins reading before it builds the engine the reloader needs.
+    pub fn read_ahead(&self, ahead: ReadAhead) {
+        *self.ahead.lock().unwrap_or_else(|p| p.into_inner()) = Some(ahead);
     }
 
     /// Registry changes, as they happen.
@@ -200,20 +212,28 @@ impl Reloader {
     /// Rescan the folder now (blocking: compiles changed plugins). Returns what changed; an
     /// empty change means nothing was swapped.
     pub fn rescan(&self) -> std::io::Result<Arc<Change>> {
-        let (candidates, scan_failures) =
-            discovery::scan(&self.config.plugins_dir, self.config.max_plugin_bytes)?;
+        // The first rescan takes the folder as the read-ahead found it, if one was started.
+        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let read = match ahead {
+            Some(ahead) => {
+                let (read, watch) = ahead.finish();
+                *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
+                read?
+            }
+            None => FolderRead::scan(&self.config)?,
+        };
+        let FolderRead { found, failures: scan_failures } = read;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut to_load: Vec<Candidate> = Vec::new();
-        for c in candidates {
+        let mut to_load = Vec::new();
+        for (c, ahead) in found {
             seen.insert(c.path.clone());
             if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
                 continue; // unchanged content: nothing to do
             }
-            to_load.push(c);
+            to_load.push((c, ahead));
         }
-        let loaded = registry::load_all(&self.runtime, &self.config, &to_load);
-        for (c, result) in to_load.into_iter().zip(loaded) {
+        for (c, result) in registry::load_all(&self.runtime, &self.config, to_load) {
             let state = files.entry(c.path.clone()).or_default();
             state.hash = c.hash;
             match result {
@@ -289,21 +309,14 @@ impl Reloader {
     }
 
     /// Watch the folder and rescan after each burst of events. Keep the handle alive; dropping
-    /// it stops watching.
+    /// it stops watching. When the first rescan took a [`ReadAhead`] that started watching
+    /// before it read, that watch is the one kept: nothing changed since the read is missed.
     pub fn watch(self: &Arc<Self>, debounce: Duration) -> notify::Result<WatchHandle> {
-        use notify::Watcher;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            match &res {
-                // Reads (ours included: a rescan opens every file) are not changes.
-                Ok(ev) if !is_change(ev) => return,
-                Ok(_) => {}
-                Err(e) => tracing::warn!("file watcher: {e}"),
-            }
-            // Every change event (or error) is only a hint to rescan.
-            let _ = tx.send(());
-        })?;
-        watcher.watch(&self.config.plugins_dir, notify::RecursiveMode::NonRecursive)?;
+        let early = self.early_watch.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let FolderWatch { watcher, mut rx } = match early {
+            Some(watch) => watch?,
+            None => FolderWatch::start(&self.config.plugins_dir)?,
+        };
         let me = self.clone();
         let task = tokio::spawn(async move {
             while rx.recv().await.is_some() {
@@ -324,6 +337,32 @@ impl Reloader {
             }
         });
         Ok(WatchHandle { _watcher: watcher, task })
+    }
+}
+
+/// A folder's change events, collected from the moment it starts (each only a hint to rescan)
+/// until a [`Reloader::watch`] acts on them.
+pub struct FolderWatch {
+    watcher: notify::RecommendedWatcher,
+    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl FolderWatch {
+    /// Start watching `dir` (not its subfolders).
+    pub fn start(dir: &std::path::Path) -> notify::Result<FolderWatch> {
+        use notify::Watcher;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            match &res {
+                // Reads (ours included: a rescan opens every file) are not changes.
+                Ok(ev) if !is_change(ev) => return,
+                Ok(_) => {}
+                Err(e) => tracing::warn!("file watcher: {e}"),
+            }
+            let _ = tx.send(());
+        })?;
+        watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
+        Ok(FolderWatch { watcher, rx })
     }
 }
 
