@@ -4,7 +4,7 @@
 /// `f` applied to every item, on up to one thread per core (this thread is one of them: a single
 /// item spawns no thread), the results in the order of `items`. A panic in `f` is re-raised here.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    let workers = cores().min(items.len()).max(1);
     if workers == 1 {
         return items.iter().map(f).collect();
     }
@@ -28,6 +28,13 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The cores this process may use, read once (each reading is a few file reads of the cgroup's
+/// CPU quota, and a start maps the folder's files three times).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]
