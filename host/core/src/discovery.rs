@@ -59,6 +59,17 @@ pub fn is_candidate_name(name: &str) -> bool {
 /// Read every candidate in `dir`, in file-name order. Files over `max_bytes` and unreadable
 /// files become failures; a missing folder is an error naming it.
 pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<LoadFailure>)> {
+    let (found, failures) = scan_then(dir, max_bytes, |_| ())?;
+    Ok((found.into_iter().map(|(c, ())| c).collect(), failures))
+}
+
+/// [`scan`], with `then` applied to each candidate right after it is read, on the same core
+/// (while its bytes are still in the cache: the manifest check at start-up).
+pub fn scan_then<T: Send>(
+    dir: &Path,
+    max_bytes: u64,
+    then: impl Fn(&Candidate) -> T + Sync,
+) -> std::io::Result<(Vec<(Candidate, T)>, Vec<LoadFailure>)> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot read plugins folder {}: {e}", dir.display()))
     })?;
@@ -74,7 +85,9 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
         Ok(Some(bytes)) => {
             let hash = content_hash(&bytes);
             let code = toolhost_spec::sections::code_sha256(&bytes, hash);
-            Some(Ok(Candidate { hash, code, path: path.clone(), bytes: Arc::new(bytes) }))
+            let c = Candidate { hash, code, path: path.clone(), bytes: Arc::new(bytes) };
+            let t = then(&c);
+            Some(Ok((c, t)))
         }
         Ok(None) => None, // a directory named *.wasm, or a file that vanished
         Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),

@@ -437,18 +437,15 @@ pub struct FolderRead {
 impl FolderRead {
     /// Read the folder now; manifests are checked later, only for files that changed.
     pub fn scan(config: &Config) -> std::io::Result<FolderRead> {
-        let (candidates, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
-        Ok(FolderRead { found: candidates.into_iter().map(|c| (c, None)).collect(), failures })
+        let (found, failures) = discovery::scan_then(&config.plugins_dir, config.max_plugin_bytes, |_| None)?;
+        Ok(FolderRead { found, failures })
     }
 
-    /// Read the folder and check every manifest.
+    /// Read the folder and check every manifest (each right after its file is read).
     pub fn inspect_all(config: &Config) -> std::io::Result<FolderRead> {
-        let (candidates, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes)?;
-        let inspected = crate::parallel::map(&candidates, |c| inspect(config, c));
-        Ok(FolderRead {
-            found: candidates.into_iter().zip(inspected.into_iter().map(Some)).collect(),
-            failures,
-        })
+        let (found, failures) =
+            discovery::scan_then(&config.plugins_dir, config.max_plugin_bytes, |c| Some(inspect(config, c)))?;
+        Ok(FolderRead { found, failures })
     }
 }
 
@@ -844,15 +841,19 @@ pub(crate) fn load_all(
     found: Vec<(Candidate, Ahead)>,
 ) -> Vec<(Candidate, Result<LoadedPlugin, LoadFailure>)> {
     let total = found.len();
+    // Files checked ahead whose code is cached need only a few allocations each here (their
+    // linking is deferred): threads would cost more than they share out.
+    let light = found.iter().all(|(c, ahead)| ahead.is_some() && runtime.is_cached(&c.code));
     let found: Vec<(usize, Candidate, Mutex<Ahead>)> =
         found.into_iter().enumerate().map(|(i, (c, ahead))| (i, c, Mutex::new(ahead))).collect();
-    let loaded = crate::parallel::map(&found, |(i, c, ahead)| {
+    let load = |(i, c, ahead): &(usize, Candidate, Mutex<Ahead>)| {
         tracing::debug!("loading {} ({} of {total})", c.file_name(), i + 1);
         // Failures are returned, not logged: each front end reports them once
         // (`list` in its table, `serve` as `!` lines, other commands as warnings).
         let ahead = ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
         ahead.unwrap_or_else(|| inspect(config, c)).and_then(|inspected| link(runtime, c, inspected))
-    });
+    };
+    let loaded = if light { found.iter().map(load).collect() } else { crate::parallel::map(&found, load) };
     found.into_iter().zip(loaded).map(|((_, c, _), r)| (c, r)).collect()
 }
 
