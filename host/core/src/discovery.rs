@@ -63,13 +63,16 @@ pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<
     Ok((found.into_iter().map(|(c, ())| c).collect(), failures))
 }
 
+/// What [`scan_then`] found: each readable file with what `then` made of it, and the failures.
+pub type Scanned<T> = (Vec<(Candidate, T)>, Vec<LoadFailure>);
+
 /// [`scan`], with `then` applied to each candidate right after it is read, on the same core
 /// (while its bytes are still in the cache: the manifest check at start-up).
 pub fn scan_then<T: Send>(
     dir: &Path,
     max_bytes: u64,
     then: impl Fn(&Candidate) -> T + Sync,
-) -> std::io::Result<(Vec<(Candidate, T)>, Vec<LoadFailure>)> {
+) -> std::io::Result<Scanned<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot read plugins folder {}: {e}", dir.display()))
     })?;
