@@ -22,7 +22,10 @@
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        // One write per line: stderr is unbuffered, and a line written in pieces can be split
+        // by another thread's log line.
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }};
 }
 
