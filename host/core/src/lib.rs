@@ -63,7 +63,7 @@ impl Toolhost {
     }
 
     /// Run one call.
-    pub async fn call(&self, call: &ToolCall) -> Outcome {
-        self.executor.call(call).await
+    pub fn call<'a>(&'a self, call: &'a ToolCall) -> impl Future<Output = Outcome> + 'a {
+        self.executor.call(call)
     }
 }

@@ -323,7 +323,9 @@ impl ResourceLimiter for MemoryLimiter {
 /// Never fails a write, so a chatty guest is not turned into a crashing one.
 #[derive(Clone)]
 pub struct CappedPipe {
-    inner: Arc<Mutex<Captured>>,
+    /// Both streams of a call share one allocation ([`CappedPipe::pair`]); `which` is this one.
+    inner: Arc<[Mutex<Captured>; 2]>,
+    which: usize,
 }
 
 #[derive(Default)]
@@ -335,11 +337,22 @@ struct Captured {
 
 impl CappedPipe {
     pub fn new(cap: usize) -> Self {
-        CappedPipe { inner: Arc::new(Mutex::new(Captured { cap, ..Default::default() })) }
+        CappedPipe::pair(cap).0
+    }
+
+    /// Two pipes, a call's stdout and stderr, each keeping `cap` bytes, in one allocation.
+    pub fn pair(cap: usize) -> (CappedPipe, CappedPipe) {
+        let captured = || Mutex::new(Captured { cap, ..Default::default() });
+        let inner = Arc::new([captured(), captured()]);
+        (CappedPipe { inner: inner.clone(), which: 0 }, CappedPipe { inner, which: 1 })
+    }
+
+    fn captured(&self) -> std::sync::MutexGuard<'_, Captured> {
+        self.inner[self.which].lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn push(&self, buf: &[u8]) {
-        let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.captured();
         let room = c.cap.saturating_sub(c.bytes.len());
         let take = room.min(buf.len());
         c.bytes.extend_from_slice(&buf[..take]);
@@ -348,7 +361,7 @@ impl CappedPipe {
 
     /// What was captured, as lossy UTF-8, and how many bytes were dropped.
     pub fn take(&self) -> (String, usize) {
-        let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.captured();
         let bytes = std::mem::take(&mut c.bytes);
         (String::from_utf8_lossy(&bytes).into_owned(), std::mem::take(&mut c.dropped))
     }
@@ -465,6 +478,15 @@ mod tests {
         p.push(b"abcdef");
         p.push(b"gh");
         assert_eq!(p.take(), ("abcd".to_string(), 4));
+    }
+
+    #[test]
+    fn a_pair_of_pipes_keeps_each_stream_apart() {
+        let (out, err) = CappedPipe::pair(4);
+        out.push(b"out!!");
+        err.push(b"e");
+        assert_eq!(out.take(), ("out!".to_string(), 1));
+        assert_eq!(err.take(), ("e".to_string(), 0));
     }
 
     #[test]

@@ -53,6 +53,12 @@ use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Outcome, truncate};
 pub use toolhost_spec::call::ToolCall;
 
+/// The context of a call no front end describes ([`CallContext::default`], as a static).
+static NO_CONTEXT: CallContext =
+    CallContext { front_end: None, client: None, token: None, trace_parent: None };
+/// The control of a call nobody steers ([`CallControl::default`], as a static).
+static NO_CONTROL: CallControl = CallControl { cancel: None, progress: None };
+
 /// Runs tool calls against the current registry snapshot.
 pub struct Executor {
     runtime: Arc<Runtime>,
@@ -125,19 +131,32 @@ impl Executor {
     }
 
     /// Run one call. Never panics and never returns a host error: every failure is an Outcome.
-    pub async fn call(&self, call: &ToolCall) -> Outcome {
-        self.call_with(call, &*self.confirm).await
+    ///
+    /// This and the other shorthands return [`Executor::call_controlled`]'s own future rather
+    /// than wrapping it in one more `async fn`: a call's future is a few KiB, and every layer
+    /// of `async fn` around it copies all of it once more per call.
+    pub fn call<'a>(&'a self, call: &'a ToolCall) -> impl Future<Output = Outcome> + 'a {
+        self.call_controlled(call, &*self.confirm, &NO_CONTEXT, &NO_CONTROL)
     }
 
     /// [`Executor::call`], asking `confirm` (instead of the executor's own) about a dangerous
     /// tool under policy `ask` — a front end that can ask its client (MCP elicitation) does.
-    pub async fn call_with(&self, call: &ToolCall, confirm: &dyn Confirm) -> Outcome {
-        self.call_in(call, confirm, &CallContext::default()).await
+    pub fn call_with<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        confirm: &'a dyn Confirm,
+    ) -> impl Future<Output = Outcome> + 'a {
+        self.call_controlled(call, confirm, &NO_CONTEXT, &NO_CONTROL)
     }
 
     /// [`Executor::call_with`] on behalf of the client `ctx` names (for the audit trail).
-    pub async fn call_in(&self, call: &ToolCall, confirm: &dyn Confirm, ctx: &CallContext) -> Outcome {
-        self.call_controlled(call, confirm, ctx, &CallControl::default()).await
+    pub fn call_in<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        confirm: &'a dyn Confirm,
+        ctx: &'a CallContext,
+    ) -> impl Future<Output = Outcome> + 'a {
+        self.call_controlled(call, confirm, ctx, &NO_CONTROL)
     }
 
     /// [`Executor::call_in`], steered by `control`: cancelled when its [`Cancel`] fires (the
@@ -150,15 +169,26 @@ impl Executor {
         ctx: &CallContext,
         control: &CallControl,
     ) -> Outcome {
-        let record = observer::SharedRecord::default();
         let id = observer::next_call_id();
-        record.lock().unwrap_or_else(|p| p.into_inner()).id = id;
+        // The record is kept only for someone who reads it: the observer, or the span.
+        let new_record = || {
+            let record = observer::SharedRecord::default();
+            record.lock().unwrap_or_else(|p| p.into_inner()).id = id;
+            record
+        };
         // Telemetry off: one check, nothing else (see `telemetry`).
         let Some(span) = CallSpan::start(&call.name, ctx.front_end, ctx.trace_parent.as_ref()) else {
-            return self.call_observed(call, confirm, ctx, control, record).await;
+            let record = self.observer.get().map(|_| new_record());
+            return self.call_observed(call, confirm, ctx, control, id, record).await;
         };
-        let observed = self.call_observed(call, confirm, ctx, control, record.clone());
-        let outcome = crate::telemetry::in_context(span.context().clone(), observed).await;
+        let record = new_record();
+        // The inner future is made in place, never held in a local first: a future moved out
+        // of a local still takes its room in this one's (see `call`).
+        let outcome = crate::telemetry::in_context(
+            span.context().clone(),
+            self.call_observed(call, confirm, ctx, control, id, Some(record.clone())),
+        )
+        .await;
         let plugin = record.lock().unwrap_or_else(|p| p.into_inner()).plugin.clone();
         // Argument values only if the operator asked, and never a secret's value.
         let arguments = span.captures_arguments().then(|| self.redacted_args(&call.args, plugin.as_deref()));
@@ -189,21 +219,23 @@ impl Executor {
         args.iter().map(redact).collect()
     }
 
-    /// The call through the observer, if one is attached.
+    /// The call through the observer, if one is attached (`record`, call number `id`: see
+    /// [`Executor::call_recorded`]; always kept when an observer is attached).
     async fn call_observed(
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
         ctx: &CallContext,
         control: &CallControl,
-        record: observer::SharedRecord,
+        id: u64,
+        record: Option<observer::SharedRecord>,
     ) -> Outcome {
-        match self.observer.get() {
-            Some(observer) => {
-                let run = Box::pin(self.call_cancellable(call, confirm, record.clone(), control));
+        match (self.observer.get(), record) {
+            (Some(observer), Some(record)) => {
+                let run = Box::pin(self.call_cancellable(call, confirm, id, Some(record.clone()), control));
                 observer.observe(call, ctx, record, run).await
             }
-            None => self.call_cancellable(call, confirm, record, control).await,
+            (_, record) => self.call_cancellable(call, confirm, id, record, control).await,
         }
     }
 
@@ -213,11 +245,14 @@ impl Executor {
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
-        rec: observer::SharedRecord,
+        id: u64,
+        rec: Option<observer::SharedRecord>,
         control: &CallControl,
     ) -> Outcome {
-        let work = self.call_recorded(call, confirm, rec, control);
-        let Some(cancel) = &control.cancel else { return work.await };
+        // The call's future is made where it is awaited, in each branch (see `call_controlled`).
+        let Some(cancel) = &control.cancel else {
+            return self.call_recorded(call, confirm, id, rec, control).await;
+        };
         let started = std::time::Instant::now();
         tokio::select! {
             biased;
@@ -226,20 +261,25 @@ impl Executor {
                 tracing::info!(tool = call.name, "{}", o.text());
                 o
             }
-            o = work => o,
+            o = self.call_recorded(call, confirm, id, rec, control) => o,
         }
     }
 
-    /// The call itself, noting in `rec` the plugin that served it and any danger decision.
+    /// The call itself (number `id`), noting in `rec` the plugin that served it and any danger
+    /// decision (nothing to note without a record: nobody reads it).
     async fn call_recorded(
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
-        rec: observer::SharedRecord,
+        id: u64,
+        rec: Option<observer::SharedRecord>,
         control: &CallControl,
     ) -> Outcome {
-        let id = rec.lock().unwrap_or_else(|p| p.into_inner()).id;
-        let note = |f: &dyn Fn(&mut CallRecord)| f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
+        let note = |f: &dyn Fn(&mut CallRecord)| {
+            if let Some(rec) = &rec {
+                f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
+            }
+        };
         // The snapshot is held for the whole call: a reload swaps the registry, and this call
         // finishes on the version it started with.
         let registry = self.registry.load_full();
@@ -565,8 +605,7 @@ impl Executor {
                 );
             }
         };
-        let stdout = CappedPipe::new(STDIO_CAPTURE_BYTES);
-        let stderr = CappedPipe::new(STDIO_CAPTURE_BYTES);
+        let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
         let wasi = match plugin.grants.wasi_ctx_with(&extra_fs, stdout.clone(), stderr.clone()) {
             Ok(w) => w,
             Err(e) => {
@@ -632,9 +671,11 @@ impl Executor {
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
-        // other calls or the host's own tasks); past its deadline it is interrupted.
-        store.epoch_deadline_callback(move |_| {
-            Ok(if std::time::Instant::now() >= deadline {
+        // other calls or the host's own tasks); past its deadline it is interrupted. The
+        // deadline is read from the store (the call's `NetCall` holds it): the callback
+        // captures nothing, so wasmtime boxes a zero-sized closure, without allocating.
+        store.epoch_deadline_callback(|s| {
+            Ok(if std::time::Instant::now() >= s.data().net.deadline {
                 UpdateDeadline::Interrupt
             } else {
                 UpdateDeadline::Yield(YIELD_TICKS)
@@ -643,13 +684,17 @@ impl Executor {
         store.set_epoch_deadline(YIELD_TICKS);
 
         let (result, busy) = {
-            let run = async {
+            // On the heap: wasmtime's instantiation and call futures are most of a call's
+            // future (several KiB), and every `async fn` layer above this one would otherwise
+            // copy them once more per call; one allocation copies them once.
+            let run = Box::pin(async {
                 let instance = pre.instantiate_async(&mut store).await?;
                 // The plugin is called with its own name for the tool, whatever it is exposed as.
                 instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), args).await
-            };
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let guest = std::pin::pin!(tokio::time::timeout(left + WALL_CLOCK_GRACE, run));
+            });
+            // From the deadline already computed: no clock read.
+            let guard = tokio::time::Instant::from_std(deadline + WALL_CLOCK_GRACE);
+            let guest = std::pin::pin!(tokio::time::timeout_at(guard, run));
             let guest = BusyTimed::new(guest);
             match &forwarder {
                 None => guest.await,

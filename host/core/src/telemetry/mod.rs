@@ -275,9 +275,10 @@ impl HostSpan {
 }
 
 /// Run `fut` inside the call's context, so host calls made while it runs find their parent.
-pub async fn in_context<F: std::future::Future>(cx: Context, fut: F) -> F::Output {
+pub fn in_context<F: std::future::Future>(cx: Context, fut: F) -> impl Future<Output = F::Output> {
     use opentelemetry::context::FutureExt as _;
-    fut.with_context(cx).await
+    // Not an `async fn`: that would hold `fut` twice (the argument, and the awaited wrapper).
+    fut.with_context(cx)
 }
 
 /// A key–value attribute for a span (re-exported so callers need not name `opentelemetry`).
