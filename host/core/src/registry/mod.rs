@@ -350,16 +350,6 @@ pub struct Registry {
 
 pub use crate::discovery::content_hash;
 
-/// Validate and compile one candidate file (or, when its compiled code is cached, defer linking
-/// it: see [`Code`]).
-pub fn load_plugin(
-    runtime: &Arc<Runtime>,
-    config: &Config,
-    c: &Candidate,
-) -> Result<LoadedPlugin, LoadFailure> {
-    link(runtime, c, inspect(config, c)?)
-}
-
 /// What loading a file finds out before its code is touched: the manifest read and checked, the
 /// signature judged, the grants resolved. Needs no engine, so a start does it while the engine is
 /// being built ([`ReadAhead`]).
@@ -370,7 +360,7 @@ pub struct Inspected {
     missing: Vec<Missing>,
 }
 
-/// The engine-free half of [`load_plugin`].
+/// The half of loading a file that needs no engine ([`link`] is the other).
 pub fn inspect(config: &Config, c: &Candidate) -> Result<Inspected, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
@@ -388,8 +378,9 @@ pub fn inspect(config: &Config, c: &Candidate) -> Result<Inspected, LoadFailure>
     Ok(Inspected { manifest, signer, grants, missing })
 }
 
-/// The half of [`load_plugin`] that needs the engine: the code compiled and linked now, or (when
-/// it is cached) later.
+/// The half of loading a file that needs the engine: the code compiled and linked now (so a
+/// component that does not compile or link is a load failure), or, when it is cached, later
+/// (see [`Code`]).
 fn link(runtime: &Arc<Runtime>, c: &Candidate, inspected: Inspected) -> Result<LoadedPlugin, LoadFailure> {
     let Inspected { manifest, signer, grants, missing } = inspected;
     let code = if runtime.is_cached(&c.code) {
