@@ -1835,10 +1835,11 @@ fn main() {
         let scans: Vec<Duration> = (0..if quick { 3 } else { 20 })
             .map(|_| {
                 let t = Instant::now();
-                let (found, _) = toolhost_core::discovery::scan(&hundred, 64 << 20).unwrap();
-                for c in &found {
-                    toolhost_spec::manifest::read(&c.bytes).unwrap();
-                }
+                let (found, _) = toolhost_core::discovery::scan(&hundred, 64 << 20, |_, bytes| {
+                    toolhost_spec::manifest::read(bytes).unwrap();
+                })
+                .unwrap();
+                assert_eq!(found.len(), 100);
                 t.elapsed()
             })
             .collect();

@@ -37,47 +37,68 @@ fn write_change(out: &mut dyn std::io::Write, prefix: &str, change: &Change) {
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 pub async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    live_host_with(cfg, debounce, print_change).await
+    live_host_with(FolderReading::start(cfg), debounce, print_change).await
 }
 
-async fn live_host_with(
-    cfg: Config,
+/// [`live_host`] of a folder whose reading has started.
+pub async fn live_host_with(
+    folder: FolderReading,
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    let (host, reloader) = unloaded_host(cfg)?;
-    let watch = load_and_watch(&host, &reloader, debounce, print_change).await?;
+    let (host, reloader, first) = unloaded_host(folder)?;
+    let watch = load_and_watch(&host, first, &reloader, debounce, print_change).await?;
     Ok((host, reloader, watch))
 }
 
-/// A host with an empty registry and the reloader that will fill it. The plugins folder is
-/// already watched and being read (on its own thread, while the engine is built here); the
-/// first rescan takes what it finds, and the reloader's watch what changed since.
-pub fn unloaded_host(cfg: Config) -> Result<(Toolhost, Arc<Reloader>)> {
-    let cfg = Arc::new(cfg);
-    let ahead = ReadAhead::start(cfg.clone(), true);
+/// The plugins folder watched and read (on its own thread) from the moment the settings are
+/// known: a start's other work (its runtime, engine and front end) happens meanwhile, and
+/// [`unloaded_host`] takes what was read.
+pub struct FolderReading {
+    cfg: Arc<Config>,
+    ahead: ReadAhead,
+}
+
+impl FolderReading {
+    pub fn start(cfg: Config) -> FolderReading {
+        let cfg = Arc::new(cfg);
+        FolderReading { ahead: ReadAhead::start(cfg.clone(), true), cfg }
+    }
+}
+
+/// The first load of a [`unloaded_host`], under way on a blocking thread.
+pub struct FirstLoad(tokio::task::JoinHandle<std::io::Result<Arc<Change>>>);
+
+/// A host with an empty registry, the reloader that fills it, and its first load, started
+/// here (so it runs while the caller sets up its front end). The engine is built here while
+/// the folder is read; the first load takes what the reading found, and the reloader's watch
+/// what changed since. Must run inside a Tokio runtime.
+pub fn unloaded_host(folder: FolderReading) -> Result<(Toolhost, Arc<Reloader>, FirstLoad)> {
+    let FolderReading { cfg, ahead } = folder;
     let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
     let host =
         Toolhost::from_parts(runtime, cfg, Registry::default(), Arc::new(toolhost_core::executor::NoConfirm));
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
     reloader.read_ahead(ahead);
-    Ok((host, reloader))
+    let r = reloader.clone();
+    let first = FirstLoad(tokio::task::spawn_blocking(move || r.rescan()));
+    Ok((host, reloader, first))
 }
 
-/// The initial load (printed as additions), then the watch.
+/// The first load finished (printed as additions), then the watch.
 pub async fn load_and_watch(
     host: &Toolhost,
+    first: FirstLoad,
     reloader: &Arc<Reloader>,
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<WatchHandle> {
-    let r = reloader.clone();
-    let initial = tokio::task::spawn_blocking(move || r.rescan()).await??;
+    let initial = first.0.await??;
     print_change(&initial);
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
-    // The watch the read-ahead started before it read the folder (`unloaded_host`).
+    // The watch the reading started before it read the folder (`FolderReading::start`).
     Ok(reloader.watch(debounce)?)
 }
 

@@ -2,14 +2,14 @@
 //! oversized files refused, results in file-name order so every later rule is deterministic.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-/// A plugin file read whole from the folder.
+/// A plugin file as read from the folder: where it is and what its bytes hash to. The bytes
+/// themselves are not kept (a warm start needs only the manifest, read while they are in hand:
+/// [`scan_then`]); what needs them later reads them again ([`Candidate::read_again`]).
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub path: PathBuf,
-    pub bytes: Arc<Vec<u8>>,
-    /// SHA-256 of `bytes`, computed once: it keys the approvals and the reload's
+    /// SHA-256 of the file's bytes, computed once: it keys the approvals and the reload's
     /// unchanged-file check.
     pub hash: [u8; 32],
     /// SHA-256 of the code alone (toolhost's own custom sections left out,
@@ -22,6 +22,18 @@ impl Candidate {
     /// The file name, for messages.
     pub fn file_name(&self) -> String {
         file_name(&self.path)
+    }
+
+    /// The file's bytes, read again (to compile them, say): they must still hash to
+    /// [`Candidate::hash`], so what is compiled is what was checked. A file changed or removed
+    /// since is an error saying so (the folder's watch reloads it).
+    pub fn read_again(&self, max_bytes: u64) -> Result<Vec<u8>, String> {
+        let bytes =
+            read_capped(&self.path, max_bytes)?.ok_or_else(|| "was removed while loading".to_string())?;
+        if content_hash(&bytes) != self.hash {
+            return Err("changed while loading; the new version is read on its next change".into());
+        }
+        Ok(bytes)
     }
 }
 
@@ -56,22 +68,18 @@ pub fn is_candidate_name(name: &str) -> bool {
         && !name.contains(".part")
 }
 
-/// Read every candidate in `dir`, in file-name order. Files over `max_bytes` and unreadable
-/// files become failures; a missing folder is an error naming it.
-pub fn scan(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<Candidate>, Vec<LoadFailure>)> {
-    let (found, failures) = scan_then(dir, max_bytes, |_| ())?;
-    Ok((found.into_iter().map(|(c, ())| c).collect(), failures))
-}
-
-/// What [`scan_then`] found: each readable file with what `then` made of it, and the failures.
+/// What [`scan`] found: each readable file with what `then` made of it, and the failures.
 pub type Scanned<T> = (Vec<(Candidate, T)>, Vec<LoadFailure>);
 
-/// [`scan`], with `then` applied to each candidate right after it is read, on the same core
-/// (while its bytes are still in the cache: the manifest check at start-up).
-pub fn scan_then<T: Send>(
+/// Read every candidate in `dir`, in file-name order, and give each to `then` with its bytes
+/// right after it is read, on the same core (while the bytes are in the cache: the manifest
+/// check at start-up). Files over `max_bytes` and unreadable files become failures; a missing
+/// folder is an error naming it. The bytes are read into one buffer per thread and not kept: a
+/// fresh buffer per file costs a page fault per 4 KiB, which was most of a warm start's reading.
+pub fn scan<T: Send>(
     dir: &Path,
     max_bytes: u64,
-    then: impl Fn(&Candidate) -> T + Sync,
+    then: impl Fn(&Candidate, &[u8]) -> T + Sync,
 ) -> std::io::Result<Scanned<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot read plugins folder {}: {e}", dir.display()))
@@ -82,18 +90,23 @@ pub fn scan_then<T: Send>(
         .map(|e| e.path())
         .collect();
     paths.sort();
-    // Reading and hashing (two SHA-256 passes over each file) is most of a warm start's work:
-    // the files are shared out over the cores, and the results kept in file-name order.
-    let results = crate::parallel::map(&paths, |path| match read_capped(path, max_bytes) {
-        Ok(Some(bytes)) => {
-            let hash = content_hash(&bytes);
-            let code = toolhost_spec::sections::code_sha256(&bytes, hash);
-            let c = Candidate { hash, code, path: path.clone(), bytes: Arc::new(bytes) };
-            let t = then(&c);
-            Some(Ok((c, t)))
-        }
-        Ok(None) => None, // a directory named *.wasm, or a file that vanished
-        Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    // Reading and hashing is most of a warm start's work: the files are shared out over the
+    // cores, and the results kept in file-name order.
+    let results = crate::parallel::map(&paths, |path| {
+        BUFFER.with_borrow_mut(|bytes| match read_capped_into(path, max_bytes, bytes) {
+            Ok(true) => {
+                let hash = content_hash(bytes);
+                let code = toolhost_spec::sections::code_sha256(bytes, hash);
+                let c = Candidate { hash, code, path: path.clone() };
+                let t = then(&c, bytes);
+                Some(Ok((c, t)))
+            }
+            Ok(false) => None, // a directory named *.wasm, or a file that vanished
+            Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),
+        })
     });
     let mut found = Vec::new();
     let mut failures = Vec::new();
@@ -108,13 +121,20 @@ pub fn scan_then<T: Send>(
 
 /// Read a whole file if it is a regular file no larger than `max_bytes`.
 pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
+    let mut bytes = Vec::new();
+    Ok(read_capped_into(path, max_bytes, &mut bytes)?.then_some(bytes))
+}
+
+/// [`read_capped`] into `bytes` (its old contents replaced, its capacity reused); `false`: not
+/// a regular file, or gone.
+fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<bool, String> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(format!("cannot read: {e}")),
     };
     if !meta.is_file() {
-        return Ok(None);
+        return Ok(false);
     }
     if meta.len() > max_bytes {
         return Err(format!(
@@ -125,13 +145,15 @@ pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Strin
     }
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    bytes.clear();
+    bytes.reserve(meta.len() as usize);
     // Read at most one byte past the cap, so a file growing while we read is still bounded.
-    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    file.take(max_bytes + 1).read_to_end(bytes).map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > max_bytes {
+        bytes.clear();
         return Err(format!("file grew over the {} MiB limit while being read", max_bytes / (1024 * 1024)));
     }
-    Ok(Some(bytes))
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -167,11 +189,40 @@ mod tests {
         std::fs::write(dir.path().join(".hidden.wasm"), b"x").unwrap();
         std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
         std::fs::create_dir(dir.path().join("dir.wasm")).unwrap();
-        let (found, failures) = scan(dir.path(), 3).unwrap();
-        assert_eq!(found.iter().map(Candidate::file_name).collect::<Vec<_>>(), ["a.wasm"]);
+        let (found, failures) = scan(dir.path(), 3, |_, bytes| bytes.to_vec()).unwrap();
+        let names: Vec<_> = found.iter().map(|(c, bytes)| (c.file_name(), bytes.as_slice())).collect();
+        assert_eq!(names, [("a.wasm".to_string(), &b"aa"[..])]);
         assert_eq!(failures.len(), 1);
         assert!(failures[0].reason.contains("limit"), "{}", failures[0]);
-        let err = scan(&dir.path().join("missing"), 3).unwrap_err();
+        let err = scan(&dir.path().join("missing"), 3, |_, _| ()).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn a_reused_buffer_holds_only_the_last_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (long, short) = (dir.path().join("long.wasm"), dir.path().join("short.wasm"));
+        std::fs::write(&long, vec![7u8; 10_000]).unwrap();
+        std::fs::write(&short, b"ab").unwrap();
+        let mut buffer = Vec::new();
+        assert!(read_capped_into(&long, 1 << 20, &mut buffer).unwrap());
+        assert!(read_capped_into(&short, 1 << 20, &mut buffer).unwrap());
+        assert_eq!(buffer, b"ab");
+        assert!(!read_capped_into(&dir.path().join("gone.wasm"), 1 << 20, &mut buffer).unwrap());
+    }
+
+    #[test]
+    fn reading_again_refuses_a_changed_or_removed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), b"one").unwrap();
+        let (found, _) = scan(dir.path(), 1 << 20, |_, _| ()).unwrap();
+        let c = &found[0].0;
+        assert_eq!(c.read_again(1 << 20).unwrap(), b"one");
+        std::fs::write(&c.path, b"two").unwrap();
+        let e = c.read_again(1 << 20).unwrap_err();
+        assert!(e.contains("changed while loading"), "{e}");
+        std::fs::remove_file(&c.path).unwrap();
+        let e = c.read_again(1 << 20).unwrap_err();
+        assert!(e.contains("removed"), "{e}");
     }
 }

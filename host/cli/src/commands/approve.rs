@@ -33,19 +33,22 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
 /// (`Some(with_sha256)`), print the config entry that pins it instead and write nothing.
 fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     use toolhost_core::registry::approvals::Approvals;
-    let (candidates, _) = toolhost_core::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes)
+    let (candidates, _) =
+        toolhost_core::discovery::scan(&cfg.plugins_dir, cfg.max_plugin_bytes, |_, bytes| {
+            toolhost_spec::manifest::read(bytes).ok()
+        })
         .with_context(|| format!("cannot scan {}", cfg.plugins_dir.display()))?;
     let mut names = Vec::new();
-    let mut found: Option<(Manifest, PathBuf)> = None;
-    for c in &candidates {
-        let Ok(m) = toolhost_spec::manifest::read(&c.bytes) else { continue };
+    let mut found: Option<(Manifest, PathBuf, [u8; 32])> = None;
+    for (c, manifest) in candidates {
+        let Some(m) = manifest else { continue };
         if m.name == plugin {
-            found = Some((m, c.path.clone()));
+            found = Some((m, c.path, c.hash));
             break;
         }
         names.push(m.name);
     }
-    let Some((m, file)) = found else {
+    let Some((m, file, hash)) = found else {
         bail!(
             "no plugin named `{plugin}` in {} (found: {})",
             cfg.plugins_dir.display(),
@@ -53,8 +56,6 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
         );
     };
     if let Some(with_sha256) = print {
-        let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-        let hash = toolhost_core::registry::content_hash(&bytes);
         print!("{}", toolhost_core::registry::approvals::lock_entry(&m, &file, &hash, with_sha256));
         return Ok(());
     }

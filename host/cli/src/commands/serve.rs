@@ -4,7 +4,9 @@
 //! console at `/`. `toolhost console` is `serve --http 127.0.0.1:0 --open`.
 
 use crate::args::GlobalArgs;
-use crate::session::{eprint_change, live_host, load_and_watch, print_change, unloaded_host};
+use crate::session::{
+    FolderReading, eprint_change, live_host_with, load_and_watch, print_change, unloaded_host,
+};
 use crate::settings::Settings;
 use crate::settings::unknown_flag_plugins;
 use anyhow::{Context, Result, bail};
@@ -119,6 +121,8 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     if !cfg.plugins_dir.is_dir() {
         bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
     }
+    // The folder is read from here on, while the runtime, engine and front end are set up.
+    let folder = FolderReading::start(cfg.clone());
     // `[telemetry]`: nothing is built unless `otlp_endpoint` is set.
     let telemetry = toolhost_core::telemetry::install(&cfg.telemetry).map_err(anyhow::Error::msg)?;
     if let Some(endpoint) = cfg.telemetry.otlp_endpoint.as_deref().filter(|_| telemetry.is_some()) {
@@ -127,7 +131,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let debounce = Duration::from_millis(debounce_ms);
     let a = ServeArgs { http, open, allow_host, allow_origin, allow_unauthenticated_remote };
-    let r = serve_on(rt, settings, debounce, mcp, a);
+    let r = serve_on(rt, settings, folder, debounce, mcp, a);
     // The last spans and metrics go out before the process ends (blocking, off the runtime).
     if let Some(t) = telemetry {
         t.shutdown();
@@ -147,6 +151,7 @@ struct ServeArgs {
 fn serve_on(
     rt: tokio::runtime::Runtime,
     settings: Settings,
+    folder: FolderReading,
     debounce: Duration,
     mcp: bool,
     a: ServeArgs,
@@ -169,17 +174,18 @@ fn serve_on(
             limits: settings.frontends.serve.http,
             console: None,
         };
-        let r = rt.block_on(serve_mcp(settings, debounce, http, options, open));
+        let r = rt.block_on(serve_mcp(settings, folder, debounce, http, options, open));
         // The stdio transport's blocked read of stdin must not hold the exit.
         rt.shutdown_timeout(Duration::from_millis(500));
         r
     } else {
-        rt.block_on(serve(settings, debounce))
+        rt.block_on(serve(settings, folder, debounce))
     }
 }
 
 async fn serve_mcp(
     settings: Settings,
+    folder: FolderReading,
     debounce: Duration,
     http: Option<std::net::SocketAddr>,
     options: toolhost_frontends::mcp::HttpOptions,
@@ -190,8 +196,9 @@ async fn serve_mcp(
     // it, later by draining the calls in flight (see `service::shutdown`).
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()
         .context("cannot install signal handlers")?;
-    let Settings { core, frontends, flag_plugins, .. } = settings;
-    let (host, reloader) = unloaded_host(core)?;
+    let Settings { frontends, flag_plugins, .. } = settings;
+    // The first load runs from here while the front end is set up.
+    let (host, reloader, first) = unloaded_host(folder)?;
     let service = Arc::new(toolhost_frontends::service::Service::for_command(
         &host.config,
         &frontends,
@@ -238,7 +245,7 @@ async fn serve_mcp(
         server = server.private_listing();
     }
     let load = async {
-        let watch = load_and_watch(&host, &reloader, debounce, eprint_change).await?;
+        let watch = load_and_watch(&host, first, &reloader, debounce, eprint_change).await?;
         unknown_flag_plugins(&flag_plugins, &host.registry.load(), &host.config.plugins_dir)?;
         // Reloads are counted from here: the first load is not one.
         service.watch_reloads(&reloader);
@@ -407,8 +414,8 @@ fn open_browser(url: &str) {
     }
 }
 
-async fn serve(settings: Settings, debounce: Duration) -> Result<ExitCode> {
-    let (host, reloader, _watch) = live_host(settings.core.clone(), debounce).await?;
+async fn serve(settings: Settings, folder: FolderReading, debounce: Duration) -> Result<ExitCode> {
+    let (host, reloader, _watch) = live_host_with(folder, debounce, print_change).await?;
     settings.check_flag_plugins(&host.registry.load())?;
     let mut changes = reloader.subscribe();
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()

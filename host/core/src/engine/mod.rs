@@ -233,17 +233,18 @@ impl Runtime {
     /// `name` is only for progress messages.
     pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
         let code = toolhost_spec::sections::code_sha256(bytes, crate::discovery::content_hash(bytes));
-        self.prepare_hashed(name, &code, bytes)
+        self.prepare_hashed(name, &code, || Ok(bytes.into()))
     }
 
     /// [`Runtime::prepare`] with the SHA-256 of the code already computed (discovery computes
     /// it once per file, [`crate::discovery::Candidate::code`]; hashing is a visible part of
-    /// start-up).
-    pub fn prepare_hashed(
+    /// start-up), and the bytes asked for only when they must be compiled (discovery does not
+    /// keep them: cached code needs none).
+    pub fn prepare_hashed<'b>(
         &self,
         name: &str,
         key: &[u8; 32],
-        bytes: &[u8],
+        bytes: impl FnOnce() -> anyhow::Result<std::borrow::Cow<'b, [u8]>>,
     ) -> anyhow::Result<PluginPre<HostState>> {
         let key = *key;
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
@@ -286,14 +287,20 @@ impl Runtime {
 
     /// Load from the disk cache when this exact content was compiled before by a compatible
     /// engine, or compile (`true`: compiled now, not yet in the disk cache).
-    fn load_or_compile(&self, name: &str, key: &[u8; 32], bytes: &[u8]) -> anyhow::Result<(Component, bool)> {
-        let fresh = || {
+    fn load_or_compile<'b>(
+        &self,
+        name: &str,
+        key: &[u8; 32],
+        bytes: impl FnOnce() -> anyhow::Result<std::borrow::Cow<'b, [u8]>>,
+    ) -> anyhow::Result<(Component, bool)> {
+        let fresh = || -> anyhow::Result<Component> {
+            let bytes = bytes()?;
             // Compilation is the one slow step (seconds for a large plugin): say so.
             tracing::info!("compiling {name} ({} KiB)…", bytes.len() / 1024);
             let t = std::time::Instant::now();
-            let c = Component::new(&self.engine, bytes);
+            let c = Component::new(&self.engine, &bytes);
             tracing::info!("compiled {name} in {:.2}s", t.elapsed().as_secs_f64());
-            c
+            Ok(c?)
         };
         let Some(path) = self.cache_file(key) else { return Ok((fresh()?, true)) };
         if path.is_file() {

@@ -78,9 +78,9 @@ pub struct Code {
 
 struct Source {
     runtime: Arc<Runtime>,
-    file: String,
-    hash: [u8; 32],
-    bytes: Arc<Vec<u8>>,
+    /// The file, read again only if the cached code has become unusable.
+    candidate: Candidate,
+    max_bytes: u64,
 }
 
 impl Code {
@@ -98,8 +98,11 @@ impl Code {
                 let Some(s) = source else {
                     return Err("the plugin's code was lost while linking it".into());
                 };
-                s.runtime.prepare_hashed(&s.file, &s.hash, &s.bytes).map_err(|e| {
-                    let message = format!("cannot load component {}: {}", s.file, chain(&e));
+                let file = s.candidate.file_name();
+                let bytes =
+                    || s.candidate.read_again(s.max_bytes).map(Into::into).map_err(anyhow::Error::msg);
+                s.runtime.prepare_hashed(&file, &s.candidate.code, bytes).map_err(|e| {
+                    let message = format!("cannot load component {file}: {}", chain(&e));
                     tracing::warn!("{message}");
                     message
                 })
@@ -360,14 +363,15 @@ pub struct Inspected {
     missing: Vec<Missing>,
 }
 
-/// The half of loading a file that needs no engine ([`link`] is the other).
-pub fn inspect(config: &Config, c: &Candidate) -> Result<Inspected, LoadFailure> {
+/// The half of loading a file (`c`, whose bytes are `bytes`) that needs no engine ([`link`] is
+/// the other).
+pub fn inspect(config: &Config, c: &Candidate, bytes: &[u8]) -> Result<Inspected, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
-    let manifest = manifest::read(&c.bytes).map_err(|e| fail(e.to_string()))?;
+    let manifest = manifest::read(bytes).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
-    let signer = crate::registry::signing::check(&config.trust, &manifest.name, &c.bytes).map_err(fail)?;
-    let dev_sources = dev_sources(config, &manifest.name, &c.bytes).map_err(fail)?;
+    let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes).map_err(fail)?;
+    let dev_sources = dev_sources(config, &manifest.name, bytes).map_err(fail)?;
     let (mut grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
@@ -380,21 +384,26 @@ pub fn inspect(config: &Config, c: &Candidate) -> Result<Inspected, LoadFailure>
 
 /// The half of loading a file that needs the engine: the code compiled and linked now (so a
 /// component that does not compile or link is a load failure), or, when it is cached, later
-/// (see [`Code`]).
-fn link(runtime: &Arc<Runtime>, c: &Candidate, inspected: Inspected) -> Result<LoadedPlugin, LoadFailure> {
+/// (see [`Code`]). The file is read again only to compile it.
+fn link(
+    runtime: &Arc<Runtime>,
+    config: &Config,
+    c: &Candidate,
+    inspected: Inspected,
+) -> Result<LoadedPlugin, LoadFailure> {
     let Inspected { manifest, signer, grants, missing } = inspected;
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
             source: Mutex::new(Some(Source {
                 runtime: runtime.clone(),
-                file: c.file_name(),
-                hash: c.code,
-                bytes: c.bytes.clone(),
+                candidate: c.clone(),
+                max_bytes: config.max_plugin_bytes,
             })),
         }
     } else {
-        Code::ready(runtime.prepare_hashed(&c.file_name(), &c.code, &c.bytes).map_err(|e| LoadFailure {
+        let bytes = || c.read_again(config.max_plugin_bytes).map(Into::into).map_err(anyhow::Error::msg);
+        Code::ready(runtime.prepare_hashed(&c.file_name(), &c.code, bytes).map_err(|e| LoadFailure {
             file: c.path.clone(),
             reason: format!("cannot load component: {}", chain(&e)),
         })?)
@@ -417,8 +426,8 @@ fn link(runtime: &Arc<Runtime>, c: &Candidate, inspected: Inspected) -> Result<L
 /// A file's manifest check, when it was done ahead of loading (`None`: not yet).
 pub(crate) type Ahead = Option<Result<Inspected, LoadFailure>>;
 
-/// The plugins folder as read before the engine is needed: every file read and hashed, and (for
-/// a [`ReadAhead`]) every manifest checked.
+/// The plugins folder as read before the engine is needed: every file read and hashed, and the
+/// manifests of those to be loaded checked.
 pub struct FolderRead {
     /// Each readable file, with its manifest's check when it was done ahead.
     pub(crate) found: Vec<(Candidate, Ahead)>,
@@ -426,16 +435,20 @@ pub struct FolderRead {
 }
 
 impl FolderRead {
-    /// Read the folder now; manifests are checked later, only for files that changed.
-    pub fn scan(config: &Config) -> std::io::Result<FolderRead> {
-        let (found, failures) = discovery::scan_then(&config.plugins_dir, config.max_plugin_bytes, |_| None)?;
-        Ok(FolderRead { found, failures })
-    }
-
     /// Read the folder and check every manifest (each right after its file is read).
     pub fn inspect_all(config: &Config) -> std::io::Result<FolderRead> {
-        let (found, failures) =
-            discovery::scan_then(&config.plugins_dir, config.max_plugin_bytes, |c| Some(inspect(config, c)))?;
+        Self::inspect_changed(config, |_| true)
+    }
+
+    /// Read the folder, checking the manifests of the files `changed` picks (the others are
+    /// not loaded again: a reload's unchanged files).
+    pub fn inspect_changed(
+        config: &Config,
+        changed: impl Fn(&Candidate) -> bool + Sync,
+    ) -> std::io::Result<FolderRead> {
+        let (found, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes, |c, bytes| {
+            changed(c).then(|| inspect(config, c, bytes))
+        })?;
         Ok(FolderRead { found, failures })
     }
 }
@@ -526,7 +539,7 @@ impl Registry {
 
     /// Scan `config.plugins_dir`, load every plugin (compiling in parallel), build a snapshot.
     pub fn load(runtime: &Arc<Runtime>, config: &Config) -> std::io::Result<Registry> {
-        Self::load_read(runtime, config, FolderRead::scan(config)?)
+        Self::load_read(runtime, config, FolderRead::inspect_all(config)?)
     }
 
     /// [`Registry::load`] of a folder already read (a [`ReadAhead`]'s, say).
@@ -842,7 +855,14 @@ pub(crate) fn load_all(
         // Failures are returned, not logged: each front end reports them once
         // (`list` in its table, `serve` as `!` lines, other commands as warnings).
         let ahead = ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
-        ahead.unwrap_or_else(|| inspect(config, c)).and_then(|inspected| link(runtime, c, inspected))
+        ahead
+            .unwrap_or_else(|| {
+                let bytes = c.read_again(config.max_plugin_bytes);
+                bytes
+                    .map_err(|reason| LoadFailure { file: c.path.clone(), reason })
+                    .and_then(|b| inspect(config, c, &b))
+            })
+            .and_then(|inspected| link(runtime, config, c, inspected))
     };
     let loaded = if light { found.iter().map(load).collect() } else { crate::parallel::map(&found, load) };
     found.into_iter().zip(loaded).map(|((_, c, _), r)| (c, r)).collect()

@@ -220,7 +220,17 @@ impl Reloader {
                 *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
                 read?
             }
-            None => FolderRead::scan(&self.config)?,
+            None => {
+                // Only changed files are checked (right after each is read).
+                let known: BTreeMap<PathBuf, [u8; 32]> = self
+                    .files
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .map(|(p, f)| (p.clone(), f.hash))
+                    .collect();
+                FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))?
+            }
         };
         let FolderRead { found, failures: scan_failures } = read;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
