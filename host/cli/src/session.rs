@@ -7,6 +7,7 @@ use crate::term;
 use anyhow::{Result, bail};
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost_core::engine::Runtime;
 use toolhost_core::executor::Confirm;
 use toolhost_core::registry::reload::{Change, Reloader, WatchHandle};
 use toolhost_core::registry::{ReadAhead, Registry};
@@ -37,32 +38,39 @@ fn write_change(out: &mut dyn std::io::Write, prefix: &str, change: &Change) {
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 pub async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    live_host_with(FolderReading::start(cfg), debounce, print_change).await
+    live_host_with(HostStart::begin(cfg), debounce, print_change).await
 }
 
-/// [`live_host`] of a folder whose reading has started.
+/// [`live_host`] of a start under way.
 pub async fn live_host_with(
-    folder: FolderReading,
+    start: HostStart,
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    let (host, reloader, first) = unloaded_host(folder)?;
+    let (host, reloader, first) = unloaded_host(start)?;
     let watch = load_and_watch(&host, first, &reloader, debounce, print_change).await?;
     Ok((host, reloader, watch))
 }
 
-/// The plugins folder watched and read (on its own thread) from the moment the settings are
-/// known: a start's other work (its runtime, engine and front end) happens meanwhile, and
-/// [`unloaded_host`] takes what was read.
-pub struct FolderReading {
+/// A host's start under way from the moment its settings are known: the plugins folder watched
+/// and read on one thread, the engine built on another, while the caller sets up the rest (its
+/// async runtime, its front end). [`unloaded_host`] takes both.
+pub struct HostStart {
     cfg: Arc<Config>,
     ahead: ReadAhead,
+    engine: Option<std::thread::JoinHandle<Result<Arc<Runtime>>>>,
 }
 
-impl FolderReading {
-    pub fn start(cfg: Config) -> FolderReading {
+impl HostStart {
+    pub fn begin(cfg: Config) -> HostStart {
         let cfg = Arc::new(cfg);
-        FolderReading { ahead: ReadAhead::start(cfg.clone(), true), cfg }
+        let ahead = ReadAhead::start(cfg.clone(), true);
+        let engine = std::thread::Builder::new().name("toolhost-engine".into()).spawn({
+            let cfg = cfg.clone();
+            move || Runtime::for_config(&cfg)
+        });
+        // No thread to be had: the engine is built by `unloaded_host`.
+        HostStart { cfg, ahead, engine: engine.ok() }
     }
 }
 
@@ -70,12 +78,15 @@ impl FolderReading {
 pub struct FirstLoad(tokio::task::JoinHandle<std::io::Result<Arc<Change>>>);
 
 /// A host with an empty registry, the reloader that fills it, and its first load, started
-/// here (so it runs while the caller sets up its front end). The engine is built here while
-/// the folder is read; the first load takes what the reading found, and the reloader's watch
-/// what changed since. Must run inside a Tokio runtime.
-pub fn unloaded_host(folder: FolderReading) -> Result<(Toolhost, Arc<Reloader>, FirstLoad)> {
-    let FolderReading { cfg, ahead } = folder;
-    let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
+/// here (so it runs while the caller sets up its front end): the first load takes what the
+/// [`HostStart`]'s reading found, and the reloader's watch what changed since. Must run inside
+/// a Tokio runtime.
+pub fn unloaded_host(start: HostStart) -> Result<(Toolhost, Arc<Reloader>, FirstLoad)> {
+    let HostStart { cfg, ahead, engine } = start;
+    let runtime = match engine {
+        Some(building) => building.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
+        None => Runtime::for_config(&cfg)?,
+    };
     let host =
         Toolhost::from_parts(runtime, cfg, Registry::default(), Arc::new(toolhost_core::executor::NoConfirm));
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
@@ -98,7 +109,7 @@ pub async fn load_and_watch(
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
-    // The watch the reading started before it read the folder (`FolderReading::start`).
+    // The watch the reading started before it read the folder (`HostStart::begin`).
     Ok(reloader.watch(debounce)?)
 }
 

@@ -4,9 +4,7 @@
 //! console at `/`. `toolhost console` is `serve --http 127.0.0.1:0 --open`.
 
 use crate::args::GlobalArgs;
-use crate::session::{
-    FolderReading, eprint_change, live_host_with, load_and_watch, print_change, unloaded_host,
-};
+use crate::session::{HostStart, eprint_change, live_host_with, load_and_watch, print_change, unloaded_host};
 use crate::settings::Settings;
 use crate::settings::unknown_flag_plugins;
 use anyhow::{Context, Result, bail};
@@ -121,8 +119,9 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     if !cfg.plugins_dir.is_dir() {
         bail!("plugins folder {} does not exist (pass --plugins DIR)", cfg.plugins_dir.display());
     }
-    // The folder is read from here on, while the runtime, engine and front end are set up.
-    let folder = FolderReading::start(cfg.clone());
+    // The folder is read and the engine built from here on, while the runtime and the front
+    // end are set up.
+    let start = HostStart::begin(cfg.clone());
     // `[telemetry]`: nothing is built unless `otlp_endpoint` is set.
     let telemetry = toolhost_core::telemetry::install(&cfg.telemetry).map_err(anyhow::Error::msg)?;
     if let Some(endpoint) = cfg.telemetry.otlp_endpoint.as_deref().filter(|_| telemetry.is_some()) {
@@ -131,7 +130,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let debounce = Duration::from_millis(debounce_ms);
     let a = ServeArgs { http, open, allow_host, allow_origin, allow_unauthenticated_remote };
-    let r = serve_on(rt, settings, folder, debounce, mcp, a);
+    let r = serve_on(rt, settings, start, debounce, mcp, a);
     // The last spans and metrics go out before the process ends (blocking, off the runtime).
     if let Some(t) = telemetry {
         t.shutdown();
@@ -151,7 +150,7 @@ struct ServeArgs {
 fn serve_on(
     rt: tokio::runtime::Runtime,
     settings: Settings,
-    folder: FolderReading,
+    start: HostStart,
     debounce: Duration,
     mcp: bool,
     a: ServeArgs,
@@ -174,18 +173,18 @@ fn serve_on(
             limits: settings.frontends.serve.http,
             console: None,
         };
-        let r = rt.block_on(serve_mcp(settings, folder, debounce, http, options, open));
+        let r = rt.block_on(serve_mcp(settings, start, debounce, http, options, open));
         // The stdio transport's blocked read of stdin must not hold the exit.
         rt.shutdown_timeout(Duration::from_millis(500));
         r
     } else {
-        rt.block_on(serve(settings, folder, debounce))
+        rt.block_on(serve(settings, start, debounce))
     }
 }
 
 async fn serve_mcp(
     settings: Settings,
-    folder: FolderReading,
+    start: HostStart,
     debounce: Duration,
     http: Option<std::net::SocketAddr>,
     options: toolhost_frontends::mcp::HttpOptions,
@@ -198,7 +197,7 @@ async fn serve_mcp(
         .context("cannot install signal handlers")?;
     let Settings { frontends, flag_plugins, .. } = settings;
     // The first load runs from here while the front end is set up.
-    let (host, reloader, first) = unloaded_host(folder)?;
+    let (host, reloader, first) = unloaded_host(start)?;
     let service = Arc::new(toolhost_frontends::service::Service::for_command(
         &host.config,
         &frontends,
@@ -414,8 +413,8 @@ fn open_browser(url: &str) {
     }
 }
 
-async fn serve(settings: Settings, folder: FolderReading, debounce: Duration) -> Result<ExitCode> {
-    let (host, reloader, _watch) = live_host_with(folder, debounce, print_change).await?;
+async fn serve(settings: Settings, start: HostStart, debounce: Duration) -> Result<ExitCode> {
+    let (host, reloader, _watch) = live_host_with(start, debounce, print_change).await?;
     settings.check_flag_plugins(&host.registry.load())?;
     let mut changes = reloader.subscribe();
     let mut signals = toolhost_frontends::service::shutdown::Signals::install()
