@@ -213,3 +213,67 @@ async fn a_cached_plugin_that_cannot_be_linked_lists_and_its_calls_name_the_file
     }
     assert!(host.registry.load().get("hollow_echo").is_some(), "still listed after the failure");
 }
+
+/// A file whose stamp is unchanged since the last read is known by the folder index and not
+/// read again; what the index gives is checked like a file read (the policy of the current
+/// config applies), and a file changed in place is read again, never taken for its old self.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_folder_index_spares_unchanged_files_and_never_hides_a_change() {
+    use std::sync::Arc;
+    use toolhost_core::registry::{FolderRead, Registry, index};
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = env.config.clone();
+    config.cache_dir = Some(cache.path().to_path_buf());
+    let which = |config: &toolhost_core::Config, read: FolderRead| {
+        let registry = Registry::load_read(&crate::support::runtime(), config, read).unwrap();
+        let host = toolhost_core::Toolhost::from_parts(
+            crate::support::runtime(),
+            Arc::new(config.clone()),
+            registry,
+            Arc::new(toolhost_core::executor::NoConfirm),
+        );
+        async move { crate::support::call(&host, "which", &[]).await }
+    };
+
+    // A file written just now is not indexed: its times have not settled.
+    let read = FolderRead::inspect_all(&config).unwrap();
+    assert_eq!(read.from_index, 0);
+    assert_eq!(FolderRead::inspect_all(&config).unwrap().from_index, 0);
+    std::thread::sleep(index::SETTLED + std::time::Duration::from_millis(200));
+    assert_eq!(FolderRead::inspect_all(&config).unwrap().from_index, 0, "indexed only after a read");
+    let warm = FolderRead::inspect_all(&config).unwrap();
+    assert_eq!(warm.from_index, 1, "the settled, unchanged file is known by its stamp");
+    assert_eq!(crate::support::ok(&which(&config, warm).await), "v1");
+
+    // Replaced in place by another version: read again (never the old one's manifest or code).
+    std::fs::write(
+        env.plugins.path().join("versioned.wasm"),
+        std::fs::read(plugin_artifacts::VERSIONED_V2).unwrap(),
+    )
+    .unwrap();
+    let changed = FolderRead::inspect_all(&config).unwrap();
+    assert_eq!(changed.from_index, 0);
+    assert_eq!(crate::support::ok(&which(&config, changed).await), "v2");
+
+    // An index that cannot be read is rebuilt, not an error.
+    let folders = cache.path().join("folders");
+    let files: Vec<_> = std::fs::read_dir(&folders).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    std::fs::write(&files[0], b"{ not json").unwrap();
+    let rebuilt = FolderRead::inspect_all(&config).unwrap();
+    assert_eq!(rebuilt.from_index, 0);
+    assert_eq!(crate::support::ok(&which(&config, rebuilt).await), "v2");
+
+    // The current policy applies to what the index gives: an unsigned file it knows is refused
+    // where signatures are required.
+    std::thread::sleep(index::SETTLED + std::time::Duration::from_millis(200));
+    FolderRead::inspect_all(&config).unwrap();
+    let mut strict = config.clone();
+    strict.trust.require_signature = true;
+    let read = FolderRead::inspect_all(&strict).unwrap();
+    assert_eq!(read.from_index, 1);
+    let refused = Registry::load_read(&crate::support::runtime(), &strict, read).unwrap();
+    assert!(refused.get("which").is_none());
+    assert!(refused.failures().iter().any(|f| f.reason.contains("unsigned")), "{:?}", refused.failures());
+}

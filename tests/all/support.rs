@@ -44,7 +44,10 @@ impl Env {
             std::fs::copy(src, plugins.path().join(src.file_name().unwrap())).unwrap();
         }
         let workspace = tempfile::tempdir().unwrap();
-        let mut config = Config { plugins_dir: plugins.path().to_path_buf(), ..Config::default() };
+        // The test binary's own cache (the folder index, compiled code), never the user's.
+        let cache = test_dirs()[0].1.join("toolhost");
+        let mut config =
+            Config { plugins_dir: plugins.path().to_path_buf(), cache_dir: Some(cache), ..Config::default() };
         config.set_workspace(workspace.path());
         Env { plugins, workspace, config }
     }

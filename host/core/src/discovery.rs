@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 /// A plugin file as read from the folder: where it is and what its bytes hash to. The bytes
 /// themselves are not kept (a warm start needs only the manifest, read while they are in hand:
-/// [`scan_then`]); what needs them later reads them again ([`Candidate::read_again`]).
+/// [`scan`]); what needs them later reads them again ([`Candidate::read_again`]).
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub path: PathBuf,
+    /// How the file stood just before it was read (`None` where the platform has no change
+    /// time): what the folder index ([`crate::registry::index`]) knows it by.
+    pub stamp: Option<Stamp>,
     /// SHA-256 of the file's bytes, computed once: it keys the approvals and the reload's
     /// unchanged-file check.
     pub hash: [u8; 32],
@@ -34,6 +37,58 @@ impl Candidate {
             return Err("changed while loading; the new version is read on its next change".into());
         }
         Ok(bytes)
+    }
+}
+
+/// What tells one version of a file from another without reading it: its device, inode and
+/// size, and its modification and change times. The change time moves on every write, rename
+/// and `chmod`, and no program can set it (only the clock can: a clock set back is the one way
+/// to fool it), so a file whose stamp is unchanged holds the bytes it held when stamped — once
+/// the change time has *settled* (the kernel's clock for it ticks coarsely: a write in the same
+/// tick as the stamp would keep it; see [`Stamp::settled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    /// Modification time, seconds and nanoseconds since the epoch.
+    pub mtime: (i64, i64),
+    /// Change time, seconds and nanoseconds since the epoch.
+    pub ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata (`None` off Unix: no change time there).
+    pub fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Some(Stamp {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                len: meta.len(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime: (meta.ctime(), meta.ctime_nsec()),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
+
+    /// Whether both times are at least `margin` before `now`: no write since can have left
+    /// them as they are (the kernel's file clock ticks in milliseconds; `margin` is seconds).
+    pub fn settled(&self, now: std::time::SystemTime, margin: std::time::Duration) -> bool {
+        let Ok(now) = now.duration_since(std::time::UNIX_EPOCH) else { return false };
+        let before = |(secs, nanos): (i64, i64)| {
+            let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else { return false };
+            std::time::Duration::new(secs, 0).saturating_add(std::time::Duration::from_nanos(nanos.into()))
+                + margin
+                <= now
+        };
+        before(self.mtime) && before(self.ctime)
     }
 }
 
@@ -71,14 +126,12 @@ pub fn is_candidate_name(name: &str) -> bool {
 /// What [`scan`] found: each readable file with what `then` made of it, and the failures.
 pub type Scanned<T> = (Vec<(Candidate, T)>, Vec<LoadFailure>);
 
-/// Read every candidate in `dir`, in file-name order, and give each to `then` with its bytes
-/// right after it is read, on the same core (while the bytes are in the cache: the manifest
-/// check at start-up). Files over `max_bytes` and unreadable files become failures; a missing
-/// folder is an error naming it. The bytes are read into one buffer per thread and not kept: a
-/// fresh buffer per file costs a page fault per 4 KiB, which was most of a warm start's reading.
-pub fn scan<T: Send>(
+/// [`scan`], asking `known` first about each file by its path and stamp: a file it knows is
+/// not read (its candidate and result are `known`'s).
+pub fn scan_known<T: Send>(
     dir: &Path,
     max_bytes: u64,
+    known: impl Fn(&Path, &Stamp) -> Option<(Candidate, T)> + Sync,
     then: impl Fn(&Candidate, &[u8]) -> T + Sync,
 ) -> std::io::Result<Scanned<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
@@ -96,15 +149,23 @@ pub fn scan<T: Send>(
     // Reading and hashing is most of a warm start's work: the files are shared out over the
     // cores, and the results kept in file-name order.
     let results = crate::parallel::map(&paths, |path| {
-        BUFFER.with_borrow_mut(|bytes| match read_capped_into(path, max_bytes, bytes) {
-            Ok(true) => {
+        let meta = match regular_capped(path, max_bytes) {
+            Ok(Some(meta)) => meta,
+            Ok(None) => return None, // a directory named *.wasm, or a file that vanished
+            Err(reason) => return Some(Err(LoadFailure { file: path.clone(), reason })),
+        };
+        let stamp = Stamp::of(&meta);
+        if let Some(hit) = stamp.as_ref().and_then(|s| known(path, s)) {
+            return Some(Ok(hit));
+        }
+        BUFFER.with_borrow_mut(|bytes| match read_into(path, &meta, max_bytes, bytes) {
+            Ok(()) => {
                 let hash = content_hash(bytes);
                 let code = toolhost_spec::sections::code_sha256(bytes, hash);
-                let c = Candidate { hash, code, path: path.clone() };
+                let c = Candidate { hash, code, stamp, path: path.clone() };
                 let t = then(&c, bytes);
                 Some(Ok((c, t)))
             }
-            Ok(false) => None, // a directory named *.wasm, or a file that vanished
             Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),
         })
     });
@@ -119,6 +180,19 @@ pub fn scan<T: Send>(
     Ok((found, failures))
 }
 
+/// Read every candidate in `dir`, in file-name order, and give each to `then` with its bytes
+/// right after it is read, on the same core (while the bytes are in the cache: the manifest
+/// check at start-up). Files over `max_bytes` and unreadable files become failures; a missing
+/// folder is an error naming it. The bytes are read into one buffer per thread and not kept: a
+/// fresh buffer per file costs a page fault per 4 KiB, which was most of a warm start's reading.
+pub fn scan<T: Send>(
+    dir: &Path,
+    max_bytes: u64,
+    then: impl Fn(&Candidate, &[u8]) -> T + Sync,
+) -> std::io::Result<Scanned<T>> {
+    scan_known(dir, max_bytes, |_, _| None, then)
+}
+
 /// Read a whole file if it is a regular file no larger than `max_bytes`.
 pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
     let mut bytes = Vec::new();
@@ -128,13 +202,21 @@ pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, Strin
 /// [`read_capped`] into `bytes` (its old contents replaced, its capacity reused); `false`: not
 /// a regular file, or gone.
 fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<bool, String> {
+    let Some(meta) = regular_capped(path, max_bytes)? else { return Ok(false) };
+    read_into(path, &meta, max_bytes, bytes)?;
+    Ok(true)
+}
+
+/// The metadata of `path` if it is a regular file no larger than `max_bytes` (`None`: not a
+/// regular file, or gone).
+fn regular_capped(path: &Path, max_bytes: u64) -> Result<Option<std::fs::Metadata>, String> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read: {e}")),
     };
     if !meta.is_file() {
-        return Ok(false);
+        return Ok(None);
     }
     if meta.len() > max_bytes {
         return Err(format!(
@@ -143,6 +225,16 @@ fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<
             max_bytes / (1024 * 1024)
         ));
     }
+    Ok(Some(meta))
+}
+
+/// Read the file `meta` describes into `bytes`, at most `max_bytes`.
+fn read_into(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    max_bytes: u64,
+    bytes: &mut Vec<u8>,
+) -> Result<(), String> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
     bytes.clear();
@@ -153,7 +245,7 @@ fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<
         bytes.clear();
         return Err(format!("file grew over the {} MiB limit while being read", max_bytes / (1024 * 1024)));
     }
-    Ok(true)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -209,6 +301,18 @@ mod tests {
         assert!(read_capped_into(&short, 1 << 20, &mut buffer).unwrap());
         assert_eq!(buffer, b"ab");
         assert!(!read_capped_into(&dir.path().join("gone.wasm"), 1 << 20, &mut buffer).unwrap());
+    }
+
+    #[test]
+    fn a_stamp_settles_once_both_times_are_old_enough() {
+        let stamp = Stamp { dev: 1, ino: 2, len: 3, mtime: (1_000, 5), ctime: (1_000, 5) };
+        let at = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        let margin = std::time::Duration::from_secs(2);
+        assert!(!stamp.settled(at(1_000), margin));
+        assert!(!stamp.settled(at(1_002), margin), "5 ns short of the margin");
+        assert!(stamp.settled(at(1_003), margin));
+        assert!(!Stamp { ctime: (1_002, 0), ..stamp }.settled(at(1_003), margin), "a recent change time");
+        assert!(!Stamp { mtime: (-1, 0), ..stamp }.settled(at(1_003), margin), "a time before the epoch");
     }
 
     #[test]

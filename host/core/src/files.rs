@@ -43,6 +43,18 @@ pub fn rename_dir_into_place(tmp: &Path, dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Create `dir` (and parents) readable only by this user: toolhost's own caches (compiled
+/// code, the folder index), which it trusts as it trusts itself.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// `$VAR/toolhost` when the XDG variable `var` is set (and not empty), else
 /// `$HOME/HOME_FALLBACK/toolhost`: the one lookup of toolhost's cache and state folders.
 fn xdg(var: &str, home_fallback: &str) -> Option<PathBuf> {

@@ -215,7 +215,7 @@ impl Runtime {
                 // between versions, and a cache entry stands for "these bytes loaded".
                 env!("CARGO_PKG_VERSION").hash(&mut h);
                 let dir = dir.join(format!("engine-{:016x}", h.finish()));
-                match create_private_dir(&dir) {
+                match crate::files::create_private_dir(&dir) {
                     Ok(()) => Some(dir),
                     Err(e) => {
                         tracing::warn!("compile cache disabled: cannot create {}: {e}", dir.display());
@@ -345,17 +345,6 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
-}
-
-/// Create `dir` (and parents) readable only by this user.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

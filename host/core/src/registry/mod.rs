@@ -18,6 +18,7 @@
 //!   failure.
 
 pub mod approvals;
+pub mod index;
 pub mod reload;
 pub mod signing;
 
@@ -366,12 +367,53 @@ pub struct Inspected {
 /// The half of loading a file (`c`, whose bytes are `bytes`) that needs no engine ([`link`] is
 /// the other).
 pub fn inspect(config: &Config, c: &Candidate, bytes: &[u8]) -> Result<Inspected, LoadFailure> {
+    inspect_indexing(config, c, bytes).map(|(inspected, _)| inspected)
+}
+
+/// [`inspect`], and how the folder index may know the file from now on: an unsigned file that
+/// passed is an entry.
+fn inspect_indexing(
+    config: &Config,
+    c: &Candidate,
+    bytes: &[u8],
+) -> Result<(Inspected, index::Indexed), LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
-    let manifest = manifest::read(bytes).map_err(|e| fail(e.to_string()))?;
+    let section = manifest::find_section(bytes).map_err(|e| fail(e.to_string()))?;
+    let manifest = manifest::parse(&section).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
     let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes).map_err(fail)?;
-    let dev_sources = dev_sources(config, &manifest.name, bytes).map_err(fail)?;
+    let marker = toolhost_spec::sections::dev_marker(bytes).map_err(fail)?;
+    let entry = match signer {
+        None => {
+            index::Entry::new(c, section, marker.clone()).map_or(index::Indexed::Not, index::Indexed::New)
+        }
+        Some(_) => index::Indexed::Not,
+    };
+    Ok((checked(config, c, manifest, signer, marker)?, entry))
+}
+
+/// [`inspect`] of a file the folder index knows (`entry`), unread: its manifest parsed and
+/// validated again, and the policy for an unsigned file applied (the index holds no signed
+/// file).
+fn inspect_indexed(config: &Config, c: &Candidate, entry: &index::Entry) -> Result<Inspected, LoadFailure> {
+    let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
+    let manifest = manifest::parse(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash).map_err(fail)?;
+    checked(config, c, manifest, None, entry.dev.clone())
+}
+
+/// What [`inspect`] makes of a file's checked manifest, signer and dev marker: its grants,
+/// and its dev build's sources (which must still be there).
+fn checked(
+    config: &Config,
+    c: &Candidate,
+    manifest: Manifest,
+    signer: Option<crate::registry::signing::SignerInfo>,
+    marker: Option<toolhost_spec::sections::DevMarker>,
+) -> Result<Inspected, LoadFailure> {
+    let dev_sources = dev_sources(config, &manifest.name, marker)
+        .map_err(|reason| LoadFailure { file: c.path.clone(), reason })?;
     let (mut grants, missing) = Grants::effective(
         &manifest.name,
         &manifest.capabilities,
@@ -426,12 +468,14 @@ fn link(
 /// A file's manifest check, when it was done ahead of loading (`None`: not yet).
 pub(crate) type Ahead = Option<Result<Inspected, LoadFailure>>;
 
-/// The plugins folder as read before the engine is needed: every file read and hashed, and the
-/// manifests of those to be loaded checked.
+/// The plugins folder as read before the engine is needed: every file read and hashed (or
+/// known unchanged by the folder index), and the manifests of those to be loaded checked.
 pub struct FolderRead {
     /// Each readable file, with its manifest's check when it was done ahead.
     pub(crate) found: Vec<(Candidate, Ahead)>,
     pub(crate) failures: Vec<LoadFailure>,
+    /// How many files the folder index knew unchanged (not read).
+    pub from_index: usize,
 }
 
 impl FolderRead {
@@ -441,15 +485,44 @@ impl FolderRead {
     }
 
     /// Read the folder, checking the manifests of the files `changed` picks (the others are
-    /// not loaded again: a reload's unchanged files).
+    /// not loaded again: a reload's unchanged files). A file the folder index knows unchanged
+    /// is not read; the index is brought up to date afterwards.
     pub fn inspect_changed(
         config: &Config,
         changed: impl Fn(&Candidate) -> bool + Sync,
     ) -> std::io::Result<FolderRead> {
-        let (found, failures) = discovery::scan(&config.plugins_dir, config.max_plugin_bytes, |c, bytes| {
-            changed(c).then(|| inspect(config, c, bytes))
-        })?;
-        Ok(FolderRead { found, failures })
+        let index = index::FolderIndex::open(config);
+        let (found, failures) = discovery::scan_known(
+            &config.plugins_dir,
+            config.max_plugin_bytes,
+            |path, stamp| {
+                let (c, entry) = index.known(path, stamp)?;
+                let ahead = changed(&c).then(|| inspect_indexed(config, &c, entry));
+                // A file the index knows that no longer passes is read next time.
+                let indexed = match &ahead {
+                    Some(Err(_)) => index::Indexed::Dropped,
+                    _ => index::Indexed::Kept,
+                };
+                Some((c, (ahead, indexed)))
+            },
+            |c, bytes| {
+                if !changed(c) {
+                    return (None, index::Indexed::Not);
+                }
+                match inspect_indexing(config, c, bytes) {
+                    Ok((inspected, indexed)) => (Some(Ok(inspected)), indexed),
+                    Err(f) => (Some(Err(f)), index::Indexed::Not),
+                }
+            },
+        )?;
+        index.update(found.iter().map(|(c, (_, indexed))| (c, indexed)));
+        let from_index = found
+            .iter()
+            .filter(|(_, (_, i))| matches!(i, index::Indexed::Kept | index::Indexed::Dropped))
+            .count();
+        tracing::debug!("{from_index} of {} plugin files known unchanged by the folder index", found.len());
+        let found = found.into_iter().map(|(c, (ahead, _))| (c, ahead)).collect();
+        Ok(FolderRead { found, failures, from_index })
     }
 }
 
@@ -506,9 +579,9 @@ pub const DEV_SOURCES: &str = "toolhost-dev";
 fn dev_sources(
     config: &Config,
     name: &str,
-    bytes: &[u8],
+    marker: Option<toolhost_spec::sections::DevMarker>,
 ) -> Result<Option<crate::capability::fs::FsGrant>, String> {
-    let Some(marker) = toolhost_spec::sections::dev_marker(bytes)? else { return Ok(None) };
+    let Some(marker) = marker else { return Ok(None) };
     let dir = config.plugins_dir.join(marker.folder(name));
     if !dir.is_dir() {
         return Err(format!(
@@ -544,7 +617,7 @@ impl Registry {
 
     /// [`Registry::load`] of a folder already read (a [`ReadAhead`]'s, say).
     pub fn load_read(runtime: &Arc<Runtime>, config: &Config, read: FolderRead) -> std::io::Result<Registry> {
-        let FolderRead { found, mut failures } = read;
+        let FolderRead { found, mut failures, .. } = read;
         let results = load_all(runtime, config, found).into_iter().map(|(_, r)| r);
         let mut approvals = Approvals::for_folder(&config.plugins_dir, &config.approvals);
         let mut plugins = Vec::new();

@@ -232,7 +232,7 @@ impl Reloader {
                 FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))?
             }
         };
-        let FolderRead { found, failures: scan_failures } = read;
+        let FolderRead { found, failures: scan_failures, .. } = read;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
         let mut to_load = Vec::new();

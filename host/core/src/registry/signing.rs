@@ -414,11 +414,28 @@ impl Trust {
 
     /// Whether this exact file may load without a trusted signature.
     fn exempt(&self, bytes: &[u8]) -> bool {
-        !self.allow_unsigned.is_empty() && {
-            let hash: [u8; 32] = sha2::Sha256::digest(bytes).into();
-            self.allow_unsigned.contains(&hash)
-        }
+        !self.allow_unsigned.is_empty() && self.exempt_hash(&sha2::Sha256::digest(bytes).into())
     }
+
+    /// [`Trust::exempt`] of the file whose SHA-256 is `hash`.
+    fn exempt_hash(&self, hash: &[u8; 32]) -> bool {
+        self.allow_unsigned.contains(hash)
+    }
+}
+
+/// [`check`] of a file known to carry no signature (the folder index keeps only such files),
+/// by its SHA-256.
+pub fn check_unsigned(trust: &Trust, plugin: &str, hash: &[u8; 32]) -> Result<(), String> {
+    if trust.requires(plugin) && !trust.exempt_hash(hash) {
+        return Err(unsigned_refusal(plugin));
+    }
+    Ok(())
+}
+
+fn unsigned_refusal(plugin: &str) -> String {
+    format!(
+        "unsigned: require_signature is set for plugin `{plugin}` ([trust] in the config); sign it with `toolhost sign FILE --key KEY` using a key listed in [trust] keys"
+    )
 }
 
 /// The load-time check: verify the file's signatures and apply the policy. `Ok(None)` is an
@@ -428,9 +445,7 @@ pub fn check(trust: &Trust, plugin: &str, bytes: &[u8]) -> Result<Option<SignerI
     let required = trust.requires(plugin) && !trust.exempt(bytes);
     if signers.is_empty() {
         if required {
-            return Err(format!(
-                "unsigned: require_signature is set for plugin `{plugin}` ([trust] in the config); sign it with `toolhost sign FILE --key KEY` using a key listed in [trust] keys"
-            ));
+            return Err(unsigned_refusal(plugin));
         }
         return Ok(None);
     }
