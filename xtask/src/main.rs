@@ -22,8 +22,10 @@ tasks:
             workspace (target/demo-workspace): writes, reads, a JSON argument, a search whose
             query has commas, a denied dangerous call, a truncated output and refused
             network calls
-  bench     run the benchmarks (release build) and write BENCHMARKS.md with the machine they
-            ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run
+  bench [--last-run]
+            run the benchmarks (release build) and write BENCHMARKS.md with the machine they
+            ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run; --last-run writes it again
+            from the last run's report (target/bench-report.md) without running anything
   fuzz [TARGET] [SECONDS]
             build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
@@ -64,7 +66,7 @@ fn main() -> Result<()> {
         "plugins" => plugins().map(|_| ()),
         "demo" => demo(),
         "test" => test(),
-        "bench" => bench(),
+        "bench" => bench(std::env::args().nth(2).as_deref() == Some("--last-run")),
         "layers" => layers::run(&root()),
         "deploy" => deploy::validate(&root()),
         "docs" => docs::run(&root()),
@@ -239,16 +241,24 @@ fn demo() -> Result<()> {
     Ok(())
 }
 
-fn bench() -> Result<()> {
+fn bench(last_run: bool) -> Result<()> {
     ensure_target()?;
     let root = root();
     let out = root.join("target/bench-report.md");
-    run(cargo()
-        .current_dir(&root)
-        .env("TOOLHOST_BENCH_OUT", &out)
-        // The Python and JavaScript plugins are built with the toolchains the tests use.
-        .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
-        .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
+    if last_run {
+        anyhow::ensure!(
+            out.is_file(),
+            "no report of an earlier run at {}: run `cargo xtask bench`",
+            out.display()
+        );
+    } else {
+        run(cargo()
+            .current_dir(&root)
+            .env("TOOLHOST_BENCH_OUT", &out)
+            // The Python and JavaScript plugins are built with the toolchains the tests use.
+            .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
+            .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
+    }
     let report = std::fs::read_to_string(&out)?;
     // The committed report's figures beside this run's, row by row (issue #33).
     let committed = Command::new("git")
@@ -284,8 +294,12 @@ fn bench() -> Result<()> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
+    // When the run ended (the report's time: `--last-run` writes the file later).
     let date = Command::new("date")
-        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .arg("-u")
+        .arg("-r")
+        .arg(&out)
+        .arg("+%Y-%m-%d %H:%M UTC")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
