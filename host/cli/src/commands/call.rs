@@ -41,7 +41,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let (host, frontends) = crate::session::open_reporting(Settings::resolve(g)?, confirm.clone())?;
     toolhost_frontends::service::Service::attach_audit(&host, &frontends, "cli")?;
     host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     let shown = Arc::new(Shown::new(json));
     let cancel = Cancel::new();
     let control = CallControl::default().with_cancel(cancel.clone()).with_progress(shown.clone());

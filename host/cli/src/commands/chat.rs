@@ -107,7 +107,7 @@ pub fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| toolhost_frontends::agent::DEFAULT_SYSTEM.into()),
         ..AgentOptions::default()
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     let code = rt.block_on(chat(settings, client, options, args));
     // The line reader may be blocked on the terminal; do not wait for it.
     rt.shutdown_background();

@@ -48,7 +48,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let settings = Settings::resolve(g)?;
     std::fs::create_dir_all(&settings.core.plugins_dir)
         .with_context(|| format!("cannot create plugins folder {}", settings.core.plugins_dir.display()))?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     let r = rt.block_on(dev(settings, &a.path, Duration::from_millis(a.debounce_ms), a.full));
     // A build still running on the blocking pool does not hold the exit.
     rt.shutdown_timeout(Duration::from_millis(500));

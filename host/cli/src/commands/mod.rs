@@ -131,6 +131,17 @@ pub enum Command {
 }
 
 /// Run a parsed command line.
+/// The async runtime a command runs on: one worker per core, the core count read once for the
+/// process (`parallel::cores`, which the plugins folder's reading uses too: each reading opens
+/// the cgroup's quota files). `TOKIO_WORKER_THREADS`, when set, still decides.
+pub fn async_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(toolhost_core::parallel::cores());
+    }
+    builder.enable_all().build()
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let g = &cli.global;
     match cli.command {

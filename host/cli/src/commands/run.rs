@@ -48,7 +48,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         if format == ReplyFormat::Text { "text" } else { "openai" },
     )?;
     host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     match format {
         ReplyFormat::Text => {
             let results = rt.block_on(text::execute(&host.executor, &reply));

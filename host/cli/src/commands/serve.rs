@@ -127,7 +127,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     if let Some(endpoint) = cfg.telemetry.otlp_endpoint.as_deref().filter(|_| telemetry.is_some()) {
         tracing::info!("telemetry: spans and metrics exported over OTLP to {endpoint}");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     let debounce = Duration::from_millis(debounce_ms);
     let a = ServeArgs { http, open, allow_host, allow_origin, allow_unauthenticated_remote };
     let r = serve_on(rt, settings, start, debounce, mcp, a);

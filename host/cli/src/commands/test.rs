@@ -67,7 +67,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     if let Some(f) = registry.failures().first() {
         anyhow::bail!("the built plugin does not load: {}", f.reason);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = super::async_runtime()?;
     let (mut answered, mut failed) = (0, 0);
     for spec in &built.manifest.tools {
         let args = placeholders(spec);
