@@ -187,3 +187,69 @@ fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
     assert!(answer(&messages, 1).get("result").is_some(), "{rest}");
     assert!(status.success(), "{status}: {rest}");
 }
+
+/// Over stdio the handshake does not wait for the first load (here a cold one: an empty compile
+/// cache), and what needs the tools waits for it: requests written at once, stdin closed right
+/// after, get the whole list and the call's answer — never an empty list.
+#[test]
+fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
+    use std::io::Write;
+    let env = env();
+    let cold = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .arg("--workspace")
+        .arg(env.workspace.path())
+        .args(["serve", "--mcp"])
+        .current_dir(env.workspace.path())
+        .envs(crate::support::test_dirs())
+        .env("XDG_CACHE_HOME", cold.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // When the operator's "watching" line (printed once the first load is done) arrives.
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let loaded = std::thread::spawn(move || {
+        err.lines()
+            .map_while(Result::ok)
+            .find(|l| l.contains("MCP over stdio, watching"))
+            .map(|_| std::time::Instant::now())
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let handshake = std::time::Instant::now();
+    assert!(line.contains("\"result\""), "{line:?}");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "count_words", "arguments": {"text": "a b c"}}});
+    writeln!(stdin, "{}\n{list}\n{call}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    let messages: Vec<Value> = rest.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let tools: Vec<&str> = answer(&messages, 1)["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{rest}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"count_words") && tools.contains(&"tick"), "{tools:?}");
+    assert!(answer(&messages, 2).get("result").is_some(), "{rest}");
+    assert!(
+        !messages.iter().any(|m| m["method"] == "notifications/tools/list_changed"),
+        "the first load is not a change: {rest}"
+    );
+    assert!(status.success(), "{status}: {rest}");
+    let loaded = loaded.join().unwrap().expect("no `watching` line");
+    assert!(handshake < loaded, "the handshake waited for the first load");
+}

@@ -259,15 +259,26 @@ async fn serve_mcp(
     };
     match http {
         None => {
-            let _watch = tokio::select! {
-                w = load => w?,
-                () = stopped() => return Ok(ExitCode::SUCCESS),
+            // The session starts now, while the first load runs: the handshake is answered at
+            // once, and requests that need the tools wait for the load (`until_loaded`).
+            let (loaded_tx, loaded_rx) = tokio::sync::watch::channel(false);
+            let load = async {
+                let watch = load.await?;
+                let _ = loaded_tx.send(true);
+                toolhost_frontends::say!(
+                    "toolhost: MCP over stdio, watching {}",
+                    host.config.plugins_dir.display()
+                );
+                anyhow::Ok(watch)
             };
-            toolhost_frontends::say!(
-                "toolhost: MCP over stdio, watching {}",
-                host.config.plugins_dir.display()
-            );
-            serve_stdio_until(server, stopped(), Some(service.clone())).await?;
+            let serving = serve_stdio_until(server.until_loaded(loaded_rx), stopped(), Some(service.clone()));
+            let (mut load, mut serving) = (std::pin::pin!(load), std::pin::pin!(serving));
+            let _watch = tokio::select! {
+                w = &mut load => w?,
+                // The session ended (end of stdin, or a signal) before the first load did.
+                r = &mut serving => return r.map(|()| ExitCode::SUCCESS),
+            };
+            serving.await?;
         }
         Some(addr) => {
             // Listening before the plugins are loaded: the probes answer (`/readyz` is 503 until

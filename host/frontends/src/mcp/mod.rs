@@ -111,6 +111,8 @@ pub struct McpServer {
     session_idle: Duration,
     /// Search mode: the tools `find_tools` returned in this session, listed from then on.
     revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// Set while the host's first load runs (see [`McpServer::until_loaded`]).
+    loaded: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -133,7 +135,27 @@ impl McpServer {
             max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
             session_idle: settings::DEFAULT_SESSION_IDLE,
             revealed: Arc::default(),
+            loaded: None,
         })
+    }
+
+    /// Serve while the host's first load runs: the handshake (and `ping`) is answered at once,
+    /// and what needs the tools (`tools/list`, `tools/call`) waits until `loaded` turns true —
+    /// never an empty list because the folder was still being read. A client is not kept waiting
+    /// for its `initialize` answer through a cold start's compiles.
+    pub fn until_loaded(mut self, loaded: tokio::sync::watch::Receiver<bool>) -> McpServer {
+        self.loaded = Some(loaded);
+        self
+    }
+
+    /// The end of the first load, if it is still running (a load that failed ends the process).
+    pub(crate) fn first_load(&self) -> impl Future<Output = ()> + Send + 'static {
+        let loaded = self.loaded.clone();
+        async move {
+            if let Some(mut loaded) = loaded {
+                let _ = loaded.wait_for(|done| *done).await;
+            }
+        }
     }
 
     /// Cap and keep MCP tasks as `limits` say (`[mcp] tasks_*`).
@@ -237,6 +259,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
         task_2025: Option<bool>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.first_load().await;
         let registry = self.executor.registry();
         let meta_tool = registry.search().map(|s| &s.spec).filter(|s| s.name == params.name);
         let served = registry.who_serves(&params.name);
@@ -767,6 +790,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.first_load().await;
         Ok(self.tools_result())
     }
 
@@ -829,6 +853,11 @@ impl ServerHandler for McpServer {
             context.cancelled().await;
             return Ok(());
         };
+        // The first load is not a change of the list: the client lists after it.
+        tokio::select! {
+            _ = context.cancelled() => return Ok(()),
+            () = self.first_load() => {}
+        }
         let mut rx = reloader.subscribe();
         let sink = context.sink().clone();
         loop {
@@ -851,9 +880,19 @@ impl ServerHandler for McpServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Some(reloader) = &self.reloader else { return };
-        let mut rx = reloader.subscribe();
+        // Subscribed now, or (while the first load runs) once it is done: the first load is not
+        // a change of the list the client is told about.
+        let subscribed = self.loaded.is_none().then(|| reloader.subscribe());
+        let (reloader, first_load) = (reloader.clone(), self.first_load());
         let peer = context.peer;
         tokio::spawn(async move {
+            let mut rx = match subscribed {
+                Some(rx) => rx,
+                None => {
+                    first_load.await;
+                    reloader.subscribe()
+                }
+            };
             loop {
                 match rx.recv().await {
                     Ok(change)
@@ -975,6 +1014,7 @@ pub async fn serve_stdio_until(
     let hold_eof = service.is_some().then_some(eof_tx);
     let transport = stdio::StdioTransport::new(stdin, stdout, server.max_message, hold_eof);
     let pending = transport.pending();
+    let first_load = server.first_load();
     let mut stdin_closed = std::pin::pin!(async move {
         let _ = eof_rx.wait_for(|closed| *closed).await;
     });
@@ -994,6 +1034,9 @@ pub async fn serve_stdio_until(
         () = &mut shutdown => {}
         () = &mut stdin_closed => {
             if let Some(s) = &service {
+                // Requests read before the end of stdin are answered: those waiting for the first
+                // load (a client that wrote its requests and closed stdin at once) wait with it.
+                first_load.await;
                 // Calls read before the end of stdin are not new: wait (briefly) until each
                 // request still unanswered is an admitted call, then admit no more.
                 let deadline = tokio::time::Instant::now() + EOF_ADMIT_WAIT;

@@ -164,7 +164,10 @@ impl McpServer {
         let who = || owner(&caller(context));
         Some(match method {
             "tools/call" => self.call_as_task_2025(params, context).await,
-            "tools/list" => self.tools_2025(),
+            "tools/list" => {
+                self.first_load().await;
+                self.tools_2025()
+            }
             "tasks/get" => {
                 task_id(params).and_then(|id| self.tasks.detailed(&who(), &id)).map(|t| task_json(&t))
             }
