@@ -150,7 +150,8 @@ impl McpServer {
 
     /// The end of the first load, if it is still running (a load that failed ends the process).
     pub(crate) fn first_load(&self) -> impl Future<Output = ()> + Send + 'static {
-        let loaded = self.loaded.clone();
+        // Once loaded (every request but those of the first moments), nothing is cloned.
+        let loaded = self.loaded.as_ref().filter(|l| !*l.borrow()).cloned();
         async move {
             if let Some(mut loaded) = loaded {
                 let _ = loaded.wait_for(|done| *done).await;
