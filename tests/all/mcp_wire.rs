@@ -147,6 +147,16 @@ fn serve_http_with_its_stderr_closed_answers_calls() {
     }
 }
 
+/// A 2025-06-18 `initialize` written to a stdio server, and its answer read (it must succeed).
+fn initialize_over_stdio(stdin: &mut impl std::io::Write, out: &mut impl BufRead) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("\"result\""), "{line:?}");
+}
+
 /// Over stdio with stderr closed from the start: the call in flight when stdin ends is still
 /// answered (the drain's notice to the operator is dropped, not a panic), and `serve` exits 0.
 #[test]
@@ -169,12 +179,7 @@ fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
     drop(child.stderr.take());
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert!(line.contains("\"result\""), "{line:?}");
+    initialize_over_stdio(&mut stdin, &mut out);
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "tick", "arguments": {"n": 4, "ms": 50, "trail": ""}}});
     writeln!(stdin, "{}\n{call}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
@@ -220,13 +225,8 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
     });
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
+    initialize_over_stdio(&mut stdin, &mut out);
     let handshake = std::time::Instant::now();
-    assert!(line.contains("\"result\""), "{line:?}");
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "count_words", "arguments": {"text": "a b c"}}});
