@@ -393,12 +393,14 @@ fn inspect_indexing(
     Ok((checked(config, c, manifest, signer, marker)?, entry))
 }
 
-/// [`inspect`] of a file the folder index knows (`entry`), unread: its manifest parsed and
-/// validated again, and the policy for an unsigned file applied (the index holds no signed
-/// file).
+/// [`inspect`] of a file the folder index knows (`entry`), unread: its manifest read and
+/// checked by the manifest rules again (its `outputSchema`s, compiled when the file was
+/// indexed, are compiled on first use: [`manifest::parse_checked_before`]), and the policy for
+/// an unsigned file applied (the index holds no signed file).
 fn inspect_indexed(config: &Config, c: &Candidate, entry: &index::Entry) -> Result<Inspected, LoadFailure> {
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
-    let manifest = manifest::parse(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    let manifest =
+        manifest::parse_checked_before(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
     crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash).map_err(fail)?;
     checked(config, c, manifest, None, entry.dev.clone())
 }
