@@ -795,7 +795,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     // A request whose kept-alive connection the server had closed is sent again on a new one
     // (its time is not a sample) and counted: the row says how many.
     let reconnects = std::cell::Cell::new(0usize);
-    let http_p50 = |mut cmd: Command, url_on_stdout: bool| -> Duration {
+    let http_p50 = |mut cmd: Command, url_on_stdout: bool, request: &dyn Fn(usize) -> String| -> Duration {
         let mut child =
             cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let url = if url_on_stdout {
@@ -833,11 +833,11 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             let mut v = Vec::with_capacity(calls);
             for i in 0..calls + calls / 10 {
                 let t = Instant::now();
-                let (text, again) = match post(call(i + 1), session.clone()).await {
+                let (text, again) = match post(request(i + 1), session.clone()).await {
                     Ok(r) => (r.text().await.unwrap(), false),
                     Err(e) if e.is_request() => {
                         reconnects.set(reconnects.get() + 1);
-                        (post(call(i + 1), session.clone()).await.unwrap().text().await.unwrap(), true)
+                        (post(request(i + 1), session.clone()).await.unwrap().text().await.unwrap(), true)
                     }
                     Err(e) => panic!("{e}"),
                 };
@@ -852,7 +852,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let _ = child.wait();
         p50
     };
-    let (mut a, mut b, mut f) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut b, mut f, mut g) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let http_host = |config: Option<&Path>| {
         let mut h = pinned(Path::new(exe));
         if let Some(config) = config {
@@ -867,19 +867,21 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     for _ in 0..runs {
         let mut n = pinned(&me);
         n.env("TOOLHOST_BENCH_NOOP", "http");
-        a.push(http_p50(n, true));
-        b.push(http_p50(http_host(None), false));
-        f.push(http_p50(http_host(Some(&no_fsync)), false));
+        a.push(http_p50(n, true, &call));
+        b.push(http_p50(http_host(None), false, &call));
+        f.push(http_p50(http_host(Some(&no_fsync)), false, &call));
+        g.push(http_p50(http_host(Some(&no_fsync)), false, &ping));
         if let Some(old) = &before {
             let mut h = pinned(old);
             h.arg("--config").arg(&no_fsync).arg("--plugins").arg(plugins);
             h.args(["serve", "--mcp", "--http", "127.0.0.1:0"]).env("XDG_STATE_HOME", &state);
-            old_http.push(http_p50(h, false));
+            old_http.push(http_p50(h, false, &call));
         }
     }
-    let (a, b, f) = (median(a), median(b), median(f));
+    let (a, b, f, g) = (median(a), median(b), median(f), median(g));
     targets::record(targets::MCP_HTTP_NOOP_P50, a.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_P50, f.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_HTTP_PING_P50, g.as_secs_f64() * 1e6);
     if before.is_some() {
         let o = median(old_http);
         line(format!(
@@ -904,12 +906,20 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(f),
         if r <= 2.0 { "yes" } else { "**no**" }
     ));
+    // MCP `ping` in the same kind of session: rmcp's streamable HTTP layer and the transport
+    // alone, no tool call (what bounds issue #33's HTTP target from below).
+    line(format!(
+        "| streamable HTTP, `ping` instead of a call (the protocol layer alone) | {} | {} | {:.2}× | — |",
+        us(a),
+        us(g),
+        g.as_secs_f64() / a.as_secs_f64()
+    ));
     if reconnects.get() > 0 {
         line(String::new());
         line(format!(
             "HTTP: {} request(s) of {} found their kept-alive connection closed by the server and were sent again on a new one (not counted as samples).",
             reconnects.get(),
-            3 * runs * (calls + calls / 10)
+            4 * runs * (calls + calls / 10)
         ));
     }
     if is_pinned {
@@ -1072,6 +1082,7 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
         (p(7) - p(6)) - p(3) - (p(0) + p(1) + p(4))
     ));
     let _ = std::fs::remove_dir_all(dir.join("stage-state"));
+    targets::record(targets::MCP_EXECUTOR_ECHO_P99, m[2].stats.p99.as_secs_f64() * 1e6);
     m[2].stats.p50
 }
 
@@ -1790,7 +1801,8 @@ fn main() {
         // The floor of any start on this machine (exec, dynamic loading, argument parsing),
         // measured in turns with the `tools/list` starts so they share the machine's noise.
         let (mut version, mut list, mut list_ten) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..runs * 3 {
+        // A start is a few milliseconds: enough rounds that the medians hold still.
+        for _ in 0..runs * 10 {
             for _ in 0..3 {
                 let t = Instant::now();
                 let out = std::process::Command::new(exe).arg("--version").output().unwrap();

@@ -20,6 +20,7 @@ pub const RAW_ALLOCATIONS: &str = "allocations per raw wasmtime echo";
 /// no longer made): counts do not depend on the machine or the build profile.
 const ECHO_ALLOCATIONS_BEFORE: f64 = 71.0;
 pub const MCP_EXECUTOR_ECHO_P50: &str = "executor echo p50 µs, beside the MCP stages";
+pub const MCP_EXECUTOR_ECHO_P99: &str = "executor echo p99 µs, beside the MCP stages";
 pub const MCP_PING_P50: &str = "mcp stdio ping p50 µs";
 pub const MCP_STDIO_P50: &str = "mcp stdio echo p50 µs, fsync off";
 pub const MCP_STDIO_P99: &str = "mcp stdio echo p99 µs, fsync off";
@@ -27,6 +28,7 @@ pub const MCP_STDIO_FSYNC_P50: &str = "mcp stdio echo p50 µs, durable audit";
 pub const FDATASYNC_P50: &str = "fdatasync of one audit line p50 µs";
 pub const MCP_HTTP_P50: &str = "mcp http echo p50 µs";
 pub const MCP_HTTP_NOOP_P50: &str = "mcp http do-nothing p50 µs";
+pub const MCP_HTTP_PING_P50: &str = "mcp http ping p50 µs";
 pub const PYTHON_P50: &str = "python template call p50 µs";
 pub const JS_P50: &str = "javascript template call p50 µs";
 pub const PYTHON_FIXED: &str = "python bare instantiate + slot reset µs";
@@ -74,7 +76,14 @@ fn rows() -> Vec<Row> {
             let (p50, p99) = (f(MCP_STDIO_P50)?, f(MCP_STDIO_P99)?);
             Some((format!("{p99:.1} µs = {:.2}× p50", p99 / p50), p99 <= 2.0 * p50))
         })(),
-        bound: String::new(),
+        bound: (|| {
+            let (p50, p99) = (f(MCP_EXECUTOR_ECHO_P50)?, f(MCP_EXECUTOR_ECHO_P99)?);
+            Some(format!(
+                "the executor call alone, in process: p99 {p99:.1} µs = {:.2}× its p50 {p50:.1} µs",
+                p99 / p50
+            ))
+        })()
+        .unwrap_or_default(),
     });
     out.push(Row {
         target: "1. the same with the durable audit line (the default)",
@@ -93,7 +102,14 @@ fn rows() -> Vec<Row> {
             let (call, noop) = (f(MCP_HTTP_P50)?, f(MCP_HTTP_NOOP_P50)?);
             Some((format!("{call:.1} µs = {:.2}× {noop:.1} µs", call / noop), call <= 2.0 * noop))
         })(),
-        bound: String::new(),
+        bound: (|| {
+            let (ping, noop) = (f(MCP_HTTP_PING_P50)?, f(MCP_HTTP_NOOP_P50)?);
+            Some(format!(
+                "rmcp's streamable HTTP layer answering `ping` in the same kind of session (no call): {ping:.1} µs = {:.2}× the do-nothing server",
+                ping / noop
+            ))
+        })()
+        .unwrap_or_default(),
     });
     out.push(Row {
         target: "3. Python template call p50 ≤ 0.3 ms",
