@@ -942,12 +942,9 @@ mod tests {
 
     #[test]
     fn a_manifest_checked_before_reads_the_same_and_still_keeps_the_rules() {
-        let with_schema = |v: &mut Value| {
-            v["tools"][0]["outputSchema"] =
-                serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}})
-        };
         let mut v = base();
-        with_schema(&mut v);
+        v["tools"][0]["outputSchema"] =
+            serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}});
         let text = v.to_string();
         assert_eq!(parse_checked_before(text.as_bytes()).unwrap(), parse(text.as_bytes()).unwrap());
         // The rules still hold; only the schema's compilation is left to its first use.
