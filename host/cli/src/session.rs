@@ -58,24 +58,46 @@ pub async fn live_host_with(
 pub struct HostStart {
     cfg: Arc<Config>,
     ahead: ReadAhead,
-    engine: Option<std::thread::JoinHandle<Result<Arc<Runtime>>>>,
+    /// The thread building the engine (`None`: no thread to be had; `unloaded_host` builds it).
+    engine: Option<EngineThread>,
 }
+
+/// The thread that builds the engine and then runs the first load with it: it sends the engine,
+/// and is sent back the reloader to load with and where to report (no thread is started for the
+/// first load: at a warm start that would be a visible part of it).
+struct EngineThread {
+    engine: std::sync::mpsc::Receiver<Result<Arc<Runtime>>>,
+    load: std::sync::mpsc::SyncSender<(Arc<Reloader>, Loaded)>,
+}
+
+/// Where the first load reports.
+type Loaded = tokio::sync::oneshot::Sender<std::io::Result<Arc<Change>>>;
 
 impl HostStart {
     pub fn begin(cfg: Config) -> HostStart {
         let cfg = Arc::new(cfg);
         let ahead = ReadAhead::start(cfg.clone(), true);
-        let engine = std::thread::Builder::new().name("toolhost-engine".into()).spawn({
+        let (engine_tx, engine) = std::sync::mpsc::sync_channel(1);
+        let (load, load_rx) = std::sync::mpsc::sync_channel::<(Arc<Reloader>, Loaded)>(1);
+        let spawned = std::thread::Builder::new().name("toolhost-engine".into()).spawn({
             let cfg = cfg.clone();
-            move || Runtime::for_config(&cfg)
+            move || {
+                let runtime = Runtime::for_config(&cfg);
+                let built = runtime.is_ok();
+                if engine_tx.send(runtime).is_ok()
+                    && built
+                    && let Ok((reloader, loaded)) = load_rx.recv()
+                {
+                    let _ = loaded.send(reloader.rescan());
+                }
+            }
         });
-        // No thread to be had: the engine is built by `unloaded_host`.
-        HostStart { cfg, ahead, engine: engine.ok() }
+        HostStart { cfg, ahead, engine: spawned.ok().map(|_| EngineThread { engine, load }) }
     }
 }
 
-/// The first load of a [`unloaded_host`], under way on a blocking thread.
-pub struct FirstLoad(tokio::task::JoinHandle<std::io::Result<Arc<Change>>>);
+/// The first load of a [`unloaded_host`], under way on the engine's thread (or a blocking one).
+pub struct FirstLoad(tokio::sync::oneshot::Receiver<std::io::Result<Arc<Change>>>);
 
 /// A host with an empty registry, the reloader that fills it, and its first load, started
 /// here (so it runs while the caller sets up its front end): the first load takes what the
@@ -83,17 +105,28 @@ pub struct FirstLoad(tokio::task::JoinHandle<std::io::Result<Arc<Change>>>);
 /// a Tokio runtime.
 pub fn unloaded_host(start: HostStart) -> Result<(Toolhost, Arc<Reloader>, FirstLoad)> {
     let HostStart { cfg, ahead, engine } = start;
-    let runtime = match engine {
-        Some(building) => building.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
-        None => Runtime::for_config(&cfg)?,
+    // A thread that ended without sending (it panicked) leaves the engine to be built here.
+    let built = engine.as_ref().and_then(|t| t.engine.recv().ok());
+    let (runtime, thread) = match built {
+        Some(runtime) => (runtime?, engine),
+        None => (Runtime::for_config(&cfg)?, None),
     };
     let host =
         Toolhost::from_parts(runtime, cfg, Registry::default(), Arc::new(toolhost_core::executor::NoConfirm));
     let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
     reloader.read_ahead(ahead);
-    let r = reloader.clone();
-    let first = FirstLoad(tokio::task::spawn_blocking(move || r.rescan()));
-    Ok((host, reloader, first))
+    let (loaded, first) = tokio::sync::oneshot::channel();
+    let job = (reloader.clone(), loaded);
+    let unsent = match thread {
+        Some(t) => t.load.send(job).err().map(|e| e.0),
+        None => Some(job),
+    };
+    if let Some((r, loaded)) = unsent {
+        tokio::task::spawn_blocking(move || {
+            let _ = loaded.send(r.rescan());
+        });
+    }
+    Ok((host, reloader, FirstLoad(first)))
 }
 
 /// The first load finished (printed as additions), then the watch.
@@ -104,7 +137,9 @@ pub async fn load_and_watch(
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<WatchHandle> {
-    let initial = first.0.await??;
+    // A first load that panicked drops its sender.
+    let initial =
+        first.0.await.map_err(|_| anyhow::anyhow!("the first load of the plugins folder failed"))??;
     print_change(&initial);
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());

@@ -131,7 +131,7 @@ pub type Scanned<T> = (Vec<(Candidate, T)>, Vec<LoadFailure>);
 pub fn scan_known<T: Send>(
     dir: &Path,
     max_bytes: u64,
-    known: impl Fn(&Path, &Stamp) -> Option<(Candidate, T)> + Sync,
+    known: impl Fn(&Path, &Stamp) -> Option<(Candidate, T)>,
     then: impl Fn(&Candidate, &[u8]) -> T + Sync,
 ) -> std::io::Result<Scanned<T>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
@@ -146,29 +146,45 @@ pub fn scan_known<T: Send>(
     thread_local! {
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    // Reading and hashing is most of a warm start's work: the files are shared out over the
-    // cores, and the results kept in file-name order.
-    let results = crate::parallel::map(&paths, |path| {
+    // A file `known` knows costs a `stat` and what `known` does: asked here, in order, on this
+    // thread (at a warm start every file is known, and a thread would cost more than it saves).
+    // The rest are read and hashed, which is most of a cold start's work: those are shared out
+    // over the cores.
+    let mut results: Vec<Option<Result<(Candidate, T), LoadFailure>>> = Vec::with_capacity(paths.len());
+    let mut to_read = Vec::new();
+    for path in &paths {
         let meta = match regular_capped(path, max_bytes) {
             Ok(Some(meta)) => meta,
-            Ok(None) => return None, // a directory named *.wasm, or a file that vanished
-            Err(reason) => return Some(Err(LoadFailure { file: path.clone(), reason })),
+            Ok(None) => continue, // a directory named *.wasm, or a file that vanished
+            Err(reason) => {
+                results.push(Some(Err(LoadFailure { file: path.clone(), reason })));
+                continue;
+            }
         };
         let stamp = Stamp::of(&meta);
-        if let Some(hit) = stamp.as_ref().and_then(|s| known(path, s)) {
-            return Some(Ok(hit));
+        match stamp.as_ref().and_then(|s| known(path, s)) {
+            Some(hit) => results.push(Some(Ok(hit))),
+            None => {
+                to_read.push((results.len(), path, meta, stamp));
+                results.push(None);
+            }
         }
-        BUFFER.with_borrow_mut(|bytes| match read_into(path, &meta, max_bytes, bytes) {
+    }
+    let read = crate::parallel::map(&to_read, |(_, path, meta, stamp)| {
+        BUFFER.with_borrow_mut(|bytes| match read_into(path, meta, max_bytes, bytes) {
             Ok(()) => {
                 let hash = content_hash(bytes);
                 let code = toolhost_spec::sections::code_sha256(bytes, hash);
-                let c = Candidate { hash, code, stamp, path: path.clone() };
+                let c = Candidate { hash, code, stamp: *stamp, path: (*path).clone() };
                 let t = then(&c, bytes);
-                Some(Ok((c, t)))
+                Ok((c, t))
             }
-            Err(reason) => Some(Err(LoadFailure { file: path.clone(), reason })),
+            Err(reason) => Err(LoadFailure { file: (*path).clone(), reason }),
         })
     });
+    for ((slot, ..), r) in to_read.iter().zip(read) {
+        results[*slot] = Some(r);
+    }
     let mut found = Vec::new();
     let mut failures = Vec::new();
     for r in results.into_iter().flatten() {
@@ -178,6 +194,31 @@ pub fn scan_known<T: Send>(
         }
     }
     Ok((found, failures))
+}
+
+/// Whether `dir` holds exactly the regular candidate files of `found`, each with the same stamp
+/// (`false` when that cannot be told: a file without a stamp, or a folder not readable).
+pub fn unchanged<'a>(dir: &Path, found: impl Iterator<Item = &'a Candidate>) -> bool {
+    let mut stamps: std::collections::BTreeMap<&Path, Option<Stamp>> =
+        found.map(|c| (c.path.as_path(), c.stamp)).collect();
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    for entry in entries {
+        let Ok(entry) = entry else { return false };
+        if !is_candidate_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let path = entry.path();
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_file() => continue, // a directory named *.wasm, as the scan skips
+            Ok(meta) => meta,
+            Err(_) => return false,
+        };
+        match stamps.remove(path.as_path()) {
+            Some(Some(stamp)) if Stamp::of(&meta) == Some(stamp) => {}
+            _ => return false,
+        }
+    }
+    stamps.is_empty()
 }
 
 /// Read every candidate in `dir`, in file-name order, and give each to `then` with its bytes
@@ -288,6 +329,29 @@ mod tests {
         assert!(failures[0].reason.contains("limit"), "{}", failures[0]);
         let err = scan(&dir.path().join("missing"), 3, |_, _| ()).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn a_folder_is_unchanged_only_while_it_holds_exactly_the_files_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), b"aa").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
+        std::fs::create_dir(dir.path().join("dir.wasm")).unwrap();
+        let read = || scan(dir.path(), 100, |_, _| ()).unwrap().0;
+        let found = read();
+        let unchanged = |found: &[(Candidate, ())]| unchanged(dir.path(), found.iter().map(|(c, _)| c));
+        assert!(unchanged(&found), "nothing changed: a directory and other names are not files");
+        std::fs::write(dir.path().join("b.wasm"), b"b").unwrap();
+        assert!(!unchanged(&found), "a file added");
+        let found = read();
+        assert!(unchanged(&found));
+        std::fs::write(dir.path().join("a.wasm"), b"changed").unwrap();
+        assert!(!unchanged(&found), "a file rewritten");
+        let found = read();
+        std::fs::remove_file(dir.path().join("b.wasm")).unwrap();
+        assert!(!unchanged(&found), "a file removed");
+        assert!(!unchanged(&read()[..0]), "a file the read did not see");
+        assert!(!super::unchanged(&dir.path().join("missing"), std::iter::empty()), "no folder to look at");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 /// `f` applied to every item, on up to one thread per core (this thread is one of them: a single
 /// item spawns no thread), the results in the order of `items`. A panic in `f` is re-raised here.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = cores().min(items.len()).max(1);
+    // One item or none: no thread, and no need to know the cores (reading that costs more).
+    let workers = if items.len() < 2 { 1 } else { cores().min(items.len()) };
     if workers == 1 {
         return items.iter().map(f).collect();
     }

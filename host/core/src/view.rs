@@ -9,6 +9,7 @@
 
 use crate::registry::{LoadedPlugin, Registry, ToolEntry};
 use crate::settings::{Config, DangerPolicy, Limits};
+use std::sync::Arc;
 use toolhost_spec::manifest::{Icon, ToolSpec};
 
 /// What a tool is, as the operator's host presents and enforces it.
@@ -33,6 +34,8 @@ pub struct ToolView<'a> {
     /// Time, memory and output limits of a call, in the config's precedence (global <
     /// manifest time limit up to `max_timeout_ms` < plugin < manifest output limit < tool).
     pub limits: Limits,
+    /// The schemas built when the plugin was read (`None`: the host's own `find_tools`).
+    schemas: Option<&'a crate::registry::ToolSchemas>,
 }
 
 impl<'a> ToolView<'a> {
@@ -54,6 +57,7 @@ impl<'a> ToolView<'a> {
             read_only: spec.read_only,
             open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
+            schemas: Some(entry.schemas()),
         }
     }
 
@@ -68,6 +72,23 @@ impl<'a> ToolView<'a> {
             read_only: true,
             open_world: false,
             limits: config.limits,
+            schemas: None,
+        }
+    }
+
+    /// The JSON Schema of the tool's arguments (MCP `inputSchema`).
+    pub fn input_schema(&self) -> Arc<serde_json::Map<String, serde_json::Value>> {
+        match self.schemas {
+            Some(s) => s.input.clone(),
+            None => Arc::new(toolhost_spec::schema::input_schema(self.spec)),
+        }
+    }
+
+    /// The manifest's `outputSchema`, when it declares one.
+    pub fn output_schema(&self) -> Option<Arc<serde_json::Map<String, serde_json::Value>>> {
+        match self.schemas {
+            Some(s) => s.output.clone(),
+            None => crate::registry::ToolSchemas::of(self.spec).output,
         }
     }
 

@@ -34,15 +34,21 @@ pub fn param_schema(spec: &ToolSpec, i: usize) -> Value {
 
 /// The `parameters` object of a tool: an object schema with one property per param.
 pub fn parameters(spec: &ToolSpec) -> Value {
+    Value::Object(input_schema(spec))
+}
+
+/// [`parameters`] as the map MCP's `inputSchema` holds.
+pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut props = Map::new();
     for (i, p) in spec.params.iter().enumerate() {
         props.insert(p.name.clone(), param_schema(spec, i));
     }
-    let required: Vec<&str> = spec.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
-    json!({
-        "type": "object",
-        "properties": props,
-        "required": required,
-        "additionalProperties": false,
-    })
+    let required: Vec<Value> =
+        spec.params.iter().filter(|p| !p.optional).map(|p| Value::from(p.name.as_str())).collect();
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(props));
+    schema.insert("required".into(), Value::Array(required));
+    schema.insert("additionalProperties".into(), false.into());
+    schema
 }

@@ -49,6 +49,31 @@ pub struct LoadedPlugin {
     /// Per tool (manifest order): its `outputSchema` compiled on the tool's first result (the
     /// manifest reader has already checked that it compiles), kept for checking results.
     output_validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// Per tool (manifest order): its schemas as listings show them.
+    schemas: Vec<ToolSchemas>,
+}
+
+/// A tool's JSON Schemas as the front ends list them (MCP `inputSchema` and `outputSchema`),
+/// built once when its plugin is read, beside the engine's build at a start, rather than on
+/// every listing.
+#[derive(Debug)]
+pub struct ToolSchemas {
+    /// [`toolhost_spec::schema::input_schema`] of the tool.
+    pub input: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The manifest's `outputSchema`, when it is an object.
+    pub output: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+}
+
+impl ToolSchemas {
+    pub fn of(spec: &ToolSpec) -> ToolSchemas {
+        ToolSchemas {
+            input: Arc::new(toolhost_spec::schema::input_schema(spec)),
+            output: match &spec.output_schema {
+                Some(serde_json::Value::Object(o)) => Some(Arc::new(o.clone())),
+                _ => None,
+            },
+        }
+    }
 }
 
 impl LoadedPlugin {
@@ -120,15 +145,18 @@ impl Code {
     /// Link, on a thread of their own, the plugins of `plugins` not linked yet, so their first
     /// calls do not wait for it. The thread starts once a front end has listed the tools
     /// ([`Code::listed`], called by `view::listing`) or after [`LINK_AFTER`], whichever comes
-    /// first: on a small machine, linking ten plugins beside the first `tools/list` would delay
-    /// the answer, and a call never waits for it (it links its own plugin).
+    /// first, and after a listing [`LINK_SETTLE`] later (the listing is built before its answer
+    /// is written): on a small machine, linking ten plugins beside the first `tools/list` would
+    /// delay the answer, and a call never waits for it (it links its own plugin).
     pub fn prepare_in_background(plugins: Vec<Arc<LoadedPlugin>>) {
         let waiting: Vec<_> = plugins.into_iter().filter(|p| !p.code.is_ready()).collect();
         if waiting.is_empty() {
             return;
         }
         let spawned = std::thread::Builder::new().name("toolhost-link".into()).spawn(move || {
-            LISTED.wait(LINK_AFTER);
+            if LISTED.wait(LINK_AFTER) {
+                std::thread::sleep(LINK_SETTLE);
+            }
             for p in waiting {
                 let _ = p.code.get();
             }
@@ -142,6 +170,10 @@ impl Code {
 /// How long background linking waits for a front end's first listing (see
 /// [`Code::prepare_in_background`]).
 pub const LINK_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long background linking waits after a front end's first listing, for its answer to be
+/// written (see [`Code::prepare_in_background`]).
+pub const LINK_SETTLE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Set once any front end has listed the tools in this process.
 static LISTED: Listed = Listed { done: Mutex::new(false), cond: std::sync::Condvar::new() };
@@ -160,9 +192,13 @@ impl Listed {
         }
     }
 
-    fn wait(&self, at_most: std::time::Duration) {
+    /// Wait until set, for `at_most`; whether it was set.
+    fn wait(&self, at_most: std::time::Duration) -> bool {
         let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = self.cond.wait_timeout_while(done, at_most, |d| !*d);
+        match self.cond.wait_timeout_while(done, at_most, |d| !*d) {
+            Ok((done, _)) => *done,
+            Err(p) => *p.into_inner().0,
+        }
     }
 }
 
@@ -220,6 +256,12 @@ impl ToolEntry {
     /// The plugin's own name for the tool: what the plugin is called with.
     pub fn own_name(&self) -> &str {
         &self.own_spec().name
+    }
+
+    /// The tool's schemas as listings show them (a renamed tool's are its own: they do not
+    /// name the tool).
+    pub fn schemas(&self) -> &ToolSchemas {
+        &self.plugin.schemas[self.index]
     }
 
     /// The tool's compiled `outputSchema`, if it declares one (compiled on first use: a start
@@ -359,6 +401,7 @@ pub use crate::discovery::content_hash;
 /// being built ([`ReadAhead`]).
 pub struct Inspected {
     manifest: Manifest,
+    schemas: Vec<ToolSchemas>,
     signer: Option<crate::registry::signing::SignerInfo>,
     grants: Grants,
     missing: Vec<Missing>,
@@ -423,7 +466,8 @@ fn checked(
         &config.secrets,
     );
     grants.fs.extend(dev_sources);
-    Ok(Inspected { manifest, signer, grants, missing })
+    let schemas = manifest.tools.iter().map(ToolSchemas::of).collect();
+    Ok(Inspected { manifest, schemas, signer, grants, missing })
 }
 
 /// The half of loading a file that needs the engine: the code compiled and linked now (so a
@@ -435,7 +479,7 @@ fn link(
     c: &Candidate,
     inspected: Inspected,
 ) -> Result<LoadedPlugin, LoadFailure> {
-    let Inspected { manifest, signer, grants, missing } = inspected;
+    let Inspected { manifest, schemas, signer, grants, missing } = inspected;
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
@@ -456,6 +500,7 @@ fn link(
     let output_validators = manifest.tools.iter().map(|_| OnceLock::new()).collect();
     Ok(LoadedPlugin {
         output_validators,
+        schemas,
         file: c.path.clone(),
         name: manifest.name.as_str().into(),
         manifest,
@@ -530,8 +575,12 @@ impl FolderRead {
 
 /// The folder read on its own thread while the engine is built: at a warm start the two are
 /// most of the work before the first answer, and neither needs the other. A read-ahead for a
-/// host that follows the folder starts watching it first, so no change made after the read is
-/// missed ([`reload::Reloader::watch`] takes that watch).
+/// host that follows the folder also watches it, so no change made after the read is missed
+/// ([`reload::Reloader::watch`] takes that watch): the watch starts on a thread of its own while
+/// the folder is read (starting it waits on notify's own thread, which on a busy machine took
+/// longer than the read), and once both are done the folder is looked at again: a file added,
+/// removed or changed since it was read, or any file that failed, counts as a change the watch
+/// saw (a rescan follows).
 pub struct ReadAhead(ReadAheadState);
 
 type ReadAndWatch = (std::io::Result<FolderRead>, Option<notify::Result<reload::FolderWatch>>);
@@ -546,8 +595,26 @@ impl ReadAhead {
     /// watching it first.
     pub fn start(config: Arc<Config>, watch: bool) -> ReadAhead {
         let work = move |config: &Config| {
-            let watch = watch.then(|| reload::FolderWatch::start(&config.plugins_dir));
-            (FolderRead::inspect_all(config), watch)
+            let dir = config.plugins_dir.clone();
+            let watching = watch.then(|| {
+                std::thread::Builder::new()
+                    .name("toolhost-watch".into())
+                    .spawn(move || reload::FolderWatch::start(&dir))
+                    // No thread to be had: the watch starts here, before the read.
+                    .map_err(|_| reload::FolderWatch::start(&config.plugins_dir))
+            });
+            let read = FolderRead::inspect_all(config);
+            let watch = watching.map(|w| match w {
+                Ok(thread) => thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(started_first) => started_first,
+            });
+            if let (Ok(read), Some(Ok(watch))) = (&read, &watch)
+                && !(read.failures.is_empty()
+                    && discovery::unchanged(&config.plugins_dir, read.found.iter().map(|(c, _)| c)))
+            {
+                watch.changed();
+            }
+            (read, watch)
         };
         let spawned = std::thread::Builder::new().name("toolhost-read".into()).spawn({
             let config = config.clone();

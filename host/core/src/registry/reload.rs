@@ -323,7 +323,7 @@ impl Reloader {
     /// before it read, that watch is the one kept: nothing changed since the read is missed.
     pub fn watch(self: &Arc<Self>, debounce: Duration) -> notify::Result<WatchHandle> {
         let early = self.early_watch.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let FolderWatch { watcher, mut rx } = match early {
+        let FolderWatch { watcher, mut rx, .. } = match early {
             Some(watch) => watch?,
             None => FolderWatch::start(&self.config.plugins_dir)?,
         };
@@ -355,6 +355,7 @@ impl Reloader {
 pub struct FolderWatch {
     watcher: notify::RecommendedWatcher,
     rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+    tx: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
 impl FolderWatch {
@@ -362,6 +363,7 @@ impl FolderWatch {
     pub fn start(dir: &std::path::Path) -> notify::Result<FolderWatch> {
         use notify::Watcher;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let events = tx.clone();
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             match &res {
                 // Reads (ours included: a rescan opens every file) are not changes.
@@ -369,10 +371,16 @@ impl FolderWatch {
                 Ok(_) => {}
                 Err(e) => tracing::warn!("file watcher: {e}"),
             }
-            let _ = tx.send(());
+            let _ = events.send(());
         })?;
         watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
-        Ok(FolderWatch { watcher, rx })
+        Ok(FolderWatch { watcher, rx, tx })
+    }
+
+    /// Report a change as the watch would: the folder may have changed before the watch began
+    /// (see [`crate::registry::ReadAhead`]).
+    pub fn changed(&self) {
+        let _ = self.tx.send(());
     }
 }
 

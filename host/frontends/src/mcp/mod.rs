@@ -601,10 +601,6 @@ fn call_result(outcome: Outcome) -> CallToolResult {
 
 /// One `tools/list` entry, from the one presentation function.
 pub fn tool(view: &toolhost_core::view::ToolView<'_>, policy: DangerPolicy) -> Tool {
-    let schema = match openai::parameters(view.spec) {
-        serde_json::Value::Object(o) => o,
-        _ => JsonObject::new(),
-    };
     // See `ToolView::advertise_read_only`: a dangerous tool is never advertised as read-only, so
     // the two hints never contradict each other.
     let annotations = ToolAnnotations::new()
@@ -612,12 +608,10 @@ pub fn tool(view: &toolhost_core::view::ToolView<'_>, policy: DangerPolicy) -> T
         .destructive(view.dangerous)
         .idempotent(view.idempotent())
         .open_world(view.open_world);
-    let mut tool = Tool::new(view.name().to_string(), view.spec.description.clone(), Arc::new(schema));
+    let mut tool = Tool::new(view.name().to_string(), view.spec.description.clone(), view.input_schema());
     tool.title = Some(view.title().to_string());
     tool.annotations = Some(annotations);
-    if let Some(serde_json::Value::Object(o)) = &view.spec.output_schema {
-        tool.output_schema = Some(Arc::new(o.clone()));
-    }
+    tool.output_schema = view.output_schema();
     if !view.icons().is_empty() {
         tool.icons = Some(
             view.icons()
