@@ -591,8 +591,8 @@ enum ReadAheadState {
 }
 
 impl ReadAhead {
-    /// Start reading `config.plugins_dir` (and checking its manifests) now; with `watch`, start
-    /// watching it first.
+    /// Start reading `config.plugins_dir` (and checking its manifests) now; with `watch`, watch
+    /// it too (see [`ReadAhead`]: no change made after the read is missed).
     pub fn start(config: Arc<Config>, watch: bool) -> ReadAhead {
         let work = move |config: &Config| {
             let dir = config.plugins_dir.clone();
