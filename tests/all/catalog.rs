@@ -36,6 +36,22 @@ fn mcp_names(host: &toolhost_core::Toolhost) -> Vec<String> {
     server.tools().into_iter().map(|t| t.name.to_string()).collect()
 }
 
+/// Each MCP tool's `inputSchema` (built once per plugin, or per registry for `find_tools`) is the
+/// one OpenAI's `parameters` derives from the exposed spec at each listing, and there is one.
+fn assert_listed_schemas_agree(host: &toolhost_core::Toolhost) {
+    let openai = openai::tools(&host.registry.load(), &host.config).unwrap();
+    let server = McpServer::new(host.executor.clone(), None).unwrap();
+    let tools = server.tools();
+    assert!(!tools.is_empty());
+    for t in tools {
+        let name = toolhost_core::catalog::openai_name(&t.name);
+        let f = openai.as_array().unwrap().iter().find(|f| f["function"]["name"] == *name).unwrap();
+        let mcp = serde_json::Value::Object((*t.input_schema).clone());
+        assert_eq!(mcp, f["function"]["parameters"], "{}", t.name);
+        assert!(mcp["properties"].as_object().is_some_and(|p| !p.is_empty()), "{}: {mcp}", t.name);
+    }
+}
+
 async fn run_text(host: &toolhost_core::Toolhost, reply: &str) -> Vec<toolhost_core::Outcome> {
     text::execute(&host.executor, reply).await.into_iter().filter_map(|(_, o)| o).collect()
 }
@@ -189,6 +205,7 @@ async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() 
     std::fs::write(env.ws("gone.txt"), "x").unwrap();
     let confirm = Arc::new(Recording::default());
     let host = env.host_with(confirm.clone());
+    assert_listed_schemas_agree(&host);
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
     let service = Arc::new(toolhost_frontends::service::Service::new(
@@ -340,6 +357,7 @@ async fn search_mode_offers_find_tools_and_the_pinned_tools_on_every_front_end()
     assert!(reg.search().is_some());
     assert_eq!(openai_names(&host), ["echo", "find_tools"]);
     assert_eq!(mcp_names(&host), ["echo", "find_tools"]);
+    assert_listed_schemas_agree(&host);
     let prompt = text::prompt(&reg, &host.config);
     assert!(prompt.contains("- find_tools(query…)") && prompt.contains("- echo(text…)"), "{prompt}");
     assert!(

@@ -34,8 +34,8 @@ pub struct ToolView<'a> {
     /// Time, memory and output limits of a call, in the config's precedence (global <
     /// manifest time limit up to `max_timeout_ms` < plugin < manifest output limit < tool).
     pub limits: Limits,
-    /// The schemas built when the plugin was read (`None`: the host's own `find_tools`).
-    schemas: Option<&'a crate::registry::ToolSchemas>,
+    /// The schemas built when the plugin was read (or the registry was, for `find_tools`).
+    schemas: &'a crate::registry::ToolSchemas,
 }
 
 impl<'a> ToolView<'a> {
@@ -57,14 +57,14 @@ impl<'a> ToolView<'a> {
             read_only: spec.read_only,
             open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
-            schemas: Some(entry.schemas()),
+            schemas: entry.schemas(),
         }
     }
 
     /// The view of the host's own `find_tools` (search mode).
-    pub fn find_tools(spec: &'a ToolSpec, config: &Config) -> ToolView<'a> {
+    pub fn find_tools(search: &'a crate::registry::Search, config: &Config) -> ToolView<'a> {
         ToolView {
-            spec,
+            spec: &search.spec,
             plugin: "toolhost",
             version: None,
             dangerous: false,
@@ -72,24 +72,18 @@ impl<'a> ToolView<'a> {
             read_only: true,
             open_world: false,
             limits: config.limits,
-            schemas: None,
+            schemas: &search.schemas,
         }
     }
 
     /// The JSON Schema of the tool's arguments (MCP `inputSchema`).
     pub fn input_schema(&self) -> Arc<serde_json::Map<String, serde_json::Value>> {
-        match self.schemas {
-            Some(s) => s.input.clone(),
-            None => Arc::new(toolhost_spec::schema::input_schema(self.spec)),
-        }
+        self.schemas.input.clone()
     }
 
     /// The manifest's `outputSchema`, when it declares one.
     pub fn output_schema(&self) -> Option<Arc<serde_json::Map<String, serde_json::Value>>> {
-        match self.schemas {
-            Some(s) => s.output.clone(),
-            None => crate::registry::ToolSchemas::of(self.spec).output,
-        }
+        self.schemas.output.clone()
     }
 
     /// The exposed name.
@@ -222,7 +216,7 @@ pub fn listing<'a>(registry: &'a Registry, config: &Config) -> Vec<ToolView<'a>>
                 .filter(|e| config.catalog.pinned(e.name()))
                 .map(|e| ToolView::new(e, config))
                 .collect();
-            out.push(ToolView::find_tools(&search.spec, config));
+            out.push(ToolView::find_tools(search, config));
             out.sort_by(|a, b| a.name().cmp(b.name()));
             out
         }

@@ -375,6 +375,8 @@ pub enum Served<'a> {
 pub struct Search {
     pub index: crate::catalog::search::Index,
     pub spec: ToolSpec,
+    /// The meta-tool's listed schemas, as each plugin tool's.
+    pub schemas: ToolSchemas,
 }
 
 /// One immutable snapshot of what is loaded.
@@ -857,7 +859,8 @@ impl Registry {
                 )
             }));
             let spec = crate::catalog::find_tools_spec(reg.tools.len(), config.catalog.results);
-            reg.search = Some(Search { index, spec });
+            let schemas = ToolSchemas::of(&spec);
+            reg.search = Some(Search { index, spec, schemas });
         }
         reg.plugins = accepted;
         reg
