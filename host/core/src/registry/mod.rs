@@ -578,14 +578,14 @@ impl FolderRead {
 /// The folder read on its own thread while the engine is built: at a warm start the two are
 /// most of the work before the first answer, and neither needs the other. A read-ahead for a
 /// host that follows the folder also watches it, so no change made after the read is missed
-/// ([`reload::Reloader::watch`] takes that watch): the watch starts on a thread of its own while
-/// the folder is read (starting it waits on notify's own thread, which on a busy machine took
-/// longer than the read), and once both are done the folder is looked at again: a file added,
-/// removed or changed since it was read, or any file that failed, counts as a change the watch
-/// saw (a rescan follows).
+/// ([`reload::Reloader::watch`] takes that watch, a [`reload::EarlyWatch`]): the watch starts
+/// on a thread of its own while the folder is read (starting it waits on notify's own thread,
+/// which on a busy machine took longer than the read), and that thread, once the watch is up,
+/// looks at the folder again against what the read found. The read does not wait for the
+/// watch: only the reloader's watch does, after the first load.
 pub struct ReadAhead(ReadAheadState);
 
-type ReadAndWatch = (std::io::Result<FolderRead>, Option<notify::Result<reload::FolderWatch>>);
+type ReadAndWatch = (std::io::Result<FolderRead>, Option<reload::EarlyWatch>);
 
 enum ReadAheadState {
     Running(std::thread::JoinHandle<ReadAndWatch>),
@@ -597,24 +597,13 @@ impl ReadAhead {
     /// it too (see [`ReadAhead`]: no change made after the read is missed).
     pub fn start(config: Arc<Config>, watch: bool) -> ReadAhead {
         let work = move |config: &Config| {
-            let dir = config.plugins_dir.clone();
-            let watching = watch.then(|| {
-                std::thread::Builder::new()
-                    .name("toolhost-watch".into())
-                    .spawn(move || reload::FolderWatch::start(&dir))
-                    // No thread to be had: the watch starts here, before the read.
-                    .map_err(|_| reload::FolderWatch::start(&config.plugins_dir))
-            });
+            let (watch, found) = watch.then(|| reload::EarlyWatch::start(config.plugins_dir.clone())).unzip();
             let read = FolderRead::inspect_all(config);
-            let watch = watching.map(|w| match w {
-                Ok(thread) => thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(started_first) => started_first,
-            });
-            if let (Ok(read), Some(Ok(watch))) = (&read, &watch)
-                && !(read.failures.is_empty()
-                    && discovery::unchanged(&config.plugins_dir, read.found.iter().map(|(c, _)| c)))
-            {
-                watch.changed();
+            if let (Ok(read), Some(found)) = (&read, found) {
+                // A read with failures counts as a change: a rescan retries its files.
+                let _ = found.send(
+                    read.failures.is_empty().then(|| read.found.iter().map(|(c, _)| c.clone()).collect()),
+                );
             }
             (read, watch)
         };
@@ -629,7 +618,7 @@ impl ReadAhead {
         })
     }
 
-    /// What was read, and the watch if one was asked for (waiting for them if need be). A panic
+    /// What was read, and the watch if one was asked for (not waiting for the watch). A panic
     /// while reading is re-raised here.
     pub fn finish(self) -> ReadAndWatch {
         match self.0 {

@@ -169,8 +169,8 @@ pub struct Reloader {
     generation: AtomicU64,
     /// The folder being read for the first rescan (see [`Reloader::read_ahead`]).
     ahead: Mutex<Option<ReadAhead>>,
-    /// The watch that read-ahead started before reading, for [`Reloader::watch`].
-    early_watch: Mutex<Option<notify::Result<FolderWatch>>>,
+    /// The watch that read-ahead started beside its read, for [`Reloader::watch`].
+    early_watch: Mutex<Option<EarlyWatch>>,
 }
 
 impl Reloader {
@@ -324,7 +324,7 @@ impl Reloader {
     pub fn watch(self: &Arc<Self>, debounce: Duration) -> notify::Result<WatchHandle> {
         let early = self.early_watch.lock().unwrap_or_else(|p| p.into_inner()).take();
         let FolderWatch { watcher, mut rx, .. } = match early {
-            Some(watch) => watch?,
+            Some(early) => early.wait()?,
             None => FolderWatch::start(&self.config.plugins_dir)?,
         };
         let me = self.clone();
@@ -381,6 +381,66 @@ impl FolderWatch {
     /// (see [`crate::registry::ReadAhead`]).
     pub fn changed(&self) {
         let _ = self.tx.send(());
+    }
+}
+
+/// A [`FolderWatch`] started beside a read of its folder ([`crate::registry::ReadAhead`]):
+/// once the watch is up, the folder is looked at again against what the read found (sent on
+/// `found`: `None` for a read with failures), and a file added, removed or changed since, or
+/// any failure, is reported as a change the watch saw. A read that sends nothing (it failed)
+/// leaves nothing to compare.
+pub struct EarlyWatch(EarlyWatchState);
+
+/// What a read found, for an [`EarlyWatch`] to compare the folder with.
+pub type ReadFound = Option<Vec<discovery::Candidate>>;
+
+enum EarlyWatchState {
+    Starting(std::thread::JoinHandle<notify::Result<FolderWatch>>),
+    /// No thread to be had: started before the read, compared when waited for.
+    Started(notify::Result<FolderWatch>, PathBuf, std::sync::mpsc::Receiver<ReadFound>),
+}
+
+impl EarlyWatch {
+    /// Start watching `dir` on a thread of its own; send what the read found on the sender.
+    pub fn start(dir: PathBuf) -> (EarlyWatch, std::sync::mpsc::Sender<ReadFound>) {
+        let (tx, found) = std::sync::mpsc::channel();
+        let on_thread = dir.clone();
+        let spawned = std::thread::Builder::new().name("toolhost-watch".into()).spawn(move || {
+            let watch = FolderWatch::start(&on_thread);
+            Self::compare(&watch, &on_thread, &found);
+            watch
+        });
+        match spawned {
+            Ok(thread) => (EarlyWatch(EarlyWatchState::Starting(thread)), tx),
+            Err(_) => {
+                let (tx, found) = std::sync::mpsc::channel();
+                (EarlyWatch(EarlyWatchState::Started(FolderWatch::start(&dir), dir, found)), tx)
+            }
+        }
+    }
+
+    /// The watch, once started and compared (a panic on its thread is re-raised here).
+    pub fn wait(self) -> notify::Result<FolderWatch> {
+        match self.0 {
+            EarlyWatchState::Starting(thread) => {
+                thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }
+            EarlyWatchState::Started(watch, dir, found) => {
+                Self::compare(&watch, &dir, &found);
+                watch
+            }
+        }
+    }
+
+    fn compare(
+        watch: &notify::Result<FolderWatch>,
+        dir: &std::path::Path,
+        found: &std::sync::mpsc::Receiver<ReadFound>,
+    ) {
+        let (Ok(watch), Ok(found)) = (watch, found.recv()) else { return };
+        if !found.is_some_and(|found| discovery::unchanged(dir, found.iter())) {
+            watch.changed();
+        }
     }
 }
 
@@ -463,6 +523,33 @@ pub fn diff(old: &Registry, new: &Registry) -> Change {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An early watch reports what its folder's read missed (a file added after the read, before
+    /// the watch began), a read with failures as a change, and nothing for a folder as read.
+    #[test]
+    fn an_early_watch_reports_what_changed_between_the_read_and_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), b"a").unwrap();
+        let read = || -> ReadFound {
+            Some(
+                discovery::scan(dir.path(), 100, |_, _| ()).unwrap().0.into_iter().map(|(c, ())| c).collect(),
+            )
+        };
+        let reported = |found: Option<ReadFound>| {
+            let (early, tx) = EarlyWatch::start(dir.path().to_path_buf());
+            match found {
+                Some(found) => tx.send(found).unwrap(),
+                None => drop(tx), // the read failed: it sends nothing
+            }
+            early.wait().unwrap().rx.try_recv().is_ok()
+        };
+        assert!(!reported(Some(read())), "the folder as read");
+        let before = read();
+        std::fs::write(dir.path().join("b.wasm"), b"b").unwrap();
+        assert!(reported(Some(before)), "a file added after the read");
+        assert!(reported(Some(None)), "a read with failures");
+        assert!(!reported(None), "no read to compare with");
+    }
 
     fn spec(description: &str, params: usize) -> toolhost_spec::ToolSpec {
         serde_json::from_value(serde_json::json!({
