@@ -39,6 +39,8 @@ static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 struct Raw {
     wasi: WasiCtx,
     table: ResourceTable,
+    /// A memory limit, for the sandboxed floor (see [`RawFloor::sandboxed`]).
+    limits: Option<wasmtime::StoreLimits>,
 }
 impl WasiView for Raw {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -365,6 +367,9 @@ struct RawFloor {
     expect: Option<String>,
     /// A preopened directory (guest `.`), opened once and cloned per call as toolhost does.
     fs: Option<wasmtime_wasi::filesystem::WasiFilesystemCtx>,
+    /// With what every sandboxed call has and wasmtime alone does not: see
+    /// [`RawFloor::sandboxed`].
+    sandboxed: bool,
 }
 
 /// An engine configured as toolhost's (`stack_kb`, `pool`, `tuning`) and a linker with WASI and
@@ -387,7 +392,23 @@ impl RawFloor {
         let (engine, linker) = raw_engine(stack_kb, pool, tuning);
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
         let pre = PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-        RawFloor { engine, pre, tool: "echo", arg: "hello".into(), expect: Some("hello".into()), fs: None }
+        RawFloor {
+            engine,
+            pre,
+            tool: "echo",
+            arg: "hello".into(),
+            expect: Some("hello".into()),
+            fs: None,
+            sandboxed: false,
+        }
+    }
+
+    /// The same floor with the limits every sandboxed call has, in wasmtime's own terms: a
+    /// memory limiter on the store, the guest's stdout and stderr captured in memory pipes, and
+    /// the call raced against a wall-clock timer (issue #33's bound for the executor's ratio).
+    fn sandboxed(mut self) -> RawFloor {
+        self.sandboxed = true;
+        self
     }
 
     /// The same floor for `files`' `read` of `file` in `dir` (granted read-only as the guest's
@@ -406,18 +427,40 @@ impl RawFloor {
     fn case(&self) -> Case<'_> {
         Box::new(move || {
             Box::pin(async move {
-                let mut wasi = WasiCtx::builder().allow_blocking_current_thread(true).build();
+                use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+                let mut builder = WasiCtx::builder();
+                builder.allow_blocking_current_thread(true);
+                let pipes = self.sandboxed.then(|| {
+                    let pipes = (MemoryOutputPipe::new(64 * 1024), MemoryOutputPipe::new(64 * 1024));
+                    builder.stdout(pipes.0.clone()).stderr(pipes.1.clone());
+                    pipes
+                });
+                let mut wasi = builder.build();
                 if let Some(fs) = &self.fs {
                     *wasi.filesystem() = fs.clone();
                 }
-                let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new() });
+                let limits =
+                    self.sandboxed.then(|| wasmtime::StoreLimitsBuilder::new().memory_size(64 << 20).build());
+                let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new(), limits });
+                if self.sandboxed {
+                    store.limiter(|s| s.limits.as_mut().expect("a sandboxed floor has limits"));
+                }
                 store.set_epoch_deadline(u64::MAX / 2);
-                let inst = self.pre.instantiate_async(&mut store).await.unwrap();
-                let out = inst
-                    .toolhost_plugin_tools()
-                    .call_call(&mut store, self.tool, std::slice::from_ref(&self.arg))
-                    .await
-                    .unwrap();
+                let call = async {
+                    let inst = self.pre.instantiate_async(&mut store).await.unwrap();
+                    inst.toolhost_plugin_tools()
+                        .call_call(&mut store, self.tool, std::slice::from_ref(&self.arg))
+                        .await
+                        .unwrap()
+                };
+                let out = if self.sandboxed {
+                    tokio::time::timeout(Duration::from_secs(30), call).await.expect("the call timed out")
+                } else {
+                    call.await
+                };
+                if let Some((stdout, stderr)) = pipes {
+                    std::hint::black_box((stdout.contents(), stderr.contents()));
+                }
                 let out = out.unwrap_or_else(|e| panic!("{}: {e}", self.tool));
                 if let Some(want) = &self.expect {
                     assert_eq!(&out, want);
@@ -556,6 +599,28 @@ const MCP_INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initia
 /// the MCP rows are measured against, by the same client in the same run.
 fn noop_server(mode: &str) {
     use std::io::{BufRead, Write};
+    // `rmcp-stdio`, `rmcp-http`: rmcp's protocol layer answering each `tools/call` with its
+    // `text` at once (no tool run, no audit), on a runtime shaped as `serve`'s (one worker per
+    // CPU this process may use): what bounds toolhost's round trips from below.
+    if let Some(transport) = mode.strip_prefix("rmcp-") {
+        use toolhost_frontends::mcp::stages;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            if transport == "http" {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                println!("http://{}/mcp", listener.local_addr().unwrap());
+                stages::serve_fixed_http(listener).await
+            } else {
+                stages::serve_fixed_stdio().await
+            }
+        })
+        .unwrap();
+        return;
+    }
     let answer = |body: &[u8]| -> Option<String> {
         let v: serde_json::Value = serde_json::from_slice(body).ok()?;
         let id = v.get("id")?;
@@ -716,6 +781,14 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     };
     let (mut old_call, mut old_ping, mut old_http) = (Vec::new(), Vec::new(), Vec::new());
     let host = |config: Option<&Path>| host_of(false, config);
+    // rmcp alone answering the call at once, through toolhost's stdio transport (no tool run, no
+    // audit): the protocol layer's share of a call, the bound of issue #33's stdio target.
+    let rmcp_alone = |transport: &str| {
+        let mut c = pinned(&me);
+        c.env("TOOLHOST_BENCH_NOOP", format!("rmcp-{transport}"));
+        c
+    };
+    let mut rmcp_stdio = Vec::new();
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // The p99 of the `fsync = false` run whose p50 is the median (issue #33: p99 ≤ 2× p50).
     let mut e_runs: Vec<Stats> = Vec::new();
@@ -724,6 +797,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         b.push(stdio_p50(host(None), &call).p50);
         c.push(stdio_p50(host(Some(&no_audit)), &call).p50);
         d.push(stdio_p50(host(None), &ping).p50);
+        rmcp_stdio.push(stdio_p50(rmcp_alone("stdio"), &call).p50);
         let s = stdio_p50(host(Some(&no_fsync)), &call);
         e.push(s.p50);
         e_runs.push(s);
@@ -733,6 +807,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         }
     }
     let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
+    let rmcp_stdio = median(rmcp_stdio);
     if before.is_some() {
         let (oc, op) = (median(old_call), median(old_ping));
         line(format!(
@@ -778,11 +853,18 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(d),
         d.as_secs_f64() / a.as_secs_f64()
     ));
+    line(format!(
+        "| stdio, rmcp alone answering the same `tools/call` at once (toolhost's transport; no tool run, no audit) | {} | {} | {:.2}× | — |",
+        us(a),
+        us(rmcp_stdio),
+        rmcp_stdio.as_secs_f64() / a.as_secs_f64()
+    ));
 
     // Issue #33's stdio targets read these (the targets table, last in the report).
     let e_p99 = e_runs.iter().find(|s| s.p50 == e).map_or(e, |s| s.p99);
     targets::record(targets::MCP_EXECUTOR_ECHO_P50, executor_echo.as_secs_f64() * 1e6);
     targets::record(targets::MCP_PING_P50, d.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_RMCP_STDIO_P50, rmcp_stdio.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P50, e.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P99, e_p99.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_FSYNC_P50, b.as_secs_f64() * 1e6);
@@ -853,6 +935,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         p50
     };
     let (mut a, mut b, mut f, mut g) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut rmcp_http = Vec::new();
     let http_host = |config: Option<&Path>| {
         let mut h = pinned(Path::new(exe));
         if let Some(config) = config {
@@ -871,6 +954,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         b.push(http_p50(http_host(None), false, &call));
         f.push(http_p50(http_host(Some(&no_fsync)), false, &call));
         g.push(http_p50(http_host(Some(&no_fsync)), false, &ping));
+        rmcp_http.push(http_p50(rmcp_alone("http"), true, &call));
         if let Some(old) = &before {
             let mut h = pinned(old);
             h.arg("--config").arg(&no_fsync).arg("--plugins").arg(plugins);
@@ -879,6 +963,8 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         }
     }
     let (a, b, f, g) = (median(a), median(b), median(f), median(g));
+    let rmcp_http = median(rmcp_http);
+    targets::record(targets::MCP_HTTP_RMCP_P50, rmcp_http.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_NOOP_P50, a.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_P50, f.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_PING_P50, g.as_secs_f64() * 1e6);
@@ -914,12 +1000,20 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(g),
         g.as_secs_f64() / a.as_secs_f64()
     ));
+    // rmcp's streamable HTTP service alone (behind plain hyper, none of toolhost's front door)
+    // answering the same call at once: the protocol layer's share, the bound of the HTTP target.
+    line(format!(
+        "| streamable HTTP, rmcp alone answering the same `tools/call` at once (no tool run, no audit) | {} | {} | {:.2}× | — |",
+        us(a),
+        us(rmcp_http),
+        rmcp_http.as_secs_f64() / a.as_secs_f64()
+    ));
     if reconnects.get() > 0 {
         line(String::new());
         line(format!(
             "HTTP: {} request(s) of {} found their kept-alive connection closed by the server and were sent again on a new one (not counted as samples).",
             reconnects.get(),
-            4 * runs * (calls + calls / 10)
+            5 * runs * (calls + calls / 10)
         ));
     }
     if is_pinned {
@@ -1449,10 +1543,14 @@ fn main() {
         &std::fs::read(plugin_artifacts::FILES).unwrap(),
     )
     .read(&ws, "4k.txt");
+    // The `echo` floor with the limits every sandboxed call has (issue #33's bound for the
+    // executor's ratio to the tuned floor).
+    let sandboxed_floor = RawFloor::new(stack_kb, pool, Tuning::for_this_machine(), &text_bytes).sandboxed();
     let mut cases: Vec<Case<'_>> = raws.iter().map(RawFloor::case).collect();
     cases.extend(calls.iter().map(|(_, c)| host_case(&host, c.clone())));
     cases.push(host_case(&before, ToolCall::new("echo", ["hello"])));
     cases.push(raw_read.case());
+    cases.push(sandboxed_floor.case());
     let results = interleaved(&tokio_rt, &mut cases, n);
     drop(cases);
     let (raw_results, host_results) = results.split_at(floors.len());
@@ -1496,6 +1594,10 @@ fn main() {
     line(row(
         "raw wasmtime instantiate + `read` of the 4 KiB file (files.wasm), toolhost's setting (the `read` floor)",
         &host_results[4],
+    ));
+    line(row(
+        "raw wasmtime instantiate + call with the sandbox's limits (memory limiter, stdout/stderr captured, wall-clock timer), toolhost's setting",
+        &host_results[5],
     ));
     let (echo, read, split) = (&host_results[0].stats, &host_results[1].stats, &host_results[2].stats);
     let raw_read = &host_results[4].stats;
@@ -1578,6 +1680,7 @@ fn main() {
     ));
     targets::record(targets::EXECUTOR_ECHO_P50, echo.p50.as_secs_f64() * 1e6);
     targets::record(targets::TUNED_FLOOR_P50, best.stats.p50.as_secs_f64() * 1e6);
+    targets::record(targets::SANDBOXED_FLOOR_P50, host_results[5].stats.p50.as_secs_f64() * 1e6);
     let e = x(echo, &best.stats);
     line(format!("| `echo` ≤ 1.2× the tuned raw floor | {e:.3}× | {} |", met(e <= 1.2)));
     let r = x(read, echo);

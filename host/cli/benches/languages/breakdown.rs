@@ -63,7 +63,7 @@ impl Raw1 {
 
     fn store(&self) -> Store<Raw> {
         let wasi = WasiCtx::builder().allow_blocking_current_thread(true).build();
-        let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new() });
+        let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new(), limits: None });
         store.set_epoch_deadline(u64::MAX / 2);
         store
     }

@@ -13,6 +13,7 @@ static FIGURES: Mutex<BTreeMap<&'static str, f64>> = Mutex::new(BTreeMap::new())
 /// Figure names (microseconds unless the name says otherwise).
 pub const EXECUTOR_ECHO_P50: &str = "executor echo p50 µs";
 pub const TUNED_FLOOR_P50: &str = "tuned raw floor p50 µs";
+pub const SANDBOXED_FLOOR_P50: &str = "raw floor with the sandbox's limits p50 µs";
 pub const ECHO_ALLOCATIONS: &str = "allocations per executor echo";
 pub const RAW_ALLOCATIONS: &str = "allocations per raw wasmtime echo";
 /// Allocations per executor `echo` call before issue #33's work, counted by this bench's
@@ -22,6 +23,7 @@ const ECHO_ALLOCATIONS_BEFORE: f64 = 71.0;
 pub const MCP_EXECUTOR_ECHO_P50: &str = "executor echo p50 µs, beside the MCP stages";
 pub const MCP_EXECUTOR_ECHO_P99: &str = "executor echo p99 µs, beside the MCP stages";
 pub const MCP_PING_P50: &str = "mcp stdio ping p50 µs";
+pub const MCP_RMCP_STDIO_P50: &str = "mcp stdio call answered by rmcp alone p50 µs";
 pub const MCP_STDIO_P50: &str = "mcp stdio echo p50 µs, fsync off";
 pub const MCP_STDIO_P99: &str = "mcp stdio echo p99 µs, fsync off";
 pub const MCP_STDIO_FSYNC_P50: &str = "mcp stdio echo p50 µs, durable audit";
@@ -29,6 +31,7 @@ pub const FDATASYNC_P50: &str = "fdatasync of one audit line p50 µs";
 pub const MCP_HTTP_P50: &str = "mcp http echo p50 µs";
 pub const MCP_HTTP_NOOP_P50: &str = "mcp http do-nothing p50 µs";
 pub const MCP_HTTP_PING_P50: &str = "mcp http ping p50 µs";
+pub const MCP_HTTP_RMCP_P50: &str = "mcp http call answered by rmcp alone p50 µs";
 pub const PYTHON_P50: &str = "python template call p50 µs";
 pub const JS_P50: &str = "javascript template call p50 µs";
 pub const PYTHON_FIXED: &str = "python bare instantiate + slot reset µs";
@@ -69,7 +72,15 @@ fn rows() -> Vec<Row> {
             let bound = echo + ping + 5.0;
             Some((format!("{call:.1} µs vs {echo:.1} + {ping:.1} + 5 = {bound:.1} µs"), call <= bound))
         })(),
-        bound: String::new(),
+        bound: (|| {
+            let (rmcp, echo, ping) = (f(MCP_RMCP_STDIO_P50)?, f(MCP_EXECUTOR_ECHO_P50)?, f(MCP_PING_P50)?);
+            Some(format!(
+                "rmcp alone answering the same `tools/call` at once on toolhost's transport (no tool run, no audit): {rmcp:.1} µs, {:.1} µs more than toolhost's `ping`; with the executor's `echo` added: {:.1} µs",
+                rmcp - ping,
+                rmcp + echo
+            ))
+        })()
+        .unwrap_or_default(),
     });
     out.push(Row {
         target: "1. MCP stdio `echo` p99 ≤ 2× p50 (`[audit] fsync = false`)",
@@ -104,9 +115,10 @@ fn rows() -> Vec<Row> {
             Some((format!("{call:.1} µs = {:.2}× {noop:.1} µs", call / noop), call <= 2.0 * noop))
         })(),
         bound: (|| {
-            let (ping, noop) = (f(MCP_HTTP_PING_P50)?, f(MCP_HTTP_NOOP_P50)?);
+            let (ping, noop, rmcp) = (f(MCP_HTTP_PING_P50)?, f(MCP_HTTP_NOOP_P50)?, f(MCP_HTTP_RMCP_P50)?);
             Some(format!(
-                "rmcp's streamable HTTP layer answering `ping` in the same kind of session (no call): {ping:.1} µs = {:.2}× the do-nothing server",
+                "rmcp's streamable HTTP service alone (plain hyper, none of toolhost's front door) answering the same `tools/call` at once (no tool run, no audit): {rmcp:.1} µs = {:.2}× the do-nothing server; toolhost answering `ping` in the same kind of session: {ping:.1} µs = {:.2}×",
+                rmcp / noop,
                 ping / noop
             ))
         })()
@@ -161,7 +173,14 @@ fn rows() -> Vec<Row> {
             let (echo, floor) = (f(EXECUTOR_ECHO_P50)?, f(TUNED_FLOOR_P50)?);
             Some((format!("{:.3}× ({echo:.1} vs {floor:.1} µs)", echo / floor), echo <= 1.15 * floor))
         })(),
-        bound: String::new(),
+        bound: (|| {
+            let (sandboxed, floor) = (f(SANDBOXED_FLOOR_P50)?, f(TUNED_FLOOR_P50)?);
+            Some(format!(
+                "raw wasmtime with the limits every sandboxed call has (a memory limiter, stdout and stderr captured, a wall-clock timer), no toolhost code: {sandboxed:.1} µs = {:.3}× the tuned floor",
+                sandboxed / floor
+            ))
+        })()
+        .unwrap_or_default(),
     });
     out.push(Row {
         target: "5. allocations per executor `echo` call halved",

@@ -1,6 +1,7 @@
 //! The stages of one MCP `tools/call`, each on its own, for the benchmark's breakdown (issue
 //! #33; `host/cli/benches/bench.rs`). Not an API: the same functions the call path runs, with
-//! the same inputs, so each can be timed alone.
+//! the same inputs, so each can be timed alone. [`FixedAnswer`] is rmcp alone answering a call
+//! at once, served as `serve --mcp` serves: the protocol layer's share of a round trip.
 
 use super::McpServer;
 use rmcp::RoleServer;
@@ -79,4 +80,100 @@ pub fn in_process(
     });
     let (read, write) = tokio::io::split(client);
     (write, tokio::io::BufReader::new(read))
+}
+
+/// A server that answers every `tools/call` at once with its `text` argument, running no tool:
+/// rmcp's protocol layer for a call, alone — the bound the benchmark puts beside toolhost's
+/// round trips (issue #33).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FixedAnswer;
+
+impl rmcp::ServerHandler for FixedAnswer {
+    fn get_info(&self) -> rmcp::model::InitializeResult {
+        rmcp::model::InitializeResult::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let text = request.arguments.as_ref().and_then(|a| a.get("text")?.as_str()).unwrap_or_default();
+        Ok(rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]).into())
+    }
+}
+
+/// `[mcp] max_message_kb` by default, in bytes.
+const MAX_MESSAGE: usize = super::settings::DEFAULT_MAX_MESSAGE_KB * 1024;
+
+/// [`FixedAnswer`] over stdin and stdout through toolhost's own stdio transport (as
+/// `serve --mcp` reads and writes them), until stdin ends.
+pub async fn serve_fixed_stdio() -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = super::stdio::StdioTransport::new(stdin, stdout, MAX_MESSAGE, None);
+    FixedAnswer.serve(transport).await?.waiting().await?;
+    Ok(())
+}
+
+/// [`FixedAnswer`] behind rmcp's streamable HTTP service, configured as `serve --mcp --http`
+/// configures it (JSON answers where rmcp gives them, loopback hosts, the message limit), on
+/// `listener`'s connections (keep-alive, `TCP_NODELAY`); serves until the process ends.
+pub async fn serve_fixed_http(listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_allowed_hosts(["localhost", "127.0.0.1", "::1"].map(String::from))
+        .with_max_request_body_bytes(MAX_MESSAGE)
+        .enforce_origin_validation();
+    let service =
+        StreamableHttpService::new(|| Ok(FixedAnswer), Arc::new(LocalSessionManager::default()), config);
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let service = service.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let service = service.clone();
+                async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, handler).await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn the_fixed_answer_is_the_calls_text_and_nothing_runs() {
+        use rmcp::ServiceExt;
+        let (client, server_end) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(server_end);
+        let transport = super::super::stdio::StdioTransport::new(read, write, MAX_MESSAGE, None);
+        tokio::spawn(async move {
+            if let Ok(running) = FixedAnswer.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        write.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+        let answer: serde_json::Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert!(answer["result"]["capabilities"]["tools"].is_object(), "{answer}");
+        write.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").await.unwrap();
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"anything","arguments":{"text":"hello there"}}}"#;
+        write.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+        let answer: serde_json::Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], 7);
+        assert_eq!(answer["result"]["content"][0]["text"], "hello there", "{answer}");
+        assert_eq!(answer["result"]["isError"], false);
+    }
 }
