@@ -63,18 +63,29 @@ impl CallStages {
 
 /// `server` serving MCP over an in-memory pipe (no process, no system pipe): the client's
 /// writer and line reader. The protocol layer and its task hops, without the transport's.
-pub fn in_process(
-    server: McpServer,
-) -> (
+pub fn in_process(server: McpServer) -> InProcess {
+    let max_message = server.max_message;
+    in_process_with(server, max_message)
+}
+
+/// [`FixedAnswer`] serving MCP over an in-memory pipe, as [`in_process`] serves toolhost's.
+pub fn in_process_fixed() -> InProcess {
+    in_process_with(FixedAnswer, MAX_MESSAGE)
+}
+
+/// The client's ends of an in-memory MCP pipe: its writer and line reader.
+pub type InProcess = (
     tokio::io::WriteHalf<tokio::io::DuplexStream>,
     tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
-) {
+);
+
+fn in_process_with<S: rmcp::ServerHandler>(handler: S, max_message: usize) -> InProcess {
     use rmcp::ServiceExt;
     let (client, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);
-    let transport = super::stdio::StdioTransport::new(read, write, server.max_message, None);
+    let transport = super::stdio::StdioTransport::new(read, write, max_message, None);
     tokio::spawn(async move {
-        if let Ok(running) = server.serve(transport).await {
+        if let Ok(running) = handler.serve(transport).await {
             let _ = running.waiting().await;
         }
     });
@@ -151,17 +162,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_fixed_answer_is_the_calls_text_and_nothing_runs() {
-        use rmcp::ServiceExt;
-        let (client, server_end) = tokio::io::duplex(64 * 1024);
-        let (read, write) = tokio::io::split(server_end);
-        let transport = super::super::stdio::StdioTransport::new(read, write, MAX_MESSAGE, None);
-        tokio::spawn(async move {
-            if let Ok(running) = FixedAnswer.serve(transport).await {
-                let _ = running.waiting().await;
-            }
-        });
-        let (read, mut write) = tokio::io::split(client);
-        let mut lines = tokio::io::BufReader::new(read).lines();
+        let (mut write, read) = in_process_fixed();
+        let mut lines = read.lines();
         let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
         write.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
         let answer: serde_json::Value =
