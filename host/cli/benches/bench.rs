@@ -1034,9 +1034,11 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     use toolhost_frontends::mcp::stages::{CallStages, in_process, in_process_fixed};
     use toolhost_frontends::service::Service;
     use toolhost_frontends::service::audit::AuditLog;
-    // One worker, as the servers measured below run pinned to one CPU: on two, a round trip
-    // here is mostly one worker waking the other (a `ping` takes 5× as long), not the protocol.
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // The round trips over in-memory pipes on one worker, as the servers measured below run
+    // pinned to one CPU: on two, a round trip is mostly one worker waking the other (a `ping`
+    // takes 5× as long), not the protocol.
+    let rt1 = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let plugins = dir.join("stage-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
@@ -1070,18 +1072,18 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
         .unwrap();
     let stages = &stages;
     let in_mem = |host: &Arc<Toolhost>| {
-        let _in_rt = rt.enter();
+        let _in_rt = rt1.enter();
         let server = McpServer::new(host.executor.clone(), None).unwrap();
         Arc::new(tokio::sync::Mutex::new(in_process(server)))
     };
     let pipe = in_mem(&served);
     // rmcp alone answering the call at once (no tool run), on the same kind of pipe.
     let fixed_pipe = {
-        let _in_rt = rt.enter();
+        let _in_rt = rt1.enter();
         Arc::new(tokio::sync::Mutex::new(in_process_fixed()))
     };
     for pipe in [&pipe, &fixed_pipe] {
-        rt.block_on(async {
+        rt1.block_on(async {
             use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
             let mut p = pipe.lock().await;
             let init = format!("{}\n{}\n", MCP_INITIALIZE, MCP_INITIALIZED);
@@ -1154,22 +1156,26 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
             }),
         ),
     ];
-    cases.push(("in process: MCP `ping` through rmcp over an in-memory pipe", round_trip(&pipe, ping, &IDS)));
-    cases.push((
+    let mut trips: Vec<(&str, Case<'_>)> = Vec::new();
+    trips.push(("in process: MCP `ping` through rmcp over an in-memory pipe", round_trip(&pipe, ping, &IDS)));
+    trips.push((
         "in process: `tools/call` of `echo` through rmcp over an in-memory pipe (service observer, no fsync)",
         round_trip(&pipe, call_line, &IDS),
     ));
-    cases.push((
+    trips.push((
         "in process: the same `tools/call` answered by rmcp alone at once (no tool run) over an in-memory pipe",
         round_trip(&fixed_pipe, call_line, &IDS),
     ));
-    let labels: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    let labels: Vec<&str> = cases.iter().chain(&trips).map(|c| c.0).collect();
     let mut just: Vec<Case<'_>> = cases.drain(..).map(|c| c.1).collect();
-    let m = interleaved(&rt, &mut just, n);
+    let mut m = interleaved(&rt, &mut just, n);
+    drop(just);
+    let mut just: Vec<Case<'_>> = trips.drain(..).map(|c| c.1).collect();
+    m.extend(interleaved(&rt1, &mut just, n));
     drop(just);
     line(String::new());
     line(format!(
-        "One `tools/call` of `echo` stage by stage (issue #33), in this process: each stage's own function with the call path's inputs, side by side ({n} samples each), then the protocol layer over an in-memory pipe (no process, no system pipe), all on a one-worker runtime:"
+        "One `tools/call` of `echo` stage by stage (issue #33), in this process: each stage's own function with the call path's inputs, side by side ({n} samples each), then the protocol layer over an in-memory pipe (no process, no system pipe) on a one-worker runtime:"
     ));
     line(String::new());
     line("| stage | p50 | p99 |".into());
