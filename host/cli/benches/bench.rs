@@ -695,12 +695,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let state = plugins.with_file_name("state");
     // Client and servers on one CPU (where `taskset` exists), so a round trip measures the
     // software on both ends rather than cross-CPU wake-ups out of idle states.
-    let pin = |cpus: &str| {
-        Command::new("taskset")
-            .args(["-cp", cpus, &std::process::id().to_string()])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
+    let pin = pin_main_thread;
     // The CPUs this process may use, read before pinning: once pinned, `available_parallelism`
     // counts one, and restoring to that would leave every later section on CPU 0.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -1026,6 +1021,15 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     }
 }
 
+/// Pin this process's main thread (and the threads it starts from then on) to `cpus`, a
+/// `taskset` list; whether that worked (no `taskset`: not pinned).
+fn pin_main_thread(cpus: &str) -> bool {
+    std::process::Command::new("taskset")
+        .args(["-cp", cpus, &std::process::id().to_string()])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Issue #33: one MCP `tools/call` of `echo`, stage by stage, in this process — each stage's
 /// function on its own with the same inputs as the call path, side by side (see
 /// `toolhost_frontends::mcp::stages`), then the whole protocol layer over an in-memory pipe.
@@ -1035,9 +1039,13 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     use toolhost_frontends::service::Service;
     use toolhost_frontends::service::audit::AuditLog;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    // The round trips over in-memory pipes on one worker, as the servers measured below run
-    // pinned to one CPU: on two, a round trip is mostly one worker waking the other (a `ping`
-    // takes 5× as long), not the protocol.
+    // The round trips over in-memory pipes on one worker, with the client (this thread) on the
+    // same CPU, as the servers measured below run pinned to one CPU: otherwise a round trip is
+    // mostly one thread waking the other on another CPU (a `ping` takes 5–10× as long, and
+    // varies from run to run), not the protocol. The worker is pinned from its start.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let all_cores = format!("0-{}", cores - 1);
+    let pinned = pin_main_thread("0");
     let rt1 = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let plugins = dir.join("stage-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
@@ -1092,6 +1100,9 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
             p.1.read_line(&mut l).await.unwrap();
             assert!(l.contains("\"result\""), "{l}");
         });
+    }
+    if pinned {
+        pin_main_thread(&all_cores);
     }
     type Pipe = Arc<
         tokio::sync::Mutex<(
@@ -1171,7 +1182,13 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     let mut m = interleaved(&rt, &mut just, n);
     drop(just);
     let mut just: Vec<Case<'_>> = trips.drain(..).map(|c| c.1).collect();
+    if pinned {
+        pin_main_thread("0");
+    }
     m.extend(interleaved(&rt1, &mut just, n));
+    if pinned {
+        pin_main_thread(&all_cores);
+    }
     drop(just);
     line(String::new());
     line(format!(
