@@ -1137,7 +1137,7 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     let echo = ToolCall::new("echo", ["hello"]);
     let mut cases: Vec<(&str, Case<'_>)> = vec![
         (
-            "rmcp: decode the request line into its message type",
+            "ours: decode the request line into rmcp's message type (the stdio transport: a `tools/call` in one pass)",
             Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).decode()) })),
         ),
         (
@@ -1165,6 +1165,10 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
                     synced.sync_data().unwrap();
                 })
             }),
+        ),
+        (
+            "(before) rmcp's own decoder for the same line (what rmcp's streamable HTTP service still runs)",
+            Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).decode_rmcp()) })),
         ),
     ];
     let mut trips: Vec<(&str, Case<'_>)> = Vec::new();
@@ -1206,19 +1210,19 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     line(format!(
         "Derived: the service observer adds {:.1} µs to a call; the in-process `tools/call` round trip minus `ping` is {:.1} µs: the executor call with its observer {:.1} µs, decode + mapping + encode {:.1} µs, and {:.1} µs left for the handler's task hops and wake-ups and what rmcp does around them (`ping`'s own decode is not subtracted).",
         p(3) - p(2),
-        p(7) - p(6),
+        p(8) - p(7),
         p(3),
         p(0) + p(1) + p(4),
-        (p(7) - p(6)) - p(3) - (p(0) + p(1) + p(4))
+        (p(8) - p(7)) - p(3) - (p(0) + p(1) + p(4))
     ));
     line(String::new());
     line(format!(
         "Against rmcp alone: toolhost's in-process `tools/call` round trip is {:.1} µs more than rmcp answering the same call at once ({:.1} µs, itself {:.1} µs more than `ping`); the executor call with its observer is {:.1} µs of that, and {:.1} µs is toolhost's own around it in the handler (arguments mapped, the tool's view, the result with its usage, the request's context and cancellation) together with what the call's working set costs the rest of the round trip.",
-        p(7) - p(8),
-        p(8),
-        p(8) - p(6),
+        p(8) - p(9),
+        p(9),
+        p(9) - p(7),
         p(3),
-        p(7) - p(8) - p(3)
+        p(8) - p(9) - p(3)
     ));
     let _ = std::fs::remove_dir_all(dir.join("stage-state"));
     targets::record(targets::MCP_EXECUTOR_ECHO_P99, m[2].stats.p99.as_secs_f64() * 1e6);

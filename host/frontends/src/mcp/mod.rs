@@ -46,6 +46,7 @@
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
 
 mod approval;
+mod decode;
 mod http;
 mod idle;
 mod plain_json;

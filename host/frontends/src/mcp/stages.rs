@@ -28,8 +28,15 @@ impl CallStages {
         Ok(CallStages { executor, line: line.as_bytes().to_vec(), params: c.params })
     }
 
-    /// rmcp's decoding of the line into its message type (what the stdio transport does).
+    /// The stdio transport's decoding of the line into rmcp's message type (a `tools/call` in
+    /// the usual shape in one pass, see `decode.rs`): whether it was read that way.
     pub fn decode(&self) -> bool {
+        super::decode::tools_call(&self.line).is_some()
+    }
+
+    /// rmcp's own decoding of the line (what the stdio transport did before, and what rmcp's
+    /// streamable HTTP service does).
+    pub fn decode_rmcp(&self) -> bool {
         serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&self.line).is_ok()
     }
 

@@ -218,7 +218,12 @@ where
                 None
             };
             let text = renamed.as_deref().unwrap_or(text);
-            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+            // A call in the usual shape is read in one pass (see `decode.rs`); the rest by rmcp.
+            let read = match super::decode::tools_call(text) {
+                Some(m) => Ok(m),
+                None => serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text),
+            };
+            match read {
                 Ok(m) => {
                     if matches!(m, rmcp::model::JsonRpcMessage::Request(_)) {
                         self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
