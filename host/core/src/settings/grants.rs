@@ -252,21 +252,15 @@ pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, Strin
     Ok(true)
 }
 
-/// `2026-11-30T19:04:05Z` for `t` (UTC, proleptic Gregorian).
+/// `2026-11-30T19:04:05Z` for `t` (UTC; a clock outside 1970–9999 reads as the nearer end).
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    humantime::format_rfc3339_seconds(rfc3339_range(t)).to_string()
+}
+
+/// `t` within what RFC 3339 can write (and `humantime` formats): 1970 to the end of 9999.
+pub fn rfc3339_range(t: std::time::SystemTime) -> std::time::SystemTime {
+    let last = std::time::UNIX_EPOCH + std::time::Duration::from_secs(253_402_300_799);
+    t.clamp(std::time::UNIX_EPOCH, last)
 }
 
 #[cfg(test)]
@@ -340,5 +334,7 @@ mod tests {
         assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_152_445);
         assert_eq!(rfc3339(t), "2026-12-01T19:14:05Z");
+        let far = std::time::UNIX_EPOCH + std::time::Duration::from_secs(400_000_000_000);
+        assert_eq!(rfc3339(far), "9999-12-31T23:59:59Z");
     }
 }

@@ -173,28 +173,9 @@ impl AuditLog {
     }
 }
 
-/// `2026-11-30T19:04:05.123Z` for a time since the Unix epoch (UTC, proleptic Gregorian).
+/// `2026-11-30T19:04:05.123Z` for `t` (UTC; a clock outside 1970–9999 reads as the nearer end).
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    humantime::format_rfc3339_millis(toolhost_core::settings::grants::rfc3339_range(t)).to_string()
 }
 
 #[cfg(test)]
@@ -237,6 +218,9 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_millis(951_782_400_123)), "2000-02-29T00:00:00.123Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_065_445)), "2026-11-30T19:04:05.000Z");
+        // A clock outside what RFC 3339 writes is written as the nearer end, never a panic.
+        assert_eq!(rfc3339(UNIX_EPOCH - Duration::from_secs(5)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(400_000_000_000)), "9999-12-31T23:59:59.000Z");
     }
 
     #[test]
