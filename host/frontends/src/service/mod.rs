@@ -352,7 +352,7 @@ impl Service {
             grants: &'a [toolhost_core::executor::GrantRecord],
             outcome: &'a str,
             plugin: Option<&'a str>,
-            sha256: Option<String>,
+            sha256: Option<HexHash<'a>>,
             time: String,
             token: Option<&'a str>,
             tool: &'a str,
@@ -368,7 +368,7 @@ impl Service {
             grants: &rec.grants,
             outcome,
             plugin: plugin.map(|p| &*p.name),
-            sha256: plugin.map(|p| hex::encode(p.hash)),
+            sha256: plugin.map(|p| HexHash(&p.hash)),
             time: audit::rfc3339(std::time::SystemTime::now()),
             token: ctx.token.as_deref(),
             tool: &call.name,
@@ -401,6 +401,17 @@ impl Service {
         let prefix: String = redacted.chars().take(AUDIT_ARG_PREFIX).collect();
         format!("{prefix}…[{chars} chars, sha256:{}]", toolhost_spec::digest::sha256_hex(redacted.as_bytes()))
             .into()
+    }
+}
+
+/// A plugin's SHA-256 as hex, written into its audit line without a `String` of its own.
+struct HexHash<'a>(&'a [u8; 32]);
+
+impl serde::Serialize for HexHash<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 64];
+        hex::encode_to_slice(self.0, &mut buf).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(std::str::from_utf8(&buf).map_err(serde::ser::Error::custom)?)
     }
 }
 
