@@ -1,7 +1,7 @@
 // `toolhost-js manifest` on real project folders: the manifest it prints, and every misuse as
 // `FILE:LINE: error: message` on stderr with exit code 1. Each case marks its expected line with
 // `// <- here`.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,8 +12,13 @@ import { fileURLToPath } from 'node:url';
 const SDK = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(SDK, 'bin', 'toolhost-js.mjs');
 
+// Every project folder a case made, removed once the file's cases have run.
+const made = [];
+after(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
 function project(files) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolhost-js-test-'));
+  made.push(dir);
   const all = {
     'package.json': JSON.stringify({ name: 'demo', version: '0.2.0', description: 'Demo.', type: 'module', toolhost: { main: 'plugin.js' } }, null, 2),
     ...files,

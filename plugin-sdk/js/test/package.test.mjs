@@ -26,8 +26,9 @@ test('FILES lists every shipped file (everything but the tests), each once', () 
   assert.deepEqual([...listed].sort(), shipped.sort());
 });
 
-test('the template becomes a project whose manifest derives and whose test passes', () => {
+test('the template becomes a project whose manifest derives and whose test passes', (ctx) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolhost-js-new-'));
+  ctx.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const project = path.join(dir, 'my_tools');
   for (const rel of walk(path.join(SDK, 'template'))) {
     const text = fs.readFileSync(path.join(SDK, 'template', rel), 'utf8').replaceAll('{{name}}', 'my_tools');
