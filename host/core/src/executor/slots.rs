@@ -70,24 +70,26 @@ impl Shares {
 
     /// Wait for a slot of the plugin, then one of the host, until `deadline`.
     pub async fn acquire(&self, share: &PluginShare, deadline: tokio::time::Instant) -> Result<Slot, Busy> {
-        // A free slot is taken without arming a timer. It cannot jump the queue: tokio's
-        // semaphore hands a released permit to the first waiter, so one is free only when
-        // nobody waits.
-        let plugin = match share.slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => tokio::time::timeout_at(deadline, share.slots.clone().acquire_owned())
-                .await
-                .map_err(|_| Busy::Plugin { limit: share.limit })?
-                .map_err(|_| Busy::Plugin { limit: share.limit })?,
-        };
-        let global = match self.global.clone().try_acquire_owned() {
-            Ok(g) => g,
-            Err(_) => tokio::time::timeout_at(deadline, self.global.clone().acquire_owned())
-                .await
-                .map_err(|_| Busy::Host { limit: self.global_limit })?
-                .map_err(|_| Busy::Host { limit: self.global_limit })?,
-        };
+        let plugin = take(&share.slots, deadline, Busy::Plugin { limit: share.limit }).await?;
+        let global = take(&self.global, deadline, Busy::Host { limit: self.global_limit }).await?;
         Ok(Slot { _plugin: plugin, _global: global })
+    }
+}
+
+/// A permit of `slots` by `deadline`, or `busy`. A free one is taken without arming a timer; it
+/// cannot jump the queue: tokio's semaphore hands a released permit to the first waiter, so one
+/// is free only when nobody waits.
+async fn take(
+    slots: &Arc<Semaphore>,
+    deadline: tokio::time::Instant,
+    busy: Busy,
+) -> Result<OwnedSemaphorePermit, Busy> {
+    if let Ok(permit) = slots.clone().try_acquire_owned() {
+        return Ok(permit);
+    }
+    match tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        Ok(Err(_)) | Err(_) => Err(busy),
     }
 }
 
