@@ -3,12 +3,12 @@
 //! rmcp reads every message through untagged enums: the message is buffered as serde
 //! `Content`, then each of the twenty-two `ClientRequest` variants is tried on it in turn, and
 //! `tools/call` is the fourteenth — for a call, about 2 µs more than one pass, the largest cost
-//! of a stdio call after the tool itself. A call in the shape clients send (`jsonrpc`, `id`, `method` and `params`,
-//! whose fields are `name`, `arguments` and `_meta`) is read here in one pass into the message
-//! rmcp would have built. Anything else — another method, another field anywhere, a value of
-//! the wrong type — returns `None` and goes through rmcp's decoder as before, so what is
-//! accepted, what is refused and with which error does not change (a test holds both decoders
-//! to the same message).
+//! of a stdio call after the tool itself. A call in the shape clients send (`jsonrpc`, `id`,
+//! `method` and `params`, whose fields are `name`, `arguments` and `_meta`) is read here in one
+//! pass into the message rmcp would have built. Anything else — another method, another field
+//! anywhere, a value of the wrong type — returns `None` and goes through rmcp's decoder as
+//! before, so what is accepted, what is refused and with which error does not change (a test
+//! holds both decoders to the same message).
 
 use rmcp::RoleServer;
 use rmcp::model::{
