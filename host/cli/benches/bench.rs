@@ -787,6 +787,8 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // The p99 of the `fsync = false` run whose p50 is the median (issue #33: p99 ≤ 2× p50).
     let mut e_runs: Vec<Stats> = Vec::new();
+    // The same call timed inside the server (its audit lines), per transport.
+    let (mut inside_stdio, mut inside_http) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         a.push(stdio_p50(noop(), &call).p50);
         b.push(stdio_p50(host(None), &call).p50);
@@ -796,6 +798,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let s = stdio_p50(host(Some(&no_fsync)), &call);
         e.push(s.p50);
         e_runs.push(s);
+        inside_stdio.extend(audit_call_us(&state, "mcp-stdio", calls));
         if before.is_some() {
             old_call.push(stdio_p50(host_of(true, Some(&no_fsync)), &call).p50);
             old_ping.push(stdio_p50(host_of(true, None), &ping).p50);
@@ -948,6 +951,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         a.push(http_p50(n, true, &call));
         b.push(http_p50(http_host(None), false, &call));
         f.push(http_p50(http_host(Some(&no_fsync)), false, &call));
+        inside_http.extend(audit_call_us(&state, "mcp-http", calls));
         g.push(http_p50(http_host(Some(&no_fsync)), false, &ping));
         rmcp_http.push(http_p50(rmcp_alone("http"), true, &call));
         if let Some(old) = &before {
@@ -1003,6 +1007,14 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(rmcp_http),
         rmcp_http.as_secs_f64() / a.as_secs_f64()
     ));
+    if !inside_stdio.is_empty() && !inside_http.is_empty() {
+        let (st, ht) = (median_f64(inside_stdio), median_f64(inside_http));
+        line(String::new());
+        line(format!(
+            "Inside the server (the `fsync = false` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×): the HTTP round trip's excess over rmcp alone is not all in the protocol layer.",
+            ht / st
+        ));
+    }
     if reconnects.get() > 0 {
         line(String::new());
         line(format!(
@@ -1019,6 +1031,27 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             "the MCP rows' pinning to CPU 0 was not undone"
         );
     }
+}
+
+/// The median `duration_ms`, in µs, of the last `n` audit lines `front_end` wrote under
+/// `state` (`$XDG_STATE_HOME`): the call timed inside the server, from its admission to its
+/// outcome.
+fn audit_call_us(state: &Path, front_end: &str, n: usize) -> Option<f64> {
+    let text = std::fs::read_to_string(state.join("toolhost/audit.jsonl")).ok()?;
+    let v: Vec<f64> = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["front_end"] == front_end)
+        .take(n)
+        .filter_map(|r| r["duration_ms"].as_f64().map(|ms| ms * 1000.0))
+        .collect();
+    (!v.is_empty()).then(|| median_f64(v))
+}
+
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Pin this process's main thread (and the threads it starts from then on) to `cpus`, a
@@ -2314,11 +2347,7 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             skipped_total += skipped.load(Ordering::Relaxed);
             made_total += made;
         }
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let (c, o) = (median(closed), median(open));
+        let (c, o) = (median_f64(closed), median_f64(open));
         let change = (o - c) / c * 100.0;
         line(format!(
             "| `echo` calls/s, 8 callers, feed closed → open (median of alternating runs) | {c:.0} → {o:.0} | {change:+.1}% | ≥ 1,000 calls/s and within ±5%: {} |",
