@@ -686,10 +686,6 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
         )
     };
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     // `serve` keeps its audit trail under $XDG_STATE_HOME (on by default, part of what is
     // measured): here, beside the plugins.
     let state = plugins.with_file_name("state");
@@ -1008,7 +1004,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         rmcp_http.as_secs_f64() / a.as_secs_f64()
     ));
     if !inside_stdio.is_empty() && !inside_http.is_empty() {
-        let (st, ht) = (median_f64(inside_stdio), median_f64(inside_http));
+        let (st, ht) = (median(inside_stdio), median(inside_http));
         line(String::new());
         line(format!(
             "Inside the server (the `fsync = false` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×): the HTTP round trip's excess over rmcp alone is not all in the protocol layer.",
@@ -1046,11 +1042,13 @@ fn audit_call_us(state: &Path, front_end: &str, n: usize) -> Option<f64> {
         .take(n)
         .filter_map(|r| r["duration_ms"].as_f64().map(|ms| ms * 1000.0))
         .collect();
-    (!v.is_empty()).then(|| median_f64(v))
+    (!v.is_empty()).then(|| median(v))
 }
 
-fn median_f64(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
+/// The middle value of `v` (the upper one of an even count); `v` must not be empty. The one
+/// median of the benchmark: durations, rates, counts.
+fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v[v.len() / 2]
 }
 
@@ -2347,7 +2345,7 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             skipped_total += skipped.load(Ordering::Relaxed);
             made_total += made;
         }
-        let (c, o) = (median_f64(closed), median_f64(open));
+        let (c, o) = (median(closed), median(open));
         let change = (o - c) / c * 100.0;
         line(format!(
             "| `echo` calls/s, 8 callers, feed closed → open (median of alternating runs) | {c:.0} → {o:.0} | {change:+.1}% | ≥ 1,000 calls/s and within ±5%: {} |",

@@ -5,6 +5,7 @@
 //! blanked, the new one appended with `manifest::embed`), so each is compiled like any plugin;
 //! its tools are never called.
 
+use super::median;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -124,11 +125,6 @@ fn load(dir: &Path, cache: &Path, mode: Mode) -> (Arc<Runtime>, Config, Registry
     let reg = Registry::load(&runtime, &cfg).unwrap();
     let took = t.elapsed();
     (runtime, cfg, reg, took)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn p99(mut v: Vec<Duration>) -> Duration {

@@ -147,10 +147,6 @@ impl Raw1 {
                 image.push(slot.2);
                 runs.push(slot.3);
             }
-            let mid = |mut v: Vec<u64>| {
-                v.sort();
-                v[v.len() / 2]
-            };
             let p50 = |v: Vec<Duration>| super::stats(v).p50;
             let [a, b, c] = phases;
             Breakdown {
@@ -158,10 +154,10 @@ impl Raw1 {
                 total: p50(total),
                 again: p50(again),
                 faults: faults.map(|f| f as f64 / k as f64),
-                touched_kib: mid(touched),
-                private_kib: mid(private),
-                image_kib: mid(image),
-                private_runs: mid(runs),
+                touched_kib: super::median(touched),
+                private_kib: super::median(private),
+                image_kib: super::median(image),
+                private_runs: super::median(runs),
             }
         })
     }

@@ -130,4 +130,29 @@ mod tests {
         let msg = Busy::Plugin { limit: 2 }.message("a", "t", 20);
         assert!(msg.contains("[plugin.a] concurrency = 2"), "{msg}");
     }
+
+    /// A slot freed while a call waits goes to that call: a call arriving just then does not
+    /// take it without waiting (the path that takes a free slot at once, without a timer).
+    #[tokio::test]
+    async fn a_freed_slot_goes_to_the_call_that_waited() {
+        let config = Config { concurrency: 4, plugin_concurrency: 1, ..Config::default() };
+        let shares = Arc::new(Shares::new(&config));
+        let a = shares.plugin(&Arc::from("a"), &config);
+        let soon = || tokio::time::Instant::now() + std::time::Duration::from_millis(200);
+        let held = shares.acquire(&a, soon()).await.unwrap();
+        let waiter = tokio::spawn({
+            let (shares, a) = (shares.clone(), a.clone());
+            // Returned, so held until the test ends: the slot stays the waiter's.
+            async move { shares.acquire(&a, soon()).await }
+        });
+        // Let the waiter queue on the semaphore.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        let late =
+            tokio::time::timeout(std::time::Duration::from_millis(20), shares.acquire(&a, soon())).await;
+        assert!(late.is_err(), "the late call took the slot the waiting one was owed");
+        let _slot = waiter.await.unwrap().expect("the waiting call got the freed slot");
+    }
 }
