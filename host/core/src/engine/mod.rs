@@ -24,7 +24,11 @@ pub const TICK: Duration = Duration::from_millis(5);
 /// The process-wide engine, linker and epoch ticker.
 pub struct Runtime {
     pub engine: Engine,
-    pub linker: Linker<HostState>,
+    /// Built on first use (the first component prepared: the link thread, or the first call),
+    /// so a first `tools/list`, answered from manifests, never waits for it.
+    linker: std::sync::OnceLock<Linker<HostState>>,
+    /// Whether the linker charges writes to granted directories to a call's disk quota.
+    disk_quota: bool,
     ticker_stop: Arc<AtomicBool>,
     /// Compiled components by SHA-256 of their bytes: an unchanged file is never recompiled.
     compiled: Mutex<HashMap<[u8; 32], Component>>,
@@ -180,21 +184,6 @@ impl Runtime {
     ) -> anyhow::Result<Arc<Runtime>> {
         let cfg = engine_config(stack_kb, pool, tuning);
         let engine = Engine::new(&cfg)?;
-        let mut linker = Linker::<HostState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        // Writes to granted directories are charged to the call's quota.
-        if disk_quota {
-            crate::capability::quota::add_to_linker(&mut linker)?;
-        }
-        // Paths outside every granted directory are refused and reported (`capability::fs`).
-        crate::capability::fs::add_to_linker(&mut linker)?;
-        // Each capability's interface on its own part of the call's state.
-        crate::bindings::host::add_to_linker::<HostState, HostInterface>(&mut linker, HostState::host_view)?;
-        crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;
-        crate::bindings::process::add_to_linker::<HostState, HasSelf<ProcessCall>>(&mut linker, |s| {
-            &mut s.process
-        })?;
-
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
         let stop = ticker_stop.clone();
@@ -225,7 +214,24 @@ impl Runtime {
             }
             None => None,
         };
-        Ok(Arc::new(Runtime { engine, linker, ticker_stop, compiled: Mutex::default(), disk_cache }))
+        Ok(Arc::new(Runtime {
+            engine,
+            linker: std::sync::OnceLock::new(),
+            disk_quota,
+            ticker_stop,
+            compiled: Mutex::default(),
+            disk_cache,
+        }))
+    }
+
+    /// The linker every plugin is instantiated with: WASI and each capability's interfaces.
+    pub fn linker(&self) -> anyhow::Result<&Linker<HostState>> {
+        if let Some(linker) = self.linker.get() {
+            return Ok(linker);
+        }
+        let built = link(&self.engine, self.disk_quota)?;
+        // A racing builder's linker is the same; the first one stays.
+        Ok(self.linker.get_or_init(|| built))
     }
 
     /// Compile a component and link it against the host's imports. Fails with a readable
@@ -252,7 +258,7 @@ impl Runtime {
             Some(c) => (c, false),
             None => self.load_or_compile(name, &key, bytes)?,
         };
-        let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
+        let pre = PluginPre::new(self.linker()?.instantiate_pre(&component)?)?;
         // Code is remembered (in memory, and when just compiled on disk) only once it links, so
         // `is_cached` means "these bytes loaded before": deferring their linking to the first
         // call (`registry::Code`) cannot hide a load failure.
@@ -341,6 +347,26 @@ impl Runtime {
     }
 }
 
+/// The linker: WASI, the disk quota's and the file system's checks over it, and each
+/// capability's interface on its own part of the call's state.
+fn link(engine: &Engine, disk_quota: bool) -> anyhow::Result<Linker<HostState>> {
+    let mut linker = Linker::<HostState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // Writes to granted directories are charged to the call's quota.
+    if disk_quota {
+        crate::capability::quota::add_to_linker(&mut linker)?;
+    }
+    // Paths outside every granted directory are refused and reported (`capability::fs`).
+    crate::capability::fs::add_to_linker(&mut linker)?;
+    // Each capability's interface on its own part of the call's state.
+    crate::bindings::host::add_to_linker::<HostState, HostInterface>(&mut linker, HostState::host_view)?;
+    crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;
+    crate::bindings::process::add_to_linker::<HostState, HasSelf<ProcessCall>>(&mut linker, |s| {
+        &mut s.process
+    })?;
+    Ok(linker)
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
@@ -349,6 +375,20 @@ impl Drop for Runtime {
 
 #[cfg(test)]
 mod tests {
+    use super::Runtime;
+
+    #[test]
+    fn the_linker_is_built_when_a_component_is_first_prepared_not_with_the_engine() {
+        // A warm start answers `tools/list` before any component is linked: building the
+        // linker with the engine would put it before that answer.
+        let runtime = Runtime::with_options(512, None, None).unwrap();
+        assert!(runtime.linker.get().is_none(), "the linker was built with the engine");
+        let empty = wat::parse_str("(component)").unwrap();
+        // No `run` export: not a plugin, but linked (against the built linker) before that is found.
+        let refused = runtime.prepare("empty.wasm", &empty).err().expect("an empty component is no plugin");
+        assert!(runtime.linker.get().is_some(), "prepared without a linker: {refused:#}");
+    }
+
     #[test]
     fn kernel_releases_compare_by_major_then_minor() {
         use super::kernel_at_least as at_least;
