@@ -76,7 +76,6 @@ type Loaded = tokio::sync::oneshot::Sender<std::io::Result<Arc<Change>>>;
 impl HostStart {
     pub fn begin(cfg: Config) -> HostStart {
         let cfg = Arc::new(cfg);
-        let ahead = ReadAhead::start(cfg.clone(), true);
         let (engine_tx, engine) = std::sync::mpsc::sync_channel(1);
         let (load, load_rx) = std::sync::mpsc::sync_channel::<(Arc<Reloader>, Loaded)>(1);
         let spawned = std::thread::Builder::new().name("toolhost-engine".into()).spawn({
@@ -92,6 +91,10 @@ impl HostStart {
                 }
             }
         });
+        // The engine's thread first: on two CPUs the thread started last waits for one (the
+        // caller's own thread keeps the other), and the first load waits for the engine, built
+        // in about half a millisecond, more than for the read (its files' manifests are cached).
+        let ahead = ReadAhead::start(cfg.clone(), true);
         HostStart { cfg, ahead, engine: spawned.ok().map(|_| EngineThread { engine, load }) }
     }
 }
