@@ -92,8 +92,8 @@ impl HostStart {
             }
         });
         // The engine's thread first: on two CPUs the thread started last waits for one (the
-        // caller's own thread keeps the other), and the first load waits for the engine, built
-        // in about half a millisecond, more than for the read (its files' manifests are cached).
+        // caller's own thread keeps the other), and the first load needs both, the engine
+        // (about half a millisecond) taking longer than a warm read (its manifests are indexed).
         let ahead = ReadAhead::start(cfg.clone(), true);
         HostStart { cfg, ahead, engine: spawned.ok().map(|_| EngineThread { engine, load }) }
     }
