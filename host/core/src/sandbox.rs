@@ -183,7 +183,7 @@ pub struct CallParts {
 
 impl HostState {
     /// The state of one call's store: `wasi` and the call's `parts`, no progress watched
-    /// (see [`HostState::with_progress`]).
+    /// (the executor sets [`HostState::progress`] when someone follows the call).
     pub fn new(wasi: WasiCtx, parts: CallParts) -> Self {
         let CallParts { limiter, net, log, meter, process } = parts;
         let mut table = ResourceTable::new();
@@ -202,12 +202,6 @@ impl HostState {
             process,
             outside: OutsideGrants::default(),
         }
-    }
-
-    /// Send this call's progress reports to whoever holds the receiver of `progress`.
-    pub fn with_progress(mut self, progress: ProgressCall) -> Self {
-        self.progress = progress;
-        self
     }
 }
 

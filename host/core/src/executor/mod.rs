@@ -640,35 +640,36 @@ impl Executor {
             budget: CallLog::new(&limits, Some(share.log.clone())),
             redact: net_grant.clone(),
         };
-        let state = HostState::new(
-            wasi,
-            CallParts {
-                limiter: MemoryLimiter::new(limits.memory_mb),
-                net,
-                log,
-                meter: CallMeter::new(limits.write_mb, limits.create_limit),
-                process: crate::capability::process::ProcessCall {
-                    plugin: plugin.name.clone(),
-                    exec,
-                    workspace: self.workspace.clone(),
-                    deadline: Some(deadline),
-                    runs: 0,
-                    settings: self.config.process.clone(),
-                    refused: Vec::new(),
+        // Built in place in the store (the call's state is large: every move of it is a copy).
+        let mut store = Store::new(
+            &self.runtime.engine,
+            HostState::new(
+                wasi,
+                CallParts {
+                    limiter: MemoryLimiter::new(limits.memory_mb),
+                    net,
+                    log,
+                    meter: CallMeter::new(limits.write_mb, limits.create_limit),
+                    process: crate::capability::process::ProcessCall {
+                        plugin: plugin.name.clone(),
+                        exec,
+                        workspace: self.workspace.clone(),
+                        deadline: Some(deadline),
+                        runs: 0,
+                        settings: self.config.process.clone(),
+                        refused: Vec::new(),
+                    },
                 },
-            },
+            ),
         );
         // Progress is watched only when someone follows it (a front end's sink, an observer).
-        let (state, progress) = if watch.sink.is_some() || watch.observer.is_some() {
+        let progress = (watch.sink.is_some() || watch.observer.is_some()).then(|| {
             let (p, rx) = ProgressCall::watched(net_grant.clone());
-            (state.with_progress(p), Some(rx))
-        } else {
-            (state, None)
-        };
+            store.data_mut().progress = p;
+            rx
+        });
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
-        let mut state = state;
-        state.outside.armed = plugin.grants.guards_outside_with(&extra_fs);
-        let mut store = Store::new(&self.runtime.engine, state);
+        store.data_mut().outside.armed = plugin.grants.guards_outside_with(&extra_fs);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
         // other calls or the host's own tasks); past its deadline it is interrupted. The
