@@ -640,7 +640,7 @@ impl Executor {
             budget: CallLog::new(&limits, Some(share.log.clone())),
             redact: net_grant.clone(),
         };
-        // Built in place in the store (the call's state is large: every move of it is a copy).
+        // Moved once, into the store (the call's state is large: every move of it is a copy).
         let mut store = Store::new(
             &self.runtime.engine,
             HostState::new(
