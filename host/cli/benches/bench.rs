@@ -57,6 +57,12 @@ struct Stats {
     p99: Duration,
 }
 
+impl Stats {
+    fn ratio_p99(&self) -> f64 {
+        self.p99.as_secs_f64() / self.p50.as_secs_f64()
+    }
+}
+
 fn stats(mut samples: Vec<Duration>) -> Stats {
     samples.sort();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
@@ -626,10 +632,21 @@ fn noop_server(mode: &str) {
         let id = v.get("id")?;
         Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string())
     };
-    if mode == "stdio" {
+    // `stdio-busy:N`: the same, spinning N µs before each answer: a server that does nothing
+    // but take as long as toolhost's call, for the tail the machine alone puts on that time.
+    let busy = mode
+        .strip_prefix("stdio-busy:")
+        .map(|n| Duration::from_nanos((n.parse::<f64>().unwrap() * 1e3) as u64));
+    if mode == "stdio" || busy.is_some() {
         let mut out = std::io::stdout().lock();
         for l in std::io::stdin().lock().lines() {
             let Ok(l) = l else { return };
+            if let Some(spin) = busy {
+                let t = Instant::now();
+                while t.elapsed() < spin {
+                    std::hint::spin_loop();
+                }
+            }
             if let Some(a) = answer(l.as_bytes()) {
                 writeln!(out, "{a}").unwrap();
                 out.flush().unwrap();
@@ -716,9 +733,11 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
 
     // stdio: one line out, one line back.
     let ping = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
-    let stdio_p50 = |mut cmd: Command, request: &dyn Fn(usize) -> String| -> Stats {
+    // `started`: called with the server's pid once it has answered the handshake.
+    let stdio_run = |mut cmd: Command, request: &dyn Fn(usize) -> String, started: &dyn Fn(u32)| -> Stats {
         let mut child =
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let pid = child.id();
         let mut stdin = child.stdin.take().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut ask = |body: &str, wait: bool| {
@@ -733,6 +752,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         };
         ask(init, true);
         ask(initialized, false);
+        started(pid);
         let mut v = Vec::with_capacity(calls);
         for i in 0..calls + calls / 10 {
             let body = request(i + 1);
@@ -747,6 +767,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         let _ = child.wait();
         stats(v)
     };
+    let stdio_p50 = |cmd: Command, request: &dyn Fn(usize) -> String| stdio_run(cmd, request, &|_| {});
     let noop = || {
         let mut c = pinned(&me);
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
@@ -783,6 +804,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // The p99 of the `fsync = false` run whose p50 is the median (issue #33: p99 ≤ 2× p50).
     let mut e_runs: Vec<Stats> = Vec::new();
+    let (mut spun, mut ticker_off) = (Vec::new(), Vec::new());
     // The same call timed inside the server (its audit lines), per transport.
     let (mut inside_stdio, mut inside_http) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -792,6 +814,22 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         d.push(stdio_p50(host(None), &ping).p50);
         rmcp_stdio.push(stdio_p50(rmcp_alone("stdio"), &call).p50);
         let s = stdio_p50(host(Some(&no_fsync)), &call);
+        // The bounds of its p99 (issue #33), when pinned: a do-nothing server spinning as long
+        // as this call took (the machine's own tail on that much time), and toolhost with its
+        // epoch ticker (a thread waking every `TICK`) moved to another CPU.
+        if is_pinned && cores > 1 {
+            let spin = s.p50.saturating_sub(a[a.len() - 1]);
+            let mut c = pinned(&me);
+            c.env("TOOLHOST_BENCH_NOOP", format!("stdio-busy:{}", spin.as_secs_f64() * 1e6));
+            spun.push(stdio_p50(c, &call).ratio_p99());
+            let off = stdio_run(host(Some(&no_fsync)), &call, &|pid| {
+                assert!(
+                    move_thread(pid, "toolhost-epoch", "1"),
+                    "no `toolhost-epoch` thread to move in {pid}"
+                );
+            });
+            ticker_off.push(off.ratio_p99());
+        }
         e.push(s.p50);
         e_runs.push(s);
         inside_stdio.extend(audit_call_us(&state, "mcp-stdio", calls));
@@ -861,6 +899,10 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     targets::record(targets::MCP_RMCP_STDIO_P50, rmcp_stdio.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P50, e.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P99, e_p99.as_secs_f64() * 1e6);
+    if !spun.is_empty() {
+        targets::record(targets::SPIN_STDIO_P99_RATIO, median(spun));
+        targets::record(targets::MCP_STDIO_P99_RATIO_TICKER_OFF, median(ticker_off));
+    }
     targets::record(targets::MCP_STDIO_FSYNC_P50, b.as_secs_f64() * 1e6);
     line(String::new());
     line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 2× (issue #33) |".into());
@@ -1054,6 +1096,20 @@ fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
 
 /// Pin this process's main thread (and the threads it starts from then on) to `cpus`, a
 /// `taskset` list; whether that worked (no `taskset`: not pinned).
+/// Move process `pid`'s thread named `name` to `cpus` (`taskset` list); false if there is none.
+fn move_thread(pid: u32, name: &str, cpus: &str) -> bool {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    let tid = tasks
+        .map(|t| t.path())
+        .find(|t| std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim_end() == name));
+    tid.and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())).is_some_and(|tid| {
+        std::process::Command::new("taskset")
+            .args(["-cp", cpus, &tid])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
 fn pin_main_thread(cpus: &str) -> bool {
     std::process::Command::new("taskset")
         .args(["-cp", cpus, &std::process::id().to_string()])

@@ -26,6 +26,11 @@ pub const MCP_PING_P50: &str = "mcp stdio ping p50 µs";
 pub const MCP_RMCP_STDIO_P50: &str = "mcp stdio call answered by rmcp alone p50 µs";
 pub const MCP_STDIO_P50: &str = "mcp stdio echo p50 µs, fsync off";
 pub const MCP_STDIO_P99: &str = "mcp stdio echo p99 µs, fsync off";
+/// A do-nothing stdio server spinning as long as toolhost's call took, all pinned as toolhost:
+/// its p99 ÷ p50 (the machine's own tail on that much time).
+pub const SPIN_STDIO_P99_RATIO: &str = "do-nothing stdio server spinning toolhost's p50: p99 ÷ p50";
+/// toolhost's stdio call with its epoch ticker moved to another CPU: p99 ÷ p50.
+pub const MCP_STDIO_P99_RATIO_TICKER_OFF: &str = "mcp stdio echo p99 ÷ p50, epoch ticker on another CPU";
 pub const MCP_STDIO_FSYNC_P50: &str = "mcp stdio echo p50 µs, durable audit";
 pub const FDATASYNC_P50: &str = "fdatasync of one audit line p50 µs";
 pub const MCP_HTTP_P50: &str = "mcp http echo p50 µs";
@@ -90,10 +95,14 @@ fn rows() -> Vec<Row> {
         })(),
         bound: (|| {
             let (p50, p99) = (f(MCP_EXECUTOR_ECHO_P50)?, f(MCP_EXECUTOR_ECHO_P99)?);
-            Some(format!(
-                "the executor call alone, in process: p99 {p99:.1} µs = {:.2}× its p50 {p50:.1} µs",
-                p99 / p50
-            ))
+            let alone =
+                format!("the executor call alone, in process: p99 {p99:.1} µs = {:.2}× its p50 {p50:.1} µs", p99 / p50);
+            Some(match (f(SPIN_STDIO_P99_RATIO), f(MCP_STDIO_P99_RATIO_TICKER_OFF)) {
+                (Some(spin), Some(off)) => format!(
+                    "{alone}; a do-nothing server spinning as long, pinned the same: p99 {spin:.2}× p50; toolhost with its epoch ticker moved to another CPU: {off:.2}×"
+                ),
+                _ => alone,
+            })
         })()
         .unwrap_or_default(),
     });
