@@ -1546,7 +1546,8 @@ fn main() {
     let tokio_rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
 
-    // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor; `echo*N`: N
+    // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor, `raw-limits`
+    // with the sandbox's limits; `echo*N`: N
     // concurrent echo callers on one worker) for 5 s and stop (run under `perf record` to see
     // where a call's time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
@@ -1587,7 +1588,9 @@ fn main() {
             &std::fs::read(plugin_artifacts::TEXT).unwrap(),
         );
         // `raw`: the raw-wasmtime floor with the host's tuning, for comparison.
-        let mut case = if tool == "raw" { raw.case() } else { host_case(&host, call) };
+        // `raw-limits`: that floor with the limits every sandboxed call has.
+        let raw = if tool == "raw-limits" { raw.sandboxed() } else { raw };
+        let mut case = if tool.starts_with("raw") { raw.case() } else { host_case(&host, call) };
         let until = Instant::now() + Duration::from_secs(5);
         let mut calls = 0u64;
         tokio_rt.block_on(async {

@@ -60,8 +60,9 @@ pub fn micros(d: Duration) -> u64 {
 /// Runs a future and adds up the time spent inside its polls. A wasmtime guest runs on a
 /// fiber inside `poll` and yields (returns `Pending`) whenever it waits, so this is the time a
 /// host thread spent running the call, whichever worker polled it. Two monotonic clock reads
-/// (vDSO, no system call) per poll. The future is pinned by the caller (`std::pin::pin!`, no
-/// allocation per call).
+/// (vDSO, no system call) per poll; the output has the second of the last poll's too (when the
+/// future finished: the caller needs no clock read of its own for that). The future is pinned
+/// by the caller (`std::pin::pin!`, no allocation per call).
 pub struct BusyTimed<F> {
     inner: F,
     busy: Duration,
@@ -74,14 +75,16 @@ impl<F: Future + Unpin> BusyTimed<F> {
 }
 
 impl<F: Future + Unpin> Future for BusyTimed<F> {
-    type Output = (F::Output, Duration);
+    /// The future's output, the busy time, and when it finished.
+    type Output = (F::Output, Duration, std::time::Instant);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let start = std::time::Instant::now();
         let r = Pin::new(&mut self.inner).poll(cx);
-        self.busy += start.elapsed();
+        let end = std::time::Instant::now();
+        self.busy += end - start;
         let busy = self.busy;
-        r.map(|out| (out, busy))
+        r.map(|out| (out, busy, end))
     }
 }
 
@@ -100,7 +103,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             x
         };
-        let (_, t) = BusyTimed::new(std::pin::pin!(busy)).await;
+        let (_, t, _) = BusyTimed::new(std::pin::pin!(busy)).await;
         assert!(t >= Duration::from_millis(30), "work is counted: {t:?}");
         assert!(t < Duration::from_millis(100), "sleep is not: {t:?}");
     }

@@ -76,6 +76,8 @@ pub trait AskGrant: Send + Sync {
 pub(super) struct Session {
     denied: Mutex<BTreeSet<(String, GrantItem)>>,
     allowed: Mutex<BTreeMap<String, Vec<GrantItem>>>,
+    /// Something was ever allowed (until then a call reads nothing under the lock).
+    any_allowed: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -93,9 +95,14 @@ impl Session {
         if !items.contains(item) {
             items.push(item.clone());
         }
+        // Set under the lock: a call that sees it reads the map, which already has the item.
+        self.any_allowed.store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(super) fn allowed(&self, plugin: &str) -> Vec<GrantItem> {
+        if !self.any_allowed.load(std::sync::atomic::Ordering::Acquire) {
+            return Vec::new();
+        }
         self.allowed.lock().unwrap_or_else(|p| p.into_inner()).get(plugin).cloned().unwrap_or_default()
     }
 }

@@ -624,7 +624,7 @@ impl Executor {
         let waiting = self.observer.get().and_then(|o| o.waiting());
         let acquired = self.shares.acquire(&share, deadline.into()).await;
         drop(waiting);
-        let _slot = match acquired {
+        let slot = match acquired {
             Ok(slot) => slot,
             Err(busy) => {
                 let waited = arrived.elapsed().as_millis();
@@ -632,7 +632,8 @@ impl Executor {
                 return (o, Vec::new(), Vec::new());
             }
         };
-        let started = std::time::Instant::now();
+        // A call that found its slots free started when it arrived (no second clock read).
+        let started = if slot.waited { std::time::Instant::now() } else { arrived };
         let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
         let log = LogCall {
             plugin: plugin.name.clone(),
@@ -684,7 +685,7 @@ impl Executor {
         });
         store.set_epoch_deadline(YIELD_TICKS);
 
-        let (result, busy) = {
+        let (result, busy, ended) = {
             // On the heap: wasmtime's instantiation and call futures are most of a call's
             // future (several KiB), and every `async fn` layer above this one would otherwise
             // copy them once more per call; one allocation copies them once.
@@ -707,7 +708,7 @@ impl Executor {
         let mut refused = std::mem::take(&mut store.data_mut().net.refused);
         refused.append(&mut store.data_mut().process.refused);
         let outside = std::mem::take(&mut store.data_mut().outside.paths);
-        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), started);
+        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), ended - started);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
@@ -759,7 +760,7 @@ impl Executor {
         limits: &Limits,
         busy: Duration,
         queued: Duration,
-        started: std::time::Instant,
+        wall: Duration,
     ) -> Usage {
         let log = &state.log.budget;
         if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
@@ -767,7 +768,7 @@ impl Executor {
         }
         Usage {
             busy_us: micros(busy),
-            wall_us: micros(started.elapsed()),
+            wall_us: micros(wall),
             queued_us: micros(queued),
             peak_memory_kb: state.limiter.peak_bytes() / 1024,
             written_bytes: state.meter.written(),

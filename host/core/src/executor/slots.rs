@@ -32,6 +32,8 @@ pub struct PluginShare {
 pub struct Slot {
     _plugin: OwnedSemaphorePermit,
     _global: OwnedSemaphorePermit,
+    /// The call waited for a slot (else both were free when it came).
+    pub waited: bool,
 }
 
 /// No slot became free before the call's deadline.
@@ -56,6 +58,10 @@ impl Shares {
     /// The share of `plugin` (created on its first call).
     pub fn plugin(&self, plugin: &Arc<str>, config: &Config) -> Arc<PluginShare> {
         let mut map = self.plugins.lock().unwrap_or_else(|p| p.into_inner());
+        // Found without taking a reference to the name (every call but a plugin's first).
+        if let Some(share) = map.get(plugin) {
+            return share.clone();
+        }
         map.entry(plugin.clone())
             .or_insert_with(|| {
                 let limit = config.concurrency_for(plugin).min(self.global_limit).max(1);
@@ -70,25 +76,27 @@ impl Shares {
 
     /// Wait for a slot of the plugin, then one of the host, until `deadline`.
     pub async fn acquire(&self, share: &PluginShare, deadline: tokio::time::Instant) -> Result<Slot, Busy> {
-        let plugin = take(&share.slots, deadline, Busy::Plugin { limit: share.limit }).await?;
-        let global = take(&self.global, deadline, Busy::Host { limit: self.global_limit }).await?;
-        Ok(Slot { _plugin: plugin, _global: global })
+        let (plugin, waited_plugin) =
+            take(&share.slots, deadline, Busy::Plugin { limit: share.limit }).await?;
+        let (global, waited_global) =
+            take(&self.global, deadline, Busy::Host { limit: self.global_limit }).await?;
+        Ok(Slot { _plugin: plugin, _global: global, waited: waited_plugin || waited_global })
     }
 }
 
-/// A permit of `slots` by `deadline`, or `busy`. A free one is taken without arming a timer; it
-/// cannot jump the queue: tokio's semaphore hands a released permit to the first waiter, so one
-/// is free only when nobody waits.
+/// A permit of `slots` by `deadline`, or `busy`; `true` with it if it was waited for. A free one
+/// is taken without arming a timer; it cannot jump the queue: tokio's semaphore hands a released
+/// permit to the first waiter, so one is free only when nobody waits.
 async fn take(
     slots: &Arc<Semaphore>,
     deadline: tokio::time::Instant,
     busy: Busy,
-) -> Result<OwnedSemaphorePermit, Busy> {
+) -> Result<(OwnedSemaphorePermit, bool), Busy> {
     if let Ok(permit) = slots.clone().try_acquire_owned() {
-        return Ok(permit);
+        return Ok((permit, false));
     }
     match tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await {
-        Ok(Ok(permit)) => Ok(permit),
+        Ok(Ok(permit)) => Ok((permit, true)),
         Ok(Err(_)) | Err(_) => Err(busy),
     }
 }
