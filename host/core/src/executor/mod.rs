@@ -29,8 +29,11 @@ pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 /// Deepest JSON nesting accepted in an argument (a guest decoding deeper JSON recursively
 /// could exhaust its stack).
 pub const MAX_JSON_DEPTH: usize = 128;
-/// Epoch ticks a guest runs between yields to the async runtime.
-const YIELD_TICKS: u64 = 2;
+/// Epoch ticks a guest runs between yields to the async runtime: one, 5–9 ms (a tick may wait
+/// for the kernel's own, see `engine::TICK`), so a cancelled busy guest stops within 10 ms. A
+/// short call a tick happens to land in yields once, at once (a few µs, for about one call in
+/// a thousand of 10 µs).
+const YIELD_TICKS: u64 = 1;
 /// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
