@@ -1551,6 +1551,29 @@ fn main() {
     // concurrent echo callers on one worker) for 5 s and stop (run under `perf record` to see
     // where a call's time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
+        // `load-ten`: the ten plugins' folder loaded again and again from a warm compile cache
+        // and folder index, as a warm start's first load (no component deserialised).
+        if tool == "load-ten" {
+            let config = Config {
+                plugins_dir: ten.clone(),
+                cache_dir: Some(work.path().join("ten-cache")),
+                catalog: ten_config(),
+                ..Config::default()
+            };
+            let rt = Runtime::for_config(&config).unwrap();
+            Registry::load(&rt, &config).unwrap();
+            std::thread::sleep(toolhost_core::registry::index::SETTLED);
+            Registry::load(&rt, &config).unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            let mut loads = 0u64;
+            while Instant::now() < until {
+                let reg = Registry::load(&rt, &config).unwrap();
+                assert_eq!(reg.plugins().len(), 10);
+                loads += 1;
+            }
+            eprintln!("{loads} loads of ten plugins in 5 s");
+            return;
+        }
         if let Some(callers) = tool.strip_prefix("echo*").and_then(|n| n.parse::<usize>().ok()) {
             // `echo*N`: N concurrent callers on a one-worker runtime.
             let rt =
