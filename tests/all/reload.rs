@@ -268,7 +268,7 @@ async fn a_file_added_after_the_read_ahead_is_not_missed() {
     use toolhost_core::registry::{ReadAhead, Registry};
     let env = Env::with(&[]);
     let config = Arc::new(env.config.clone());
-    let ahead = ReadAhead::start(config.clone(), true);
+    let ahead = ReadAhead::start(config.clone(), toolhost_core::registry::reload::WatchFrom::Now);
     let host = toolhost_core::Toolhost::from_parts(
         crate::support::runtime(),
         config,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolhost_core::engine::Runtime;
 use toolhost_core::executor::Confirm;
-use toolhost_core::registry::reload::{Change, Reloader, WatchHandle};
+use toolhost_core::registry::reload::{Change, Reloader, WatchFrom, WatchHandle};
 use toolhost_core::registry::{ReadAhead, Registry};
 use toolhost_core::{Config, Toolhost};
 
@@ -38,7 +38,7 @@ fn write_change(out: &mut dyn std::io::Write, prefix: &str, change: &Change) {
 
 /// A host whose registry follows the folder: initial load (printed as additions), then a watch.
 pub async fn live_host(cfg: Config, debounce: Duration) -> Result<(Toolhost, Arc<Reloader>, WatchHandle)> {
-    live_host_with(HostStart::begin(cfg), debounce, print_change).await
+    live_host_with(HostStart::begin(cfg, WatchFrom::Now), debounce, print_change).await
 }
 
 /// [`live_host`] of a start under way.
@@ -74,7 +74,8 @@ struct EngineThread {
 type Loaded = tokio::sync::oneshot::Sender<std::io::Result<Arc<Change>>>;
 
 impl HostStart {
-    pub fn begin(cfg: Config) -> HostStart {
+    /// The start of a host whose folder is watched from `watch`.
+    pub fn begin(cfg: Config, watch: WatchFrom) -> HostStart {
         let cfg = Arc::new(cfg);
         let (engine_tx, engine) = std::sync::mpsc::sync_channel(1);
         let (load, load_rx) = std::sync::mpsc::sync_channel::<(Arc<Reloader>, Loaded)>(1);
@@ -95,7 +96,7 @@ impl HostStart {
         // caller's own thread keeps the other), and the first load needs both. The engine takes
         // about half a millisecond; a warm read of a few plugins less (their manifests are
         // indexed), of ten about as long.
-        let ahead = ReadAhead::start(cfg.clone(), true);
+        let ahead = ReadAhead::start(cfg.clone(), watch);
         HostStart { cfg, ahead, engine: spawned.ok().map(|_| EngineThread { engine, load }) }
     }
 }
@@ -141,6 +142,12 @@ pub async fn load_and_watch(
     debounce: Duration,
     print_change: fn(&Change),
 ) -> Result<WatchHandle> {
+    first_loaded(host, first, print_change).await?;
+    watch(reloader, debounce).await
+}
+
+/// The first load finished (printed as additions).
+pub async fn first_loaded(host: &Toolhost, first: FirstLoad, print_change: fn(&Change)) -> Result<()> {
     // A first load that panicked drops its sender.
     let initial =
         first.0.await.map_err(|_| anyhow::anyhow!("the first load of the plugins folder failed"))??;
@@ -148,8 +155,15 @@ pub async fn load_and_watch(
     if host.registry.load().tools().next().is_none() {
         eprintln!("toolhost: no tools yet in {}", host.config.plugins_dir.display());
     }
-    // The watch the reading started before it read the folder (`HostStart::begin`).
-    Ok(reloader.watch(debounce)?)
+    Ok(())
+}
+
+/// The watch the reading started before it read the folder (`HostStart::begin`), once it is up
+/// (waited for off the async workers: it may start only after a front end's first listing,
+/// `WatchFrom::FirstListing`).
+pub async fn watch(reloader: &Arc<Reloader>, debounce: Duration) -> Result<WatchHandle> {
+    let r = reloader.clone();
+    Ok(tokio::task::spawn_blocking(move || r.watch(debounce)).await??)
 }
 
 /// A host loaded from `settings` (its core part) for a one-off command; the plugins folder must

@@ -44,7 +44,7 @@ impl Toolhost {
     /// built: [`registry::ReadAhead`]).
     pub fn load(config: Config, confirm: Arc<dyn executor::Confirm>) -> anyhow::Result<Toolhost> {
         let config = Arc::new(config);
-        let ahead = registry::ReadAhead::start(config.clone(), false);
+        let ahead = registry::ReadAhead::start(config.clone(), registry::reload::WatchFrom::Never);
         let runtime = engine::Runtime::for_config(&config)?;
         let registry = Registry::load_read(&runtime, &config, ahead.finish().0?)?;
         Ok(Self::from_parts(runtime, config, registry, confirm))

@@ -4,13 +4,16 @@
 //! console at `/`. `toolhost console` is `serve --http 127.0.0.1:0 --open`.
 
 use crate::args::GlobalArgs;
-use crate::session::{HostStart, eprint_change, live_host_with, load_and_watch, print_change, unloaded_host};
+use crate::session::{
+    HostStart, eprint_change, first_loaded, live_host_with, print_change, unloaded_host, watch,
+};
 use crate::settings::Settings;
 use crate::settings::unknown_flag_plugins;
 use anyhow::{Context, Result, bail};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost_core::registry::reload::WatchFrom;
 
 pub const AFTER_HELP: &str = "\
 MCP client configuration (e.g. Claude Desktop, VS Code, Cursor):
@@ -121,7 +124,10 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     }
     // The folder is read and the engine built from here on, while the runtime and the front
     // end are set up.
-    let start = HostStart::begin(cfg.clone());
+    // Serving MCP, the watch starts once a client has listed the tools (they are listed before
+    // it competes for the CPU; nothing changed meanwhile is missed).
+    let watch_from = if mcp { WatchFrom::FirstListing } else { WatchFrom::Now };
+    let start = HostStart::begin(cfg.clone(), watch_from);
     // `[telemetry]`: nothing is built unless `otlp_endpoint` is set.
     let telemetry = toolhost_core::telemetry::install(&cfg.telemetry).map_err(anyhow::Error::msg)?;
     if let Some(endpoint) = cfg.telemetry.otlp_endpoint.as_deref().filter(|_| telemetry.is_some()) {
@@ -243,8 +249,10 @@ async fn serve_mcp(
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();
     }
+    // Requests that need the tools wait for this (over stdio; HTTP waits for readiness).
+    let (loaded_tx, loaded_rx) = tokio::sync::watch::channel(false);
     let load = async {
-        let watch = load_and_watch(&host, first, &reloader, debounce, eprint_change).await?;
+        first_loaded(&host, first, eprint_change).await?;
         unknown_flag_plugins(&flag_plugins, &host.registry.load(), &host.config.plugins_dir)?;
         // Reloads are counted from here: the first load is not one.
         service.watch_reloads(&reloader);
@@ -254,17 +262,19 @@ async fn serve_mcp(
                 eprint_change(&c);
             }
         });
+        // The tools can be listed now (`/readyz`, and requests over stdio); the watch starts
+        // after the first listing, and sees what changed before it.
         service.lifecycle.set_ready();
+        let _ = loaded_tx.send(true);
+        let watch = watch(&reloader, debounce).await?;
         anyhow::Ok(watch)
     };
     match http {
         None => {
             // The session starts now, while the first load runs: the handshake is answered at
             // once, and requests that need the tools wait for the load (`until_loaded`).
-            let (loaded_tx, loaded_rx) = tokio::sync::watch::channel(false);
             let load = async {
                 let watch = load.await?;
-                let _ = loaded_tx.send(true);
                 toolhost_frontends::say!(
                     "toolhost: MCP over stdio, watching {}",
                     host.config.plugins_dir.display()

@@ -167,6 +167,14 @@ impl Code {
     }
 }
 
+/// Wait, as background linking does, for a front end's first listing and its answer (at most
+/// [`LINK_AFTER`]): for work a start can do after it (see [`Code::prepare_in_background`]).
+pub fn after_first_listing() {
+    if LISTED.wait(LINK_AFTER) {
+        std::thread::sleep(LINK_SETTLE);
+    }
+}
+
 /// How long background linking waits for a front end's first listing (see
 /// [`Code::prepare_in_background`]).
 pub const LINK_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
@@ -593,11 +601,13 @@ enum ReadAheadState {
 }
 
 impl ReadAhead {
-    /// Start reading `config.plugins_dir` (and checking its manifests) now; with `watch`, watch
-    /// it too (see [`ReadAhead`]: no change made after the read is missed).
-    pub fn start(config: Arc<Config>, watch: bool) -> ReadAhead {
+    /// Start reading `config.plugins_dir` (and checking its manifests) now; watch it too, from
+    /// `watch` (see [`ReadAhead`]: no change made after the read is missed).
+    pub fn start(config: Arc<Config>, watch: reload::WatchFrom) -> ReadAhead {
         let work = move |config: &Config| {
-            let (watch, found) = watch.then(|| reload::EarlyWatch::start(config.plugins_dir.clone())).unzip();
+            let (watch, found) = (watch != reload::WatchFrom::Never)
+                .then(|| reload::EarlyWatch::start(config.plugins_dir.clone(), watch))
+                .unzip();
             let read = FolderRead::inspect_all(config);
             if let (Ok(read), Some(found)) = (&read, found) {
                 // A read with failures counts as a change: a rescan retries its files.
