@@ -294,6 +294,72 @@ fn cancellation_and_garbage_over_raw_stdio() {
     let _ = child.wait();
 }
 
+/// Serving MCP, the folder's watch starts only once a client has listed the tools (issue #33):
+/// a plugin added after the first load, before that listing, is still picked up — the watch,
+/// once up, compares the folder with what the read found — and the client is told.
+#[test]
+fn a_plugin_added_before_the_first_listing_is_seen_once_the_watch_starts() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plugins")
+        .arg(env.plugins.path())
+        .args(["serve", "--mcp"])
+        .envs(crate::support::test_dirs())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = |r: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(r).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        rx
+    };
+    let out = lines(Box::new(child.stdout.take().unwrap()));
+    let err = lines(Box::new(child.stderr.take().unwrap()));
+    let mut send = |line: &str| {
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, what: &str| -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(what) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => break,
+            }
+        }
+        panic!("no line containing {what:?}; saw:\n{}", seen.join("\n"));
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    wait_for(&out, r#""id":1"#);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // The first load is done (its additions printed) and nothing has listed the tools yet.
+    wait_for(&err, "+ echo");
+    let tmp = env.plugins.path().join(".versioned.tmp");
+    std::fs::copy(plugin_artifacts::VERSIONED, &tmp).unwrap();
+    std::fs::rename(&tmp, env.plugins.path().join("versioned.wasm")).unwrap();
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let first = wait_for(&out, r#""id":2"#);
+    assert!(first.contains(r#""echo""#), "{first}");
+    // The listing starts the watch, which finds the file the read did not have.
+    wait_for(&out, "notifications/tools/list_changed");
+    send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    let after = wait_for(&out, r#""id":3"#);
+    assert!(after.contains(r#""which""#), "the added plugin's tool is listed: {after}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The bearer token the SDK 2.x HTTP runs use (set in the server's environment, named in its
 /// config as `[mcp] tokens = [{ name = "ci", env = ... }]`).
 const TEST_TOKEN: &str = "test-token-9f2c1e7a4b";
