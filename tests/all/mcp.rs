@@ -213,43 +213,51 @@ fn official_python_client_over_streamable_http() {
     assert_eq!(raw_post(&server.url, &authority, Some("http://evil.example.com")), 403, "foreign Origin");
 }
 
-/// Raw JSON-RPC over stdio, for what a well-behaved SDK never sends: a cancelled call stops
-/// (the server logs it and answers the next request while the cancelled one would still be
-/// sleeping), and a line of invalid UTF-8 or broken JSON does not end the session.
-#[test]
-fn cancellation_and_garbage_over_raw_stdio() {
-    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::VERSIONED]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["-v", "--plugins"])
-        .arg(env.plugins.path())
-        .args(["serve", "--mcp"])
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (out_tx, out_rx) = std::sync::mpsc::channel::<String>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = out_tx.send(line);
-        }
-    });
-    let (err_tx, err_rx) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = err_tx.send(line);
-        }
-    });
-    let mut send = |bytes: &[u8]| {
-        stdin.write_all(bytes).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    };
-    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64| -> Vec<String> {
+/// `toolhost GLOBAL… --plugins ENV serve --mcp`, spoken to in raw JSON-RPC lines: each line of
+/// its stdout and of its stderr arrives on a channel of its own. Killed on drop.
+struct RawStdio {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: std::sync::mpsc::Receiver<String>,
+    err: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawStdio {
+    fn start(env: &Env, global: &[&str]) -> RawStdio {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(global)
+            .arg("--plugins")
+            .arg(env.plugins.path())
+            .args(["serve", "--mcp"])
+            .envs(crate::support::test_dirs())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = |r: Box<dyn Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel::<String>();
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+            rx
+        };
+        let out = lines(Box::new(child.stdout.take().unwrap()));
+        let err = lines(Box::new(child.stderr.take().unwrap()));
+        let stdin = child.stdin.take().unwrap();
+        RawStdio { child, stdin, out, err }
+    }
+
+    /// One line (`bytes` and a newline).
+    fn send(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(&[bytes, b"\n"].concat()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The lines `rx` gave until one containing `what` (the last), within `secs`.
+    fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64) -> Vec<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(secs);
         let mut seen = Vec::new();
         while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
@@ -265,21 +273,42 @@ fn cancellation_and_garbage_over_raw_stdio() {
             }
         }
         panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
-    };
-    send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
-    wait_for(&out_rx, r#""id":1"#, 60);
-    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    send(
+    }
+
+    /// The MCP handshake (2025-06-18), answered.
+    fn initialize(&mut self) {
+        self.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        Self::wait_for(&self.out, r#""id":1"#, 60);
+        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    }
+}
+
+impl Drop for RawStdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Raw JSON-RPC over stdio, for what a well-behaved SDK never sends: a cancelled call stops
+/// (the server logs it and answers the next request while the cancelled one would still be
+/// sleeping), and a line of invalid UTF-8 or broken JSON does not end the session.
+#[test]
+fn cancellation_and_garbage_over_raw_stdio() {
+    let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::VERSIONED]);
+    let mut s = RawStdio::start(&env, &["-v"]);
+    s.initialize();
+    s.send(
         br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nap","arguments":{"ms":8000}}}"#,
     );
     std::thread::sleep(Duration::from_millis(300));
     let started = std::time::Instant::now();
-    send(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user stopped it"}}"#);
-    wait_for(&err_rx, "call cancelled by the client", 5);
-    send(b"\xff\xfe this is not UTF-8 \xc3\x28");
-    send(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": ");
-    send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the garbage"}}}"#);
-    let lines = wait_for(&out_rx, "after the garbage", 5);
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user stopped it"}}"#);
+    RawStdio::wait_for(&s.err, "call cancelled by the client", 5);
+    s.send(b"\xff\xfe this is not UTF-8 \xc3\x28");
+    s.send(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": ");
+    s.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after the garbage"}}}"#);
+    let lines = RawStdio::wait_for(&s.out, "after the garbage", 5);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited for the cancelled call: {:?}",
@@ -290,8 +319,6 @@ fn cancellation_and_garbage_over_raw_stdio() {
             serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
         assert_ne!(v["id"], 2, "a cancelled request must not be answered: {line}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Serving MCP, the folder's watch starts only once a client has listed the tools (issue #33):
@@ -300,64 +327,21 @@ fn cancellation_and_garbage_over_raw_stdio() {
 #[test]
 fn a_plugin_added_before_the_first_listing_is_seen_once_the_watch_starts() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .args(["serve", "--mcp"])
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = |r: Box<dyn Read + Send>| {
-        let (tx, rx) = std::sync::mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(r).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        rx
-    };
-    let out = lines(Box::new(child.stdout.take().unwrap()));
-    let err = lines(Box::new(child.stderr.take().unwrap()));
-    let mut send = |line: &str| {
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    };
-    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, what: &str| -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) if line.contains(what) => return line,
-                Ok(line) => seen.push(line),
-                Err(_) => break,
-            }
-        }
-        panic!("no line containing {what:?}; saw:\n{}", seen.join("\n"));
-    };
-    send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
-    );
-    wait_for(&out, r#""id":1"#);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut s = RawStdio::start(&env, &[]);
+    s.initialize();
     // The first load is done (its additions printed) and nothing has listed the tools yet.
-    wait_for(&err, "+ echo");
+    RawStdio::wait_for(&s.err, "+ echo", 60);
     let tmp = env.plugins.path().join(".versioned.tmp");
     std::fs::copy(plugin_artifacts::VERSIONED, &tmp).unwrap();
     std::fs::rename(&tmp, env.plugins.path().join("versioned.wasm")).unwrap();
-    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    let first = wait_for(&out, r#""id":2"#);
-    assert!(first.contains(r#""echo""#), "{first}");
+    s.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let first = RawStdio::wait_for(&s.out, r#""id":2"#, 60);
+    assert!(first.last().unwrap().contains(r#""echo""#), "{first:?}");
     // The listing starts the watch, which finds the file the read did not have.
-    wait_for(&out, "notifications/tools/list_changed");
-    send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
-    let after = wait_for(&out, r#""id":3"#);
-    assert!(after.contains(r#""which""#), "the added plugin's tool is listed: {after}");
-    let _ = child.kill();
-    let _ = child.wait();
+    RawStdio::wait_for(&s.out, "notifications/tools/list_changed", 60);
+    s.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    let after = RawStdio::wait_for(&s.out, r#""id":3"#, 60);
+    assert!(after.last().unwrap().contains(r#""which""#), "the added plugin's tool is listed: {after:?}");
 }
 
 /// The bearer token the SDK 2.x HTTP runs use (set in the server's environment, named in its
