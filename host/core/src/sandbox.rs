@@ -153,9 +153,6 @@ pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: MemoryLimiter,
-    pub plugin: Arc<str>,
-    /// The tool's exposed name.
-    pub tool: Arc<str>,
     /// Outbound HTTP for this call (grants, budget, deadline).
     pub net: NetCall,
     /// Programs this call may run.
@@ -193,8 +190,6 @@ impl HostState {
             wasi,
             table,
             limiter,
-            plugin: log.plugin.clone(),
-            tool: log.tool.clone(),
             net,
             meter: Arc::new(meter),
             log,
@@ -202,6 +197,18 @@ impl HostState {
             process,
             outside: OutsideGrants::default(),
         }
+    }
+}
+
+impl HostState {
+    /// The plugin this call runs (held by the call's `log` part).
+    pub fn plugin(&self) -> &Arc<str> {
+        &self.log.plugin
+    }
+
+    /// The tool's exposed name (held by the call's `log` part).
+    pub fn tool(&self) -> &Arc<str> {
+        &self.log.tool
     }
 }
 
@@ -357,7 +364,10 @@ impl CappedPipe {
     pub fn take(&self) -> (String, usize) {
         let mut c = self.captured();
         let bytes = std::mem::take(&mut c.bytes);
-        (String::from_utf8_lossy(&bytes).into_owned(), std::mem::take(&mut c.dropped))
+        // Valid UTF-8 (the usual case) is kept as it is, not copied.
+        let text =
+            String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        (text, std::mem::take(&mut c.dropped))
     }
 }
 
@@ -472,6 +482,10 @@ mod tests {
         p.push(b"abcdef");
         p.push(b"gh");
         assert_eq!(p.take(), ("abcd".to_string(), 4));
+        // Bytes that are not UTF-8 (here a cut character) come out replaced, not dropped.
+        p.push(&"é".as_bytes()[..1]);
+        p.push(b"z");
+        assert_eq!(p.take(), ("\u{FFFD}z".to_string(), 0));
     }
 
     #[test]

@@ -767,7 +767,7 @@ impl Executor {
     ) -> Usage {
         let log = &state.log.budget;
         if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
-            tracing::warn!(plugin = &*state.plugin, tool = &*state.tool, "{note}");
+            tracing::warn!(plugin = &**state.plugin(), tool = &**state.tool(), "{note}");
         }
         Usage {
             busy_us: micros(busy),

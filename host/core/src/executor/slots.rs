@@ -9,12 +9,12 @@ use crate::capability::log::LogBucket;
 use crate::settings::Config;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// The host's call slots and each plugin's share of them.
 #[derive(Debug)]
 pub struct Shares {
-    global: Arc<Semaphore>,
+    global: Semaphore,
     global_limit: u32,
     plugins: Mutex<HashMap<Arc<str>, Arc<PluginShare>>>,
 }
@@ -22,16 +22,17 @@ pub struct Shares {
 /// One plugin's slots and log budget, kept across calls (and reloads) by plugin name.
 #[derive(Debug)]
 pub struct PluginShare {
-    slots: Arc<Semaphore>,
+    slots: Semaphore,
     pub limit: u32,
     pub log: Arc<LogBucket>,
 }
 
-/// Both slots a running call holds; dropping it frees them.
+/// Both slots a running call holds, borrowed from the shares it holds them in (no reference
+/// counted per call); dropping it frees them.
 #[derive(Debug)]
-pub struct Slot {
-    _plugin: OwnedSemaphorePermit,
-    _global: OwnedSemaphorePermit,
+pub struct Slot<'a> {
+    _plugin: SemaphorePermit<'a>,
+    _global: SemaphorePermit<'a>,
     /// The call waited for a slot (else both were free when it came).
     pub waited: bool,
 }
@@ -48,11 +49,7 @@ pub enum Busy {
 impl Shares {
     pub fn new(config: &Config) -> Self {
         let n = config.concurrency.max(1);
-        Shares {
-            global: Arc::new(Semaphore::new(n as usize)),
-            global_limit: n,
-            plugins: Mutex::new(HashMap::new()),
-        }
+        Shares { global: Semaphore::new(n as usize), global_limit: n, plugins: Mutex::new(HashMap::new()) }
     }
 
     /// The share of `plugin` (created on its first call).
@@ -66,7 +63,7 @@ impl Shares {
             .or_insert_with(|| {
                 let limit = config.concurrency_for(plugin).min(self.global_limit).max(1);
                 Arc::new(PluginShare {
-                    slots: Arc::new(Semaphore::new(limit as usize)),
+                    slots: Semaphore::new(limit as usize),
                     limit,
                     log: Arc::new(LogBucket::new(config.log_rate)),
                 })
@@ -75,7 +72,11 @@ impl Shares {
     }
 
     /// Wait for a slot of the plugin, then one of the host, until `deadline`.
-    pub async fn acquire(&self, share: &PluginShare, deadline: tokio::time::Instant) -> Result<Slot, Busy> {
+    pub async fn acquire<'a>(
+        &'a self,
+        share: &'a PluginShare,
+        deadline: tokio::time::Instant,
+    ) -> Result<Slot<'a>, Busy> {
         let (plugin, waited_plugin) =
             take(&share.slots, deadline, Busy::Plugin { limit: share.limit }).await?;
         let (global, waited_global) =
@@ -88,14 +89,14 @@ impl Shares {
 /// is taken without arming a timer; it cannot jump the queue: tokio's semaphore hands a released
 /// permit to the first waiter, so one is free only when nobody waits.
 async fn take(
-    slots: &Arc<Semaphore>,
+    slots: &Semaphore,
     deadline: tokio::time::Instant,
     busy: Busy,
-) -> Result<(OwnedSemaphorePermit, bool), Busy> {
-    if let Ok(permit) = slots.clone().try_acquire_owned() {
+) -> Result<(SemaphorePermit<'_>, bool), Busy> {
+    if let Ok(permit) = slots.try_acquire() {
         return Ok((permit, false));
     }
-    match tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await {
+    match tokio::time::timeout_at(deadline, slots.acquire()).await {
         Ok(Ok(permit)) => Ok((permit, true)),
         Ok(Err(_)) | Err(_) => Err(busy),
     }
@@ -148,10 +149,16 @@ mod tests {
         let a = shares.plugin(&Arc::from("a"), &config);
         let soon = || tokio::time::Instant::now() + std::time::Duration::from_millis(200);
         let held = shares.acquire(&a, soon()).await.unwrap();
+        let (got_tx, got) = tokio::sync::oneshot::channel();
+        let (end, end_rx) = tokio::sync::oneshot::channel::<()>();
         let waiter = tokio::spawn({
             let (shares, a) = (shares.clone(), a.clone());
-            // Returned, so held until the test ends: the slot stays the waiter's.
-            async move { shares.acquire(&a, soon()).await }
+            async move {
+                // Held until the test ends: the slot stays the waiter's.
+                let slot = shares.acquire(&a, soon()).await;
+                let _ = got_tx.send(slot.is_ok());
+                let _ = end_rx.await;
+            }
         });
         // Let the waiter queue on the semaphore.
         for _ in 0..10 {
@@ -161,6 +168,8 @@ mod tests {
         let late =
             tokio::time::timeout(std::time::Duration::from_millis(20), shares.acquire(&a, soon())).await;
         assert!(late.is_err(), "the late call took the slot the waiting one was owed");
-        let _slot = waiter.await.unwrap().expect("the waiting call got the freed slot");
+        assert!(got.await.unwrap(), "the waiting call did not get the freed slot");
+        drop(end);
+        waiter.await.unwrap();
     }
 }
