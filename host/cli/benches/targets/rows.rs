@@ -25,7 +25,14 @@ pub const MCP_EXECUTOR_ECHO_P99: &str = "executor echo p99 µs, beside the MCP s
 pub const MCP_PING_P50: &str = "mcp stdio ping p50 µs";
 pub const MCP_RMCP_STDIO_P50: &str = "mcp stdio call answered by rmcp alone p50 µs";
 pub const MCP_STDIO_P50: &str = "mcp stdio echo p50 µs, fsync off";
+/// The p99 of the run whose p50 is the median.
 pub const MCP_STDIO_P99: &str = "mcp stdio echo p99 µs, fsync off";
+/// Each run's p99 ÷ its p50: the median over the runs (what the target checks), the least and
+/// the most, and how many runs.
+pub const MCP_STDIO_P99_RATIO: &str = "mcp stdio echo p99 ÷ p50, median of the runs";
+pub const MCP_STDIO_P99_RATIO_MIN: &str = "mcp stdio echo p99 ÷ p50, least of the runs";
+pub const MCP_STDIO_P99_RATIO_MAX: &str = "mcp stdio echo p99 ÷ p50, most of the runs";
+pub const MCP_STDIO_P99_RUNS: &str = "mcp stdio echo runs";
 /// A do-nothing stdio server spinning as long as toolhost's call took, all pinned as toolhost:
 /// its p99 ÷ p50 (the machine's own tail on that much time).
 pub const SPIN_STDIO_P99_RATIO: &str = "do-nothing stdio server spinning toolhost's p50: p99 ÷ p50";
@@ -88,10 +95,23 @@ fn rows() -> Vec<Row> {
         .unwrap_or_default(),
     });
     out.push(Row {
+        // The label is the committed report's (its "before" column matches rows by label).
         target: "1. MCP stdio `echo` p99 ≤ 2× p50 (`[audit] fsync = false`)",
         check: (|| {
+            let (ratio, least, most, runs) = (
+                f(MCP_STDIO_P99_RATIO)?,
+                f(MCP_STDIO_P99_RATIO_MIN)?,
+                f(MCP_STDIO_P99_RATIO_MAX)?,
+                f(MCP_STDIO_P99_RUNS)?,
+            );
             let (p50, p99) = (f(MCP_STDIO_P50)?, f(MCP_STDIO_P99)?);
-            Some((format!("{p99:.1} µs = {:.2}× p50", p99 / p50), p99 <= 2.0 * p50))
+            Some((
+                format!(
+                    "{ratio:.2}× p50 (each run's p99 ÷ its p50, median of {runs:.0} runs: {least:.2}–{most:.2}×); the run with the median p50: p99 {p99:.1} µs = {:.2}×",
+                    p99 / p50
+                ),
+                ratio <= 2.0,
+            ))
         })(),
         bound: (|| {
             let (p50, p99) = (f(MCP_EXECUTOR_ECHO_P50)?, f(MCP_EXECUTOR_ECHO_P99)?);
