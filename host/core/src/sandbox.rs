@@ -153,7 +153,8 @@ pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: MemoryLimiter,
-    /// Outbound HTTP for this call (grants, budget, deadline).
+    /// Outbound HTTP for this call (the plugin's name, its grant and secrets, budget, deadline);
+    /// `log` and `progress` read the name and the secrets to redact from here.
     pub net: NetCall,
     /// Programs this call may run.
     pub process: ProcessCall,
@@ -172,7 +173,7 @@ pub struct HostState {
 pub struct CallParts {
     pub limiter: MemoryLimiter,
     pub net: NetCall,
-    /// The plugin, the tool (its exposed name) and the log budget.
+    /// The tool (its exposed name) and the log budget (the plugin is named by `net`).
     pub log: LogCall,
     pub meter: CallMeter,
     pub process: ProcessCall,
@@ -185,7 +186,7 @@ impl HostState {
         let CallParts { limiter, net, log, meter, process } = parts;
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HANDLES);
-        let progress = ProgressCall::none(net.grant.clone());
+        let progress = ProgressCall::none();
         HostState {
             wasi,
             table,
@@ -201,9 +202,9 @@ impl HostState {
 }
 
 impl HostState {
-    /// The plugin this call runs (held by the call's `log` part).
+    /// The plugin this call runs (held by the call's `net` part).
     pub fn plugin(&self) -> &Arc<str> {
-        &self.log.plugin
+        &self.net.plugin
     }
 
     /// The tool's exposed name (held by the call's `log` part).
@@ -219,16 +220,18 @@ impl WasiView for HostState {
 }
 
 /// The `host` interface is two capabilities, `log` and `progress`, each with its own part of
-/// the store: the linker hands the interface this view of both ([`HostInterface`]).
+/// the store: the linker hands the interface this view of both ([`HostInterface`]), and of the
+/// call's net part: the plugin's name, and its secrets, redacted from what either passes on.
 pub struct HostView<'a> {
     log: &'a mut LogCall,
     progress: &'a mut ProgressCall,
+    net: &'a NetCall,
 }
 
 impl HostState {
     /// The `host` interface's view of this store.
     pub fn host_view(&mut self) -> HostView<'_> {
-        HostView { log: &mut self.log, progress: &mut self.progress }
+        HostView { log: &mut self.log, progress: &mut self.progress, net: &self.net }
     }
 }
 
@@ -241,11 +244,11 @@ impl wasmtime::component::HasData for HostInterface {
 
 impl crate::bindings::host::Host for HostView<'_> {
     fn log(&mut self, level: crate::bindings::host::Level, message: String) {
-        self.log.log(level, message);
+        self.log.log(level, message, &self.net.plugin, &self.net.grant);
     }
 
     fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
-        self.progress.report(done, total, message);
+        self.progress.report(done, total, message, &self.net.grant);
     }
 }
 
@@ -504,5 +507,32 @@ mod tests {
         assert!(l.memory_growing(0, 300 * 1024, None).unwrap());
         assert!(l.memory_growing(0, 200 * 1024, None).is_err());
         assert!(l.hit);
+    }
+
+    /// The `host` interface's `progress` and `log` get the plugin's secrets from the call's net
+    /// grant (through [`HostView`]): a secret value in a progress message is redacted.
+    #[test]
+    fn the_host_view_redacts_the_plugins_secrets_from_progress_messages() {
+        use crate::bindings::host::Host as _;
+        use crate::capability::log::CallLog;
+        use crate::capability::net::GrantedSecret;
+        let secret = GrantedSecret { name: "gh".into(), value: "s3cr3t-value".into(), hosts: vec![] };
+        let grant = NetGrant { secrets: vec![secret], ..Default::default() };
+        let plugin: Arc<str> = Arc::from("p");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut state = HostState::new(
+            WasiCtx::builder().build(),
+            CallParts {
+                limiter: MemoryLimiter::new(16),
+                net: NetCall::new(plugin.clone(), Arc::new(grant), Default::default(), deadline),
+                log: LogCall { tool: Arc::from("t"), budget: CallLog::new(&Default::default(), None) },
+                meter: CallMeter::new(1, 1),
+                process: ProcessCall::none(plugin),
+            },
+        );
+        let (progress, rx) = ProgressCall::watched();
+        state.progress = progress;
+        state.host_view().progress(1, None, "token=s3cr3t-value".into());
+        assert_eq!(rx.borrow().as_ref().unwrap().message, "token=[secret gh redacted]");
     }
 }

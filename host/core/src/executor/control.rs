@@ -203,7 +203,7 @@ mod tests {
     #[tokio::test]
     async fn a_flood_is_coalesced_and_the_last_report_always_arrives() {
         let started = std::time::Instant::now();
-        let (mut call, rx) = ProgressCall::watched(Arc::default());
+        let (mut call, rx) = ProgressCall::watched();
         let got = Arc::new(Mutex::new(Vec::new()));
         let g = got.clone();
         let fwd = Forwarder::new(rx, move |p: Progress| {
@@ -213,7 +213,7 @@ mod tests {
         let guest = async {
             // A report every millisecond, for a while.
             for i in 1..=300 {
-                call.report(i, Some(300), String::new());
+                call.report(i, Some(300), String::new(), &Default::default());
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         };

@@ -639,10 +639,8 @@ impl Executor {
         let started = if slot.waited { std::time::Instant::now() } else { arrived };
         let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
         let log = LogCall {
-            plugin: plugin.name.clone(),
             tool: entry.shared_name().clone(),
             budget: CallLog::new(&limits, Some(share.log.clone())),
-            redact: net_grant.clone(),
         };
         // Moved once, into the store (the call's state is large: every move of it is a copy).
         let mut store = Store::new(
@@ -668,7 +666,7 @@ impl Executor {
         );
         // Progress is watched only when someone follows it (a front end's sink, an observer).
         let progress = (watch.sink.is_some() || watch.observer.is_some()).then(|| {
-            let (p, rx) = ProgressCall::watched(net_grant.clone());
+            let (p, rx) = ProgressCall::watched();
             store.data_mut().progress = p;
             rx
         });

@@ -107,20 +107,19 @@ impl CallLog {
     }
 }
 
-/// The log side of one call's store: who is logging, its budget, and the secrets to redact.
+/// The log side of one call's store: the tool logging and its budget (the plugin's name and
+/// the secrets to redact are the call's net part's, handed in with each line).
 #[derive(Debug)]
 pub struct LogCall {
-    pub plugin: Arc<str>,
     pub tool: Arc<str>,
     pub budget: CallLog,
-    /// The plugin's secrets, redacted from every line.
-    pub redact: Arc<NetGrant>,
 }
 
 impl LogCall {
     /// The guest's `log(level, message)` (the `host` interface is linked in `sandbox`, which
-    /// hands `log` here and `progress` to its own capability).
-    pub fn log(&mut self, level: Level, message: String) {
+    /// hands `log` here and `progress` to its own capability) from `plugin`, with the secret
+    /// values of `redact` (the plugin's) redacted.
+    pub fn log(&mut self, level: Level, message: String, plugin: &str, redact: &NetGrant) {
         // Bound what a plugin can push into the host's log: per line, per call and per plugin
         // across calls. A dropped line costs a count, nothing more.
         let mut message = message;
@@ -130,8 +129,8 @@ impl LogCall {
         if !self.budget.admit(message.len()) {
             return;
         }
-        let message = crate::capability::net::redact(&message, &self.redact);
-        let (plugin, tool) = (&*self.plugin, &*self.tool);
+        let message = crate::capability::net::redact(&message, redact);
+        let tool = &*self.tool;
         match level {
             Level::Trace => tracing::trace!(plugin, tool, "{message}"),
             Level::Debug => tracing::debug!(plugin, tool, "{message}"),

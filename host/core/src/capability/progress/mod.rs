@@ -10,7 +10,6 @@
 
 use crate::capability::net::NetGrant;
 use serde::Serialize;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -62,29 +61,28 @@ pub struct ProgressCall {
     done: u64,
     /// Reports the plugin made (forwarded or not).
     pub reports: u64,
-    /// The plugin's secrets, redacted from every message.
-    redact: Arc<NetGrant>,
 }
 
 impl ProgressCall {
     /// A call whose reports nobody reads.
-    pub fn none(redact: Arc<NetGrant>) -> Self {
-        ProgressCall { latest: None, done: 0, reports: 0, redact }
+    pub fn none() -> Self {
+        ProgressCall { latest: None, done: 0, reports: 0 }
     }
 
     /// A call whose reports go to the returned receiver (the latest one only).
-    pub fn watched(redact: Arc<NetGrant>) -> (Self, watch::Receiver<Option<Progress>>) {
+    pub fn watched() -> (Self, watch::Receiver<Option<Progress>>) {
         let (tx, rx) = watch::channel(None);
-        (ProgressCall { latest: Some(tx), done: 0, reports: 0, redact }, rx)
+        (ProgressCall { latest: Some(tx), done: 0, reports: 0 }, rx)
     }
 
-    /// The guest's `progress(done, total, message)`.
-    pub fn report(&mut self, done: u64, total: Option<u64>, message: String) {
+    /// The guest's `progress(done, total, message)`, with the secret values of `redact` (the
+    /// plugin's) redacted from the message.
+    pub fn report(&mut self, done: u64, total: Option<u64>, message: String, redact: &NetGrant) {
         self.reports += 1;
         let Some(latest) = &self.latest else { return };
         self.done = self.done.max(done);
         let message = clean(&message);
-        let message = crate::capability::net::redact_owned(message, &self.redact);
+        let message = crate::capability::net::redact_owned(message, redact);
         latest.send_replace(Some(Progress { done: self.done, total, message }));
     }
 }
@@ -108,12 +106,13 @@ mod tests {
 
     #[test]
     fn reports_keep_done_monotonic_and_messages_short() {
-        let (mut call, rx) = ProgressCall::watched(Arc::default());
-        call.report(5, Some(10), "half".into());
-        call.report(3, Some(10), "back?\nno".into());
+        let (mut call, rx) = ProgressCall::watched();
+        let none = NetGrant::default();
+        call.report(5, Some(10), "half".into(), &none);
+        call.report(3, Some(10), "back?\nno".into(), &none);
         let p = rx.borrow().clone().unwrap();
         assert_eq!(p, Progress { done: 5, total: Some(10), message: "back? no".into() });
-        call.report(7, None, "x".repeat(1000));
+        call.report(7, None, "x".repeat(1000), &none);
         let p = rx.borrow().clone().unwrap();
         assert_eq!(p.message.chars().count(), MAX_MESSAGE_CHARS + 1, "cut and marked");
         assert!(p.message.ends_with('…'));
@@ -123,8 +122,8 @@ mod tests {
 
     #[test]
     fn unwatched_reports_are_counted_and_dropped() {
-        let mut call = ProgressCall::none(Arc::default());
-        call.report(1, None, "x".into());
+        let mut call = ProgressCall::none();
+        call.report(1, None, "x".into(), &NetGrant::default());
         assert_eq!((call.reports, call.done), (1, 0));
     }
 
