@@ -1556,9 +1556,10 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
 
     // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor, `raw-limits`
-    // with the sandbox's limits; `echo*N`: N
-    // concurrent echo callers on one worker) for 5 s and stop (run under `perf record` to see
-    // where a call's time goes).
+    // with the sandbox's limits; `echo*N`: N concurrent echo callers on one worker;
+    // `echo-served`: echo observed by the service as `serve` has it, metrics and an audit line
+    // with `fsync = false`) for 5 s and stop (run under `perf record` to see where a call's
+    // time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
         // `load-ten`: the ten plugins' folder loaded again and again from a warm compile cache
         // and folder index, as a warm start's first load (no component deserialised).
@@ -1612,6 +1613,20 @@ fn main() {
             eprintln!("{done} calls by {callers} callers on one worker in 5 s");
             return;
         }
+        let served = tool == "echo-served";
+        if served {
+            use toolhost_frontends::service::Service;
+            use toolhost_frontends::service::audit::AuditLog;
+            let audit = AuditLog::open(&work.path().join("profile-audit.jsonl"), 1 << 30, 1)
+                .unwrap()
+                .with_fsync(false);
+            let frontends = toolhost_frontends::Settings::default();
+            let service =
+                Arc::new(Service::new(&host.config, &frontends, host.registry.clone(), "mcp", Some(audit)));
+            host.executor.attach_observer(service.clone());
+            service.lifecycle.set_ready();
+        }
+        let tool = if served { "echo".to_string() } else { tool };
         let call = ToolCall::new(&tool, [if tool == "read" { "4k.txt" } else { "hello" }]);
         let raw = RawFloor::new(
             stack_kb,
