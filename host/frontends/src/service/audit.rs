@@ -175,7 +175,12 @@ impl AuditLog {
 
 /// `2026-11-30T19:04:05.123Z` for `t` (UTC; a clock outside 1970–9999 reads as the nearer end).
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    humantime::format_rfc3339_millis(toolhost_core::settings::grants::rfc3339_range(t)).to_string()
+    rfc3339_display(t).to_string()
+}
+
+/// [`rfc3339`] as a `Display`, to write it without a `String` of its own.
+pub fn rfc3339_display(t: std::time::SystemTime) -> humantime::Rfc3339Timestamp {
+    humantime::format_rfc3339_millis(toolhost_core::settings::grants::rfc3339_range(t))
 }
 
 #[cfg(test)]

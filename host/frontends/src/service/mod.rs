@@ -342,7 +342,7 @@ impl Service {
         // Serialized straight from borrowed fields (no JSON tree per call); keys in name order.
         #[derive(serde::Serialize)]
         struct Line<'a> {
-            args: Vec<std::borrow::Cow<'a, str>>,
+            args: AuditArgs<'a>,
             client: Option<&'a str>,
             danger: Option<&'a DangerRecord>,
             duration_ms: f64,
@@ -353,14 +353,14 @@ impl Service {
             outcome: &'a str,
             plugin: Option<&'a str>,
             sha256: Option<HexHash<'a>>,
-            time: String,
+            time: Rfc3339Millis,
             token: Option<&'a str>,
             tool: &'a str,
             truncated: bool,
             version: Option<&'a str>,
         }
         audit.append(&Line {
-            args: call.args.iter().map(|a| self.audit_arg(a)).collect(),
+            args: AuditArgs { service: self, args: &call.args },
             client: ctx.client.as_deref(),
             danger: rec.danger.as_ref(),
             duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
@@ -369,7 +369,7 @@ impl Service {
             outcome,
             plugin: plugin.map(|p| &*p.name),
             sha256: plugin.map(|p| HexHash(&p.hash)),
-            time: audit::rfc3339(std::time::SystemTime::now()),
+            time: Rfc3339Millis(std::time::SystemTime::now()),
             token: ctx.token.as_deref(),
             tool: &call.name,
             truncated: o.truncated,
@@ -401,6 +401,28 @@ impl Service {
         let prefix: String = redacted.chars().take(AUDIT_ARG_PREFIX).collect();
         format!("{prefix}…[{chars} chars, sha256:{}]", toolhost_spec::digest::sha256_hex(redacted.as_bytes()))
             .into()
+    }
+}
+
+/// A call's arguments as its audit line keeps them ([`Service::audit_arg`]), written into the
+/// line one by one (no list of them built first).
+struct AuditArgs<'a> {
+    service: &'a Service,
+    args: &'a [String],
+}
+
+impl serde::Serialize for AuditArgs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.args.iter().map(|a| self.service.audit_arg(a)))
+    }
+}
+
+/// A time as [`audit::rfc3339`] writes it, written into the audit line without a `String`.
+struct Rfc3339Millis(std::time::SystemTime);
+
+impl serde::Serialize for Rfc3339Millis {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&audit::rfc3339_display(self.0))
     }
 }
 
@@ -474,7 +496,11 @@ impl CallObserver for Service {
             if watched {
                 self.running_calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
             }
-            let line = self.finish(call, ctx, &snapshot(&record), &outcome, started.elapsed());
+            // Read in place: the call has ended, nothing else writes its record now.
+            let line = {
+                let rec = record.lock().unwrap_or_else(|p| p.into_inner());
+                self.finish(call, ctx, &rec, &outcome, started.elapsed())
+            };
             self.durable(line).await;
             // The ticket goes last: once the drain sees no call in flight, every line is durable.
             drop(ticket);
