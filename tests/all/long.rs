@@ -230,22 +230,11 @@ async fn a_tool_may_ask_for_more_time_up_to_the_cap() {
     assert_eq!(toolhost_core::view::ToolView::new(echo, &env.config).limits.timeout_ms, 300);
 }
 
-fn toolhost_cmd(env: &Env) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs());
-    cmd
-}
-
 #[test]
 fn call_prints_progress_as_lines_or_json_lines() {
     let env = ticker();
     let out =
-        toolhost_cmd(&env).args(["--allow-write", "ticker", "call", "tick", "5", "20", ""]).output().unwrap();
+        env.command().args(["--allow-write", "ticker", "call", "tick", "5", "20", ""]).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stdout.trim(), "counted to 5");
@@ -253,7 +242,8 @@ fn call_prints_progress_as_lines_or_json_lines() {
         stderr.contains("progress: 5/5 step 5 of 5"),
         "plain lines on stderr when not a terminal: {stderr}"
     );
-    let out = toolhost_cmd(&env)
+    let out = env
+        .command()
         .args(["--allow-write", "ticker", "call", "--json", "tick", "5", "20", ""])
         .output()
         .unwrap();
@@ -280,7 +270,7 @@ fn call_prints_progress_as_lines_or_json_lines() {
 #[test]
 fn call_draws_a_progress_bar_on_a_terminal() {
     let env = ticker();
-    let mut cmd = toolhost_cmd(&env);
+    let mut cmd = env.command();
     cmd.args(["--allow-write", "ticker", "call", "tick", "40", "50", ""]);
     let pty = crate::security::terminal::Pty::spawn(cmd);
     let at = pty.wait_for("% step ", 0);
@@ -303,7 +293,8 @@ fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
     let cfg = env.ws("toolhost.toml");
     std::fs::write(&cfg, format!("[audit]\nfile = {:?}\n", audit.display().to_string())).unwrap();
     let trail = env.ws("trail.txt");
-    let child = toolhost_cmd(&env)
+    let child = env
+        .command()
         .args([
             "--config",
             cfg.to_str().unwrap(),
@@ -344,16 +335,16 @@ fn list_and_inspect_show_the_time_limit_a_tool_gets() {
     let env = Env::with(&[plugin_artifacts::TICKER, plugin_artifacts::TEXT]);
     let cfg = env.ws("toolhost.toml");
     std::fs::write(&cfg, "[limits]\ntimeout_ms = 2000\nmax_timeout_ms = 60000\n").unwrap();
-    let out = toolhost_cmd(&env).args(["--config", cfg.to_str().unwrap(), "list"]).output().unwrap();
+    let out = env.command().args(["--config", cfg.to_str().unwrap(), "list"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = |tool: &str| stdout.lines().find(|l| l.starts_with(tool)).unwrap_or_default().to_string();
     assert!(row("tick(").contains(" 60s "), "tick asks for 120 s, capped at 60 s: {stdout}");
     assert!(row("echo(").contains(" 2s "), "echo asks for nothing: {stdout}");
-    let out =
-        toolhost_cmd(&env).args(["--config", cfg.to_str().unwrap(), "list", "--json"]).output().unwrap();
+    let out = env.command().args(["--config", cfg.to_str().unwrap(), "list", "--json"]).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["timeoutMs"]["tick"], 60000);
-    let out = toolhost_cmd(&env)
+    let out = env
+        .command()
         .args(["--config", cfg.to_str().unwrap(), "inspect", plugin_artifacts::TICKER])
         .output()
         .unwrap();

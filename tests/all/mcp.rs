@@ -224,28 +224,17 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(env: &Env, global: &[&str]) -> RawStdio {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        let mut child = env
+            .command()
             .args(global)
-            .arg("--plugins")
-            .arg(env.plugins.path())
             .args(["serve", "--mcp"])
-            .envs(crate::support::test_dirs())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let lines = |r: Box<dyn Read + Send>| {
-            let (tx, rx) = std::sync::mpsc::channel::<String>();
-            std::thread::spawn(move || {
-                for line in BufReader::new(r).lines().map_while(Result::ok) {
-                    let _ = tx.send(line);
-                }
-            });
-            rx
-        };
-        let out = lines(Box::new(child.stdout.take().unwrap()));
-        let err = lines(Box::new(child.stderr.take().unwrap()));
+        let out = crate::service::lines(child.stdout.take().unwrap());
+        let err = crate::service::lines(child.stderr.take().unwrap());
         let stdin = child.stdin.take().unwrap();
         RawStdio { child, stdin, out, err }
     }
@@ -257,22 +246,11 @@ impl RawStdio {
     }
 
     /// The lines `rx` gave until one containing `what` (the last), within `secs`.
+    #[track_caller]
     fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64) -> Vec<String> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
         let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    let found = line.contains(what);
-                    seen.push(line);
-                    if found {
-                        return seen;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
+        crate::service::wait_line(rx, what, secs, &mut seen);
+        seen
     }
 
     /// The MCP handshake (2025-06-18), answered.

@@ -163,14 +163,9 @@ fn initialize_over_stdio(stdin: &mut impl std::io::Write, out: &mut impl BufRead
 fn serve_stdio_with_its_stderr_closed_drains_and_answers() {
     use std::io::Write;
     let env = env();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
+    let mut child = env
+        .command()
         .args(["--allow-write", "ticker", "serve", "--mcp"])
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -201,14 +196,9 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
     use std::io::Write;
     let env = env();
     let cold = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
+    let mut child = env
+        .command()
         .args(["serve", "--mcp"])
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
         .env("XDG_CACHE_HOME", cold.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -256,13 +256,9 @@ async fn python_and_js_tools_through_text_and_openai() {
 #[test]
 fn python_and_js_tools_over_mcp() {
     let env = Env::with(&[&py(), &js()]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
+    let mut child = env
+        .command()
         .args(["--allow-write", "notes", "serve", "--mcp"])
-        .envs(crate::support::test_dirs())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -52,6 +52,19 @@ impl Env {
         Env { plugins, workspace, config }
     }
 
+    /// The `toolhost` binary with this folder and workspace (`--plugins`, `--workspace`), run
+    /// in the workspace with the test binary's own cache and state folders: add the rest.
+    pub fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        cmd.arg("--plugins")
+            .arg(self.plugins.path())
+            .arg("--workspace")
+            .arg(self.workspace.path())
+            .current_dir(self.workspace.path())
+            .envs(test_dirs());
+        cmd
+    }
+
     pub fn ws(&self, rel: &str) -> PathBuf {
         self.workspace.path().join(rel)
     }
