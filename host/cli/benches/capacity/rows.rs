@@ -376,10 +376,19 @@ fn nginx_rows(line: &mut impl FnMut(String), quick: bool, dir: &Path, plugins: &
     let secs = if quick { 3 } else { 15 };
     let mut rates = Vec::new();
     let failed = Arc::new(Tally::default());
+    // The replicas' per-address cap as deploy/toolhost.toml sets it: every connection comes from
+    // nginx's address.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shipped = std::fs::read_to_string(root.join("deploy/toolhost.toml")).unwrap();
+    let per_peer = shipped
+        .lines()
+        .find(|l| l.starts_with("max_connections_per_peer"))
+        .and_then(|l| l.split('#').next())
+        .expect("deploy/toolhost.toml sets [serve] max_connections_per_peer");
+    let config = format!("[audit]\nenabled = false\n\n[serve]\n{}\n", per_peer.trim());
     for n in [1usize, 3] {
-        let fleet: Vec<Replica> = (0..n)
-            .map(|_| Replica::start(dir, plugins, ws, "[audit]\nenabled = false\n", "127.0.0.1:0"))
-            .collect();
+        let fleet: Vec<Replica> =
+            (0..n).map(|_| Replica::start(dir, plugins, ws, &config, "127.0.0.1:0")).collect();
         let lb = Nginx::start(&bin, &fleet);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let failed = failed.clone();
@@ -415,7 +424,7 @@ fn nginx_rows(line: &mut impl FnMut(String), quick: bool, dir: &Path, plugins: &
                             if status == 200 && text.contains("hello") {
                                 done.fetch_add(1, Relaxed);
                             } else {
-                                failed.other(format!("HTTP {status}: {text}"));
+                                failed.other(format!("{n} replica(s): HTTP {status}: {text}"));
                             }
                         }
                     })
