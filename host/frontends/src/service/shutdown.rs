@@ -29,7 +29,7 @@ macro_rules! say {
     }};
 }
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -52,7 +52,14 @@ pub enum Phase {
 #[derive(Debug)]
 pub struct Lifecycle {
     phase: watch::Sender<Phase>,
-    in_flight: watch::Sender<usize>,
+    /// Calls admitted and not yet ended (plus, for an instant, one being refused).
+    in_flight: AtomicUsize,
+    /// `false` from the drain's start: [`Lifecycle::admit`] refuses. Atomics, not the `phase`
+    /// channel: a call pays two atomic operations to be admitted and ended, where a channel's
+    /// send takes its locks and wakes its receivers each time.
+    admitting: AtomicBool,
+    /// Woken when the last call in flight ends once admitting has stopped.
+    idle: tokio::sync::Notify,
     ready: AtomicBool,
     grace: Duration,
 }
@@ -63,7 +70,7 @@ pub struct Ticket<'a>(&'a Lifecycle);
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        self.0.release();
     }
 }
 
@@ -80,7 +87,9 @@ impl Lifecycle {
     pub fn new(grace: Duration) -> Lifecycle {
         Lifecycle {
             phase: watch::Sender::new(Phase::Serving),
-            in_flight: watch::Sender::new(0),
+            in_flight: AtomicUsize::new(0),
+            admitting: AtomicBool::new(true),
+            idle: tokio::sync::Notify::new(),
             ready: AtomicBool::new(false),
             grace,
         }
@@ -105,21 +114,42 @@ impl Lifecycle {
     }
 
     pub fn in_flight(&self) -> usize {
-        *self.in_flight.borrow()
+        self.in_flight.load(Ordering::SeqCst)
     }
 
     /// Admit a call, unless shutting down.
     pub fn admit(&self) -> Option<Ticket<'_>> {
-        let mut admitted = false;
-        // Checked and counted together, so a drain that starts now waits for this call.
-        self.in_flight.send_modify(|n| {
-            if *self.phase.borrow() == Phase::Serving {
-                *n += 1;
-                admitted = true;
+        // Counted, then checked, both `SeqCst` (as `stop_admitting` stops, then counts): either
+        // this sees the drain and takes its count back, or the drain's count includes this call.
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        if !self.admitting.load(Ordering::SeqCst) {
+            self.release();
+            return None;
+        }
+        Some(Ticket(self))
+    }
+
+    /// One call (admitted, or being refused) has ended: wake a drain waiting for the last.
+    fn release(&self) {
+        let before = self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        // Admitting stopped before this: the drain may wait (see `all_ended`).
+        if before == 1 && !self.admitting.load(Ordering::SeqCst) {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Completes when no call is in flight (meant for after admitting has stopped).
+    async fn all_ended(&self) {
+        loop {
+            let woken = self.idle.notified();
+            let mut woken = std::pin::pin!(woken);
+            // Registered before the count is read: a last call ending after the read wakes it.
+            woken.as_mut().enable();
+            if self.in_flight() == 0 {
+                return;
             }
-        });
-        // Not `then_some`: a Ticket built and dropped would uncount someone else's call.
-        admitted.then(|| Ticket(self))
+            woken.await;
+        }
     }
 
     /// Completes when calls still running must give up (the grace period is over).
@@ -144,32 +174,28 @@ impl Lifecycle {
     /// Stop admitting calls (the first step of [`Lifecycle::drain`], which may come later);
     /// returns the calls in flight now.
     pub fn stop_admitting(&self) -> usize {
-        let mut count = 0;
-        self.in_flight.send_modify(|n| {
-            count = *n;
-            self.phase.send_if_modified(|p| {
-                let was = *p;
-                *p = (*p).max(Phase::Draining);
-                was != *p
-            });
+        self.admitting.store(false, Ordering::SeqCst);
+        self.phase.send_if_modified(|p| {
+            let was = *p;
+            *p = (*p).max(Phase::Draining);
+            was != *p
         });
-        count
+        self.in_flight()
     }
 
     /// Stop admitting calls, wait up to the grace period for those in flight, cancel the rest
     /// and wait (briefly) for them to hand back their outcomes.
     pub async fn drain(&self) -> Drained {
         let count = self.stop_admitting();
-        let mut rx = self.in_flight.subscribe();
         let mut cancelled = 0;
-        if tokio::time::timeout(self.grace, rx.wait_for(|n| *n == 0)).await.is_err() {
+        if tokio::time::timeout(self.grace, self.all_ended()).await.is_err() {
             cancelled = self.in_flight();
             self.phase.send_if_modified(|p| {
                 let was = *p;
                 *p = (*p).max(Phase::Cancelling);
                 was != *p
             });
-            let _ = tokio::time::timeout(CANCEL_WAIT, rx.wait_for(|n| *n == 0)).await;
+            let _ = tokio::time::timeout(CANCEL_WAIT, self.all_ended()).await;
         }
         self.phase.send_replace(Phase::Drained);
         Drained { in_flight: count, cancelled }
@@ -253,6 +279,23 @@ mod tests {
         drop(slow);
         assert_eq!(drain.await.unwrap(), Drained { in_flight: 2, cancelled: 1 });
         assert_eq!(l.phase(), Phase::Drained);
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_when_its_last_call_does_not_at_the_grace_period() {
+        let l = std::sync::Arc::new(Lifecycle::new(Duration::from_secs(60)));
+        let call = l.admit().unwrap();
+        let l2 = l.clone();
+        let drain = tokio::spawn(async move { l2.drain().await });
+        l.phase.subscribe().wait_for(|p| *p == Phase::Draining).await.unwrap();
+        // A refused call passing through the count does not end the drain early.
+        assert!(l.admit().is_none());
+        tokio::task::yield_now().await;
+        assert!(!drain.is_finished(), "the drain ended with a call in flight");
+        drop(call);
+        let drained = tokio::time::timeout(Duration::from_secs(5), drain).await;
+        let drained = drained.expect("the drain was not woken by the last call's end").unwrap();
+        assert_eq!(drained, Drained { in_flight: 1, cancelled: 0 });
     }
 
     #[tokio::test]
