@@ -243,3 +243,122 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
     let loaded = loaded.join().unwrap().expect("no `watching` line");
     assert!(handshake < loaded, "the handshake waited for the first load");
 }
+
+/// The server's stderr lines, read on as they come.
+fn keep_reading(
+    mut err: BufReader<std::process::ChildStderr>,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = lines.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+            kept.lock().unwrap().push(std::mem::take(&mut line));
+        }
+    });
+    lines
+}
+
+/// How many calls the server says it answered without rmcp's session (`-vv`).
+fn answered_directly(lines: &std::sync::Mutex<Vec<String>>) -> usize {
+    lines.lock().unwrap().iter().filter(|l| l.contains("answered without rmcp's session")).count()
+}
+
+/// A result with what varies from call to call (its cost) left out.
+fn without_usage(mut message: Value) -> Value {
+    if let Some(meta) = message["result"]["_meta"].as_object_mut() {
+        meta.remove("toolhost/usage");
+    }
+    message
+}
+
+/// A 2025 session's common call is answered by toolhost's own handler (`mcp::direct`), not
+/// through rmcp's session: the same answer, byte for byte but the call's cost, as rmcp's path
+/// gives the same call (taken here by adding a `progressToken`, which only rmcp serves; these
+/// tools report no progress, so its answer is plain JSON too). A call that could need the
+/// session (a tool that runs only as a task) still gets rmcp's answer.
+#[test]
+fn a_session_call_answered_directly_is_the_answer_rmcp_gives() {
+    let env = env();
+    let (child, url, err) = serve(&env, &["-vv"]);
+    let _server = Killed(child);
+    let lines = keep_reading(err);
+    let session = open_session(&url);
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let calls = [
+        json!({"name": "echo", "arguments": {"text": "hello \"wire\" ✓"}}),
+        // An outputSchema tool: structuredContent.
+        json!({"name": "count_words", "arguments": {"text": "one two\nthree"}}),
+        // The tool fails.
+        json!({"name": "search", "arguments": {"query": "  "}}),
+        // The executor refuses the arguments.
+        json!({"name": "split_task", "arguments": {"title": "t", "subtasks": []}}),
+    ];
+    let mut id = 0;
+    for params in calls {
+        id += 2;
+        let before = answered_directly(&lines);
+        let direct = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params.clone()});
+        let (status, head, direct) = post(&url, &headers, &direct);
+        assert_eq!((status, content_type(&head).as_str()), (200, "application/json"), "{head}");
+        let mut through_rmcp = params.clone();
+        through_rmcp["_meta"] = json!({"progressToken": format!("p{id}")});
+        let rmcp = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": through_rmcp});
+        let (status, head, rmcp) = post(&url, &headers, &rmcp);
+        assert_eq!((status, content_type(&head).as_str()), (200, "application/json"), "{head}");
+        let (direct, rmcp) =
+            (without_usage(answer(&direct, id).clone()), without_usage(answer(&rmcp, id).clone()));
+        assert_eq!(direct, rmcp, "{params}");
+        // Only the first of the two was answered directly (the log line comes before the answer).
+        assert_eq!(answered_directly(&lines), before + 1, "{params}");
+    }
+    // A tool that runs only as a task: rmcp's error, as before.
+    let chore = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "chore", "arguments": {"n": 1, "ms": 0}}});
+    let before = answered_directly(&lines);
+    let (_, head, messages) = post(&url, &headers, &chore);
+    let error = &answer(&messages, 99)["error"];
+    assert_eq!(error["message"], "Missing required client capability", "{head} {messages:?}");
+    assert!(error["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
+    assert_eq!(answered_directly(&lines), before);
+    // An unknown session is rmcp's to refuse.
+    let stale = "Mcp-Session-Id: no-such-session\r\nMCP-Protocol-Version: 2025-06-18\r\n";
+    let call = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x"}}});
+    assert_eq!(post(&url, stale, &call).0, 404);
+    assert_eq!(answered_directly(&lines), before);
+}
+
+/// A call answered directly is cancelled by the `notifications/cancelled` its client sends to
+/// the session, as one rmcp serves is: its answer says so, and the plugin stops.
+#[test]
+fn a_call_answered_directly_stops_at_notifications_cancelled() {
+    let env = env();
+    let (child, url, err) = serve(&env, &["-vv"]);
+    let _server = Killed(child);
+    let lines = keep_reading(err);
+    let session = open_session(&url);
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let trail = env.workspace.path().join("trail.txt");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "tick", "arguments": {"n": 100_000, "ms": 10, "trail": "trail.txt"}}});
+    let (url2, headers2) = (url.clone(), headers.clone());
+    let running = std::thread::spawn(move || post(&url2, &headers2, &call));
+    let size = || std::fs::metadata(&trail).map_or(0, |m| m.len());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while size() < 3 {
+        assert!(std::time::Instant::now() < until, "the trail does not grow");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(answered_directly(&lines), 1);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the test cancels it"}});
+    assert_eq!(post(&url, &headers, &cancel).0, 202);
+    let (status, head, messages) = running.join().unwrap();
+    assert_eq!(status, 200, "{head}");
+    let text = answer(&messages, 7)["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("[cancelled]"), "{messages:?}");
+    let stopped = size();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(size(), stopped, "the plugin goes on after the cancel");
+}

@@ -561,24 +561,50 @@ fn accepts_json(headers: &hyper::HeaderMap) -> bool {
     })
 }
 
+/// Whether a request declares a body (`Content-Length`) of at most `max` bytes: only then is
+/// it read here before rmcp reads it.
+fn declared_within(headers: &hyper::HeaderMap, max: usize) -> bool {
+    headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|n| n <= max)
+}
+
+/// A request's body, of at most `max` bytes; a `400` when it cannot be read.
+async fn read_body(body: McpBody, max: usize) -> Result<bytes::Bytes, hyper::Response<Body>> {
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(_) => Err(text(hyper::StatusCode::BAD_REQUEST, "cannot read the request body\n")),
+    }
+}
+
+/// A request rebuilt around its body, read into memory.
+fn with_body(parts: hyper::http::request::Parts, body: bytes::Bytes) -> hyper::Request<McpBody> {
+    hyper::Request::from_parts(parts, http_body_util::Either::Right(http_body_util::Full::new(body)))
+}
+
+/// A `200` carrying one JSON-RPC message as `application/json`.
+fn json(message: Vec<u8>) -> hyper::Response<Body> {
+    use http_body_util::{BodyExt, Full};
+    let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from(message)).boxed());
+    resp.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    resp
+}
+
 async fn rename_for_2025(
     req: hyper::Request<McpBody>,
     max_message: usize,
 ) -> Result<(hyper::Request<McpBody>, bool), hyper::Response<Body>> {
-    use http_body_util::BodyExt;
     let revision = req.headers().get("mcp-protocol-version").map(|v| v.as_bytes());
     let on_2025 = revision == Some(super::tasks2025::REVISION.as_bytes());
     let opening = revision.is_none() && !req.headers().contains_key(SESSION_ID);
-    let declared =
-        req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if !(on_2025 || opening) || declared.is_none_or(|n| n > max_message) {
+    if !(on_2025 || opening) || !declared_within(req.headers(), max_message) {
         return Ok((req, false));
     }
     let (mut parts, body) = req.into_parts();
-    let Ok(bytes) = http_body_util::Limited::new(body, max_message).collect().await.map(|b| b.to_bytes())
-    else {
-        return Err(text(hyper::StatusCode::BAD_REQUEST, "cannot read the request body\n"));
-    };
+    let bytes = read_body(body, max_message).await?;
     let initialize = opening && memchr::memmem::find(&bytes, b"\"initialize\"").is_some();
     let renamed = if on_2025 { super::tasks2025::rename(&bytes) } else { None };
     let bytes = match renamed {
@@ -588,10 +614,7 @@ async fn rename_for_2025(
         }
         None => bytes,
     };
-    Ok((
-        hyper::Request::from_parts(parts, http_body_util::Either::Right(http_body_util::Full::new(bytes))),
-        initialize,
-    ))
+    Ok((with_body(parts, bytes), initialize))
 }
 
 /// The answer to an `initialize`, with `capabilities.tasks` added if it negotiated 2025-11-25
@@ -743,6 +766,8 @@ pub async fn serve_http(
     // sessions end.
     let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle));
     tokio::spawn(idle_sessions.clone().sweep(sessions.clone().cancelled_owned()));
+    // A session's common call is answered without rmcp's session (see `direct.rs`).
+    let direct = Arc::new(super::direct::Direct::new(server.clone(), idle_sessions.clone()));
     let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions, config);
     let host_service = options.service.clone();
     let console = options.console.clone();
@@ -808,7 +833,9 @@ pub async fn serve_http(
         let answers = answers.clone();
         let guard = guard.clone();
         let console = console.clone();
+        let direct = direct.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let direct = direct.clone();
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
@@ -893,6 +920,7 @@ pub async fn serve_http(
                         timeout: limits.body_timeout,
                     })
                 });
+                let ready = host_service.as_ref().is_none_or(|s| s.lifecycle.is_ready());
                 let req = match &host_service {
                     Some(s) if !s.lifecycle.is_ready() => {
                         let starting = s.lifecycle.phase() == crate::service::shutdown::Phase::Serving;
@@ -906,6 +934,36 @@ pub async fn serve_http(
                     }
                     _ => req,
                 };
+                let open = post.then(|| answers.open());
+                let answered = move |resp| match open {
+                    Some(open) => OpenAnswers::track(open, resp),
+                    None => resp,
+                };
+                // A call that needs nothing of its session is answered here. The request's
+                // Host and Origin are checked as rmcp checks them; if refused, rmcp answers.
+                let session = if ready
+                    && post
+                    && declared_within(req.headers(), max_message)
+                    && guard.check(req.headers()).is_ok()
+                {
+                    direct.session(req.headers()).await
+                } else {
+                    None
+                };
+                let req = match session {
+                    Some(session) => {
+                        let (parts, body) = req.into_parts();
+                        let body = match read_body(body, max_message).await {
+                            Ok(b) => b,
+                            Err(resp) => return Ok(answered(resp)),
+                        };
+                        if let Some(message) = direct.answer(&session, &parts, &body).await {
+                            return Ok(answered(json(message)));
+                        }
+                        with_body(parts, body)
+                    }
+                    None => req,
+                };
                 let (req, initialize) = if post {
                     match rename_for_2025(req, max_message).await {
                         Ok(r) => r,
@@ -914,17 +972,13 @@ pub async fn serve_http(
                 } else {
                     (req, false)
                 };
-                let open = post.then(|| answers.open());
                 // A client that accepts JSON gets its answer as plain JSON when no stream is
                 // needed (see `plain_json`); one that accepts only streams keeps them.
                 let accepts_json = post && accepts_json(req.headers());
                 let resp = service.handle(req).await;
                 let resp = if initialize { declare_tasks(resp) } else { resp };
                 let resp = if accepts_json { super::plain_json::plain_json(resp).await } else { resp };
-                Ok(match open {
-                    Some(open) => OpenAnswers::track(open, resp),
-                    None => resp,
-                })
+                Ok(answered(resp))
             }
         });
         let io = hyper_util::rt::TokioIo::new(stream);

@@ -21,11 +21,33 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// When a session was last used, and how many of its streams are open.
+/// When a session was last used, how many of its streams are open, and who opened it.
 #[derive(Debug)]
 struct Use {
     last: Instant,
     open: usize,
+    client: Option<Arc<SessionClient>>,
+}
+
+/// What a session's `initialize` said: what [`super::direct`] needs to serve its calls
+/// without rmcp's session (the revision, the client's name, whether it takes tasks).
+#[derive(Debug, PartialEq)]
+pub(crate) struct SessionClient {
+    pub(crate) revision: String,
+    pub(crate) name: String,
+    pub(crate) tasks: bool,
+}
+
+impl SessionClient {
+    fn of(message: &ClientJsonRpcMessage) -> Option<SessionClient> {
+        let ClientJsonRpcMessage::Request(r) = message else { return None };
+        let rmcp::model::ClientRequest::InitializeRequest(init) = &r.request else { return None };
+        Some(SessionClient {
+            revision: init.params.protocol_version.as_str().to_string(),
+            name: init.params.client_info.name.clone(),
+            tasks: init.params.capabilities.supports_tasks(),
+        })
+    }
 }
 
 type Uses = Arc<Mutex<HashMap<SessionId, Use>>>;
@@ -45,13 +67,21 @@ impl IdleSessions {
         IdleSessions { inner, idle, uses: Uses::default() }
     }
 
+    /// Who opened session `id`, while rmcp still serves it; `None` for a session unknown,
+    /// closed, or not initialized (yet).
+    pub(crate) async fn client(&self, id: &SessionId) -> Option<Arc<SessionClient>> {
+        let client = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get(id)?.client.clone()?;
+        self.inner.has_session(id).await.ok()?.then_some(client)
+    }
+
     fn touch(&self, id: &SessionId) {
         if let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id) {
             u.last = Instant::now();
         }
     }
 
-    fn hold(&self, id: &SessionId) -> Held {
+    /// Keep session `id` in use (never closed for being idle) while the guard lives.
+    pub(crate) fn hold(&self, id: &SessionId) -> Held {
         if let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id) {
             u.last = Instant::now();
             u.open += 1;
@@ -93,8 +123,8 @@ impl IdleSessions {
     }
 }
 
-/// Keeps its session in use while held (by an open stream).
-struct Held {
+/// Keeps its session in use while held (by an open stream, or a call answered directly).
+pub(crate) struct Held {
     uses: Uses,
     id: SessionId,
 }
@@ -131,7 +161,7 @@ impl SessionManager for IdleSessions {
         self.uses
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), Use { last: Instant::now(), open: 0 });
+            .insert(id.clone(), Use { last: Instant::now(), open: 0, client: None });
         Ok((id, transport))
     }
 
@@ -141,7 +171,15 @@ impl SessionManager for IdleSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         let _held = self.hold(id);
-        self.inner.initialize_session(id, message).await
+        let client = SessionClient::of(&message).map(Arc::new);
+        let answer = self.inner.initialize_session(id, message).await?;
+        // Only a session whose handshake was answered (not refused) is served directly.
+        if matches!(answer, rmcp::model::JsonRpcMessage::Response(_))
+            && let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id)
+        {
+            u.client = client;
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -193,7 +231,7 @@ impl SessionManager for IdleSessions {
             self.uses
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(id, Use { last: Instant::now(), open: 0 });
+                .insert(id, Use { last: Instant::now(), open: 0, client: None });
         }
         Ok(outcome)
     }

@@ -47,6 +47,7 @@
 
 mod approval;
 mod decode;
+mod direct;
 mod http;
 mod idle;
 mod plain_json;
@@ -400,6 +401,52 @@ impl McpServer {
         }
     }
 
+    /// The call a handshake session's `tools/call` maps to when nothing in it can need the
+    /// session (see `direct.rs`): the host has loaded, a plugin serves the tool (not
+    /// `find_tools`, whose result changes the session's list), no confirmation is asked (danger
+    /// policy other than `ask`), no grant is asked about (`on_missing` other than `ask`), it
+    /// does not run as a task for this client, and its arguments map. `None`, with nothing
+    /// done: rmcp serves the request, as every other.
+    pub(crate) fn direct_call(&self, params: &CallToolRequestParams, client_tasks: bool) -> Option<ToolCall> {
+        if self.loaded.as_ref().is_some_and(|l| !*l.borrow()) {
+            return None;
+        }
+        let registry = self.executor.registry();
+        let Served::By(entry) = registry.who_serves(&params.name) else { return None };
+        let config = self.executor.config();
+        let view = toolhost_core::view::ToolView::new(entry, config);
+        match task_support(&view, config.danger) {
+            TaskSupport::Required => return None,
+            TaskSupport::Optional if client_tasks => return None,
+            _ => {}
+        }
+        let spec = entry.spec();
+        if toolhost_core::view::call_policy(spec, &entry.plugin, config) == Some(DangerPolicy::Ask)
+            || config.plugin(&entry.plugin.name).on_missing == Some(toolhost_core::settings::OnMissing::Ask)
+        {
+            return None;
+        }
+        let empty = JsonObject::new();
+        let args = openai::map_argument_object(spec, params.arguments.as_ref().unwrap_or(&empty)).ok()?;
+        Some(ToolCall { name: spec.name.clone(), args })
+    }
+
+    /// Run a call [`McpServer::direct_call`] mapped, cancelled by `cancel`: the result a
+    /// handshake session's handler gives it ([`McpServer::run`] with no one to ask).
+    pub(crate) async fn run_direct(
+        &self,
+        call: ToolCall,
+        who: CallContext,
+        cancel: Cancel,
+    ) -> CallToolResult {
+        let control = CallControl::default().with_cancel(cancel.clone());
+        let outcome = self.executor.call_controlled(&call, &NoOneToAsk, &who, &control).await;
+        if outcome.kind == Some(ErrorKind::Cancelled) && cancel.is_cancelled() {
+            tracing::info!(tool = call.name, "call cancelled by the client; its sandbox was stopped");
+        }
+        result_of(outcome)
+    }
+
     /// Run a mapped call through the executor with the confirmation this revision allows.
     async fn run(
         &self,
@@ -661,18 +708,28 @@ impl McpServer {
 /// Who is calling: the transport, the client's own name, and over HTTP the token it presented.
 fn caller(context: &RequestContext<RoleServer>) -> CallContext {
     let parts = context.extensions.get::<hyper::http::request::Parts>();
+    caller_of(parts, context.client_info().map(|i| i.name), &context.meta)
+}
+
+/// [`caller`] from its parts: the HTTP request (`None` over stdio), the client's name, the
+/// request's `_meta`.
+fn caller_of(
+    parts: Option<&hyper::http::request::Parts>,
+    client: Option<String>,
+    meta: &rmcp::model::RequestMetaObject,
+) -> CallContext {
     CallContext {
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
-        client: context.client_info().map(|i| i.name),
+        client,
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
-        trace_parent: trace_parent(context, parts),
+        trace_parent: trace_parent(meta, parts),
     }
 }
 
 /// The caller's span, when telemetry is on: `_meta.traceparent` (SEP-414, 2026-07-28), else
 /// the HTTP request's `traceparent` header (streamable HTTP); a malformed one is ignored.
 fn trace_parent(
-    context: &RequestContext<RoleServer>,
+    meta: &rmcp::model::RequestMetaObject,
     parts: Option<&hyper::http::request::Parts>,
 ) -> Option<toolhost_core::telemetry::TraceParent> {
     use toolhost_core::telemetry::{self, TraceParent};
@@ -680,12 +737,7 @@ fn trace_parent(
         return None;
     }
     let header = || parts?.headers.get("traceparent")?.to_str().ok();
-    context
-        .meta
-        .0
-        .get_traceparent()
-        .and_then(TraceParent::parse)
-        .or_else(|| header().and_then(TraceParent::parse))
+    meta.0.get_traceparent().and_then(TraceParent::parse).or_else(|| header().and_then(TraceParent::parse))
 }
 
 /// Whether the client declared form elicitation (an empty `elicitation: {}` means form).
@@ -945,6 +997,42 @@ impl Confirm for ElicitConfirm {
 
     fn grants(&self) -> Option<&dyn toolhost_core::executor::AskGrant> {
         Some(self)
+    }
+}
+
+/// A call answered without its session (see `direct.rs`) is one that asks nothing:
+/// [`McpServer::direct_call`] leaves calls that could ask to rmcp. Were one to ask anyway, it
+/// is refused, never allowed, and no grant question goes to the operator's terminal instead.
+struct NoOneToAsk;
+
+impl Confirm for NoOneToAsk {
+    fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        toolhost_core::executor::NoConfirm.confirm(req)
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::NoOne
+    }
+
+    fn grants(&self) -> Option<&dyn toolhost_core::executor::AskGrant> {
+        Some(self)
+    }
+}
+
+impl toolhost_core::executor::AskGrant for NoOneToAsk {
+    fn ask<'a>(
+        &'a self,
+        _req: &'a toolhost_core::executor::GrantRequest,
+    ) -> Pin<Box<dyn Future<Output = toolhost_core::executor::GrantAnswer> + Send + 'a>> {
+        Box::pin(std::future::ready(toolhost_core::executor::GrantAnswer::NoOne))
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::NoOne
+    }
+
+    fn by_default(&self) -> bool {
+        false
     }
 }
 

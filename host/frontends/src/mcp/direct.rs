@@ -1,0 +1,173 @@
+//! A handshake session's `tools/call` answered without rmcp's session machinery (issue #33).
+//!
+//! rmcp serves a request of a 2025 session through its session's tasks and channels: the
+//! request goes to the session's worker, from it to the session's service loop, which spawns a
+//! handler; the answer goes back through the worker to the request's event stream, which
+//! `plain_json` turns back into a JSON body. Over loopback that is most of a call's time.
+//!
+//! A call that can need nothing of its session is run here instead: the same executor call
+//! for the same caller, its answer the JSON body the handler and `plain_json` give it. Such a
+//! call comes from a session rmcp still serves, opened on a handshake revision (2025-11-25,
+//! 2025-06-18, 2025-03-26) that the request names, by a client that takes no tasks (the
+//! 2026-07-28 extension), with no `task` member (2025-11-25), from a client that accepts
+//! the JSON answer, with no `progressToken` (progress needs the stream) and nothing in
+//! `_meta` that names a protocol; and [`McpServer::direct_call`] finds it asks no one (no
+//! confirmation or grant question, which go to the client as elicitations), is no task and not
+//! `find_tools`. A `notifications/cancelled` for it, sent as usual to the session, cancels it.
+//! Everything else — another method, another revision, an unknown session, a call that could
+//! ask — goes to rmcp as before.
+
+use super::McpServer;
+use super::idle::{IdleSessions, SessionClient};
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::transport::streamable_http_server::session::SessionId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use toolhost_core::executor::Cancel;
+
+/// The revisions whose sessions' calls are answered here: the handshake revisions rmcp serves
+/// (a 2025-11-25 call asking for a task has a `task` member, which the one-pass decoder does
+/// not read: rmcp, after `tasks2025::rename`, serves it).
+const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The calls answered here, by session and request id, so a `notifications/cancelled` finds them.
+type Running = Mutex<HashMap<(SessionId, RequestId), Cancel>>;
+
+pub(crate) struct Direct {
+    server: McpServer,
+    sessions: Arc<IdleSessions>,
+    running: Running,
+}
+
+/// A POST of a session whose calls may be answered here.
+pub(crate) struct Session {
+    id: SessionId,
+    client: Arc<SessionClient>,
+}
+
+impl Direct {
+    pub(crate) fn new(server: McpServer, sessions: Arc<IdleSessions>) -> Direct {
+        Direct { server, sessions, running: Running::default() }
+    }
+
+    /// The session of a POST whose body [`Direct::answer`] should see: sent to `/mcp` with
+    /// JSON, accepting the JSON answer (and the stream, as rmcp requires), in a live session
+    /// whose revision the request names and whose client takes no tasks.
+    pub(crate) async fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let revision = header("mcp-protocol-version").filter(|r| REVISIONS.contains(r))?;
+        let id: SessionId = header("mcp-session-id")?.to_string().into();
+        let json = header(hyper::header::CONTENT_TYPE.as_str()).is_some_and(|t| {
+            t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
+        });
+        if !json || !accepts(headers, "application/json") || !accepts(headers, "text/event-stream") {
+            return None;
+        }
+        let client = self.sessions.client(&id).await?;
+        (client.revision == revision && !client.tasks).then_some(Session { id, client })
+    }
+
+    /// The JSON answer to `body`, a POST of `session`, when it is a call answered here; `None`
+    /// when rmcp must serve it (a `notifications/cancelled` for a call running here cancels it
+    /// first, and is still passed on).
+    pub(crate) async fn answer(
+        self: &Arc<Self>,
+        session: &Session,
+        parts: &hyper::http::request::Parts,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        let Some(message) = super::decode::tools_call(body) else {
+            self.cancel_if_asked(session, body);
+            return None;
+        };
+        let JsonRpcMessage::Request(request) = message else { return None };
+        let ClientRequest::CallToolRequest(call) = request.request else { return None };
+        let meta = call.extensions.get::<rmcp::model::RequestMetaObject>().cloned().unwrap_or_default();
+        if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
+            return None;
+        }
+        let params: CallToolRequestParams = call.params;
+        let tool_call = self.server.direct_call(&params, session.client.tasks)?;
+        tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
+        let who = super::caller_of(Some(parts), Some(session.client.name.clone()), &meta);
+        let cancel = Cancel::new();
+        let key = (session.id.clone(), request.id.clone());
+        // Kept in use (never closed as idle) while its call runs.
+        let held = self.sessions.hold(&session.id);
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), cancel.clone());
+        // On a task of its own: a client that goes away does not stop the call (as in rmcp's
+        // session, whose handler runs on), and its outcome is audited.
+        let me = self.clone();
+        let run = tokio::spawn(async move {
+            let _held = held;
+            let _forget = Forget { running: &me.running, key };
+            me.server.run_direct(tool_call, who, cancel).await
+        });
+        // From here the call is answered here, whatever happens: never run again by rmcp.
+        let message = match run.await {
+            Ok(result) => {
+                // What the handler does to a result for a handshake revision.
+                let mut result = ServerResult::CallToolResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                ServerJsonRpcMessage::response(result, request.id)
+            }
+            Err(e) => {
+                tracing::error!(tool = %params.name, "a call answered directly failed: {e}");
+                ServerJsonRpcMessage::error(
+                    ErrorData::internal_error(format!("the call failed: {e}"), None),
+                    Some(request.id),
+                )
+            }
+        };
+        Some(serde_json::to_vec(&message).unwrap_or_else(|e| {
+            format!(
+                r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#
+            )
+            .into_bytes()
+        }))
+    }
+
+    /// Cancel the call running here that `body`, if a `notifications/cancelled`, names.
+    fn cancel_if_asked(&self, session: &Session, body: &[u8]) {
+        if memchr::memmem::find(body, b"notifications/cancelled").is_none() {
+            return;
+        }
+        let Ok(JsonRpcMessage::Notification(n)) =
+            serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body)
+        else {
+            return;
+        };
+        let ClientNotification::CancelledNotification(c) = n.notification else { return };
+        let Some(id) = c.params.request_id else { return };
+        let key = (session.id.clone(), id);
+        if let Some(cancel) = self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            cancel.cancel("the client");
+        }
+    }
+}
+
+/// Drops a call from [`Running`] when it ends (or its request is dropped).
+struct Forget<'a> {
+    running: &'a Running,
+    key: (SessionId, RequestId),
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
+}
+
+/// Whether an `Accept` header lists the media type `essence` (as rmcp reads it: exactly).
+fn accepts(headers: &hyper::HeaderMap, essence: &str) -> bool {
+    headers
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(essence)))
+}
