@@ -898,6 +898,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let p99_ratios: Vec<f64> = e_runs.iter().map(Stats::ratio_p99).collect();
     targets::record(targets::MCP_EXECUTOR_ECHO_P50, executor_echo.as_secs_f64() * 1e6);
     targets::record(targets::MCP_PING_P50, d.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_STDIO_NOOP_P50, a.as_secs_f64() * 1e6);
     targets::record(targets::MCP_RMCP_STDIO_P50, rmcp_stdio.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P50, e.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P99, e_p99.as_secs_f64() * 1e6);
@@ -1039,7 +1040,8 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         if r <= 2.0 { "yes" } else { "**no**" }
     ));
     // MCP `ping` in the same kind of session: rmcp's streamable HTTP layer and the transport
-    // alone, no tool call (what bounds issue #33's HTTP target from below).
+    // alone, no tool call. A session's call no longer goes through rmcp's session
+    // (`mcp::direct`): `ping` does.
     line(format!(
         "| streamable HTTP, `ping` instead of a call (the protocol layer alone) | {} | {} | {:.2}× | — |",
         us(a),
@@ -1047,7 +1049,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         g.as_secs_f64() / a.as_secs_f64()
     ));
     // rmcp's streamable HTTP service alone (behind plain hyper, none of toolhost's front door)
-    // answering the same call at once: the protocol layer's share, the bound of the HTTP target.
+    // answering the same call at once: what the call cost before `mcp::direct` answered it.
     line(format!(
         "| streamable HTTP, rmcp alone answering the same `tools/call` at once (no tool run, no audit) | {} | {} | {:.2}× | — |",
         us(a),
@@ -1056,9 +1058,11 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     ));
     if !inside_stdio.is_empty() && !inside_http.is_empty() {
         let (st, ht) = (median(inside_stdio), median(inside_http));
+        targets::record(targets::MCP_STDIO_INSIDE, st);
+        targets::record(targets::MCP_HTTP_INSIDE, ht);
         line(String::new());
         line(format!(
-            "Inside the server (the `fsync = false` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×): the HTTP round trip's excess over rmcp alone is not all in the protocol layer.",
+            "Inside the server (the `fsync = false` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×). A 2025 session's `tools/call` is answered by toolhost's front door (`mcp::direct`), not through rmcp's session; `ping` and the rmcp-alone row still go through it.",
             ht / st
         ));
     }

@@ -42,8 +42,10 @@ struct Params {
 /// `text` as rmcp's message if it is a `tools/call` in the common shape; otherwise `None`
 /// (rmcp's decoder then reads it).
 pub(crate) fn tools_call(text: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    // Most other messages are passed over without a parse.
-    memchr::memmem::find(text, b"\"tools/call\"")?;
+    // Most other messages are passed over without a parse (the searcher is built once).
+    static METHOD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"tools/call\""));
+    METHOD.find(text)?;
     let call: Call = serde_json::from_slice(text).ok()?;
     if call.jsonrpc != "2.0" || call.method != "tools/call" {
         return None;

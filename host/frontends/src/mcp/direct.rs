@@ -3,7 +3,9 @@
 //! rmcp serves a request of a 2025 session through its session's tasks and channels: the
 //! request goes to the session's worker, from it to the session's service loop, which spawns a
 //! handler; the answer goes back through the worker to the request's event stream, which
-//! `plain_json` turns back into a JSON body. Over loopback that is most of a call's time.
+//! `plain_json` turns back into a JSON body. Over loopback that took longer than the call
+//! itself (BENCHMARKS.md: rmcp's service alone answering a call at once, against the same call
+//! answered here).
 //!
 //! A call that can need nothing of its session is run here instead: the same executor call
 //! for the same caller, its answer the JSON body the handler and `plain_json` give it. Such a
@@ -85,8 +87,8 @@ impl Direct {
             return None;
         };
         let JsonRpcMessage::Request(request) = message else { return None };
-        let ClientRequest::CallToolRequest(call) = request.request else { return None };
-        let meta = call.extensions.get::<rmcp::model::RequestMetaObject>().cloned().unwrap_or_default();
+        let ClientRequest::CallToolRequest(mut call) = request.request else { return None };
+        let meta = call.extensions.remove::<rmcp::model::RequestMetaObject>().unwrap_or_default();
         if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
             return None;
         }
