@@ -259,6 +259,26 @@ fn keep_reading(
     lines
 }
 
+/// A server (`-vv`) whose stderr is read on, with a 2025-06-18 session open.
+struct Logged {
+    _server: Killed,
+    url: String,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The session's headers, for [`post`].
+    headers: String,
+}
+
+impl Logged {
+    fn serve(env: &Env) -> Logged {
+        let (child, url, err) = serve(env, &["-vv"]);
+        let _server = Killed(child);
+        let lines = keep_reading(err);
+        let session = open_session(&url);
+        let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+        Logged { _server, url, lines, headers }
+    }
+}
+
 /// How many calls the server says it answered without rmcp's session (`-vv`).
 fn answered_directly(lines: &std::sync::Mutex<Vec<String>>) -> usize {
     lines.lock().unwrap().iter().filter(|l| l.contains("answered without rmcp's session")).count()
@@ -280,11 +300,7 @@ fn without_usage(mut message: Value) -> Value {
 #[test]
 fn a_session_call_answered_directly_is_the_answer_rmcp_gives() {
     let env = env();
-    let (child, url, err) = serve(&env, &["-vv"]);
-    let _server = Killed(child);
-    let lines = keep_reading(err);
-    let session = open_session(&url);
-    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let Logged { _server, url, lines, headers } = Logged::serve(&env);
     let calls = [
         json!({"name": "echo", "arguments": {"text": "hello \"wire\" ✓"}}),
         // An outputSchema tool: structuredContent.
@@ -334,11 +350,7 @@ fn a_session_call_answered_directly_is_the_answer_rmcp_gives() {
 #[test]
 fn a_call_answered_directly_stops_at_notifications_cancelled() {
     let env = env();
-    let (child, url, err) = serve(&env, &["-vv"]);
-    let _server = Killed(child);
-    let lines = keep_reading(err);
-    let session = open_session(&url);
-    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let Logged { _server, url, lines, headers } = Logged::serve(&env);
     let trail = env.workspace.path().join("trail.txt");
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "tick", "arguments": {"n": 100_000, "ms": 10, "trail": "trail.txt"}}});
