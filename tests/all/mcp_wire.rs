@@ -207,11 +207,11 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
         .unwrap();
     // When the operator's "watching" line (printed once the first load is done) arrives.
     let err = BufReader::new(child.stderr.take().unwrap());
-    let loaded = std::thread::spawn(move || {
-        err.lines()
-            .map_while(Result::ok)
-            .find(|l| l.contains("MCP over stdio, watching"))
-            .map(|_| std::time::Instant::now())
+    let (loaded_tx, loaded) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if err.lines().map_while(Result::ok).any(|l| l.contains("MCP over stdio, watching")) {
+            let _ = loaded_tx.send(std::time::Instant::now());
+        }
     });
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -222,8 +222,20 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
         "params": {"name": "count_words", "arguments": {"text": "a b c"}}});
     writeln!(stdin, "{}\n{list}\n{call}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .unwrap();
-    drop(stdin);
+    // Both answered before stdin is closed: a session that ends sooner may end before the
+    // watch starts, and its line is then never printed.
     let mut rest = String::new();
+    let mut messages: Vec<Value> = Vec::new();
+    while !(messages.iter().any(|m| m["id"] == json!(1)) && messages.iter().any(|m| m["id"] == json!(2))) {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended before answering: {rest}");
+        rest.push_str(&line);
+        messages.extend(serde_json::from_str::<Value>(&line).ok());
+    }
+    let loaded = loaded
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("no `watching` line ({e}): {rest}"));
+    drop(stdin);
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     let status = child.wait().unwrap();
     let messages: Vec<Value> = rest.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
@@ -240,7 +252,6 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
         "the first load is not a change: {rest}"
     );
     assert!(status.success(), "{status}: {rest}");
-    let loaded = loaded.join().unwrap().expect("no `watching` line");
     assert!(handshake < loaded, "the handshake waited for the first load");
 }
 

@@ -36,13 +36,15 @@ use toolhost_core::executor::Cancel;
 /// not read: rmcp, after `tasks2025::rename`, serves it).
 const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// The calls answered here, by session and request id, so a `notifications/cancelled` finds them.
-type Running = Mutex<HashMap<(SessionId, RequestId), Cancel>>;
+/// The calls answered here, by session and request id, so a `notifications/cancelled` finds them
+/// (each with a serial number: a client that reuses an id while its call runs has both found).
+type Running = Mutex<HashMap<(SessionId, RequestId), Vec<(u64, Cancel)>>>;
 
 pub(crate) struct Direct {
     server: McpServer,
     sessions: Arc<IdleSessions>,
     running: Running,
+    serial: std::sync::atomic::AtomicU64,
 }
 
 /// A POST of a session whose calls may be answered here.
@@ -53,7 +55,7 @@ pub(crate) struct Session {
 
 impl Direct {
     pub(crate) fn new(server: McpServer, sessions: Arc<IdleSessions>) -> Direct {
-        Direct { server, sessions, running: Running::default() }
+        Direct { server, sessions, running: Running::default(), serial: Default::default() }
     }
 
     /// The session of a POST whose body [`Direct::answer`] should see: sent to `/mcp` with
@@ -100,13 +102,19 @@ impl Direct {
         let key = (session.id.clone(), request.id.clone());
         // Kept in use (never closed as idle) while its call runs.
         let held = self.sessions.hold(&session.id);
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), cancel.clone());
+        let serial = self.serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .push((serial, cancel.clone()));
         // On a task of its own: a client that goes away does not stop the call (as in rmcp's
         // session, whose handler runs on), and its outcome is audited.
         let me = self.clone();
         let run = tokio::spawn(async move {
             let _held = held;
-            let _forget = Forget { running: &me.running, key };
+            let _forget = Forget { running: &me.running, key, serial };
             me.server.run_direct(tool_call, who, cancel).await
         });
         // From here the call is answered here, whatever happens: never run again by rmcp.
@@ -147,7 +155,9 @@ impl Direct {
         let ClientNotification::CancelledNotification(c) = n.notification else { return };
         let Some(id) = c.params.request_id else { return };
         let key = (session.id.clone(), id);
-        if let Some(cancel) = self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        for (_, cancel) in
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&key).into_iter().flatten()
+        {
             cancel.cancel("the client");
         }
     }
@@ -157,11 +167,18 @@ impl Direct {
 struct Forget<'a> {
     running: &'a Running,
     key: (SessionId, RequestId),
+    serial: u64,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(calls) = running.get_mut(&self.key) {
+            calls.retain(|(serial, _)| *serial != self.serial);
+            if calls.is_empty() {
+                running.remove(&self.key);
+            }
+        }
     }
 }
 
