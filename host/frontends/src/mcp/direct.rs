@@ -58,9 +58,9 @@ impl Direct {
         Direct { server, sessions, running: Running::default(), serial: Default::default() }
     }
 
-    /// The session of a POST whose body [`Direct::answer`] should see: sent to `/mcp` with
-    /// JSON, accepting the JSON answer (and the stream, as rmcp requires), in a live session
-    /// whose revision the request names and whose client takes no tasks.
+    /// The session of a POST whose body [`Direct::answer`] should see (the front door has
+    /// checked that it accepts the JSON answer): sent with JSON, in a live session whose
+    /// revision the request names and whose client takes no tasks.
     pub(crate) async fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let revision = header("mcp-protocol-version").filter(|r| REVISIONS.contains(r))?;
@@ -68,7 +68,7 @@ impl Direct {
         let json = header(hyper::header::CONTENT_TYPE.as_str()).is_some_and(|t| {
             t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
         });
-        if !json || !accepts(headers, "application/json") || !accepts(headers, "text/event-stream") {
+        if !json {
             return None;
         }
         let client = self.sessions.client(&id).await?;
@@ -180,13 +180,4 @@ impl Drop for Forget<'_> {
             }
         }
     }
-}
-
-/// Whether an `Accept` header lists the media type `essence` (as rmcp reads it: exactly).
-fn accepts(headers: &hyper::HeaderMap, essence: &str) -> bool {
-    headers
-        .get_all(hyper::header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(essence)))
 }

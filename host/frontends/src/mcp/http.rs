@@ -542,23 +542,28 @@ async fn admit_while_draining(
     }
 }
 
-/// 2025-11-25 tasks over HTTP (see `tasks2025.rs`): the body of a `POST` of that revision (its
-/// `MCP-Protocol-Version` header) or of no session yet (an `initialize`, whose answer then
-/// declares `tasks`: the bool returned) is read here, if its declared length is within the
-/// message limit, and a task request renamed. Any other body goes on as it came: rmcp reads and
-/// limits it (so a task request sent without `Content-Length` is not seen as one).
+/// The media types a request's `Accept` lists, without their parameters.
+fn accepted(headers: &hyper::HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.split(';').next().unwrap_or("").trim())
+}
+
 /// Whether a request's `Accept` takes `application/json` (or anything).
 fn accepts_json(headers: &hyper::HeaderMap) -> bool {
-    headers.get_all(hyper::header::ACCEPT).iter().any(|v| {
-        v.to_str().is_ok_and(|v| {
-            v.split(',').any(|t| {
-                let t = t.split(';').next().unwrap_or("").trim();
-                t.eq_ignore_ascii_case("application/json")
-                    || t == "*/*"
-                    || t.eq_ignore_ascii_case("application/*")
-            })
-        })
+    accepted(headers).any(|t| {
+        t.eq_ignore_ascii_case("application/json") || t == "*/*" || t.eq_ignore_ascii_case("application/*")
     })
+}
+
+/// Whether a request's `Accept` names both JSON and event streams, as rmcp requires of a
+/// `POST` (exactly: no wildcards).
+fn accepts_both(headers: &hyper::HeaderMap) -> bool {
+    let named = |essence: &str| accepted(headers).any(|t| t.eq_ignore_ascii_case(essence));
+    named("application/json") && named("text/event-stream")
 }
 
 /// Whether a request declares a body (`Content-Length`) of at most `max` bytes: only then is
@@ -593,6 +598,11 @@ fn json(message: Vec<u8>) -> hyper::Response<Body> {
     resp
 }
 
+/// 2025-11-25 tasks over HTTP (see `tasks2025.rs`): the body of a `POST` of that revision (its
+/// `MCP-Protocol-Version` header) or of no session yet (an `initialize`, whose answer then
+/// declares `tasks`: the bool returned) is read here, if its declared length is within the
+/// message limit, and a task request renamed. Any other body goes on as it came: rmcp reads and
+/// limits it (so a task request sent without `Content-Length` is not seen as one).
 async fn rename_for_2025(
     req: hyper::Request<McpBody>,
     max_message: usize,
@@ -944,6 +954,7 @@ pub async fn serve_http(
                 let session = if ready
                     && post
                     && declared_within(req.headers(), max_message)
+                    && accepts_both(req.headers())
                     && guard.check(req.headers()).is_ok()
                 {
                     direct.session(req.headers()).await

@@ -303,6 +303,9 @@ impl McpServer {
         };
         drop(registry);
         let client_tasks = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+        // What follows decides whether a call may ask the client something or run as a task:
+        // `McpServer::direct_call` picks the calls that cannot, from the same rules; keep the two
+        // in step.
         // 2025-11-25: a `task` member asks for a task (see `tasks2025.rs`).
         if let Some(requested) = task_2025 {
             let why = match (support, requested) {
