@@ -502,7 +502,8 @@ print('add_key errno', ctypes.get_errno() if r < 0 else 0)
         keyctl = libc::SYS_keyctl,
         add_key = libc::SYS_add_key
     );
-    let mut cmd = Python::new("").command(&script);
+    let py = Python::new("");
+    let mut cmd = py.command(&script);
     with_session_keyring(&mut cmd, secret);
     let out = stdout_of(cmd);
     assert!(!out.contains(secret), "the program read the operator's key: {out}");
