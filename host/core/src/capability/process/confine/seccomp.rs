@@ -168,6 +168,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unnecessary_cast)] // `libc::Ioctl` is `c_ulong` with glibc, `c_int` with musl
     fn keys_io_uring_vsock_and_terminal_injection_are_refused_with_or_without_network() {
         for f in [&OFFLINE, &NETWORK] {
             for nr in [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl, libc::SYS_io_uring_setup] {
