@@ -6,7 +6,10 @@
 use crate::process::{all_gone, assert_stopped_growing, procs_with, watch_for};
 use crate::support::{Env, call, err, ok};
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_core::ErrorKind;
@@ -355,4 +358,350 @@ async fn a_program_over_files_plugins_can_write_is_flagged() {
     );
     let list = toolhost::commands::list::render_list(&env.registry(), &env.config);
     assert!(!list.contains(flag), "{list}");
+}
+
+// ---- what a program shares with the host's process (#55, 3) ----
+
+const PYTHON: &str = "/usr/bin/python3";
+
+/// A model has `sys` run a Python script, by the operator's command line: `toolhost call -y run
+/// /usr/bin/python3 '["-c", SCRIPT]'`, with python3 granted to `sys` by a config of its own
+/// (`extra`: the rest of the grant) outside the workspace and plugins folder. How toolhost
+/// itself was started — descriptors it inherited, a session keyring, a terminal — is each
+/// test's to add to [`Python::command`].
+struct Python {
+    env: Env,
+    config: tempfile::TempDir,
+}
+
+impl Python {
+    fn new(extra: &str) -> Python {
+        assert!(Path::new(PYTHON).is_file(), "these tests run the real python3: install it at {PYTHON}");
+        let config = tempfile::tempdir().unwrap();
+        let toml = format!("[plugin.sys]\nexec = [{{ program = \"{PYTHON}\"{extra} }}]\n");
+        std::fs::write(config.path().join("toolhost.toml"), toml).unwrap();
+        Python { env: Env::with(&[plugin_artifacts::SYSTEM]), config }
+    }
+
+    fn command(&self, script: &str) -> Command {
+        let args = serde_json::to_string(&["-c", script]).unwrap();
+        let mut cmd = self.env.command();
+        cmd.arg("--config")
+            .arg(self.config.path().join("toolhost.toml"))
+            .args(["call", "-y", "run", PYTHON, &args])
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+/// Run a `toolhost call` to its end: what it printed (the program's output).
+#[track_caller]
+fn stdout_of(mut cmd: Command) -> String {
+    let o = cmd.output().expect("run toolhost");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "toolhost failed: {out}\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// Start `cmd` with this process's `fd` open at `at` without close-on-exec: a descriptor
+/// toolhost inherited from whatever started it (a shell's `exec 9>>file`, a leaky launcher).
+#[allow(unsafe_code)]
+fn inherit(cmd: &mut Command, fd: RawFd, at: RawFd) {
+    // SAFETY: the closure runs in the forked child before exec and makes one async-signal-safe
+    // system call on integers.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = if fd == at { libc::fcntl(at, libc::F_SETFD, 0) } else { libc::dup2(fd, at) };
+            if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+        });
+    }
+}
+
+#[test]
+fn a_program_gets_no_descriptor_of_the_host_but_its_own_three() {
+    let py = Python::new("");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("operators-file");
+    std::fs::write(&target, "the operator's file\n").unwrap();
+    let file = std::fs::OpenOptions::new().append(true).open(&target).unwrap();
+    // Landlock checks a file when it is opened: a descriptor opened before writes anywhere.
+    let script = r#"
+import os, stat
+def kind(fd):
+    try:
+        m = os.fstat(fd).st_mode
+    except OSError:
+        return None
+    return 'fifo' if stat.S_ISFIFO(m) else 'chr' if stat.S_ISCHR(m) else 'file' if stat.S_ISREG(m) else 'other'
+null = os.fstat(0).st_rdev
+print('std', kind(0), os.major(null), os.minor(null), kind(1), kind(2))
+print('others', [fd for fd in range(3, 65536) if kind(fd)])
+try:
+    os.write(9, b'written by a confined program\n')
+    print('write to 9: done')
+except OSError as e:
+    print('write to 9: errno', e.errno)
+"#;
+    let mut cmd = py.command(script);
+    inherit(&mut cmd, file.as_raw_fd(), 9);
+    let out = stdout_of(cmd);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "the operator's file\n", "{out}");
+    assert!(out.contains("others []"), "descriptors besides stdin, stdout, stderr: {out}");
+    assert!(out.contains(&format!("write to 9: errno {}", libc::EBADF)), "{out}");
+    assert!(out.contains("std chr 1 3 fifo fifo"), "stdin is /dev/null, stdout and stderr pipes: {out}");
+}
+
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+const KEY_SPEC_SESSION_KEYRING: libc::c_long = -3;
+
+/// Start `cmd` in a session keyring of its own holding a `user` key `toolhost-test-key` whose
+/// value is `secret` (as a login's keyring holds a Kerberos ticket or an ecryptfs key).
+#[allow(unsafe_code)]
+fn with_session_keyring(cmd: &mut Command, secret: &'static str) {
+    // SAFETY: the closure runs in the forked child before exec and makes two async-signal-safe
+    // system calls on integers, C string literals and a static string.
+    unsafe {
+        cmd.pre_exec(move || {
+            let null = std::ptr::null::<libc::c_char>();
+            if libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, null) < 0
+                || libc::syscall(
+                    libc::SYS_add_key,
+                    c"user".as_ptr(),
+                    c"toolhost-test-key".as_ptr(),
+                    secret.as_ptr(),
+                    secret.len(),
+                    KEY_SPEC_SESSION_KEYRING,
+                ) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn a_program_cannot_use_the_operators_session_keyring() {
+    let secret = "the-operators-kerberos-ticket";
+    let script = format!(
+        r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SESSION = ctypes.c_long(-3)
+key = libc.syscall({keyctl}, 10, SESSION, b'user', b'toolhost-test-key', 0)  # KEYCTL_SEARCH
+if key < 0:
+    print('search errno', ctypes.get_errno())
+else:
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall({keyctl}, 11, ctypes.c_long(key), buf, 256)  # KEYCTL_READ
+    print('read', buf.raw[:max(n, 0)].decode())
+r = libc.syscall({add_key}, b'user', b'planted', b'x', 1, SESSION)
+print('add_key errno', ctypes.get_errno() if r < 0 else 0)
+"#,
+        keyctl = libc::SYS_keyctl,
+        add_key = libc::SYS_add_key
+    );
+    let py = Python::new("");
+    let mut cmd = py.command(&script);
+    with_session_keyring(&mut cmd, secret);
+    let out = stdout_of(cmd);
+    assert!(!out.contains(secret), "the program read the operator's key: {out}");
+    let enosys = libc::ENOSYS;
+    assert!(out.contains(&format!("search errno {enosys}")), "{out}");
+    assert!(out.contains(&format!("add_key errno {enosys}")), "{out}");
+}
+
+/// A SysV shared memory segment and message queue of this process's, under one fixed key,
+/// removed on drop.
+struct SysV {
+    key: libc::key_t,
+    shm: libc::c_int,
+    msg: libc::c_int,
+    at: *mut libc::c_void,
+}
+
+impl SysV {
+    #[allow(unsafe_code)]
+    fn new(text: &str) -> SysV {
+        let base = 0x7468_0000 | (std::process::id() as libc::key_t & 0xffff);
+        for key in (0..64).map(|i| base ^ (i << 16)) {
+            let flags = libc::IPC_CREAT | libc::IPC_EXCL | 0o600;
+            // SAFETY: shmget, msgget and shmat take integers; the segment is 4096 bytes long, and
+            // `text` is shorter, so the copy stays inside it.
+            unsafe {
+                let shm = libc::shmget(key, 4096, flags);
+                if shm < 0 {
+                    continue; // a key another process holds
+                }
+                let msg = libc::msgget(key, flags);
+                let at = libc::shmat(shm, std::ptr::null(), 0);
+                let ipc = SysV { key, shm, msg, at };
+                assert!(msg >= 0 && at as isize != -1, "{}", std::io::Error::last_os_error());
+                assert!(text.len() < 4096);
+                std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast(), text.len());
+                return ipc;
+            }
+        }
+        panic!("no free SysV key");
+    }
+
+    #[allow(unsafe_code)]
+    fn read(&self) -> String {
+        // SAFETY: the segment is attached and 4096 bytes long; nothing else holds a reference.
+        let bytes = unsafe { std::slice::from_raw_parts(self.at.cast::<u8>(), 4096) };
+        String::from_utf8_lossy(bytes.split(|b| *b == 0).next().unwrap()).into_owned()
+    }
+}
+
+impl Drop for SysV {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: the ids are ours; the address was attached by `new` and is not used after.
+        unsafe {
+            libc::shmdt(self.at);
+            libc::shmctl(self.shm, libc::IPC_RMID, std::ptr::null_mut());
+            if self.msg >= 0 {
+                libc::msgctl(self.msg, libc::IPC_RMID, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_program_cannot_reach_another_process_sysv_ipc() {
+    let text = "shared memory of another process of the operator's";
+    let ipc = SysV::new(text);
+    let script = format!(
+        r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+shm = libc.shmget({key}, 0, 0)
+if shm < 0:
+    print('shmget errno', ctypes.get_errno())
+else:
+    p = libc.shmat(shm, None, 0)
+    if p is None or p == ctypes.c_void_p(-1).value:
+        print('shmat errno', ctypes.get_errno())
+    else:
+        print('read', ctypes.string_at(p, 128).split(b'\0')[0].decode())
+        ctypes.memmove(p, b'overwritten\0', 12)
+q = libc.msgget({key}, 0)
+print('msgget errno', ctypes.get_errno() if q < 0 else 0)
+"#,
+        key = ipc.key
+    );
+    let out = stdout_of(Python::new("").command(&script));
+    assert_eq!(ipc.read(), text, "the program wrote the segment: {out}");
+    assert!(!out.contains(text), "the program read the segment: {out}");
+    let enoent = libc::ENOENT;
+    assert!(out.contains(&format!("shmget errno {enoent}")), "{out}");
+    assert!(out.contains(&format!("msgget errno {enoent}")), "{out}");
+}
+
+#[test]
+fn no_vsock_sockets_even_with_the_network_granted() {
+    // Here (a virtual machine with a vsock device) a process of the operator's gets a socket to
+    // the hypervisor's side; elsewhere the family may be missing. Either way a confined program
+    // gets the filter's answer.
+    let script = "import socket\ntry:\n    socket.socket(40, socket.SOCK_STREAM)\n    print('vsock socket made')\nexcept OSError as e:\n    print('vsock errno', e.errno)\n";
+    for extra in ["", ", network = true"] {
+        let out = stdout_of(Python::new(extra).command(script));
+        assert_eq!(out.trim(), format!("vsock errno {}", libc::EACCES), "grant `{extra}`: {out}");
+    }
+}
+
+/// Typing `TYPED` into a terminal, byte by byte with `TIOCSTI`: `inject(fd)` says `typed` or the
+/// errno. What the program prints never contains `TYPED` itself (it is given as hex).
+const TYPED: &str = "echo pwned-by-a-confined-program";
+
+fn injector(rest: &str) -> String {
+    let hex: String = format!("{TYPED}\n").bytes().map(|b| format!("{b:02x}")).collect();
+    format!(
+        r#"
+import fcntl, os, termios
+def inject(fd):
+    try:
+        for b in bytes.fromhex('{hex}'):
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([b]))
+        return 'typed'
+    except OSError as e:
+        return e.errno
+{rest}
+"#
+    )
+}
+
+#[test]
+fn a_program_cannot_type_into_the_operators_terminal() {
+    use crate::security::terminal::{Pty, openpty};
+    // The operator runs toolhost in a terminal, which toolhost also holds at descriptor 10 (as a
+    // launcher may leave it); the grant names `/dev/tty` (a program asking for a passphrase).
+    let py = Python::new(", fs = [{ path = \"/dev/tty\", mode = \"rw\" }]");
+    let script = injector(
+        r#"
+try:
+    fcntl.fcntl(10, fcntl.F_GETFD)
+    print('inherited: open', inject(10))
+except OSError as e:
+    print('inherited: errno', e.errno)
+try:
+    print('tty: opened', inject(os.open('/dev/tty', os.O_RDWR)))
+except OSError as e:
+    print('tty: errno', e.errno)
+print('std:', [inject(fd) for fd in (0, 1, 2)])
+"#,
+    );
+    let mut cmd = py.command(&script);
+    inherit(&mut cmd, 0, 10); // in the child, after stdio: 0 is the terminal
+    let (status, out) = Pty::spawn(cmd).finish();
+    let out = String::from_utf8_lossy(&out);
+    assert!(status.success(), "{out}");
+    assert!(!out.contains("pwned-by"), "keystrokes reached the operator's terminal: {out}");
+    assert!(out.contains(&format!("inherited: errno {}", libc::EBADF)), "{out}");
+    assert!(out.contains(&format!("tty: errno {}", libc::ENXIO)), "no controlling terminal: {out}");
+    assert!(!out.contains("typed"), "{out}");
+
+    // A terminal the grant names, which the program makes its own controlling terminal (a new
+    // session, then an open): TIOCSTI is refused all the same.
+    let (master, slave) = openpty();
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd())).unwrap();
+    let py = Python::new(&format!(", fs = [{{ path = \"{}\", mode = \"rw\" }}]", path.display()));
+    let script = injector(&format!(
+        "try:\n    os.setsid()\nexcept OSError:\n    pass\nprint('own terminal:', inject(os.open('{}', os.O_RDWR)))\n",
+        path.display()
+    ));
+    let out = stdout_of(py.command(&script));
+    assert!(out.contains(&format!("own terminal: {}", libc::EPERM)), "{out}");
+    let mut master = std::fs::File::from(master);
+    set_nonblocking(&master);
+    let mut echoed = [0u8; 256];
+    let n = master.read(&mut echoed).unwrap_or(0);
+    assert_eq!(String::from_utf8_lossy(&echoed[..n]), "", "typed into the terminal: {out}");
+    drop(slave);
+}
+
+#[allow(unsafe_code)]
+fn set_nonblocking(f: &std::fs::File) {
+    // SAFETY: fcntl on a descriptor `f` owns, with integer arguments.
+    let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    assert!(r >= 0, "{}", std::io::Error::last_os_error());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_that_cannot_start_is_still_reported() {
+    // Descriptors are marked close-on-exec, not closed: std's exec-error pipe still carries a
+    // failed exec back. A granted file that is not executable:
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("not-executable");
+    std::fs::write(&prog, "#!/bin/sh\necho ran\n").unwrap();
+    let env = env_with(
+        &[plugin_artifacts::SYSTEM],
+        &format!("[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n", prog.display()),
+    );
+    let o = call(&env.host_yes(), "run", &[prog.to_str().unwrap(), ""]).await;
+    let e = err(&o, ErrorKind::ToolError);
+    assert!(e.contains("cannot start") && e.contains("Permission denied"), "{e}");
 }

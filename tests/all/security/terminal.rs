@@ -115,7 +115,7 @@ pub(crate) struct Pty {
 
 /// A new pty pair (100 columns, 40 rows): (master, slave).
 #[allow(unsafe_code)]
-fn openpty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+pub(crate) fn openpty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::FromRawFd;
     let (mut master, mut slave) = (-1, -1);
     let size = libc::winsize { ws_row: 40, ws_col: 100, ws_xpixel: 0, ws_ypixel: 0 };

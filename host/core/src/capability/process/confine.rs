@@ -12,9 +12,18 @@
 //!   sandbox where the kernel has those rules (Landlock ABI 6).
 //! - **No network** unless the grant says `network = true`: a network namespace of its own (no
 //!   interface but a down loopback: no TCP, no UDP, no abstract Unix sockets of the host),
-//!   Landlock's TCP rules where the kernel has them (ABI 4), and a seccomp filter refusing
-//!   `socket(AF_UNIX)` (pathname Unix sockets — D-Bus, systemd, Docker — are not covered by
-//!   Landlock before ABI 9) and `io_uring_setup` (whose operations seccomp cannot see).
+//!   Landlock's TCP rules where the kernel has them (ABI 4), and `socket(AF_UNIX)` refused by the
+//!   seccomp filter (pathname Unix sockets — D-Bus, systemd, Docker — are not covered by Landlock
+//!   before ABI 9).
+//! - **A seccomp filter** on every run (`confine/seccomp.rs`), network or not: no key system calls (the
+//!   operator's session keyring is inherited and no namespace replaces it), no vsock sockets (the
+//!   hypervisor's side of a virtual machine; no namespace covers them), no `TIOCSTI`/`TIOCLINUX`
+//!   (typing into a terminal), no `io_uring_setup` (whose operations seccomp cannot see).
+//! - **Nothing of the host's process**: an IPC namespace of its own (no SysV shared memory,
+//!   semaphores or message queues of other processes), a session of its own with no controlling
+//!   terminal, and no descriptor but its stdin (`/dev/null`), stdout and stderr (pipes to the host;
+//!   `/dev/null` for `detach` grants): every other one is closed at `exec`
+//!   (`close_range(CLOSE_RANGE_CLOEXEC)`), whatever the host or its parent left open.
 //! - **Nothing outlives the call**: a PID namespace of its own in which the program is PID 1,
 //!   so when it exits or is killed the kernel kills every process left in the namespace,
 //!   `setsid` and double forks included. Between the host and the program sits one small
@@ -22,7 +31,8 @@
 //!   status); the program gets `PR_SET_PDEATHSIG(SIGKILL)`, so killing the supervisor (the
 //!   child the host knows) kills the namespace. `detach = true` grants (launchers whose
 //!   applications must outlive them) get no PID namespace, and are still confined by Landlock,
-//!   the network rules and a user namespace — and so are the applications they start.
+//!   the network rules, the seccomp filter, the IPC and user namespaces and their own session —
+//!   and so are the applications they start.
 //! - A **user namespace** mapping only the operator's own user and group, so the namespaces can
 //!   be made without privileges and a host running as root gives the program no capabilities
 //!   over the host (no module loading, no raw I/O, no BPF).
@@ -126,9 +136,28 @@ pub use linux::{Confinement, install, landlock_abi};
 #[cfg(not(target_os = "linux"))]
 pub use other::{Confinement, install, landlock_abi};
 
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")
+))]
+mod seccomp;
+
+/// No filter is written for this architecture: keys, vsock, `TIOCSTI` and, without network, Unix
+/// sockets stay reachable (see SECURITY.md); TCP and UDP are still cut by the network namespace,
+/// and the terminal by the new session.
+#[cfg(all(
+    target_os = "linux",
+    not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))
+))]
+mod seccomp {
+    pub(crate) fn install(_network: bool) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::{OPT_OUT, ProcessSettings, Rule, no_landlock_reason, rules};
+    use super::{OPT_OUT, ProcessSettings, Rule, no_landlock_reason, rules, seccomp};
     use crate::capability::process::ExecGrant;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -175,8 +204,8 @@ mod linux {
         namespaces: libc::c_int,
         uid_map: Vec<u8>,
         gid_map: Vec<u8>,
-        /// Refuse `socket(AF_UNIX)` and `io_uring_setup` (no network granted).
-        seccomp: bool,
+        /// The grant's `network`: which seccomp filter (see `seccomp.rs`).
+        network: bool,
         /// The opt-out: a namespace the kernel refuses is done without.
         best_effort: bool,
     }
@@ -205,7 +234,10 @@ mod linux {
                     no_landlock_reason()
                 ));
             };
-            let mut namespaces = libc::CLONE_NEWUSER;
+            // SysV shared memory, semaphores and message queues (and POSIX message queues) of its
+            // own, `detach` grants too: what they start (a browser, an editor) loses only X11's
+            // MIT-SHM, which its clients do without when the server cannot attach.
+            let mut namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWIPC;
             if !grant.detach {
                 namespaces |= libc::CLONE_NEWPID;
             }
@@ -219,7 +251,7 @@ mod linux {
                 namespaces,
                 uid_map: format!("{uid} {uid} 1\n").into_bytes(),
                 gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-                seccomp: !grant.network,
+                network: grant.network,
                 best_effort: settings.allow_unconfined,
             })
         }
@@ -229,9 +261,10 @@ mod linux {
             self.ruleset.is_some()
         }
 
-        /// In the child, between `fork` and `exec`: enter the namespaces, make the program
-        /// PID 1 of its own PID namespace (this process stays behind as its supervisor and never
-        /// returns), then restrict it. Only async-signal-safe system calls on memory prepared
+        /// In the child, between `fork` and `exec`: a session of its own, enter the namespaces,
+        /// make the program PID 1 of its own PID namespace (this process stays behind as its
+        /// supervisor and never returns), restrict it, then have `exec` close every descriptor
+        /// but stdin, stdout and stderr. Only async-signal-safe system calls on memory prepared
         /// before the fork: no allocation, no locks (the host is multi-threaded).
         #[allow(unsafe_code)]
         fn enter(&self) -> io::Result<()> {
@@ -240,6 +273,13 @@ mod linux {
             // which lives in this (forked) address space until `exec`. Nothing allocates, takes
             // a lock or touches the host's threads, which do not exist in this child.
             unsafe {
+                // No controlling terminal: no `/dev/tty`, and `TIOCSTI` into the operator's
+                // terminal is refused even through a descriptor to it. It is also the process
+                // group the host kills (its id is this process's), with the supervisor and,
+                // until `exec`, the program in it.
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 let mut pid_namespace = false;
                 if self.namespaces != 0 {
                     if libc::unshare(self.namespaces) == 0 {
@@ -283,9 +323,13 @@ mod linux {
                     }
                     libc::close(fd);
                 }
-                if self.seccomp {
-                    seccomp::install()?;
+                // Under the opt-out, a kernel without seccomp filters is done without too.
+                if let Err(e) = seccomp::install(self.network)
+                    && !self.best_effort
+                {
+                    return Err(e);
                 }
+                close_on_exec_from(3);
             }
             Ok(())
         }
@@ -322,6 +366,33 @@ mod linux {
         }
         Option::<OwnedFd>::from(created)
             .ok_or_else(|| "the kernel did not create a Landlock ruleset".to_string())
+    }
+
+    /// Mark every descriptor from `first` up close-on-exec, so the program gets none of the
+    /// host's (a file it opened without `O_CLOEXEC`, a terminal it inherited). Marked, not
+    /// closed: one of them is the exec-error pipe of `std::process` (already close-on-exec),
+    /// through which a failed `exec`, or an error of `Confinement::enter`, reaches the host.
+    #[allow(unsafe_code)]
+    fn close_on_exec_from(first: libc::c_uint) {
+        // SAFETY: system calls on integers and a local struct; all async-signal-safe.
+        unsafe {
+            if libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) == 0
+            {
+                return;
+            }
+            // Before Linux 5.11 (only under the opt-out: Landlock came in 5.13), or under a
+            // seccomp policy of the host's own that refuses close_range: one by one, up to the
+            // highest descriptor the process may have had (the kernel's default cap at most).
+            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                lim.rlim_max.min(1 << 20) as libc::c_int
+            } else {
+                1 << 20
+            };
+            for fd in first as libc::c_int..top {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
     }
 
     /// `prctl(option, arg2, 0, 0, 0)`, every argument a full `unsigned long` (the kernel
@@ -427,78 +498,6 @@ mod linux {
             cmd.pre_exec(move || c.enter());
         }
     }
-
-    /// The seccomp filter of programs without network: `socket(AF_UNIX, …)` fails with
-    /// `EACCES`, `io_uring_setup` with `ENOSYS`, system calls of another architecture (or the
-    /// x32 ABI) kill the process; everything else is allowed.
-    pub(super) mod seccomp {
-        use std::io;
-
-        const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-        const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-        const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-        const RET: u16 = 0x06; // BPF_RET | BPF_K
-        const RET_KILL_PROCESS: u32 = 0x8000_0000;
-        const RET_ERRNO: u32 = 0x0005_0000;
-        const RET_ALLOW: u32 = 0x7fff_0000;
-        const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-        // Offsets in `struct seccomp_data`: nr, arch, instruction pointer, args[6].
-        const NR: u32 = 0;
-        const ARCH: u32 = 4;
-        const ARG0_LOW: u32 = if cfg!(target_endian = "little") { 16 } else { 20 };
-
-        #[cfg(target_arch = "x86_64")]
-        const AUDIT_ARCH: u32 = 0xC000_003E;
-        #[cfg(target_arch = "aarch64")]
-        const AUDIT_ARCH: u32 = 0xC000_00B7;
-        #[cfg(target_arch = "riscv64")]
-        const AUDIT_ARCH: u32 = 0xC000_00F3;
-
-        const fn op(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-            libc::sock_filter { code, jt, jf, k }
-        }
-
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))]
-        pub(crate) static FILTER: [libc::sock_filter; 13] = [
-            /* 0 */ op(LD_W_ABS, ARCH, 0, 0),
-            /* 1 */ op(JEQ, AUDIT_ARCH, 1, 0),
-            /* 2 */ op(RET, RET_KILL_PROCESS, 0, 0),
-            /* 3 */ op(LD_W_ABS, NR, 0, 0),
-            /* 4 */ op(JGE, X32_SYSCALL_BIT, 3, 0), // → 8
-            /* 5 */ op(JEQ, libc::SYS_io_uring_setup as u32, 2, 0), // → 8
-            /* 6 */ op(JEQ, libc::SYS_socket as u32, 2, 0), // → 9
-            /* 7 */ op(RET, RET_ALLOW, 0, 0),
-            /* 8 */ op(RET, RET_ERRNO | libc::ENOSYS as u32, 0, 0),
-            /* 9 */ op(LD_W_ABS, ARG0_LOW, 0, 0),
-            /* 10 */ op(JEQ, libc::AF_UNIX as u32, 0, 1), // → 11 or 12
-            /* 11 */ op(RET, RET_ERRNO | libc::EACCES as u32, 0, 0),
-            /* 12 */ op(RET, RET_ALLOW, 0, 0),
-        ];
-
-        /// Install [`FILTER`] on the calling thread (`PR_SET_NO_NEW_PRIVS` must be set).
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))]
-        #[allow(unsafe_code)]
-        pub(crate) fn install() -> io::Result<()> {
-            let prog = libc::sock_fprog { len: FILTER.len() as u16, filter: FILTER.as_ptr().cast_mut() };
-            // SAFETY: `prog` points at a constant filter that outlives the call; the kernel
-            // copies it. prctl is async-signal-safe.
-            let r = unsafe {
-                libc::prctl(
-                    libc::PR_SET_SECCOMP,
-                    libc::SECCOMP_MODE_FILTER as libc::c_ulong,
-                    &prog as *const _,
-                )
-            };
-            if r != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
-        }
-
-        /// No filter is written for this architecture: Unix sockets stay reachable (see
-        /// SECURITY.md); TCP and UDP are still cut by the network namespace.
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
-        pub(crate) fn install() -> io::Result<()> {
-            Ok(())
-        }
-    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -538,7 +537,13 @@ mod other {
         }
     }
 
-    pub fn install(_cmd: &mut tokio::process::Command, _c: Confinement) {}
+    /// Only a process group of its own (what the host kills at the deadline).
+    pub fn install(cmd: &mut tokio::process::Command, _c: Confinement) {
+        #[cfg(unix)]
+        cmd.process_group(0);
+        #[cfg(not(unix))]
+        let _ = cmd;
+    }
 }
 
 #[cfg(test)]
@@ -650,21 +655,5 @@ mod tests {
         assert!(e.contains("no Landlock") && e.contains(OPT_OUT), "{e}");
         let opt_out = ProcessSettings { allow_unconfined: true, ..ProcessSettings::default() };
         assert!(!Confinement::prepare(&g, dir.path(), &opt_out, 0).unwrap().landlocked());
-    }
-
-    /// Every jump of the seccomp filter lands inside it, and it ends in a return.
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")
-    ))]
-    #[test]
-    fn the_seccomp_filter_is_well_formed() {
-        let f = &linux::seccomp::FILTER;
-        for (i, op) in f.iter().enumerate() {
-            if op.code & 0x07 == 0x05 {
-                assert!(i + 1 + (op.jt as usize) < f.len() && i + 1 + (op.jf as usize) < f.len(), "jump {i}");
-            }
-        }
-        assert_eq!(f[f.len() - 1].code, 0x06);
     }
 }

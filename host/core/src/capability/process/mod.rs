@@ -12,10 +12,12 @@
 //!    matching one of the grant's argument patterns if it has any;
 //! 5. the spawn: argv only (no shell, so `;`, `|`, `$(…)` are literal characters of one
 //!    argument), a cleared environment plus the variables granted for that program (by name,
-//!    and `set_env` values), stdin closed, cwd the workspace (or the grant's `cwd`), its own
-//!    process group, and **confined by the operating system** ([`confine`]: Landlock to the
-//!    system paths, its working directory — read-only unless `write = true` — and the grant's
-//!    `fs` paths; no network unless `network = true`; a PID namespace of its own);
+//!    and `set_env` values), stdin `/dev/null`, no other descriptor of the host's, cwd the
+//!    workspace (or the grant's `cwd`), its own session and process group, and **confined by
+//!    the operating system** ([`confine`]: Landlock to the system paths, its working directory
+//!    — read-only unless `write = true` — and the grant's `fs` paths; no network unless
+//!    `network = true`; PID and IPC namespaces of its own; no keys, vsock or terminal
+//!    injection);
 //! 6. stdout and stderr are captured up to [`MAX_OUTPUT_BYTES`] each; past that the process
 //!    group is killed and the output marked truncated;
 //! 7. at the call's deadline the whole process group is killed (and with it the program's PID
@@ -408,9 +410,8 @@ async fn spawn(
     } else {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    // Its own process group, so the deadline can kill everything it started.
-    #[cfg(unix)]
-    cmd.process_group(0);
+    // Also its own process group (on Linux, its own session), so the deadline can kill
+    // everything it started.
     confine::install(&mut cmd, confinement);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
