@@ -473,7 +473,7 @@ fn python2() -> PathBuf {
 /// Run tests/mcp/catalog.py's `scenario` against `serve --mcp` over stdio.
 fn python_catalog_check(scenario: &str, env: &Env, config: &str, flags: &[&str]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config_path = env.workspace.path().join("catalog.toml");
+    let config_path = env.at("catalog.toml");
     std::fs::write(&config_path, config).unwrap();
     let out = Command::new(python2())
         .arg(root.join("tests/mcp/catalog.py"))

@@ -800,7 +800,7 @@ fn chat_command(env: &Env, url: &str, extra: &[&str]) -> std::process::Command {
     .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
     .arg(url)
     .args(extra)
-    .current_dir(env.workspace.path())
+    .current_dir(env.dir.path())
     .stdin(std::process::Stdio::null());
     cmd
 }
@@ -883,7 +883,7 @@ async fn chat_explains_an_unreachable_server_and_a_missing_model() {
     cmd.args(["--plugins"])
         .arg(env.plugins.path())
         .args(["chat", "--once", "hi"])
-        .current_dir(env.workspace.path());
+        .current_dir(env.dir.path());
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));

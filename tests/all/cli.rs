@@ -17,7 +17,7 @@ fn command(env: &Env, args: &[&str]) -> Command {
         .arg("--workspace")
         .arg(env.workspace.path())
         .args(args)
-        .current_dir(env.workspace.path());
+        .current_dir(env.dir.path());
     cmd
 }
 
@@ -162,7 +162,7 @@ fn call_with_quick_grants_and_exit_codes() {
 #[test]
 fn config_errors_name_the_file_and_key() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
-    let cfg = env.workspace.path().join("toolhost.toml");
+    let cfg = env.at("toolhost.toml");
     std::fs::write(&cfg, "[limits]\ntimeout = 3\n").unwrap();
     let out = toolhost(&env, &["--config", cfg.to_str().unwrap(), "list"]);
     assert_eq!(out.status.code(), Some(2));

@@ -157,7 +157,7 @@ impl Server {
 
     fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
         let dir = env.plugins.path().parent().unwrap().to_path_buf();
-        let config_path = env.workspace.path().join("toolhost.toml");
+        let config_path = env.at("toolhost.toml");
         std::fs::write(&config_path, config).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("--config")
@@ -173,7 +173,7 @@ impl Server {
             .env("TOOLHOST_TEST_CONSOLE_TOKEN", TOKEN)
             .env("TOOLHOST_TEST_CONSOLE_SECRET", SECRET)
             .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-            .env("XDG_STATE_HOME", env.workspace.path().join("state"))
+            .env("XDG_STATE_HOME", env.at("state"))
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -269,7 +269,7 @@ fn console_in_a_browser() {
         ],
     );
     // The console's calls are audited like any front end's.
-    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = audit.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let delete = lines.iter().find(|l| l["tool"] == "delete").expect("the confirmed delete is audited");
     assert_eq!(delete["front_end"], "console");
@@ -379,7 +379,7 @@ fn console_doors_with_a_token() {
     for b in &bodies {
         assert!(!b.contains(TOKEN) && !b.contains(SECRET), "a value leaked: {b}");
     }
-    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     let line: serde_json::Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
     assert_eq!((line["front_end"].as_str(), line["token"].as_str()), (Some("console"), Some("ops")));
     // Signing out ends the session.
@@ -605,7 +605,7 @@ fn a_call_needing_a_grant_shows_a_card_answered_in_the_page() {
     // Always: written by `console`; the next call needs no card.
     let (_, ran) = read(Some(answer(&card["item"], &card["sha256"], "always")), &csrf);
     assert_eq!(ran["outcome"]["success"], true, "{ran}");
-    let grants = std::fs::read_to_string(env.workspace.path().join("toolhost.grants.toml")).unwrap();
+    let grants = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(
         grants.contains(&format!("item = \"fs rw {ws}\"")) && grants.contains("by = \"console\""),
         "{grants}"
@@ -615,7 +615,7 @@ fn a_call_needing_a_grant_shows_a_card_answered_in_the_page() {
     assert!(next["grantQuestion"].is_null(), "{next}");
     drop(server);
     // Deny, in a fresh session without the grant: refused, and not asked again.
-    std::fs::remove_file(env.workspace.path().join("toolhost.grants.toml")).unwrap();
+    std::fs::remove_file(env.at("toolhost.grants.toml")).unwrap();
     let server = Server::start(&env, config);
     let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();
     let csrf = format!("X-CSRF-Token: {csrf}\r\n");
@@ -632,7 +632,7 @@ fn a_call_needing_a_grant_shows_a_card_answered_in_the_page() {
     assert!(denied["outcome"]["error"].as_str().unwrap().contains("denied plugin `files`"), "{denied}");
     let after = call(None);
     assert!(after["grantQuestion"].is_null() && after["outcome"]["success"] == false, "{after}");
-    let audit = std::fs::read_to_string(env.workspace.path().join("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     let answers: Vec<String> = audit
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())

@@ -431,7 +431,7 @@ fn the_readme_tour_runs() {
         .arg("-c")
         .arg(&script)
         .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

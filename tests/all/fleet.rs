@@ -109,7 +109,7 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
         .args(["--http", addr])
         .args(flags)
         .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -100,7 +100,7 @@ impl AskGrant for Scripted {
 fn web_env() -> Env {
     let mut env = Env::with(&[plugin_artifacts::WEB, plugin_artifacts::TEXT]);
     env.config.plugins.entry("web".into()).or_default().net_private = true;
-    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     env
 }
 
@@ -298,7 +298,7 @@ fn web_requesting_x() -> Env {
     std::fs::write(env.plugins.path().join("web.wasm"), out).unwrap();
     let mut env = env;
     env.config.plugins.entry("web".into()).or_default().net_private = true;
-    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     env
 }
 
@@ -411,7 +411,7 @@ fn tool_policy_is_presented_by_the_one_view() {
 fn terminal_env() -> Env {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(
-        env.ws("toolhost.toml"),
+        env.at("toolhost.toml"),
         "[plugin.web]\nnet_private = true\n[audit]\nfile = \"audit.jsonl\"\n",
     )
     .unwrap();
@@ -445,11 +445,11 @@ fn terminal_allow_once_always_list_revoke_and_deny() {
     assert!(out.contains("tool `fetch` (plugin `web`)"), "{out}");
     let (ok2, out) = call_answering(&env, port, Some("d"));
     assert!(!ok2 && out.contains("the operator denied plugin `web` net localhost"), "{out}");
-    assert!(!env.ws("toolhost.grants.toml").exists());
+    assert!(!env.at("toolhost.grants.toml").exists());
     // Always: written beside the config; the next call is not asked.
     let (ok3, out) = call_answering(&env, port, Some("a"));
     assert!(ok3, "{out}");
-    let file = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    let file = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(file.contains("plugin = \"web\"") && file.contains("item = \"net localhost\""), "{file}");
     assert!(file.contains("by = \"terminal\""), "{file}");
     let (ok4, out) = call_answering(&env, port, None);
@@ -468,7 +468,7 @@ fn terminal_allow_once_always_list_revoke_and_deny() {
     let (ok5, _) = call_answering(&env, port, Some("d"));
     assert!(!ok5, "asked again after the revocation");
     // The audit trail says who granted what.
-    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     let answers: Vec<String> = audit
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -510,10 +510,10 @@ fn terminal_a_reply_cannot_answer_and_deny_holds_for_the_run() {
     let out = String::from_utf8_lossy(&out).into_owned();
     assert_eq!(out[at..].matches("wants to").count(), 0, "asked once only: {out}");
     assert!(out.contains("for this session"), "{out}");
-    assert!(!env.ws("toolhost.grants.toml").exists());
+    assert!(!env.at("toolhost.grants.toml").exists());
 
     let env = web_requesting_x();
-    std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\n").unwrap();
+    std::fs::write(env.at("toolhost.toml"), "[plugin.web]\nnet_private = true\n").unwrap();
     let (ok, out) = call_answering(&env, port, None);
     assert!(!ok && !out.contains("wants to") && out.contains("localhost"), "{out}");
 }
@@ -527,18 +527,28 @@ fn terminal_a_reply_cannot_answer_and_deny_holds_for_the_run() {
 fn mcp_elicitation_asks_when_the_operator_says_ask() {
     let port = server();
     let env = Env::with(&[plugin_artifacts::WEB]);
-    std::fs::write(env.ws("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
+    std::fs::write(env.at("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
         .unwrap();
     let plugins = env.plugins.path().to_str().unwrap();
+    let config = env.config_path().display().to_string();
     let out = mcp_script(
         &env,
         "grants.py",
-        &[&url(port), env!("CARGO_BIN_EXE_toolhost"), "--plugins", plugins, "serve", "--mcp"],
+        &[
+            &url(port),
+            env!("CARGO_BIN_EXE_toolhost"),
+            "--config",
+            &config,
+            "--plugins",
+            plugins,
+            "serve",
+            "--mcp",
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
-    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+    assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
 
 /// Without `on_missing = "ask"`, `serve` asks no MCP client (the default there is refuse).
@@ -590,7 +600,7 @@ impl Drop for Served {
 
 fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
     use std::process::Stdio;
-    let path = env.ws("toolhost.toml");
+    let path = env.at("toolhost.toml");
     let config = format!(
         "[secrets.approvals]\nenv = \"TOOLHOST_TEST_GRANT_KEY\"\n\n[plugin.web]\nnet_private = true\n\
          on_missing = \"ask\"\n{web}\n{config}"
@@ -603,7 +613,7 @@ fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
         .args(["--workspace", env.workspace.path().to_str().unwrap()])
         .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET)
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -711,7 +721,7 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
     use std::sync::atomic::Ordering::SeqCst;
     let (port, seen) = counted_server();
     let env = Env::with(&[plugin_artifacts::WEB]);
-    let audit = env.ws("audit.jsonl");
+    let audit = env.at("audit.jsonl");
     let key = format!(
         "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n",
         audit.display().to_string()
@@ -768,7 +778,7 @@ fn mcp_2026_grant_question_allow_once_forged_replayed_and_other_version_refused(
     refused_with(&call_2026(&served, "fetch", &target, Some(&pending), Some(allow(true))), "changed since");
     assert!(!last_ran_the_plugin(), "a state for another plugin file is refused before the plugin runs");
     assert_eq!(seen.load(SeqCst), 1, "a state for another plugin version runs nothing");
-    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+    assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
 
 /// A state answers only the exact item it asked about: a question about `net localhost`
@@ -806,11 +816,11 @@ fn mcp_2026_grant_state_for_another_item_or_expired_is_refused_and_always_is_wri
     std::thread::sleep(std::time::Duration::from_millis(1500));
     refused_with(&call_2026(&served, "fetch", &target, Some(&late), Some(allow(true))), "expired");
     assert_eq!(seen.load(SeqCst), authorized, "an expired state runs nothing");
-    assert!(!env.ws("toolhost.grants.toml").exists());
+    assert!(!env.at("toolhost.grants.toml").exists());
     let state = grant_asked(&call_2026(&served, "fetch", &target, None, None), "send a request to localhost");
     let ran = call_2026(&served, "fetch", &target, Some(&state), Some(allow(true)));
     assert!(ran.to_string().contains("hello from the test server"), "{ran}");
-    let written = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    let written = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(written.contains("localhost") && written.contains("web"), "{written}");
     let next = call_2026(&served, "fetch", &target, None, None);
     assert!(next.to_string().contains("hello from the test server"), "always: not asked again: {next}");
@@ -822,7 +832,7 @@ fn mcp_2026_grant_state_for_another_item_or_expired_is_refused_and_always_is_wri
 /// the workspace and `README.txt` there.
 fn files_env() -> Env {
     let mut env = Env::with(&[plugin_artifacts::FILES]);
-    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     std::fs::write(env.ws("README.txt"), "read me").unwrap();
     env
 }
@@ -861,7 +871,7 @@ fn sys_requesting_echo() -> Env {
     let wasm = replaced(&wasm, b"X11 or XWayland", b"X11/XWayland");
     std::fs::write(env.plugins.path().join("system.wasm"), wasm).unwrap();
     let mut env = env;
-    env.config.grants_file = env.ws(toolhost_core::settings::grants::GRANTS_FILE);
+    env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     env.config.tools.entry("run".into()).or_default().policy = Some(DangerPolicy::Allow);
     env
 }
@@ -961,7 +971,7 @@ async fn a_requested_program_is_asked_about_with_its_exact_arguments() {
 #[test]
 fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     let env = files_env();
-    std::fs::write(env.ws("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
+    std::fs::write(env.at("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
     let item = ws_item(&env, true).to_string();
     let read = |answer: Option<&str>| {
         let mut pty = Pty::spawn(command(&env, &["call", "read", "README.txt"]));
@@ -975,7 +985,7 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     };
     let (ok1, out) = read(Some("a"));
     assert!(ok1 && out.contains("read me"), "{out}");
-    let file = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    let file = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(file.contains(&format!("item = \"{item}\"")) && file.contains("by = \"terminal\""), "{file}");
     let (ok2, out) = read(None);
     assert!(ok2 && out.contains("read me") && !out.contains("wants to"), "{out}");
@@ -987,7 +997,7 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
     let (ok3, out) = read(Some("d"));
     assert!(!ok3 && out.contains(&format!("the operator denied plugin `files` {item}")), "{out}");
-    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     let answers: Vec<String> = audit
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -1010,7 +1020,7 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
 fn terminal_asks_about_a_program_with_its_arguments() {
     let env = sys_requesting_echo();
     std::fs::write(
-        env.ws("toolhost.toml"),
+        env.at("toolhost.toml"),
         "[tool.run]\npolicy = \"allow\"\n[audit]\nfile = \"audit.jsonl\"\n",
     )
     .unwrap();
@@ -1028,8 +1038,8 @@ fn terminal_asks_about_a_program_with_its_arguments() {
             assert!(!status.success() && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
         }
     }
-    assert!(!env.ws("toolhost.grants.toml").exists());
-    let audit = std::fs::read_to_string(env.ws("audit.jsonl")).unwrap();
+    assert!(!env.at("toolhost.grants.toml").exists());
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
     assert!(audit.contains(&format!(r#"{{"item":"{item}","answer":"once","by":"terminal"}}"#)), "{audit}");
 }
 
@@ -1039,7 +1049,7 @@ fn terminal_asks_about_a_program_with_its_arguments() {
 #[test]
 fn mcp_2026_workspace_question_is_sealed_to_the_call_and_item() {
     let env = files_env();
-    let audit = env.ws("audit.jsonl");
+    let audit = env.at("audit.jsonl");
     let config = format!(
         "[mcp]\napproval_key = {{ secret = \"approvals\" }}\n\n[audit]\nfile = {:?}\n\n[plugin.files]\non_missing = \"ask\"\n",
         audit.display().to_string()
@@ -1075,7 +1085,7 @@ fn mcp_2026_workspace_question_is_sealed_to_the_call_and_item() {
     );
     // Once: the next call is asked again.
     grant_asked(&call_2026_with(&served, "read", read, None, None), "read and write the directory");
-    assert!(!env.ws("toolhost.grants.toml").exists());
+    assert!(!env.at("toolhost.grants.toml").exists());
 }
 
 /// Over MCP 2026-07-28 a program is asked about with its exact arguments: a state for
@@ -1093,14 +1103,14 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
     refused_with(&call_2026_with(&served, "run", bye, Some(&state), Some(allow(true))), "other arguments");
     std::thread::sleep(std::time::Duration::from_millis(1500));
     refused_with(&call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true))), "expired");
-    assert!(!env.ws("toolhost.grants.toml").exists(), "an expired state grants nothing");
+    assert!(!env.at("toolhost.grants.toml").exists(), "an expired state grants nothing");
     let state = grant_asked(&call_2026_with(&served, "run", hello.clone(), None, None), "run `echo hello`");
     let ran = call_2026_with(&served, "run", hello.clone(), Some(&state), Some(allow(true)));
     assert!(
         ran["result"]["content"].to_string().contains("hello") && ran["result"]["isError"] != true,
         "{ran}"
     );
-    let written = std::fs::read_to_string(env.ws("toolhost.grants.toml")).unwrap();
+    let written = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(written.contains(&echo_item(&["hello"]).to_string()), "{written}");
     let next = call_2026_with(&served, "run", hello, None, None);
     assert_eq!(next["result"]["isError"], false, "always: not asked again: {next}");
@@ -1112,12 +1122,23 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
 #[test]
 fn mcp_elicitation_asks_about_the_workspace() {
     let env = files_env();
-    std::fs::write(env.ws("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
+    std::fs::write(env.at("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
     let (plugins, ws) = (env.plugins.path().to_str().unwrap(), env.workspace.path().to_str().unwrap());
+    let config = env.config_path().display().to_string();
     let out = mcp_script(
         &env,
         "grants_workspace.py",
-        &[env!("CARGO_BIN_EXE_toolhost"), "--plugins", plugins, "--workspace", ws, "serve", "--mcp"],
+        &[
+            env!("CARGO_BIN_EXE_toolhost"),
+            "--config",
+            &config,
+            "--plugins",
+            plugins,
+            "--workspace",
+            ws,
+            "serve",
+            "--mcp",
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1125,7 +1146,7 @@ fn mcp_elicitation_asks_about_the_workspace() {
         out.status.success() && stdout.contains("all workspace grant checks passed"),
         "{stdout}\n{stderr}"
     );
-    assert!(!env.ws("toolhost.grants.toml").exists(), "nothing answered always");
+    assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
 
 /// Run `tests/mcp/SCRIPT` with `args` under the MCP SDK's Python, in `env`'s workspace, with the

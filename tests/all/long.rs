@@ -289,8 +289,8 @@ fn call_draws_a_progress_bar_on_a_terminal() {
 #[test]
 fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
     let env = ticker();
-    let audit = env.ws("audit.jsonl");
-    let cfg = env.ws("toolhost.toml");
+    let audit = env.at("audit.jsonl");
+    let cfg = env.at("toolhost.toml");
     std::fs::write(&cfg, format!("[audit]\nfile = {:?}\n", audit.display().to_string())).unwrap();
     let trail = env.ws("trail.txt");
     let child = env
@@ -333,7 +333,7 @@ fn ctrl_c_cancels_a_call_which_is_audited_as_cancelled() {
 #[test]
 fn list_and_inspect_show_the_time_limit_a_tool_gets() {
     let env = Env::with(&[plugin_artifacts::TICKER, plugin_artifacts::TEXT]);
-    let cfg = env.ws("toolhost.toml");
+    let cfg = env.at("toolhost.toml");
     std::fs::write(&cfg, "[limits]\ntimeout_ms = 2000\nmax_timeout_ms = 60000\n").unwrap();
     let out = env.command().args(["--config", cfg.to_str().unwrap(), "list"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -363,11 +363,10 @@ fn serve_args(env: &Env, config: &str) -> Vec<String> {
         "--allow-write".into(),
         "ticker".into(),
     ];
-    if !config.is_empty() {
-        let path = env.ws("toolhost.toml");
-        std::fs::write(&path, config).unwrap();
-        args.extend(["--config".into(), path.display().to_string()]);
-    }
+    // Always a config of the operator's, beside the workspace: the scripts run the server in
+    // the workspace, which may not hold a `toolhost.toml` a plugin could write.
+    std::fs::write(env.at("toolhost.toml"), config).unwrap();
+    args.extend(["--config".into(), env.config_path().display().to_string()]);
     args.extend(["serve".into(), "--mcp".into()]);
     args
 }
@@ -405,7 +404,7 @@ fn serve_http(env: &Env, config: &str) -> Http {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(serve_args(env, config))
         .args(["--http", "127.0.0.1:0"])
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -435,7 +434,7 @@ fn serve_http(env: &Env, config: &str) -> Http {
 fn mcp_progress_and_cancellation_with_the_official_sdk_over_stdio() {
     let env = ticker();
     let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
-    let audit = env.ws("audit.jsonl");
+    let audit = env.at("audit.jsonl");
     args.extend(serve_args(&env, &format!("[audit]\nfile = {:?}\n", audit.display().to_string())));
     run_script(crate::mcp::python(), "long.py", &args, &env, "MCP long checks passed (stdio)");
     // The cancelled call is in the audit trail as cancelled.

@@ -77,6 +77,15 @@ pub(crate) fn host_args(env: &Env) -> Vec<String> {
     ]
 }
 
+/// [`host_args`] for a server a Python client starts over stdio, in the workspace (its working
+/// directory): with the operator's config named, so that no default `toolhost.toml` is looked
+/// for in the workspace (which may not hold one: #55).
+fn stdio_host_args(env: &Env) -> Vec<String> {
+    let mut args = vec!["--config".to_string(), env.config_path().display().to_string()];
+    args.extend(host_args(env));
+    args
+}
+
 fn client(env: &Env) -> Command {
     let mut cmd = Command::new(python());
     cmd.arg(root().join("tests/mcp/client.py"))
@@ -104,7 +113,7 @@ fn official_python_client_over_stdio() {
     let out = client(&env)
         .arg("stdio")
         .arg(env!("CARGO_BIN_EXE_toolhost"))
-        .args(host_args(&env))
+        .args(stdio_host_args(&env))
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -136,7 +145,7 @@ fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpSe
         .args(host_args(env))
         .args(["--http", "127.0.0.1:0"])
         .envs(vars.iter().copied())
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -329,7 +338,7 @@ const TEST_TOKEN: &str = "test-token-9f2c1e7a4b";
 /// A config for the 2.x runs: a token from the environment and a 3 s approval lifetime (the
 /// expiry check waits it out).
 fn sdk2_config(env: &Env) -> PathBuf {
-    let path = env.workspace.path().join("toolhost-mcp.toml");
+    let path = env.at("toolhost-mcp.toml");
     std::fs::write(
         &path,
         "[mcp]\napproval_ttl_s = 3\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_MCP_TOKEN\" }]\n",
@@ -468,7 +477,7 @@ fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("--allow-unauthenticated-remote") && stderr.contains("[mcp] tokens"), "{stderr}");
 
-    let bad = env.workspace.path().join("literal.toml");
+    let bad = env.at("literal.toml");
     std::fs::write(&bad, "[mcp]\ntokens = [{ name = \"ci\", value = \"abcdefghijklmnopqrstuvwxyz\" }]\n")
         .unwrap();
     let e = toolhost::Settings::load(Some(&bad)).unwrap_err().to_string();
@@ -488,7 +497,7 @@ fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
     assert_eq!(cfg.frontends.mcp.tokens[0].0, "ci");
 
     // A token too short to be one is refused at start.
-    let short = env.workspace.path().join("short.toml");
+    let short = env.at("short.toml");
     std::fs::write(&short, "[mcp]\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_SHORT\" }]\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--config")

@@ -18,7 +18,7 @@ fn serve(env: &Env, global: &[&str]) -> (std::process::Child, String, BufReader<
         .arg("--workspace")
         .arg(env.workspace.path())
         .args(["--allow-write", "ticker", "serve", "--mcp", "--http", "127.0.0.1:0"])
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

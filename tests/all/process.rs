@@ -321,7 +321,7 @@ fn toolhost(env: &Env, secret: &str, args: &[&str]) -> std::process::Output {
         .arg("--workspace")
         .arg(env.workspace.path())
         .args(args)
-        .current_dir(env.workspace.path())
+        .current_dir(env.dir.path())
         .stdin(Stdio::null())
         .output()
         .expect("run toolhost")

@@ -572,6 +572,7 @@ async fn the_audit_trail_has_one_line_per_call_for_every_outcome_kind() {
         name: "workspace".into(),
         host_path: env.workspace.path().join("gone"),
         mode: toolhost_spec::manifest::FsMode::ReadWrite,
+        create: false,
     });
     env.config.plugins.entry("versioned".into()).or_default().concurrency = Some(1);
     let tool = |timeout_ms: Option<u64>, output_limit: Option<usize>| ToolConfig {

@@ -15,6 +15,14 @@ pub fn test_dirs() -> [(&'static str, PathBuf); 2] {
     [("XDG_CACHE_HOME", target.join("test-cache")), ("XDG_STATE_HOME", target.join("test-state"))]
 }
 
+/// The `toolhost` binary with the test binary's own cache and state folders ([`test_dirs`]):
+/// add the rest.
+pub fn toolhost() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.envs(test_dirs());
+    cmd
+}
+
 /// One engine per test process; compiled components are cached in it by content hash, so
 /// each plugin is compiled once however many tests load it.
 pub fn runtime() -> Arc<Runtime> {
@@ -28,10 +36,13 @@ pub fn runtime() -> Arc<Runtime> {
     .clone()
 }
 
-/// A plugins folder and a workspace, both temporary.
+/// A plugins folder, a workspace and the operator's folder, all temporary. The operator's
+/// folder (`dir`) is where commands run and a test's `toolhost.toml` and the grants file live:
+/// never the workspace, which may not hold the host's own files (#55).
 pub struct Env {
     pub plugins: tempfile::TempDir,
     pub workspace: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
     pub config: Config,
 }
 
@@ -44,29 +55,49 @@ impl Env {
             std::fs::copy(src, plugins.path().join(src.file_name().unwrap())).unwrap();
         }
         let workspace = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
         // The test binary's own cache (the folder index, compiled code), never the user's.
         let cache = test_dirs()[0].1.join("toolhost");
-        let mut config =
-            Config { plugins_dir: plugins.path().to_path_buf(), cache_dir: Some(cache), ..Config::default() };
+        let mut config = Config {
+            plugins_dir: plugins.path().to_path_buf(),
+            cache_dir: Some(cache),
+            grants_file: dir.path().join(toolhost_core::settings::grants::GRANTS_FILE),
+            ..Config::default()
+        };
         config.set_workspace(workspace.path());
-        Env { plugins, workspace, config }
+        Env { plugins, workspace, dir, config }
     }
 
     /// The `toolhost` binary with this folder and workspace (`--plugins`, `--workspace`), run
-    /// in the workspace with the test binary's own cache and state folders: add the rest.
+    /// in the operator's folder with the test binary's own cache and state folders: add the rest.
     pub fn command(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut cmd = toolhost();
         cmd.arg("--plugins")
             .arg(self.plugins.path())
             .arg("--workspace")
             .arg(self.workspace.path())
-            .current_dir(self.workspace.path())
-            .envs(test_dirs());
+            .current_dir(self.dir.path());
         cmd
     }
 
     pub fn ws(&self, rel: &str) -> PathBuf {
         self.workspace.path().join(rel)
+    }
+
+    /// The operator's `toolhost.toml` (created empty if a test wrote none), for `--config`: a
+    /// command whose working directory is the workspace must not read or protect a default one
+    /// there.
+    pub fn config_path(&self) -> PathBuf {
+        let path = self.at("toolhost.toml");
+        if !path.exists() {
+            std::fs::write(&path, "").unwrap();
+        }
+        path
+    }
+
+    /// A path in the operator's folder (`toolhost.toml`, the grants file, an audit trail).
+    pub fn at(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
     }
 
     /// The whole settings of a command run with this config (no front-end or registry

@@ -91,7 +91,7 @@ fn free_port() -> u16 {
 /// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child
 /// and its MCP URL.
 fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String) {
-    let path = env.workspace.path().join("telemetry.toml");
+    let path = env.at("telemetry.toml");
     let config = format!("[plugin.hostile]\nnet = [\"127.0.0.1\"]\nnet_private = true\n\n{config}");
     std::fs::write(&path, config).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
@@ -316,14 +316,28 @@ fn captured_arguments_go_on_the_span_without_secret_values() {
     let receiver = Receiver::start();
     let env = Env::with(&[plugin_artifacts::HOSTILE]);
     let secret = "s3cr3t-value-9e2b41";
+    // The front ends' secrets too (#55): the audit trail redacts them, and so must telemetry.
+    let token = "mcp-token-value-5c1d7e2a";
+    let key = "approval-key-value-0f9a33c8e1-7d5b2c4a9e";
     let config = format!(
-        "[secrets.token]\nenv = \"TOOLHOST_TEST_OTEL_SECRET\"\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\ncapture_arguments = true\n",
+        "[secrets.token]\nenv = \"TOOLHOST_TEST_OTEL_SECRET\"\n\n[mcp]\ntokens = [{{ name = \"ci\", env = \"TOOLHOST_TEST_OTEL_TOKEN\" }}]\n\
+         approval_key = {{ env = \"TOOLHOST_TEST_OTEL_KEY\" }}\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\ncapture_arguments = true\n",
         receiver.port
     );
-    let (serve, mcp) = serve(&env, &config, &[("TOOLHOST_TEST_OTEL_SECRET", secret.to_string())]);
-    // A client that pastes a secret's value into an argument.
-    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}"));
-    net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
+    let vars = [
+        ("TOOLHOST_TEST_OTEL_SECRET", secret.to_string()),
+        ("TOOLHOST_TEST_OTEL_TOKEN", token.to_string()),
+        ("TOOLHOST_TEST_OTEL_KEY", key.to_string()),
+    ];
+    let (serve, mcp) = serve(&env, &config, &vars);
+    // A client that pastes a secret's value, the token and the fleet's key into an argument.
+    let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}&t={token}&k={key}"));
+    net_probe(
+        &mcp,
+        &target,
+        json!({ "traceparent": META_PARENT }),
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
     stop(serve);
     let lines = receiver.wait_until(|l| !spans_of(l, &META_PARENT[3..35]).is_empty());
     let spans = spans_of(&lines, &META_PARENT[3..35]);
@@ -331,6 +345,10 @@ fn captured_arguments_go_on_the_span_without_secret_values() {
     let args =
         call["attributes"]["toolhost.arguments"].as_str().unwrap_or_else(|| panic!("no arguments: {call}"));
     assert!(args.contains(MARKER) && args.contains("[secret token redacted]"), "{args}");
+    assert!(args.contains("[secret mcp token `ci` redacted]"), "{args}");
+    assert!(args.contains("[secret mcp approval_key redacted]"), "{args}");
     let all = serde_json::to_string(&lines).unwrap();
-    assert!(!all.contains(secret), "a secret value was exported: {all}");
+    for value in [secret, token, key] {
+        assert!(!all.contains(value), "a secret value was exported: {all}");
+    }
 }

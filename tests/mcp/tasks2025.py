@@ -143,8 +143,9 @@ async def main():
         check(task_id in listed and long_id in listed, "tasks/list shows the client's tasks", listed)
 
         if transport == "http":
-            # Another client (another name, no token: the client's name owns the task).
-            async with connect(transport, target, "tasks-b") as other:
+            # Another client of the same name and no token: its session, not a name it can
+            # choose, owns the task (#55: a name is no identity).
+            async with connect(transport, target, "tasks-a") as other:
                 await other.initialize()
                 code, message = await error_code(other.experimental.get_task(long_id))
                 check(code == -32602 and "unknown task" in message, "another client cannot see the task",

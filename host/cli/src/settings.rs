@@ -30,8 +30,10 @@ pub struct Settings {
 impl Settings {
     /// Every owner's sections of `file`; a key nobody claimed is an error naming it.
     pub fn from_file(file: &ConfigFile) -> Result<Settings, ConfigError> {
-        let core = Config::from_file(file)?;
+        let mut core = Config::from_file(file)?;
         let frontends = toolhost_frontends::Settings::from_file(file, &core)?;
+        core.extra_host_files = frontends.host_files();
+        core.extra_secrets = frontends.secret_sources().cloned().collect();
         let raw: BTreeMap<String, RawRegistry> = file.section("registry")?;
         let registries = RegistryConfig::resolve(raw, &core.secrets).map_err(|m| file.invalid(m))?;
         file.finish()?;
@@ -102,6 +104,8 @@ impl Settings {
         if g.no_cache {
             cfg.cache_dir = None;
         }
+        // No grant may let a plugin or a program write the host's own files.
+        cfg.check_host_files()?;
         // Programs are run confined or not at all (unless the operator opts out): say so now.
         use toolhost_core::capability::process::confine;
         confine::check_support(confine::landlock_abi(), &cfg.process, cfg.exec_grants())

@@ -428,7 +428,12 @@ mod tests {
 
     fn grant(mode: FsMode) -> PluginConfig {
         PluginConfig {
-            fs: vec![FsGrant { name: "workspace".into(), host_path: PathBuf::from("/ws"), mode }],
+            fs: vec![FsGrant {
+                name: "workspace".into(),
+                host_path: PathBuf::from("/ws"),
+                mode,
+                create: false,
+            }],
             ..Default::default()
         }
     }

@@ -7,7 +7,7 @@ use crate::console::settings::{ConsoleSettings, RawConsole};
 use crate::mcp::settings::{McpSettings, RawMcp};
 use crate::service::settings::{AuditSettings, RawAudit, RawServe, ServeSettings};
 use toolhost_core::Config;
-use toolhost_core::settings::{ConfigError, ConfigFile};
+use toolhost_core::settings::{ConfigError, ConfigFile, HostFile, SecretFrom, SecretSource};
 
 /// The resolved front-end sections.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,5 +31,28 @@ impl Settings {
             model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
             console: ConsoleSettings::resolve(file.section::<RawConsole>("console")?).map_err(invalid)?,
         })
+    }
+
+    /// The secrets these sections read (MCP tokens, the approval key, the replay store's URL),
+    /// redacted from kept arguments like `[secrets]` (`Config::extra_secrets`).
+    pub fn secret_sources(&self) -> impl Iterator<Item = &SecretSource> {
+        let store = self.mcp.replay_store.iter().filter_map(|s| match s {
+            crate::mcp::settings::StoreUrl::Secret(s) => Some(s),
+            crate::mcp::settings::StoreUrl::Plain(_) => None,
+        });
+        self.mcp.tokens.iter().map(|(_, s)| s).chain(&self.mcp.approval_key).chain(store)
+    }
+
+    /// The host's own files these sections name (the audit trail, the files tokens and keys are
+    /// read from): no grant may let a plugin write them (`toolhost_core::settings::host_files`).
+    pub fn host_files(&self) -> Vec<HostFile> {
+        let mut out: Vec<HostFile> =
+            self.audit.file_for(true).into_iter().map(|f| HostFile::file("the audit trail", f)).collect();
+        for s in self.secret_sources() {
+            if let SecretFrom::File(path) = &s.from {
+                out.push(HostFile::file(format!("the file of `{}` in [mcp]", s.name), path));
+            }
+        }
+        out
     }
 }

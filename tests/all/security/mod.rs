@@ -3,6 +3,7 @@
 //! and asserts that it fails.
 
 mod exec;
+mod host_files;
 mod http;
 mod model_text;
 mod promises;

@@ -241,7 +241,7 @@ pub(crate) fn command(env: &Env, args: &[&str]) -> Command {
     .arg("--workspace")
     .arg(env.workspace.path())
     .args(args)
-    .current_dir(env.workspace.path());
+    .current_dir(env.dir.path());
     cmd
 }
 

@@ -190,27 +190,33 @@ pub fn askable_workspace(
     granted: &[crate::capability::fs::FsGrant],
     workspace: &std::path::Path,
     outside: &[String],
+    writable: bool,
 ) -> Option<GrantItem> {
     if outside.is_empty() || granted.iter().any(|g| g.name == "workspace") {
         return None;
     }
     let req = requested.iter().find(|r| r.path == "workspace")?;
     let write = req.mode == toolhost_spec::manifest::FsMode::ReadWrite;
+    if write && !writable {
+        // The workspace holds one of the host's own files: no answer may make it writable.
+        return None;
+    }
     let item = GrantItem::Fs { path: workspace.to_str()?.to_string(), write };
     (GrantItem::parse(&item.to_string()).as_ref() == Ok(&item)).then_some(item)
 }
 
 /// The directories among `extra` (a human's answers) to add to a call's `granted` ones: the
-/// workspace, while it is still the workspace and not granted already.
+/// workspace (`workspace`: its grant, whose mode the answer sets), while it is still the
+/// workspace and not granted already.
 pub(super) fn extra_dirs(
     extra: &[GrantItem],
     granted: &[crate::capability::fs::FsGrant],
-    workspace: &std::path::Path,
+    workspace: &crate::capability::fs::FsGrant,
 ) -> Vec<crate::capability::fs::FsGrant> {
     let mut out: Vec<crate::capability::fs::FsGrant> = Vec::new();
     for item in extra {
         let GrantItem::Fs { path, write } = item else { continue };
-        if std::path::Path::new(path) != workspace
+        if std::path::Path::new(path) != workspace.host_path
             || granted.iter().chain(&out).any(|g| g.name == "workspace")
         {
             continue;
@@ -220,11 +226,7 @@ pub(super) fn extra_dirs(
         } else {
             toolhost_spec::manifest::FsMode::ReadOnly
         };
-        out.push(crate::capability::fs::FsGrant {
-            name: "workspace".into(),
-            host_path: workspace.to_path_buf(),
-            mode,
-        });
+        out.push(crate::capability::fs::FsGrant { mode, ..workspace.clone() });
     }
     out
 }
@@ -349,13 +351,24 @@ mod tests {
         let rw = vec![FsRequest { path: "workspace".into(), mode: FsMode::ReadWrite }];
         let tried = vec!["README.txt".to_string()];
         assert_eq!(
-            askable_workspace(&rw, &[], ws, &tried),
+            askable_workspace(&rw, &[], ws, &tried, true),
             Some(GrantItem::Fs { path: "/home/me/ws".into(), write: true })
         );
-        assert_eq!(askable_workspace(&rw, &[], ws, &[]), None, "nothing tried outside its grants");
+        assert_eq!(askable_workspace(&rw, &[], ws, &[], true), None, "nothing tried outside its grants");
+        assert_eq!(
+            askable_workspace(&rw, &[], ws, &tried, false),
+            None,
+            "a workspace holding the host's own files is never offered for writing"
+        );
+        let ro_req = vec![FsRequest { path: "workspace".into(), mode: FsMode::ReadOnly }];
+        assert_eq!(
+            askable_workspace(&ro_req, &[], ws, &tried, false),
+            Some(GrantItem::Fs { path: "/home/me/ws".into(), write: false }),
+            "reading it may still be asked"
+        );
         let docs = vec![FsRequest { path: "docs".into(), mode: FsMode::ReadOnly }];
         assert_eq!(
-            askable_workspace(&docs, &[], ws, &tried),
+            askable_workspace(&docs, &[], ws, &tried, true),
             None,
             "a named directory has no path to ask about"
         );
@@ -363,8 +376,13 @@ mod tests {
             name: "workspace".into(),
             host_path: ws.into(),
             mode: FsMode::ReadOnly,
+            create: false,
         };
-        assert_eq!(askable_workspace(&rw, &[ro], ws, &tried), None, "granted read-only by the operator");
+        assert_eq!(
+            askable_workspace(&rw, &[ro], ws, &tried, true),
+            None,
+            "granted read-only by the operator"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
 
 use crate::capability::log::{CallLog, LogCall};
-use crate::capability::net::{NetCall, Refusal, redact_owned};
+use crate::capability::net::{NetCall, NetGrant, Refusal, redact, redact_owned, redaction_set};
 use crate::capability::progress::ProgressCall;
 use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
@@ -78,6 +78,8 @@ pub struct Executor {
     session: grant::Session,
     /// The workspace, shared by every call's process capability (no copy per call).
     workspace: Arc<std::path::Path>,
+    /// The secrets redacted from exported arguments, read at the first export that needs them.
+    redactions: std::sync::OnceLock<NetGrant>,
 }
 
 impl Executor {
@@ -99,6 +101,7 @@ impl Executor {
             asker: std::sync::OnceLock::new(),
             session: grant::Session::default(),
             workspace,
+            redactions: std::sync::OnceLock::new(),
         }
     }
 
@@ -205,21 +208,21 @@ impl Executor {
         outcome
     }
 
-    /// `args` with the value of every `[secrets.NAME]` (and of each secret granted to `plugin`)
-    /// replaced by `[secret NAME redacted]`, as the audit trail has them.
+    /// `args` with the value of every secret the host reads (`Config::secret_sources`, the
+    /// audit trail's set) and of each secret granted to `plugin` replaced by
+    /// `[secret NAME redacted]`.
     fn redacted_args(&self, args: &[String], plugin: Option<&LoadedPlugin>) -> Vec<String> {
-        let granted = plugin.into_iter().flat_map(|p| p.grants.net.redactions());
-        let values: Vec<(String, String)> = (self.config.secrets.values())
-            .filter_map(|s| Some((s.name.clone(), s.read().ok()?)))
-            .chain(granted.map(|(n, v)| (n.to_string(), v.to_string())))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        let redact = |a: &String| {
-            values
-                .iter()
-                .fold(a.clone(), |a, (name, value)| a.replace(value, &format!("[secret {name} redacted]")))
-        };
-        args.iter().map(redact).collect()
+        let host = self.redactions.get_or_init(|| redaction_set(self.config.secret_sources()));
+        let granted = plugin.map(|p| &*p.grants.net);
+        args.iter()
+            .map(|a| {
+                let a = redact(a, host);
+                match granted {
+                    Some(g) => redact(&a, g).into_owned(),
+                    None => a.into_owned(),
+                }
+            })
+            .collect()
     }
 
     /// The call through the observer, if one is attached (`record`, call number `id`: see
@@ -475,6 +478,7 @@ impl Executor {
             &plugin.grants.fs,
             &self.config.workspace,
             outside,
+            self.config.workspace_writable(),
         );
         let items = grant::askable(&plugin.grants.net.requested, secrets, &defined, refused)
             .into_iter()
@@ -558,7 +562,13 @@ impl Executor {
     ) -> (Outcome, Vec<Refusal>, Vec<String>) {
         let (plugin, spec) = (&entry.plugin, entry.spec());
         // What a human granted for this call (or this session) on top of the plugin's grants.
-        let extra_fs = grant::extra_dirs(extra, &plugin.grants.fs, &self.config.workspace);
+        let extra_fs = match extra {
+            [] => Vec::new(),
+            _ => {
+                let workspace = self.config.workspace_grant(toolhost_spec::manifest::FsMode::ReadWrite);
+                grant::extra_dirs(extra, &plugin.grants.fs, &workspace)
+            }
+        };
         let exec = grant::extra_programs(extra, &plugin.grants.exec);
         let net_grant = if extra.is_empty() {
             plugin.grants.net.clone()
@@ -656,6 +666,7 @@ impl Executor {
                         plugin: plugin.name.clone(),
                         exec,
                         workspace: self.workspace.clone(),
+                        create_workspace: self.config.workspace_is_default,
                         deadline: Some(deadline),
                         runs: 0,
                         settings: self.config.process.clone(),

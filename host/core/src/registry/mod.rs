@@ -663,6 +663,7 @@ fn dev_sources(
         name: DEV_SOURCES.into(),
         host_path: dir,
         mode: toolhost_spec::manifest::FsMode::ReadOnly,
+        create: false,
     }))
 }
 

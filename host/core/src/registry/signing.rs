@@ -314,6 +314,8 @@ pub struct Trust {
     /// Keys trusted for one plugin name only: a file they signed is accepted if its manifest
     /// names that plugin.
     pub plugin_keys: BTreeMap<String, Vec<PublicKey>>,
+    /// The `.pub` files the keys were read from (the host's own files: no grant may write them).
+    pub key_files: Vec<PathBuf>,
 }
 
 /// `[trust]` as written.
@@ -359,8 +361,16 @@ impl Trust {
             Ok(keys)
         };
         let keys = read_keys(&raw.keys, "trust.keys")?;
-        let mut trust =
-            Trust { keys, require_signature: raw.require_signature.unwrap_or(false), ..Trust::default() };
+        let key_files = (raw.keys.iter().chain(raw.plugin.values().flat_map(|p| &p.keys)))
+            .filter(|k| !k.trim_start().starts_with(PUBLIC_PREFIX))
+            .map(|k| base.join(k))
+            .collect();
+        let mut trust = Trust {
+            keys,
+            require_signature: raw.require_signature.unwrap_or(false),
+            key_files,
+            ..Trust::default()
+        };
         for (i, text) in raw.allow_unsigned.iter().enumerate() {
             let hash = text
                 .strip_prefix("sha256:")

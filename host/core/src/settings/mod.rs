@@ -10,12 +10,14 @@
 
 mod file;
 pub mod grants;
+pub mod host_files;
 pub(crate) mod limits;
 mod plugin;
 mod secrets;
 
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
 pub use grants::{AskedGrant, GrantItem};
+pub use host_files::{HostFile, OverHostFile};
 pub use limits::{LimitOverrides, Limits};
 pub use plugin::{AskedGrants, OnMissing, PluginConfig, ToolConfig};
 pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
@@ -85,6 +87,9 @@ pub struct Config {
     pub source: Option<PathBuf>,
     pub plugins_dir: PathBuf,
     pub workspace: PathBuf,
+    /// The workspace is the default one ([`DEFAULT_WORKSPACE`] beside the config, or in the
+    /// current folder without one), created on first use, not one the operator named.
+    pub workspace_is_default: bool,
     pub limits: Limits,
     /// Max wasm stack per call, for every plugin (it is an engine-wide setting).
     pub stack_kb: usize,
@@ -120,7 +125,17 @@ pub struct Config {
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
     pub asked: Vec<AskedGrant>,
+    /// The host's own files that other owners of the config know of (the front ends' audit
+    /// trail and token files), beside the ones [`Config::host_files`] finds here.
+    pub extra_host_files: Vec<HostFile>,
+    /// Secrets that other owners of the config read (MCP tokens, the approval key, the replay
+    /// store's URL): redacted wherever arguments are kept, like `[secrets]` ([`Config::secret_sources`]).
+    pub extra_secrets: Vec<SecretSource>,
 }
+
+/// The workspace's folder when the config names none: beside the config (in the current
+/// folder without one), never that folder itself, which holds the config and the grants file.
+pub const DEFAULT_WORKSPACE: &str = "workspace";
 
 impl Default for Config {
     fn default() -> Self {
@@ -130,7 +145,8 @@ impl Default for Config {
         Config {
             source: None,
             plugins_dir: cwd.join("plugins"),
-            workspace: cwd,
+            workspace: cwd.join(DEFAULT_WORKSPACE),
+            workspace_is_default: true,
             limits: l.limits,
             stack_kb: l.stack_kb,
             max_plugin_bytes: l.max_plugin_bytes,
@@ -151,6 +167,8 @@ impl Default for Config {
             telemetry: TelemetrySettings::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
+            extra_host_files: Vec::new(),
+            extra_secrets: Vec::new(),
         }
     }
 }
@@ -165,7 +183,8 @@ impl Config {
         let plugins: Option<PathBuf> = file.section("plugins")?;
         let workspace: Option<PathBuf> = file.section("workspace")?;
         cfg.plugins_dir = base.join(plugins.unwrap_or_else(|| PathBuf::from("plugins")));
-        cfg.workspace = normalize(&base.join(workspace.unwrap_or_else(|| PathBuf::from("."))));
+        cfg.workspace_is_default = workspace.is_none();
+        cfg.workspace = normalize(&base.join(workspace.unwrap_or_else(|| PathBuf::from(DEFAULT_WORKSPACE))));
         let l = file.section::<limits::RawLimits>("limits")?.resolve().map_err(invalid)?;
         (cfg.limits, cfg.stack_kb, cfg.max_plugin_bytes) = (l.limits, l.stack_kb, l.max_plugin_bytes);
         (cfg.concurrency, cfg.plugin_concurrency, cfg.log_rate, cfg.max_timeout_ms) =
@@ -182,8 +201,9 @@ impl Config {
         cfg.secrets = secrets::resolve(file.section("secrets")?, base).map_err(invalid)?;
         let raw_plugins: BTreeMap<String, plugin::RawPlugin> = file.section("plugin")?;
         let secrets = &cfg.secrets;
+        let workspace = cfg.workspace_grant(FsMode::ReadWrite);
         let cx = plugin::Context {
-            workspace: &cfg.workspace,
+            workspace: &workspace,
             base,
             concurrency: cfg.concurrency,
             has_secret: &|s: &str| secrets.contains_key(s),
@@ -222,7 +242,7 @@ impl Config {
     /// Grant `plugin` (or every plugin, for `*`) the workspace with `mode`, as
     /// `[plugin.NAME] fs = [{ path = "workspace", mode = … }]` would.
     pub fn grant_workspace(&mut self, plugin: &str, mode: FsMode) {
-        let g = FsGrant { name: "workspace".into(), host_path: self.workspace.clone(), mode };
+        let g = self.workspace_grant(mode);
         let entry = self.plugins.entry(plugin.to_string()).or_default();
         match entry.fs.iter_mut().find(|f| f.name == "workspace") {
             Some(existing) => existing.mode = existing.mode.max(mode),
@@ -289,10 +309,28 @@ impl Config {
         let ws = normalize(&absolute(dir));
         for p in self.plugins.values_mut() {
             for f in p.fs.iter_mut().filter(|f| f.name == "workspace") {
-                f.host_path = ws.clone();
+                (f.host_path, f.create) = (ws.clone(), false);
             }
         }
         self.workspace = ws;
+        self.workspace_is_default = false;
+    }
+
+    /// Every secret the host reads: `[secrets]` and the front ends' ([`Config::extra_secrets`]);
+    /// the one set redacted from audited and exported arguments
+    /// (`capability::net::redaction_set`).
+    pub fn secret_sources(&self) -> impl Iterator<Item = &SecretSource> {
+        self.secrets.values().chain(&self.extra_secrets)
+    }
+
+    /// The workspace granted with `mode` (created on first use when it is the default one).
+    pub fn workspace_grant(&self, mode: FsMode) -> FsGrant {
+        FsGrant {
+            name: "workspace".into(),
+            host_path: self.workspace.clone(),
+            mode,
+            create: self.workspace_is_default,
+        }
     }
 
     /// The operator's grants for `plugin`: its own section merged with the `*` section, and
@@ -359,11 +397,7 @@ impl Config {
                     return;
                 }
                 let mode = if *write { FsMode::ReadWrite } else { FsMode::ReadOnly };
-                out.fs.push(crate::capability::fs::FsGrant {
-                    name: "workspace".into(),
-                    host_path: self.workspace.clone(),
-                    mode,
-                });
+                out.fs.push(self.workspace_grant(mode));
             }
             GrantItem::Exec { program, args } => {
                 let pattern = crate::capability::process::ArgPattern::new(&args.join(" "));

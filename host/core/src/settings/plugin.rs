@@ -118,7 +118,8 @@ pub struct ToolConfig {
 
 /// What resolving a plugin's section needs of the rest of the config.
 pub(crate) struct Context<'a> {
-    pub workspace: &'a Path,
+    /// The workspace's grant (its mode replaced by each entry's).
+    pub workspace: &'a FsGrant,
     pub base: &'a Path,
     pub concurrency: u32,
     pub has_secret: &'a dyn Fn(&str) -> bool,

@@ -508,7 +508,7 @@ impl OpenAnswers {
 }
 
 /// The header naming a streamable HTTP session.
-const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
 type McpBody = http_body_util::Either<DeadlineBody, http_body_util::Full<bytes::Bytes>>;
 

@@ -311,7 +311,7 @@ impl McpServer {
             let why = match (support, requested) {
                 (TaskSupport::Optional | TaskSupport::Required, true) => {
                     // That revision keeps the request's progressToken valid for the task's life.
-                    return self.start_task(call, caller(context), timeout, progress_sink(context));
+                    return self.start_task(call, context, timeout, progress_sink(context));
                 }
                 (TaskSupport::Required, false) => {
                     "runs only as a task (its manifest says taskSupport: required); call it with `task`"
@@ -339,7 +339,7 @@ impl McpServer {
                 ));
             }
             TaskSupport::Optional | TaskSupport::Required if client_tasks => {
-                return self.start_task(call, caller(context), timeout, None);
+                return self.start_task(call, context, timeout, None);
             }
             _ => {}
         }
@@ -496,17 +496,17 @@ impl McpServer {
         Ok(result_of(outcome).into())
     }
 
-    /// Run `call` as a task of the client `who`: answered at once with the task, the call
+    /// Run `call` as a task of the request's client: answered at once with the task, the call
     /// running on (cancelled by `tasks/cancel` or a shutdown, never by this request's end).
     /// Its progress goes to the task (for `tasks/get`) and to `notify`, if given.
     fn start_task(
         &self,
         call: ToolCall,
-        who: CallContext,
+        context: &RequestContext<RoleServer>,
         timeout: Duration,
         notify: Option<Arc<dyn ProgressSink>>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let owner = owner(&who);
+        let (who, owner) = (caller(context), owner(context));
         let executor = self.executor.clone();
         let tool = call.name.clone();
         let task = self.tasks.start(&owner, &tool, timeout, move |cancel, progress| async move {
@@ -540,13 +540,26 @@ fn task_support(view: &toolhost_core::view::ToolView<'_>, policy: DangerPolicy) 
     if asks && support == TaskSupport::Optional { TaskSupport::Forbidden } else { support }
 }
 
-/// Whose task it is: the token the client authenticated with, else the client's name, else
-/// the transport (one client per stdio server).
-fn owner(who: &CallContext) -> String {
-    match (&who.token, &who.client) {
-        (Some(t), _) => format!("token:{t}"),
-        (None, Some(c)) => format!("client:{c}"),
-        (None, None) => who.front_end.unwrap_or("mcp").to_string(),
+/// Whose task it is: the token the client authenticated with; else, over HTTP, its 2025
+/// session (whose id is a secret the server drew and checks) or, for a 2026-07-28 request with
+/// no token, nobody's ([`tasks::ANONYMOUS`]: the task's unguessable id is the only way to it,
+/// and `tasks/list` lists none); over stdio, whose one client is the process that started
+/// toolhost, the name it gives, else the transport. Over HTTP never the client's self-declared
+/// name: another local client can claim any name.
+fn owner(context: &RequestContext<RoleServer>) -> String {
+    let parts = context.extensions.get::<hyper::http::request::Parts>();
+    if let Some(t) = parts.and_then(|p| p.extensions.get::<http::TokenName>()) {
+        return format!("token:{}", t.0);
+    }
+    let Some(parts) = parts else {
+        return match context.client_info() {
+            Some(c) => format!("client:{}", c.name),
+            None => "mcp-stdio".into(),
+        };
+    };
+    match parts.headers.get(http::SESSION_ID) {
+        Some(id) => format!("session:{}", toolhost_spec::digest::sha256_hex(id.as_bytes())),
+        None => tasks::ANONYMOUS.into(),
     }
 }
 
@@ -873,7 +886,7 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&owner(&caller(&context)), &request.task_id)
+        self.tasks.get(&owner(&context), &request.task_id)
     }
 
     async fn update_task(
@@ -881,7 +894,7 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(&owner(&caller(&context)), &request.task_id)
+        self.tasks.update(&owner(&context), &request.task_id)
     }
 
     async fn cancel_task(
@@ -889,7 +902,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&owner(&caller(&context)), &request.task_id)
+        self.tasks.cancel(&owner(&context), &request.task_id)
     }
 
     /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` (when a reloader

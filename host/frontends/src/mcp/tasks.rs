@@ -12,7 +12,10 @@
 //!   `tasks_max_running`): one more is refused with an error naming the setting;
 //! - a finished task's result is kept `tasks_keep_s` after it ends, and at most
 //!   `tasks_max_kept` finished tasks are kept (the oldest go first);
-//! - a task is its client's: another client asking for its id is told it does not exist;
+//! - a task is its client's — its token, its 2025 session, or over stdio the one client — never
+//!   a name the client gives itself over HTTP: another client asking for its id is told it
+//!   does not exist; a 2026-07-28 HTTP client with no token is nobody in particular
+//!   ([`ANONYMOUS`]): its task is reached only by the id it was given, and never listed;
 //! - a shutdown cancels the tasks still running at the end of its grace period like any call;
 //!   each ends `cancelled`, says so in its `statusMessage`, and the shutdown counts them.
 
@@ -25,6 +28,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_core::capability::progress::Progress;
 use toolhost_core::executor::Cancel;
+
+/// The owner of the tasks of HTTP clients with neither a token nor a session (2026-07-28
+/// requests without `[mcp] tokens`): nobody can be told apart, so such a task is reached only
+/// by its id, which is drawn at random and told only to the client that started it, and
+/// [`Tasks::list`] lists none of them.
+pub const ANONYMOUS: &str = "anonymous";
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -239,8 +248,11 @@ impl Tasks {
         tasks.get(id).filter(|e| e.owner == owner).map(Entry::detailed).ok_or_else(|| unknown(id))
     }
 
-    /// Every task of `owner` still kept, the oldest first.
+    /// Every task of `owner` still kept, the oldest first (none for [`ANONYMOUS`]).
     pub fn list(&self, owner: &str) -> Vec<DetailedTask> {
+        if owner == ANONYMOUS {
+            return Vec::new();
+        }
         let mut tasks = self.lock();
         self.sweep(&mut tasks);
         let mut mine: Vec<DetailedTask> =
@@ -411,6 +423,18 @@ mod tests {
         assert_eq!(got.task.status(), TaskStatus::Cancelled);
         assert!(got.task.task.status_message.unwrap().contains("tasks/cancel"));
         start_pending(&t, "c").unwrap();
+        t.cancel_all("the test");
+    }
+
+    #[tokio::test]
+    async fn an_anonymous_task_is_reached_by_its_id_and_never_listed() {
+        let t = Arc::new(Tasks::new(limits()));
+        let task = start_pending(&t, ANONYMOUS).unwrap();
+        start_pending(&t, "session:s1").unwrap();
+        assert!(t.list(ANONYMOUS).is_empty(), "nobody can be told apart: nothing is listed");
+        assert_eq!(t.list("session:s1").len(), 1);
+        assert!(t.get(ANONYMOUS, &task.task_id).is_ok(), "the id it was given reaches it");
+        assert!(t.get("session:s1", &task.task_id).is_err(), "a session does not reach it");
         t.cancel_all("the test");
     }
 

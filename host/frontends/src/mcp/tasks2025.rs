@@ -23,7 +23,7 @@
 //! poll. Every other revision is served by rmcp as before.
 
 use super::tasks::status_name;
-use super::{McpServer, caller, owner};
+use super::{McpServer, owner};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, DetailedTask, ErrorCode, ProtocolVersion,
     ServerResult, TaskPayload,
@@ -161,7 +161,7 @@ impl McpServer {
             return Some(Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method.clone(), None)));
         }
         let params = request.params.as_ref();
-        let who = || owner(&caller(context));
+        let who = || owner(context);
         Some(match method {
             "tools/call" => self.call_as_task_2025(params, context).await,
             "tools/list" => {

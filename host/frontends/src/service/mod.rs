@@ -22,7 +22,7 @@ use shutdown::Lifecycle;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost_core::capability::net::{GrantedSecret, NetGrant, redact};
+use toolhost_core::capability::net::{NetGrant, redact, redaction_set};
 use toolhost_core::executor::observer::{CallRun, SharedRecord};
 use toolhost_core::executor::{CallObserver, ErrorKind, Outcome, Progress, ToolCall};
 use toolhost_core::registry::Registry;
@@ -184,27 +184,16 @@ impl Service {
         front_end: &'static str,
         audit: Option<AuditLog>,
     ) -> Service {
-        let sources = config
-            .secrets
-            .values()
-            .chain(settings.mcp.tokens.iter().map(|(_, s)| s))
-            .chain(settings.mcp.approval_key.iter())
-            .chain(settings.mcp.replay_store.iter().filter_map(|s| match s {
-                crate::mcp::settings::StoreUrl::Secret(s) => Some(s),
-                crate::mcp::settings::StoreUrl::Plain(_) => None,
-            }));
-        let secrets = sources
-            .filter_map(|s| {
-                s.read().ok().map(|value| GrantedSecret { name: s.name.clone(), value, hosts: vec![] })
-            })
-            .collect();
+        // The set telemetry redacts with too; the front ends' own secrets are in the config's
+        // (`extra_secrets`) when the CLI read them, and added here for an embedder's.
+        let secrets = redaction_set(config.secret_sources().chain(settings.secret_sources()));
         Service {
             lifecycle: Lifecycle::new(settings.serve.shutdown_grace),
             metrics: Metrics::new(),
             audit: audit.map(Arc::new),
             registry,
             front_end,
-            secrets: NetGrant { secrets, ..NetGrant::default() },
+            secrets,
             calls: tokio::sync::broadcast::channel(CALL_EVENTS_BUFFER).0,
             running: tokio::sync::broadcast::channel(RUNNING_EVENTS_BUFFER).0,
             running_calls: Default::default(),

@@ -230,6 +230,18 @@ impl Preopens {
     }
 }
 
+/// Create the default workspace the first time a call is granted it, and say so once.
+pub(crate) fn create_on_first_use(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| io::Error::other(format!("cannot create the workspace {}: {e}", dir.display())))?;
+    tracing::warn!(
+        "created the workspace {}: the folder plugins granted the workspace see, since the config names none \
+         (set `workspace = \"DIR\"` in toolhost.toml or pass --workspace DIR)",
+        dir.display()
+    );
+    Ok(())
+}
+
 fn open_dirs(fs: &[FsGrant], b: &mut WasiCtxBuilder) -> io::Result<()> {
     if guards_outside(fs)
         && let Some(dir) = no_access_dir()
@@ -239,6 +251,9 @@ fn open_dirs(fs: &[FsGrant], b: &mut WasiCtxBuilder) -> io::Result<()> {
             .map_err(|e| io::Error::other(format!("cannot open {}: {e}", dir.display())))?;
     }
     for fs in fs {
+        if fs.create && !fs.host_path.exists() {
+            create_on_first_use(&fs.host_path)?;
+        }
         let perms = match fs.mode {
             FsMode::ReadOnly => FsPerms::ReadOnly,
             FsMode::ReadWrite => FsPerms::ReadWrite,

@@ -24,6 +24,9 @@ pub struct FsGrant {
     /// Absolute host path.
     pub host_path: PathBuf,
     pub mode: FsMode,
+    /// The directory is created on first use, when missing: only the default workspace (a
+    /// folder of its own beside the config, never the config's folder itself).
+    pub create: bool,
 }
 
 impl FsGrant {
@@ -35,11 +38,12 @@ impl FsGrant {
 }
 
 impl RawFs {
-    /// Resolve against the workspace (for `path = "workspace"`) or `base` (the config file's
-    /// directory); `normalize` makes a path canonical where it exists.
+    /// Resolve against the workspace (for `path = "workspace"`: `workspace` is its grant, whose
+    /// mode is replaced) or `base` (the config file's directory); `normalize` makes a path
+    /// canonical where it exists.
     pub fn resolve(
         self,
-        workspace: &Path,
+        workspace: &FsGrant,
         base: &Path,
         normalize: fn(&Path) -> PathBuf,
     ) -> Result<FsGrant, String> {
@@ -50,7 +54,7 @@ impl RawFs {
             {
                 return Err(format!("the workspace is always requested as `workspace`, not {n:?}"));
             }
-            return Ok(FsGrant { name: "workspace".into(), host_path: workspace.to_path_buf(), mode });
+            return Ok(FsGrant { mode, ..workspace.clone() });
         }
         let name = name.unwrap_or_else(|| path.clone());
         let plain = !name.is_empty()
@@ -62,6 +66,6 @@ impl RawFs {
                 "{name:?} is not a plain name a plugin can request; add `name = \"docs\"` (letters, digits, `_`, `-`, `.`)"
             ));
         }
-        Ok(FsGrant { name, host_path: normalize(&base.join(path)), mode })
+        Ok(FsGrant { name, host_path: normalize(&base.join(path)), mode, create: false })
     }
 }

@@ -725,6 +725,17 @@ fn describe(e: &reqwest::Error, url: &reqwest::Url, timeout: Duration) -> String
     format!("request to {url} failed: {last}")
 }
 
+/// The values of `sources` as one [`NetGrant`] to [`redact`] with (a source that cannot be read
+/// now is left out): the one set the audit trail and telemetry redact arguments with, built
+/// from `Config::secret_sources`.
+pub fn redaction_set<'a>(sources: impl IntoIterator<Item = &'a crate::settings::SecretSource>) -> NetGrant {
+    let secrets = (sources.into_iter())
+        .filter_map(|s| Some(GrantedSecret { name: s.name.clone(), value: s.read().ok()?, hosts: vec![] }))
+        .filter(|s| !s.value.is_empty())
+        .collect();
+    NetGrant { secrets, ..NetGrant::default() }
+}
+
 /// Replace every secret value in `s` with `[secret NAME redacted]`.
 pub fn redact<'a>(s: &'a str, grant: &NetGrant) -> std::borrow::Cow<'a, str> {
     let mut out = std::borrow::Cow::Borrowed(s);

@@ -164,6 +164,8 @@ pub struct ProcessCall {
     pub exec: Arc<ExecGrants>,
     /// Default working directory.
     pub workspace: Arc<Path>,
+    /// The workspace is the default one, created on first use (`capability::fs`).
+    pub create_workspace: bool,
     /// The call's deadline; `None` (a store built without one) runs nothing.
     pub deadline: Option<Instant>,
     pub runs: u32,
@@ -181,6 +183,7 @@ impl ProcessCall {
             plugin,
             exec: Arc::default(),
             workspace: Arc::from(Path::new("/")),
+            create_workspace: false,
             deadline: None,
             runs: 0,
             settings: Arc::default(),
@@ -295,6 +298,13 @@ impl ProcessCall {
             return Err(wasmtime::Error::new(wasmtime::Trap::Interrupt));
         }
         let cwd = g.grant.cwd.clone().unwrap_or_else(|| self.workspace.to_path_buf());
+        if g.grant.cwd.is_none()
+            && self.create_workspace
+            && !cwd.exists()
+            && let Err(e) = crate::capability::fs::create_on_first_use(&cwd)
+        {
+            return Ok(Err(e.to_string()));
+        }
         tracing::info!(
             plugin = &*self.plugin,
             "running {} {args:?} in {}",
