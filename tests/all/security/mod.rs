@@ -4,6 +4,7 @@
 
 mod exec;
 mod http;
+mod memory;
 mod model_text;
 mod promises;
 mod secrets;

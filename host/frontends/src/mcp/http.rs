@@ -238,6 +238,45 @@ fn parse_origin(value: &str) -> Option<Option<(String, String, Option<u16>)>> {
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
 
+/// The IP address an MCP request came from, in its extensions like [`TokenName`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PeerAddr(pub std::net::IpAddr);
+
+/// The client an MCP request's extensions name, for the caps on what one client may hold.
+pub(crate) fn client_of(extensions: &hyper::http::Extensions) -> Option<crate::service::places::Peer> {
+    let token = extensions.get::<TokenName>().map(|t| t.0.as_str());
+    crate::service::places::Peer::of(token, extensions.get::<PeerAddr>().map(|p| p.0))
+}
+
+/// In an MCP `POST`'s extensions: fires once the request's answer is dropped — sent, or its
+/// connection closed first (hyper drops a request's future and response when its client
+/// closes). A call of the request still waiting for a slot is then dropped before it runs, and
+/// its arguments freed (`CallControl::gone`); a call already running is not stopped by it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientGone(pub toolhost_core::executor::Cancel);
+
+/// Fires its [`ClientGone`] when dropped: held by the request's future, then by its answer's
+/// body until hyper is done with it.
+struct GoneOnDrop(toolhost_core::executor::Cancel);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel("its client");
+    }
+}
+
+/// `resp`, whose body holds `held` until hyper is done with it (sent or dropped).
+fn held_by_body<T: Send + Sync + 'static>(resp: hyper::Response<Body>, held: T) -> hyper::Response<Body> {
+    use http_body_util::BodyExt;
+    resp.map(move |body| {
+        body.map_frame(move |frame| {
+            let _held = &held;
+            frame
+        })
+        .boxed()
+    })
+}
+
 /// Options for the streamable HTTP transport.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
@@ -482,14 +521,7 @@ impl OpenAnswers {
 
     /// `resp`, still counted (by `open`) until its body is done.
     fn track(open: OpenAnswer, resp: hyper::Response<Body>) -> hyper::Response<Body> {
-        use http_body_util::BodyExt;
-        resp.map(move |body| {
-            body.map_frame(move |frame| {
-                let _held = &open;
-                frame
-            })
-            .boxed()
-        })
+        held_by_body(resp, open)
     }
 
     /// Until no tracked response is open.
@@ -774,11 +806,11 @@ pub async fn serve_http(
     let max_message = server.max_message;
     // 2025 sessions unused for `[mcp] session_idle_s` are closed (their memory freed) until the
     // sessions end.
-    let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle));
+    let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle, server.session_caps));
     tokio::spawn(idle_sessions.clone().sweep(sessions.clone().cancelled_owned()));
     // A session's common call is answered without rmcp's session (see `direct.rs`).
     let direct = Arc::new(super::direct::Direct::new(server.clone(), idle_sessions.clone()));
-    let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions, config);
+    let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions.clone(), config);
     let host_service = options.service.clone();
     let console = options.console.clone();
     let mut limits = options.limits;
@@ -844,8 +876,10 @@ pub async fn serve_http(
         let guard = guard.clone();
         let console = console.clone();
         let direct = direct.clone();
+        let idle_sessions = idle_sessions.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let direct = direct.clone();
+            let idle_sessions = idle_sessions.clone();
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
@@ -914,6 +948,15 @@ pub async fn serve_http(
                         (had, None) => return Ok(unauthorized(peer, "MCP", had)),
                     }
                 }
+                // Who the request comes from, and (for a POST) whether they are still there:
+                // for the caps on what one client may hold, and to drop a call still waiting
+                // for a slot when its client is gone.
+                req.extensions_mut().insert(PeerAddr(peer.ip()));
+                let gone = (req.method() == hyper::Method::POST).then(|| {
+                    let gone = toolhost_core::executor::Cancel::new();
+                    req.extensions_mut().insert(ClientGone(gone.clone()));
+                    GoneOnDrop(gone)
+                });
                 // While starting, nothing; while shutting down, nothing new. A new session's
                 // `initialize` and a new call are refused, but the rest is served — an existing
                 // session's GET stream, its notifications (`notifications/cancelled`), the answer
@@ -945,9 +988,15 @@ pub async fn serve_http(
                     _ => req,
                 };
                 let open = post.then(|| answers.open());
-                let answered = move |resp| match open {
-                    Some(open) => OpenAnswers::track(open, resp),
-                    None => resp,
+                let answered = move |resp| {
+                    let resp = match open {
+                        Some(open) => OpenAnswers::track(open, resp),
+                        None => resp,
+                    };
+                    match gone {
+                        Some(gone) => held_by_body(resp, gone),
+                        None => resp,
+                    }
                 };
                 // A call that needs nothing of its session is answered here. The request's
                 // Host and Origin are checked as rmcp checks them; if refused, rmcp answers.
@@ -983,6 +1032,11 @@ pub async fn serve_http(
                 } else {
                     (req, false)
                 };
+                // No new session past `[mcp] max_sessions` (…`_per_peer`); `IdleSessions`
+                // refuses one this does not see as an `initialize` (sent without a length).
+                if initialize && let Err(full) = idle_sessions.room(client_of(req.extensions()).as_ref()) {
+                    return Ok(super::idle::refused(full, client_of(req.extensions()).as_ref()));
+                }
                 // A client that accepts JSON gets its answer as plain JSON when no stream is
                 // needed (see `plain_json`); one that accepts only streams keeps them.
                 let accepts_json = post && accepts_json(req.headers());
