@@ -238,33 +238,6 @@ fn parse_origin(value: &str) -> Option<Option<(String, String, Option<u16>)>> {
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
 
-/// The IP address an MCP request came from, in its extensions like [`TokenName`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PeerAddr(pub std::net::IpAddr);
-
-/// The client an MCP request's extensions name, for the caps on what one client may hold.
-pub(crate) fn client_of(extensions: &hyper::http::Extensions) -> Option<crate::service::places::Peer> {
-    let token = extensions.get::<TokenName>().map(|t| t.0.as_str());
-    crate::service::places::Peer::of(token, extensions.get::<PeerAddr>().map(|p| p.0))
-}
-
-/// In an MCP `POST`'s extensions: fires once the request's answer is dropped — sent, or its
-/// connection closed first (hyper drops a request's future and response when its client
-/// closes). A call of the request still waiting for a slot is then dropped before it runs, and
-/// its arguments freed (`CallControl::gone`); a call already running is not stopped by it.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientGone(pub toolhost_core::executor::Cancel);
-
-/// Fires its [`ClientGone`] when dropped: held by the request's future, then by its answer's
-/// body until hyper is done with it.
-struct GoneOnDrop(toolhost_core::executor::Cancel);
-
-impl Drop for GoneOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel("its client");
-    }
-}
-
 /// `resp`, whose body holds `held` until hyper is done with it (sent or dropped).
 fn held_by_body<T: Send + Sync + 'static>(resp: hyper::Response<Body>, held: T) -> hyper::Response<Body> {
     use http_body_util::BodyExt;
@@ -734,9 +707,7 @@ fn unavailable(starting: bool, post: bool) -> hyper::Response<Body> {
     resp
 }
 
-/// The JSON-RPC error code of a request refused because the server is starting or stopping
-/// (in the implementation-defined server error range).
-pub(crate) const UNAVAILABLE_CODE: i64 = -32001;
+pub(crate) use super::UNAVAILABLE_CODE;
 
 fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
     use http_body_util::{BodyExt, Full};
@@ -951,12 +922,9 @@ pub async fn serve_http(
                 // Who the request comes from, and (for a POST) whether they are still there:
                 // for the caps on what one client may hold, and to drop a call still waiting
                 // for a slot when its client is gone.
-                req.extensions_mut().insert(PeerAddr(peer.ip()));
-                let gone = (req.method() == hyper::Method::POST).then(|| {
-                    let gone = toolhost_core::executor::Cancel::new();
-                    req.extensions_mut().insert(ClientGone(gone.clone()));
-                    GoneOnDrop(gone)
-                });
+                let token = req.extensions().get::<TokenName>().map(|t| t.0.clone());
+                let is_post = req.method() == hyper::Method::POST;
+                let gone = super::client::mark(req.extensions_mut(), peer.ip(), token.as_deref(), is_post);
                 // While starting, nothing; while shutting down, nothing new. A new session's
                 // `initialize` and a new call are refused, but the rest is served — an existing
                 // session's GET stream, its notifications (`notifications/cancelled`), the answer
@@ -1034,8 +1002,9 @@ pub async fn serve_http(
                 };
                 // No new session past `[mcp] max_sessions` (…`_per_peer`); `IdleSessions`
                 // refuses one this does not see as an `initialize` (sent without a length).
-                if initialize && let Err(full) = idle_sessions.room(client_of(req.extensions()).as_ref()) {
-                    return Ok(super::idle::refused(full, client_of(req.extensions()).as_ref()));
+                let client = || req.extensions().get::<super::client::Client>().and_then(|c| c.0.clone());
+                if initialize && let Err(full) = idle_sessions.room(client().as_ref()) {
+                    return Ok(super::idle::refused(full, client().as_ref()));
                 }
                 // A client that accepts JSON gets its answer as plain JSON when no stream is
                 // needed (see `plain_json`); one that accepts only streams keeps them.

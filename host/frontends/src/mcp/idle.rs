@@ -193,7 +193,7 @@ impl SessionManager for IdleSessions {
             .request
             .extensions()
             .get::<hyper::http::request::Parts>()
-            .and_then(|p| super::http::client_of(&p.extensions));
+            .and_then(|p| p.extensions.get::<super::client::Client>()?.0.clone());
         let place = match self.places.take(peer.clone()) {
             Ok(place) => place,
             Err(full) => {
@@ -204,7 +204,7 @@ impl SessionManager for IdleSessions {
                 if let Err(e) = self.inner.close_session(id).await {
                     tracing::debug!(session = %id, "closing a refused MCP session: {e}");
                 }
-                let code = rmcp::model::ErrorCode(super::http::UNAVAILABLE_CODE as i32);
+                let code = rmcp::model::ErrorCode(super::UNAVAILABLE_CODE as i32);
                 return Ok(ServerJsonRpcMessage::error(
                     rmcp::ErrorData::new(code, why, None),
                     Some(request_id),
@@ -311,7 +311,7 @@ pub(crate) fn refused(
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": { "code": super::http::UNAVAILABLE_CODE, "message": why },
+        "error": { "code": super::UNAVAILABLE_CODE, "message": why },
     });
     let mut resp = hyper::Response::new(FullBody::new(bytes::Bytes::from(body.to_string())).boxed());
     *resp.status_mut() = match full {

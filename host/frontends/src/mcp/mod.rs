@@ -46,6 +46,7 @@
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
 
 mod approval;
+mod client;
 mod decode;
 mod direct;
 mod http;
@@ -98,6 +99,10 @@ const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 const LIVE_LIST_TTL_MS: u64 = 10_000;
 /// `tools/list` freshness when nothing reloads the registry (it cannot change).
 const FIXED_LIST_TTL_MS: u64 = 3_600_000;
+
+/// The JSON-RPC error code of a request refused because the server is starting or stopping, or
+/// has no room for it (in the implementation-defined server error range).
+pub(crate) const UNAVAILABLE_CODE: i64 = -32001;
 
 /// The MCP server: one per connection (or HTTP session), all sharing one executor.
 #[derive(Clone)]
@@ -738,14 +743,14 @@ fn caller_of(
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client,
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
-        peer: parts.and_then(|p| p.extensions.get::<http::PeerAddr>()).map(|p| p.0),
+        peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         trace_parent: trace_parent(meta, parts),
     }
 }
 
-/// Over HTTP, what fires when the request's client is gone (see [`http::ClientGone`]).
+/// Over HTTP, what fires when the request's client is gone (see [`client::ClientGone`]).
 fn client_gone(parts: Option<&hyper::http::request::Parts>) -> Option<Cancel> {
-    parts?.extensions.get::<http::ClientGone>().map(|g| g.0.clone())
+    parts?.extensions.get::<client::ClientGone>().map(|g| g.0.clone())
 }
 
 /// The caller's span, when telemetry is on: `_meta.traceparent` (SEP-414, 2026-07-28), else
