@@ -204,7 +204,8 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
 /// #55 item 4: 10,000 `initialize` requests on one connection opened 10,000 sessions (576 MB,
 /// kept for `session_idle_s`). Now past `[mcp] max_sessions_per_peer` an `initialize` is
 /// refused `429`, past `max_sessions` `503`, each with `Retry-After` and a JSON-RPC error
-/// naming the setting; a session ended (DELETE) frees its place.
+/// naming the setting (one the front door does not see, sent chunked, by the session manager);
+/// a session ended (DELETE) frees its place.
 #[test]
 fn open_sessions_are_capped_in_all_and_per_client() {
     let config = "[mcp]\nmax_sessions = 60\nmax_sessions_per_peer = 30\n";
@@ -247,6 +248,23 @@ fn open_sessions_are_capped_in_all_and_per_client() {
             "{message}"
         );
     }
+    // One sent without a length (which the front door does not read) is refused too, by the
+    // session manager: a JSON-RPC error naming the cap, its session closed at once.
+    let mut s = connect_from([127, 0, 0, 2], addr);
+    let head = mcp_headers(addr, None, None);
+    let chunked = format!(
+        "{head}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{INITIALIZE}\r\n0\r\n\r\n",
+        INITIALIZE.len()
+    );
+    s.write_all(chunked.as_bytes()).unwrap();
+    let (_, head, body) = read_answer(&mut s, Duration::from_secs(10)).expect("an answer");
+    let error = json_rpc(&body).unwrap_or_else(|| panic!("no JSON-RPC answer: {head}\n{body}"));
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("[mcp] max_sessions_per_peer = 30"), "{error}");
+    let id = header(&head, "mcp-session-id").expect("rmcp names the session it made");
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let (status, _, _) = crate::support::request(addr, &mcp_headers(addr, None, Some(&id)), list);
+    assert_eq!(status, 404, "the refused session is not served");
     healthz_within_a_second(addr);
     echo_over_mcp(addr, None, Duration::from_secs(1));
     // A session ended frees its place.
