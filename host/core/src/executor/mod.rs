@@ -768,7 +768,8 @@ impl Executor {
         let (plugin, tool) = (&entry.plugin.name, &entry.spec().name);
         let place = match self.observer.get().map(|o| o.wait(watch.call, watch.ctx)) {
             Some(Err(why)) => {
-                tracing::info!(plugin = &**plugin, tool, "call refused: {why}");
+                // Not louder: a flood of refusals must not flood the log.
+                tracing::debug!(plugin = &**plugin, tool, "call refused: {why}");
                 return Err(Outcome::err(ErrorKind::Busy, why));
             }
             Some(Ok(place)) => place,
