@@ -178,3 +178,251 @@ pub fn append_custom_section(bytes: &mut Vec<u8>, name: &str, data: &[u8]) {
     leb(payload.len(), bytes);
     bytes.extend_from_slice(&payload);
 }
+
+/// A running `toolhost serve --mcp --http 127.0.0.1:0` (killed when dropped), with its own
+/// config folder, which is also its state folder: the audit trail is `dir/toolhost/audit.jsonl`.
+pub struct HttpServer {
+    pub child: std::process::Child,
+    pub addr: std::net::SocketAddr,
+    /// Its stderr, line by line (kept: the server's log is not cut off).
+    pub _log: std::sync::mpsc::Receiver<String>,
+    pub dir: tempfile::TempDir,
+    /// Its plugins folder and workspace, kept while it runs.
+    pub _env: Env,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpServer {
+    /// With the plugins `wasm`, `config` as its toolhost.toml, `args` after `serve --mcp --http
+    /// 127.0.0.1:0` and the variables `vars`; returns once it says where it listens.
+    pub fn start(wasm: &[&str], config: &str, args: &[&str], vars: &[(&str, &str)]) -> HttpServer {
+        use std::io::BufRead;
+        let env = Env::with(wasm);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+        let mut child = env
+            .command()
+            .arg("--config")
+            .arg(dir.path().join("toolhost.toml"))
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .args(args)
+            .envs(vars.iter().copied())
+            .env("XDG_STATE_HOME", dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, log) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let addr = loop {
+            let line = log
+                .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+                .expect("serve did not say where it listens");
+            if let Some(rest) = line.split("MCP over streamable HTTP at http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        HttpServer { child, addr, _log: log, dir, _env: env }
+    }
+
+    /// The server's resident memory now (`VmRSS`), in KiB.
+    pub fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmRSS in:\n{status}"))
+    }
+
+    /// The lines of its audit trail written so far.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("toolhost/audit.jsonl")).unwrap_or_default();
+        // A line being written has no newline yet.
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        whole
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+/// A TCP connection to `to` from the loopback address `from` (127.0.0.2 and up stand for other
+/// machines: the server's per-address caps see them apart).
+pub fn connect_from(from: [u8; 4], to: std::net::SocketAddr) -> std::net::TcpStream {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    let rt = RT.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap());
+    let stream = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+        let stream = socket.connect(to).await.unwrap();
+        stream.into_std().unwrap()
+    });
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// One request on a fresh connection from 127.0.0.1 (`head_lines`: the request line and
+/// headers, each ending in CRLF); the status, head and body of the answer.
+pub fn request(addr: std::net::SocketAddr, head_lines: &str, body: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let req = format!("{head_lines}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").map_or(raw.len(), |at| at + 4);
+    let head = String::from_utf8_lossy(&raw[..at]).trim_end().to_string();
+    let chunked = header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked { dechunk(&raw[at..]).unwrap_or_default() } else { raw[at..].to_vec() };
+    let status =
+        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
+    (status, head, String::from_utf8_lossy(&body).to_string())
+}
+
+/// `GET path` with the extra header lines `extra`; the status and body.
+pub fn get(addr: std::net::SocketAddr, path: &str, extra: &str) -> (u16, String) {
+    let (status, _, body) = request(addr, &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}"), "");
+    (status, body)
+}
+
+/// The headers of an MCP `POST` (with the bearer `token`, if any, and the session, if any).
+pub fn mcp_headers(addr: std::net::SocketAddr, token: Option<&str>, session: Option<&str>) -> String {
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let session = session
+        .map(|s| format!("Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-06-18\r\n"))
+        .unwrap_or_default();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}"
+    )
+}
+
+/// The JSON-RPC message of an MCP answer's body: plain JSON, or the one in an SSE event.
+pub fn json_rpc(body: &str) -> Option<serde_json::Value> {
+    body.lines().filter_map(|l| l.strip_prefix("data:")).chain(std::iter::once(body)).find_map(|l| {
+        serde_json::from_str::<serde_json::Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some())
+    })
+}
+
+/// An MCP POST (with `token`, in `session`); the status, head and JSON-RPC message of the answer.
+pub fn mcp_post(
+    addr: std::net::SocketAddr,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, String, Option<serde_json::Value>) {
+    let (status, head, body) = request(addr, &mcp_headers(addr, token, session), body);
+    (status, head, json_rpc(&body))
+}
+
+/// The value of header `name` in a response's head.
+pub fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string())
+    })
+}
+
+/// A 2025-06-18 `initialize` (request id 1) from a client named `raw`.
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+/// A new MCP session (initialize, initialized) with `token`; its id.
+pub fn open_session(addr: std::net::SocketAddr, token: Option<&str>) -> String {
+    let (status, head, _) = mcp_post(addr, token, None, INITIALIZE);
+    assert_eq!(status, 200, "{head}");
+    let session = header(&head, "mcp-session-id").expect("a session id");
+    let (status, head, _) =
+        mcp_post(addr, token, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(status, 202, "{head}");
+    session
+}
+
+/// A whole MCP exchange with `token`: initialize, initialized, `echo` (of the `text` plugin) —
+/// all of it answered within `within`.
+pub fn echo_over_mcp(addr: std::net::SocketAddr, token: Option<&str>, within: std::time::Duration) {
+    let started = std::time::Instant::now();
+    let session = open_session(addr, token);
+    echo_in(addr, token, &session);
+    assert!(started.elapsed() < within, "the MCP exchange took {:?}", started.elapsed());
+}
+
+/// `echo` in an open session, answered.
+pub fn echo_in(addr: std::net::SocketAddr, token: Option<&str>, session: &str) {
+    let (status, head, body) = request(
+        addr,
+        &mcp_headers(addr, token, Some(session)),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still served"}}}"#,
+    );
+    assert_eq!(status, 200, "{head}");
+    let answer = json_rpc(&body).unwrap_or_else(|| panic!("no answer to tools/call: {head}\n{body}"));
+    assert_eq!(answer["result"]["content"][0]["text"], "still served", "{answer}");
+}
+
+/// The next answer on a keep-alive connection (a body of known length or chunked): status,
+/// head and body; `None` if none came within `within`.
+pub fn read_answer(
+    s: &mut std::net::TcpStream,
+    within: std::time::Duration,
+) -> Option<(u16, String, String)> {
+    use std::io::Read;
+    let deadline = std::time::Instant::now() + within;
+    let mut raw: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..at]).to_string();
+            let rest = &raw[at + 4..];
+            let body = if let Some(n) = header(&head, "content-length").and_then(|v| v.parse::<usize>().ok())
+            {
+                (rest.len() >= n).then(|| rest[..n].to_vec())
+            } else if header(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+                dechunk(rest)
+            } else {
+                Some(rest.to_vec())
+            };
+            if let Some(body) = body {
+                let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+                return Some((status, head, String::from_utf8_lossy(&body).to_string()));
+            }
+        }
+        let left = deadline.checked_duration_since(std::time::Instant::now())?;
+        s.set_read_timeout(Some(left.max(std::time::Duration::from_millis(1)))).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A whole chunked body, once all of it is in `raw`.
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let at = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..at]).ok()?.split(';').next()?.trim(), 16)
+            .ok()?;
+        raw = &raw[at + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        if raw.len() < size + 2 {
+            return None;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
+    }
+}

@@ -4,143 +4,16 @@
 //! from other loopback addresses, 127.0.0.2 and up, so the per-address cap can be seen apart
 //! from the total one).
 
-use crate::support::Env;
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::support::{HttpServer, echo_over_mcp, get, request};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "security-suite-token-0123456789";
 
-struct Served {
-    child: Child,
-    addr: SocketAddr,
-    _log: Receiver<String>,
-    _dir: tempfile::TempDir,
-    _env: Env,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn cache() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
-}
-
 /// `serve --mcp --http 127.0.0.1:0` with `config` as its toolhost.toml and `args` after it.
-fn serve(config: &str, args: &[&str]) -> Served {
-    let env = Env::with(&[plugin_artifacts::TEXT]);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(dir.path().join("toolhost.toml"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
-        .args(args)
-        .env("TOOLHOST_TEST_HTTP_TOKEN", TOKEN)
-        .env("XDG_CACHE_HOME", cache())
-        .env("XDG_STATE_HOME", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let addr = loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("serve did not say where it listens");
-        if let Some(rest) = line.split("MCP over streamable HTTP at http://").nth(1) {
-            break rest.split('/').next().unwrap().parse().unwrap();
-        }
-    };
-    Served { child, addr, _log: rx, _dir: dir, _env: env }
-}
-
-/// One request on a fresh connection from 127.0.0.1; the status, head and body.
-fn request(addr: SocketAddr, head_lines: &str, body: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!("{head_lines}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
-    (status, head.to_string(), body.to_string())
-}
-
-fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, String) {
-    let (status, _, body) = request(addr, &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}"), "");
-    (status, body)
-}
-
-/// An MCP POST with the token; the JSON-RPC message of the answer (plain JSON or one SSE event).
-fn mcp_post(addr: SocketAddr, session: Option<&str>, body: &str) -> (u16, String, Option<serde_json::Value>) {
-    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    let (status, head, body) = request(
-        addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{session}"
-        ),
-        body,
-    );
-    let json = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(body.as_str()))
-        .find_map(|l| {
-            serde_json::from_str::<serde_json::Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some())
-        });
-    (status, head, json)
-}
-
-/// A whole MCP exchange with the token: initialize, initialized, `echo` — each answered in time.
-fn echo_over_mcp(addr: SocketAddr, within: Duration) {
-    let started = Instant::now();
-    let (status, head, _) = mcp_post(
-        addr,
-        None,
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
-    );
-    assert_eq!(status, 200, "{head}");
-    let session = head
-        .lines()
-        .find_map(|l| {
-            l.split_once(':')
-                .filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .expect("a session id");
-    let (status, head, _) =
-        mcp_post(addr, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    assert_eq!(status, 202, "{head}");
-    let (status, head, answer) = mcp_post(
-        addr,
-        Some(&session),
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still served"}}}"#,
-    );
-    assert_eq!(status, 200, "{head}");
-    let answer = answer.expect("an answer to tools/call");
-    assert_eq!(answer["result"]["content"][0]["text"], "still served", "{answer}");
-    assert!(started.elapsed() < within, "the MCP call took {:?}", started.elapsed());
+fn serve(config: &str, args: &[&str]) -> HttpServer {
+    HttpServer::start(&[plugin_artifacts::TEXT], config, args, &[("TOOLHOST_TEST_HTTP_TOKEN", TOKEN)])
 }
 
 /// Raise this test process's open-file limit (it holds hundreds of sockets at once).
@@ -196,7 +69,9 @@ async fn slow_clients_cannot_hold_the_server_down() {
     .unwrap();
     assert_eq!((probe.0, probe.1.as_str()), (200, "ok\n"));
     assert!(probe.2 < Duration::from_secs(1), "/healthz took {:?} with 300 slow clients", probe.2);
-    tokio::task::spawn_blocking(move || echo_over_mcp(addr, Duration::from_secs(1))).await.unwrap();
+    tokio::task::spawn_blocking(move || echo_over_mcp(addr, Some(TOKEN), Duration::from_secs(1)))
+        .await
+        .unwrap();
 
     // One address past its cap: answered 503 with Retry-After at once, nothing else held.
     let mut burst = Vec::new();

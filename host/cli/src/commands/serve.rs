@@ -244,7 +244,8 @@ async fn serve_mcp(
         .with_approvals(frontends.mcp.approval_ttl, approval_key.as_deref(), replay_store)?
         .with_task_limits(frontends.mcp.tasks)
         .with_max_message(frontends.mcp.max_message_bytes)
-        .with_session_idle(frontends.mcp.session_idle);
+        .with_session_idle(frontends.mcp.session_idle)
+        .with_session_caps(frontends.mcp.sessions);
     let tasks = server.tasks();
     if http.is_some() && !options.tokens.is_empty() {
         server = server.private_listing();

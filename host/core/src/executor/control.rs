@@ -8,6 +8,10 @@
 //! `process` capability kills the group when its run is dropped), an HTTP request in flight is
 //! aborted (reqwest stops when its future is dropped), and a call waiting for a slot or for a
 //! danger confirmation stops waiting. The outcome is [`ErrorKind::Cancelled`].
+//!
+//! A front end whose client can go away without cancelling (an HTTP connection closed while
+//! its call waits) says so with [`CallControl::gone`]: a call still waiting for a slot is
+//! then dropped before it runs, its arguments freed; one already running goes on.
 
 use super::{ErrorKind, Outcome};
 use crate::capability::progress::{MIN_INTERVAL, Progress};
@@ -78,6 +82,18 @@ impl Cancel {
         &self.token
     }
 
+    /// The outcome of a call dropped while it waited for a slot because this fired (its
+    /// client went away): it never ran.
+    pub fn gone_outcome(&self, tool: &str, waited_ms: u128) -> Outcome {
+        Outcome::err(
+            ErrorKind::Cancelled,
+            format!(
+                "call to `{tool}` was dropped after waiting {waited_ms} ms for a free slot: {} went away; it did not run",
+                self.by()
+            ),
+        )
+    }
+
     /// The outcome of a call this cancelled.
     pub fn outcome(&self, tool: &str, ran_ms: u128) -> Outcome {
         Outcome::err(
@@ -94,6 +110,9 @@ impl Cancel {
 #[derive(Clone, Default)]
 pub struct CallControl {
     pub cancel: Option<Cancel>,
+    /// Fires when the call's client is gone (its connection closed): a call still waiting for
+    /// a slot is dropped then (its outcome [`Cancel::gone_outcome`]), one running goes on.
+    pub gone: Option<Cancel>,
     pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
@@ -101,6 +120,7 @@ impl std::fmt::Debug for CallControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallControl")
             .field("cancel", &self.cancel)
+            .field("gone", &self.gone)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -109,6 +129,11 @@ impl std::fmt::Debug for CallControl {
 impl CallControl {
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {
         self.cancel = Some(cancel);
+        self
+    }
+
+    pub fn with_gone(mut self, gone: Option<Cancel>) -> Self {
+        self.gone = gone;
         self
     }
 

@@ -58,9 +58,9 @@ pub use toolhost_spec::call::ToolCall;
 
 /// The context of a call no front end describes ([`CallContext::default`], as a static).
 static NO_CONTEXT: CallContext =
-    CallContext { front_end: None, client: None, token: None, trace_parent: None };
+    CallContext { front_end: None, client: None, token: None, peer: None, trace_parent: None };
 /// The control of a call nobody steers ([`CallControl::default`], as a static).
-static NO_CONTROL: CallControl = CallControl { cancel: None, progress: None };
+static NO_CONTROL: CallControl = CallControl { cancel: None, gone: None, progress: None };
 
 /// Runs tool calls against the current registry snapshot.
 pub struct Executor {
@@ -238,10 +238,11 @@ impl Executor {
     ) -> Outcome {
         match (self.observer.get(), record) {
             (Some(observer), Some(record)) => {
-                let run = Box::pin(self.call_cancellable(call, confirm, id, Some(record.clone()), control));
+                let run =
+                    Box::pin(self.call_cancellable(call, confirm, ctx, id, Some(record.clone()), control));
                 observer.observe(call, ctx, record, run).await
             }
-            (_, record) => self.call_cancellable(call, confirm, id, record, control).await,
+            (_, record) => self.call_cancellable(call, confirm, ctx, id, record, control).await,
         }
     }
 
@@ -251,13 +252,14 @@ impl Executor {
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
+        ctx: &CallContext,
         id: u64,
         rec: Option<observer::SharedRecord>,
         control: &CallControl,
     ) -> Outcome {
         // The call's future is made where it is awaited, in each branch (see `call_controlled`).
         let Some(cancel) = &control.cancel else {
-            return self.call_recorded(call, confirm, id, rec, control).await;
+            return self.call_recorded(call, confirm, ctx, id, rec, control).await;
         };
         let started = std::time::Instant::now();
         tokio::select! {
@@ -267,7 +269,7 @@ impl Executor {
                 tracing::info!(tool = call.name, "{}", o.text());
                 o
             }
-            o = self.call_recorded(call, confirm, id, rec, control) => o,
+            o = self.call_recorded(call, confirm, ctx, id, rec, control) => o,
         }
     }
 
@@ -277,6 +279,7 @@ impl Executor {
         &self,
         call: &ToolCall,
         confirm: &dyn Confirm,
+        ctx: &CallContext,
         id: u64,
         rec: Option<observer::SharedRecord>,
         control: &CallControl,
@@ -346,7 +349,8 @@ impl Executor {
         }
         let limits = self.config.limits_for_tool(&plugin.name, spec);
         let observer = self.observer.get().filter(|o| o.wants_progress());
-        let watch = Watch { call, id, sink: control.progress.as_ref(), observer };
+        let watch =
+            Watch { call, ctx, gone: control.gone.as_ref(), id, sink: control.progress.as_ref(), observer };
         let mut extra = self.session.allowed(&plugin.name);
         let (mut outcome, mut refused, mut outside) = self.run(entry, &args, limits, watch, &extra).await;
         let mut denied = Vec::new();
@@ -634,16 +638,12 @@ impl Executor {
         let arrived = std::time::Instant::now();
         let deadline = arrived + timeout;
         let share = self.shares.plugin(&plugin.name, &self.config);
-        let waiting = self.observer.get().and_then(|o| o.waiting());
-        let acquired = self.shares.acquire(&share, deadline.into()).await;
-        drop(waiting);
-        let slot = match acquired {
-            Ok(slot) => slot,
-            Err(busy) => {
-                let waited = arrived.elapsed().as_millis();
-                let o = Outcome::err(ErrorKind::Busy, busy.message(&plugin.name, &spec.name, waited));
-                return (o, Vec::new(), Vec::new());
-            }
+        let slot = match self.shares.try_acquire(&share) {
+            Some(slot) => slot,
+            None => match self.wait_for_slot(entry, &share, arrived, deadline, watch).await {
+                Ok(slot) => slot,
+                Err(o) => return (o, Vec::new(), Vec::new()),
+            },
         };
         // A call that found its slots free started when it arrived (no second clock read).
         let started = if slot.waited { std::time::Instant::now() } else { arrived };
@@ -765,6 +765,46 @@ impl Executor {
         (outcome, refused, outside)
     }
 
+    /// Wait for a slot of `share` until `deadline` — if the observer lets the call wait (it
+    /// refuses when too many calls wait already: `busy` at once), and only while its client is
+    /// there: a call whose client went away ([`CallControl::gone`]) is dropped before it runs.
+    async fn wait_for_slot<'a>(
+        &'a self,
+        entry: &ToolEntry,
+        share: &'a slots::PluginShare,
+        arrived: std::time::Instant,
+        deadline: std::time::Instant,
+        watch: Watch<'_>,
+    ) -> Result<slots::Slot<'a>, Outcome> {
+        let (plugin, tool) = (&entry.plugin.name, &entry.spec().name);
+        let place = match self.observer.get().map(|o| o.wait(watch.call, watch.ctx)) {
+            Some(Err(why)) => {
+                // Not louder: a flood of refusals must not flood the log.
+                tracing::debug!(plugin = &**plugin, tool, "call refused: {why}");
+                return Err(Outcome::err(ErrorKind::Busy, why));
+            }
+            Some(Ok(place)) => place,
+            None => None,
+        };
+        let acquire = self.shares.acquire(share, deadline.into());
+        let acquired = match watch.gone {
+            None => acquire.await,
+            Some(gone) => tokio::select! {
+                biased;
+                () = gone.cancelled() => {
+                    let o = gone.gone_outcome(tool, arrived.elapsed().as_millis());
+                    tracing::info!(plugin = &**plugin, tool, "{}", o.text());
+                    return Err(o);
+                }
+                acquired = acquire => acquired,
+            },
+        };
+        drop(place);
+        acquired.map_err(|busy| {
+            Outcome::err(ErrorKind::Busy, busy.message(plugin, tool, arrived.elapsed().as_millis()))
+        })
+    }
+
     /// The cost of the call, from the store's meters; logs what the log limits dropped.
     fn usage(
         &self,
@@ -795,10 +835,14 @@ impl Executor {
     }
 }
 
-/// Who follows one call's progress: the front end's sink and the observer.
+/// One call as those around it see it: who made it (and whether they are still there, for a
+/// call waiting for a slot), and who follows its progress — the front end's sink and the
+/// observer.
 #[derive(Clone, Copy)]
 struct Watch<'a> {
     call: &'a ToolCall,
+    ctx: &'a CallContext,
+    gone: Option<&'a Cancel>,
     id: u64,
     sink: Option<&'a Arc<dyn ProgressSink>>,
     observer: Option<&'a Arc<dyn CallObserver>>,

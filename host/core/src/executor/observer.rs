@@ -19,6 +19,8 @@ pub struct CallContext {
     pub client: Option<String>,
     /// The name of the `[mcp] tokens` entry the HTTP request authenticated with.
     pub token: Option<String>,
+    /// The IP address the HTTP request came from (`None`: not over HTTP).
+    pub peer: Option<std::net::IpAddr>,
     /// The caller's span (W3C `traceparent` from the HTTP request or MCP `_meta`): the call's
     /// span continues its trace when telemetry is on.
     pub trace_parent: Option<crate::telemetry::TraceParent>,
@@ -159,9 +161,13 @@ pub trait CallObserver: Send + Sync {
     /// arguments that do not map to its parameters).
     fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome);
 
-    /// Held while a call waits for a call slot (a gauge of waiting calls); `None`: not counted.
-    fn waiting(&self) -> Option<Box<dyn Send>> {
-        None
+    /// `call` found every slot it needs taken and would wait for one (until its deadline):
+    /// let it wait — what is returned is held while it does (a gauge of waiting calls, its
+    /// place under a cap of them) — or refuse with why (too many calls wait already), and the
+    /// call is answered `busy` at once. The text is all anyone does with a refusal.
+    fn wait(&self, call: &ToolCall, ctx: &CallContext) -> Result<Option<Box<dyn Send>>, String> {
+        let _ = (call, ctx);
+        Ok(None)
     }
 
     /// Whether this observer follows calls' progress ([`CallObserver::progress`]); a call's

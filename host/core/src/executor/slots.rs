@@ -71,6 +71,13 @@ impl Shares {
             .clone()
     }
 
+    /// Both slots now, if both are free (nobody waits for either: see [`take`]).
+    pub fn try_acquire<'a>(&'a self, share: &'a PluginShare) -> Option<Slot<'a>> {
+        let plugin = share.slots.try_acquire().ok()?;
+        let global = self.global.try_acquire().ok()?;
+        Some(Slot { _plugin: plugin, _global: global, waited: false })
+    }
+
     /// Wait for a slot of the plugin, then one of the host, until `deadline`.
     pub async fn acquire<'a>(
         &'a self,

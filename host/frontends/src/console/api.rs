@@ -328,8 +328,13 @@ pub async fn call(
         Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
     };
     let reg = c.executor.registry();
-    let ctx =
-        CallContext { front_end: Some("console"), client: None, token: caller.token.clone(), trace_parent };
+    let ctx = CallContext {
+        front_end: Some("console"),
+        client: None,
+        token: caller.token.clone(),
+        peer: None,
+        trace_parent,
+    };
     let Some(entry) = reg.get(&tool) else {
         let o = toolhost_core::Outcome::err(
             toolhost_core::ErrorKind::UnknownTool,

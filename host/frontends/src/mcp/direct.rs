@@ -99,6 +99,9 @@ impl Direct {
         tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
         let who = super::caller_of(Some(parts), Some(session.client.name.clone()), &meta);
         let cancel = Cancel::new();
+        // Dropped, if still waiting for a slot, when the request's client is gone: this
+        // future is then dropped by hyper, but the call's task below runs on.
+        let gone = super::client_gone(Some(parts));
         let key = (session.id.clone(), request.id.clone());
         // Kept in use (never closed as idle) while its call runs.
         let held = self.sessions.hold(&session.id);
@@ -115,7 +118,7 @@ impl Direct {
         let run = tokio::spawn(async move {
             let _held = held;
             let _forget = Forget { running: &me.running, key, serial };
-            me.server.run_direct(tool_call, who, cancel).await
+            me.server.run_direct(tool_call, who, cancel, gone).await
         });
         // From here the call is answered here, whatever happens: never run again by rmcp.
         let message = match run.await {

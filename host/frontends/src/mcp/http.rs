@@ -238,6 +238,18 @@ fn parse_origin(value: &str) -> Option<Option<(String, String, Option<u16>)>> {
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
 
+/// `resp`, whose body holds `held` until hyper is done with it (sent or dropped).
+fn held_by_body<T: Send + Sync + 'static>(resp: hyper::Response<Body>, held: T) -> hyper::Response<Body> {
+    use http_body_util::BodyExt;
+    resp.map(move |body| {
+        body.map_frame(move |frame| {
+            let _held = &held;
+            frame
+        })
+        .boxed()
+    })
+}
+
 /// Options for the streamable HTTP transport.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
@@ -482,14 +494,7 @@ impl OpenAnswers {
 
     /// `resp`, still counted (by `open`) until its body is done.
     fn track(open: OpenAnswer, resp: hyper::Response<Body>) -> hyper::Response<Body> {
-        use http_body_util::BodyExt;
-        resp.map(move |body| {
-            body.map_frame(move |frame| {
-                let _held = &open;
-                frame
-            })
-            .boxed()
-        })
+        held_by_body(resp, open)
     }
 
     /// Until no tracked response is open.
@@ -702,9 +707,7 @@ fn unavailable(starting: bool, post: bool) -> hyper::Response<Body> {
     resp
 }
 
-/// The JSON-RPC error code of a request refused because the server is starting or stopping
-/// (in the implementation-defined server error range).
-pub(crate) const UNAVAILABLE_CODE: i64 = -32001;
+pub(crate) use super::UNAVAILABLE_CODE;
 
 fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
     use http_body_util::{BodyExt, Full};
@@ -774,11 +777,11 @@ pub async fn serve_http(
     let max_message = server.max_message;
     // 2025 sessions unused for `[mcp] session_idle_s` are closed (their memory freed) until the
     // sessions end.
-    let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle));
+    let idle_sessions = Arc::new(super::idle::IdleSessions::new(server.session_idle, server.session_caps));
     tokio::spawn(idle_sessions.clone().sweep(sessions.clone().cancelled_owned()));
     // A session's common call is answered without rmcp's session (see `direct.rs`).
     let direct = Arc::new(super::direct::Direct::new(server.clone(), idle_sessions.clone()));
-    let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions, config);
+    let service = StreamableHttpService::new(move || Ok(server.session()), idle_sessions.clone(), config);
     let host_service = options.service.clone();
     let console = options.console.clone();
     let mut limits = options.limits;
@@ -844,8 +847,10 @@ pub async fn serve_http(
         let guard = guard.clone();
         let console = console.clone();
         let direct = direct.clone();
+        let idle_sessions = idle_sessions.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let direct = direct.clone();
+            let idle_sessions = idle_sessions.clone();
             let service = service.clone();
             let tokens = tokens.clone();
             let host_service = host_service.clone();
@@ -914,6 +919,12 @@ pub async fn serve_http(
                         (had, None) => return Ok(unauthorized(peer, "MCP", had)),
                     }
                 }
+                // Who the request comes from, and (for a POST) whether they are still there:
+                // for the caps on what one client may hold, and to drop a call still waiting
+                // for a slot when its client is gone.
+                let token = req.extensions().get::<TokenName>().map(|t| t.0.clone());
+                let is_post = req.method() == hyper::Method::POST;
+                let gone = super::client::mark(req.extensions_mut(), peer.ip(), token.as_deref(), is_post);
                 // While starting, nothing; while shutting down, nothing new. A new session's
                 // `initialize` and a new call are refused, but the rest is served — an existing
                 // session's GET stream, its notifications (`notifications/cancelled`), the answer
@@ -945,9 +956,15 @@ pub async fn serve_http(
                     _ => req,
                 };
                 let open = post.then(|| answers.open());
-                let answered = move |resp| match open {
-                    Some(open) => OpenAnswers::track(open, resp),
-                    None => resp,
+                let answered = move |resp| {
+                    let resp = match open {
+                        Some(open) => OpenAnswers::track(open, resp),
+                        None => resp,
+                    };
+                    match gone {
+                        Some(gone) => held_by_body(resp, gone),
+                        None => resp,
+                    }
                 };
                 // A call that needs nothing of its session is answered here. The request's
                 // Host and Origin are checked as rmcp checks them; if refused, rmcp answers.
@@ -983,6 +1000,12 @@ pub async fn serve_http(
                 } else {
                     (req, false)
                 };
+                // No new session past `[mcp] max_sessions` (…`_per_peer`); `IdleSessions`
+                // refuses one this does not see as an `initialize` (sent without a length).
+                let client = || req.extensions().get::<super::client::Client>().and_then(|c| c.0.clone());
+                if initialize && let Err(full) = idle_sessions.room(client().as_ref()) {
+                    return Ok(super::idle::refused(full, client().as_ref()));
+                }
                 // A client that accepts JSON gets its answer as plain JSON when no stream is
                 // needed (see `plain_json`); one that accepts only streams keeps them.
                 let accepts_json = post && accepts_json(req.headers());

@@ -6,8 +6,16 @@
 //! last request. rmcp's own keep-alive is turned off: it ends a session whose handler has been
 //! quiet for that long even while a call is running, and leaves the ended session's id
 //! registered. Here an idle session is closed through the session manager, which drops both.
+//!
+//! Sessions are capped (`[mcp] max_sessions`, in all and per client: see `service::places`):
+//! past a cap an `initialize` is refused — by the front door with `503`/`429` and a JSON-RPC
+//! error naming the setting, and here for one the front door did not recognize (a body sent
+//! without a length), its session closed at once — so clients cannot make the host hold
+//! sessions without bound (about 60 KiB each, kept for `session_idle_s`).
 
+use crate::service::places::{Full, Peer, Place, Places};
 use futures_core::Stream;
+use rmcp::model::GetExtensions;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
@@ -27,6 +35,8 @@ struct Use {
     last: Instant,
     open: usize,
     client: Option<Arc<SessionClient>>,
+    /// Its place under the caps, from its `initialize` on; freed when the session goes.
+    place: Option<Place>,
 }
 
 /// What a session's `initialize` said: what [`super::direct`] needs to serve its calls
@@ -58,13 +68,19 @@ pub(crate) struct IdleSessions {
     inner: LocalSessionManager,
     idle: Duration,
     uses: Uses,
+    places: Arc<Places>,
 }
 
 impl IdleSessions {
-    pub(crate) fn new(idle: Duration) -> IdleSessions {
+    pub(crate) fn new(idle: Duration, caps: super::settings::SessionCaps) -> IdleSessions {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = None;
-        IdleSessions { inner, idle, uses: Uses::default() }
+        IdleSessions { inner, idle, uses: Uses::default(), places: Places::new(caps.max, caps.max_per_peer) }
+    }
+
+    /// Whether `peer` may open one more session now.
+    pub(crate) fn room(&self, peer: Option<&Peer>) -> Result<(), Full> {
+        self.places.room(peer)
     }
 
     /// Who opened session `id`, while rmcp still serves it; `None` for a session unknown,
@@ -161,7 +177,7 @@ impl SessionManager for IdleSessions {
         self.uses
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), Use { last: Instant::now(), open: 0, client: None });
+            .insert(id.clone(), Use { last: Instant::now(), open: 0, client: None, place: None });
         Ok((id, transport))
     }
 
@@ -170,14 +186,41 @@ impl SessionManager for IdleSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let ClientJsonRpcMessage::Request(request) = &message else {
+            return self.inner.initialize_session(id, message).await;
+        };
+        let peer = request
+            .request
+            .extensions()
+            .get::<hyper::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<super::client::Client>()?.0.clone());
+        let place = match self.places.take(peer.clone()) {
+            Ok(place) => place,
+            Err(full) => {
+                let why = refusal(full, peer.as_ref());
+                tracing::warn!(session = %id, "MCP session refused: {why}");
+                let request_id = request.id.clone();
+                self.uses.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+                if let Err(e) = self.inner.close_session(id).await {
+                    tracing::debug!(session = %id, "closing a refused MCP session: {e}");
+                }
+                let code = rmcp::model::ErrorCode(super::UNAVAILABLE_CODE as i32);
+                return Ok(ServerJsonRpcMessage::error(
+                    rmcp::ErrorData::new(code, why, None),
+                    Some(request_id),
+                ));
+            }
+        };
         let _held = self.hold(id);
         let client = SessionClient::of(&message).map(Arc::new);
         let answer = self.inner.initialize_session(id, message).await?;
-        // Only a session whose handshake was answered (not refused) is served directly.
-        if matches!(answer, rmcp::model::JsonRpcMessage::Response(_))
-            && let Some(u) = self.uses.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id)
-        {
-            u.client = client;
+        let mut uses = self.uses.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(u) = uses.get_mut(id) {
+            u.place = Some(place);
+            // Only a session whose handshake was answered (not refused) is served directly.
+            if matches!(answer, rmcp::model::JsonRpcMessage::Response(_)) {
+                u.client = client;
+            }
         }
         Ok(answer)
     }
@@ -231,7 +274,7 @@ impl SessionManager for IdleSessions {
             self.uses
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(id, Use { last: Instant::now(), open: 0, client: None });
+                .insert(id, Use { last: Instant::now(), open: 0, client: None, place: None });
         }
         Ok(outcome)
     }
@@ -239,4 +282,44 @@ impl SessionManager for IdleSessions {
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.inner.event_store()
     }
+}
+
+/// Why an `initialize` of `peer` is refused: which cap, and the setting.
+fn refusal(full: Full, peer: Option<&Peer>) -> String {
+    match full {
+        Full::Total { max } => format!(
+            "too many open MCP sessions: {max} are open, the most [mcp] max_sessions = {max} allows; retry \
+             later (a session unused for [mcp] session_idle_s is closed, and a client ends its own with DELETE) [busy]"
+        ),
+        Full::Peer { max } => format!(
+            "this client ({}) has {max} open MCP sessions, the most [mcp] max_sessions_per_peer = {max} allows; \
+             end one (DELETE) or retry once one has gone unused for [mcp] session_idle_s [busy]",
+            peer.map(ToString::to_string).unwrap_or_default()
+        ),
+    }
+}
+
+/// The answer to an `initialize` past a cap: `503` when all sessions are taken, `429` when the
+/// client's are, with `Retry-After` and a JSON-RPC error (`id: null`) saying which cap.
+pub(crate) fn refused(
+    full: Full,
+    peer: Option<&Peer>,
+) -> hyper::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+    use http_body_util::{BodyExt, Full as FullBody};
+    let why = refusal(full, peer);
+    tracing::warn!("MCP session refused: {why}");
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": super::UNAVAILABLE_CODE, "message": why },
+    });
+    let mut resp = hyper::Response::new(FullBody::new(bytes::Bytes::from(body.to_string())).boxed());
+    *resp.status_mut() = match full {
+        Full::Total { .. } => hyper::StatusCode::SERVICE_UNAVAILABLE,
+        Full::Peer { .. } => hyper::StatusCode::TOO_MANY_REQUESTS,
+    };
+    let headers = resp.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    headers.insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+    resp
 }

@@ -46,6 +46,7 @@
 //!   streams that asked for `toolsListChanged` on 2026-07-28.
 
 mod approval;
+mod client;
 mod decode;
 mod direct;
 mod http;
@@ -60,7 +61,7 @@ mod tasks;
 mod tasks2025;
 
 pub use http::{HttpOptions, McpToken, check_exposure, load_tokens, serve_http};
-pub use settings::StoreUrl;
+pub use settings::{SessionCaps, StoreUrl};
 pub use tasks::{TaskLimits, Tasks};
 
 /// The 2026-07-28 confirmation and grant question, for tests that drive the executor with it.
@@ -99,6 +100,10 @@ const LIVE_LIST_TTL_MS: u64 = 10_000;
 /// `tools/list` freshness when nothing reloads the registry (it cannot change).
 const FIXED_LIST_TTL_MS: u64 = 3_600_000;
 
+/// The JSON-RPC error code of a request refused because the server is starting or stopping, or
+/// has no room for it (in the implementation-defined server error range).
+pub(crate) const UNAVAILABLE_CODE: i64 = -32001;
+
 /// The MCP server: one per connection (or HTTP session), all sharing one executor.
 #[derive(Clone)]
 pub struct McpServer {
@@ -111,6 +116,8 @@ pub struct McpServer {
     max_message: usize,
     /// How long a 2025 HTTP session may go unused before it is closed (`[mcp] session_idle_s`).
     session_idle: Duration,
+    /// How many 2025 HTTP sessions may be open (`[mcp] max_sessions`, `max_sessions_per_peer`).
+    session_caps: SessionCaps,
     /// Search mode: the tools `find_tools` returned in this session, listed from then on.
     revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Set while the host's first load runs (see [`McpServer::until_loaded`]).
@@ -136,6 +143,7 @@ impl McpServer {
             tasks: Arc::new(Tasks::new(TaskLimits::default())),
             max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
             session_idle: settings::DEFAULT_SESSION_IDLE,
+            session_caps: SessionCaps::default(),
             revealed: Arc::default(),
             loaded: None,
         })
@@ -182,6 +190,13 @@ impl McpServer {
     /// Close a 2025 HTTP session unused for `idle` (`[mcp] session_idle_s`).
     pub fn with_session_idle(mut self, idle: Duration) -> McpServer {
         self.session_idle = idle;
+        self
+    }
+
+    /// Open at most `caps` 2025 HTTP sessions, in all and per client (`[mcp] max_sessions`,
+    /// `max_sessions_per_peer`).
+    pub fn with_session_caps(mut self, caps: SessionCaps) -> McpServer {
+        self.session_caps = caps;
         self
     }
 
@@ -434,15 +449,17 @@ impl McpServer {
         Some(ToolCall { name: spec.name.clone(), args })
     }
 
-    /// Run a call [`McpServer::direct_call`] mapped, cancelled by `cancel`: the result a
-    /// handshake session's handler gives it ([`McpServer::run`] with no one to ask).
+    /// Run a call [`McpServer::direct_call`] mapped, cancelled by `cancel` (and dropped while it
+    /// waits for a slot if `gone` fires): the result a handshake session's handler gives it
+    /// ([`McpServer::run`] with no one to ask).
     pub(crate) async fn run_direct(
         &self,
         call: ToolCall,
         who: CallContext,
         cancel: Cancel,
+        gone: Option<Cancel>,
     ) -> CallToolResult {
-        let control = CallControl::default().with_cancel(cancel.clone());
+        let control = CallControl::default().with_cancel(cancel.clone()).with_gone(gone);
         let outcome = self.executor.call_controlled(&call, &NoOneToAsk, &who, &control).await;
         if outcome.kind == Some(ErrorKind::Cancelled) && cancel.is_cancelled() {
             tracing::info!(tool = call.name, "call cancelled by the client; its sandbox was stopped");
@@ -461,6 +478,7 @@ impl McpServer {
         let who = caller(context);
         let control = CallControl::default()
             .with_cancel(Cancel::from_token(context.ct.clone(), "the client"))
+            .with_gone(client_gone(context.extensions.get::<hyper::http::request::Parts>()))
             .with_progress_opt(progress_sink(context));
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
         let outcome = if modern {
@@ -738,8 +756,14 @@ fn caller_of(
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client,
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
+        peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         trace_parent: trace_parent(meta, parts),
     }
+}
+
+/// Over HTTP, what fires when the request's client is gone (see [`client::ClientGone`]).
+fn client_gone(parts: Option<&hyper::http::request::Parts>) -> Option<Cancel> {
+    parts?.extensions.get::<client::ClientGone>().map(|g| g.0.clone())
 }
 
 /// The caller's span, when telemetry is on: `_meta.traceparent` (SEP-414, 2026-07-28), else

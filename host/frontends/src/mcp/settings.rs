@@ -1,5 +1,5 @@
 //! `[mcp]`: the bearer tokens MCP over HTTP accepts, how long a 2026-07-28 client has to
-//! answer a danger confirmation, and the caps of MCP tasks. A leaf: it imports nothing of the
+//! answer a danger confirmation, and the caps of MCP tasks and 2025 HTTP sessions. A leaf: it imports nothing of the
 //! crate.
 
 use serde::Deserialize;
@@ -27,6 +27,10 @@ pub struct RawMcp {
     max_message_kb: Option<usize>,
     /// Seconds a 2025 HTTP session may go unused (no request, no open stream) before it is closed.
     session_idle_s: Option<u64>,
+    /// 2025 HTTP sessions open at once, in all.
+    max_sessions: Option<usize>,
+    /// 2025 HTTP sessions open at once for one client (its token's name, else its IP address).
+    max_sessions_per_peer: Option<usize>,
     /// The key sealing 2026-07-28 approvals, shared by the replicas of a fleet.
     approval_key: Option<RawKey>,
     /// Where redeemed approval nonces live when several replicas share them (`redis://…`, or a
@@ -100,6 +104,20 @@ impl Default for TaskLimits {
     }
 }
 
+/// How many 2025 HTTP sessions may be open (`[mcp] max_sessions`, `max_sessions_per_peer`):
+/// each holds some 60 KiB until it ends or is closed as idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionCaps {
+    pub max: usize,
+    pub max_per_peer: usize,
+}
+
+impl Default for SessionCaps {
+    fn default() -> Self {
+        SessionCaps { max: 1024, max_per_peer: 256 }
+    }
+}
+
 /// `[mcp] session_idle_s` by default (rmcp's own default keep-alive).
 pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 
@@ -135,6 +153,9 @@ pub struct McpSettings {
     /// How long a 2025 HTTP session may go unused (no request, no open stream) before it is
     /// closed and its memory freed.
     pub session_idle: std::time::Duration,
+    /// How many 2025 HTTP sessions may be open, in all and per client; past it an `initialize`
+    /// is refused.
+    pub sessions: SessionCaps,
     /// Where the key sealing 2026-07-28 approvals comes from, when a fleet shares one; without
     /// it each process draws its own (confirmations then work only with sticky routing).
     pub approval_key: Option<SecretSource>,
@@ -150,6 +171,7 @@ impl Default for McpSettings {
             tasks: TaskLimits::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_KB * 1024,
             session_idle: DEFAULT_SESSION_IDLE,
+            sessions: SessionCaps::default(),
             approval_key: None,
             replay_store: None,
         }
@@ -204,6 +226,13 @@ fn resolve_mcp(
     if let Some(s) = raw.session_idle_s {
         out.session_idle = std::time::Duration::from_secs(range("session_idle_s", s, 7 * 24 * 3600)?);
     }
+    if let Some(n) = raw.max_sessions {
+        out.sessions.max = range("max_sessions", n as u64, 1_000_000)? as usize;
+    }
+    if let Some(n) = raw.max_sessions_per_peer {
+        out.sessions.max_per_peer = range("max_sessions_per_peer", n as u64, 1_000_000)? as usize;
+    }
+    out.sessions.max_per_peer = out.sessions.max_per_peer.min(out.sessions.max);
     if let Some(kb) = raw.max_message_kb {
         if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
             return Err(format!(
@@ -336,6 +365,18 @@ mod tests {
             let e = resolve(serde_json::json!({"session_idle_s": bad})).unwrap_err();
             assert!(e.contains("mcp.session_idle_s") && e.contains("outside"), "{e}");
         }
+    }
+
+    #[test]
+    fn session_caps_are_bounded_and_per_peer_is_at_most_all() {
+        assert_eq!(
+            resolve(serde_json::json!({})).unwrap().sessions,
+            SessionCaps { max: 1024, max_per_peer: 256 }
+        );
+        let s = resolve(serde_json::json!({"max_sessions": 8, "max_sessions_per_peer": 20})).unwrap();
+        assert_eq!(s.sessions, SessionCaps { max: 8, max_per_peer: 8 });
+        let e = resolve(serde_json::json!({"max_sessions_per_peer": 0})).unwrap_err();
+        assert!(e.contains("mcp.max_sessions_per_peer") && e.contains("outside"), "{e}");
     }
 
     #[test]

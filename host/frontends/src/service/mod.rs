@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub(crate) mod metrics;
+pub mod places;
 pub(crate) mod settings;
 pub mod shutdown;
 
@@ -54,6 +55,8 @@ pub struct Service {
     running: tokio::sync::broadcast::Sender<Arc<RunningEvent>>,
     /// When each call admitted while someone followed running calls started, and its front end.
     running_calls: std::sync::Mutex<std::collections::HashMap<u64, (std::time::SystemTime, &'static str)>>,
+    /// Calls waiting for a slot (`[serve] max_waiting_calls`, `max_waiting_calls_per_peer`).
+    waiting: Arc<places::Places>,
 }
 
 /// Running-call events kept for a subscriber that has not read them yet (they are only the
@@ -197,6 +200,10 @@ impl Service {
             calls: tokio::sync::broadcast::channel(CALL_EVENTS_BUFFER).0,
             running: tokio::sync::broadcast::channel(RUNNING_EVENTS_BUFFER).0,
             running_calls: Default::default(),
+            waiting: places::Places::new(
+                settings.serve.max_waiting_calls,
+                settings.serve.max_waiting_calls_per_peer,
+            ),
         }
     }
 
@@ -506,8 +513,24 @@ impl CallObserver for Service {
         }
     }
 
-    fn waiting(&self) -> Option<Box<dyn Send>> {
-        Some(Box::new(self.metrics.waiting()))
+    /// A call may wait for a slot while the caps of waiting calls allow (each holds its
+    /// arguments, and over HTTP its request, in memory); past them it is answered `busy` at once.
+    fn wait(&self, call: &ToolCall, ctx: &CallContext) -> Result<Option<Box<dyn Send>>, String> {
+        let peer = places::Peer::of(ctx.token.as_deref(), ctx.peer);
+        match self.waiting.take(peer.clone()) {
+            Ok(place) => Ok(Some(Box::new((place, self.metrics.waiting())))),
+            Err(places::Full::Total { max }) => Err(format!(
+                "tool `{}` found every call slot taken and {max} calls already waiting for one, the most \
+                 [serve] max_waiting_calls = {max} in toolhost.toml allows: retry later",
+                call.name
+            )),
+            Err(places::Full::Peer { max }) => Err(format!(
+                "tool `{}` found every call slot taken and {max} calls of this client ({}) already waiting \
+                 for one, the most [serve] max_waiting_calls_per_peer = {max} in toolhost.toml allows: retry later",
+                call.name,
+                peer.map(|p| p.to_string()).unwrap_or_default()
+            )),
+        }
     }
 
     fn wants_progress(&self) -> bool {

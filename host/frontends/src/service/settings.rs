@@ -14,6 +14,8 @@ pub struct RawServe {
     body_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
     max_connections_per_peer: Option<usize>,
+    max_waiting_calls: Option<usize>,
+    max_waiting_calls_per_peer: Option<usize>,
 }
 
 /// `[serve]`, resolved.
@@ -23,6 +25,11 @@ pub struct ServeSettings {
     pub shutdown_grace: Duration,
     /// Bounds of the HTTP server (`serve --http`) against slow or numerous clients.
     pub http: HttpLimits,
+    /// Calls waiting for a call slot, all clients together; past it a call that would wait is
+    /// answered `busy` at once (each waiting call holds its arguments in memory).
+    pub max_waiting_calls: usize,
+    /// Calls waiting for a call slot from one client (its token's name, else its IP address).
+    pub max_waiting_calls_per_peer: usize,
 }
 
 /// What one HTTP client may hold of the server: a slow client (headers or body sent a byte at
@@ -54,7 +61,12 @@ impl Default for HttpLimits {
 
 impl Default for ServeSettings {
     fn default() -> Self {
-        ServeSettings { shutdown_grace: Duration::from_secs(15), http: HttpLimits::default() }
+        ServeSettings {
+            shutdown_grace: Duration::from_secs(15),
+            http: HttpLimits::default(),
+            max_waiting_calls: 64,
+            max_waiting_calls_per_peer: 16,
+        }
     }
 }
 
@@ -89,6 +101,22 @@ impl ServeSettings {
         if out.http.max_connections_per_peer > out.http.max_connections {
             out.http.max_connections_per_peer = out.http.max_connections;
         }
+        for (key, v, field) in [
+            ("max_waiting_calls", raw.max_waiting_calls, &mut out.max_waiting_calls),
+            (
+                "max_waiting_calls_per_peer",
+                raw.max_waiting_calls_per_peer,
+                &mut out.max_waiting_calls_per_peer,
+            ),
+        ] {
+            if let Some(n) = v {
+                if !(1..=1_000_000).contains(&n) {
+                    return Err(format!("serve.{key} = {n} is outside 1..=1000000"));
+                }
+                *field = n;
+            }
+        }
+        out.max_waiting_calls_per_peer = out.max_waiting_calls_per_peer.min(out.max_waiting_calls);
         Ok(out)
     }
 }
@@ -185,6 +213,13 @@ mod tests {
         assert_eq!((c.audit.max_bytes, c.audit.keep), (2 * 1024 * 1024, 0));
         let d = parse("").unwrap();
         assert_eq!(d.serve.shutdown_grace, Duration::from_secs(15));
+        assert_eq!((d.serve.max_waiting_calls, d.serve.max_waiting_calls_per_peer), (64, 16));
+        let w = parse("[serve]\nmax_waiting_calls = 4\nmax_waiting_calls_per_peer = 9\n").unwrap();
+        assert_eq!(
+            (w.serve.max_waiting_calls, w.serve.max_waiting_calls_per_peer),
+            (4, 4),
+            "per peer at most all"
+        );
         assert_eq!(d.audit.file_for(false), None, "off by default for one-off commands");
         assert_eq!(d.audit.file_for(true), default_audit_file(), "on for serve");
         assert!(d.audit.fsync, "each line on disk before its answer, by default");
@@ -193,6 +228,7 @@ mod tests {
         assert_eq!((off.audit.file_for(true), off.audit.file_for(false)), (None, None));
         for (bad, says) in [
             ("[serve]\nshutdown_grace_ms = 3600001\n", "serve.shutdown_grace_ms"),
+            ("[serve]\nmax_waiting_calls = 0\n", "serve.max_waiting_calls"),
             ("[serve]\ngrace = 1\n", "grace"),
             ("[audit]\nmax_mb = 0\n", "audit.max_mb"),
             ("[audit]\nkeep = 5000\n", "audit.keep"),

@@ -1,0 +1,50 @@
+//! Who an MCP request over HTTP comes from, and whether they are still there: what the front
+//! door (`http.rs`) puts in each request's extensions for the handler, the direct path and the
+//! session manager (which read them back from rmcp's `http::request::Parts`).
+
+use crate::service::places::Peer;
+use toolhost_core::executor::Cancel;
+
+/// The IP address the request came from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PeerAddr(pub std::net::IpAddr);
+
+/// The client the caps on what one client may hold count the request against (its token's
+/// name, else its address: see `service::places`).
+#[derive(Debug, Clone)]
+pub(crate) struct Client(pub Option<Peer>);
+
+/// Fires once the request's answer is dropped — sent, or its connection closed first (hyper
+/// drops a request's future and its response when the client closes). A call of the request
+/// still waiting for a slot is then dropped before it runs, its arguments freed
+/// (`CallControl::gone`); a call already running is not stopped by it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientGone(pub Cancel);
+
+/// Fires its [`ClientGone`] when dropped: held by the request's future, then by its answer's
+/// body until hyper is done with it.
+pub(crate) struct GoneOnDrop(Cancel);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel("its client");
+    }
+}
+
+/// Put who the request comes from (`ip`, and the name of the `token` it authenticated with) in
+/// its extensions, and for a `post` what fires when its client is gone: the guard to hold
+/// until its answer is done.
+pub(crate) fn mark(
+    extensions: &mut hyper::http::Extensions,
+    ip: std::net::IpAddr,
+    token: Option<&str>,
+    post: bool,
+) -> Option<GoneOnDrop> {
+    extensions.insert(PeerAddr(ip));
+    extensions.insert(Client(Peer::of(token, Some(ip))));
+    post.then(|| {
+        let gone = Cancel::new();
+        extensions.insert(ClientGone(gone.clone()));
+        GoneOnDrop(gone)
+    })
+}
