@@ -147,3 +147,11 @@ pub fn append_custom_section(bytes: &mut Vec<u8>, name: &str, data: &[u8]) {
     leb(payload.len(), bytes);
     bytes.extend_from_slice(&payload);
 }
+
+/// The local key a `serve --http` without `[mcp] tokens` printed at start, if `line` is the
+/// line that carries it (`… Authorization: Bearer KEY …`).
+pub fn local_key(line: &str) -> Option<String> {
+    let rest = line.split("Authorization: Bearer ").nth(1)?;
+    let key: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    (key.len() == 64).then_some(key)
+}

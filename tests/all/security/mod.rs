@@ -4,6 +4,7 @@
 
 mod exec;
 mod http;
+mod listeners;
 mod model_text;
 mod promises;
 mod secrets;
