@@ -564,9 +564,10 @@ fn the_feed_shows_running_calls_with_their_progress() {
     let server = Server::start(&env, "");
     // The feed, read on its own thread, line by line.
     let mut feed = std::net::TcpStream::connect(&server.addr).unwrap();
+    let cookie = server.session.as_deref().expect("signed in with the printed link");
     write!(
         feed,
-        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n",
         server.addr
     )
     .unwrap();
