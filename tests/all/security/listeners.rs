@@ -329,19 +329,30 @@ fn another_local_process_without_the_key_cannot_either() {
     }
     assert!(got_through.is_empty(), "another local process drove the server:\n{}", got_through.join("\n"));
 
-    // The operator: the same four, allowed.
+    the_operator_does_all_four(&env, &server, &state, [&delete, &scribble, &approve]);
+}
+
+/// The control: the operator — the browser signed in with the printed link, the MCP client with
+/// the key — does each of the four (`state`: a question its client was asked).
+fn the_operator_does_all_four(
+    env: &Env,
+    server: &Server,
+    state: &str,
+    [delete, scribble, approve]: [&Value; 3],
+) {
+    let json_type = "Content-Type: application/json\r\n";
     let ran = call_2026(
-        &server,
-        &operator(&server),
+        server,
+        &operator(server),
         "delete",
         json!({"path": "doomed-mcp.txt"}),
-        Some((&state, accept())),
+        Some((state, accept())),
     );
     assert_eq!(ran["result"]["isError"], false, "{ran}");
     assert!(!env.ws("doomed-mcp.txt").exists(), "the operator's answer ran the call");
     let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();
     let with_csrf = format!("{json_type}X-CSRF-Token: {csrf}\r\n");
-    let a = server.post_json("/console/api/call", &format!("X-CSRF-Token: {csrf}\r\n"), &delete);
+    let a = server.post_json("/console/api/call", &format!("X-CSRF-Token: {csrf}\r\n"), delete);
     assert_eq!(json(&a)["outcome"]["success"], true, "{}", a.body);
     assert!(!env.ws("doomed.txt").exists());
     let card = json(&server.request("POST", "/console/api/call", &with_csrf, &scribble.to_string()))["grantQuestion"].clone();
@@ -354,7 +365,7 @@ fn another_local_process_without_the_key_cannot_either() {
     assert!(grants.contains("by = \"console\""), "{grants}");
     let a = server.request("POST", "/console/api/approve", &with_csrf, &approve.to_string());
     assert_eq!(a.status, 200, "{}", a.body);
-    assert!(!still_held(&server), "approved");
+    assert!(!still_held(server), "approved");
     // The key is in no answer, and in the server's log only on the line that gave it.
     let key = server.key.clone().unwrap();
     assert!(!a.body.contains(&key));

@@ -139,25 +139,9 @@ impl Console {
             (&Method::GET, "/console") => return redirect("/"),
             _ => {}
         }
-        let caller = match self.sessions.caller(peer, cookie.as_deref()) {
+        let caller = match self.admit(peer, cookie.as_deref(), method == Method::GET && path == "/") {
             Ok(c) => c,
-            Err(refused @ Refused::NotLoopback) => return self.refused(refused, peer),
-            Err(Refused::Login) if path == "/" && method == Method::GET => {
-                return assets::login_page(StatusCode::UNAUTHORIZED, false, self.sessions.by_key());
-            }
-            Err(Refused::Login) if self.sessions.by_key() => {
-                return json_error(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized: open the console with the link toolhost printed when it started \
-                     (http://HOST:PORT/console/login?key=…)",
-                );
-            }
-            Err(Refused::Login) => {
-                return json_error(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized: sign in to the console with a token",
-                );
-            }
+            Err(resp) => return *resp,
         };
         if method == Method::POST {
             let given = req.headers().get(auth::CSRF_HEADER).map(|v| v.as_bytes());
@@ -252,6 +236,29 @@ impl Console {
                 .get("x-forwarded-proto")
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+
+    /// The caller a request's session cookie names, or the answer that refuses it (`page`: the
+    /// request is for the page, which gets the login form).
+    fn admit(&self, peer: SocketAddr, cookie: Option<&str>, page: bool) -> Result<Caller, Early> {
+        let refused = match self.sessions.caller(peer, cookie) {
+            Ok(c) => return Ok(c),
+            Err(refused) => refused,
+        };
+        Err(Box::new(match refused {
+            Refused::NotLoopback => self.refused(refused, peer),
+            Refused::Login if page => {
+                assets::login_page(StatusCode::UNAUTHORIZED, false, self.sessions.by_key())
+            }
+            Refused::Login if self.sessions.by_key() => json_error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: open the console with the link toolhost printed when it started \
+                 (http://HOST:PORT/console/login?key=…)",
+            ),
+            Refused::Login => {
+                json_error(StatusCode::UNAUTHORIZED, "unauthorized: sign in to the console with a token")
+            }
+        }))
     }
 
     /// The answer to a peer that may not use the console at all.
