@@ -1,9 +1,11 @@
 //! MCP over streamable HTTP: rmcp's service behind a small hyper front door that serves only
 //! `/mcp` (and, with a service, the probes and `/metrics`; with a console, `/` and
-//! `/console/…`), checks the bearer token (when the operator configured any) before anything
-//! else, and leaves the Host/Origin checks (DNS-rebinding protection) of `/mcp` to rmcp —
-//! `/metrics` gets the same checks here, and the console the same Host check with its own
-//! origin allowed (a browser sends `Origin` with the console's own `POST`s).
+//! `/console/…`), checks the bearer token (when the operator configured any; without, marks
+//! the requests that carry the local key) before anything else, registers its address as the
+//! host's own listener (no plugin's HTTP reaches it), and leaves the Host/Origin checks
+//! (DNS-rebinding protection) of `/mcp` to rmcp — `/metrics` gets the same checks here, and the
+//! console the same Host check with its own origin allowed (a browser sends `Origin` with the
+//! console's own `POST`s).
 //!
 //! Slow and numerous clients are bounded (`[serve]`, [`crate::service::HttpLimits`]): a request's
 //! headers must arrive within `header_timeout_ms` (which also ends idle keep-alive connections),
@@ -246,7 +248,7 @@ pub struct TokenName(pub String);
 
 /// Put in a request's extensions, without `[mcp] tokens`, when it carries the process's local
 /// key as its bearer token: only such a client is asked (and may answer) a danger or grant
-/// question (see `McpServer::may_ask`).
+/// question (see `keyless.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct LocalOperator;
 
