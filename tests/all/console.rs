@@ -97,7 +97,7 @@ fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
 }
 
 #[track_caller]
-fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
+pub(crate) fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
@@ -113,14 +113,20 @@ fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String
     panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
 }
 
-/// A `toolhost serve --http 127.0.0.1:0` with a config, killed when dropped.
-struct Server {
+/// A `toolhost serve --http 127.0.0.1:0` with a config, killed when dropped. Without `[mcp]
+/// tokens` it is the operator's browser: signed in with the printed login link, its requests
+/// carry the session cookie (see [`Server::raw`] for another process's).
+pub(crate) struct Server {
     child: Child,
-    addr: String,
-    /// The console's URL as printed, if it is on.
-    url: Option<String>,
-    seen: Vec<String>,
-    log: Receiver<String>,
+    pub(crate) addr: String,
+    /// The console's URL as printed, if it is on (without tokens, the login link).
+    pub(crate) url: Option<String>,
+    /// The local key printed at start (no `[mcp] tokens`).
+    pub(crate) key: Option<String>,
+    /// `toolhost_console=ID`: the session the login link opened.
+    pub(crate) session: Option<String>,
+    pub(crate) seen: Vec<String>,
+    pub(crate) log: Receiver<String>,
 }
 
 impl Drop for Server {
@@ -131,14 +137,14 @@ impl Drop for Server {
 }
 
 /// The response to one request: status, head (lower-cased names), body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
@@ -147,15 +153,15 @@ impl Answer {
 }
 
 impl Server {
-    fn start(env: &Env, config: &str) -> Server {
+    pub(crate) fn start(env: &Env, config: &str) -> Server {
         Server::start_with(env, config, &[])
     }
 
-    fn start_with(env: &Env, config: &str, args: &[&str]) -> Server {
+    pub(crate) fn start_with(env: &Env, config: &str, args: &[&str]) -> Server {
         Server::spawn(env, config, args, &["serve", "--http", "127.0.0.1:0"])
     }
 
-    fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
+    pub(crate) fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
         let dir = env.plugins.path().parent().unwrap().to_path_buf();
         let config_path = env.at("toolhost.toml");
         std::fs::write(&config_path, config).unwrap();
@@ -183,23 +189,52 @@ impl Server {
         let log = lines(child.stderr.take().unwrap());
         let mut seen = Vec::new();
         let listening = wait_line(&log, "listening on http://", 60, &mut seen);
-        let addr = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
+        let bound = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
+        // An address bound to every interface is reached on loopback.
+        let addr = bound.replace("0.0.0.0:", "127.0.0.1:");
         // A cold compile cache compiles every plugin first (the Python one is 18 MiB).
         let ready = wait_line(&log, "MCP over streamable HTTP at", 300, &mut seen);
-        assert!(ready.contains(&addr));
+        assert!(ready.contains(&bound));
         let url = seen
             .iter()
             .find_map(|l| l.split("console at ").nth(1))
             .map(|u| u.split(' ').next().unwrap().to_string());
-        Server { child, addr, url, seen, log }
+        let key = seen.iter().find_map(|l| crate::support::local_key(l));
+        let mut server = Server { child, addr, url, key, session: None, seen, log };
+        if let (Some(url), Some(_)) = (&server.url, &server.key) {
+            let path = url[url.find("/console/login").expect("a login link")..].to_string();
+            let opened = server.raw("GET", &path, "", "");
+            assert_eq!(opened.status, 303, "the login link signs in: {}", opened.head);
+            let cookie = opened.header("set-cookie").unwrap();
+            server.session = Some(cookie.split(';').next().unwrap().to_string());
+        }
+        server
     }
 
-    fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
+    /// The console's own address, `http://ADDR/`.
+    pub(crate) fn base(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// One request as the operator's browser: with the session cookie, unless `headers` carry one.
+    pub(crate) fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
+        match &self.session {
+            Some(c) if !headers.to_ascii_lowercase().contains("cookie:") => {
+                self.raw(method, path, &format!("Cookie: {c}\r\n{headers}"), body)
+            }
+            _ => self.raw(method, path, headers, body),
+        }
+    }
+
+    /// One request as any other local process: only `headers` (and `Host: ADDR` unless they
+    /// name one), no session.
+    pub(crate) fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
         let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let names_host = headers.lines().any(|l| l.to_ascii_lowercase().starts_with("host:"));
+        let host = if names_host { String::new() } else { format!("Host: {}\r\n", self.addr) };
         let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
+            "{method} {path} HTTP/1.1\r\n{host}{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         s.write_all(req.as_bytes()).unwrap();
@@ -212,18 +247,18 @@ impl Server {
         Answer { status, head: head.to_string(), body: body.to_string() }
     }
 
-    fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
+    pub(crate) fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
         let h = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
         self.request("GET", path, &h, "")
     }
 
-    fn post_json(&self, path: &str, extra: &str, body: &serde_json::Value) -> Answer {
+    pub(crate) fn post_json(&self, path: &str, extra: &str, body: &serde_json::Value) -> Answer {
         let h = format!("Content-Type: application/json\r\n{extra}");
         self.request("POST", path, &h, &body.to_string())
     }
 }
 
-fn json(a: &Answer) -> serde_json::Value {
+pub(crate) fn json(a: &Answer) -> serde_json::Value {
     serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", a.status, a.body))
 }
 
@@ -256,11 +291,12 @@ fn console_in_a_browser() {
         "[audit]\nfile = \"audit.jsonl\"\n\n[plugin.web]\non_missing = \"ask\"\nnet_private = true\n";
     let server = Server::start_with(&env, config, &["--allow-write", "files"]);
     let url = server.url.clone().expect("the console's URL is printed");
-    assert_eq!(url, format!("http://{}/", server.addr));
+    assert!(url.starts_with(&format!("{}console/login?key=", server.base())), "{url}");
     run_browser(
         "main",
-        &url,
+        &server.base(),
         &[
+            ("LOGIN_URL", url),
             ("EXPECTED_TOOLS", expected.join(",")),
             ("PLUGINS", env.plugins.path().display().to_string()),
             ("WORKSPACE", env.workspace.path().display().to_string()),
@@ -485,20 +521,37 @@ fn console_rejects_a_held_version() {
     assert_eq!(plugins["plugins"][0]["version"], "0.1.0", "the approved version keeps serving");
 }
 
-/// `toolhost console` serves on a free loopback port, prints the URL, and says so when there is
-/// no desktop to open it on.
+/// `toolhost console` serves on a free loopback port, prints the login link (the only line
+/// that carries the key), and says so when there is no desktop to open it on — with a one-time
+/// link, good for one session, so the key never goes on a browser's command line.
 #[test]
 fn the_console_command_prints_its_url() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let mut server = Server::spawn(&env, "", &[], &["console"]);
     let url = server.url.clone().expect("the URL is printed");
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with('/'), "{url}");
+    let key = server.key.clone().expect("the key is printed");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with(&format!("/console/login?key={key}")),
+        "{url}"
+    );
     // Printed before the plugins finish loading, so usually already seen.
     let note = match server.seen.iter().find(|l| l.contains("no desktop here")) {
         Some(l) => l.clone(),
         None => wait_line(&server.log, "no desktop here", 10, &mut server.seen),
     };
-    assert!(note.contains(&url), "{note}");
+    assert!(
+        note.contains(&format!("{}console/login?once=", server.base())) && !note.contains(&key),
+        "{note}"
+    );
+    assert_eq!(server.seen.iter().filter(|l| l.contains(&key)).count(), 1, "{:?}", server.seen);
+    let once = &note[note.find("/console/login?once=").unwrap()..];
+    let once = once.split_whitespace().next().unwrap();
+    let opened = server.raw("GET", once, "", "");
+    assert_eq!(opened.status, 303, "the one-time link signs in: {}", opened.head);
+    let cookie = opened.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
+    assert_eq!(server.raw("GET", "/", &format!("Cookie: {cookie}\r\n"), "").status, 200);
+    assert_eq!(server.raw("GET", once, "", "").status, 401, "a one-time link is spent");
+    assert_eq!(server.raw("GET", "/", "", "").status, 401, "no session, no console");
     assert_eq!(server.get("/", None).status, 200);
 }
 
@@ -511,9 +564,10 @@ fn the_feed_shows_running_calls_with_their_progress() {
     let server = Server::start(&env, "");
     // The feed, read on its own thread, line by line.
     let mut feed = std::net::TcpStream::connect(&server.addr).unwrap();
+    let cookie = server.session.as_deref().expect("signed in with the printed link");
     write!(
         feed,
-        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n",
         server.addr
     )
     .unwrap();

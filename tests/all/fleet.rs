@@ -4,7 +4,9 @@
 //! confirmation is driven with raw JSON-RPC over HTTP: the question comes from one replica, the
 //! answer goes to another, and a replay goes to a third. In front of them, `nginx` (Debian's,
 //! installed the same way, or TOOLHOST_TEST_NGINX) runs `deploy/nginx.conf`: round robin for
-//! 2026-07-28, one replica per client for 2025 sessions.
+//! 2026-07-28, one replica per client for 2025 sessions. Confirmations are asked only of clients
+//! that authenticate: with the replica's own local key when it is spoken to directly, with the
+//! fleet's shared `[mcp] tokens` entry through the balancer (each replica draws its own key).
 
 use crate::mcp::{host_args, mcp_env, python2, root};
 use crate::support::Env;
@@ -17,6 +19,8 @@ use std::time::{Duration, Instant};
 
 /// The fleet's key (at least 32 bytes), given to every replica through the environment.
 const FLEET_KEY: &str = "fleet-test-key-5d0c4e1b9a7f3c2e8b6a1d4f0e9c7b35";
+/// The fleet's bearer token (`[mcp] tokens` of [`fleet_config`]), in every replica's environment.
+const FLEET_TOKEN: &str = "fleet-test-token-8c1e4a7d2b9f";
 
 /// `redis-server` on a free 127.0.0.1 port, killed on drop.
 struct Redis {
@@ -86,8 +90,23 @@ fn redis_on(port: u16) -> Redis {
 struct Replica {
     child: Child,
     url: String,
+    /// The local key it printed (no `[mcp] tokens`).
+    key: Option<String>,
     /// Its stderr up to the URL line.
     start: Vec<String>,
+}
+
+impl Replica {
+    /// The `Authorization` line of a client that may be asked to confirm: its local key, or
+    /// (configured with [`fleet_config`]) the fleet's token.
+    fn auth(&self) -> String {
+        format!("Authorization: Bearer {}\r\n", self.key.as_deref().unwrap_or(FLEET_TOKEN))
+    }
+}
+
+/// The `Authorization` line with the fleet's token, for requests through the balancer.
+fn fleet_auth() -> String {
+    format!("Authorization: Bearer {FLEET_TOKEN}\r\n")
 }
 
 impl Drop for Replica {
@@ -109,6 +128,7 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
         .args(["--http", addr])
         .args(flags)
         .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
+        .env("TOOLHOST_TEST_FLEET_TOKEN", FLEET_TOKEN)
         .current_dir(env.dir.path())
         .envs(crate::support::test_dirs())
         .stdin(Stdio::null())
@@ -123,7 +143,7 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
             let _ = tx.send(line);
         }
     });
-    let mut r = Replica { child, url: String::new(), start: Vec::new() };
+    let mut r = Replica { child, url: String::new(), key: None, start: Vec::new() };
     while r.url.is_empty() {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
@@ -131,6 +151,7 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
         if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
             r.url = rest.split(',').next().unwrap().to_string();
         }
+        r.key = r.key.take().or_else(|| crate::support::local_key(&line));
         r.start.push(line);
     }
     // An address bound to every interface is reached on loopback.
@@ -140,7 +161,8 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
 
 fn fleet_config(redis_port: Option<u16>) -> String {
     let mut c = String::from(
-        "[secrets.fleet]\nenv = \"TOOLHOST_TEST_FLEET_KEY\"\n\n[mcp]\napproval_key = { secret = \"fleet\" }\n",
+        "[secrets.fleet]\nenv = \"TOOLHOST_TEST_FLEET_KEY\"\n\n[mcp]\napproval_key = { secret = \"fleet\" }\n\
+         tokens = [{ name = \"fleet\", env = \"TOOLHOST_TEST_FLEET_TOKEN\" }]\n",
     );
     if let Some(port) = redis_port {
         c.push_str(&format!("replay_store = \"redis://127.0.0.1:{port}\"\n"));
@@ -149,8 +171,8 @@ fn fleet_config(redis_port: Option<u16>) -> String {
 }
 
 /// One stateless 2026-07-28 `tools/call` of `delete(path)` over raw HTTP/1.0 (the body ends
-/// with the connection); returns the JSON-RPC response.
-fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> Value {
+/// with the connection), with `auth` (an `Authorization` line); returns the JSON-RPC response.
+fn delete(url: &str, auth: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> Value {
     let mut params = json!({
         "name": "delete",
         "arguments": {"path": path},
@@ -167,8 +189,9 @@ fn delete(url: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> 
         params["inputResponses"] = json!({ "confirm": a });
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n";
-    let (_, head, messages) = post(url, headers, &body);
+    let headers =
+        format!("{auth}MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n");
+    let (_, head, messages) = post(url, &headers, &body);
     messages
         .into_iter()
         .find(|m| m.get("id") == Some(&json!(1)))
@@ -241,14 +264,14 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
         let (ask, answer, replay) = (&fleet[round], &fleet[(round + 1) % 3], &fleet[(round + 2) % 3]);
         let file = format!("doomed-{round}.txt");
         std::fs::write(env.ws(&file), "delete me").unwrap();
-        let state = asked(&delete(&ask.url, &file, None, None));
+        let state = asked(&delete(&ask.url, &ask.auth(), &file, None, None));
         assert!(env.ws(&file).exists(), "asking ran nothing");
-        ran(&delete(&answer.url, &file, Some(&state), Some(accept())));
+        ran(&delete(&answer.url, &answer.auth(), &file, Some(&state), Some(accept())));
         assert!(!env.ws(&file).exists(), "the answer on replica {} ran the call", (round + 1) % 3);
         // The same state again, on the third replica and on the two others: refused everywhere.
         std::fs::write(env.ws(&file), "again").unwrap();
         for r in [replay, ask, answer] {
-            let e = refused(&delete(&r.url, &file, Some(&state), Some(accept())));
+            let e = refused(&delete(&r.url, &r.auth(), &file, Some(&state), Some(accept())));
             assert!(e.contains("already used"), "{e}");
         }
         assert!(env.ws(&file).exists(), "no replay ran");
@@ -257,13 +280,13 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
     let port = redis.port;
     drop(redis);
     std::fs::write(env.ws("kept.txt"), "keep").unwrap();
-    let state = asked(&delete(&fleet[0].url, "kept.txt", None, None));
-    let e = refused(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
+    let state = asked(&delete(&fleet[0].url, &fleet[0].auth(), "kept.txt", None, None));
+    let e = refused(&delete(&fleet[1].url, &fleet[1].auth(), "kept.txt", Some(&state), Some(accept())));
     assert!(e.contains("replay store") && e.contains("not run"), "{e}");
     assert!(env.ws("kept.txt").exists(), "nothing ran without the replay store");
     // Redis back (empty): the replica reconnects, and the refused answer, never recorded, runs.
     let _redis = redis_on(port);
-    ran(&delete(&fleet[1].url, "kept.txt", Some(&state), Some(accept())));
+    ran(&delete(&fleet[1].url, &fleet[1].auth(), "kept.txt", Some(&state), Some(accept())));
     assert!(!env.ws("kept.txt").exists());
 }
 
@@ -276,12 +299,12 @@ fn without_a_shared_key_another_replica_refuses_with_a_clear_error() {
         replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
     );
     std::fs::write(env.ws("doomed.txt"), "delete me").unwrap();
-    let state = asked(&delete(&a.url, "doomed.txt", None, None));
-    let e = refused(&delete(&b.url, "doomed.txt", Some(&state), Some(accept())));
+    let state = asked(&delete(&a.url, &a.auth(), "doomed.txt", None, None));
+    let e = refused(&delete(&b.url, &b.auth(), "doomed.txt", Some(&state), Some(accept())));
     assert!(e.contains("not issued by this toolhost process") && e.contains("no [mcp] approval_key"), "{e}");
     assert!(env.ws("doomed.txt").exists());
     // Sticky routing still works: the replica that asked takes the answer.
-    ran(&delete(&a.url, "doomed.txt", Some(&state), Some(accept())));
+    ran(&delete(&a.url, &a.auth(), "doomed.txt", Some(&state), Some(accept())));
     assert!(!env.ws("doomed.txt").exists());
 }
 
@@ -432,14 +455,14 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
     for round in 0..rounds {
         let file = format!("lb-{round}.txt");
         std::fs::write(env.ws(&file), "delete me").unwrap();
-        last = asked(&delete(&lb.url, &file, None, None));
-        ran(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        last = asked(&delete(&lb.url, &fleet_auth(), &file, None, None));
+        ran(&delete(&lb.url, &fleet_auth(), &file, Some(&last), Some(accept())));
         assert!(!env.ws(&file).exists(), "round {round}: the confirmed call ran");
     }
     let file = format!("lb-{}.txt", rounds - 1);
     std::fs::write(env.ws(&file), "again").unwrap();
     for _ in 0..3 {
-        let e = refused(&delete(&lb.url, &file, Some(&last), Some(accept())));
+        let e = refused(&delete(&lb.url, &fleet_auth(), &file, Some(&last), Some(accept())));
         assert!(e.contains("already used"), "{e}");
     }
     assert!(env.ws(&file).exists(), "no replay ran");
@@ -453,8 +476,9 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
 
     // A 2025 session: `initialize`, then requests carrying its Mcp-Session-Id, all on the
     // replica that created it (another would not know the id).
-    let session = legacy_session(&lb.url);
-    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let session = legacy_session(&lb.url, &fleet_auth());
+    let in_session =
+        format!("{}Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n", fleet_auth());
     for id in 2..8 {
         let (status, head, messages) =
             post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
@@ -479,7 +503,7 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
     let lb = nginx(&fleet);
     let out = Command::new(python2())
         .arg(root().join("tests/mcp/fleet2.py"))
-        .args(["--rounds", "30", "--replays", "3", lb.url.as_str()])
+        .args(["--rounds", "30", "--replays", "3", "--token", FLEET_TOKEN, lb.url.as_str()])
         .current_dir(env.workspace.path())
         .stdin(Stdio::null())
         .output()
@@ -749,18 +773,19 @@ fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
 }
 
 /// A 2025 session through `initialize` and `notifications/initialized`; its id.
-/// A 2025 session opened at `url` (`initialize`, then `notifications/initialized`): its id.
-fn legacy_session(url: &str) -> String {
+/// A 2025 session opened at `url` (`initialize`, then `notifications/initialized`) with `auth`
+/// (`Authorization` lines, or nothing): its id.
+fn legacy_session(url: &str, auth: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
-    let (status, head, _) = post(url, "", &init);
+    let (status, head, _) = post(url, auth, &init);
     assert_eq!(status, 200, "{head}");
     let session = head
         .lines()
         .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
-    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let in_session = format!("{auth}Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
     let (status, head, _) =
         post(url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert_eq!(status, 202, "{head}");
@@ -778,7 +803,8 @@ fn a_legacy_session_unused_for_session_idle_s_is_closed() {
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let r = replica(&env, dir.path(), "127.0.0.1:0", "[mcp]\nsession_idle_s = 1\n", &[]);
-    let (used, unused, streaming) = (legacy_session(&r.url), legacy_session(&r.url), legacy_session(&r.url));
+    let (used, unused, streaming) =
+        (legacy_session(&r.url, ""), legacy_session(&r.url, ""), legacy_session(&r.url, ""));
     // The third holds its GET stream open: a session with an open stream is in use.
     let authority = r.url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = TcpStream::connect(authority).unwrap();

@@ -588,8 +588,8 @@ async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
 const GRANT_KEY_SECRET: &str = "grants-test-key-1f9c3a7e5b2d4c6e8a0b1d3f5e7c9a2b";
 
 /// A running `serve --mcp --http` over `env` with `config` (and the shared approval key in
-/// its environment), killed on drop.
-struct Served(std::process::Child, String);
+/// its environment), killed on drop: the process, its MCP URL and the local key it printed.
+struct Served(std::process::Child, String, String);
 
 impl Drop for Served {
     fn drop(&mut self) {
@@ -627,14 +627,17 @@ fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
             let _ = tx.send(line);
         }
     });
-    let mut served = Served(child, String::new());
+    let mut served = Served(child, String::new(), String::new());
     let mut start = Vec::new();
-    while served.1.is_empty() {
+    while served.1.is_empty() || served.2.is_empty() {
         let line = rx
             .recv_timeout(std::time::Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("no URL from serve: {start:?}"));
         if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
             served.1 = rest.split(',').next().unwrap().to_string();
+        }
+        if let Some(key) = crate::support::local_key(&line) {
+            served.2 = key;
         }
         start.push(line);
     }
@@ -679,8 +682,11 @@ fn call_2026_with(
         params["inputResponses"] = json!({ "grant": a });
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let headers =
-        format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n");
+    // The operator's client: it sends the key printed at start, so it may be asked.
+    let headers = format!(
+        "Authorization: Bearer {}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n",
+        served.2
+    );
     let (_, head, messages) = crate::fleet::post(&served.1, &headers, &body);
     messages
         .into_iter()

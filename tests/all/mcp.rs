@@ -124,6 +124,8 @@ fn official_python_client_over_stdio() {
 struct HttpServer {
     child: std::process::Child,
     url: String,
+    /// The local key it printed (no `[mcp] tokens`).
+    key: Option<String>,
     log: std::sync::mpsc::Receiver<String>,
 }
 
@@ -160,7 +162,7 @@ fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpSe
         }
     });
     // Owned from here on, so the process is killed and reaped on every path.
-    let mut server = HttpServer { child, url: String::new(), log: rx };
+    let mut server = HttpServer { child, url: String::new(), key: None, log: rx };
     let mut seen = Vec::new();
     while server.url.is_empty() {
         let line = server
@@ -170,6 +172,7 @@ fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpSe
         if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
             server.url = rest.split(',').next().unwrap().to_string();
         }
+        server.key = server.key.take().or_else(|| crate::support::local_key(&line));
         seen.push(line);
     }
     server
@@ -208,7 +211,10 @@ fn official_python_client_over_streamable_http() {
     let env = mcp_env();
     let server = http_server(&env);
     assert!(server.url.starts_with("http://127.0.0.1:"), "{}", server.url);
-    let out = client(&env).arg("http").arg(&server.url).stdin(Stdio::null()).output().unwrap();
+    // The operator's client: it sends the key printed at start, so it is asked to confirm.
+    let key = server.key.clone().expect("a server without tokens prints its key");
+    let out =
+        client(&env).args(["--token", &key, "http", &server.url]).stdin(Stdio::null()).output().unwrap();
     if !out.status.success() {
         let log: Vec<String> = server.log.try_iter().collect();
         eprintln!("server log:\n{}", log.join("\n"));

@@ -426,3 +426,11 @@ fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
         raw = &raw[size + 2..];
     }
 }
+
+/// The local key a `serve --http` without `[mcp] tokens` printed at start, if `line` is the
+/// line that carries it (`… Authorization: Bearer KEY …`).
+pub fn local_key(line: &str) -> Option<String> {
+    let rest = line.split("Authorization: Bearer ").nth(1)?;
+    let key: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    (key.len() == 64).then_some(key)
+}

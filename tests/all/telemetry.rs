@@ -88,9 +88,9 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child
-/// and its MCP URL.
-fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String) {
+/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child,
+/// its MCP URL and the local key it printed (no `[mcp] tokens`).
+fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String, Option<String>) {
     let path = env.at("telemetry.toml");
     let config = format!("[plugin.hostile]\nnet = [\"127.0.0.1\"]\nnet_private = true\n\n{config}");
     std::fs::write(&path, config).unwrap();
@@ -118,17 +118,19 @@ fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, Strin
         }
     });
     let mut seen = Vec::new();
+    let mut key = None;
     loop {
         let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
             let _ = child.kill();
             let _ = child.wait();
             panic!("no URL from serve: {seen:?}");
         };
+        key = key.or_else(|| crate::support::local_key(&line));
         if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
             let url = rest.split(',').next().unwrap().to_string();
             // The rest of its log is drained (and shown if the test fails).
             std::thread::spawn(move || rx.into_iter().for_each(|l| eprintln!("serve: {l}")));
-            return (child, url);
+            return (child, url, key);
         }
         seen.push(line);
     }
@@ -173,6 +175,12 @@ fn tools_call(mcp: &str, tool: &str, arguments: Value, meta: Value, headers: &st
 
 /// One raw HTTP/1.0 request to the server of `mcp` (its `/mcp` URL); the status and the body.
 fn request(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+    let (status, head_and_body) = request_head(mcp, method, path, headers, body);
+    (status, head_and_body.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+}
+
+/// [`request`], returning the status and the whole response (head and body).
+fn request_head(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let authority = mcp.trim_start_matches("http://").trim_end_matches("/mcp");
     let req = format!(
@@ -184,19 +192,29 @@ fn request(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u
     s.write_all(req.as_bytes()).unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
-    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), body.to_string())
+    let (head, _) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), raw)
 }
 
-/// `net_probe(url)` through the web console's Run, with `traceparent` as the HTTP header.
-fn console_net_probe(mcp: &str, url: &str, traceparent: &str) {
-    let (status, session) = request(mcp, "GET", "/console/api/session", "", "");
+/// `net_probe(url)` through the web console's Run, with `traceparent` as the HTTP header,
+/// signed in with the login link of `key` (the server's local key).
+fn console_net_probe(mcp: &str, key: &str, url: &str, traceparent: &str) {
+    let (status, head) = request_head(mcp, "GET", &format!("/console/login?key={key}"), "", "");
+    assert_eq!(status, 303, "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: ").or_else(|| l.strip_prefix("Set-Cookie: ")))
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_else(|| panic!("no session cookie: {head}"));
+    let cookie = format!("Cookie: {cookie}\r\n");
+    let (status, session) = request(mcp, "GET", "/console/api/session", &cookie, "");
     assert_eq!(status, 200, "{session}");
     let session: Value = serde_json::from_str(&session).unwrap();
     let csrf = session["csrf"].as_str().unwrap_or_else(|| panic!("{session}"));
     let body = json!({"tool": "net_probe", "arguments": {"url": url}}).to_string();
-    let headers =
-        format!("Content-Type: application/json\r\nX-CSRF-Token: {csrf}\r\ntraceparent: {traceparent}\r\n");
+    let headers = format!(
+        "{cookie}Content-Type: application/json\r\nX-CSRF-Token: {csrf}\r\ntraceparent: {traceparent}\r\n"
+    );
     let (status, answer) = request(mcp, "POST", "/console/api/call", &headers, &body);
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("\"success\":true"), "{answer}");
@@ -221,14 +239,14 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
         echo.display(),
         receiver.port
     );
-    let (serve, mcp) = serve(&env, &config, &[]);
+    let (serve, mcp, key) = serve(&env, &config, &[]);
     let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}"));
     // The caller's span in `_meta` (SEP-414) …
     net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
     // … or as the HTTP request's header.
     net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
     // … or as the header of the web console's Run.
-    console_net_probe(&mcp, &target, CONSOLE_PARENT);
+    console_net_probe(&mcp, &key.expect("the local key is printed"), &target, CONSOLE_PARENT);
     // A program run for a plugin is a child span too.
     let run = json!({"program": "echo", "args": MARKER});
     tools_call(&mcp, "run", run, json!({ "traceparent": PROCESS_PARENT }), "");
@@ -296,7 +314,7 @@ fn with_telemetry_off_nothing_connects_to_a_collector() {
     let env = Env::with(&[plugin_artifacts::HOSTILE]);
     // The SDK's own variables name the receiver: only `[telemetry] otlp_endpoint` turns it on.
     let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let (serve, mcp) = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
+    let (serve, mcp, _) = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
     let target = web.url("127.0.0.1", "/hello");
     net_probe(
         &mcp,
@@ -329,7 +347,7 @@ fn captured_arguments_go_on_the_span_without_secret_values() {
         ("TOOLHOST_TEST_OTEL_TOKEN", token.to_string()),
         ("TOOLHOST_TEST_OTEL_KEY", key.to_string()),
     ];
-    let (serve, mcp) = serve(&env, &config, &vars);
+    let (serve, mcp, _) = serve(&env, &config, &vars);
     // A client that pastes a secret's value, the token and the fleet's key into an argument.
     let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}&t={token}&k={key}"));
     net_probe(

@@ -4,6 +4,7 @@ Run by tests/all/console.rs against a `toolhost serve --http` it started, as
 `python browser.py SCENARIO`, with the environment telling where things are:
 
   CONSOLE_URL   the console (http://127.0.0.1:PORT/)
+  LOGIN_URL     without [mcp] tokens, the login link toolhost printed (main)
   CHROMIUM      the system Chromium (no browser is ever downloaded)
   AXE_JS        axe-core's axe.min.js (npm, pinned, under target/)
   SHOTS         folder for the screenshots
@@ -165,7 +166,8 @@ def main_scenario(p):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.set_default_timeout(TIMEOUT)
     watch = Watch(page)
-    page.goto(URL)
+    # Signed in by the link toolhost printed (no [mcp] tokens), which lands on the console.
+    page.goto(os.environ.get("LOGIN_URL", URL))
     expect(page.locator("#live")).to_have_text("live")
     page.evaluate("window.__stay = 42")
 

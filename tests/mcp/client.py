@@ -2,7 +2,10 @@
 not write) and check what a real client sees.
 
     python client.py --plugins DIR --new-plugin versioned.wasm stdio TOOLHOST_BIN [ARGS...]
-    python client.py --plugins DIR --new-plugin versioned.wasm http http://127.0.0.1:PORT/mcp
+    python client.py --plugins DIR --new-plugin versioned.wasm [--token KEY] http http://127.0.0.1:PORT/mcp
+
+Over HTTP, `--token` is sent as `Authorization: Bearer …`: the key a server without [mcp] tokens
+printed at start, which a client must present to be asked about dangerous calls.
 
 Exits non-zero with a message on the first failed check; prints one `ok: ...` line per check.
 """
@@ -47,7 +50,8 @@ async def connect(args, **session_kwargs):
             async with ClientSession(read, write, **session_kwargs) as session:
                 yield session
     else:
-        async with streamablehttp_client(args.target[0]) as (read, write, _):
+        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+        async with streamablehttp_client(args.target[0], headers=headers) as (read, write, _):
             async with ClientSession(read, write, **session_kwargs) as session:
                 yield session
 
@@ -56,6 +60,7 @@ async def main():
     p = argparse.ArgumentParser()
     p.add_argument("--plugins", required=True)
     p.add_argument("--new-plugin", required=True)
+    p.add_argument("--token")
     p.add_argument("transport", choices=["stdio", "http"])
     p.add_argument("target", nargs=argparse.REMAINDER)
     args = p.parse_args()

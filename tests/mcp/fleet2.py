@@ -3,7 +3,10 @@ with the official MCP Python SDK 2.x: in its default mode (2026-07-28, stateless
 confirmation asked and answered through the balancer runs its call once, and a replayed
 `requestState` is refused; in legacy mode (2025 session) the session keeps working.
 
-    python fleet2.py --rounds N --replays N http://127.0.0.1:PORT/mcp
+    python fleet2.py --rounds N --replays N --token TOKEN http://127.0.0.1:PORT/mcp
+
+`--token` is the fleet's `[mcp] tokens` value: every replica draws its own local key, so a
+client confirming through a balancer authenticates with a token the replicas share.
 
 Exits non-zero with a message on the first failed check; prints `ok: ...` per check and, last,
 `all N fleet checks passed`.
@@ -35,14 +38,16 @@ def ws(name):
     return os.path.join(os.getcwd(), name)
 
 
-def client(url, mode, **kwargs):
-    return Client(streamable_http_client(url, http_client=create_mcp_http_client()), mode=mode, **kwargs)
+def client(url, token, mode, **kwargs):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), mode=mode, **kwargs)
 
 
 async def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--replays", type=int, required=True)
+    p.add_argument("--token", required=True)
     p.add_argument("url")
     args = p.parse_args()
     accept = {"confirm": {"action": "accept", "content": {"approve": True}}}
@@ -52,7 +57,7 @@ async def main():
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"approve": True})
 
-    async with client(args.url, "auto", elicitation_callback=elicit) as c:
+    async with client(args.url, args.token, "auto", elicitation_callback=elicit) as c:
         check(c.protocol_version == "2026-07-28", "negotiated protocol 2026-07-28", c.protocol_version)
         # The SDK drives both rounds itself: the question, the user's answer, the retry.
         for i in range(args.rounds):
@@ -79,7 +84,7 @@ async def main():
                 check("already used" in str(e), f"replay {i} is refused as already used", e)
         check(os.path.exists(ws(last)), "no replay ran")
 
-    async with client(args.url, "legacy") as c:
+    async with client(args.url, args.token, "legacy") as c:
         check(c.protocol_version == "2025-11-25", "a legacy session through the balancer", c.protocol_version)
         for i in range(5):
             listed = await c.list_tools()

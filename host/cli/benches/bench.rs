@@ -2251,8 +2251,9 @@ fn main() {
 /// skipped accounted for.
 fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
     use std::sync::atomic::{AtomicU64, Ordering};
-    use toolhost_frontends::console::Console;
-    use toolhost_frontends::mcp::{HttpOptions, McpServer, McpToken, serve_http};
+    use toolhost_frontends::console::{Access, Console};
+    use toolhost_frontends::local_key::LocalKey;
+    use toolhost_frontends::mcp::{HttpOptions, McpServer, serve_http};
     use toolhost_frontends::service::Service;
     use toolhost_frontends::service::audit::AuditLog;
     line(String::new());
@@ -2306,12 +2307,14 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             Arc::new(Service::new(&host.config, &frontends, host.registry.clone(), "mcp", Some(audit)));
         host.executor.attach_observer(service.clone());
         service.lifecycle.set_ready();
+        // As `serve --http` without tokens: the page is opened with the local key's link.
+        let key = Arc::new(LocalKey::generate());
         let console = Console::start(
             host.executor.clone(),
             reloader.clone(),
             service.clone(),
             frontends.console,
-            Arc::new(Vec::<McpToken>::new()),
+            Access::LocalKey(key.clone()),
             Duration::from_secs(30),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -2319,7 +2322,14 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
         let server = McpServer::new(host.executor.clone(), Some(reloader.clone())).unwrap();
         let options = HttpOptions { service: Some(service.clone()), console: Some(console), ..HttpOptions::default() };
         tokio::spawn(serve_http(server, listener, options, std::future::pending()));
-        let client = reqwest::Client::new();
+        // Signed in once, as a browser is by the link: the session cookie on every request.
+        let login = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let signed_in = login.get(format!("{base}/console/login?key={}", key.value())).send().await.unwrap();
+        let cookie = signed_in.headers()[reqwest::header::SET_COOKIE].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_string();
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::COOKIE, cookie.parse().unwrap());
+        let client = reqwest::Client::builder().default_headers(headers).build().unwrap();
 
         let page = [
             "/",
@@ -2405,11 +2415,12 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
             let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let (s1, s2, st) = (seen.clone(), skipped.clone(), stop.clone());
             let addr = base.trim_start_matches("http://").to_string();
+            let cookie = cookie.clone();
             let reader = std::thread::spawn(move || {
                 use std::io::{Read, Write};
                 let mut sock = std::net::TcpStream::connect(&addr).unwrap();
                 sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-                write!(sock, "GET /console/api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+                write!(sock, "GET /console/api/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n").unwrap();
                 let (call, skip) = (b"event: call\n".as_slice(), b"event: skipped\ndata: {\"count\":".as_slice());
                 let mut buf = vec![0u8; 1 << 16];
                 let mut carry: Vec<u8> = Vec::new();

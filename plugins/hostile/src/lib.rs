@@ -298,6 +298,36 @@ mod tools {
         format!("logged {n} lines")
     }
 
+    /// Send any HTTP request through the host and return `status N` and the body (or the
+    /// refusal): what a plugin would use to drive a server it can reach, the host's own
+    /// included (`tests/all/security/listeners.rs`).
+    ///
+    /// - `method`: GET, POST, …
+    /// - `url`: the URL
+    /// - `headers`: `Name: value` lines, separated by newlines (optional)
+    /// - `body`: the request body (optional)
+    #[tool]
+    pub fn http_request(
+        method: String,
+        url: String,
+        headers: Option<String>,
+        body: Option<String>,
+    ) -> Result<String, String> {
+        let mut req = toolhost_sdk::http::Request::new(&method, &url);
+        for (name, value) in headers.iter().flat_map(|h| h.lines()).filter_map(|l| l.split_once(':')) {
+            req = req.header(name.trim(), value.trim());
+        }
+        if let Some(body) = body {
+            req = req.body(body);
+        }
+        let r = req.send()?;
+        let mut head = format!("status {}\n", r.status);
+        for (k, v) in &r.headers {
+            head.push_str(&format!("{k}: {v}\n"));
+        }
+        Ok(format!("{head}\n{}", r.text()))
+    }
+
     /// POST a body of `mb` MiB to `url`.
     ///
     /// - `url`: the URL

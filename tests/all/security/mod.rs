@@ -5,6 +5,7 @@
 mod exec;
 mod host_files;
 mod http;
+mod listeners;
 mod memory;
 mod model_text;
 mod promises;

@@ -26,8 +26,10 @@ The web console: the same server answers http://ADDR/ (the URL is printed at sta
 opens it in a browser where there is a desktop, and `toolhost console` does both). Tools (with
 a form to try each one), plugins (grants, approvals), the live activity feed, the audit trail
 and metrics. With [mcp] tokens it asks for a token once and keeps a session cookie; without
-tokens it answers only on loopback. [console] enabled = false turns it off, read_only = true
-hides Run, Approve and Reject.
+tokens it opens with the login link printed at start (it carries a key drawn at start; loopback
+only), and only MCP clients that send that key (Authorization: Bearer KEY) are asked to confirm
+dangerous tools or grants. [console] enabled = false turns it off, read_only = true hides Run,
+Approve and Reject.
 
 As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
 (Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
@@ -171,6 +173,10 @@ fn serve_on(
         if let Some(addr) = http {
             toolhost_frontends::mcp::check_exposure(addr, &tokens, allow_unauthenticated_remote)?;
         }
+        // Without tokens, what only the person who started the server holds: the console's
+        // login link and the bearer token of MCP clients that may be asked questions.
+        let local_key = (http.is_some() && tokens.is_empty())
+            .then(|| Arc::new(toolhost_frontends::local_key::LocalKey::generate()));
         let options = toolhost_frontends::mcp::HttpOptions {
             allowed_hosts: allow_host,
             allowed_origins: allow_origin,
@@ -178,6 +184,7 @@ fn serve_on(
             service: None,
             limits: settings.frontends.serve.http,
             console: None,
+            local_key,
         };
         let r = rt.block_on(serve_mcp(settings, start, debounce, http, options, open));
         // The stdio transport's blocked read of stdin must not hold the exit.
@@ -204,13 +211,17 @@ async fn serve_mcp(
     let Settings { frontends, flag_plugins, .. } = settings;
     // The first load runs from here while the front end is set up.
     let (host, reloader, first) = unloaded_host(start)?;
-    let service = Arc::new(toolhost_frontends::service::Service::for_command(
+    let mut service = toolhost_frontends::service::Service::for_command(
         &host.config,
         &frontends,
         host.registry.clone(),
         "mcp",
         true,
-    )?);
+    )?;
+    if let Some(key) = &options.local_key {
+        service = service.redacting("local key", key.value());
+    }
+    let service = Arc::new(service);
     host.executor.attach_observer(service.clone());
     if let Some(path) = service.audit_path() {
         toolhost_frontends::say!("toolhost: audit trail in {}", path.display());
@@ -312,37 +323,58 @@ async fn serve_mcp(
             if !bound.ip().is_loopback() {
                 fleet_warnings(approval_key.is_some(), replay_store.is_some());
             }
+            use toolhost_frontends::console::{Access, Console};
+            let access = match &options.local_key {
+                Some(key) => Access::LocalKey(key.clone()),
+                None => Access::Tokens(Arc::new(options.tokens.clone())),
+            };
             let console = frontends.console.enabled.then(|| {
-                toolhost_frontends::console::Console::start(
+                Console::start(
                     host.executor.clone(),
                     reloader.clone(),
                     service.clone(),
                     frontends.console,
-                    Arc::new(options.tokens.clone()),
+                    access,
                     options.limits.body_timeout,
                 )
             });
-            let has_console = console.is_some();
-            let signs_in = !options.tokens.is_empty();
-            let options =
-                toolhost_frontends::mcp::HttpOptions { service: Some(service.clone()), console, ..options };
+            let local_key = options.local_key.clone();
+            let options = toolhost_frontends::mcp::HttpOptions {
+                service: Some(service.clone()),
+                console: console.clone(),
+                ..options
+            };
             toolhost_frontends::say!(
                 "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
             );
-            if has_console {
-                let url = console_url(bound);
-                toolhost_frontends::say!(
-                    "toolhost: console at {url}{}",
-                    if signs_in {
-                        " (sign in with an [mcp] token)"
-                    } else if bound.ip().is_loopback() {
-                        ""
-                    } else {
-                        " (answers only on this machine: no [mcp] tokens)"
-                    }
-                );
+            let base = console_url(bound);
+            // The one line that carries the key (nothing else logs it).
+            match (&console, &local_key) {
+                (Some(_), Some(key)) => toolhost_frontends::say!(
+                    "toolhost: console at {base}console/login?key={key} (this link signs you in{}; MCP \
+                     clients that must confirm dangerous tools send Authorization: Bearer {key}, or configure \
+                     [mcp] tokens)",
+                    if bound.ip().is_loopback() { "" } else { ", on this machine only" },
+                    key = key.value()
+                ),
+                (Some(_), None) => {
+                    toolhost_frontends::say!("toolhost: console at {base} (sign in with an [mcp] token)")
+                }
+                (None, Some(key)) => toolhost_frontends::say!(
+                    "toolhost: MCP clients that must confirm dangerous tools send Authorization: Bearer {} \
+                     (or configure [mcp] tokens)",
+                    key.value()
+                ),
+                (None, None) => {}
+            }
+            if let Some(console) = &console {
                 if open {
-                    open_browser(&url);
+                    // A one-time link: the key itself never goes on a command line.
+                    let link = match console.one_time_login() {
+                        Some(path) => format!("{}{}", base.trim_end_matches('/'), path),
+                        None => base.clone(),
+                    };
+                    open_browser(&link);
                 }
             } else if open {
                 toolhost_frontends::say!(

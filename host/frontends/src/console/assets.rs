@@ -61,9 +61,53 @@ pub fn index_page() -> Response<Body> {
     full(StatusCode::OK, "text/html; charset=utf-8", INDEX)
 }
 
-/// The sign-in form (with the "not a token" message after a failed attempt).
-pub fn login_page(status: StatusCode, failed: bool) -> Response<Body> {
-    let page =
-        if failed { LOGIN.replace("<p id=\"failed\" hidden", "<p id=\"failed\"") } else { LOGIN.to_string() };
+/// The sign-in form (with the "not a token" message after a failed attempt), for a host with
+/// `[mcp] tokens` or, `by_key`, for one that opens with its local key's link.
+pub fn login_page(status: StatusCode, failed: bool, by_key: bool) -> Response<Body> {
+    let (keep, drop) = if by_key { ("key", "tokens") } else { ("tokens", "key") };
+    let mut page = without_part(LOGIN, drop);
+    if by_key {
+        page = page
+            .replace(">Token</label>", ">Key</label>")
+            .replace("That is not a configured token.", "That is not the key of this toolhost process.");
+    }
+    if failed {
+        page = page.replace("<p id=\"failed\" hidden", "<p id=\"failed\"");
+    }
+    page = page.replace(&format!("  <!-- {keep} -->\n"), "").replace(&format!("  <!-- /{keep} -->\n"), "");
     full(status, "text/html; charset=utf-8", page)
+}
+
+/// `page` without the lines between `<!-- NAME -->` and `<!-- /NAME -->` (both included).
+fn without_part(page: &str, name: &str) -> String {
+    let (start, end) = (format!("  <!-- {name} -->\n"), format!("  <!-- /{name} -->\n"));
+    match (page.find(&start), page.find(&end)) {
+        (Some(a), Some(b)) if a < b => format!("{}{}", &page[..a], &page[b + end.len()..]),
+        _ => page.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    async fn text(resp: Response<Body>) -> String {
+        String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_login_page_says_what_opens_this_console() {
+        let tokens = text(login_page(StatusCode::UNAUTHORIZED, false, false)).await;
+        assert!(
+            tokens.contains("[mcp] tokens")
+                && !tokens.contains("console/login?key")
+                && !tokens.contains("<!--")
+        );
+        let key = text(login_page(StatusCode::UNAUTHORIZED, true, true)).await;
+        assert!(key.contains("console/login?key=") && !key.contains("[mcp] tokens"), "{key}");
+        assert!(
+            key.contains(">Key</label>") && key.contains("<p id=\"failed\" role") && !key.contains("<!--")
+        );
+    }
 }

@@ -1,11 +1,14 @@
-//! Who may use the console: the same tokens as MCP over HTTP, asked once and kept as a session
-//! cookie (`HttpOnly`, `SameSite=Strict`, `Secure` behind TLS); without tokens, loopback peers
-//! only. Every state-changing request carries the session's CSRF token.
+//! Who may use the console: with `[mcp] tokens`, whoever types one of them into the login
+//! form; without tokens, whoever opens the login link `serve --http` printed at start (it
+//! carries the process's [`LocalKey`]), from loopback only. Either way the browser then keeps a
+//! session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` behind TLS), and every
+//! state-changing request carries the session's CSRF token.
 
+use crate::local_key::LocalKey;
 use sha2::Digest;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The session cookie's name.
@@ -14,20 +17,41 @@ pub const COOKIE: &str = "toolhost_console";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Sessions kept at most; past this the least recently used is forgotten.
 const MAX_SESSIONS: usize = 1024;
+/// How long a one-time login link stays good if unused.
+const ONE_TIME_TTL: Duration = Duration::from_secs(600);
+/// One-time login links kept at most.
+const MAX_ONE_TIME: usize = 16;
 
 /// The accepted tokens (`[mcp] tokens`): the HTTP front door implements this over its own
 /// token list, so the console never holds a token value or names the MCP front end.
 pub trait Tokens: Send + Sync {
-    /// No token is configured.
-    fn is_empty(&self) -> bool;
     /// The name of the configured token `value` is, if any (compared in constant time).
     fn name_of(&self, value: &str) -> Option<String>;
+}
+
+/// What opens a console session.
+#[derive(Clone)]
+pub enum Access {
+    /// `[mcp] tokens`: one of them, typed into the login form.
+    Tokens(Arc<dyn Tokens>),
+    /// No tokens: the process's local key (the login link printed at start, or the key typed
+    /// into the form), from a peer on loopback.
+    LocalKey(Arc<LocalKey>),
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Tokens(_) => "Access::Tokens",
+            Access::LocalKey(_) => "Access::LocalKey",
+        })
+    }
 }
 
 /// Who a request is, once let in.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    /// The `[mcp] tokens` entry the session was opened with (`None`: no tokens, loopback).
+    /// The `[mcp] tokens` entry the session was opened with (`None`: the local key).
     pub token: Option<String>,
     /// The CSRF token the page must send back.
     pub csrf: String,
@@ -36,27 +60,26 @@ pub struct Caller {
 /// Why a request is not let in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
-    /// Tokens are configured and the request has no live session: ask for the token.
+    /// No live session: sign in (a token, or the local key's link).
     Login,
     /// No tokens and the peer is not on this machine.
     NotLoopback,
 }
 
 struct Session {
-    token: String,
+    token: Option<String>,
     csrf: String,
     last_used: Instant,
 }
 
-/// The tokens, the open sessions and (without tokens) the one CSRF token of this process.
+/// What opens a session, the open sessions and the unused one-time login links.
 pub struct Sessions {
-    tokens: std::sync::Arc<dyn Tokens>,
+    access: Access,
     idle: Duration,
     /// By SHA-256 of the session id: a lookup compares digests, never the id itself.
     open: Mutex<HashMap<[u8; 32], Session>>,
-    /// Without tokens there are no sessions; the page reads this from `/console/api/session`,
-    /// which a page of another origin cannot read.
-    loopback_csrf: String,
+    /// One-time login codes (their SHA-256) and when each was made.
+    once: Mutex<Vec<([u8; 32], Instant)>>,
 }
 
 /// 32 random bytes as hex (a session id, a CSRF token).
@@ -72,23 +95,27 @@ fn digest(s: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    pub fn new(tokens: std::sync::Arc<dyn Tokens>, idle: Duration) -> Sessions {
-        Sessions { tokens, idle, open: Mutex::default(), loopback_csrf: random_hex() }
+    pub fn new(access: Access, idle: Duration) -> Sessions {
+        Sessions { access, idle, open: Mutex::default(), once: Mutex::default() }
     }
 
-    /// Whether a token is needed (some `[mcp] tokens` are configured).
-    pub fn needs_token(&self) -> bool {
-        !self.tokens.is_empty()
+    /// Whether sessions open with the local key (no `[mcp] tokens`).
+    pub fn by_key(&self) -> bool {
+        matches!(self.access, Access::LocalKey(_))
+    }
+
+    /// Whether `peer` may use the console at all: anyone with tokens, loopback only without.
+    pub fn reachable_by(&self, peer: SocketAddr) -> Result<(), Refused> {
+        let ip = peer.ip().to_canonical();
+        if self.by_key() && !ip.is_loopback() {
+            return Err(Refused::NotLoopback);
+        }
+        Ok(())
     }
 
     /// Let `peer` in with the session its `Cookie` header names, or say why not.
     pub fn caller(&self, peer: SocketAddr, cookie: Option<&str>) -> Result<Caller, Refused> {
-        if self.tokens.is_empty() {
-            if !peer.ip().is_loopback() && !peer.ip().to_canonical().is_loopback() {
-                return Err(Refused::NotLoopback);
-            }
-            return Ok(Caller { token: None, csrf: self.loopback_csrf.clone() });
-        }
+        self.reachable_by(peer)?;
         let id = cookie.and_then(session_cookie).ok_or(Refused::Login)?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let key = digest(id);
@@ -96,7 +123,7 @@ impl Sessions {
         match open.get_mut(&key) {
             Some(s) if now.duration_since(s.last_used) < self.idle => {
                 s.last_used = now;
-                Ok(Caller { token: Some(s.token.clone()), csrf: s.csrf.clone() })
+                Ok(Caller { token: s.token.clone(), csrf: s.csrf.clone() })
             }
             Some(_) => {
                 open.remove(&key);
@@ -106,10 +133,47 @@ impl Sessions {
         }
     }
 
-    /// Open a session for `token` (a value typed into the login form): the new session id,
-    /// or `None` when it is no configured token.
-    pub fn login(&self, token: &str) -> Option<String> {
-        let name = self.tokens.name_of(token.trim())?;
+    /// Open a session for `value` (typed into the login form, or the `key` of the login link):
+    /// the new session id, or `None` when it is neither a configured token nor the local key.
+    pub fn login(&self, value: &str) -> Option<String> {
+        let value = value.trim();
+        let token = match &self.access {
+            Access::Tokens(tokens) => Some(tokens.name_of(value)?),
+            Access::LocalKey(key) if key.matches(value.as_bytes()) => None,
+            Access::LocalKey(_) => return None,
+        };
+        Some(self.open_session(token))
+    }
+
+    /// A one-time login code (without tokens): good for one session within ten minutes, so a
+    /// link handed to a browser on its command line (`--open`) is not the key itself.
+    pub fn one_time_code(&self) -> Option<String> {
+        if !self.by_key() {
+            return None;
+        }
+        let code = random_hex();
+        let mut once = self.once.lock().unwrap_or_else(|p| p.into_inner());
+        once.retain(|(_, made)| made.elapsed() < ONE_TIME_TTL);
+        if once.len() >= MAX_ONE_TIME {
+            once.remove(0);
+        }
+        once.push((digest(&code), Instant::now()));
+        Some(code)
+    }
+
+    /// Open a session with a one-time code, spending it: the new session id, or `None`.
+    pub fn login_once(&self, code: &str) -> Option<String> {
+        use subtle::ConstantTimeEq;
+        let d = digest(code.trim());
+        let mut once = self.once.lock().unwrap_or_else(|p| p.into_inner());
+        once.retain(|(_, made)| made.elapsed() < ONE_TIME_TTL);
+        let at = once.iter().position(|(c, _)| bool::from(c.as_slice().ct_eq(d.as_slice())))?;
+        once.remove(at);
+        drop(once);
+        Some(self.open_session(None))
+    }
+
+    fn open_session(&self, token: Option<String>) -> String {
         let id = random_hex();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
@@ -119,8 +183,8 @@ impl Sessions {
         {
             open.remove(&oldest);
         }
-        open.insert(digest(&id), Session { token: name, csrf: random_hex(), last_used: now });
-        Some(id)
+        open.insert(digest(&id), Session { token, csrf: random_hex(), last_used: now });
+        id
     }
 
     /// End the session the cookie names.
@@ -162,15 +226,11 @@ pub fn clear_cookie(secure: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     /// Tokens by value, for the tests (the front door's own list keeps only digests).
     struct Plain(Vec<(&'static str, &'static str)>);
 
     impl Tokens for Plain {
-        fn is_empty(&self) -> bool {
-            self.0.is_empty()
-        }
         fn name_of(&self, value: &str) -> Option<String> {
             self.0.iter().find(|(_, v)| *v == value).map(|(n, _)| n.to_string())
         }
@@ -180,18 +240,48 @@ mod tests {
         format!("{ip}:4000").parse().unwrap()
     }
 
+    fn tokens(list: Vec<(&'static str, &'static str)>, idle: Duration) -> Sessions {
+        Sessions::new(Access::Tokens(Arc::new(Plain(list))), idle)
+    }
+
     #[test]
-    fn without_tokens_only_loopback_gets_in() {
-        let s = Sessions::new(Arc::new(Plain(vec![])), Duration::from_secs(60));
-        assert!(s.caller(peer("127.0.0.1"), None).is_ok());
-        assert!(s.caller(peer("[::1]"), None).is_ok());
+    fn without_tokens_only_the_key_opens_a_session_and_only_on_loopback() {
+        let key = Arc::new(LocalKey::generate());
+        let s = Sessions::new(Access::LocalKey(key.clone()), Duration::from_secs(60));
+        let local = peer("127.0.0.1");
+        assert_eq!(s.caller(local, None).unwrap_err(), Refused::Login, "loopback alone is not enough");
         assert_eq!(s.caller(peer("192.0.2.7"), None).unwrap_err(), Refused::NotLoopback);
+        assert!(s.login("not-the-key").is_none());
+        let id = s.login(key.value()).unwrap();
+        let cookie = format!("{COOKIE}={id}");
+        let caller = s.caller(local, Some(&cookie)).unwrap();
+        assert_eq!(caller.token, None);
+        assert!(s.caller(peer("[::1]"), Some(&cookie)).is_ok());
+        assert!(s.caller(peer("[::ffff:127.0.0.1]"), Some(&cookie)).is_ok());
+        assert_eq!(s.caller(peer("192.0.2.7"), Some(&cookie)).unwrap_err(), Refused::NotLoopback);
+        // Each session has its own CSRF token.
+        let other = s.login(key.value()).unwrap();
+        let other = s.caller(local, Some(&format!("{COOKIE}={other}"))).unwrap();
+        assert_ne!(caller.csrf, other.csrf);
+    }
+
+    #[test]
+    fn a_one_time_code_opens_one_session() {
+        let s = Sessions::new(Access::LocalKey(Arc::new(LocalKey::generate())), Duration::from_secs(60));
+        let code = s.one_time_code().unwrap();
+        assert!(s.login_once("0123").is_none());
+        let id = s.login_once(&code).unwrap();
+        assert!(s.caller(peer("127.0.0.1"), Some(&format!("{COOKIE}={id}"))).is_ok());
+        assert!(s.login_once(&code).is_none(), "spent");
+        assert!(s.login(&code).is_none(), "a code is not the key");
+        assert!(
+            tokens(vec![("ops", "0123456789abcdef-ops")], Duration::from_secs(60)).one_time_code().is_none()
+        );
     }
 
     #[test]
     fn a_token_opens_a_session_and_only_its_cookie_lets_in() {
-        let s =
-            Sessions::new(Arc::new(Plain(vec![("ops", "0123456789abcdef-ops")])), Duration::from_secs(60));
+        let s = tokens(vec![("ops", "0123456789abcdef-ops")], Duration::from_secs(60));
         let remote = peer("192.0.2.7");
         assert_eq!(s.caller(remote, None).unwrap_err(), Refused::Login);
         assert!(s.login("0123456789abcdef-op").is_none(), "a wrong token opens nothing");
@@ -210,8 +300,7 @@ mod tests {
 
     #[test]
     fn an_idle_session_is_forgotten() {
-        let s =
-            Sessions::new(Arc::new(Plain(vec![("ops", "0123456789abcdef-ops")])), Duration::from_millis(1));
+        let s = tokens(vec![("ops", "0123456789abcdef-ops")], Duration::from_millis(1));
         let id = s.login("0123456789abcdef-ops").unwrap();
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(s.caller(peer("127.0.0.1"), Some(&format!("{COOKIE}={id}"))).unwrap_err(), Refused::Login);

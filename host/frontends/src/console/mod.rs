@@ -7,7 +7,8 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `GET /` | the page (or, with tokens and no session, the login form) |
+//! | `GET /` | the page (or, without a session, the login form) |
+//! | `GET /console/login?key=…` | without tokens: the login link printed at start (or `once=…`) |
 //! | `POST /console/login`, `/console/logout` | open or end a session (see [`auth`]) |
 //! | `GET /console/api/session` | who the caller is, the CSRF token, read-only or not |
 //! | `GET /console/api/tools`, `plugins` | the registry as the executor sees it (`api.rs`) |
@@ -18,7 +19,8 @@
 //! | `GET /console/api/metrics` | the `/metrics` counters over the last minutes (`charts.rs`) |
 //!
 //! The front door (`mcp::http`) has checked `Host` and `Origin` before a request gets here;
-//! here the caller is let in ([`auth`]: a session cookie, or loopback without tokens), every
+//! here the caller is let in ([`auth`]: a session cookie, opened with a token or, without
+//! tokens, with the process's local key from loopback), every
 //! `POST` must carry the CSRF token, and every answer says `Content-Security-Policy` without
 //! inline script, `X-Frame-Options: DENY` and `no-store`. No secret's value is ever in an
 //! answer: grants show names, audit arguments are redacted, call results are redacted by the
@@ -33,6 +35,7 @@ mod feed;
 pub mod settings;
 
 use crate::service::Service;
+pub use auth::Access;
 use auth::{Caller, Refused, Sessions};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -80,20 +83,20 @@ impl std::fmt::Debug for Console {
 
 impl Console {
     /// The console over `executor` (whose observer is `service`), following `reloader`'s
-    /// changes, letting in whoever holds one of `tokens` (none: loopback only). Starts the
-    /// sampler behind the metrics charts, so it must be called inside a Tokio runtime.
+    /// changes, letting in whoever opens a session as `access` says. Starts the sampler behind
+    /// the metrics charts, so it must be called inside a Tokio runtime.
     pub fn start(
         executor: Arc<Executor>,
         reloader: Arc<Reloader>,
         service: Arc<Service>,
         settings: ConsoleSettings,
-        tokens: Arc<dyn Tokens>,
+        access: Access,
         body_timeout: Duration,
     ) -> Arc<Console> {
         let console = Arc::new(Console {
             executor,
             reloader,
-            sessions: Sessions::new(tokens, settings.session_idle),
+            sessions: Sessions::new(access, settings.session_idle),
             charts: charts::Charts::default(),
             service,
             settings,
@@ -101,6 +104,12 @@ impl Console {
         });
         charts::Charts::sample_every(&console, charts::INTERVAL);
         console
+    }
+
+    /// Without tokens, a login link good for one session (the path and query: `/console/login?once=…`),
+    /// to hand a browser where the key itself should not go (a command line).
+    pub fn one_time_login(&self) -> Option<String> {
+        self.sessions.one_time_code().map(|code| format!("/console/login?once={code}"))
     }
 
     /// Whether `path` is the console's (the front door hands those over).
@@ -126,29 +135,13 @@ impl Console {
         }
         let cookie = req.headers().get(header::COOKIE).and_then(|c| c.to_str().ok()).map(str::to_string);
         match (&method, path.as_str()) {
-            (&Method::POST, "/console/login") => return self.login(req).await,
+            (&Method::POST | &Method::GET, "/console/login") => return self.login(req, peer).await,
             (&Method::GET, "/console") => return redirect("/"),
             _ => {}
         }
-        let caller = match self.sessions.caller(peer, cookie.as_deref()) {
+        let caller = match self.admit(peer, cookie.as_deref(), method == Method::GET && path == "/") {
             Ok(c) => c,
-            Err(Refused::NotLoopback) => {
-                tracing::info!("console request from {peer} refused: no [mcp] tokens, not loopback");
-                return status_text(
-                    StatusCode::FORBIDDEN,
-                    "forbidden: without [mcp] tokens the console answers only on this machine (loopback); \
-                     configure a token to use it from elsewhere",
-                );
-            }
-            Err(Refused::Login) if path == "/" && method == Method::GET => {
-                return assets::login_page(StatusCode::UNAUTHORIZED, false);
-            }
-            Err(Refused::Login) => {
-                return json_error(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized: sign in to the console with a token",
-                );
-            }
+            Err(resp) => return *resp,
         };
         if method == Method::POST {
             let given = req.headers().get(auth::CSRF_HEADER).map(|v| v.as_bytes());
@@ -227,7 +220,7 @@ impl Console {
         serde_json::json!({
             "csrf": caller.csrf,
             "token": caller.token,
-            "signIn": self.sessions.needs_token(),
+            "signIn": true,
             "readOnly": self.settings.read_only,
             "version": env!("CARGO_PKG_VERSION"),
             "plugins": config.plugins_dir,
@@ -245,21 +238,75 @@ impl Console {
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
     }
 
-    /// `POST /console/login` with a form field `token`: a session cookie and back to `/`.
-    async fn login(&self, req: Request<hyper::body::Incoming>) -> Response<Body> {
-        if !self.sessions.needs_token() {
-            return redirect("/");
+    /// The caller a request's session cookie names, or the answer that refuses it (`page`: the
+    /// request is for the page, which gets the login form).
+    fn admit(&self, peer: SocketAddr, cookie: Option<&str>, page: bool) -> Result<Caller, Early> {
+        let refused = match self.sessions.caller(peer, cookie) {
+            Ok(c) => return Ok(c),
+            Err(refused) => refused,
+        };
+        Err(Box::new(match refused {
+            Refused::NotLoopback => self.refused(refused, peer),
+            Refused::Login if page => {
+                assets::login_page(StatusCode::UNAUTHORIZED, false, self.sessions.by_key())
+            }
+            Refused::Login if self.sessions.by_key() => json_error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: open the console with the link toolhost printed when it started \
+                 (http://HOST:PORT/console/login?key=…)",
+            ),
+            Refused::Login => {
+                json_error(StatusCode::UNAUTHORIZED, "unauthorized: sign in to the console with a token")
+            }
+        }))
+    }
+
+    /// The answer to a peer that may not use the console at all.
+    fn refused(&self, why: Refused, peer: SocketAddr) -> Response<Body> {
+        tracing::info!("console request from {peer} refused ({why:?}): no [mcp] tokens, not loopback");
+        status_text(
+            StatusCode::FORBIDDEN,
+            "forbidden: without [mcp] tokens the console answers only on this machine (loopback); \
+             configure a token to use it from elsewhere",
+        )
+    }
+
+    /// Open a session: `POST /console/login` with a form field `token` (a configured token, or
+    /// without tokens the local key), or without tokens `GET /console/login?key=KEY` (the link
+    /// printed at start) or `?once=CODE` (a one-time link). A session cookie and back to `/`,
+    /// so the key leaves the address bar.
+    async fn login(&self, req: Request<hyper::body::Incoming>, peer: SocketAddr) -> Response<Body> {
+        if let Err(why) = self.sessions.reachable_by(peer) {
+            return self.refused(why, peer);
         }
         let secure = self.secure(req.headers());
-        let body = match self.body(req).await {
-            Ok(b) => b,
-            Err(resp) => return *resp,
+        let opened = if req.method() == Method::GET {
+            if !self.sessions.by_key() {
+                return redirect("/");
+            }
+            let query = req.uri().query().unwrap_or("").to_string();
+            let field = |name: &str| {
+                url::form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.into_owned())
+            };
+            match (field("key"), field("once")) {
+                (Some(key), _) => self.sessions.login(&key),
+                (None, Some(code)) => self.sessions.login_once(&code),
+                (None, None) => return redirect("/"),
+            }
+        } else {
+            let body = match self.body(req).await {
+                Ok(b) => b,
+                Err(resp) => return *resp,
+            };
+            let token = url::form_urlencoded::parse(&body)
+                .find(|(k, _)| k == "token")
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            self.sessions.login(&token)
         };
-        let token = url::form_urlencoded::parse(&body)
-            .find(|(k, _)| k == "token")
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default();
-        match self.sessions.login(&token) {
+        match opened {
             Some(id) => {
                 let mut resp = redirect("/");
                 if let Ok(v) =
@@ -270,8 +317,8 @@ impl Console {
                 resp
             }
             None => {
-                tracing::info!("console sign-in refused: not a configured token");
-                assets::login_page(StatusCode::UNAUTHORIZED, true)
+                tracing::info!("console sign-in from {peer} refused: not a configured token or the key");
+                assets::login_page(StatusCode::UNAUTHORIZED, true, self.sessions.by_key())
             }
         }
     }

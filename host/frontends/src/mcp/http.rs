@@ -1,9 +1,11 @@
 //! MCP over streamable HTTP: rmcp's service behind a small hyper front door that serves only
 //! `/mcp` (and, with a service, the probes and `/metrics`; with a console, `/` and
-//! `/console/…`), checks the bearer token (when the operator configured any) before anything
-//! else, and leaves the Host/Origin checks (DNS-rebinding protection) of `/mcp` to rmcp —
-//! `/metrics` gets the same checks here, and the console the same Host check with its own
-//! origin allowed (a browser sends `Origin` with the console's own `POST`s).
+//! `/console/…`), checks the bearer token (when the operator configured any; without, marks
+//! the requests that carry the local key) before anything else, registers its address as the
+//! host's own listener (no plugin's HTTP reaches it), and leaves the Host/Origin checks
+//! (DNS-rebinding protection) of `/mcp` to rmcp — `/metrics` gets the same checks here, and the
+//! console the same Host check with its own origin allowed (a browser sends `Origin` with the
+//! console's own `POST`s).
 //!
 //! Slow and numerous clients are bounded (`[serve]`, [`crate::service::HttpLimits`]): a request's
 //! headers must arrive within `header_timeout_ms` (which also ends idle keep-alive connections),
@@ -42,10 +44,6 @@ impl McpToken {
 
 /// The console checks a token typed into its login form against the same list.
 impl crate::console::Tokens for Vec<McpToken> {
-    fn is_empty(&self) -> bool {
-        <[McpToken]>::is_empty(self)
-    }
-
     fn name_of(&self, value: &str) -> Option<String> {
         let digest: [u8; 32] = sha2::Sha256::digest(value.as_bytes()).into();
         let mut found = None;
@@ -122,13 +120,7 @@ struct HostGuard {
 
 impl HostGuard {
     fn new(hosts: &[String], origins: &[String]) -> HostGuard {
-        let hosts = hosts
-            .iter()
-            .filter_map(|h| {
-                let a = hyper::http::uri::Authority::try_from(h.trim()).ok()?;
-                Some((normalize_host(a.host()), a.port_u16()))
-            })
-            .collect();
+        let hosts = hosts.iter().filter_map(|h| allowed_host(h)).collect();
         let origins = origins.iter().filter_map(|o| parse_origin(o)).collect();
         HostGuard { hosts, origins }
     }
@@ -205,8 +197,24 @@ impl HostGuard {
     }
 }
 
+/// A host as compared: lower case, an IPv6 address without brackets and in its canonical form.
 fn normalize_host(h: &str) -> String {
-    h.trim_matches(['[', ']']).to_ascii_lowercase()
+    let bare = h.trim_matches(['[', ']']);
+    match bare.parse::<std::net::Ipv6Addr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => bare.to_ascii_lowercase(),
+    }
+}
+
+/// An allowed `Host` entry (`localhost`, `example.com:8080`, `[::1]:8765`, or a bare IPv6
+/// address such as `::1`, whose colons are not a port) as (host, port).
+fn allowed_host(entry: &str) -> Option<(String, Option<u16>)> {
+    let entry = entry.trim();
+    if let Ok(ip) = entry.parse::<std::net::Ipv6Addr>() {
+        return Some((ip.to_string(), None));
+    }
+    let a = hyper::http::uri::Authority::try_from(entry).ok()?;
+    Some((normalize_host(a.host()), a.port_u16()))
 }
 
 fn default_port(scheme: &str) -> Option<u16> {
@@ -249,6 +257,11 @@ fn held_by_body<T: Send + Sync + 'static>(resp: hyper::Response<Body>, held: T) 
         .boxed()
     })
 }
+/// Put in a request's extensions, without `[mcp] tokens`, when it carries the process's local
+/// key as its bearer token: only such a client is asked (and may answer) a danger or grant
+/// question (see `keyless.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalOperator;
 
 /// Options for the streamable HTTP transport.
 #[derive(Debug, Clone, Default)]
@@ -267,6 +280,9 @@ pub struct HttpOptions {
     pub limits: crate::service::HttpLimits,
     /// The web console at `/` (`[console]`), if enabled.
     pub console: Option<Arc<crate::console::Console>>,
+    /// Without tokens: the key a client presents (`Authorization: Bearer KEY`) to be asked
+    /// about dangerous calls and grants; with none, no client over HTTP is asked.
+    pub local_key: Option<Arc<crate::local_key::LocalKey>>,
 }
 
 /// Open connections, in all and per peer address, against [`HttpLimits`]'s caps.
@@ -756,6 +772,8 @@ pub async fn serve_http(
     use rmcp::transport::streamable_http_server::StreamableHttpService;
 
     let addr = listener.local_addr()?;
+    // No plugin's HTTP request may reach this server, whatever its grant.
+    let _own = toolhost_core::capability::net::listeners::register(addr);
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(options.allowed_hosts.iter().cloned());
     let guard = Arc::new(HostGuard::new(&hosts, &options.allowed_origins));
@@ -774,6 +792,7 @@ pub async fn serve_http(
     // Cancelled once the calls are drained: rmcp then ends its sessions and open streams.
     let sessions = config.cancellation_token.clone();
     let tokens: Arc<[McpToken]> = options.tokens.clone().into();
+    let local_key = options.local_key.clone();
     let max_message = server.max_message;
     // 2025 sessions unused for `[mcp] session_idle_s` are closed (their memory freed) until the
     // sessions end.
@@ -848,7 +867,9 @@ pub async fn serve_http(
         let console = console.clone();
         let direct = direct.clone();
         let idle_sessions = idle_sessions.clone();
+        let local_key = local_key.clone();
         let handler = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            let local_key = local_key.clone();
             let direct = direct.clone();
             let idle_sessions = idle_sessions.clone();
             let service = service.clone();
@@ -918,6 +939,10 @@ pub async fn serve_http(
                         }
                         (had, None) => return Ok(unauthorized(peer, "MCP", had)),
                     }
+                } else if let Some(key) = &local_key
+                    && key.is_bearer(req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()))
+                {
+                    req.extensions_mut().insert(LocalOperator);
                 }
                 // Who the request comes from, and (for a POST) whether they are still there:
                 // for the caps on what one client may hold, and to drop a call still waiting
@@ -1087,6 +1112,30 @@ mod tests {
         assert!(authenticate(&tokens, Some(b"0123456789abcdef-ci")).is_none());
         assert!(authenticate(&tokens, None).is_none());
         assert!(!format!("{:?}", tokens[0]).contains("0123"), "Debug must not show the token");
+    }
+
+    #[test]
+    fn a_bracketed_ipv6_host_is_allowed_where_its_address_is() {
+        let hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+        let guard = HostGuard::new(&hosts, &[]);
+        let check = |host: &str| {
+            let mut h = hyper::HeaderMap::new();
+            h.insert(hyper::header::HOST, host.parse().unwrap());
+            guard.check(&h).map_err(|(status, _)| status)
+        };
+        for ok in ["[::1]:8765", "[::1]", "[0:0::1]:80", "localhost:1", "127.0.0.1:8765"] {
+            assert_eq!(check(ok), Ok(()), "{ok}");
+        }
+        for refused in ["[::2]:8765", "[::ffff:127.0.0.1]:8765", "evil.example:8765"] {
+            assert_eq!(check(refused), Err(hyper::StatusCode::FORBIDDEN), "{refused}");
+        }
+        // An entry with a port allows that port only.
+        let guard = HostGuard::new(&["[::1]:8765".to_string()], &[]);
+        let mut h = hyper::HeaderMap::new();
+        h.insert(hyper::header::HOST, "[::1]:8765".parse().unwrap());
+        assert!(guard.check(&h).is_ok());
+        h.insert(hyper::header::HOST, "[::1]:8766".parse().unwrap());
+        assert!(guard.check(&h).is_err());
     }
 
     #[test]

@@ -51,6 +51,7 @@ mod decode;
 mod direct;
 mod http;
 mod idle;
+mod keyless;
 mod plain_json;
 mod replay;
 pub(crate) mod settings;
@@ -358,6 +359,16 @@ impl McpServer {
             }
             _ => {}
         }
+        // Answers from a client that may not be asked are refused before anything runs.
+        if (params.request_state.is_some() || params.input_responses.is_some()) && !may_ask(context) {
+            let e = keyless::answers_refused(&call.name);
+            tracing::info!(
+                tool = call.name,
+                "refused a retried call: it carries answers without a token or the key"
+            );
+            self.unrun(&params, context, ErrorKind::Denied, &e);
+            return Err(ErrorData::invalid_params(e, None));
+        }
         // A retry whose state does not open, has expired, or was issued for another tool or
         // plugin file is refused before anything runs.
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
@@ -481,7 +492,9 @@ impl McpServer {
             .with_gone(client_gone(context.extensions.get::<hyper::http::request::Parts>()))
             .with_progress_opt(progress_sink(context));
         let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let outcome = if modern {
+        let outcome = if !may_ask(context) {
+            self.executor.call_controlled(&call, &keyless::Keyless, &who, &control).await
+        } else if modern {
             let confirm = MrtrConfirm {
                 approvals: &self.approvals,
                 can_elicit: supports_form(context.client_capabilities().as_ref()),
@@ -778,6 +791,11 @@ fn trace_parent(
     }
     let header = || parts?.headers.get("traceparent")?.to_str().ok();
     meta.0.get_traceparent().and_then(TraceParent::parse).or_else(|| header().and_then(TraceParent::parse))
+}
+
+/// Whether this request's client may be asked questions (see `keyless.rs`).
+fn may_ask(context: &RequestContext<RoleServer>) -> bool {
+    keyless::may_ask(context.extensions.get::<hyper::http::request::Parts>())
 }
 
 /// Whether the client declared form elicitation (an empty `elicitation: {}` means form).

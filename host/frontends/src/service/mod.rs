@@ -207,6 +207,17 @@ impl Service {
         }
     }
 
+    /// Also redact `value`, a secret the process made itself (the local key), from audited
+    /// arguments, as `[secret NAME redacted]`.
+    pub fn redacting(mut self, name: &str, value: &str) -> Service {
+        self.secrets.secrets.push(toolhost_core::capability::net::GrantedSecret {
+            name: name.into(),
+            value: value.into(),
+            hosts: vec![],
+        });
+        self
+    }
+
     /// Where the audit trail goes, if anywhere.
     pub fn audit_path(&self) -> Option<&Path> {
         self.audit.as_ref().map(|a| a.path())

@@ -12,12 +12,15 @@
 //!    `net_private = true` for that plugin — so a granted name that resolves to 127.0.0.1
 //!    cannot reach the host's own services. Resolution happens in the client's resolver, so
 //!    the address checked is the address connected to;
-//! 5. redirects are followed by this module (never by reqwest), each hop checked as above;
+//! 5. the host's own listeners ([`listeners`]: `serve --http`'s port) are refused to every
+//!    plugin, whatever its grant: an IP literal before anything is sent, and the connected
+//!    socket's peer address before the request is written;
+//! 6. redirects are followed by this module (never by reqwest), each hop checked as above;
 //!    secret headers (and `Authorization`, `Cookie`) are dropped as soon as a redirect changes
 //!    the origin — scheme, host or port;
-//! 6. a timeout (the sooner of `[net] timeout_ms` and the call's own deadline) and a response
+//! 7. a timeout (the sooner of `[net] timeout_ms` and the call's own deadline) and a response
 //!    size cap (the body is cut and marked `truncated`);
-//! 7. a request body cap (`[net] max_request_kb`, refused before anything is sent) and a
+//! 8. a request body cap (`[net] max_request_kb`, refused before anything is sent) and a
 //!    per-call transfer budget (`[net] max_transfer_mb`, request bodies sent plus response
 //!    bodies received; a response is cut at what is left, a request that does not fit is
 //!    refused).
@@ -69,6 +72,7 @@
 //! Values are still redacted from everything a call returns and from the plugin's log lines
 //! ([`redact`]): the guest never sees those, so the difference cannot teach it anything.
 
+pub mod listeners;
 pub mod settings;
 
 pub use settings::{NetSettings, Origin, SecretOrigin};
@@ -266,6 +270,8 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
             // A proxy would connect on the plugin's behalf, past the address checks.
             .no_proxy()
             .dns_resolver(Arc::new(CheckedResolver { allow_private }))
+            // Whatever the name resolved to, the address connected to is checked.
+            .connector_layer(listeners::PeerCheckLayer)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))
@@ -338,6 +344,10 @@ impl NetCall {
     }
 
     async fn send_checked(&mut self, req: Request) -> Result<Response, String> {
+        // Before anything else: no grant (and no grant question) reaches the host's own servers.
+        if let Ok(url) = reqwest::Url::parse(&req.url) {
+            own_listener_literal(&url)?;
+        }
         if self.grant.is_empty() {
             // Name the host the plugin tried, so the hint is a line the operator can paste.
             let host = reqwest::Url::parse(&req.url)
@@ -457,9 +467,10 @@ impl NetCall {
                 self.charge_sent(b.len() as u64)?;
                 rb = rb.body(b.clone());
             }
-            let resp = rb.send().await.map_err(|e| {
-                describe(&e, &url, remaining)
-                    .replace("for the plugin", &format!("in [plugin.{}] of toolhost.toml", self.plugin))
+            let resp = rb.send().await.map_err(|e| match listeners::refusal_in(&e) {
+                Some(own) => format!("request to {url} refused: {own}"),
+                None => describe(&e, &url, remaining)
+                    .replace("for the plugin", &format!("in [plugin.{}] of toolhost.toml", self.plugin)),
             })?;
             // Every hop's headers, before anything of them (a Location) is used.
             self.check_headers(&resp, &url)?;
@@ -523,19 +534,23 @@ impl NetCall {
         Ok(Response { status, url: final_url, headers: resp_headers, body, truncated })
     }
 
-    /// Check scheme, host grant and (for IP literals) the address; returns the origin.
+    /// Check scheme, host grant and (for IP literals) the address, the host's own listeners
+    /// included; returns the origin.
     fn check_url(&mut self, url: &reqwest::Url) -> Result<Origin, String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("scheme `{}` is not allowed (http and https only): {url}", url.scheme()));
         }
         let Some(origin) = Origin::of(url) else { return Err(format!("URL has no host: {url}")) };
         let host = &origin.host;
+        let ip = host.parse::<IpAddr>().ok();
+        // First: this holds whatever the grant says, and no grant question is asked about it.
+        own_listener_literal(url)?;
         if let Err(e) = self.grant.check_host(&self.plugin, host) {
             self.refused.push(Refusal::Host(host.clone()));
             return Err(e);
         }
         if !self.grant.private
-            && let Ok(ip) = host.parse::<IpAddr>()
+            && let Some(ip) = ip
             && let Some(kind) = non_public(ip)
         {
             return Err(format!(
@@ -695,6 +710,19 @@ fn body_window(max_response: u64, budget_left: u64, longest: usize) -> (u64, u64
     let ahead = (longest as u64).saturating_sub(1);
     let cap = max_response.min(budget_left.saturating_sub(ahead));
     (cap, (cap + ahead).min(budget_left))
+}
+
+/// Refuse a URL whose host is an IP literal at which one of the host's own listeners answers
+/// (a name is checked once connected: [`listeners::PeerCheckLayer`]).
+fn own_listener_literal(url: &reqwest::Url) -> Result<(), String> {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    let Some(port) = url.port_or_known_default() else { return Ok(()) };
+    listeners::check(std::net::SocketAddr::new(ip, port))
+        .map_err(|own| format!("request to {url} refused: {own}"))
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
