@@ -6,6 +6,7 @@ mod chat;
 mod cli;
 mod console;
 mod core_tools;
+mod decisions;
 mod distribution;
 mod docs;
 mod drain;
