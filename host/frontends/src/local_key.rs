@@ -22,10 +22,18 @@ impl std::fmt::Debug for LocalKey {
     }
 }
 
+/// 32 random bytes as hex (the key, a session id, a CSRF token).
+pub fn random_hex() -> String {
+    let mut b = [0u8; 32];
+    // getrandom fails only where the OS has no randomness source at all.
+    getrandom::fill(&mut b).expect("the OS random number generator");
+    hex::encode(b)
+}
+
 impl LocalKey {
     /// A new key from the OS's random number generator.
     pub fn generate() -> LocalKey {
-        LocalKey::from_value(crate::console::auth::random_hex())
+        LocalKey::from_value(random_hex())
     }
 
     fn from_value(value: String) -> LocalKey {

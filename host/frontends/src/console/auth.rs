@@ -4,7 +4,7 @@
 //! session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` behind TLS), and every
 //! state-changing request carries the session's CSRF token.
 
-use crate::local_key::LocalKey;
+use crate::local_key::{LocalKey, random_hex};
 use sha2::Digest;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -80,14 +80,6 @@ pub struct Sessions {
     open: Mutex<HashMap<[u8; 32], Session>>,
     /// One-time login codes (their SHA-256) and when each was made.
     once: Mutex<Vec<([u8; 32], Instant)>>,
-}
-
-/// 32 random bytes as hex (a session id, a CSRF token).
-pub fn random_hex() -> String {
-    let mut b = [0u8; 32];
-    // getrandom fails only where the OS has no randomness source at all.
-    getrandom::fill(&mut b).expect("the OS random number generator");
-    hex::encode(b)
 }
 
 fn digest(s: &str) -> [u8; 32] {
