@@ -214,3 +214,82 @@ mod errno_tests {
         assert_eq!(w("plain"), "plain");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_error_kind_reads_as_it_serializes() {
+        use ErrorKind::*;
+        let all = [
+            UnknownTool,
+            BadArguments,
+            Denied,
+            ToolError,
+            Timeout,
+            MemoryLimit,
+            StackOverflow,
+            Trap,
+            HostError,
+            Busy,
+            Unavailable,
+            Cancelled,
+        ];
+        for kind in all {
+            assert_eq!(json!(kind), json!(kind.as_str()), "{kind:?}");
+            assert_eq!(serde_json::from_value::<ErrorKind>(json!(kind.to_string())).unwrap(), kind);
+        }
+    }
+
+    fn spec() -> ToolSpec {
+        serde_json::from_value(json!({"name": "t", "description": "d", "argCount": 0})).unwrap()
+    }
+
+    #[test]
+    fn a_result_is_checked_against_the_declared_output_schema() {
+        let mut t = spec();
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        t.output_schema = Some(schema.clone());
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let run = |data: &str, limit| structured_outcome(&t, &validator, data.to_string(), limit);
+        let passed = run(r#"{"n": 3}"#, 100);
+        assert_eq!(passed.data.as_deref(), Some(r#"{"n": 3}"#));
+        // Parsed once, here; the front ends reuse it (issue #32).
+        assert_eq!(passed.structured.as_deref(), Some(&json!({"n": 3})));
+        for (data, limit, says) in [
+            (r#"{"n": "three"}"#, 100, "does not match it: at `/n`"),
+            ("{}", 100, "\"n\" is a required property"),
+            ("[1]", 100, "is JSON but not an object"),
+            ("n=3", 100, "is not JSON"),
+            (r#"{"n": 3}"#, 4, "over its output limit of 4, and a JSON result cannot be cut"),
+        ] {
+            let o = run(data, limit);
+            assert_eq!(o.kind, Some(ErrorKind::ToolError), "{data}");
+            let e = o.error.unwrap();
+            assert!(
+                e.starts_with("tool `t` declares an outputSchema, but its result") && e.contains(says),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn truncation_is_at_char_boundaries_and_marked() {
+        assert_eq!(truncate("héllo".into(), 10), ("héllo".into(), false));
+        let (t, cut) = truncate("héllo wörld".into(), 4);
+        assert!(cut);
+        assert_eq!(t, "héll\n…[truncated 7 of 11 chars]");
+        let (t, _) = truncate("日本語テキスト".into(), 2);
+        assert!(t.starts_with("日本\n"));
+    }
+
+    #[test]
+    fn outcome_serializes_as_the_seed_contract() {
+        let ok = serde_json::to_value(Outcome::ok("x".into(), false)).unwrap();
+        assert_eq!(ok, json!({"success": true, "data": "x"}));
+        let err = serde_json::to_value(Outcome::err(ErrorKind::Timeout, "slow")).unwrap();
+        assert_eq!(err, json!({"success": false, "error": "slow", "kind": "timeout"}));
+    }
+}

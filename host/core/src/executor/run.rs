@@ -1,0 +1,378 @@
+//! One call in its sandbox: the store with each capability's per-call state, the call slot, the
+//! guest's run under its deadline, and what came of it (outcome, usage, refusals).
+
+use super::*;
+
+/// Epoch ticks a guest runs between yields to the async runtime: one, 5–9 ms (a tick may wait
+/// for the kernel's own, see `engine::TICK`), so a cancelled busy guest stops within 10 ms. A
+/// short call a tick happens to land in yields once, at once (a few µs, for about one call in
+/// a thousand of 10 µs).
+const YIELD_TICKS: u64 = 1;
+/// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
+/// that block, such as a guest sleeping, which epochs cannot interrupt).
+const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
+
+impl Executor {
+    pub(super) async fn run(
+        &self,
+        entry: &ToolEntry,
+        args: &[String],
+        limits: Limits,
+        watch: Watch<'_>,
+        extra: &[crate::settings::GrantItem],
+    ) -> (Outcome, Vec<Refusal>, Vec<String>) {
+        let (plugin, spec) = (&entry.plugin, entry.spec());
+        // What a human granted for this call (or this session) on top of the plugin's grants.
+        let extra_fs = match extra {
+            [] => Vec::new(),
+            _ => {
+                let workspace = self.config.workspace_grant(toolhost_spec::manifest::FsMode::ReadWrite);
+                grant::extra_dirs(extra, &plugin.grants.fs, &workspace)
+            }
+        };
+        let exec = grant::extra_programs(extra, &plugin.grants.exec);
+        let net_grant = if extra.is_empty() {
+            plugin.grants.net.clone()
+        } else {
+            let mut g = (*plugin.grants.net).clone();
+            for item in extra {
+                match item {
+                    crate::settings::GrantItem::Net(host) if !g.granted.contains(host) => {
+                        g.granted.push(host.clone())
+                    }
+                    crate::settings::GrantItem::Net(_) => {}
+                    crate::settings::GrantItem::Secret(name)
+                        if !g.secrets.iter().any(|s| &s.name == name) =>
+                    {
+                        // Read now, like a granted secret at load; one that cannot be read
+                        // stays refused (the call's error says so).
+                        match self.config.secrets.get(name).map(|src| (src, src.read())) {
+                            Some((src, Ok(value))) => g.secrets.push(crate::capability::net::GrantedSecret {
+                                name: name.clone(),
+                                value,
+                                hosts: src.hosts.clone(),
+                            }),
+                            Some((_, Err(why))) => tracing::warn!("{why}"),
+                            None => {}
+                        }
+                    }
+                    crate::settings::GrantItem::Secret(_)
+                    | crate::settings::GrantItem::Fs { .. }
+                    | crate::settings::GrantItem::Exec { .. } => {}
+                }
+            }
+            Arc::new(g)
+        };
+        // A plugin loaded from the warm compile cache is linked on first use (see
+        // `registry::Code`): off the async workers, as it blocks for about a millisecond.
+        if !plugin.code.is_ready() {
+            let p = plugin.clone();
+            let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
+        }
+        let pre = match plugin.code.get() {
+            Ok(pre) => pre,
+            Err(e) => {
+                return (
+                    Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)),
+                    Vec::new(),
+                    Vec::new(),
+                );
+            }
+        };
+        let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
+        let wasi = match plugin.grants.wasi_ctx_with(&extra_fs, stdout.clone(), stderr.clone()) {
+            Ok(w) => w,
+            Err(e) => {
+                let o = Outcome::err(
+                    ErrorKind::HostError,
+                    format!("cannot set up the sandbox for `{}`: {e}", spec.name),
+                );
+                return (o, Vec::new(), Vec::new());
+            }
+        };
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        // The deadline counts from the call's arrival: waiting for a slot is part of it.
+        let arrived = std::time::Instant::now();
+        let deadline = arrived + timeout;
+        let share = self.shares.plugin(&plugin.name, &self.config);
+        let slot = match self.shares.try_acquire(&share) {
+            Some(slot) => slot,
+            None => match self.wait_for_slot(entry, &share, arrived, deadline, watch).await {
+                Ok(slot) => slot,
+                Err(o) => return (o, Vec::new(), Vec::new()),
+            },
+        };
+        // A call that found its slots free started when it arrived (no second clock read).
+        let started = if slot.waited { std::time::Instant::now() } else { arrived };
+        let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
+        let log = LogCall {
+            tool: entry.shared_name().clone(),
+            budget: CallLog::new(&limits, Some(share.log.clone())),
+        };
+        // Moved once, into the store (the call's state is large: every move of it is a copy).
+        let mut store = Store::new(
+            &self.runtime.engine,
+            HostState::new(
+                wasi,
+                CallParts {
+                    limiter: MemoryLimiter::new(limits.memory_mb),
+                    net,
+                    log,
+                    meter: CallMeter::new(limits.write_mb, limits.create_limit),
+                    process: crate::capability::process::ProcessCall {
+                        plugin: plugin.name.clone(),
+                        exec,
+                        workspace: self.workspace.clone(),
+                        create_workspace: self.config.workspace_is_default,
+                        deadline: Some(deadline),
+                        runs: 0,
+                        settings: self.config.process.clone(),
+                        refused: Vec::new(),
+                    },
+                },
+            ),
+        );
+        // Progress is watched only when someone follows it (a front end's sink, an observer).
+        let progress = (watch.sink.is_some() || watch.observer.is_some()).then(|| {
+            let (p, rx) = ProgressCall::watched();
+            store.data_mut().progress = p;
+            rx
+        });
+        let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
+        store.data_mut().outside.armed = plugin.grants.guards_outside_with(&extra_fs);
+        store.limiter(|s| &mut s.limiter);
+        // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
+        // other calls or the host's own tasks); past its deadline it is interrupted. The
+        // deadline is read from the store (the call's `NetCall` holds it): the callback
+        // captures nothing, so wasmtime boxes a zero-sized closure, without allocating.
+        store.epoch_deadline_callback(|s| {
+            Ok(if std::time::Instant::now() >= s.data().net.deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(YIELD_TICKS)
+            })
+        });
+        store.set_epoch_deadline(YIELD_TICKS);
+
+        let (result, busy, ended) = {
+            // On the heap: wasmtime's instantiation and call futures are most of a call's
+            // future (several KiB), and every `async fn` layer above this one would otherwise
+            // copy them once more per call; one allocation copies them once.
+            let run = Box::pin(async {
+                let instance = pre.instantiate_async(&mut store).await?;
+                // The plugin is called with its own name for the tool, whatever it is exposed as.
+                instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), args).await
+            });
+            // From the deadline already computed: no clock read.
+            let guard = tokio::time::Instant::from_std(deadline + WALL_CLOCK_GRACE);
+            let guest = std::pin::pin!(tokio::time::timeout_at(guard, run));
+            let guest = BusyTimed::new(guest);
+            match &forwarder {
+                None => guest.await,
+                // The last report goes out before the outcome.
+                Some(f) => f.around(guest).await,
+            }
+        };
+        let memory_hit = store.data().limiter.hit;
+        let mut refused = std::mem::take(&mut store.data_mut().net.refused);
+        refused.append(&mut store.data_mut().process.refused);
+        let outside = std::mem::take(&mut store.data_mut().outside.paths);
+        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), ended - started);
+        drop(store);
+        let (out, out_dropped) = stdout.take();
+        let (err, err_dropped) = stderr.take();
+        let net = &*net_grant;
+        let (out, err) = (redact_owned(out, net), redact_owned(err, net));
+        // A path is the guest's text too: it may hold a secret.
+        let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, net)).collect();
+        log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
+        log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
+
+        let limit = limits.output_limit;
+        let mut outcome = match result {
+            Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+            // A granted secret's value never reaches the model, whatever the plugin did.
+            Ok(Ok(Ok(data))) => {
+                let data = redact_owned(data, net);
+                match entry.output_validator() {
+                    Some(Ok(validator)) => structured_outcome(spec, validator, data, limit),
+                    Some(Err(e)) => Outcome::err(ErrorKind::HostError, e.to_string()),
+                    None => {
+                        let (data, truncated) = truncate(data, limit);
+                        Outcome::ok(data, truncated)
+                    }
+                }
+            }
+            Ok(Ok(Err(message))) => {
+                let message = outcome::without_os_error_numbers(&message);
+                Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
+            }
+            Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
+        };
+        if let (Some(q), Some(e)) = (&usage.quota, outcome.error.as_mut()) {
+            // The plugin failed after its quota stopped a write: say which limit, and how to
+            // raise it (a plugin that carried on and succeeded has it in `usage` only).
+            e.push_str(&format!(
+                "\n[note: {q}; the operator can raise it with [limits], [plugin.{p}] or [tool.{t}] write_mb / create_limit in toolhost.toml]",
+                p = plugin.name,
+                t = spec.name
+            ));
+        }
+        outcome.usage = Some(usage);
+        (outcome, refused, outside)
+    }
+
+    /// Wait for a slot of `share` until `deadline` — if the observer lets the call wait (it
+    /// refuses when too many calls wait already: `busy` at once), and only while its client is
+    /// there: a call whose client went away ([`CallControl::gone`]) is dropped before it runs.
+    pub(super) async fn wait_for_slot<'a>(
+        &'a self,
+        entry: &ToolEntry,
+        share: &'a slots::PluginShare,
+        arrived: std::time::Instant,
+        deadline: std::time::Instant,
+        watch: Watch<'_>,
+    ) -> Result<slots::Slot<'a>, Outcome> {
+        let (plugin, tool) = (&entry.plugin.name, &entry.spec().name);
+        let place = match self.observer.get().map(|o| o.wait(watch.call, watch.ctx)) {
+            Some(Err(why)) => {
+                // Not louder: a flood of refusals must not flood the log.
+                tracing::debug!(plugin = &**plugin, tool, "call refused: {why}");
+                return Err(Outcome::err(ErrorKind::Busy, why));
+            }
+            Some(Ok(place)) => place,
+            None => None,
+        };
+        let acquire = self.shares.acquire(share, deadline.into());
+        let acquired = match watch.gone {
+            None => acquire.await,
+            Some(gone) => tokio::select! {
+                biased;
+                () = gone.cancelled() => {
+                    let o = gone.gone_outcome(tool, arrived.elapsed().as_millis());
+                    tracing::info!(plugin = &**plugin, tool, "{}", o.text());
+                    return Err(o);
+                }
+                acquired = acquire => acquired,
+            },
+        };
+        drop(place);
+        acquired.map_err(|busy| {
+            Outcome::err(ErrorKind::Busy, busy.message(plugin, tool, arrived.elapsed().as_millis()))
+        })
+    }
+
+    /// The cost of the call, from the store's meters; logs what the log limits dropped.
+    pub(super) fn usage(
+        &self,
+        state: &HostState,
+        limits: &Limits,
+        busy: Duration,
+        queued: Duration,
+        wall: Duration,
+    ) -> Usage {
+        let log = &state.log.budget;
+        if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
+            tracing::warn!(plugin = &**state.plugin(), tool = &**state.tool(), "{note}");
+        }
+        Usage {
+            busy_us: micros(busy),
+            wall_us: micros(wall),
+            queued_us: micros(queued),
+            peak_memory_kb: state.limiter.peak_bytes() / 1024,
+            written_bytes: state.meter.written(),
+            created: state.meter.created(),
+            http_requests: state.net.requests,
+            http_sent_bytes: state.net.sent_bytes,
+            http_received_bytes: state.net.received_bytes,
+            log_lines: log.lines,
+            log_dropped: log.dropped_lines,
+            quota: state.meter.hit().map(|h| state.meter.message(h)),
+        }
+    }
+}
+
+/// One call as those around it see it: who made it (and whether they are still there, for a
+/// call waiting for a slot), and who follows its progress — the front end's sink and the
+/// observer.
+#[derive(Clone, Copy)]
+pub(super) struct Watch<'a> {
+    pub(super) call: &'a ToolCall,
+    pub(super) ctx: &'a CallContext,
+    pub(super) gone: Option<&'a Cancel>,
+    pub(super) id: u64,
+    pub(super) sink: Option<&'a Arc<dyn ProgressSink>>,
+    pub(super) observer: Option<&'a Arc<dyn CallObserver>>,
+}
+
+impl Watch<'_> {
+    async fn deliver(self, p: Progress) {
+        if let Some(o) = self.observer {
+            o.progress(self.id, self.call, &p);
+        }
+        if let Some(s) = self.sink {
+            s.report(&p).await;
+        }
+    }
+}
+
+pub(super) fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
+    format!("tool `{}` timed out after {} ms (limit: timeout_ms)", spec.name, limits.timeout_ms)
+}
+
+pub(super) fn classify_trap(
+    spec: &ToolSpec,
+    limits: Limits,
+    e: &wasmtime::Error,
+    memory_hit: bool,
+    stderr: &str,
+) -> Outcome {
+    if memory_hit || e.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return Outcome::err(
+            ErrorKind::MemoryLimit,
+            format!(
+                "tool `{}` exceeded its memory limit of {} MiB (limit: memory_mb)",
+                spec.name, limits.memory_mb
+            ),
+        );
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+        Some(Trap::StackOverflow) => Outcome::err(
+            ErrorKind::StackOverflow,
+            format!("tool `{}` overflowed its wasm stack (too deep recursion)", spec.name),
+        ),
+        trap => {
+            let what = trap
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
+            // A Rust guest's panic is on its stderr just before the trap: `thread '…' panicked
+            // at FILE:LINE:COL:` and the message on the next line.
+            let lines: Vec<&str> = stderr.lines().collect();
+            let panic = lines.iter().rposition(|l| l.contains("panicked")).map(|i| {
+                let mut p = lines[i].trim().to_string();
+                if p.ends_with(':')
+                    && let Some(next) = lines.get(i + 1)
+                {
+                    p.push(' ');
+                    p.push_str(next.trim());
+                }
+                p
+            });
+            let mut msg = format!("tool `{}` crashed: {what}", spec.name);
+            if let Some(p) = panic {
+                msg.push_str(&format!(" ({})", p.chars().take(500).collect::<String>()));
+            }
+            Outcome::err(ErrorKind::Trap, msg)
+        }
+    }
+}
+
+pub(super) fn log_stdio(plugin: &str, tool: &str, stream: &str, text: &str, dropped: usize) {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        tracing::info!(plugin, tool, stream, "{line}");
+    }
+    if dropped > 0 {
+        tracing::info!(plugin, tool, stream, "… {dropped} more bytes dropped");
+    }
+}
