@@ -327,7 +327,9 @@ async fn a_namespace_gives_plugin_dot_tool_and_openai_double_underscores() {
             arguments: "{\"text\":\"a\"}".into(),
         },
     };
-    assert_eq!(openai::to_call(&reg, &wire).unwrap().name, "text.count_words");
+    let ctx = toolhost_core::executor::CallContext::default();
+    let prepared = host.executor.prepare(openai::request(&wire).unwrap(), &ctx).await.unwrap();
+    assert_eq!(prepared.name(), "text.count_words");
     let outs = run_openai(&host, &[("text__count_words", serde_json::json!({"text": "a b c d"}))]).await;
     assert!(ok(&outs[0]).contains("\"words\":4"));
 }

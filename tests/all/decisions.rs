@@ -185,15 +185,16 @@ impl std::fmt::Display for Client {
     }
 }
 
-/// Which path answers (a) today (`Direct::session`, `McpServer::direct_call`): the direct path,
-/// unless the client takes tasks (the extension), the tool runs only as a task, a confirmation
-/// may be asked (the tool's policy — `[tool.NAME] policy`, else `[danger] policy`, every tool
-/// here being dangerous — is `ask`) or a grant question may be (`on_missing = "ask"`). Whether
-/// the client could be asked (elicitation) is not looked at.
+/// Which path answers (a) (`Direct::session`, `mcp::call::plan` and `answered_directly`): the
+/// direct path, unless the client takes tasks (the extension), the tool runs only as a task
+/// (and its policy does not refuse it: a refused call is answered at once, never a task), a
+/// confirmation may be asked (the tool's policy — `[tool.NAME] policy`, else `[danger]
+/// policy`, every tool here being dangerous — is `ask`) or a grant question may be (`on_missing
+/// = "ask"`). Whether the client could be asked (elicitation, the key) is not looked at.
 fn direct_today(config: &Config, support: Support, client: &Client) -> bool {
     let policy = config.tool.unwrap_or(config.danger);
     client.tasks != Tasks::Extension
-        && support != Support::Required
+        && (support != Support::Required || policy == "deny")
         && policy != "ask"
         && config.on_missing != Some("ask")
 }

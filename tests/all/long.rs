@@ -535,15 +535,6 @@ impl toolhost_core::executor::CallObserver for Watcher {
         run
     }
 
-    fn unrun(
-        &self,
-        _: &ToolCall,
-        _: &CallContext,
-        _: toolhost_core::executor::CallRecord,
-        _: &toolhost_core::Outcome,
-    ) {
-    }
-
     fn wants_progress(&self) -> bool {
         true
     }

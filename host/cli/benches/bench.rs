@@ -1242,7 +1242,7 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
         ),
         (
             "ours: registry lookup, JSON arguments → `ToolCall`, the tool's view (limits, task support)",
-            Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).map().is_some()) })),
+            Box::new(|| Box::pin(async { assert!(std::hint::black_box(stages).map().await) })),
         ),
         ("executor: `echo` call, no observer", host_case(&bare, echo.clone())),
         (

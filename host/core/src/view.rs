@@ -10,7 +10,7 @@
 use crate::registry::{LoadedPlugin, Registry, ToolEntry};
 use crate::settings::{Config, DangerPolicy, Limits};
 use std::sync::Arc;
-use toolhost_spec::manifest::{Icon, ToolSpec};
+use toolhost_spec::manifest::{Icon, TaskSupport, ToolSpec};
 
 /// What a tool is, as the operator's host presents and enforces it.
 #[derive(Debug, Clone)]
@@ -23,8 +23,10 @@ pub struct ToolView<'a> {
     /// Needs confirmation under the danger policy (see [`is_dangerous`]), or the operator's
     /// `[tool.NAME] policy = "ask"` confirms every call.
     pub dangerous: bool,
-    /// The operator's `[tool.NAME] policy`, if set (see [`call_policy`]).
+    /// The operator's `[tool.NAME] policy`, if set.
     pub policy: Option<DangerPolicy>,
+    /// The policy that decides whether a call runs ([`call_policy`]): `None`, it runs.
+    pub call_policy: Option<DangerPolicy>,
     /// The manifest declares the tool read-only. This is the author's claim about what the tool
     /// does; see [`ToolView::advertise_read_only`] for what clients are told.
     pub read_only: bool,
@@ -54,6 +56,7 @@ impl<'a> ToolView<'a> {
             dangerous: is_dangerous(spec, &entry.plugin, config)
                 || tool_policy(spec, config) == Some(DangerPolicy::Ask),
             policy: tool_policy(spec, config),
+            call_policy: call_policy(spec, &entry.plugin, config),
             read_only: spec.read_only,
             open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
@@ -69,10 +72,25 @@ impl<'a> ToolView<'a> {
             version: None,
             dangerous: false,
             policy: None,
+            call_policy: None,
             read_only: true,
             open_world: false,
             limits: config.limits,
             schemas: &search.schemas,
+        }
+    }
+
+    /// Whether a call may run as a task (MCP tasks): the manifest's `taskSupport`, except that a
+    /// call a person must confirm (its policy `ask`) never runs as an optional task, where nobody
+    /// could be asked, and a call its policy refuses (`deny`) never as any task: it is refused
+    /// at once. `find_tools` answers at once: never a task.
+    pub fn task_support(&self) -> TaskSupport {
+        let support = self.spec.task_support.unwrap_or_default();
+        match self.call_policy {
+            Some(DangerPolicy::Deny) => TaskSupport::Forbidden,
+            Some(DangerPolicy::Ask) if support == TaskSupport::Optional => TaskSupport::Forbidden,
+            _ if self.version.is_none() => TaskSupport::Forbidden,
+            _ => support,
         }
     }
 

@@ -3,10 +3,9 @@
 //! a JSON object mapped onto params by name) into `role: "tool"` messages.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use toolhost_core::executor::{ErrorKind, Executor, Outcome, ToolCall};
+use serde_json::{Value, json};
+use toolhost_core::executor::{CallRequest, ErrorKind, Executor, Outcome};
 use toolhost_core::registry::Registry;
-use toolhost_spec::manifest::{self, ToolSpec};
 
 /// A tool name OpenAI would refuse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -65,7 +64,7 @@ pub struct AssistantMessage {
 
 /// One entry of `tool_calls`, as the API carries it — read from a model's reply (`run --format
 /// openai`, the agent loop) and written back into the conversation. The one wire type of a tool
-/// call; [`to_call`] is the one mapping to a [`ToolCall`].
+/// call; [`request`] is what the executor prepares from it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireToolCall {
     pub id: String,
@@ -86,28 +85,16 @@ pub struct WireFunction {
     pub arguments: String,
 }
 
-/// The call a `tool_calls` entry asks for, or the outcome that says why it cannot run: a type
-/// other than `function`, or arguments that do not map to the tool's parameters. A namespaced
-/// tool's OpenAI name (`notes__get`) becomes its exposed name (`notes.get`), which is what the
-/// executor, the audit trail and metrics see. An unknown tool is passed on as a call with no
-/// arguments, so the executor words the error (with its suggestions, or the conflict).
-pub fn to_call(registry: &Registry, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
+/// The request a `tool_calls` entry makes, or the outcome that says why it cannot be one (a
+/// type other than `function`). The executor prepares it like every request: its OpenAI name
+/// (`notes__get`) becomes the exposed name (`notes.get`), which is what the executor, the audit
+/// trail and metrics see, and its `arguments` are mapped onto the tool's parameters there.
+pub fn request(tc: &WireToolCall) -> Result<CallRequest<'_>, Box<Outcome>> {
     if tc.kind != "function" {
         let why = format!("unsupported tool call type {:?}", tc.kind);
         return Err(Box::new(Outcome::err(ErrorKind::BadArguments, why)));
     }
-    let name = tc.function.name.clone();
-    let spec = match registry.lookup(&name) {
-        Some(entry) => entry.spec(),
-        None => match registry.search() {
-            Some(search) if name == search.spec.name => &search.spec,
-            _ => return Ok(ToolCall { name, args: Vec::new() }),
-        },
-    };
-    match map_arguments(spec, &tc.function.arguments) {
-        Ok(args) => Ok(ToolCall { name: spec.name.clone(), args }),
-        Err(e) => Err(Box::new(Outcome::err(ErrorKind::BadArguments, e))),
-    }
+    Ok(CallRequest::NamedJson { name: &tc.function.name, json: &tc.function.arguments })
 }
 
 /// The reply for one tool call.
@@ -140,90 +127,6 @@ pub fn parse_message(text: &str) -> Result<AssistantMessage, String> {
     Ok(m)
 }
 
-/// Map a JSON-object `arguments` string onto the tool's params, in order. Missing required
-/// params, unknown keys and wrong types are errors for the model.
-pub fn map_arguments(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, String> {
-    let trimmed = arguments.trim();
-    let obj: Map<String, Value> = if trimmed.is_empty() {
-        Map::new()
-    } else {
-        match serde_json::from_str::<Value>(trimmed) {
-            Ok(Value::Object(o)) => o,
-            Ok(other) => {
-                return Err(format!(
-                    "the arguments of `{}` must be a JSON object, got {}",
-                    spec.name,
-                    manifest::value_kind(&other)
-                ));
-            }
-            Err(e) => return Err(format!("the arguments of `{}` are not valid JSON: {e}", spec.name)),
-        }
-    };
-    map_argument_object(spec, &obj)
-}
-
-/// [`map_arguments`] for arguments already parsed into a JSON object (MCP's `tools/call`).
-pub fn map_argument_object(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<Vec<String>, String> {
-    let usage = || {
-        let names: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
-        if names.is_empty() {
-            "it takes no arguments".to_string()
-        } else {
-            format!("its arguments are: {}", names.join(", "))
-        }
-    };
-    for key in obj.keys() {
-        if !spec.params.iter().any(|p| &p.name == key) {
-            return Err(format!("`{}` has no argument `{key}`; {}", spec.name, usage()));
-        }
-    }
-    let mut args = Vec::new();
-    let mut skipped: Option<&str> = None;
-    for (i, p) in spec.params.iter().enumerate() {
-        let Some(v) = obj.get(&p.name).filter(|v| !(p.optional && v.is_null())) else {
-            if !p.optional {
-                return Err(format!("`{}` needs the argument `{}`; {}", spec.name, p.name, usage()));
-            }
-            skipped.get_or_insert(&p.name);
-            continue;
-        };
-        if let Some(gap) = skipped {
-            // Arguments are positional for the plugin: a later optional one needs the earlier.
-            return Err(format!(
-                "`{}`: argument `{}` is given but the earlier optional `{gap}` is not",
-                spec.name, p.name
-            ));
-        }
-        if spec.is_json(i) {
-            if let Some(t) = manifest::type_name(&p.ty)
-                && !manifest::value_has_type(t, v)
-            {
-                return Err(format!(
-                    "argument `{}` of `{}` must be {}, got {}",
-                    p.name,
-                    spec.name,
-                    manifest::type_phrase(t),
-                    manifest::value_kind(v)
-                ));
-            }
-            args.push(v.to_string());
-        } else {
-            match v {
-                Value::String(s) => args.push(s.clone()),
-                other => {
-                    return Err(format!(
-                        "argument `{}` of `{}` must be a string, got {}",
-                        p.name,
-                        spec.name,
-                        manifest::value_kind(other)
-                    ));
-                }
-            }
-        }
-    }
-    Ok(args)
-}
-
 /// Execute every tool call of `message`, in order, through the executor: one `role: "tool"`
 /// message per call (with its outcome, for callers that want the structured form).
 pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(ToolMessage, Outcome)> {
@@ -238,9 +141,14 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
 }
 
 async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
-    match to_call(&executor.registry(), tc) {
-        Ok(call) => executor.call(&call).await,
-        Err(o) => *o,
+    let ctx = toolhost_core::executor::CallContext::default();
+    let prepared = match request(tc) {
+        Ok(request) => executor.prepare(request, &ctx).await,
+        Err(o) => return *o,
+    };
+    match prepared {
+        Ok(prepared) => executor.run(&prepared, &**executor.confirm(), &ctx, &Default::default()).await,
+        Err(o) => o,
     }
 }
 
@@ -248,6 +156,7 @@ async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
 mod tests {
     use super::*;
     use toolhost_spec::manifest::ParamSpec;
+    use toolhost_spec::manifest::ToolSpec;
 
     fn spec() -> ToolSpec {
         ToolSpec {
@@ -301,10 +210,17 @@ mod tests {
 
     #[test]
     fn arguments_map_by_name_in_param_order() {
-        let args = map_arguments(&spec(), r#"{"subtasks": [{"t": "a, b"}], "title": "Launch"}"#).unwrap();
+        let args = toolhost_core::executor::map_named_json(
+            &spec(),
+            r#"{"subtasks": [{"t": "a, b"}], "title": "Launch"}"#,
+        )
+        .unwrap();
         assert_eq!(args, vec!["Launch".to_string(), r#"[{"t":"a, b"}]"#.to_string()]);
-        let args =
-            map_arguments(&spec(), r#"{"subtasks": [], "title": "x", "days": 3, "note": "n"}"#).unwrap();
+        let args = toolhost_core::executor::map_named_json(
+            &spec(),
+            r#"{"subtasks": [], "title": "x", "days": 3, "note": "n"}"#,
+        )
+        .unwrap();
         assert_eq!(args, ["x", "[]", "3", "n"]);
     }
 
@@ -327,7 +243,7 @@ mod tests {
             (r#"{"title": "x""#, "not valid JSON"),
         ];
         for (input, want) in cases {
-            let e = map_arguments(&spec(), input).unwrap_err();
+            let e = toolhost_core::executor::map_named_json(&spec(), input).unwrap_err();
             assert!(e.contains(want), "{input}: {e}");
         }
     }

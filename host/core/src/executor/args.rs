@@ -1,9 +1,11 @@
-//! A call's arguments against its tool's manifest: positional ones (the `[TOOL]` text, the
-//! command line) checked — argCount, `rest` joined with `,`, JSON parameters parsed and typed —
-//! in one place, in the words every front end shows.
+//! A call's arguments against its tool's manifest, in one place and in the words every front
+//! end shows: positional ones (the `[TOOL]` text, the command line) checked — argCount, `rest`
+//! joined with `,`, JSON parameters parsed and typed — and named ones (MCP, the console, OpenAI)
+//! mapped onto the parameters in order, each value typed.
 
+use serde_json::{Map, Value};
 use std::borrow::Cow;
-use toolhost_spec::manifest::ToolSpec;
+use toolhost_spec::manifest::{self, ToolSpec};
 
 /// Total bytes of arguments accepted for one call.
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
@@ -15,12 +17,7 @@ pub const MAX_JSON_DEPTH: usize = 128;
 pub fn check_args<'a>(spec: &ToolSpec, args: &'a [String]) -> Result<Cow<'a, [String]>, String> {
     let total: usize = args.iter().map(String::len).sum();
     if total > MAX_ARGS_BYTES {
-        return Err(format!(
-            "the arguments to `{}` are {} KiB, over the {} KiB limit per call",
-            spec.name,
-            total / 1024,
-            MAX_ARGS_BYTES / 1024
-        ));
+        return Err(too_large(spec, total));
     }
     let n = spec.params.len();
     // Borrowed unless a rest param's values are joined: a call's arguments are not copied.
@@ -130,6 +127,105 @@ pub(super) fn json_depth(s: &str) -> usize {
         }
     }
     max
+}
+
+/// Map a JSON-object `arguments` string onto the tool's params, in order. Missing required
+/// params, unknown keys and wrong types are errors for the model.
+pub fn map_named_json(spec: &ToolSpec, arguments: &str) -> Result<Vec<String>, String> {
+    let trimmed = arguments.trim();
+    let obj: Map<String, Value> = if trimmed.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(Value::Object(o)) => o,
+            Ok(other) => {
+                return Err(format!(
+                    "the arguments of `{}` must be a JSON object, got {}",
+                    spec.name,
+                    manifest::value_kind(&other)
+                ));
+            }
+            Err(e) => return Err(format!("the arguments of `{}` are not valid JSON: {e}", spec.name)),
+        }
+    };
+    map_named(spec, &obj)
+}
+
+/// [`map_named_json`] for arguments already parsed into a JSON object (MCP's `tools/call`, the
+/// console): each value checked against its parameter's type here, so the text it becomes is
+/// not parsed again; the whole no larger than [`MAX_ARGS_BYTES`].
+pub fn map_named(spec: &ToolSpec, obj: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let usage = || {
+        let names: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
+        if names.is_empty() {
+            "it takes no arguments".to_string()
+        } else {
+            format!("its arguments are: {}", names.join(", "))
+        }
+    };
+    for key in obj.keys() {
+        if !spec.params.iter().any(|p| &p.name == key) {
+            return Err(format!("`{}` has no argument `{key}`; {}", spec.name, usage()));
+        }
+    }
+    let mut args = Vec::new();
+    let mut skipped: Option<&str> = None;
+    for (i, p) in spec.params.iter().enumerate() {
+        let Some(v) = obj.get(&p.name).filter(|v| !(p.optional && v.is_null())) else {
+            if !p.optional {
+                return Err(format!("`{}` needs the argument `{}`; {}", spec.name, p.name, usage()));
+            }
+            skipped.get_or_insert(&p.name);
+            continue;
+        };
+        if let Some(gap) = skipped {
+            // Arguments are positional for the plugin: a later optional one needs the earlier.
+            return Err(format!(
+                "`{}`: argument `{}` is given but the earlier optional `{gap}` is not",
+                spec.name, p.name
+            ));
+        }
+        if spec.is_json(i) {
+            if let Some(t) = manifest::type_name(&p.ty)
+                && !manifest::value_has_type(t, v)
+            {
+                return Err(format!(
+                    "argument `{}` of `{}` must be {}, got {}",
+                    p.name,
+                    spec.name,
+                    manifest::type_phrase(t),
+                    manifest::value_kind(v)
+                ));
+            }
+            args.push(v.to_string());
+        } else {
+            match v {
+                Value::String(s) => args.push(s.clone()),
+                other => {
+                    return Err(format!(
+                        "argument `{}` of `{}` must be a string, got {}",
+                        p.name,
+                        spec.name,
+                        manifest::value_kind(other)
+                    ));
+                }
+            }
+        }
+    }
+    let total: usize = args.iter().map(String::len).sum();
+    if total > MAX_ARGS_BYTES {
+        return Err(too_large(spec, total));
+    }
+    Ok(args)
+}
+
+fn too_large(spec: &ToolSpec, total: usize) -> String {
+    format!(
+        "the arguments to `{}` are {} KiB, over the {} KiB limit per call",
+        spec.name,
+        total / 1024,
+        MAX_ARGS_BYTES / 1024
+    )
 }
 
 #[cfg(test)]

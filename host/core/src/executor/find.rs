@@ -6,12 +6,12 @@ impl Executor {
     /// `find_tools` in search mode: the best matches for the query, each with its name,
     /// description and the JSON Schema of its arguments, as a JSON object for the model — whole
     /// entries only, as many as fit the output limit (at least one).
-    pub(super) fn find_tools(&self, registry: &Registry, search: &crate::registry::Search, call: &ToolCall) -> Outcome {
-        let args = match check_args(&search.spec, &call.args) {
-            Ok(a) => a,
-            Err(e) => return Outcome::err(ErrorKind::BadArguments, e),
+    /// (`call`'s arguments were checked when it was prepared.)
+    pub(super) fn find_tools(&self, registry: &Registry, call: &ToolCall) -> Outcome {
+        let Some(search) = registry.search() else {
+            return Outcome::err(ErrorKind::UnknownTool, "the catalog is not searched here".to_string());
         };
-        let query = args.first().map(String::as_str).unwrap_or_default();
+        let query = call.args.first().map(String::as_str).unwrap_or_default();
         let mut found = Vec::new();
         for name in search.index.search(query, self.config.catalog.results) {
             let Some(entry) = registry.get(name) else { continue };

@@ -23,7 +23,6 @@ use std::time::Duration;
 use toolhost_spec::manifest::ToolSpec;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-
 mod args;
 mod ask;
 mod call;
@@ -34,20 +33,23 @@ pub mod grant;
 mod notes;
 pub mod observer;
 mod outcome;
+mod policy;
+mod prepare;
 mod run;
 mod slots;
 
 pub use crate::capability::progress::Progress;
+pub use args::{MAX_ARGS_BYTES, MAX_JSON_DEPTH, check_args, map_named, map_named_json};
 pub use control::{CallControl, Cancel, ProgressSink};
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
 pub use grant::{AskGrant, GrantRequest};
+pub use notes::missing_grant_note;
 pub use observer::{
     CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy, GrantAnswer, GrantRecord,
 };
 use outcome::structured_outcome;
-pub use args::{MAX_ARGS_BYTES, MAX_JSON_DEPTH, check_args};
-pub use notes::missing_grant_note;
 pub use outcome::{ErrorKind, Outcome, truncate};
+pub use prepare::{CallRequest, PreparedCall};
 pub use toolhost_spec::call::ToolCall;
 
 /// The context of a call no front end describes ([`CallContext::default`], as a static).
@@ -161,7 +163,8 @@ impl Executor {
 
     /// [`Executor::call_in`], steered by `control`: cancelled when its [`Cancel`] fires (the
     /// outcome is [`ErrorKind::Cancelled`]), its progress reports sent to its [`ProgressSink`]
-    /// (and to the observer's [`CallObserver::progress`]) as they come, coalesced.
+    /// (and to the observer's [`CallObserver::progress`]) as they come, coalesced. The call is
+    /// [prepared](Executor::prepare), then [run](Executor::run).
     pub async fn call_controlled(
         &self,
         call: &ToolCall,
@@ -169,32 +172,73 @@ impl Executor {
         ctx: &CallContext,
         control: &CallControl,
     ) -> Outcome {
+        match self.prepare(CallRequest::Positional(call), ctx).await {
+            Ok(prepared) => self.run(&prepared, confirm, ctx, control).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Run a prepared call, asking `confirm` about it if its policy says so, on behalf of `ctx`
+    /// and steered by `control` (see [`Executor::call_controlled`]).
+    pub fn run<'a>(
+        &'a self,
+        prepared: &'a PreparedCall<'_>,
+        confirm: &'a dyn Confirm,
+        ctx: &'a CallContext,
+        control: &'a CallControl,
+    ) -> impl Future<Output = Outcome> + 'a {
+        self.observed(prepared.call(), prepared.plugin(), ctx, Work::Run { prepared, confirm, control })
+    }
+
+    /// Refuse a prepared call by a front end's own rule (a task the client cannot take, a
+    /// retry whose state does not open): `outcome`, counted and audited like every call.
+    pub fn refuse<'a>(
+        &'a self,
+        prepared: &'a PreparedCall<'_>,
+        outcome: Outcome,
+        ctx: &'a CallContext,
+    ) -> impl Future<Output = Outcome> + 'a {
+        self.observed(prepared.call(), prepared.plugin(), ctx, Work::Settled(outcome))
+    }
+
+    /// `work` for `call` (of `plugin`) as every call goes: numbered, under its span when
+    /// telemetry is on, through the observer when one is attached.
+    async fn observed(
+        &self,
+        call: &ToolCall,
+        plugin: Option<&Arc<LoadedPlugin>>,
+        ctx: &CallContext,
+        work: Work<'_>,
+    ) -> Outcome {
         let id = observer::next_call_id();
         // The record is kept only for someone who reads it: the observer, or the span.
         let new_record = || {
             let record = observer::SharedRecord::default();
-            record.lock().unwrap_or_else(|p| p.into_inner()).id = id;
+            {
+                let mut r = record.lock().unwrap_or_else(|p| p.into_inner());
+                (r.id, r.plugin) = (id, plugin.cloned());
+            }
             record
         };
         // Telemetry off: one check, nothing else (see `telemetry`).
         let Some(span) = CallSpan::start(&call.name, ctx.front_end, ctx.trace_parent.as_ref()) else {
             let record = self.observer.get().map(|_| new_record());
-            return self.call_observed(call, confirm, ctx, control, id, record).await;
+            return self.call_observed(call, ctx, id, record, work).await;
         };
         let record = new_record();
         // The inner future is made in place, never held in a local first: a future moved out
         // of a local still takes its room in this one's (see `call`).
         let outcome = crate::telemetry::in_context(
             span.context().clone(),
-            self.call_observed(call, confirm, ctx, control, id, Some(record.clone())),
+            self.call_observed(call, ctx, id, Some(record.clone()), work),
         )
         .await;
-        let plugin = record.lock().unwrap_or_else(|p| p.into_inner()).plugin.clone();
         // Argument values only if the operator asked, and never a secret's value.
-        let arguments = span.captures_arguments().then(|| self.redacted_args(&call.args, plugin.as_deref()));
+        let arguments =
+            span.captures_arguments().then(|| self.redacted_args(&call.args, plugin.map(|p| &**p)));
         span.finish(Finished {
-            plugin: plugin.as_ref().map(|p| &*p.name),
-            version: plugin.as_ref().map(|p| p.manifest.version.as_str()),
+            plugin: plugin.map(|p| &*p.name),
+            version: plugin.map(|p| p.manifest.version.as_str()),
             outcome: outcome.kind.map_or("ok", ErrorKind::as_str),
             usage: outcome.usage.as_ref(),
             arguments: arguments.as_deref(),
@@ -224,19 +268,17 @@ impl Executor {
     async fn call_observed(
         &self,
         call: &ToolCall,
-        confirm: &dyn Confirm,
         ctx: &CallContext,
-        control: &CallControl,
         id: u64,
         record: Option<observer::SharedRecord>,
+        work: Work<'_>,
     ) -> Outcome {
         match (self.observer.get(), record) {
             (Some(observer), Some(record)) => {
-                let run =
-                    Box::pin(self.call_cancellable(call, confirm, ctx, id, Some(record.clone()), control));
+                let run = Box::pin(self.call_cancellable(ctx, id, Some(record.clone()), work));
                 observer.observe(call, ctx, record, run).await
             }
-            (_, record) => self.call_cancellable(call, confirm, ctx, id, record, control).await,
+            (_, record) => self.call_cancellable(ctx, id, record, work).await,
         }
     }
 
@@ -244,26 +286,38 @@ impl Executor {
     /// it is (waiting for a confirmation or a slot, or running in its sandbox; see `control`).
     async fn call_cancellable(
         &self,
-        call: &ToolCall,
-        confirm: &dyn Confirm,
         ctx: &CallContext,
         id: u64,
         rec: Option<observer::SharedRecord>,
-        control: &CallControl,
+        work: Work<'_>,
     ) -> Outcome {
+        let (prepared, confirm, control) = match work {
+            Work::Run { prepared, confirm, control } => (prepared, confirm, control),
+            Work::Settled(outcome) => return outcome,
+        };
         // The call's future is made where it is awaited, in each branch (see `call_controlled`).
         let Some(cancel) = &control.cancel else {
-            return self.call_recorded(call, confirm, ctx, id, rec, control).await;
+            return self.call_recorded(prepared, confirm, ctx, id, rec, control).await;
         };
         let started = std::time::Instant::now();
         tokio::select! {
             biased;
             () = cancel.cancelled() => {
-                let o = cancel.outcome(&call.name, started.elapsed().as_millis());
-                tracing::info!(tool = call.name, "{}", o.text());
+                let o = cancel.outcome(prepared.name(), started.elapsed().as_millis());
+                tracing::info!(tool = prepared.name(), "{}", o.text());
                 o
             }
-            o = self.call_recorded(call, confirm, ctx, id, rec, control) => o,
+            o = self.call_recorded(prepared, confirm, ctx, id, rec, control) => o,
         }
     }
+}
+
+/// How a running call notes what it learns in its record (when someone reads it).
+type Noter<'a> = dyn Fn(&dyn Fn(&mut CallRecord)) + Sync + 'a;
+
+/// What a call, observed as every call is, comes to: a prepared call to run, or a refusal
+/// already decided (by the preparation, or by a front end's rule).
+enum Work<'a> {
+    Run { prepared: &'a PreparedCall<'a>, confirm: &'a dyn Confirm, control: &'a CallControl },
+    Settled(Outcome),
 }

@@ -1,6 +1,7 @@
 //! What a failed call's error says beyond the failure: the path it had no access to, the grant
 //! that would have allowed what the host refused.
 
+use super::run::Ran;
 use super::*;
 
 /// The first line of a failed call's error when it tried paths outside every directory granted
@@ -56,6 +57,44 @@ pub fn missing_grant_note(plugin: &str, missing: &[Missing], refused: &[Refusal]
             unseen.join("; ")
         )
     })
+}
+
+/// The outcome of the last run `ran` of a call of `plugin`, with what explains a failure: the
+/// items the operator denied on the way (`denied`), first the path it had no access to, and
+/// the note naming the grant that would have allowed what the host refused.
+pub(super) fn explained(plugin: &LoadedPlugin, ran: Ran, denied: &[crate::settings::GrantItem]) -> Outcome {
+    let Ran { mut outcome, refused, outside } = ran;
+    if !denied.is_empty()
+        && let Some(e) = outcome.error.as_mut()
+    {
+        let items: Vec<String> = denied.iter().map(ToString::to_string).collect();
+        e.push_str(&format!(
+            "\n[note: the operator denied plugin `{}` {} for this session]",
+            plugin.name,
+            items.join(", ")
+        ));
+    }
+    if !outcome.success && !outside.is_empty() {
+        // The failure is about a path the plugin has no access to: say so first.
+        let e = outcome.error.take().unwrap_or_default();
+        let mut message = format!("{}\n{e}", no_access_message(plugin, &outside));
+        let others: Vec<Missing> =
+            plugin.missing.iter().filter(|m| !matches!(m.kind, MissingKind::Fs(_))).cloned().collect();
+        if outcome.kind == Some(ErrorKind::ToolError)
+            && let Some(note) = missing_grant_note(&plugin.name, &others, &refused)
+        {
+            message.push_str(&format!("\n[note: {note}]"));
+        }
+        outcome.error = Some(message);
+        return outcome;
+    }
+    if outcome.kind == Some(ErrorKind::ToolError)
+        && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
+    {
+        let e = outcome.error.take().unwrap_or_default();
+        outcome.error = Some(format!("{e}\n[note: {note}]"));
+    }
+    outcome
 }
 
 #[cfg(test)]

@@ -146,7 +146,10 @@ pub type SharedRecord = Arc<Mutex<CallRecord>>;
 pub type CallRun<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
 /// What a service does around every call of every front end: admit it (or answer it itself,
-/// e.g. while shutting down), race it against its own deadline, then count and audit it.
+/// e.g. while shutting down), race it against its own deadline, then count and audit it. A
+/// request the executor refused to prepare (an unknown tool, arguments that do not fit) or a
+/// front end refused by its own rule comes through [`CallObserver::observe`] too, its run
+/// already decided: every call is seen once, and only here.
 pub trait CallObserver: Send + Sync {
     /// Run `run` (or not) for `call` made by `ctx`; `record` holds what the executor learned.
     fn observe<'a>(
@@ -156,10 +159,6 @@ pub trait CallObserver: Send + Sync {
         record: SharedRecord,
         run: CallRun<'a>,
     ) -> CallRun<'a>;
-
-    /// Count and audit a call a front end answered without the executor (an unknown tool,
-    /// arguments that do not map to its parameters).
-    fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome);
 
     /// `call` found every slot it needs taken and would wait for one (until its deadline):
     /// let it wait — what is returned is held while it does (a gauge of waiting calls, its

@@ -13,14 +13,14 @@ const YIELD_TICKS: u64 = 1;
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
 impl Executor {
-    pub(super) async fn run(
+    pub(super) async fn run_sandbox(
         &self,
         entry: &ToolEntry,
         args: &[String],
         limits: Limits,
         watch: Watch<'_>,
         extra: &[crate::settings::GrantItem],
-    ) -> (Outcome, Vec<Refusal>, Vec<String>) {
+    ) -> Ran {
         let (plugin, spec) = (&entry.plugin, entry.spec());
         // What a human granted for this call (or this session) on top of the plugin's grants.
         let extra_fs = match extra {
@@ -72,11 +72,7 @@ impl Executor {
         let pre = match plugin.code.get() {
             Ok(pre) => pre,
             Err(e) => {
-                return (
-                    Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)),
-                    Vec::new(),
-                    Vec::new(),
-                );
+                return Ran::only(Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)));
             }
         };
         let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
@@ -87,7 +83,7 @@ impl Executor {
                     ErrorKind::HostError,
                     format!("cannot set up the sandbox for `{}`: {e}", spec.name),
                 );
-                return (o, Vec::new(), Vec::new());
+                return Ran::only(o);
             }
         };
         let timeout = Duration::from_millis(limits.timeout_ms);
@@ -99,7 +95,7 @@ impl Executor {
             Some(slot) => slot,
             None => match self.wait_for_slot(entry, &share, arrived, deadline, watch).await {
                 Ok(slot) => slot,
-                Err(o) => return (o, Vec::new(), Vec::new()),
+                Err(o) => return Ran::only(o),
             },
         };
         // A call that found its slots free started when it arrived (no second clock read).
@@ -219,7 +215,7 @@ impl Executor {
             ));
         }
         outcome.usage = Some(usage);
-        (outcome, refused, outside)
+        Ran { outcome, refused, outside }
     }
 
     /// Wait for a slot of `share` until `deadline` — if the observer lets the call wait (it
@@ -295,6 +291,21 @@ impl Executor {
 /// One call as those around it see it: who made it (and whether they are still there, for a
 /// call waiting for a slot), and who follows its progress — the front end's sink and the
 /// observer.
+/// What one run in the sandbox came to: its outcome, what the host refused it (for a grant
+/// question and the outcome's note), and the paths it tried outside its grants.
+pub(super) struct Ran {
+    pub(super) outcome: Outcome,
+    pub(super) refused: Vec<Refusal>,
+    pub(super) outside: Vec<String>,
+}
+
+impl Ran {
+    /// A run that ended before the guest did anything.
+    fn only(outcome: Outcome) -> Ran {
+        Ran { outcome, refused: Vec::new(), outside: Vec::new() }
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(super) struct Watch<'a> {
     pub(super) call: &'a ToolCall,

@@ -343,6 +343,13 @@ impl Config {
         out
     }
 
+    /// The plugin's `on_missing` (its section's, else `[plugin."*"]`'s), read without building
+    /// its whole [`Config::plugin`] (a call's preparation reads it).
+    pub fn on_missing(&self, plugin: &str) -> Option<OnMissing> {
+        let own = self.plugins.get(plugin).and_then(|p| p.on_missing);
+        own.or_else(|| self.plugins.get("*").and_then(|p| p.on_missing))
+    }
+
     /// [`Config::plugin`] without the grants file.
     fn plugin_without_asked(&self, plugin: &str) -> PluginConfig {
         let mut out = self.plugins.get(plugin).cloned().unwrap_or_default();

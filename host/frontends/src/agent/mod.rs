@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_core::executor::{self, CallContext, CallControl, Progress, ProgressSink};
-use toolhost_core::executor::{Confirm, ErrorKind, Executor, Outcome, ToolCall};
+use toolhost_core::executor::{CallRequest, Confirm, ErrorKind, Executor, Outcome, PreparedCall};
 use toolhost_core::registry::Registry;
 use {crate::openai, crate::text};
 
@@ -444,16 +444,20 @@ impl Agent {
                 }
                 return StepEnd::Stop(Stop::Cancelled);
             }
-            let mapped = self.map_native(tc);
-            let args = match &mapped {
-                Ok(call) => display_args(&call.args),
+            let ctx = CallContext::default();
+            let prepared = match openai::request(tc) {
+                Ok(request) => self.executor.prepare(request, &ctx).await.map_err(Box::new),
+                Err(refused) => Err(refused),
+            };
+            let args = match &prepared {
+                Ok(p) => display_args(&p.call().args),
                 Err(_) => shorten(&tc.function.arguments, 120),
             };
             let name = tc.function.name.clone();
             events(Event::ToolStart { id: tc.id.clone(), name: name.clone(), args: args.clone() });
             let started = Instant::now();
-            let outcome = match mapped {
-                Ok(call) => self.call(&tc.id, &call, cancel, events).await,
+            let outcome = match prepared {
+                Ok(p) => self.call(&tc.id, &p, cancel, events).await,
                 Err(refused) => *refused,
             };
             let elapsed = started.elapsed();
@@ -515,7 +519,14 @@ impl Agent {
                     let outcome = if cancel.is_cancelled() {
                         Outcome::err(ErrorKind::Cancelled, CANCELLED)
                     } else {
-                        self.call(&n.to_string(), call, cancel, events).await
+                        match self
+                            .executor
+                            .prepare(CallRequest::Positional(call), &CallContext::default())
+                            .await
+                        {
+                            Ok(p) => self.call(&n.to_string(), &p, cancel, events).await,
+                            Err(refused) => refused,
+                        }
                     };
                     note_found(conv, &call.name, &outcome);
                     (call.name.clone(), args, Some(outcome.clone()), outcome, started.elapsed())
@@ -553,9 +564,16 @@ impl Agent {
         }
     }
 
-    /// Run `call` (event id `id`), its progress as [`Event::ToolProgress`]; `cancel` stops it
-    /// through the executor, so a cancelled call is still counted and audited.
-    async fn call(&self, id: &str, call: &ToolCall, cancel: &Cancel, events: Sink<'_>) -> Outcome {
+    /// Run `prepared` (event id `id`), its progress as [`Event::ToolProgress`]; `cancel` stops
+    /// it through the executor, so a cancelled call is still counted and audited.
+    async fn call(
+        &self,
+        id: &str,
+        prepared: &PreparedCall<'_>,
+        cancel: &Cancel,
+        events: Sink<'_>,
+    ) -> Outcome {
+        let call = prepared.call();
         let stop = executor::Cancel::new();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| {
@@ -564,7 +582,7 @@ impl Agent {
         let control = CallControl::default().with_cancel(stop.clone()).with_progress(sink);
         let confirm = self.confirm.clone().unwrap_or_else(|| self.executor.confirm().clone());
         let ctx = CallContext::default();
-        let run = self.executor.call_controlled(call, &*confirm, &ctx, &control);
+        let run = self.executor.run(prepared, &*confirm, &ctx, &control);
         tokio::pin!(run);
         let mut outcome = loop {
             tokio::select! {
@@ -582,12 +600,6 @@ impl Agent {
             outcome.error = Some(CANCELLED.into());
         }
         outcome
-    }
-
-    /// The call a native `tool_calls` entry asks for, or the outcome that says why it cannot
-    /// run (the one mapping, `openai::to_call`).
-    fn map_native(&self, tc: &WireToolCall) -> Result<ToolCall, Box<Outcome>> {
-        openai::to_call(&self.executor.registry(), tc)
     }
 
     fn note_failure(

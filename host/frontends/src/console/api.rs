@@ -10,7 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use toolhost_core::discovery::file_name;
 use toolhost_core::executor::{
-    AskGrant, CallContext, Confirm, DangerRequest, DecidedBy, Decision, GrantAnswer, GrantRequest, ToolCall,
+    AskGrant, CallContext, CallRequest, Confirm, DangerRequest, DecidedBy, Decision, GrantAnswer,
+    GrantRequest,
 };
 use toolhost_core::registry::approvals::{Approvals, lock_entry};
 use toolhost_core::registry::{LoadedPlugin, Registry};
@@ -327,7 +328,6 @@ pub async fn call(
         Some(Value::Object(o)) => o,
         Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
     };
-    let reg = c.executor.registry();
     let ctx = CallContext {
         front_end: Some("console"),
         client: None,
@@ -335,37 +335,14 @@ pub async fn call(
         peer: None,
         trace_parent,
     };
-    let Some(entry) = reg.get(&tool) else {
-        let o = toolhost_core::Outcome::err(
-            toolhost_core::ErrorKind::UnknownTool,
-            format!("unknown tool `{tool}` (the registry changed? reload the list)"),
-        );
-        if let Some(obs) = c.executor.observer() {
-            obs.unrun(&ToolCall::new(tool.as_str(), Vec::<String>::new()), &ctx, Default::default(), &o);
-        }
-        return json(StatusCode::OK, &json!({ "outcome": o }));
+    let prepared = match c.executor.prepare(CallRequest::Named { name: &tool, args: arguments }, &ctx).await {
+        Ok(p) => p,
+        Err(outcome) => return json(StatusCode::OK, &json!({ "outcome": outcome })),
     };
-    let spec = entry.spec();
-    let args = match crate::openai::map_argument_object(spec, arguments) {
-        Ok(a) => a,
-        Err(e) => {
-            let o = toolhost_core::Outcome::err(toolhost_core::ErrorKind::BadArguments, e);
-            if let Some(obs) = c.executor.observer() {
-                let rec = toolhost_core::executor::CallRecord {
-                    plugin: Some(entry.plugin.clone()),
-                    ..Default::default()
-                };
-                obs.unrun(&ToolCall::new(tool.as_str(), Vec::<String>::new()), &ctx, rec, &o);
-            }
-            return json(StatusCode::OK, &json!({ "outcome": o }));
-        }
-    };
-    let missing = entry.plugin.missing.clone();
-    drop(reg);
+    let missing = prepared.plugin().map(|p| p.missing.clone()).unwrap_or_default();
     let started = std::time::Instant::now();
-    let call = ToolCall::new(tool.as_str(), args);
     let page = PageConfirm { confirmed, grant, used: Default::default(), pending: Default::default() };
-    let outcome = c.executor.call_in(&call, &page, &ctx).await;
+    let outcome = c.executor.run(&prepared, &page, &ctx, &Default::default()).await;
     let question = page.pending.lock().unwrap_or_else(|p| p.into_inner()).take();
     let took = started.elapsed();
     // A refusal the host explained ends with `[note: …]`: the page shows the lines to paste.

@@ -21,7 +21,6 @@
 
 use super::McpServer;
 use super::idle::{IdleSessions, SessionClient};
-use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
     ServerJsonRpcMessage, ServerResult,
@@ -29,7 +28,7 @@ use rmcp::model::{
 use rmcp::transport::streamable_http_server::session::SessionId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use toolhost_core::executor::Cancel;
+use toolhost_core::executor::{CallRequest, Cancel, PreparedCall};
 
 /// The revisions whose sessions' calls are answered here: the handshake revisions rmcp serves
 /// (a 2025-11-25 call asking for a task has a `task` member, which the one-pass decoder does
@@ -77,11 +76,12 @@ impl Direct {
 
     /// The JSON answer to `body`, a POST of `session`, when it is a call answered here; `None`
     /// when rmcp must serve it (a `notifications/cancelled` for a call running here cancels it
-    /// first, and is still passed on).
+    /// first, and is still passed on). A call is prepared here once: one this path does not
+    /// answer is handed on to rmcp in `parts`' extensions, prepared (see `call::Prepared`).
     pub(crate) async fn answer(
         self: &Arc<Self>,
         session: &Session,
-        parts: &hyper::http::request::Parts,
+        parts: &mut hyper::http::request::Parts,
         body: &[u8],
     ) -> Option<Vec<u8>> {
         let Some(message) = super::decode::tools_call(body) else {
@@ -94,16 +94,64 @@ impl Direct {
         if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
             return None;
         }
+        if self.server.loaded.as_ref().is_some_and(|l| !*l.borrow()) {
+            return None;
+        }
         let params: CallToolRequestParams = call.params;
-        let tool_call = self.server.direct_call(&params, session.client.tasks)?;
-        tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
         let who = super::caller_of(Some(parts), Some(session.client.name.clone()), &meta);
+        let empty = rmcp::model::JsonObject::new();
+        let args = params.arguments.as_ref().unwrap_or(&empty);
+        let result = match self
+            .server
+            .executor
+            .prepare(CallRequest::Named { name: &params.name, args }, &who)
+            .await
+        {
+            // Refused and audited: answered as rmcp's handler answers it.
+            Err(outcome) => super::refused(outcome),
+            Ok(prepared) => {
+                let plan = super::plan(&prepared, session.client.tasks, None);
+                if !super::answered_directly(&prepared, plan) {
+                    let handed = super::Prepared(Arc::new(Mutex::new(Some(prepared.into_owned()))));
+                    parts.extensions.insert(handed);
+                    return None;
+                }
+                tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
+                Ok(self.run(session, parts, prepared.into_owned(), who, request.id.clone()).await)
+            }
+        };
+        let message = match result {
+            Ok(result) => {
+                // What the handler does to a result for a handshake revision.
+                let mut result = ServerResult::CallToolResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                ServerJsonRpcMessage::response(result, request.id)
+            }
+            Err(e) => ServerJsonRpcMessage::error(e, Some(request.id)),
+        };
+        Some(serde_json::to_vec(&message).unwrap_or_else(|e| {
+            format!(
+                r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#
+            )
+            .into_bytes()
+        }))
+    }
+
+    /// Run `prepared` on a task of its own: a client that goes away does not stop the call (as
+    /// in rmcp's session, whose handler runs on), and its outcome is audited. The session is
+    /// kept in use (never closed as idle) while it runs, and a `notifications/cancelled` for
+    /// `id` finds it.
+    async fn run(
+        self: &Arc<Self>,
+        session: &Session,
+        parts: &hyper::http::request::Parts,
+        prepared: PreparedCall<'static>,
+        who: toolhost_core::executor::CallContext,
+        id: RequestId,
+    ) -> rmcp::model::CallToolResult {
         let cancel = Cancel::new();
-        // Dropped, if still waiting for a slot, when the request's client is gone: this
-        // future is then dropped by hyper, but the call's task below runs on.
-        let gone = super::client_gone(Some(parts));
-        let key = (session.id.clone(), request.id.clone());
-        // Kept in use (never closed as idle) while its call runs.
+        let key = (session.id.clone(), id);
         let held = self.sessions.hold(&session.id);
         let serial = self.serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.running
@@ -112,37 +160,24 @@ impl Direct {
             .entry(key.clone())
             .or_default()
             .push((serial, cancel.clone()));
-        // On a task of its own: a client that goes away does not stop the call (as in rmcp's
-        // session, whose handler runs on), and its outcome is audited.
+        let gone = super::client_gone(Some(parts));
         let me = self.clone();
+        let tool = prepared.name().to_string();
         let run = tokio::spawn(async move {
             let _held = held;
             let _forget = Forget { running: &me.running, key, serial };
-            me.server.run_direct(tool_call, who, cancel, gone).await
+            me.server.run_direct(&prepared, who, cancel, gone).await
         });
         // From here the call is answered here, whatever happens: never run again by rmcp.
-        let message = match run.await {
-            Ok(result) => {
-                // What the handler does to a result for a handshake revision.
-                let mut result = ServerResult::CallToolResult(result);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                ServerJsonRpcMessage::response(result, request.id)
-            }
+        match run.await {
+            Ok(result) => result,
             Err(e) => {
-                tracing::error!(tool = %params.name, "a call answered directly failed: {e}");
-                ServerJsonRpcMessage::error(
-                    ErrorData::internal_error(format!("the call failed: {e}"), None),
-                    Some(request.id),
-                )
+                tracing::error!(tool, "a call answered directly failed: {e}");
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                    "the call failed: {e} [host_error]"
+                ))])
             }
-        };
-        Some(serde_json::to_vec(&message).unwrap_or_else(|e| {
-            format!(
-                r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#
-            )
-            .into_bytes()
-        }))
+        }
     }
 
     /// Cancel the call running here that `body`, if a `notifications/cancelled`, names.

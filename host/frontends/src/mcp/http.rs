@@ -1005,12 +1005,12 @@ pub async fn serve_http(
                 };
                 let req = match session {
                     Some(session) => {
-                        let (parts, body) = req.into_parts();
+                        let (mut parts, body) = req.into_parts();
                         let body = match read_body(body, max_message).await {
                             Ok(b) => b,
                             Err(resp) => return Ok(answered(resp)),
                         };
-                        if let Some(message) = direct.answer(&session, &parts, &body).await {
+                        if let Some(message) = direct.answer(&session, &mut parts, &body).await {
                             return Ok(answered(json(message)));
                         }
                         with_body(parts, body)

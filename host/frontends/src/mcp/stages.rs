@@ -9,8 +9,6 @@ use rmcp::model::{CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessa
 use rmcp::service::RxJsonRpcMessage;
 use std::sync::Arc;
 use toolhost_core::executor::{Executor, Outcome};
-use toolhost_core::registry::Served;
-use toolhost_spec::ToolCall;
 
 /// One `tools/call` request line, decoded once to get at its parameters.
 pub struct CallStages {
@@ -40,19 +38,18 @@ impl CallStages {
         serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&self.line).is_ok()
     }
 
-    /// The registry lookup, the mapping of the JSON arguments to the tool's parameters, and the
-    /// tool's view (its limits and task support): what `McpServer::call` does before running.
-    pub fn map(&self) -> Option<ToolCall> {
-        let registry = self.executor.registry();
-        let Served::By(entry) = registry.who_serves(&self.params.name) else { return None };
-        let spec = entry.spec();
+    /// The call's preparation (the registry lookup, the mapping of the JSON arguments to the
+    /// tool's parameters, its policy, limits and task support) and this front end's plan of it:
+    /// what `McpServer::call` does before running. Whether it would run.
+    pub async fn map(&self) -> bool {
         let empty = JsonObject::new();
-        let args = crate::openai::map_argument_object(spec, self.params.arguments.as_ref().unwrap_or(&empty))
-            .ok()?;
-        let view = toolhost_core::view::ToolView::new(entry, self.executor.config());
-        let support = super::task_support(&view, self.executor.config().danger);
-        std::hint::black_box((support, view.limits.timeout_ms));
-        Some(ToolCall { name: spec.name.clone(), args })
+        let args = self.params.arguments.as_ref().unwrap_or(&empty);
+        let request = toolhost_core::executor::CallRequest::Named { name: &self.params.name, args };
+        let ctx = toolhost_core::executor::CallContext::default();
+        match self.executor.prepare(request, &ctx).await {
+            Ok(prepared) => super::plan(&prepared, false, None) == super::Plan::Run,
+            Err(_) => false,
+        }
     }
 
     /// An outcome as the answer's line: the MCP result, the JSON-RPC response, its encoding.

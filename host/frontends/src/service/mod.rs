@@ -515,15 +515,6 @@ impl CallObserver for Service {
         })
     }
 
-    fn unrun(&self, call: &ToolCall, ctx: &CallContext, record: CallRecord, outcome: &Outcome) {
-        let line = self.finish(call, ctx, &record, outcome, Duration::ZERO);
-        // Answered at once, before any tool ran (an unknown tool, arguments that do not map):
-        // synced inline, a rare path.
-        if let Some(audit) = &self.audit {
-            audit.make_durable(line);
-        }
-    }
-
     /// A call may wait for a slot while the caps of waiting calls allow (each holds its
     /// arguments, and over HTTP its request, in memory); past them it is answered `busy` at once.
     fn wait(&self, call: &ToolCall, ctx: &CallContext) -> Result<Option<Box<dyn Send>>, String> {

@@ -1,0 +1,142 @@
+//! The `ServerHandler` rmcp drives: server info, `tools/list`, `tools/call` (see `call.rs`),
+//! the tasks' requests, and `list_changed` to the sessions and `subscriptions/listen` streams.
+
+use super::*;
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> InitializeResult {
+        let caps =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
+        InitializeResult::new(caps)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run in a sandbox with only the capabilities the operator granted. A tool marked \
+                 destructive may ask the user for confirmation.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.first_load().await;
+        Ok(self.tools_result())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A cancellation reaches the executor (see `McpServer::call`), which stops the call and
+        // answers `cancelled`.
+        let task_2025 = tasks2025::on_2025_11_25(&context).then_some(false);
+        self.call(request, &context, task_2025).await
+    }
+
+    /// The 2025-11-25 task requests the transports renamed (see `tasks2025.rs`).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        match self.on_2025_11_25(&request, &context).await {
+            Some(answer) => answer.map(rmcp::model::CustomResult),
+            None => Err(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&owner(&context), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&owner(&context), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&owner(&context), &request.task_id)
+    }
+
+    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` (when a reloader
+    /// watches the folder; otherwise the list never changes and the request is not offered).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.reloader.as_ref()?;
+        Some(requested.intersection(&SubscriptionFilter::builder().tools_list_changed().build()))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let Some(reloader) = &self.reloader else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        // The first load is not a change of the list: the client lists after it.
+        tokio::select! {
+            _ = context.cancelled() => return Ok(()),
+            () = self.first_load() => {}
+        }
+        let mut rx = reloader.subscribe();
+        let sink = context.sink().clone();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = rx.recv() => match change {
+                    Ok(c) if c.added.is_empty() && c.changed.is_empty() && c.removed.is_empty() => {}
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if context.accepted().tools_list_changed == Some(true)
+                            && sink.notify_tool_list_changed().await.is_err()
+                        {
+                            return Ok(()); // the client is gone
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(reloader) = &self.reloader else { return };
+        // Subscribed now, or (while the first load runs) once it is done: the first load is not
+        // a change of the list the client is told about.
+        let subscribed = self.loaded.is_none().then(|| reloader.subscribe());
+        let (reloader, first_load) = (reloader.clone(), self.first_load());
+        let peer = context.peer;
+        tokio::spawn(async move {
+            let mut rx = match subscribed {
+                Some(rx) => rx,
+                None => {
+                    first_load.await;
+                    reloader.subscribe()
+                }
+            };
+            loop {
+                match rx.recv().await {
+                    Ok(change)
+                        if change.added.is_empty()
+                            && change.changed.is_empty()
+                            && change.removed.is_empty() => {}
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return; // the client is gone
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
