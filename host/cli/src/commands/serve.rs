@@ -203,64 +203,20 @@ async fn serve_mcp(
     options: toolhost_frontends::mcp::HttpOptions,
     open: bool,
 ) -> Result<ExitCode> {
-    use toolhost_frontends::mcp::{McpServer, serve_http, serve_stdio_until};
+    use toolhost_frontends::mcp::McpServer;
     // From the start, SIGTERM/SIGINT end the process cleanly: during the first load by stopping
     // it, later by draining the calls in flight (see `service::shutdown`).
-    let mut signals = toolhost_frontends::service::shutdown::Signals::install()
+    let signals = toolhost_frontends::service::shutdown::Signals::install()
         .context("cannot install signal handlers")?;
     let Settings { frontends, flag_plugins, .. } = settings;
     // The first load runs from here while the front end is set up.
     let (host, reloader, first) = unloaded_host(start)?;
-    let mut service = toolhost_frontends::service::Service::for_command(
-        &host.config,
-        &frontends,
-        host.registry.clone(),
-        "mcp",
-        true,
-    )?;
-    if let Some(key) = &options.local_key {
-        service = service.redacting("local key", key.value());
-    }
-    let service = Arc::new(service);
-    host.executor.attach_observer(service.clone());
-    if let Some(path) = service.audit_path() {
-        toolhost_frontends::say!("toolhost: audit trail in {}", path.display());
-    }
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn({
-        let service = service.clone();
-        async move {
-            let (name, _) = signals.recv().await;
-            service.lifecycle.stop_admitting();
-            toolhost_frontends::say!("toolhost: {name}: no new calls; finishing the calls in flight");
-            let s = service.clone();
-            signals.exit_on_next(move || s.sync());
-            let _ = stop_tx.send(true);
-        }
-    });
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        }
-    };
-    let approval_key = match &frontends.mcp.approval_key {
-        Some(source) => Some(source.read().map_err(|e| anyhow::anyhow!("mcp.approval_key: {e}"))?),
-        None => None,
-    };
-    let replay_store =
-        frontends.mcp.replay_store.as_ref().map(|s| s.read()).transpose().map_err(anyhow::Error::msg)?;
-    let replay_store = replay_store.as_deref();
-    let mut server = McpServer::new(host.executor.clone(), Some(reloader.clone()))?
-        .with_approvals(frontends.mcp.approval_ttl, approval_key.as_deref(), replay_store)?
-        .with_task_limits(frontends.mcp.tasks)
-        .with_max_message(frontends.mcp.max_message_bytes)
-        .with_session_idle(frontends.mcp.session_idle)
-        .with_session_caps(frontends.mcp.sessions);
+    let service = start_service(&host, &frontends, options.local_key.as_deref())?;
+    let stopped = stop_on_signal(signals, service.clone());
+    let private = http.is_some() && !options.tokens.is_empty();
+    let server =
+        McpServer::from_settings(host.executor.clone(), Some(reloader.clone()), &frontends.mcp, private)?;
     let tasks = server.tasks();
-    if http.is_some() && !options.tokens.is_empty() {
-        server = server.private_listing();
-    }
     // Requests that need the tools wait for this (over stdio; HTTP waits for readiness).
     let (loaded_tx, loaded_rx) = tokio::sync::watch::channel(false);
     let load = async {
@@ -278,123 +234,25 @@ async fn serve_mcp(
         // after the first listing, and sees what changed before it.
         service.lifecycle.set_ready();
         let _ = loaded_tx.send(true);
-        let watch = watch(&reloader, debounce).await?;
-        anyhow::Ok(watch)
+        watch(&reloader, debounce).await
     };
-    match http {
-        None => {
-            // The session starts now, while the first load runs: the handshake is answered at
-            // once, and requests that need the tools wait for the load (`until_loaded`).
-            let load = async {
-                let watch = load.await?;
-                toolhost_frontends::say!(
-                    "toolhost: MCP over stdio, watching {}",
-                    host.config.plugins_dir.display()
-                );
-                anyhow::Ok(watch)
-            };
-            let serving = serve_stdio_until(server.until_loaded(loaded_rx), stopped(), Some(service.clone()));
-            let (mut load, mut serving) = (std::pin::pin!(load), std::pin::pin!(serving));
-            let _watch = tokio::select! {
-                w = &mut load => w?,
-                // The session ended (end of stdin, or a signal) before the first load did.
-                r = &mut serving => return r.map(|()| ExitCode::SUCCESS),
-            };
-            serving.await?;
-        }
+    let plugins = host.config.plugins_dir.display().to_string();
+    let served = match http {
+        None => over_stdio(server.until_loaded(loaded_rx), service.clone(), load, stopped, &plugins).await?,
         Some(addr) => {
-            // Listening before the plugins are loaded: the probes answer (`/readyz` is 503 until
-            // they are) while a cold start compiles, and MCP requests get 503 until then.
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            let bound = listener.local_addr()?;
-            if !options.tokens.is_empty() {
-                let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
-                toolhost_frontends::say!(
-                    "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
-                    names.join(", ")
-                );
-            } else if !bound.ip().is_loopback() {
-                tracing::warn!(
-                    "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
-                );
-            }
-            if !bound.ip().is_loopback() {
-                fleet_warnings(approval_key.is_some(), replay_store.is_some());
-            }
-            use toolhost_frontends::console::{Access, Console};
-            let access = match &options.local_key {
-                Some(key) => Access::LocalKey(key.clone()),
-                None => Access::Tokens(Arc::new(options.tokens.clone())),
+            let fleet = (frontends.mcp.approval_key.is_some(), frontends.mcp.replay_store.is_some());
+            let serving = Serving {
+                host: &host,
+                reloader: &reloader,
+                service: &service,
+                console: frontends.console,
+                fleet,
             };
-            let console = frontends.console.enabled.then(|| {
-                Console::start(
-                    host.executor.clone(),
-                    reloader.clone(),
-                    service.clone(),
-                    frontends.console,
-                    access,
-                    options.limits.body_timeout,
-                )
-            });
-            let local_key = options.local_key.clone();
-            let options = toolhost_frontends::mcp::HttpOptions {
-                service: Some(service.clone()),
-                console: console.clone(),
-                ..options
-            };
-            toolhost_frontends::say!(
-                "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
-            );
-            let base = console_url(bound);
-            // The one line that carries the key (nothing else logs it).
-            match (&console, &local_key) {
-                (Some(_), Some(key)) => toolhost_frontends::say!(
-                    "toolhost: console at {base}console/login?key={key} (this link signs you in{}; MCP \
-                     clients that must confirm dangerous tools send Authorization: Bearer {key}, or configure \
-                     [mcp] tokens)",
-                    if bound.ip().is_loopback() { "" } else { ", on this machine only" },
-                    key = key.value()
-                ),
-                (Some(_), None) => {
-                    toolhost_frontends::say!("toolhost: console at {base} (sign in with an [mcp] token)")
-                }
-                (None, Some(key)) => toolhost_frontends::say!(
-                    "toolhost: MCP clients that must confirm dangerous tools send Authorization: Bearer {} \
-                     (or configure [mcp] tokens)",
-                    key.value()
-                ),
-                (None, None) => {}
-            }
-            if let Some(console) = &console {
-                if open {
-                    // A one-time link: the key itself never goes on a command line.
-                    let link = match console.one_time_login() {
-                        Some(path) => format!("{}{}", base.trim_end_matches('/'), path),
-                        None => base.clone(),
-                    };
-                    open_browser(&link);
-                }
-            } else if open {
-                toolhost_frontends::say!(
-                    "toolhost: the console is off ([console] enabled = false): nothing to open"
-                );
-            }
-            let serving = tokio::spawn(serve_http(server, listener, options, stopped()));
-            let _watch = tokio::select! {
-                w = load => w?,
-                () = stopped() => {
-                    serving.await??;
-                    return Ok(ExitCode::SUCCESS);
-                }
-            };
-            toolhost_frontends::say!(
-                "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {} (Ctrl-C to stop)",
-                host.config.plugins_dir.display()
-            );
-            serving.await??;
+            serving.over_http(server, addr, options, open, load, stopped, &plugins).await?
         }
+    };
+    if !served {
+        return Ok(ExitCode::SUCCESS);
     }
     service.sync();
     // A task never outlives a shutdown unreported: those still running ended `cancelled`.
@@ -407,6 +265,224 @@ async fn serve_mcp(
     }
     toolhost_frontends::say!("toolhost: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The service (`serve` as one: admission, metrics, the audit trail) observing every call of
+/// `host`; the local key redacted like the secrets.
+fn start_service(
+    host: &toolhost_core::Toolhost,
+    frontends: &toolhost_frontends::Settings,
+    local_key: Option<&toolhost_frontends::local_key::LocalKey>,
+) -> Result<Arc<toolhost_frontends::service::Service>> {
+    let mut service = toolhost_frontends::service::Service::for_command(
+        &host.config,
+        frontends,
+        host.registry.clone(),
+        "mcp",
+        true,
+    )?;
+    if let Some(key) = local_key {
+        service = service.redacting("local key", key.value());
+    }
+    let service = Arc::new(service);
+    host.executor.attach_observer(service.clone());
+    if let Some(path) = service.audit_path() {
+        toolhost_frontends::say!("toolhost: audit trail in {}", path.display());
+    }
+    Ok(service)
+}
+
+/// What a signal starts: no new calls, the calls in flight finished (a second signal exits at
+/// once); the returned function's futures end then.
+fn stop_on_signal(
+    mut signals: toolhost_frontends::service::shutdown::Signals,
+    service: Arc<toolhost_frontends::service::Service>,
+) -> impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Clone {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let (name, _) = signals.recv().await;
+        service.lifecycle.stop_admitting();
+        toolhost_frontends::say!("toolhost: {name}: no new calls; finishing the calls in flight");
+        let s = service.clone();
+        signals.exit_on_next(move || s.sync());
+        let _ = stop_tx.send(true);
+    });
+    move || {
+        let mut rx = stop_rx.clone();
+        Box::pin(async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        })
+    }
+}
+
+/// MCP over stdio: the session starts now, while the first load runs — the handshake is
+/// answered at once, and requests that need the tools wait for the load (`until_loaded`).
+/// `false` when the session ended (end of stdin, or a signal) before the first load did.
+async fn over_stdio<W>(
+    server: toolhost_frontends::mcp::McpServer,
+    service: Arc<toolhost_frontends::service::Service>,
+    load: impl std::future::Future<Output = Result<W>>,
+    stopped: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    plugins: &str,
+) -> Result<bool> {
+    let load = async {
+        let watch = load.await?;
+        toolhost_frontends::say!("toolhost: MCP over stdio, watching {plugins}");
+        anyhow::Ok(watch)
+    };
+    let serving = toolhost_frontends::mcp::serve_stdio_until(server, stopped(), Some(service));
+    let (mut load, mut serving) = (std::pin::pin!(load), std::pin::pin!(serving));
+    let _watch = tokio::select! {
+        w = &mut load => w?,
+        r = &mut serving => return r.map(|()| false),
+    };
+    serving.await?;
+    Ok(true)
+}
+
+/// What serving over HTTP needs of the host.
+struct Serving<'a> {
+    host: &'a toolhost_core::Toolhost,
+    reloader: &'a Arc<toolhost_core::registry::reload::Reloader>,
+    service: &'a Arc<toolhost_frontends::service::Service>,
+    console: toolhost_frontends::console::settings::ConsoleSettings,
+    /// Whether `[mcp]` gives a shared approval key and a shared replay store.
+    fleet: (bool, bool),
+}
+
+impl Serving<'_> {
+    /// MCP over streamable HTTP, listening before the plugins are loaded: the probes answer
+    /// (`/readyz` is 503 until they are) while a cold start compiles, and MCP requests get 503
+    /// until then. `false` when a signal came before the first load ended.
+    #[allow(clippy::too_many_arguments)] // one call site: the parts of `serve_mcp` it serves with
+    async fn over_http<W>(
+        self,
+        server: toolhost_frontends::mcp::McpServer,
+        addr: std::net::SocketAddr,
+        options: toolhost_frontends::mcp::HttpOptions,
+        open: bool,
+        load: impl std::future::Future<Output = Result<W>>,
+        stopped: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+        plugins: &str,
+    ) -> Result<bool> {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        announce_access(bound, &options, self.fleet);
+        let console = self.start_console(&options);
+        let local_key = options.local_key.clone();
+        let options = toolhost_frontends::mcp::HttpOptions {
+            service: Some(self.service.clone()),
+            console: console.clone(),
+            ..options
+        };
+        toolhost_frontends::say!(
+            "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
+        );
+        announce_console(bound, console.as_deref(), local_key.as_deref(), open);
+        let serving = tokio::spawn(toolhost_frontends::mcp::serve_http(server, listener, options, stopped()));
+        let _watch = tokio::select! {
+            w = load => w?,
+            () = stopped() => {
+                serving.await??;
+                return Ok(false);
+            }
+        };
+        toolhost_frontends::say!(
+            "toolhost: MCP over streamable HTTP at http://{bound}/mcp, watching {plugins} (Ctrl-C to stop)"
+        );
+        serving.await??;
+        Ok(true)
+    }
+
+    /// The web console at `/`, unless `[console] enabled = false`.
+    fn start_console(
+        &self,
+        options: &toolhost_frontends::mcp::HttpOptions,
+    ) -> Option<Arc<toolhost_frontends::console::Console>> {
+        use toolhost_frontends::console::{Access, Console};
+        let access = match &options.local_key {
+            Some(key) => Access::LocalKey(key.clone()),
+            None => Access::Tokens(Arc::new(options.tokens.clone())),
+        };
+        self.console.enabled.then(|| {
+            Console::start(
+                self.host.executor.clone(),
+                self.reloader.clone(),
+                self.service.clone(),
+                self.console,
+                access,
+                options.limits.body_timeout,
+            )
+        })
+    }
+}
+
+/// Who may call over HTTP bound to `bound`: the tokens accepted, or a warning for a server
+/// without them that others can reach, and a fleet's confirmations.
+fn announce_access(
+    bound: std::net::SocketAddr,
+    options: &toolhost_frontends::mcp::HttpOptions,
+    fleet: (bool, bool),
+) {
+    if !options.tokens.is_empty() {
+        let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
+        toolhost_frontends::say!(
+            "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
+            names.join(", ")
+        );
+    } else if !bound.ip().is_loopback() {
+        tracing::warn!(
+            "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
+        );
+    }
+    if !bound.ip().is_loopback() {
+        fleet_warnings(fleet.0, fleet.1);
+    }
+}
+
+/// The console's URL, and the one line that carries the key (nothing else logs it); `--open`
+/// opens a one-time link (the key itself never goes on a command line).
+fn announce_console(
+    bound: std::net::SocketAddr,
+    console: Option<&toolhost_frontends::console::Console>,
+    local_key: Option<&toolhost_frontends::local_key::LocalKey>,
+    open: bool,
+) {
+    let base = console_url(bound);
+    match (console, local_key) {
+        (Some(_), Some(key)) => toolhost_frontends::say!(
+            "toolhost: console at {base}console/login?key={key} (this link signs you in{}; MCP \
+             clients that must confirm dangerous tools send Authorization: Bearer {key}, or configure \
+             [mcp] tokens)",
+            if bound.ip().is_loopback() { "" } else { ", on this machine only" },
+            key = key.value()
+        ),
+        (Some(_), None) => {
+            toolhost_frontends::say!("toolhost: console at {base} (sign in with an [mcp] token)")
+        }
+        (None, Some(key)) => toolhost_frontends::say!(
+            "toolhost: MCP clients that must confirm dangerous tools send Authorization: Bearer {} \
+             (or configure [mcp] tokens)",
+            key.value()
+        ),
+        (None, None) => {}
+    }
+    match console {
+        Some(console) if open => {
+            let link = match console.one_time_login() {
+                Some(path) => format!("{}{}", base.trim_end_matches('/'), path),
+                None => base.clone(),
+            };
+            open_browser(&link);
+        }
+        None if open => {
+            toolhost_frontends::say!(
+                "toolhost: the console is off ([console] enabled = false): nothing to open"
+            )
+        }
+        _ => {}
+    }
 }
 
 /// What a server reachable from other machines (so possibly one replica of several) says at

@@ -151,6 +151,32 @@ impl McpServer {
         })
     }
 
+    /// The server `[mcp]` describes (`mcp`): approvals sealed with its shared key and redeemed in
+    /// its replay store when given, its task limits, message cap and 2025 session rules — the
+    /// server `serve --mcp` runs, for an embedder in one call. `private` marks `tools/list`
+    /// private (set when HTTP callers must authenticate). Fails when a secret cannot be read, the
+    /// key is too short or the store's URL is not `redis://`.
+    pub fn from_settings(
+        executor: Arc<Executor>,
+        reloader: Option<Arc<Reloader>>,
+        mcp: &settings::McpSettings,
+        private: bool,
+    ) -> anyhow::Result<McpServer> {
+        let approval_key = match &mcp.approval_key {
+            Some(source) => Some(source.read().map_err(|e| anyhow::anyhow!("mcp.approval_key: {e}"))?),
+            None => None,
+        };
+        let replay_store =
+            mcp.replay_store.as_ref().map(|s| s.read()).transpose().map_err(anyhow::Error::msg)?;
+        let server = McpServer::new(executor, reloader)?
+            .with_approvals(mcp.approval_ttl, approval_key.as_deref(), replay_store.as_deref())?
+            .with_task_limits(mcp.tasks)
+            .with_max_message(mcp.max_message_bytes)
+            .with_session_idle(mcp.session_idle)
+            .with_session_caps(mcp.sessions);
+        Ok(if private { server.private_listing() } else { server })
+    }
+
     /// Serve while the host's first load runs: the handshake (and `ping`) is answered at once,
     /// and what needs the tools (`tools/list`, `tools/call`) waits until `loaded` turns true —
     /// never an empty list because the folder was still being read. A client is not kept waiting
