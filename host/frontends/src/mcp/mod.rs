@@ -378,8 +378,8 @@ impl McpServer {
             && let Err(e) = self.approvals.precheck(state, &call.name, &entry.plugin.name, &entry.plugin.hash)
         {
             tracing::info!(tool = call.name, "refused a retried call: {e}");
-            self.unrun(&params, context, ErrorKind::Denied, &e);
-            return Err(ErrorData::invalid_params(e, None));
+            self.unrun(&params, context, ErrorKind::Denied, &e.to_string());
+            return Err(ErrorData::invalid_params(e.to_string(), None));
         }
         let response = self.run(call, params.request_state, params.input_responses, context).await?;
         if finding && let CallToolResponse::Complete(r) = &response {
@@ -508,11 +508,11 @@ impl McpServer {
                 Some(Interrupt::InputRequired(r)) => return Ok(CallToolResponse::InputRequired(r)),
                 Some(Interrupt::Invalid(e)) => {
                     tracing::info!(tool = call.name, "refused a retried call: {e}");
-                    return Err(ErrorData::invalid_params(e, None));
+                    return Err(ErrorData::invalid_params(e.to_string(), None));
                 }
                 Some(Interrupt::Unavailable(e)) => {
                     tracing::warn!(tool = call.name, "refused a retried call: {e}");
-                    return Err(ErrorData::internal_error(e, None));
+                    return Err(ErrorData::internal_error(e.to_string(), None));
                 }
                 None => outcome,
             }
