@@ -5,8 +5,10 @@
 //! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
 //! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog`, `[telemetry]` by `telemetry` — and
 //! composed here; the front ends and the CLI take theirs (`[mcp]`,
-//! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
-//! no config file and no command-line grants, nothing is granted to any plugin.
+//! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. Each
+//! owner refuses a value with an [`Invalid`] naming its key (`plugin.web.net[0]`) and the
+//! [`Problem`]; [`ConfigFile`] adds the file ([`ConfigError::Key`]). With no config file and no
+//! command-line grants, nothing is granted to any plugin.
 
 mod file;
 pub mod grants;
