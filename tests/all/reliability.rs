@@ -556,7 +556,7 @@ async fn grant_rows(
         async move {
             let o = host.executor.call_with(&c, &confirm).await;
             match confirm.take_interrupt() {
-                Some(Interrupt::Invalid(e)) if e.contains(why) && !o.success => Ok(()),
+                Some(Interrupt::Invalid(e)) if e.to_string().contains(why) && !o.success => Ok(()),
                 other => Err(format!("expected a refusal naming {why:?}: {other:?} {o:?}")),
             }
         }
@@ -590,7 +590,7 @@ async fn grant_rows(
         let late = MrtrConfirm { approvals: &short, ..mrtr(r.request_state) };
         let o = host.executor.call_with(&c, &late).await;
         match late.take_interrupt() {
-            Some(Interrupt::Invalid(e)) if e.contains("expired") && !o.success => Ok(()),
+            Some(Interrupt::Invalid(e)) if e.to_string().contains("expired") && !o.success => Ok(()),
             other => Err(format!("expected `expired`: {other:?} {o:?}")),
         }
     };

@@ -7,7 +7,7 @@ use crate::console::settings::{ConsoleSettings, RawConsole};
 use crate::mcp::settings::{McpSettings, RawMcp};
 use crate::service::settings::{AuditSettings, RawAudit, RawServe, ServeSettings};
 use toolhost_core::Config;
-use toolhost_core::settings::{ConfigError, ConfigFile, HostFile, SecretFrom, SecretSource};
+use toolhost_core::settings::{ConfigError, ConfigFile, HostFile, Invalid, SecretFrom, SecretSource};
 
 /// The resolved front-end sections.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,7 +23,7 @@ impl Settings {
     /// The front ends' sections of `file`; `core` gives the `[secrets]` tokens and the model's
     /// key may name.
     pub fn from_file(file: &ConfigFile, core: &Config) -> Result<Settings, ConfigError> {
-        let invalid = |m: String| file.invalid(m);
+        let invalid = |e: Invalid| file.invalid_key(e);
         Ok(Settings {
             mcp: file.section::<RawMcp>("mcp")?.resolve(&core.secrets, &file.base).map_err(invalid)?,
             serve: ServeSettings::resolve(file.section::<RawServe>("serve")?).map_err(invalid)?,

@@ -5,6 +5,13 @@
 
 use std::fmt;
 
+/// A string that is not a host pattern (see the module's doc for what is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a host pattern; write `example.com`, `*.example.com` (subdomains) or `*` (lower case, no scheme, port or path)"
+)]
+pub struct NotAHostPattern(pub String);
+
 /// A checked host pattern.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostPattern(String);
@@ -12,7 +19,7 @@ pub struct HostPattern(String);
 impl HostPattern {
     /// Check `p`: `*`, an IP address, or a lower-case DNS name (letters, digits, `-`, `.`)
     /// optionally behind `*.`.
-    pub fn parse(p: &str) -> Result<HostPattern, String> {
+    pub fn parse(p: &str) -> Result<HostPattern, NotAHostPattern> {
         if p == "*" || p.parse::<std::net::IpAddr>().is_ok() {
             return Ok(HostPattern(p.to_string()));
         }
@@ -22,13 +29,7 @@ impl HostPattern {
             && !name.ends_with('.')
             && !name.contains("..")
             && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-        if ok {
-            Ok(HostPattern(p.to_string()))
-        } else {
-            Err(format!(
-                "{p:?} is not a host pattern; write `example.com`, `*.example.com` (subdomains) or `*` (lower case, no scheme, port or path)"
-            ))
-        }
+        if ok { Ok(HostPattern(p.to_string())) } else { Err(NotAHostPattern(p.to_string())) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -118,7 +119,8 @@ mod tests {
         }
         for bad in ["", "Example.com", "http://x", "x.com:80", "*.", ".x", "x..y", "x/y", "*.*.x"] {
             let e = HostPattern::parse(bad).unwrap_err();
-            assert!(e.contains("is not a host pattern"), "{bad}: {e}");
+            assert_eq!(e.0, bad);
+            assert!(e.to_string().contains("is not a host pattern"), "{bad}: {e}");
         }
         assert!(HostPattern::parse("*.example.com").unwrap().matches("a.example.com"));
     }

@@ -71,22 +71,23 @@ enum Compile {
     Skip,
 }
 
-/// An `outputSchema` must be a valid JSON Schema for an object (MCP's `structuredContent` is
-/// always an object).
-fn check_output_schema(schema: &Value, compile: Compile) -> Result<(), String> {
+/// An `outputSchema` (the manifest field `at`) must be a valid JSON Schema for an object (MCP's
+/// `structuredContent` is always an object).
+fn check_output_schema(at: String, schema: &Value, compile: Compile) -> Result<(), ManifestError> {
     let Value::Object(o) = schema else {
-        return Err(format!("must be a JSON Schema object, got {schema}"));
+        return Err(field(at, format!("must be a JSON Schema object, got {schema}")));
     };
     if o.get("type") != Some(&Value::String("object".into())) {
-        return Err(
-            "must describe an object (`\"type\": \"object\"`): a structured result is a JSON object".into()
-        );
+        return Err(field(
+            at,
+            "must describe an object (`\"type\": \"object\"`): a structured result is a JSON object",
+        ));
     }
     #[cfg(feature = "schema")]
     if compile == Compile::Schemas {
         jsonschema::validator_for(schema)
             .map(drop)
-            .map_err(|e| format!("is not a valid JSON Schema: {e}"))?;
+            .map_err(|e| field(at, format!("is not a valid JSON Schema: {e}")))?;
     }
     #[cfg(not(feature = "schema"))]
     let _ = compile;
@@ -820,7 +821,7 @@ fn validate(m: &Manifest, compile: Compile) -> Result<(), ManifestError> {
         }
         if let Some(schema) = &tool.output_schema {
             check_schema_size(at("outputSchema"), schema)?;
-            check_output_schema(schema, compile).map_err(|e| field(at("outputSchema"), e))?;
+            check_output_schema(at("outputSchema"), schema, compile)?;
         }
         let mut pnames = BTreeSet::new();
         let mut seen_optional = false;

@@ -1,8 +1,10 @@
 //! The operator's word on the catalog: `[catalog]` (namespacing, search mode, pinned tools) and
 //! the keys of `[plugin.NAME]` that choose and name a plugin's tools (`tools`, `exclude`,
 //! `prefix`, `[plugin.NAME.tool.OLD] name`). A leaf: `settings::plugin` and `settings` read
-//! these types; nothing here imports anything of toolhost but the spec's name rule.
+//! these types; nothing here imports anything of toolhost but the spec's name rule and the
+//! config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -110,13 +112,11 @@ pub(crate) fn exposure(
     exclude: Vec<String>,
     prefix: Option<String>,
     tool: BTreeMap<String, RawRename>,
-) -> Result<Exposure, String> {
+) -> Result<Exposure, Invalid> {
     let globs = |what: &str, list: Vec<String>| {
         list.into_iter()
             .enumerate()
-            .map(|(i, p)| {
-                Glob::new(&p).ok_or_else(|| format!("{key}.{what}[{i}]: an empty pattern matches nothing"))
-            })
+            .map(|(i, p)| Glob::new(&p).ok_or_else(|| empty_pattern(format!("{key}.{what}[{i}]"))))
             .collect::<Result<Vec<_>, _>>()
     };
     let tools = tools.map(|t| globs("tools", t)).transpose()?;
@@ -124,21 +124,26 @@ pub(crate) fn exposure(
     if let Some(p) = &prefix
         && (!is_exposable(p) || p.len() >= MAX_EXPOSED)
     {
-        return Err(format!(
-            "{key}.prefix: {p:?} must match [A-Za-z_][A-Za-z0-9_-]* and be shorter than {MAX_EXPOSED} characters"
+        return Err(Invalid::says(
+            format!("{key}.prefix"),
+            format!("{p:?} must match [A-Za-z_][A-Za-z0-9_-]* and be shorter than {MAX_EXPOSED} characters"),
         ));
     }
     let mut rename = BTreeMap::new();
     for (old, r) in tool {
         if !is_exposable(&r.name) || r.name.len() > MAX_EXPOSED {
-            return Err(format!(
-                "{key}.tool.{old}.name: {:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_EXPOSED} characters)",
-                r.name
+            return Err(Invalid::says(
+                format!("{key}.tool.{old}.name"),
+                format!("{:?} must match [A-Za-z_][A-Za-z0-9_-]* (at most {MAX_EXPOSED} characters)", r.name),
             ));
         }
         rename.insert(old, r.name);
     }
     Ok(Exposure { tools, exclude, prefix, rename })
+}
+
+fn empty_pattern(key: String) -> Invalid {
+    Invalid::says(key, "an empty pattern matches nothing")
 }
 
 /// `[catalog] namespace`: how tools of different plugins are kept apart.
@@ -219,19 +224,17 @@ pub(crate) struct RawCatalog {
 }
 
 impl RawCatalog {
-    pub(crate) fn resolve(self) -> Result<CatalogSettings, String> {
+    pub(crate) fn resolve(self) -> Result<CatalogSettings, Invalid> {
         let d = CatalogSettings::default();
         let results = self.results.unwrap_or(d.results);
         if !(1..=MAX_RESULTS).contains(&results) {
-            return Err(format!("catalog.results = {results} is outside 1..={MAX_RESULTS}"));
+            return Err(Invalid::out_of_range("catalog.results", results, 1, MAX_RESULTS as u64));
         }
         let pin = self
             .pin
             .into_iter()
             .enumerate()
-            .map(|(i, p)| {
-                Glob::new(&p).ok_or_else(|| format!("catalog.pin[{i}]: an empty pattern matches nothing"))
-            })
+            .map(|(i, p)| Glob::new(&p).ok_or_else(|| empty_pattern(format!("catalog.pin[{i}]"))))
             .collect::<Result<_, _>>()?;
         Ok(CatalogSettings {
             namespace: self.namespace.unwrap_or(d.namespace),
@@ -265,15 +268,16 @@ mod tests {
         let none = BTreeMap::new;
         assert!(exposure("plugin.a", None, vec![], Some("notes_".into()), none()).is_ok());
         let e = exposure("plugin.a", None, vec![], Some("no.dots".into()), none()).unwrap_err();
-        assert!(e.starts_with("plugin.a.prefix:"), "{e}");
+        assert_eq!(e.key, "plugin.a.prefix");
+        assert!(e.to_string().starts_with("plugin.a.prefix: \"no.dots\" must match"), "{e}");
         let e = exposure("plugin.a", Some(vec!["".into()]), vec![], None, none()).unwrap_err();
-        assert!(e.starts_with("plugin.a.tools[0]:"), "{e}");
+        assert_eq!(e.key, "plugin.a.tools[0]");
         let mut tool = BTreeMap::new();
         tool.insert("get".to_string(), RawRename { name: "has space".into() });
         let e = exposure("plugin.a", None, vec![], None, tool).unwrap_err();
-        assert!(e.starts_with("plugin.a.tool.get.name:"), "{e}");
+        assert_eq!(e.key, "plugin.a.tool.get.name");
         let e = RawCatalog { results: Some(0), ..Default::default() }.resolve().unwrap_err();
-        assert!(e.contains("catalog.results = 0"), "{e}");
+        assert_eq!(e.to_string(), "catalog.results = 0 is outside 1..=20");
     }
 
     #[test]

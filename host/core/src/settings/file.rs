@@ -2,6 +2,7 @@
 //! here, the front ends' and the CLI's in their crates — and a key tracker that refuses, naming
 //! the key and the file, what nobody claimed (Spin's runtime-config loader does the same).
 
+use super::invalid::{Invalid, Problem};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("config {path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// A key its owner refused, naming the key ([`Invalid::key`]) and what is wrong.
+    #[error("config {path}: {error}")]
+    Key { path: PathBuf, error: Invalid },
     #[error("{0}")]
     Flag(String),
 }
@@ -81,14 +85,22 @@ impl ConfigFile {
         serde_path_to_error::deserialize(de).map_err(|e| {
             let at = e.path().to_string();
             let at = if at == "." { key.to_string() } else { format!("{key}.{at}") };
-            self.invalid(format!("{at}: {}", e.inner().to_string().trim_end()))
+            self.invalid_key(Invalid::new(at, Problem::Says(e.inner().to_string().trim_end().to_string())))
         })
     }
 
     /// An error about this file.
     pub fn invalid(&self, message: impl Into<String>) -> ConfigError {
-        let path = self.source.clone().unwrap_or_else(|| PathBuf::from("<config>"));
-        ConfigError::Invalid { path, message: message.into() }
+        ConfigError::Invalid { path: self.path(), message: message.into() }
+    }
+
+    /// A key of this file its owner refused.
+    pub fn invalid_key(&self, error: Invalid) -> ConfigError {
+        ConfigError::Key { path: self.path(), error }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.source.clone().unwrap_or_else(|| PathBuf::from("<config>"))
     }
 
     /// Refuse the top-level keys no owner claimed, naming the first and the keys there are.
@@ -148,7 +160,9 @@ mod tests {
     fn errors_name_the_key_path_and_the_file() {
         let f =
             ConfigFile::parse("[demo]\nsize = \"big\"\n", Path::new("/b"), Some("/b/t.toml".into())).unwrap();
-        let e = f.section::<Demo>("demo").unwrap_err().to_string();
+        let e = f.section::<Demo>("demo").unwrap_err();
+        assert!(matches!(&e, ConfigError::Key { error, .. } if error.key == "demo.size"), "{e:?}");
+        let e = e.to_string();
         assert!(e.starts_with("config /b/t.toml: demo.size: invalid type"), "{e}");
         let f = ConfigFile::parse("[demo]\nsise = 1\n", Path::new("/b"), None).unwrap();
         let e = f.section::<Demo>("demo").unwrap_err().to_string();

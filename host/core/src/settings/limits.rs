@@ -2,6 +2,7 @@
 //! defaults), `[plugin.NAME]` and `[tool.NAME]` alike, each section's values overriding the one
 //! before (see `Config::limits_for`).
 
+use super::invalid::{Invalid, Problem};
 use serde::Deserialize;
 
 /// Calls `$m!` with the list of per-call limits — name, type, default, doc — so the resolved
@@ -117,22 +118,26 @@ pub struct LimitSettings {
 }
 
 impl RawLimits {
-    pub(crate) fn resolve(self) -> Result<LimitSettings, String> {
+    pub(crate) fn resolve(self) -> Result<LimitSettings, Invalid> {
         let mut limits = Limits::default();
         self.limit_overrides().apply(&mut limits);
         check("limits", &limits.into())?;
         let stack_kb = self.stack_kb.unwrap_or(512);
         if !(64..=64 * 1024).contains(&stack_kb) {
-            return Err(format!("limits.stack_kb = {stack_kb} is outside 64..=65536"));
+            return Err(Invalid::out_of_range("limits.stack_kb", stack_kb, 64, 65536));
         }
         let concurrency = self.concurrency.unwrap_or(32);
         if !(1..=1024).contains(&concurrency) {
-            return Err(format!("limits.concurrency = {concurrency} is outside 1..=1024"));
+            return Err(Invalid::out_of_range("limits.concurrency", concurrency, 1, 1024));
         }
         let plugin_concurrency = match self.plugin_concurrency {
             Some(c) if !(1..=concurrency).contains(&c) => {
-                return Err(format!(
-                    "limits.plugin_concurrency = {c} is outside 1..={concurrency} (limits.concurrency)"
+                let bounds = (1, concurrency.into());
+                return Err(Invalid::out_of_range_noting(
+                    "limits.plugin_concurrency",
+                    c,
+                    bounds,
+                    " (limits.concurrency)",
                 ));
             }
             Some(c) => c,
@@ -140,17 +145,21 @@ impl RawLimits {
         };
         let log_rate = self.log_rate.unwrap_or(100);
         if log_rate == 0 {
-            return Err("limits.log_rate must be at least 1 (lines per second)".into());
+            let lines = Problem::TooSmall { min: 1, also: Vec::new(), note: " (lines per second)" };
+            return Err(Invalid::new("limits.log_rate", lines));
         }
         let max_plugin_mb = self.max_plugin_mb.unwrap_or(64);
         if max_plugin_mb == 0 {
-            return Err("limits.max_plugin_mb must be at least 1".into());
+            return Err(Invalid::at_least_one("limits.max_plugin_mb"));
         }
         let max_timeout_ms = self.max_timeout_ms.unwrap_or(DEFAULT_MAX_TIMEOUT_MS);
         if !(1..=toolhost_spec::manifest::MAX_TIMEOUT_MS).contains(&max_timeout_ms) {
-            return Err(format!(
-                "limits.max_timeout_ms = {max_timeout_ms} is outside 1..={} (a day)",
-                toolhost_spec::manifest::MAX_TIMEOUT_MS
+            let bounds = (1, toolhost_spec::manifest::MAX_TIMEOUT_MS);
+            return Err(Invalid::out_of_range_noting(
+                "limits.max_timeout_ms",
+                max_timeout_ms,
+                bounds,
+                " (a day)",
             ));
         }
         Ok(LimitSettings {
@@ -166,22 +175,22 @@ impl RawLimits {
 }
 
 /// Check the limits a section sets, naming the section (`limits`, `plugin.files`, `tool.read`).
-pub fn check(key: &str, l: &LimitOverrides) -> Result<(), String> {
+pub fn check(key: &str, l: &LimitOverrides) -> Result<(), Invalid> {
     if l.timeout_ms == Some(0) {
-        return Err(format!("{key}.timeout_ms must be at least 1"));
+        return Err(Invalid::at_least_one(format!("{key}.timeout_ms")));
     }
     if let Some(mb) = l.memory_mb
         && !(1..=4096).contains(&mb)
     {
-        return Err(format!("{key}.memory_mb = {mb} is outside 1..=4096"));
+        return Err(Invalid::out_of_range(format!("{key}.memory_mb"), mb, 1, 4096));
     }
     if l.output_limit == Some(0) {
-        return Err(format!("{key}.output_limit must be at least 1"));
+        return Err(Invalid::at_least_one(format!("{key}.output_limit")));
     }
     // Zero is a valid quota (a call may write nothing) for write_mb and create_limit; a
     // log cap of zero would hide even the line saying what was dropped, so it needs 1.
     if l.log_kb == Some(0) || l.log_lines == Some(0) {
-        return Err(format!("{key}.log_kb and {key}.log_lines must be at least 1"));
+        return Err(Invalid::each_at_least_one(format!("{key}.log_kb"), vec![format!("{key}.log_lines")]));
     }
     Ok(())
 }

@@ -5,12 +5,15 @@
 //! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
 //! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog`, `[telemetry]` by `telemetry` — and
 //! composed here; the front ends and the CLI take theirs (`[mcp]`,
-//! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. With
-//! no config file and no command-line grants, nothing is granted to any plugin.
+//! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. Each
+//! owner refuses a value with an [`Invalid`] naming its key (`plugin.web.net[0]`) and the
+//! [`Problem`]; [`ConfigFile`] adds the file ([`ConfigError::Key`]). With no config file and no
+//! command-line grants, nothing is granted to any plugin.
 
 mod file;
 pub mod grants;
 pub mod host_files;
+pub(crate) mod invalid;
 pub(crate) mod limits;
 mod plugin;
 mod secrets;
@@ -18,9 +21,10 @@ mod secrets;
 pub use file::{ConfigError, ConfigFile, DEFAULT_FILE};
 pub use grants::{AskedGrant, GrantItem};
 pub use host_files::{HostFile, OverHostFile};
+pub use invalid::{Invalid, Problem};
 pub use limits::{LimitOverrides, Limits};
 pub use plugin::{AskedGrants, OnMissing, PluginConfig, ToolConfig};
-pub use secrets::{MAX_SECRET_BYTES, SecretFrom, SecretSource};
+pub use secrets::{MAX_SECRET_BYTES, SecretError, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
 pub use crate::capability::fs::settings::FsGrant;
@@ -177,7 +181,7 @@ impl Config {
     /// The core sections of `file` (claimed in it; the other owners take theirs, then
     /// [`ConfigFile::finish`] refuses what nobody claimed).
     pub fn from_file(file: &ConfigFile) -> Result<Config, ConfigError> {
-        let invalid = |m: String| file.invalid(m);
+        let invalid = |e: Invalid| file.invalid_key(e);
         let base = file.base.as_path();
         let mut cfg = Config { source: file.source.clone(), ..Config::default() };
         let plugins: Option<PathBuf> = file.section("plugins")?;
@@ -220,7 +224,7 @@ impl Config {
             let tool = t.resolve(&format!("tool.{name}")).map_err(invalid)?;
             cfg.tools.insert(name, tool);
         }
-        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(invalid)?;
+        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(|m| file.invalid(m))?;
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
@@ -509,14 +513,34 @@ impl Config {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Config, String> {
+    fn parsed(text: &str) -> Result<Config, ConfigError> {
         Config::from_str_at(text, Path::new("/base"), Some(PathBuf::from("/base/toolhost.toml")))
-            .map_err(|e| e.to_string())
+    }
+
+    fn parse(text: &str) -> Config {
+        parsed(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    /// The message `text` is refused with.
+    fn refused(text: &str) -> String {
+        refusal(text).to_string()
+    }
+
+    fn refusal(text: &str) -> ConfigError {
+        parsed(text).err().unwrap_or_else(|| panic!("{text}: accepted"))
+    }
+
+    /// The key and problem of a refusal a key's owner made.
+    fn refused_key(text: &str) -> Invalid {
+        match refusal(text) {
+            ConfigError::Key { error, .. } => error,
+            other => panic!("{text}: not a key's refusal: {other}"),
+        }
     }
 
     #[test]
     fn defaults_grant_nothing() {
-        let c = parse("").unwrap();
+        let c = parse("");
         assert!(c.plugins.is_empty());
         assert_eq!(c.danger, DangerPolicy::Ask);
         assert_eq!(c.plugins_dir, PathBuf::from("/base/plugins"));
@@ -525,22 +549,26 @@ mod tests {
 
     #[test]
     fn unknown_key_names_key_and_file() {
-        let e = parse("[limits]\ntimeout = 5").unwrap_err();
+        let e = refused("[limits]\ntimeout = 5");
         assert!(e.contains("/base/toolhost.toml"), "{e}");
         assert!(e.contains("timeout"), "{e}");
-        let e = parse("[plugin.files]\nnetwork = [\"x\"]").unwrap_err();
+        let e = refused("[plugin.files]\nnetwork = [\"x\"]");
         assert!(e.contains("unknown field `network`"), "{e}");
-        let e = parse("[plugin.web]\nnet = [\"https://example.com\"]").unwrap_err();
+        let e = refused("[plugin.web]\nnet = [\"https://example.com\"]");
         assert!(e.contains("plugin.web.net[0]") && e.contains("not a host pattern"), "{e}");
-        let e = parse("[plugin.web]\nsecrets = [\"gh\"]").unwrap_err();
+        let e = refused("[plugin.web]\nsecrets = [\"gh\"]");
         assert!(e.contains("no secret `gh` is defined"), "{e}");
-        let e = parse("[secrets.gh]\nenv = \"A\"\nfile = \"b\"").unwrap_err();
+        let e = refused_key("[plugin.web]\nsecrets = [\"gh\"]");
+        assert!(
+            e.key == "plugin.web.secrets[0]" && matches!(&e.problem, Problem::NoSecret(s) if s == "gh"),
+            "{e}"
+        );
+        let e = refused("[secrets.gh]\nenv = \"A\"\nfile = \"b\"");
         assert!(e.contains("secrets.gh: give exactly one"), "{e}");
         let e =
-            parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"https://api.github.com/v3\"]")
-                .unwrap_err();
+            refused("[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"https://api.github.com/v3\"]");
         assert!(e.contains("secrets.gh.hosts[1]") && e.contains("not an origin"), "{e}");
-        let e = parse("[secrets.gh]\nenv = \"A\"\nhosts = [\"ftp://x.org\"]").unwrap_err();
+        let e = refused("[secrets.gh]\nenv = \"A\"\nhosts = [\"ftp://x.org\"]");
         assert!(e.contains("secrets.gh.hosts[0]") && e.contains("scheme `ftp` is not allowed"), "{e}");
     }
 
@@ -548,8 +576,7 @@ mod tests {
     fn secret_hosts_are_origins() {
         let c = parse(
             "[secrets.gh]\nenv = \"A\"\nhosts = [\"api.github.com\", \"http://127.0.0.1:8080\", \"*.example.com:8443\"]\n[secrets.any]\nenv = \"B\"",
-        )
-        .unwrap();
+        );
         let hosts: Vec<String> = c.secrets["gh"].hosts.iter().map(ToString::to_string).collect();
         assert_eq!(hosts, ["https://api.github.com", "http://127.0.0.1:8080", "https://*.example.com:8443"]);
         assert!(c.secrets["any"].hosts.is_empty(), "no hosts: https on 443, decided by `net`");
@@ -572,8 +599,7 @@ mod tests {
             [tool.delete]
             danger = true
             "#,
-        )
-        .unwrap();
+        );
         assert_eq!(c.danger, DangerPolicy::Deny);
         let p = c.plugin("files");
         assert_eq!(p.fs[0].host_path, PathBuf::from("/base/ws"));
@@ -598,41 +624,43 @@ mod tests {
             t
         };
         let c =
-            parse("[limits]\ntimeout_ms = 1000\nmax_timeout_ms = 60000\n[tool.pinned]\ntimeout_ms = 2000")
-                .unwrap();
+            parse("[limits]\ntimeout_ms = 1000\nmax_timeout_ms = 60000\n[tool.pinned]\ntimeout_ms = 2000");
         assert_eq!(c.limits_for_tool("p", &spec("plain", None)).timeout_ms, 1000);
         assert_eq!(c.limits_for_tool("p", &spec("long", Some(30_000))).timeout_ms, 30_000);
         assert_eq!(c.limits_for_tool("p", &spec("greedy", Some(600_000))).timeout_ms, 60_000, "capped");
         assert_eq!(c.limits_for_tool("p", &spec("pinned", Some(30_000))).timeout_ms, 2000, "[tool.X] wins");
         assert_eq!(Config::default().max_timeout_ms, limits::DEFAULT_MAX_TIMEOUT_MS);
-        assert!(parse("[limits]\nmax_timeout_ms = 0").unwrap_err().contains("limits.max_timeout_ms = 0"));
+        assert!(refused("[limits]\nmax_timeout_ms = 0").contains("limits.max_timeout_ms = 0"));
     }
 
     #[test]
     fn bad_values_are_named() {
-        assert!(parse("[limits]\nmemory_mb = 0").unwrap_err().contains("limits.memory_mb"));
-        assert!(parse("[tool.x]\ntimeout_ms = 0").unwrap_err().contains("tool.x.timeout_ms"));
-        assert!(parse("[danger]\npolicy = \"maybe\"").unwrap_err().contains("maybe"));
-        assert!(
-            parse("[plugin.a]\nfs = [{ path = \"/a/b\", mode = \"rw\" }]")
-                .unwrap_err()
-                .contains("plugin.a.fs[0]")
+        let e = refused_key("[limits]\nmemory_mb = 0");
+        assert_eq!(e.key, "limits.memory_mb");
+        assert!(matches!(e.problem, Problem::OutOfRange { lo: 1, hi: 4096, .. }), "{e}");
+        let e = refused_key("[tool.x]\ntimeout_ms = 0");
+        assert_eq!(e.key, "tool.x.timeout_ms");
+        assert!(matches!(e.problem, Problem::TooSmall { min: 1, .. }), "{e}");
+        assert!(refused("[danger]\npolicy = \"maybe\"").contains("maybe"));
+        assert_eq!(
+            refused_key("[plugin.a]\nfs = [{ path = \"/a/b\", mode = \"rw\" }]").key,
+            "plugin.a.fs[0]"
         );
-        assert!(parse("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").unwrap_err().contains("rwx"));
+        assert_eq!(refused_key("[plugin.a]\nconcurrency = 0").key, "plugin.a.concurrency");
+        assert!(refused("[plugin.a]\nfs = [{ path = \"x\", mode = \"rwx\" }]").contains("rwx"));
     }
 
     #[test]
     fn on_missing_tool_policy_and_asked_grants_resolve() {
         let mut c = parse(
             "[plugin.web]\non_missing = \"refuse\"\n[plugin.\"*\"]\non_missing = \"ask\"\n[tool.echo]\npolicy = \"deny\"",
-        )
-        .unwrap();
+        );
         assert_eq!(c.plugin("web").on_missing, Some(OnMissing::Refuse));
         assert_eq!(c.plugin("other").on_missing, Some(OnMissing::Ask), "from [plugin.\"*\"]");
         assert_eq!(c.tools["echo"].policy, Some(DangerPolicy::Deny));
         assert_eq!(c.grants_file, PathBuf::from("/base").join(grants::GRANTS_FILE), "beside the config");
-        assert!(parse("[plugin.web]\non_missing = \"maybe\"").unwrap_err().contains("maybe"));
-        assert!(parse("[tool.echo]\npolicy = \"sometimes\"").unwrap_err().contains("sometimes"));
+        assert!(refused("[plugin.web]\non_missing = \"maybe\"").contains("maybe"));
+        assert!(refused("[tool.echo]\npolicy = \"sometimes\"").contains("sometimes"));
         c.asked.push(AskedGrant {
             plugin: "web".into(),
             item: GrantItem::Net("api.github.com".into()),
@@ -661,7 +689,7 @@ mod tests {
 
     #[test]
     fn asked_programs_add_exact_arguments_and_never_borrow_an_operator_grant() {
-        let mut c = parse("").unwrap();
+        let mut c = parse("");
         let ask = |args: &[&str]| AskedGrant {
             plugin: "git-tool".into(),
             item: GrantItem::Exec {
@@ -689,7 +717,7 @@ mod tests {
 
     #[test]
     fn star_section_applies_to_every_plugin() {
-        let mut c = parse("").unwrap();
+        let mut c = parse("");
         c.grant_workspace("*", FsMode::ReadOnly);
         c.grant_workspace("files", FsMode::ReadWrite);
         assert_eq!(c.plugin("files").fs[0].mode, FsMode::ReadWrite);

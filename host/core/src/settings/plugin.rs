@@ -3,6 +3,7 @@
 //! is exposed under).
 
 use super::DangerPolicy;
+use super::invalid::{Invalid, Problem};
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
 use crate::capability::fs::settings::{FsGrant, RawFs};
 use crate::capability::process::settings::{ExecGrant, RawExec};
@@ -128,14 +129,15 @@ pub(crate) struct Context<'a> {
 
 impl RawPlugin {
     /// Resolve `[plugin.NAME]` (`key` = `plugin.NAME`); errors name the key.
-    pub(crate) fn resolve(self, key: &str, cx: &Context<'_>) -> Result<PluginConfig, String> {
+    pub(crate) fn resolve(self, key: &str, cx: &Context<'_>) -> Result<PluginConfig, Invalid> {
         let limits = self.limit_overrides();
         super::limits::check(key, &limits)?;
         let exposure =
             crate::catalog::settings::exposure(key, self.tools, self.exclude, self.prefix, self.tool)?;
         if key == "plugin.*" && !exposure.is_empty() {
-            return Err(format!(
-                "{key}: tools, exclude, prefix and tool.NAME belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\""
+            return Err(Invalid::says(
+                key,
+                "tools, exclude, prefix and tool.NAME belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\"",
             ));
         }
         let mut grant = PluginConfig {
@@ -156,35 +158,29 @@ impl RawPlugin {
             grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
         }
         for var in grant.settings.keys() {
-            toolhost_spec::env_name::check(var)
-                .map_err(|why| format!("{key}.settings: {var:?} is not a variable name ({why})"))?;
+            Invalid::check_variable_name(|| format!("{key}.settings"), var)?;
         }
         for (i, var) in grant.env.iter().enumerate() {
-            toolhost_spec::env_name::check(var)
-                .map_err(|why| format!("{key}.env[{i}]: {var:?} is not a variable name ({why})"))?;
+            Invalid::check_variable_name(|| format!("{key}.env[{i}]"), var)?;
         }
         for (i, h) in grant.net.iter().enumerate() {
-            toolhost_spec::HostPattern::parse(h).map_err(|m| format!("{key}.net[{i}]: {m}"))?;
+            toolhost_spec::HostPattern::parse(h)
+                .map_err(|e| Invalid::because(format!("{key}.net[{i}]"), e))?;
         }
         for (i, s) in grant.secrets.iter().enumerate() {
             if !(cx.has_secret)(s) {
-                return Err(format!(
-                    "{key}.secrets[{i}]: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
-                ));
+                return Err(Invalid::new(format!("{key}.secrets[{i}]"), Problem::NoSecret(s.clone())));
             }
         }
         if let Some(c) = grant.concurrency
             && !(1..=cx.concurrency).contains(&c)
         {
-            return Err(format!(
-                "{key}.concurrency = {c} is outside 1..={} (limits.concurrency)",
-                cx.concurrency
-            ));
+            let bounds = (1, cx.concurrency.into());
+            let note = " (limits.concurrency)";
+            return Err(Invalid::out_of_range_noting(format!("{key}.concurrency"), c, bounds, note));
         }
         for (i, fs) in self.fs.into_iter().enumerate() {
-            let g =
-                fs.resolve(cx.workspace, cx.base, cx.normalize).map_err(|m| format!("{key}.fs[{i}]: {m}"))?;
-            grant.fs.push(g);
+            grant.fs.push(fs.resolve(&format!("{key}.fs[{i}]"), cx.workspace, cx.base, cx.normalize)?);
         }
         Ok(grant)
     }
@@ -192,7 +188,7 @@ impl RawPlugin {
 
 impl RawTool {
     /// Resolve `[tool.NAME]` (`key` = `tool.NAME`).
-    pub(crate) fn resolve(self, key: &str) -> Result<ToolConfig, String> {
+    pub(crate) fn resolve(self, key: &str) -> Result<ToolConfig, Invalid> {
         let limits = self.limit_overrides();
         super::limits::check(key, &limits)?;
         Ok(ToolConfig { danger: self.danger, policy: self.policy, limits })

@@ -2,6 +2,7 @@
 //! the config itself) and the origins it may be sent to. Plugins' `secrets` grants, MCP tokens,
 //! the model's API key and registry credentials all name these.
 
+use super::invalid::Invalid;
 use crate::capability::net::settings::SecretOrigin;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -39,21 +40,36 @@ pub enum SecretFrom {
     File(PathBuf),
 }
 
+/// Why a secret's value cannot be had now.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("secret `{name}`: environment variable {var} is not set")]
+    Unset { name: String, var: String },
+    #[error("secret `{name}`: cannot read {}: {error}", path.display())]
+    Unreadable { name: String, path: PathBuf, error: std::io::Error },
+    #[error("secret `{name}` is {len} bytes long, more than the {MAX_SECRET_BYTES} a secret may have")]
+    TooLong { name: String, len: usize },
+    #[error("secret `{name}` is shorter than 8 characters, too short to be redacted reliably")]
+    TooShort { name: String },
+}
+
 /// Resolve `[secrets]`: each entry names exactly one source; its origins are checked now.
 pub(crate) fn resolve(
     raw: BTreeMap<String, RawSecret>,
     base: &Path,
-) -> Result<BTreeMap<String, SecretSource>, String> {
+) -> Result<BTreeMap<String, SecretSource>, Invalid> {
     let mut out = BTreeMap::new();
     for (name, sec) in raw {
         let key = format!("secrets.{name}");
         let from = match (sec.env, sec.file) {
             (Some(var), None) => SecretFrom::Env(var),
             (None, Some(file)) => SecretFrom::File(base.join(file)),
-            _ => return Err(format!("{key}: give exactly one of `env = \"VAR\"` or `file = \"path\"`")),
+            _ => return Err(Invalid::says(key, "give exactly one of `env = \"VAR\"` or `file = \"path\"`")),
         };
         let hosts = (sec.hosts.iter().enumerate())
-            .map(|(i, h)| SecretOrigin::parse(h).map_err(|m| format!("{key}.hosts[{i}]: {m}")))
+            .map(|(i, h)| {
+                SecretOrigin::parse(h).map_err(|e| Invalid::because(format!("{key}.hosts[{i}]"), e))
+            })
             .collect::<Result<_, _>>()?;
         out.insert(name.clone(), SecretSource { name, from, hosts });
     }
@@ -67,31 +83,26 @@ impl SecretSource {
     }
 
     /// Read the value now.
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, SecretError> {
+        let name = || self.name.clone();
         let v = match &self.from {
-            SecretFrom::Env(var) => std::env::var(var)
-                .map_err(|_| format!("secret `{}`: environment variable {var} is not set", self.name))?,
+            SecretFrom::Env(var) => {
+                std::env::var(var).map_err(|_| SecretError::Unset { name: name(), var: var.clone() })?
+            }
             SecretFrom::File(path) => std::fs::read_to_string(path)
-                .map_err(|e| format!("secret `{}`: cannot read {}: {e}", self.name, path.display()))?
+                .map_err(|error| SecretError::Unreadable { name: name(), path: path.clone(), error })?
                 .trim_end_matches(['\n', '\r'])
                 .to_string(),
         };
         if v.len() > MAX_SECRET_BYTES {
             // Every response to a plugin holding it is read this far past its cut (see
             // `capability::net`), and a header this long is refused by most servers anyway.
-            return Err(format!(
-                "secret `{}` is {} bytes long, more than the {MAX_SECRET_BYTES} a secret may have",
-                self.name,
-                v.len()
-            ));
+            return Err(SecretError::TooLong { name: name(), len: v.len() });
         }
         if v.chars().count() < 8 {
             // Redaction replaces every occurrence of the value in outputs: a very short value
             // would garble them, and is not much of a secret either.
-            return Err(format!(
-                "secret `{}` is shorter than 8 characters, too short to be redacted reliably",
-                self.name
-            ));
+            return Err(SecretError::TooShort { name: name() });
         }
         Ok(v)
     }
@@ -107,12 +118,20 @@ mod tests {
         let file = dir.path().join("token");
         std::fs::write(&file, "abc\n").unwrap();
         let short = SecretSource { name: "t".into(), from: SecretFrom::File(file.clone()), hosts: vec![] };
-        assert!(short.read().unwrap_err().contains("shorter than 8 characters"));
+        assert!(matches!(short.read(), Err(SecretError::TooShort { .. })));
         std::fs::write(&file, "x".repeat(MAX_SECRET_BYTES + 1)).unwrap();
-        assert!(short.read().unwrap_err().contains("more than the 16384"));
+        let e = short.read().unwrap_err();
+        assert!(matches!(e, SecretError::TooLong { len, .. } if len == MAX_SECRET_BYTES + 1), "{e}");
+        assert!(e.to_string().contains("more than the 16384"), "{e}");
         std::fs::write(&file, "a-long-enough-value\n").unwrap();
         assert_eq!(short.read().unwrap(), "a-long-enough-value", "the trailing newline is not part of it");
         let unset = SecretSource::unnamed("e", SecretFrom::Env("TOOLHOST_SURELY_UNSET_VARIABLE".into()));
-        assert!(unset.read().unwrap_err().contains("TOOLHOST_SURELY_UNSET_VARIABLE is not set"));
+        let e = unset.read().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "secret `e`: environment variable TOOLHOST_SURELY_UNSET_VARIABLE is not set"
+        );
+        let gone = SecretSource::unnamed("g", SecretFrom::File(dir.path().join("absent")));
+        assert!(matches!(gone.read(), Err(SecretError::Unreadable { .. })));
     }
 }

@@ -1,6 +1,8 @@
 //! `[telemetry]`: where spans and metrics go (OpenTelemetry over OTLP), off unless
-//! `otlp_endpoint` is set. A leaf: `settings` reads it; it imports nothing of toolhost.
+//! `otlp_endpoint` is set. A leaf: `settings` reads it; it imports nothing of toolhost but the
+//! config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::Deserialize;
 
 /// `[telemetry] service_name` when not set.
@@ -56,32 +58,35 @@ pub(crate) struct RawTelemetry {
 }
 
 impl RawTelemetry {
-    pub(crate) fn resolve(self) -> Result<TelemetrySettings, String> {
+    pub(crate) fn resolve(self) -> Result<TelemetrySettings, Invalid> {
         let d = TelemetrySettings::default();
         let otlp_endpoint = match self.otlp_endpoint {
             None => None,
             Some(e) => {
+                const KEY: &str = "telemetry.otlp_endpoint";
                 let url = url::Url::parse(&e)
-                    .map_err(|err| format!("telemetry.otlp_endpoint = {e:?} is not a URL: {err}"))?;
+                    .map_err(|err| Invalid::value(KEY, format!("{e:?}"), format!("is not a URL: {err}")))?;
                 if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-                    return Err(format!(
-                        "telemetry.otlp_endpoint = {e:?} must be an http:// or https:// URL with a host"
-                    ));
+                    let is = "must be an http:// or https:// URL with a host";
+                    return Err(Invalid::value(KEY, format!("{e:?}"), is));
                 }
                 if !url.username().is_empty() || url.password().is_some() {
-                    return Err("telemetry.otlp_endpoint must not hold credentials".to_string());
+                    return Err(Invalid::is(KEY, "must not hold credentials"));
                 }
                 Some(e.trim_end_matches('/').to_string())
             }
         };
         let service_name = self.service_name.unwrap_or(d.service_name);
         if service_name.trim().is_empty() {
-            return Err("telemetry.service_name must not be empty".to_string());
+            return Err(Invalid::is("telemetry.service_name", "must not be empty"));
         }
         let metrics_interval_ms = self.metrics_interval_ms.unwrap_or(d.metrics_interval_ms);
         if !(100..=3_600_000).contains(&metrics_interval_ms) {
-            return Err(format!(
-                "telemetry.metrics_interval_ms = {metrics_interval_ms} is outside 100..=3600000"
+            return Err(Invalid::out_of_range(
+                "telemetry.metrics_interval_ms",
+                metrics_interval_ms,
+                100,
+                3_600_000,
             ));
         }
         Ok(TelemetrySettings {
@@ -98,8 +103,9 @@ impl RawTelemetry {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<TelemetrySettings, String> {
-        toml::from_str::<RawTelemetry>(text).map_err(|e| e.to_string())?.resolve()
+    /// The section of `text`, or its error's message (serde's or the resolution's).
+    fn parse(text: &str) -> Result<TelemetrySettings, Box<dyn std::error::Error>> {
+        Ok(toml::from_str::<RawTelemetry>(text)?.resolve()?)
     }
 
     #[test]
@@ -122,7 +128,7 @@ mod tests {
             ("metrics_interval_ms = 5", "telemetry.metrics_interval_ms"),
             ("endpoint = \"http://x\"", "unknown field `endpoint`"),
         ] {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }

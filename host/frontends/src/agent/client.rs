@@ -155,6 +155,13 @@ pub enum ModelError {
          [model] timeout_s in toolhost.toml to wait longer"
     )]
     Timeout { secs: u64 },
+    // The client could not be made ([`ModelClient::new`]): nothing was sent.
+    #[error("model base URL {url:?} is not a URL: {detail}")]
+    NotAUrl { url: String, detail: String },
+    #[error("model base URL {url:?} must start with http:// or https://")]
+    NotHttp { url: String },
+    #[error("cannot build the HTTP client: {detail}")]
+    NoClient { detail: String },
 }
 
 impl ModelError {
@@ -226,17 +233,17 @@ pub struct ModelClient {
 }
 
 impl ModelClient {
-    pub fn new(options: ClientOptions) -> Result<ModelClient, String> {
+    pub fn new(options: ClientOptions) -> Result<ModelClient, ModelError> {
         let url = url::Url::parse(&options.base_url)
-            .map_err(|e| format!("model base URL {:?} is not a URL: {e}", options.base_url))?;
+            .map_err(|e| ModelError::NotAUrl { url: options.base_url.clone(), detail: e.to_string() })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("model base URL {:?} must start with http:// or https://", options.base_url));
+            return Err(ModelError::NotHttp { url: options.base_url.clone() });
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| ModelError::NoClient { detail: e.to_string() })?;
         Ok(ModelClient { http, options })
     }
 
@@ -665,6 +672,18 @@ mod tests {
         o.api_key = Some(ApiKey::new("sk-very-secret-value"));
         o.key_source = "from the environment variable K".into();
         ModelClient::new(o).unwrap()
+    }
+
+    #[test]
+    fn a_base_url_that_is_not_http_is_refused_before_anything_is_sent() {
+        let new = |url: &str| ModelClient::new(ClientOptions::new(url, "m1")).unwrap_err();
+        assert!(matches!(new("not a url"), ModelError::NotAUrl { .. }));
+        let e = new("ftp://models.example/v1");
+        assert_eq!(e, ModelError::NotHttp { url: "ftp://models.example/v1".into() });
+        assert_eq!(
+            e.to_string(),
+            "model base URL \"ftp://models.example/v1\" must start with http:// or https://"
+        );
     }
 
     #[test]

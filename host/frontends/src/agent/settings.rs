@@ -4,7 +4,7 @@
 use super::Protocol;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use toolhost_core::settings::SecretSource;
+use toolhost_core::settings::{Invalid, Problem, SecretSource};
 
 /// `[model]`: the model `toolhost chat` talks to.
 #[derive(Debug, Default, Deserialize)]
@@ -41,47 +41,51 @@ pub struct ModelConfig {
 
 impl RawModel {
     /// Resolve `[model]`; `secrets` are the `[secrets]` entries an `api_key_secret` may name.
-    pub fn resolve(self, secrets: &BTreeMap<String, SecretSource>) -> Result<ModelConfig, String> {
+    pub fn resolve(self, secrets: &BTreeMap<String, SecretSource>) -> Result<ModelConfig, Invalid> {
         resolve_model(self, secrets)
     }
 }
 
-fn resolve_model(m: RawModel, secrets: &BTreeMap<String, SecretSource>) -> Result<ModelConfig, String> {
+fn resolve_model(m: RawModel, secrets: &BTreeMap<String, SecretSource>) -> Result<ModelConfig, Invalid> {
     if let Some(u) = &m.base_url {
         let ok = url::Url::parse(u).is_ok_and(|p| matches!(p.scheme(), "http" | "https"));
         if !ok {
-            return Err(format!(
-                "model.base_url = {u:?} is not an http(s) URL; write the API root, e.g. \"http://localhost:11434/v1\""
+            return Err(Invalid::value(
+                "model.base_url",
+                format!("{u:?}"),
+                "is not an http(s) URL; write the API root, e.g. \"http://localhost:11434/v1\"",
             ));
         }
     }
     if m.api_key_env.is_some() && m.api_key_secret.is_some() {
-        return Err("model: give at most one of `api_key_env` and `api_key_secret`".into());
+        return Err(Invalid::says("model", "give at most one of `api_key_env` and `api_key_secret`"));
     }
     if let Some(v) = &m.api_key_env
         && let Err(why) = toolhost_spec::env_name::check(v)
     {
-        return Err(format!("model.api_key_env = {v:?} is not a variable name ({why})"));
+        return Err(Invalid::value(
+            "model.api_key_env",
+            format!("{v:?}"),
+            format!("is not a variable name ({why})"),
+        ));
     }
     if let Some(s) = &m.api_key_secret
         && !secrets.contains_key(s)
     {
-        return Err(format!(
-            "model.api_key_secret: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
-        ));
+        return Err(Invalid::new("model.api_key_secret", Problem::NoSecret(s.clone())));
     }
     if let Some(n) = m.max_steps
         && !(1..=1000).contains(&n)
     {
-        return Err(format!("model.max_steps = {n} is outside 1..=1000"));
+        return Err(Invalid::out_of_range("model.max_steps", n, 1, 1000));
     }
     if let Some(t) = m.temperature
         && !(0.0..=2.0).contains(&t)
     {
-        return Err(format!("model.temperature = {t} is outside 0..=2"));
+        return Err(Invalid::out_of_range("model.temperature", t, 0, 2));
     }
     if m.timeout_s == Some(0) {
-        return Err("model.timeout_s must be at least 1".into());
+        return Err(Invalid::at_least_one("model.timeout_s"));
     }
     Ok(ModelConfig {
         base_url: m.base_url,
@@ -100,12 +104,11 @@ fn resolve_model(m: RawModel, secrets: &BTreeMap<String, SecretSource>) -> Resul
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<ModelConfig, String> {
-        let file = toolhost_core::settings::ConfigFile::parse(text, std::path::Path::new("/base"), None)
-            .map_err(|e| e.to_string())?;
-        let core = toolhost_core::Config::from_file(&file).map_err(|e| e.to_string())?;
-        let raw: RawModel = file.section("model").map_err(|e| e.to_string())?;
-        raw.resolve(&core.secrets)
+    fn parse(text: &str) -> Result<ModelConfig, toolhost_core::settings::ConfigError> {
+        let file = toolhost_core::settings::ConfigFile::parse(text, std::path::Path::new("/base"), None)?;
+        let core = toolhost_core::Config::from_file(&file)?;
+        let raw: RawModel = file.section("model")?;
+        raw.resolve(&core.secrets).map_err(|e| file.invalid_key(e))
     }
 
     #[test]
@@ -117,13 +120,17 @@ mod tests {
         assert_eq!(c.model.as_deref(), Some("qwen2.5"));
         assert_eq!(c.protocol, Some(Protocol::Text));
         assert_eq!(c.max_steps, Some(5));
-        let e = parse("[model]\nbase_url = \"localhost:11434\"").unwrap_err();
+        let e = parse("[model]\nbase_url = \"localhost:11434\"").unwrap_err().to_string();
         assert!(e.contains("model.base_url"), "{e}");
         let e = parse("[model]\napi_key_secret = \"nope\"").unwrap_err();
+        let toolhost_core::settings::ConfigError::Key { error, .. } = &e else { panic!("{e}") };
+        assert!(matches!(&error.problem, Problem::NoSecret(s) if s == "nope"), "{e}");
+        assert_eq!(error.key, "model.api_key_secret");
+        let e = e.to_string();
         assert!(e.contains("no secret `nope`"), "{e}");
-        let e = parse("[model]\napi_key = \"sk-123\"").unwrap_err();
+        let e = parse("[model]\napi_key = \"sk-123\"").unwrap_err().to_string();
         assert!(e.contains("unknown field `api_key`"), "{e}");
-        let e = parse("[model]\nprotocol = \"smoke\"").unwrap_err();
+        let e = parse("[model]\nprotocol = \"smoke\"").unwrap_err().to_string();
         assert!(e.contains("smoke"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use std::time::Duration;
+use toolhost_core::settings::Invalid;
 
 /// `[console]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -41,14 +42,14 @@ impl Default for ConsoleSettings {
 }
 
 impl ConsoleSettings {
-    pub fn resolve(raw: RawConsole) -> Result<ConsoleSettings, String> {
+    pub fn resolve(raw: RawConsole) -> Result<ConsoleSettings, Invalid> {
         let mut out = ConsoleSettings::default();
         out.enabled = raw.enabled.unwrap_or(out.enabled);
         out.read_only = raw.read_only.unwrap_or(out.read_only);
         out.secure_cookie = raw.secure_cookie.unwrap_or(out.secure_cookie);
         if let Some(m) = raw.session_idle_minutes {
             if !(1..=7 * 24 * 60).contains(&m) {
-                return Err(format!("console.session_idle_minutes = {m} is outside 1..=10080"));
+                return Err(Invalid::out_of_range("console.session_idle_minutes", m, 1, 7 * 24 * 60));
             }
             out.session_idle = Duration::from_secs(m * 60);
         }
@@ -61,12 +62,11 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn parse(text: &str) -> Result<crate::Settings, String> {
-        let file = toolhost_core::settings::ConfigFile::parse(text, Path::new("/etc/toolhost"), None)
-            .map_err(|e| e.to_string())?;
-        let core = toolhost_core::Config::from_file(&file).map_err(|e| e.to_string())?;
-        let s = crate::Settings::from_file(&file, &core).map_err(|e| e.to_string())?;
-        file.finish().map_err(|e| e.to_string())?;
+    fn parse(text: &str) -> Result<crate::Settings, toolhost_core::settings::ConfigError> {
+        let file = toolhost_core::settings::ConfigFile::parse(text, Path::new("/etc/toolhost"), None)?;
+        let core = toolhost_core::Config::from_file(&file)?;
+        let s = crate::Settings::from_file(&file, &core)?;
+        file.finish()?;
         Ok(s)
     }
 
@@ -87,7 +87,7 @@ mod tests {
             ("[console]\nreadonly = true\n", "readonly"),
             ("[console]\nenabled = \"yes\"\n", "console.enabled"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

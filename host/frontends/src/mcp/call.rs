@@ -145,7 +145,7 @@ impl McpServer {
         }
         if let Err(e) = self.check_answers(&prepared, &params, context) {
             self.executor.refuse(&prepared, Outcome::err(ErrorKind::Denied, e.clone()), &who).await;
-            return Err(ErrorData::invalid_params(e, None));
+            return Err(ErrorData::invalid_params(e.to_string(), None));
         }
         let response = self.run(&prepared, params.request_state, params.input_responses, context).await?;
         if prepared.is_find_tools()
@@ -180,7 +180,7 @@ impl McpServer {
             && let Err(e) = self.approvals.precheck(state, name, &plugin.name, &plugin.hash)
         {
             tracing::info!(tool = name, "refused a retried call: {e}");
-            return Err(e);
+            return Err(e.to_string());
         }
         Ok(())
     }
@@ -255,11 +255,11 @@ impl McpServer {
                 Some(Interrupt::InputRequired(r)) => return Ok(CallToolResponse::InputRequired(r)),
                 Some(Interrupt::Invalid(e)) => {
                     tracing::info!(tool = prepared.name(), "refused a retried call: {e}");
-                    return Err(ErrorData::invalid_params(e, None));
+                    return Err(ErrorData::invalid_params(e.to_string(), None));
                 }
                 Some(Interrupt::Unavailable(e)) => {
                     tracing::warn!(tool = prepared.name(), "refused a retried call: {e}");
-                    return Err(ErrorData::internal_error(e, None));
+                    return Err(ErrorData::internal_error(e.to_string(), None));
                 }
                 None => outcome,
             }

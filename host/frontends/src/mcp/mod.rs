@@ -71,7 +71,8 @@ pub use settings::{SessionCaps, StoreUrl};
 pub use tasks::{TaskLimits, Tasks};
 
 /// The 2026-07-28 confirmation and grant question, for tests that drive the executor with it.
-pub use approval::{Approvals, GRANT_KEY, Interrupt, MrtrConfirm};
+pub use approval::{ApprovalError, Approvals, GRANT_KEY, Interrupt, MrtrConfirm};
+pub use replay::StoreError;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,

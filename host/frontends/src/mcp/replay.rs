@@ -16,6 +16,26 @@ const REDIS_TIMEOUT: Duration = Duration::from_secs(3);
 /// Redis keys are `toolhost:mcp:approval-nonce:<nonce>`.
 const REDIS_PREFIX: &str = "toolhost:mcp:approval-nonce:";
 
+/// Why the replay store cannot be used: its URL (when the server starts), or Redis (when a
+/// confirmation is redeemed: the call is refused and may be retried). `shown` is the URL
+/// without its password.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "mcp.replay_store = {shown:?}: give a redis://host:port URL (TLS `rediss://` and other schemes are \
+         not supported)"
+    )]
+    NotRedis { shown: String },
+    #[error("mcp.replay_store = {shown:?} is not a Redis URL: {error}")]
+    BadUrl { shown: String, error: redis::RedisError },
+    /// Redis failed or did not answer in time (`why`); nothing was recorded.
+    #[error(
+        "the replay store {shown} cannot record this approval ({why}); the call was not run — retry with \
+         the same requestState, or call again without it to be asked again"
+    )]
+    Unreachable { shown: String, why: String },
+}
+
 /// Redeemed nonces: in memory, or in a shared Redis.
 pub enum ReplayStore {
     /// Nonce → expiry (unix ms); pruned as it is used.
@@ -62,22 +82,21 @@ impl ReplayStore {
 
     /// A Redis at `url` (`redis://[user:password@]host:port[/db]`); only the URL is checked
     /// here, the server is first asked at the first confirmation.
-    pub fn redis(url: &str) -> Result<ReplayStore, String> {
+    pub fn redis(url: &str) -> Result<ReplayStore, StoreError> {
         let shown = redacted(url);
         if !url.starts_with("redis://") {
-            return Err(format!(
-                "mcp.replay_store = {shown:?}: give a redis://host:port URL (TLS `rediss://` and other schemes are \
-                 not supported)"
-            ));
+            return Err(StoreError::NotRedis { shown });
         }
-        let client = redis::Client::open(url)
-            .map_err(|e| format!("mcp.replay_store = {shown:?} is not a Redis URL: {e}"))?;
+        let client = match redis::Client::open(url) {
+            Ok(c) => c,
+            Err(error) => return Err(StoreError::BadUrl { shown, error }),
+        };
         Ok(ReplayStore::Redis(Box::new(RedisStore { client, shown, conn: tokio::sync::Mutex::new(None) })))
     }
 
     /// Record `nonce` as redeemed until `exp_ms` (unix ms): `Ok(true)` the first time,
     /// `Ok(false)` if it was redeemed before, `Err` if the store cannot say (refuse then).
-    pub async fn redeem(&self, nonce: &str, exp_ms: u64, now_ms: u64) -> Result<bool, String> {
+    pub async fn redeem(&self, nonce: &str, exp_ms: u64, now_ms: u64) -> Result<bool, StoreError> {
         match self {
             ReplayStore::Memory(m) => {
                 let mut redeemed = m.lock().unwrap_or_else(|p| p.into_inner());
@@ -94,14 +113,7 @@ impl ReplayStore {
 }
 
 impl RedisStore {
-    async fn redeem(&self, nonce: &str, ttl_ms: u64) -> Result<bool, String> {
-        let fail = |what: String| {
-            format!(
-                "the replay store {} cannot record this approval ({what}); the call was not run — retry with \
-                 the same requestState, or call again without it to be asked again",
-                self.shown
-            )
-        };
+    async fn redeem(&self, nonce: &str, ttl_ms: u64) -> Result<bool, StoreError> {
         // The whole redemption, waiting for the connection included, within one deadline; the
         // multiplexed connection is cloned out so concurrent redemptions do not queue on the lock.
         let attempt = async {
@@ -132,7 +144,7 @@ impl RedisStore {
         };
         // Connect afresh next time.
         *self.conn.lock().await = None;
-        Err(fail(failure))
+        Err(StoreError::Unreachable { shown: self.shown.clone(), why: failure })
     }
 }
 
@@ -143,17 +155,19 @@ mod tests {
     #[tokio::test]
     async fn memory_redeems_once_and_forgets_expired_nonces() {
         let s = ReplayStore::memory();
-        assert_eq!(s.redeem("n", 2_000, 1_000).await, Ok(true));
-        assert_eq!(s.redeem("n", 2_000, 1_500).await, Ok(false));
+        assert!(s.redeem("n", 2_000, 1_000).await.unwrap());
+        assert!(!s.redeem("n", 2_000, 1_500).await.unwrap());
         // Past its expiry the nonce is pruned (its state is refused as expired before this).
-        assert_eq!(s.redeem("n", 4_000, 3_000).await, Ok(true));
+        assert!(s.redeem("n", 4_000, 3_000).await.unwrap());
     }
 
     #[test]
     fn only_redis_urls_are_accepted_and_passwords_stay_out_of_messages() {
         let e = ReplayStore::redis("rediss://:hunter2@cache:6380").unwrap_err();
+        assert!(matches!(e, StoreError::NotRedis { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains("rediss://") && !e.contains("hunter2"), "{e}");
-        assert!(ReplayStore::redis("http://cache").unwrap_err().contains("redis://host:port"));
+        assert!(ReplayStore::redis("http://cache").unwrap_err().to_string().contains("redis://host:port"));
         assert!(matches!(ReplayStore::redis("redis://cache:6379/0"), Ok(ReplayStore::Redis(_))));
         assert!(!redacted("redis://u:hunter2@cache:6379").contains("hunter2"));
     }
@@ -164,6 +178,8 @@ mod tests {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let s = ReplayStore::redis(&format!("redis://127.0.0.1:{port}")).unwrap();
         let e = s.redeem("n", 2_000, 1_000).await.unwrap_err();
+        assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains("cannot record this approval") && e.contains("not run"), "{e}");
     }
 }

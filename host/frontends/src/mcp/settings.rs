@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use toolhost_core::settings::{SecretFrom, SecretSource};
+use toolhost_core::settings::{Invalid, Problem, SecretFrom, SecretSource};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,10 +58,10 @@ pub enum StoreUrl {
 
 impl StoreUrl {
     /// The URL, read now.
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, Invalid> {
         match self {
             StoreUrl::Plain(u) => Ok(u.clone()),
-            StoreUrl::Secret(s) => s.read().map_err(|e| format!("mcp.replay_store: {e}")),
+            StoreUrl::Secret(s) => s.read().map_err(|e| Invalid::because("mcp.replay_store", e)),
         }
     }
 }
@@ -184,7 +184,7 @@ impl RawMcp {
         self,
         secrets: &BTreeMap<String, SecretSource>,
         base: &Path,
-    ) -> Result<McpSettings, String> {
+    ) -> Result<McpSettings, Invalid> {
         resolve_mcp(self, secrets, base)
     }
 }
@@ -193,16 +193,20 @@ fn resolve_mcp(
     raw: RawMcp,
     secrets: &BTreeMap<String, SecretSource>,
     base: &Path,
-) -> Result<McpSettings, String> {
+) -> Result<McpSettings, Invalid> {
     let mut out = McpSettings::default();
     if let Some(s) = raw.approval_ttl_s {
         if !(1..=3600).contains(&s) {
-            return Err(format!("mcp.approval_ttl_s = {s} is outside 1..=3600"));
+            return Err(Invalid::out_of_range("mcp.approval_ttl_s", s, 1, 3600));
         }
         out.approval_ttl = std::time::Duration::from_secs(s);
     }
     let range = |key: &str, v: u64, max: u64| {
-        if (1..=max).contains(&v) { Ok(v) } else { Err(format!("mcp.{key} = {v} is outside 1..={max}")) }
+        if (1..=max).contains(&v) {
+            Ok(v)
+        } else {
+            Err(Invalid::out_of_range(format!("mcp.{key}"), v, 1, max))
+        }
     };
     let t = &mut out.tasks;
     if let Some(n) = raw.tasks_max_running {
@@ -212,9 +216,10 @@ fn resolve_mcp(
         t.max_running_per_client = range("tasks_max_running_per_client", n as u64, 10_000)? as usize;
     }
     if t.max_running_per_client > t.max_running {
-        return Err(format!(
-            "mcp.tasks_max_running_per_client = {} is above mcp.tasks_max_running = {}",
-            t.max_running_per_client, t.max_running
+        return Err(Invalid::value(
+            "mcp.tasks_max_running_per_client",
+            t.max_running_per_client.to_string(),
+            format!("is above mcp.tasks_max_running = {}", t.max_running),
         ));
     }
     if let Some(s) = raw.tasks_keep_s {
@@ -235,20 +240,21 @@ fn resolve_mcp(
     out.sessions.max_per_peer = out.sessions.max_per_peer.min(out.sessions.max);
     if let Some(kb) = raw.max_message_kb {
         if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
-            return Err(format!(
-                "mcp.max_message_kb = {kb} is outside {MIN_MAX_MESSAGE_KB}..={MAX_MAX_MESSAGE_KB}: a message must \
-                 hold the arguments of a call up to their {} KiB limit",
+            let bounds = (MIN_MAX_MESSAGE_KB as u64, MAX_MAX_MESSAGE_KB as u64);
+            let why = format!(
+                ": a message must hold the arguments of a call up to their {} KiB limit",
                 toolhost_core::executor::MAX_ARGS_BYTES / 1024
-            ));
+            );
+            return Err(Invalid::out_of_range_noting("mcp.max_message_kb", kb, bounds, why));
         }
         out.max_message_bytes = kb * 1024;
     }
     for (i, t) in raw.tokens.into_iter().enumerate() {
         let key = format!("mcp.tokens[{i}]");
         if t.name.is_empty() || out.tokens.iter().any(|(n, _)| *n == t.name) {
-            return Err(format!(
-                "{key}: name {:?} is empty or used twice; give each token its own name",
-                t.name
+            return Err(Invalid::says(
+                key,
+                format!("name {:?} is empty or used twice; give each token its own name", t.name),
             ));
         }
         let own = format!("mcp token `{}`", t.name);
@@ -259,10 +265,13 @@ fn resolve_mcp(
     out.approval_key = match raw.approval_key {
         None => None,
         Some(RawKey::Literal(literal)) => {
-            return Err(format!(
-                "mcp.approval_key: a literal key ({} bytes) never goes in the config file; give approval_key = \
-                 {{ secret = \"NAME\" }} (a [secrets.NAME]), {{ env = \"VAR\" }} or {{ file = \"path\" }}",
-                literal.len()
+            return Err(Invalid::says(
+                "mcp.approval_key",
+                format!(
+                    "a literal key ({} bytes) never goes in the config file; give approval_key = \
+                     {{ secret = \"NAME\" }} (a [secrets.NAME]), {{ env = \"VAR\" }} or {{ file = \"path\" }}",
+                    literal.len()
+                ),
             ));
         }
         Some(RawKey::From(r)) => {
@@ -275,18 +284,21 @@ fn resolve_mcp(
             if !url.starts_with("redis://") {
                 // Only the scheme is shown: the rest may hold a password.
                 let scheme = url.split_once("://").map_or("(none)", |(s, _)| s);
-                return Err(format!(
-                    "mcp.replay_store: the URL's scheme is {scheme:?}; give a redis://host:port URL (the only \
-                     store supported; TLS `rediss://` is not)"
+                return Err(Invalid::says(
+                    "mcp.replay_store",
+                    format!(
+                        "the URL's scheme is {scheme:?}; give a redis://host:port URL (the only store supported; \
+                         TLS `rediss://` is not)"
+                    ),
                 ));
             }
             if url::Url::parse(&url).is_ok_and(|u| u.password().is_some()) {
-                return Err(
-                    "mcp.replay_store: the URL holds a password, which never goes in the config file; \
-                     give replay_store = { secret = \"NAME\" } (a [secrets.NAME] holding the URL), { env = \
-                     \"VAR\" } or { file = \"path\" }"
-                        .into(),
-                );
+                return Err(Invalid::says(
+                    "mcp.replay_store",
+                    "the URL holds a password, which never goes in the config file; give replay_store = \
+                     { secret = \"NAME\" } (a [secrets.NAME] holding the URL), { env = \"VAR\" } or { file = \
+                     \"path\" }",
+                ));
             }
             Some(StoreUrl::Plain(url))
         }
@@ -311,18 +323,19 @@ fn secret_source(
     r: RawSecretRef,
     secrets: &BTreeMap<String, SecretSource>,
     base: &Path,
-) -> Result<SecretSource, String> {
+) -> Result<SecretSource, Invalid> {
     match (r.secret, r.env, r.file) {
-        (Some(s), None, None) => secrets.get(&s).cloned().ok_or_else(|| {
-            format!(
-                "{key}: no secret `{s}` is defined; add [secrets.{s}] with env = \"VAR\" or file = \"path\""
-            )
-        }),
+        (Some(s), None, None) => {
+            secrets.get(&s).cloned().ok_or_else(|| Invalid::new(key, Problem::NoSecret(s.clone())))
+        }
         (None, Some(var), None) => Ok(SecretSource::unnamed(own, SecretFrom::Env(var))),
         (None, None, Some(f)) => Ok(SecretSource::unnamed(own, SecretFrom::File(base.join(f)))),
-        _ => Err(format!(
-            "{key}: give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
-             `file = \"path\"`; {what} never goes in the config file"
+        _ => Err(Invalid::says(
+            key,
+            format!(
+                "give exactly one of `secret = \"NAME\"` (a [secrets.NAME]), `env = \"VAR\"` or \
+                 `file = \"path\"`; {what} never goes in the config file"
+            ),
         )),
     }
 }
@@ -331,8 +344,8 @@ fn secret_source(
 mod tests {
     use super::*;
 
-    fn resolve(v: serde_json::Value) -> Result<McpSettings, String> {
-        let raw: RawMcp = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    fn resolve(v: serde_json::Value) -> Result<McpSettings, Invalid> {
+        let raw: RawMcp = serde_json::from_value(v).expect("the shape of [mcp]");
         let mut secrets = BTreeMap::new();
         secrets.insert(
             "fleet".to_string(),
@@ -341,17 +354,22 @@ mod tests {
         raw.resolve(&secrets, Path::new("/etc/toolhost"))
     }
 
+    /// The message `v` is refused with.
+    fn refused(v: serde_json::Value) -> String {
+        resolve(v).unwrap_err().to_string()
+    }
+
     #[test]
     fn the_approval_key_comes_from_a_secret_env_or_file_never_the_config() {
         let s = resolve(serde_json::json!({"approval_key": {"secret": "fleet"}})).unwrap();
         assert_eq!(s.approval_key.unwrap().from, SecretFrom::Env("TOOLHOST_FLEET_KEY".into()));
         let s = resolve(serde_json::json!({"approval_key": {"file": "key"}})).unwrap();
         assert_eq!(s.approval_key.unwrap().from, SecretFrom::File("/etc/toolhost/key".into()));
-        let e = resolve(serde_json::json!({"approval_key": "0123456789abcdef0123456789abcdef"})).unwrap_err();
+        let e = refused(serde_json::json!({"approval_key": "0123456789abcdef0123456789abcdef"}));
         assert!(e.contains("mcp.approval_key") && e.contains("never goes in the config file"), "{e}");
-        let e = resolve(serde_json::json!({"approval_key": {"secret": "nope"}})).unwrap_err();
+        let e = refused(serde_json::json!({"approval_key": {"secret": "nope"}}));
         assert!(e.contains("no secret `nope`"), "{e}");
-        let e = resolve(serde_json::json!({"approval_key": {"env": "A", "file": "b"}})).unwrap_err();
+        let e = refused(serde_json::json!({"approval_key": {"env": "A", "file": "b"}}));
         assert!(e.contains("exactly one"), "{e}");
         assert!(resolve(serde_json::json!({})).unwrap().approval_key.is_none());
     }
@@ -362,7 +380,7 @@ mod tests {
         let s = resolve(serde_json::json!({"session_idle_s": 30})).unwrap();
         assert_eq!(s.session_idle, std::time::Duration::from_secs(30));
         for bad in [0, 7 * 24 * 3600 + 1] {
-            let e = resolve(serde_json::json!({"session_idle_s": bad})).unwrap_err();
+            let e = refused(serde_json::json!({"session_idle_s": bad}));
             assert!(e.contains("mcp.session_idle_s") && e.contains("outside"), "{e}");
         }
     }
@@ -375,7 +393,7 @@ mod tests {
         );
         let s = resolve(serde_json::json!({"max_sessions": 8, "max_sessions_per_peer": 20})).unwrap();
         assert_eq!(s.sessions, SessionCaps { max: 8, max_per_peer: 8 });
-        let e = resolve(serde_json::json!({"max_sessions_per_peer": 0})).unwrap_err();
+        let e = refused(serde_json::json!({"max_sessions_per_peer": 0}));
         assert!(e.contains("mcp.max_sessions_per_peer") && e.contains("outside"), "{e}");
     }
 
@@ -383,9 +401,9 @@ mod tests {
     fn the_replay_store_is_a_redis_url_and_its_password_is_not_echoed() {
         let s = resolve(serde_json::json!({"replay_store": "redis://cache:6379/0"})).unwrap();
         assert_eq!(s.replay_store, Some(StoreUrl::Plain("redis://cache:6379/0".into())));
-        let e = resolve(serde_json::json!({"replay_store": "rediss://:hunter2@cache"})).unwrap_err();
+        let e = refused(serde_json::json!({"replay_store": "rediss://:hunter2@cache"}));
         assert!(e.contains("mcp.replay_store") && e.contains("\"rediss\"") && !e.contains("hunter2"), "{e}");
-        let e = resolve(serde_json::json!({"replay_store": "redis://:hunter2@cache:6379"})).unwrap_err();
+        let e = refused(serde_json::json!({"replay_store": "redis://:hunter2@cache:6379"}));
         assert!(e.contains("holds a password") && !e.contains("hunter2"), "{e}");
         let s = resolve(serde_json::json!({"replay_store": {"secret": "fleet"}})).unwrap();
         assert!(matches!(s.replay_store, Some(StoreUrl::Secret(_))));

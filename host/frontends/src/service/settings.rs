@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toolhost_core::settings::Invalid;
 
 /// `[serve]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -71,30 +72,30 @@ impl Default for ServeSettings {
 }
 
 impl ServeSettings {
-    pub fn resolve(raw: RawServe) -> Result<ServeSettings, String> {
+    pub fn resolve(raw: RawServe) -> Result<ServeSettings, Invalid> {
         let mut out = ServeSettings::default();
         if let Some(ms) = raw.shutdown_grace_ms {
             if ms > 3_600_000 {
-                return Err(format!("serve.shutdown_grace_ms = {ms} is outside 0..=3600000"));
+                return Err(Invalid::out_of_range("serve.shutdown_grace_ms", ms, 0, 3_600_000));
             }
             out.shutdown_grace = Duration::from_millis(ms);
         }
         let ms = |key: &str, v: Option<u64>, default: Duration| match v {
             None => Ok(default),
             Some(ms) if (100..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
-            Some(ms) => Err(format!("serve.{key} = {ms} is outside 100..=3600000")),
+            Some(ms) => Err(Invalid::out_of_range(format!("serve.{key}"), ms, 100, 3_600_000)),
         };
         out.http.header_timeout = ms("header_timeout_ms", raw.header_timeout_ms, out.http.header_timeout)?;
         out.http.body_timeout = ms("body_timeout_ms", raw.body_timeout_ms, out.http.body_timeout)?;
         if let Some(n) = raw.max_connections {
             if !(1..=1_000_000).contains(&n) {
-                return Err(format!("serve.max_connections = {n} is outside 1..=1000000"));
+                return Err(Invalid::out_of_range("serve.max_connections", n, 1, 1_000_000));
             }
             out.http.max_connections = n;
         }
         if let Some(n) = raw.max_connections_per_peer {
             if !(1..=1_000_000).contains(&n) {
-                return Err(format!("serve.max_connections_per_peer = {n} is outside 1..=1000000"));
+                return Err(Invalid::out_of_range("serve.max_connections_per_peer", n, 1, 1_000_000));
             }
             out.http.max_connections_per_peer = n;
         }
@@ -111,7 +112,7 @@ impl ServeSettings {
         ] {
             if let Some(n) = v {
                 if !(1..=1_000_000).contains(&n) {
-                    return Err(format!("serve.{key} = {n} is outside 1..=1000000"));
+                    return Err(Invalid::out_of_range(format!("serve.{key}"), n, 1, 1_000_000));
                 }
                 *field = n;
             }
@@ -155,7 +156,7 @@ impl Default for AuditSettings {
 }
 
 impl AuditSettings {
-    pub fn resolve(raw: RawAudit, base: &Path) -> Result<AuditSettings, String> {
+    pub fn resolve(raw: RawAudit, base: &Path) -> Result<AuditSettings, Invalid> {
         let mut out = AuditSettings { file: raw.file.map(|f| base.join(f)), ..AuditSettings::default() };
         if let Some(fsync) = raw.fsync {
             out.fsync = fsync;
@@ -163,13 +164,13 @@ impl AuditSettings {
         out.enabled = raw.enabled.unwrap_or(true);
         if let Some(mb) = raw.max_mb {
             if !(1..=1024 * 1024).contains(&mb) {
-                return Err(format!("audit.max_mb = {mb} is outside 1..=1048576"));
+                return Err(Invalid::out_of_range("audit.max_mb", mb, 1, 1024 * 1024));
             }
             out.max_bytes = mb * 1024 * 1024;
         }
         if let Some(k) = raw.keep {
             if k > 1000 {
-                return Err(format!("audit.keep = {k} is outside 0..=1000"));
+                return Err(Invalid::out_of_range("audit.keep", k, 0, 1000));
             }
             out.keep = k;
         }
@@ -195,11 +196,10 @@ pub fn default_audit_file() -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<crate::Settings, String> {
-        let file = toolhost_core::settings::ConfigFile::parse(text, Path::new("/etc/toolhost"), None)
-            .map_err(|e| e.to_string())?;
-        let core = toolhost_core::Config::from_file(&file).map_err(|e| e.to_string())?;
-        crate::Settings::from_file(&file, &core).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<crate::Settings, toolhost_core::settings::ConfigError> {
+        let file = toolhost_core::settings::ConfigFile::parse(text, Path::new("/etc/toolhost"), None)?;
+        let core = toolhost_core::Config::from_file(&file)?;
+        crate::Settings::from_file(&file, &core)
     }
 
     #[test]
@@ -234,7 +234,7 @@ mod tests {
             ("[audit]\nkeep = 5000\n", "audit.keep"),
             ("[audit]\nrotate = true\n", "rotate"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -1,6 +1,8 @@
 //! The filesystem capability's settings: a directory granted to a plugin
-//! (`[plugin.X] fs = [{ path, mode, name }]`). A leaf: it imports nothing of the crate.
+//! (`[plugin.X] fs = [{ path, mode, name }]`). A leaf: it imports nothing of the crate but the
+//! config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toolhost_spec::manifest::FsMode;
@@ -38,21 +40,25 @@ impl FsGrant {
 }
 
 impl RawFs {
-    /// Resolve against the workspace (for `path = "workspace"`: `workspace` is its grant, whose
-    /// mode is replaced) or `base` (the config file's directory); `normalize` makes a path
-    /// canonical where it exists.
+    /// Resolve the entry `key` (`plugin.X.fs[0]`) against the workspace (for `path =
+    /// "workspace"`: `workspace` is its grant, whose mode is replaced) or `base` (the config
+    /// file's directory); `normalize` makes a path canonical where it exists.
     pub fn resolve(
         self,
+        key: &str,
         workspace: &FsGrant,
         base: &Path,
         normalize: fn(&Path) -> PathBuf,
-    ) -> Result<FsGrant, String> {
+    ) -> Result<FsGrant, Invalid> {
         let RawFs { path, mode, name } = self;
         if path == "workspace" {
             if let Some(n) = &name
                 && n != "workspace"
             {
-                return Err(format!("the workspace is always requested as `workspace`, not {n:?}"));
+                return Err(Invalid::says(
+                    key,
+                    format!("the workspace is always requested as `workspace`, not {n:?}"),
+                ));
             }
             return Ok(FsGrant { mode, ..workspace.clone() });
         }
@@ -62,8 +68,11 @@ impl RawFs {
             && name != "."
             && name != "..";
         if !plain {
-            return Err(format!(
-                "{name:?} is not a plain name a plugin can request; add `name = \"docs\"` (letters, digits, `_`, `-`, `.`)"
+            return Err(Invalid::says(
+                key,
+                format!(
+                    "{name:?} is not a plain name a plugin can request; add `name = \"docs\"` (letters, digits, `_`, `-`, `.`)"
+                ),
             ));
         }
         Ok(FsGrant { name, host_path: normalize(&base.join(path)), mode, create: false })

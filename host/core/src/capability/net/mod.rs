@@ -940,7 +940,7 @@ mod tests {
             ("[::1", "without a closing"),
             ("[nope]:80", "not an IPv6 address"),
         ] {
-            let e = SecretOrigin::parse(bad).unwrap_err();
+            let e = SecretOrigin::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
 

@@ -1,7 +1,8 @@
 //! The network capability's settings: `[net]` (the bounds of every plugin's HTTP), and the
 //! origins a secret is bound to (`[secrets.NAME] hosts`). A leaf: it imports nothing of the
-//! crate.
+//! crate but the config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::Deserialize;
 use std::fmt;
 use toolhost_spec::host_pattern::matches as host_matches;
@@ -49,7 +50,7 @@ impl Default for NetSettings {
 }
 
 impl RawNet {
-    pub fn resolve(self) -> Result<NetSettings, String> {
+    pub fn resolve(self) -> Result<NetSettings, Invalid> {
         let d = NetSettings::default();
         let net = NetSettings {
             timeout_ms: self.timeout_ms.unwrap_or(d.timeout_ms),
@@ -63,12 +64,11 @@ impl RawNet {
                 .unwrap_or(d.max_transfer_bytes),
         };
         if net.timeout_ms == 0 || net.max_response_bytes == 0 || net.max_requests_per_call == 0 {
-            return Err(
-                "net.timeout_ms, net.max_response_kb and net.max_requests_per_call must be at least 1".into(),
-            );
+            let also = vec!["net.max_response_kb".into(), "net.max_requests_per_call".into()];
+            return Err(Invalid::each_at_least_one("net.timeout_ms", also));
         }
         if net.max_request_bytes == 0 || net.max_transfer_bytes == 0 {
-            return Err("net.max_request_kb and net.max_transfer_mb must be at least 1".into());
+            return Err(Invalid::each_at_least_one("net.max_request_kb", vec!["net.max_transfer_mb".into()]));
         }
         Ok(net)
     }
@@ -123,6 +123,32 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
+/// Why an entry of `[secrets.NAME] hosts` is not an origin a secret can be bound to; `entry` is
+/// the entry as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OriginError {
+    #[error(
+        "{entry:?}: scheme `{scheme}` is not allowed; a secret is sent over https (the default) or http (write \"http://host:port\")"
+    )]
+    Scheme { entry: String, scheme: String },
+    #[error(
+        "{entry:?} is not an origin; a secret is bound to a scheme, host and port, without a path, query or user (write \"{scheme}://host\" or \"{scheme}://host:port\")"
+    )]
+    NotAnOrigin { entry: String, scheme: String },
+    #[error("{entry:?}: `[` without a closing `]`")]
+    Unclosed { entry: String },
+    #[error("{entry:?}: `{inner}` in brackets is not an IPv6 address")]
+    NotIpv6 { entry: String, inner: String },
+    #[error("{entry:?}: expected `:port` after `]`")]
+    AfterBracket { entry: String },
+    #[error("{entry:?}: port `{port}` is not a number from 1 to 65535")]
+    Port { entry: String, port: String },
+    #[error(
+        "{entry:?}: `{host}` is not a host pattern; write `api.example.com`, `*.example.com`, `*` or an IP address (lower case), optionally with `http://` or `https://` before it and `:port` after it"
+    )]
+    Host { entry: String, host: String },
+}
+
 /// An entry of `[secrets.NAME] hosts`: the origins a secret may be sent to. `api.example.com`
 /// (no scheme) is `https://api.example.com` on port 443; `http://127.0.0.1:8080` is exactly
 /// that origin; the host part is a pattern as in `net` (`*.example.com`, `*`).
@@ -148,35 +174,32 @@ impl SecretOrigin {
     }
 
     /// Parse one entry: `[scheme://]host[:port][/]`, scheme `https` (default) or `http`.
-    pub fn parse(entry: &str) -> Result<SecretOrigin, String> {
+    pub fn parse(entry: &str) -> Result<SecretOrigin, OriginError> {
+        let at = || entry.to_string();
         let (scheme, rest) = match entry.split_once("://") {
             Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
             None => ("https".to_string(), entry),
         };
         let Some(default) = default_port(&scheme) else {
-            return Err(format!(
-                "{entry:?}: scheme `{scheme}` is not allowed; a secret is sent over https (the default) or http (write \"http://host:port\")"
-            ));
+            return Err(OriginError::Scheme { entry: at(), scheme });
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains(['/', '?', '#', '@']) {
-            return Err(format!(
-                "{entry:?} is not an origin; a secret is bound to a scheme, host and port, without a path, query or user (write \"{scheme}://host\" or \"{scheme}://host:port\")"
-            ));
+            return Err(OriginError::NotAnOrigin { entry: at(), scheme });
         }
         // `[v6]:port`, a bare IPv6 address, or `host[:port]`.
         let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
             let Some((v6, after)) = inner.split_once(']') else {
-                return Err(format!("{entry:?}: `[` without a closing `]`"));
+                return Err(OriginError::Unclosed { entry: at() });
             };
             if v6.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(format!("{entry:?}: `{v6}` in brackets is not an IPv6 address"));
+                return Err(OriginError::NotIpv6 { entry: at(), inner: v6.to_string() });
             }
             match after {
                 "" => (v6.to_string(), None),
                 _ => match after.strip_prefix(':') {
                     Some(p) => (v6.to_string(), Some(p)),
-                    None => return Err(format!("{entry:?}: expected `:port` after `]`")),
+                    None => return Err(OriginError::AfterBracket { entry: at() }),
                 },
             }
         } else if rest.parse::<std::net::Ipv6Addr>().is_ok() {
@@ -191,13 +214,11 @@ impl SecretOrigin {
             None => default,
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 => n,
-                _ => return Err(format!("{entry:?}: port `{p}` is not a number from 1 to 65535")),
+                _ => return Err(OriginError::Port { entry: at(), port: p.to_string() }),
             },
         };
         if toolhost_spec::HostPattern::parse(&host).is_err() {
-            return Err(format!(
-                "{entry:?}: `{host}` is not a host pattern; write `api.example.com`, `*.example.com`, `*` or an IP address (lower case), optionally with `http://` or `https://` before it and `:port` after it"
-            ));
+            return Err(OriginError::Host { entry: at(), host });
         }
         // The form `Origin` uses, so `::1` and `0:0::1` are the same host.
         let host = host.parse::<std::net::Ipv6Addr>().map(|ip| ip.to_string()).unwrap_or(host);

@@ -599,7 +599,7 @@ mod tests {
     #[test]
     fn system_paths_must_be_absolute() {
         let raw: RawProcess = toml::from_str("system_paths = [\"/usr\", \"lib\"]").unwrap();
-        let e = raw.resolve().unwrap_err();
+        let e = raw.resolve().unwrap_err().to_string();
         assert!(e.contains("process.system_paths[1]") && e.contains("absolute"), "{e}");
         let raw: RawProcess = toml::from_str("allow_unconfined = true").unwrap();
         let s = raw.resolve().unwrap();

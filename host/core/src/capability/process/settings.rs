@@ -1,7 +1,8 @@
 //! The process capability's settings: the operator's `exec` grants (`[plugin.X] exec`,
 //! `--allow-run`) and how programs are confined (`[process]`). A leaf: it imports nothing of
-//! the crate.
+//! the crate but the config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,41 +54,47 @@ struct RawExecPath {
 
 impl RawExec {
     /// Check and resolve (a relative `cwd` is relative to `base`, the config file's directory).
-    pub fn resolve(self, key: &str, base: &Path) -> Result<ExecGrant, String> {
+    pub fn resolve(self, key: &str, base: &Path) -> Result<ExecGrant, Invalid> {
         let program = PathBuf::from(&self.program);
         if !program.is_absolute() {
             let hint = resolve_in_path(&self.program)
                 .map(|p| format!("program = \"{}\"", p.display()))
                 .unwrap_or_else(|| format!("program = \"/usr/bin/{}\"", self.program));
-            return Err(format!(
-                "{key}.program: {:?} is not an absolute path; grant the exact executable, e.g. {hint}",
-                self.program
+            return Err(Invalid::says(
+                format!("{key}.program"),
+                format!(
+                    "{:?} is not an absolute path; grant the exact executable, e.g. {hint}",
+                    self.program
+                ),
             ));
         }
         let args = match self.args {
             None => None,
             Some(list) if list.is_empty() => {
-                return Err(format!(
-                    "{key}.args is empty, which allows no call; remove `args` to allow any arguments, or write [\"\"] for none"
+                return Err(Invalid::is(
+                    format!("{key}.args"),
+                    "is empty, which allows no call; remove `args` to allow any arguments, or write [\"\"] for none",
                 ));
             }
             Some(list) => Some(list.iter().map(|p| ArgPattern::new(p)).collect()),
         };
         for (i, var) in self.env.iter().enumerate() {
-            if let Err(why) = toolhost_spec::env_name::check(var) {
-                return Err(format!("{key}.env[{i}]: {var:?} is not a variable name ({why})"));
-            }
+            Invalid::check_variable_name(|| format!("{key}.env[{i}]"), var)?;
         }
         for (var, value) in &self.set_env {
-            if let Err(why) = toolhost_spec::env_name::check(var) {
-                return Err(format!("{key}.set_env: {var:?} is not a variable name ({why})"));
-            }
+            Invalid::check_variable_name(|| format!("{key}.set_env"), var)?;
             if value.contains('\0') {
-                return Err(format!("{key}.set_env.{var}: the value contains a NUL character"));
+                return Err(Invalid::says(
+                    format!("{key}.set_env.{var}"),
+                    "the value contains a NUL character",
+                ));
             }
             if self.env.contains(var) {
-                return Err(format!(
-                    "{key}: {var} is in both `env` (the host's value) and `set_env` (a fixed value); keep one"
+                return Err(Invalid::says(
+                    key,
+                    format!(
+                        "{var} is in both `env` (the host's value) and `set_env` (a fixed value); keep one"
+                    ),
                 ));
             }
         }
@@ -273,15 +280,15 @@ pub struct RawProcess {
 }
 
 impl RawProcess {
-    pub fn resolve(self) -> Result<ProcessSettings, String> {
+    pub fn resolve(self) -> Result<ProcessSettings, Invalid> {
         let mut out =
             ProcessSettings { allow_unconfined: self.allow_unconfined, ..ProcessSettings::default() };
         if let Some(paths) = self.system_paths {
             for (i, p) in paths.iter().enumerate() {
                 if !p.is_absolute() {
-                    return Err(format!(
-                        "process.system_paths[{i}]: {} is not an absolute path",
-                        p.display()
+                    return Err(Invalid::says(
+                        format!("process.system_paths[{i}]"),
+                        format!("{} is not an absolute path", p.display()),
                     ));
                 }
             }
@@ -353,9 +360,20 @@ mod tests {
             detach: false,
         };
         let e = raw("git", None).resolve("plugin.sys.exec[0]", Path::new("/")).unwrap_err();
+        assert_eq!(e.key, "plugin.sys.exec[0].program");
+        let e = e.to_string();
         assert!(e.contains("not an absolute path") && e.contains("program = \""), "{e}");
         let e = raw("/usr/bin/git", Some(vec![])).resolve("k", Path::new("/")).unwrap_err();
-        assert!(e.contains("allows no call"), "{e}");
+        assert_eq!(e.key, "k.args");
+        assert!(e.to_string().contains("allows no call"), "{e}");
+        let mut both = raw("/usr/bin/git", None);
+        both.env = vec!["HOME".into()];
+        both.set_env.insert("HOME".into(), "/tmp".into());
+        let e = both.resolve("k", Path::new("/")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "k: HOME is in both `env` (the host's value) and `set_env` (a fixed value); keep one"
+        );
         let g = raw("/usr/bin/git", Some(vec!["status"])).resolve("k", Path::new("/")).unwrap();
         assert_eq!(g.name, "git");
         assert_eq!(g.describe(), "/usr/bin/git (args: status)");

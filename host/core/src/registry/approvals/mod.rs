@@ -389,7 +389,7 @@ mod tests {
             approvals: RawApprovals,
         }
         let doc: Doc = toml::from_str(toml_text).map_err(|e| e.to_string())?;
-        ApprovalLock::resolve(doc.approvals)
+        ApprovalLock::resolve(doc.approvals).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `[approvals]`: approvals pinned in `toolhost.toml` (`[approvals.plugin.NAME]` with the
 //! approved request, presentation and/or the file's SHA-256; `locked` for read-only folders),
-//! and the [`Presentation`] an approval records. A leaf: it imports nothing of the crate.
+//! and the [`Presentation`] an approval records. A leaf: it imports nothing of the crate but the
+//! config's error ([`Invalid`]).
 
+use crate::settings::invalid::Invalid;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use toolhost_spec::digest::parse_sha256;
@@ -74,19 +76,25 @@ pub struct ApprovalLock {
 }
 
 impl ApprovalLock {
-    pub fn resolve(raw: RawApprovals) -> Result<ApprovalLock, String> {
+    pub fn resolve(raw: RawApprovals) -> Result<ApprovalLock, Invalid> {
         let mut out = ApprovalLock { locked: raw.locked.unwrap_or(false), plugins: BTreeMap::new() };
         for (name, p) in raw.plugin {
             let key = format!("approvals.plugin.{name}");
             let sha256 = match p.sha256 {
                 None => None,
                 Some(text) => Some(parse_sha256(&text).ok_or_else(|| {
-                    format!("{key}.sha256: {text:?} is not 64 hex digits (as `toolhost approve {name} --print --sha256` prints it)")
+                    Invalid::says(
+                        format!("{key}.sha256"),
+                        format!("{text:?} is not 64 hex digits (as `toolhost approve {name} --print --sha256` prints it)"),
+                    )
                 })?),
             };
             if p.request.is_none() && sha256.is_none() {
-                return Err(format!(
-                    "{key}: give `request = {{ … }}`, `sha256 = \"…\"` or both (`toolhost approve {name} --print` prints the entry)"
+                return Err(Invalid::says(
+                    key,
+                    format!(
+                        "give `request = {{ … }}`, `sha256 = \"…\"` or both (`toolhost approve {name} --print` prints the entry)"
+                    ),
                 ));
             }
             out.plugins.insert(name, Pinned { request: p.request, sha256, presentation: p.presentation });
