@@ -48,7 +48,7 @@ pub use observer::{
     CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy, GrantAnswer, GrantRecord,
 };
 use outcome::structured_outcome;
-pub use outcome::{ErrorKind, Outcome, truncate};
+pub use outcome::{ErrorKind, Note, Outcome, truncate};
 pub use prepare::{CallRequest, PreparedCall};
 pub use toolhost_spec::call::ToolCall;
 

@@ -64,35 +64,27 @@ pub fn missing_grant_note(plugin: &str, missing: &[Missing], refused: &[Refusal]
 /// the note naming the grant that would have allowed what the host refused.
 pub(super) fn explained(plugin: &LoadedPlugin, ran: Ran, denied: &[crate::settings::GrantItem]) -> Outcome {
     let Ran { mut outcome, refused, outside } = ran;
-    if !denied.is_empty()
-        && let Some(e) = outcome.error.as_mut()
-    {
-        let items: Vec<String> = denied.iter().map(ToString::to_string).collect();
-        e.push_str(&format!(
-            "\n[note: the operator denied plugin `{}` {} for this session]",
-            plugin.name,
-            items.join(", ")
-        ));
+    if !denied.is_empty() {
+        let items = denied.iter().map(ToString::to_string).collect();
+        outcome.add_note(Note::Denied { plugin: plugin.name.to_string(), items });
     }
     if !outcome.success && !outside.is_empty() {
         // The failure is about a path the plugin has no access to: say so first.
         let e = outcome.error.take().unwrap_or_default();
-        let mut message = format!("{}\n{e}", no_access_message(plugin, &outside));
+        outcome.error = Some(format!("{}\n{e}", no_access_message(plugin, &outside)));
         let others: Vec<Missing> =
             plugin.missing.iter().filter(|m| !matches!(m.kind, MissingKind::Fs(_))).cloned().collect();
         if outcome.kind == Some(ErrorKind::ToolError)
             && let Some(note) = missing_grant_note(&plugin.name, &others, &refused)
         {
-            message.push_str(&format!("\n[note: {note}]"));
+            outcome.add_note(Note::MissingGrant(note));
         }
-        outcome.error = Some(message);
         return outcome;
     }
     if outcome.kind == Some(ErrorKind::ToolError)
         && let Some(note) = missing_grant_note(&plugin.name, &plugin.missing, &refused)
     {
-        let e = outcome.error.take().unwrap_or_default();
-        outcome.error = Some(format!("{e}\n[note: {note}]"));
+        outcome.add_note(Note::MissingGrant(note));
     }
     outcome
 }

@@ -88,6 +88,38 @@ pub struct Outcome {
     /// does not parse it again. Not serialized: it is `data`.
     #[serde(skip)]
     pub structured: Option<std::sync::Arc<serde_json::Value>>,
+    /// What explains a failure, typed for programs (the console shows the grants to paste when
+    /// one names a missing grant); each is also the `[note: …]` line at the end of `error`,
+    /// which is all the model reads. Not serialized: it is in `error`.
+    #[serde(skip)]
+    pub notes: Vec<Note>,
+}
+
+/// A note the host adds to a failed call's error: why it failed and what would change that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// The grant that would have allowed what the host refused (or, when it refused nothing,
+    /// the grants the plugin requested and lacks, as candidates): the note's text.
+    MissingGrant(String),
+    /// The operator denied these items (`net api.github.com`) to `plugin` for this session.
+    Denied { plugin: String, items: Vec<String> },
+    /// A disk quota stopped a write of `plugin`'s `tool`: which limit (`write_mb`, …) and how far.
+    Quota { plugin: String, tool: String, limit: String },
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::MissingGrant(text) => f.write_str(text),
+            Note::Denied { plugin, items } => {
+                write!(f, "the operator denied plugin `{plugin}` {} for this session", items.join(", "))
+            }
+            Note::Quota { plugin, tool, limit } => write!(
+                f,
+                "{limit}; the operator can raise it with [limits], [plugin.{plugin}] or [tool.{tool}] write_mb / create_limit in toolhost.toml"
+            ),
+        }
+    }
 }
 
 impl Outcome {
@@ -100,6 +132,7 @@ impl Outcome {
             truncated,
             usage: None,
             structured: None,
+            notes: Vec::new(),
         }
     }
 
@@ -112,12 +145,21 @@ impl Outcome {
             truncated: false,
             usage: None,
             structured: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Add `note` to a failure: to its notes and, as a `[note: …]` line, to its error text.
+    pub fn add_note(&mut self, note: Note) {
+        if let Some(e) = self.error.as_mut() {
+            e.push_str(&format!("\n[note: {note}]"));
+            self.notes.push(note);
         }
     }
 
     /// The outcome as JSON for the model: the seed contract, without the operator's `usage`.
     pub fn model_json(&self) -> String {
-        let shown = Outcome { usage: None, structured: None, ..self.clone() };
+        let shown = Outcome { usage: None, structured: None, notes: Vec::new(), ..self.clone() };
         serde_json::to_string(&shown).unwrap_or_default()
     }
 

@@ -205,14 +205,11 @@ impl Executor {
             }
             Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
         };
-        if let (Some(q), Some(e)) = (&usage.quota, outcome.error.as_mut()) {
+        if let Some(q) = &usage.quota {
             // The plugin failed after its quota stopped a write: say which limit, and how to
             // raise it (a plugin that carried on and succeeded has it in `usage` only).
-            e.push_str(&format!(
-                "\n[note: {q}; the operator can raise it with [limits], [plugin.{p}] or [tool.{t}] write_mb / create_limit in toolhost.toml]",
-                p = plugin.name,
-                t = spec.name
-            ));
+            let (plugin, tool) = (plugin.name.to_string(), spec.name.clone());
+            outcome.add_note(Note::Quota { plugin, tool, limit: q.clone() });
         }
         outcome.usage = Some(usage);
         Ran { outcome, refused, outside }

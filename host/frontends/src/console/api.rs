@@ -345,8 +345,9 @@ pub async fn call(
     let outcome = c.executor.run(&prepared, &page, &ctx, &Default::default()).await;
     let question = page.pending.lock().unwrap_or_else(|p| p.into_inner()).take();
     let took = started.elapsed();
-    // A refusal the host explained ends with `[note: …]`: the page shows the lines to paste.
-    let grants: Vec<Value> = if outcome.error.as_deref().is_some_and(|e| e.contains("[note:")) {
+    // A failure the host explained with a missing grant: the page shows the lines to paste.
+    let explained = outcome.notes.iter().any(|n| matches!(n, toolhost_core::executor::Note::MissingGrant(_)));
+    let grants: Vec<Value> = if explained {
         missing.iter().map(|m| json!({ "what": m.what, "grant": m.how })).collect()
     } else {
         Vec::new()
