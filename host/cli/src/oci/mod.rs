@@ -210,9 +210,17 @@ fn oci_error(
         msg.push_str(&s.to_string());
         src = s.source();
     }
-    let hint = if msg.contains("error sending request") || msg.contains("onnect") {
+    use oci_client::errors::OciDistributionError as E;
+    let unreachable = matches!(&e, E::RequestError(r) if r.is_connect() || r.is_request() || r.is_timeout());
+    let refused = match &e {
+        E::AuthenticationFailure(_) | E::UnauthorizedError { .. } => true,
+        E::ServerError { code, .. } => *code == 401 || *code == 403,
+        E::RequestError(r) => r.status().is_some_and(|s| s.as_u16() == 401 || s.as_u16() == 403),
+        _ => false,
+    };
+    let hint = if unreachable {
         format!(" (is the registry at {} up and reachable?)", reference.registry())
-    } else if msg.contains("Not authorized") || msg.contains("401") {
+    } else if refused {
         format!(
             " (add credentials with `docker login {}` or [registry.\"{}\"] in toolhost.toml)",
             reference.registry(),
@@ -320,9 +328,8 @@ pub async fn pull(cfg: &Settings, reference: &str) -> Result<Pulled> {
     }
     let mut bytes = Vec::new();
     client.pull_blob(&parsed, layer, &mut bytes).await.map_err(|e| {
-        let msg = e.to_string();
-        if msg.contains("Digest") || msg.contains("digest") {
-            anyhow!("{reference}: digest mismatch: the layer the registry sent does not hash to {} ({msg}); nothing was installed", layer.digest)
+        if let oci_client::errors::OciDistributionError::DigestError(_) = &e {
+            anyhow!("{reference}: digest mismatch: the layer the registry sent does not hash to {} ({e}); nothing was installed", layer.digest)
         } else {
             oci_error(e, "cannot download the plugin layer of", &parsed)
         }

@@ -294,10 +294,9 @@ impl McpServer {
             // Nobody can be asked inside a task: a dangerous tool under `ask` is refused.
             let outcome = executor.run(&prepared, &TaskConfirm, &who, &control).await;
             match outcome.kind {
-                // Stopped by its client or by a shutdown (to a plain call that is `unavailable`).
-                Some(ErrorKind::Cancelled | ErrorKind::Unavailable) => {
-                    tasks::Ended::Cancelled(outcome.error.unwrap_or_default())
-                }
+                // Stopped by its client, or by a shutdown (to a plain call that is `unavailable`).
+                Some(ErrorKind::Cancelled) => tasks::Ended::Cancelled(outcome.error.unwrap_or_default()),
+                Some(ErrorKind::Unavailable) => tasks::Ended::Stopped(outcome.error.unwrap_or_default()),
                 _ => tasks::Ended::Result(result_of(outcome)),
             }
         })?;

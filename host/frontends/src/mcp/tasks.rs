@@ -78,8 +78,11 @@ impl Entry {
 pub enum Ended {
     /// The call has a result (a tool failure too: `isError: true`, still `completed`).
     Result(CallToolResult),
-    /// The call was cancelled; the text says by whom.
+    /// The call was cancelled by its client (`tasks/cancel`); the text says so.
     Cancelled(String),
+    /// A shutdown stopped the call (past its grace period, or before it was admitted): the
+    /// task ends cancelled, counted among those the shutdown cancelled.
+    Stopped(String),
     /// A protocol-level failure.
     Failed(ErrorData),
 }
@@ -185,10 +188,9 @@ impl Tasks {
                 };
                 (TaskPayload::Completed { result }, message.to_string())
             }
-            Ended::Cancelled(why) => {
-                if why.contains("shutting down") {
-                    self.shutdown_cancelled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
+            Ended::Cancelled(why) => (TaskPayload::Cancelled, why),
+            Ended::Stopped(why) => {
+                self.shutdown_cancelled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 (TaskPayload::Cancelled, why)
             }
             Ended::Failed(err) => {
