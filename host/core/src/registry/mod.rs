@@ -435,7 +435,8 @@ fn inspect_indexing(
     let manifest = manifest::parse(&section).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
-    let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes).map_err(fail)?;
+    let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes)
+        .map_err(|e| fail(e.to_string()))?;
     let marker = toolhost_spec::sections::dev_marker(bytes).map_err(fail)?;
     let entry = match signer {
         None => {
@@ -454,7 +455,8 @@ fn inspect_indexed(config: &Config, c: &Candidate, entry: &index::Entry) -> Resu
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest =
         manifest::parse_checked_before(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash).map_err(fail)?;
+    crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash)
+        .map_err(|e| fail(e.to_string()))?;
     checked(config, c, manifest, None, entry.dev.clone())
 }
 

@@ -220,7 +220,8 @@ impl Config {
             let tool = t.resolve(&format!("tool.{name}")).map_err(invalid)?;
             cfg.tools.insert(name, tool);
         }
-        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(invalid)?;
+        cfg.trust =
+            Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(|e| invalid(e.to_string()))?;
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
