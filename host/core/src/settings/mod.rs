@@ -227,7 +227,7 @@ impl Config {
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
         cfg.grants_file = base.join(grants::GRANTS_FILE);
-        cfg.asked = grants::load(&cfg.grants_file).map_err(ConfigError::Flag)?;
+        cfg.asked = grants::load(&cfg.grants_file).map_err(|e| ConfigError::Flag(e.to_string()))?;
         Ok(cfg)
     }
 
