@@ -1006,7 +1006,7 @@ pub(crate) fn load_all(
             .unwrap_or_else(|| {
                 let bytes = c.read_again(config.max_plugin_bytes);
                 bytes
-                    .map_err(|reason| LoadFailure { file: c.path.clone(), reason })
+                    .map_err(|e| LoadFailure { file: c.path.clone(), reason: e.to_string() })
                     .and_then(|b| inspect(config, c, &b))
             })
             .and_then(|inspected| link(runtime, config, c, inspected))
@@ -1050,10 +1050,21 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Why [`inspect_file`] read no manifest (the file is named by the caller).
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    #[error(transparent)]
+    Read(#[from] discovery::ReadError),
+    #[error("not a file")]
+    NotAFile,
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+}
+
 /// Read one file's manifest for `inspect`: no compilation, no execution.
-pub fn inspect_file(path: &Path, max_bytes: u64) -> Result<Manifest, String> {
-    let bytes = discovery::read_capped(path, max_bytes)?.ok_or_else(|| "not a file".to_string())?;
-    manifest::read(&bytes).map_err(|e| e.to_string())
+pub fn inspect_file(path: &Path, max_bytes: u64) -> Result<Manifest, InspectError> {
+    let bytes = discovery::read_capped(path, max_bytes)?.ok_or(InspectError::NotAFile)?;
+    Ok(manifest::read(&bytes)?)
 }
 
 #[cfg(test)]
