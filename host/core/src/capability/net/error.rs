@@ -5,7 +5,6 @@
 use super::listeners::OwnListener;
 use super::{METHODS, Origin, SecretOrigin};
 use crate::capability::Refusal;
-use reqwest::Url;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -17,7 +16,7 @@ use std::time::Duration;
 pub enum NetError {
     /// The destination is one of the host's own listeners (whatever the grant).
     #[error("request to {url} refused: {own}")]
-    OwnListener { url: Url, own: OwnListener },
+    OwnListener { url: String, own: OwnListener },
     /// No host is granted, and the manifest requests none. `host`: the one tried (or `HOST`).
     #[error(
         "plugin `{plugin}` has no network access: its manifest requests no hosts (add `net = \"host\"` to its #[toolhost_sdk::plugin(...)])"
@@ -41,10 +40,10 @@ pub enum NetError {
     Method { method: String },
     #[error("invalid URL {url:?}: {reason}")]
     InvalidUrl { url: String, reason: url::ParseError },
-    #[error("scheme `{}` is not allowed (http and https only): {url}", .url.scheme())]
-    Scheme { url: Url },
+    #[error("scheme `{scheme}` is not allowed (http and https only): {url}")]
+    Scheme { scheme: String, url: String },
     #[error("URL has no host: {url}")]
-    NoHost { url: Url },
+    NoHost { url: String },
     /// The host matches none of the manifest's requested patterns.
     #[error(
         "host `{host}` is not in plugin `{plugin}`'s manifest request (it asks for: {})",
@@ -64,7 +63,7 @@ pub enum NetError {
         "request to {url} failed: {} resolves to {}, a {} address; private addresses need net_private = true in [plugin.{plugin}] of toolhost.toml",
         .resolved.host, .resolved.addr, .resolved.kind
     )]
-    ResolvesPrivate { plugin: Arc<str>, url: Url, resolved: ResolvedPrivate },
+    ResolvesPrivate { plugin: Arc<str>, url: String, resolved: ResolvedPrivate },
     #[error("header `{name}` is set by the host and cannot be set by a plugin")]
     ReservedHeader { name: String },
     /// `Range`, `If-Range` or `TE` from a plugin that holds secrets.
@@ -99,20 +98,20 @@ pub enum NetError {
     #[error("the call's time limit was reached before the request could be sent")]
     Deadline,
     #[error("request to {url} timed out after {} ms", .after.as_millis())]
-    Timeout { url: Url, after: Duration },
+    Timeout { url: String, after: Duration },
     /// The request could not be made (connection, TLS, resolution): `cause` is the innermost
     /// reason the client gave.
     #[error("request to {url} failed: {cause}")]
-    Failed { url: Url, cause: String },
+    Failed { url: String, cause: String },
     #[error("{url} redirected to an invalid Location")]
-    RedirectLocation { url: Url },
+    RedirectLocation { url: String },
     #[error("{url} redirected to invalid URL {location:?}: {reason}")]
-    RedirectUrl { url: Url, location: String, reason: url::ParseError },
+    RedirectUrl { url: String, location: String, reason: url::ParseError },
     #[error("too many redirects (more than {limit}: [net] max_redirects), last to {next}")]
-    TooManyRedirects { limit: u32, next: Url },
+    TooManyRedirects { limit: u32, next: String },
     /// A redirect's target is refused as a first request would be.
     #[error("redirect from {url} refused: {refused}")]
-    RedirectRefused { url: Url, refused: Box<NetError> },
+    RedirectRefused { url: String, refused: Box<NetError> },
     #[error(
         "the URL that answered (after redirects) contains the value of secret `{secret}`; the response is refused as a whole: nothing of it is returned to plugin `{plugin}`"
     )]
@@ -120,17 +119,17 @@ pub enum NetError {
     #[error(
         "the response from {url} contains the value of secret `{secret}` in {place}; it is refused as a whole (a plugin never receives a response that reflects one of its secrets): nothing of it is returned to plugin `{plugin}`"
     )]
-    SecretReflected { plugin: Arc<str>, url: Url, secret: String, place: Place },
+    SecretReflected { plugin: Arc<str>, url: String, secret: String, place: Place },
     #[error("the response from {url} is content-encoded ({coding}); refused: {}", unchecked(.plugin))]
-    ContentEncoded { plugin: Arc<str>, url: Url, coding: String },
+    ContentEncoded { plugin: Arc<str>, url: String, coding: String },
     #[error("the response from {url} uses transfer coding {coding}; refused: {}", unchecked(.plugin))]
-    TransferCoding { plugin: Arc<str>, url: Url, coding: String },
+    TransferCoding { plugin: Arc<str>, url: String, coding: String },
     #[error("the response from {url} is partial content (a range of the body); refused: {}", unchecked(.plugin))]
-    PartialContent { plugin: Arc<str>, url: Url },
+    PartialContent { plugin: Arc<str>, url: String },
     #[error("reading {url}: {cause}")]
-    Reading { url: Url, cause: String },
+    Reading { url: String, cause: String },
     #[error("reading {url} timed out after {} ms", .after.as_millis())]
-    ReadTimeout { url: Url, after: Duration },
+    ReadTimeout { url: String, after: Duration },
     /// The failure's own text would hold a secret's value: replaced whole.
     #[error(
         "the request failed, and the host's error would contain the value of secret `{secret}`; nothing of it is returned to plugin `{plugin}`"
@@ -230,7 +229,7 @@ mod tests {
     #[test]
     fn refusals_for_want_of_a_grant_name_what_was_refused() {
         let plugin: Arc<str> = Arc::from("web");
-        let url = Url::parse("https://a.example/x").unwrap();
+        let url = "https://a.example/x".to_string();
         let host = NetError::HostNotGranted { plugin: plugin.clone(), host: "a.example".into() };
         assert_eq!(host.refusal(), Some(Refusal::Host("a.example".into())));
         let redirect = NetError::RedirectRefused { url: url.clone(), refused: Box::new(host) };

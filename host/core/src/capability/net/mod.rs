@@ -437,19 +437,23 @@ impl NetCall {
                 break resp;
             }
             let Some(location) = resp.headers().get(reqwest::header::LOCATION) else { break resp };
-            let location = location.to_str().map_err(|_| NetError::RedirectLocation { url: url.clone() })?;
+            let location =
+                location.to_str().map_err(|_| NetError::RedirectLocation { url: url.to_string() })?;
             let next = url.join(location).map_err(|reason| NetError::RedirectUrl {
-                url: url.clone(),
+                url: url.to_string(),
                 location: location.to_string(),
                 reason,
             })?;
             hops += 1;
             if hops > self.settings.max_redirects {
-                return Err(NetError::TooManyRedirects { limit: self.settings.max_redirects, next });
+                return Err(NetError::TooManyRedirects {
+                    limit: self.settings.max_redirects,
+                    next: next.to_string(),
+                });
             }
             let next_origin = self
                 .check_url(&next)
-                .map_err(|e| NetError::RedirectRefused { url: url.clone(), refused: Box::new(e) })?;
+                .map_err(|e| NetError::RedirectRefused { url: url.to_string(), refused: Box::new(e) })?;
             if next_origin != origin {
                 // Like browsers, and stricter: credentials do not follow a redirect to another
                 // origin — another scheme (https to http) or port of the same host included.
@@ -492,9 +496,9 @@ impl NetCall {
     /// included; returns the origin.
     fn check_url(&self, url: &reqwest::Url) -> Result<Origin, NetError> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(NetError::Scheme { url: url.clone() });
+            return Err(NetError::Scheme { scheme: url.scheme().to_string(), url: url.to_string() });
         }
-        let Some(origin) = Origin::of(url) else { return Err(NetError::NoHost { url: url.clone() }) };
+        let Some(origin) = Origin::of(url) else { return Err(NetError::NoHost { url: url.to_string() }) };
         let host = &origin.host;
         let ip = host.parse::<IpAddr>().ok();
         // First: this holds whatever the grant says, and no grant question is asked about it.
@@ -513,7 +517,7 @@ impl NetCall {
     fn reflection(&self, url: &reqwest::Url, name: &str, place: Place) -> NetError {
         NetError::SecretReflected {
             plugin: self.plugin.clone(),
-            url: url.clone(),
+            url: url.to_string(),
             secret: name.to_string(),
             place,
         }
@@ -540,7 +544,7 @@ impl NetCall {
         response: &reqwest::Response,
         url: &reqwest::Url,
     ) -> Result<(), NetError> {
-        let (plugin, url) = (self.plugin.clone(), url.clone());
+        let (plugin, url) = (self.plugin.clone(), url.to_string());
         let h = response.headers();
         let value = |name| h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         for coding in value(reqwest::header::CONTENT_ENCODING) {
@@ -607,7 +611,7 @@ impl NetCall {
             while let Some(chunk) = response
                 .chunk()
                 .await
-                .map_err(|e| NetError::Reading { url: url.clone(), cause: chain(&e) })?
+                .map_err(|e| NetError::Reading { url: url.to_string(), cause: chain(&e) })?
             {
                 let room = window - body.len();
                 if chunk.len() > room {
@@ -629,7 +633,7 @@ impl NetCall {
         self.received_bytes += body.len() as u64;
         match r {
             Ok(r) => r?,
-            Err(_) => return Err(NetError::ReadTimeout { url: url.clone(), after: left }),
+            Err(_) => return Err(NetError::ReadTimeout { url: url.to_string(), after: left }),
         }
         cut_body(body, more, cap, &self.grant).map_err(|name| self.reflection(url, name, Place::Body))
     }
@@ -667,7 +671,7 @@ fn own_listener_literal(url: &reqwest::Url) -> Result<(), NetError> {
     };
     let Some(port) = url.port_or_known_default() else { return Ok(()) };
     listeners::check(std::net::SocketAddr::new(ip, port))
-        .map_err(|own| NetError::OwnListener { url: url.clone(), own })
+        .map_err(|own| NetError::OwnListener { url: url.to_string(), own })
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -689,7 +693,7 @@ impl NetCall {
     /// listener, a name resolving to a private address) found in the client's error chain,
     /// else a timeout or the innermost cause the client gave.
     fn describe(&self, e: &reqwest::Error, url: &reqwest::Url, timeout: Duration) -> NetError {
-        let url = url.clone();
+        let url = url.to_string();
         if let Some(own) = listeners::refusal_in(e) {
             return NetError::OwnListener { url, own };
         }
