@@ -43,9 +43,11 @@
 //! Elsewhere than Linux there is no confinement, so the opt-out is needed there too.
 
 use super::ExecGrant;
-pub use super::error::ConfineError;
 pub use super::settings::DEFAULT_SYSTEM_PATHS;
 use super::settings::ProcessSettings;
+pub use error::ConfineError;
+#[cfg(target_os = "linux")]
+pub use error::RulesetProblem;
 use std::path::{Path, PathBuf};
 use toolhost_spec::manifest::FsMode;
 
@@ -125,6 +127,8 @@ fn no_landlock_reason() -> &'static str {
     }
 }
 
+mod error;
+
 #[cfg(target_os = "linux")]
 pub use linux::{Confinement, install, landlock_abi};
 
@@ -152,8 +156,9 @@ mod seccomp {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use super::RulesetProblem;
     use super::{ConfineError, ProcessSettings, Rule, no_landlock_reason, rules, seccomp};
-    use crate::capability::process::{ExecGrant, RulesetProblem};
+    use crate::capability::process::ExecGrant;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         Scope,
@@ -643,7 +648,7 @@ mod tests {
             };
             let e = Confinement::prepare(&g, dir.path(), &settings, abi).unwrap_err();
             assert!(
-                matches!(&e, ConfineError::Ruleset { problem: crate::capability::process::RulesetProblem::Missing(p), .. } if p.ends_with("missing")),
+                matches!(&e, ConfineError::Ruleset { problem: RulesetProblem::Missing(p), .. } if p.ends_with("missing")),
                 "{e}"
             );
             assert!(e.to_string().contains("missing (named by its grant) does not exist"), "{e}");

@@ -33,9 +33,7 @@ pub mod confine;
 mod error;
 pub mod settings;
 
-#[cfg(target_os = "linux")]
-pub use error::RulesetProblem;
-pub use error::{ConfineError, ProcessError};
+pub use error::ProcessError;
 pub use settings::{ArgPattern, ExecGrant, ExecPath, ProcessSettings, RawExec, RawProcess, resolve_in_path};
 
 use crate::bindings::process::{Host, Output};
