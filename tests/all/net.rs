@@ -154,7 +154,8 @@ async fn granted_name_resolving_to_loopback_is_refused_without_net_private() {
     let host = env.host();
     let e = err(&call(&host, "net_probe", &[&s.url("localhost", "/hello")]).await, ErrorKind::ToolError);
     assert!(e.contains("localhost resolves to") && e.contains("loopback address"), "{e}");
-    assert!(e.contains("net_private = true"), "{e}");
+    // The resolver's refusal, found in the client's error chain, names the plugin's section.
+    assert!(e.contains("net_private = true in [plugin.hostile] of toolhost.toml"), "{e}");
     let e = err(&call(&host, "net_probe", &[&s.url("127.0.0.1", "/hello")]).await, ErrorKind::ToolError);
     assert!(e.contains("127.0.0.1 is a loopback address"), "{e}");
     // Cloud metadata and private ranges, as IP literals.

@@ -30,14 +30,32 @@ impl Candidate {
     /// The file's bytes, read again (to compile them, say): they must still hash to
     /// [`Candidate::hash`], so what is compiled is what was checked. A file changed or removed
     /// since is an error saying so (the folder's watch reloads it).
-    pub fn read_again(&self, max_bytes: u64) -> Result<Vec<u8>, String> {
-        let bytes =
-            read_capped(&self.path, max_bytes)?.ok_or_else(|| "was removed while loading".to_string())?;
+    pub fn read_again(&self, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+        let bytes = read_capped(&self.path, max_bytes)?.ok_or(ReadError::Removed)?;
         if content_hash(&bytes) != self.hash {
-            return Err("changed while loading; the new version is read on its next change".into());
+            return Err(ReadError::Changed);
         }
         Ok(bytes)
     }
+}
+
+/// Why a plugin file could not be read (the file is named by the caller: [`LoadFailure`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read: {0}")]
+    Io(std::io::Error),
+    /// Over `limits.max_plugin_mb` (`len`, `limit`: bytes).
+    #[error(
+        "file is {} MiB, over the {} MiB limit (limits.max_plugin_mb)",
+        .len.div_ceil(1024 * 1024), .limit / (1024 * 1024)
+    )]
+    TooLarge { len: u64, limit: u64 },
+    #[error("file grew over the {} MiB limit while being read", .limit / (1024 * 1024))]
+    Grew { limit: u64 },
+    #[error("was removed while loading")]
+    Removed,
+    #[error("changed while loading; the new version is read on its next change")]
+    Changed,
 }
 
 /// What tells one version of a file from another without reading it: its device, inode and
@@ -156,8 +174,8 @@ pub fn scan_known<T: Send>(
         let meta = match regular_capped(path, max_bytes) {
             Ok(Some(meta)) => meta,
             Ok(None) => continue, // a directory named *.wasm, or a file that vanished
-            Err(reason) => {
-                results.push(Some(Err(LoadFailure { file: path.clone(), reason })));
+            Err(e) => {
+                results.push(Some(Err(LoadFailure { file: path.clone(), reason: e.to_string() })));
                 continue;
             }
         };
@@ -179,7 +197,7 @@ pub fn scan_known<T: Send>(
                 let t = then(&c, bytes);
                 Ok((c, t))
             }
-            Err(reason) => Err(LoadFailure { file: (*path).clone(), reason }),
+            Err(e) => Err(LoadFailure { file: (*path).clone(), reason: e.to_string() }),
         })
     });
     for ((slot, ..), r) in to_read.iter().zip(read) {
@@ -235,14 +253,14 @@ pub fn scan<T: Send>(
 }
 
 /// Read a whole file if it is a regular file no larger than `max_bytes`.
-pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
+pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, ReadError> {
     let mut bytes = Vec::new();
     Ok(read_capped_into(path, max_bytes, &mut bytes)?.then_some(bytes))
 }
 
 /// [`read_capped`] into `bytes` (its old contents replaced, its capacity reused); `false`: not
 /// a regular file, or gone.
-fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<bool, String> {
+fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<bool, ReadError> {
     let Some(meta) = regular_capped(path, max_bytes)? else { return Ok(false) };
     read_into(path, &meta, max_bytes, bytes)?;
     Ok(true)
@@ -250,21 +268,17 @@ fn read_capped_into(path: &Path, max_bytes: u64, bytes: &mut Vec<u8>) -> Result<
 
 /// The metadata of `path` if it is a regular file no larger than `max_bytes` (`None`: not a
 /// regular file, or gone).
-fn regular_capped(path: &Path, max_bytes: u64) -> Result<Option<std::fs::Metadata>, String> {
+fn regular_capped(path: &Path, max_bytes: u64) -> Result<Option<std::fs::Metadata>, ReadError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read: {e}")),
+        Err(e) => return Err(ReadError::Io(e)),
     };
     if !meta.is_file() {
         return Ok(None);
     }
     if meta.len() > max_bytes {
-        return Err(format!(
-            "file is {} MiB, over the {} MiB limit (limits.max_plugin_mb)",
-            meta.len().div_ceil(1024 * 1024),
-            max_bytes / (1024 * 1024)
-        ));
+        return Err(ReadError::TooLarge { len: meta.len(), limit: max_bytes });
     }
     Ok(Some(meta))
 }
@@ -275,16 +289,16 @@ fn read_into(
     meta: &std::fs::Metadata,
     max_bytes: u64,
     bytes: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), ReadError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
     bytes.clear();
     bytes.reserve(meta.len() as usize);
     // Read at most one byte past the cap, so a file growing while we read is still bounded.
-    file.take(max_bytes + 1).read_to_end(bytes).map_err(|e| format!("cannot read: {e}"))?;
+    file.take(max_bytes + 1).read_to_end(bytes).map_err(ReadError::Io)?;
     if bytes.len() as u64 > max_bytes {
         bytes.clear();
-        return Err(format!("file grew over the {} MiB limit while being read", max_bytes / (1024 * 1024)));
+        return Err(ReadError::Grew { limit: max_bytes });
     }
     Ok(())
 }
@@ -388,9 +402,9 @@ mod tests {
         assert_eq!(c.read_again(1 << 20).unwrap(), b"one");
         std::fs::write(&c.path, b"two").unwrap();
         let e = c.read_again(1 << 20).unwrap_err();
-        assert!(e.contains("changed while loading"), "{e}");
+        assert!(matches!(e, ReadError::Changed), "{e}");
         std::fs::remove_file(&c.path).unwrap();
         let e = c.read_again(1 << 20).unwrap_err();
-        assert!(e.contains("removed"), "{e}");
+        assert!(matches!(e, ReadError::Removed), "{e}");
     }
 }

@@ -277,7 +277,8 @@ fn without_landlock_exec_grants_are_refused_at_start_unless_the_operator_opts_ou
     let cfg = Config::from_str_at(toml, Path::new("/"), None).unwrap();
     // A kernel without Landlock (ABI 0), simulated.
     let e = toolhost_core::capability::process::confine::check_support(0, &cfg.process, cfg.exec_grants())
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("plugin `sys` (/usr/bin/git)") && e.contains("no Landlock"), "{e}");
     assert!(e.contains("[process] allow_unconfined = true"), "the message names the opt-out: {e}");
     // The same refusal if a host is built without the start check: the run is refused.
@@ -288,7 +289,8 @@ fn without_landlock_exec_grants_are_refused_at_start_unless_the_operator_opts_ou
         &cfg.process,
         0,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("[process] allow_unconfined = true"), "{e}");
 
     let cfg =

@@ -435,7 +435,8 @@ fn inspect_indexing(
     let manifest = manifest::parse(&section).map_err(|e| fail(e.to_string()))?;
     // Signature policy ([trust]): checked before anything is compiled; a refusal is a load
     // failure like any other, so the last good version keeps serving.
-    let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes).map_err(fail)?;
+    let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes)
+        .map_err(|e| fail(e.to_string()))?;
     let marker = toolhost_spec::sections::dev_marker(bytes).map_err(fail)?;
     let entry = match signer {
         None => {
@@ -454,7 +455,8 @@ fn inspect_indexed(config: &Config, c: &Candidate, entry: &index::Entry) -> Resu
     let fail = |reason: String| LoadFailure { file: c.path.clone(), reason };
     let manifest =
         manifest::parse_checked_before(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash).map_err(fail)?;
+    crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash)
+        .map_err(|e| fail(e.to_string()))?;
     checked(config, c, manifest, None, entry.dev.clone())
 }
 
@@ -1004,7 +1006,7 @@ pub(crate) fn load_all(
             .unwrap_or_else(|| {
                 let bytes = c.read_again(config.max_plugin_bytes);
                 bytes
-                    .map_err(|reason| LoadFailure { file: c.path.clone(), reason })
+                    .map_err(|e| LoadFailure { file: c.path.clone(), reason: e.to_string() })
                     .and_then(|b| inspect(config, c, &b))
             })
             .and_then(|inspected| link(runtime, config, c, inspected))
@@ -1048,10 +1050,21 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Why [`inspect_file`] read no manifest (the file is named by the caller).
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    #[error(transparent)]
+    Read(#[from] discovery::ReadError),
+    #[error("not a file")]
+    NotAFile,
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+}
+
 /// Read one file's manifest for `inspect`: no compilation, no execution.
-pub fn inspect_file(path: &Path, max_bytes: u64) -> Result<Manifest, String> {
-    let bytes = discovery::read_capped(path, max_bytes)?.ok_or_else(|| "not a file".to_string())?;
-    manifest::read(&bytes).map_err(|e| e.to_string())
+pub fn inspect_file(path: &Path, max_bytes: u64) -> Result<Manifest, InspectError> {
+    let bytes = discovery::read_capped(path, max_bytes)?.ok_or(InspectError::NotAFile)?;
+    Ok(manifest::read(&bytes)?)
 }
 
 #[cfg(test)]

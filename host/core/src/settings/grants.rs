@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The file name, beside the config.
 pub const GRANTS_FILE: &str = "toolhost.grants.toml";
@@ -48,17 +48,59 @@ fn is_item_path(path: &str) -> bool {
         && !path.split('/').any(|c| c == ".." || c == ".")
 }
 
+/// Why a text is not a grant item (`item`: the text, trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ItemError {
+    #[error("`{item}` is a pattern; a grant item names one exact host")]
+    Pattern { item: String },
+    #[error("`{item}`: {reason}")]
+    Host { item: String, reason: toolhost_spec::host_pattern::NotAHostPattern },
+    #[error("`{item}`: {name:?} is not a secret name")]
+    SecretName { item: String, name: String },
+    #[error("`{item}`: write `fs ro PATH` or `fs rw PATH`")]
+    FsMode { item: String },
+    #[error("`{item}`: {path:?} is not an absolute directory path")]
+    FsPath { item: String, path: String },
+    #[error("`{item}`: {program:?} is not an absolute program path")]
+    ExecPath { item: String, program: String },
+    #[error("`{item}`: an exec item names at most {MAX_ITEM_ARGS} exact arguments (no `*`)")]
+    ExecArgs { item: String },
+    #[error(
+        "`{item}` is not a grant item (write `net HOST`, `secret NAME`, `fs ro|rw PATH` or `exec PATH ARG…`)"
+    )]
+    Unknown { item: String },
+}
+
+/// A grants file that cannot be read or written, naming the file (and the entry).
+#[derive(Debug, thiserror::Error)]
+pub enum GrantsFileError {
+    #[error("cannot read grants file {}: {error}", .path.display())]
+    Read { path: PathBuf, error: std::io::Error },
+    #[error("grants file {}: {}", .path.display(), .error.to_string().trim_end())]
+    Parse { path: PathBuf, error: toml::de::Error },
+    /// Entry `index` of the `[[grant]]` or `[[deny]]` list (`list`).
+    #[error("grants file {}: {list}[{index}].plugin {plugin:?} is not a plugin name", .path.display())]
+    PluginName { path: PathBuf, list: &'static str, index: usize, plugin: String },
+    #[error("grants file {}: {list}[{index}].item: {error}", .path.display())]
+    Item { path: PathBuf, list: &'static str, index: usize, error: ItemError },
+    #[error("cannot write grants file {}: {error}", .path.display())]
+    Encode { path: PathBuf, error: toml::ser::Error },
+    #[error("cannot write grants file {}: {error}", .path.display())]
+    Write { path: PathBuf, error: std::io::Error },
+}
+
 impl GrantItem {
     /// `net api.github.com` → the item; anything else, or a pattern, is an error naming it.
-    pub fn parse(s: &str) -> Result<GrantItem, String> {
+    pub fn parse(s: &str) -> Result<GrantItem, ItemError> {
         let s = s.trim();
+        let item = || s.to_string();
         match s.split_once(char::is_whitespace) {
             Some(("net", host)) => {
                 let host = host.trim().to_ascii_lowercase();
                 match toolhost_spec::HostPattern::parse(&host) {
                     Ok(_) if !host.contains('*') => Ok(GrantItem::Net(host)),
-                    Ok(_) => Err(format!("`{s}` is a pattern; a grant item names one exact host")),
-                    Err(e) => Err(format!("`{s}`: {e}")),
+                    Ok(_) => Err(ItemError::Pattern { item: item() }),
+                    Err(reason) => Err(ItemError::Host { item: item(), reason }),
                 }
             }
             Some(("secret", name)) => {
@@ -69,7 +111,7 @@ impl GrantItem {
                 {
                     Ok(GrantItem::Secret(name.to_string()))
                 } else {
-                    Err(format!("`{s}`: {name:?} is not a secret name"))
+                    Err(ItemError::SecretName { item: item(), name: name.to_string() })
                 }
             }
             Some(("fs", rest)) => {
@@ -78,10 +120,10 @@ impl GrantItem {
                 let write = match mode {
                     "ro" => false,
                     "rw" => true,
-                    _ => return Err(format!("`{s}`: write `fs ro PATH` or `fs rw PATH`")),
+                    _ => return Err(ItemError::FsMode { item: item() }),
                 };
                 if !is_item_path(path) {
-                    return Err(format!("`{s}`: {path:?} is not an absolute directory path"));
+                    return Err(ItemError::FsPath { item: item(), path: path.to_string() });
                 }
                 Ok(GrantItem::Fs { path: path.to_string(), write })
             }
@@ -89,19 +131,15 @@ impl GrantItem {
                 let mut words = rest.split_whitespace();
                 let program = words.next().unwrap_or_default();
                 if !is_item_path(program) {
-                    return Err(format!("`{s}`: {program:?} is not an absolute program path"));
+                    return Err(ItemError::ExecPath { item: item(), program: program.to_string() });
                 }
                 let args: Vec<String> = words.map(str::to_string).collect();
                 if args.len() > MAX_ITEM_ARGS || !args.iter().all(|a| is_exact_arg(a)) {
-                    return Err(format!(
-                        "`{s}`: an exec item names at most {MAX_ITEM_ARGS} exact arguments (no `*`)"
-                    ));
+                    return Err(ItemError::ExecArgs { item: item() });
                 }
                 Ok(GrantItem::Exec { program: program.to_string(), args })
             }
-            _ => Err(format!(
-                "`{s}` is not a grant item (write `net HOST`, `secret NAME`, `fs ro|rw PATH` or `exec PATH ARG…`)"
-            )),
+            _ => Err(ItemError::Unknown { item: item() }),
         }
     }
 
@@ -183,32 +221,33 @@ const HEADER: &str = "# Grants allowed with \"always\" ([[grant]]) and refused w
 # `toolhost revoke PLUGIN ITEM` (or delete its entry).\n\n";
 
 /// The grants in `path` (none when the file does not exist); errors name the file and entry.
-pub fn load(path: &Path) -> Result<Vec<AskedGrant>, String> {
+pub fn load(path: &Path) -> Result<Vec<AskedGrant>, GrantsFileError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read grants file {}: {e}", path.display())),
+        Err(error) => return Err(GrantsFileError::Read { path: path.to_path_buf(), error }),
     };
-    let raw: RawFile = toml::from_str(&text)
-        .map_err(|e| format!("grants file {}: {}", path.display(), e.to_string().trim_end()))?;
+    let raw: RawFile =
+        toml::from_str(&text).map_err(|error| GrantsFileError::Parse { path: path.to_path_buf(), error })?;
     let entries = |list: Vec<RawGrant>, key: &'static str, deny: bool| {
-        list.into_iter().enumerate().map(move |(i, g)| {
+        list.into_iter().enumerate().map(move |(index, g)| {
+            let path = path.to_path_buf();
             if !toolhost_spec::manifest::is_plugin_name(&g.plugin) {
-                return Err(format!(
-                    "grants file {}: {key}[{i}].plugin {:?} is not a plugin name",
-                    path.display(),
-                    g.plugin
-                ));
+                return Err(GrantsFileError::PluginName { path, list: key, index, plugin: g.plugin });
             }
-            let item = GrantItem::parse(&g.item)
-                .map_err(|e| format!("grants file {}: {key}[{i}].item: {e}", path.display()))?;
+            let item = GrantItem::parse(&g.item).map_err(|error| GrantsFileError::Item {
+                path,
+                list: key,
+                index,
+                error,
+            })?;
             Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny, sha256: g.sha256 })
         })
     };
     entries(raw.grant, "grant", false).chain(entries(raw.deny, "deny", true)).collect()
 }
 
-fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
+fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), GrantsFileError> {
     let raw_of = |deny: bool| -> Vec<RawGrant> {
         grants
             .iter()
@@ -224,13 +263,13 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), String> {
     };
     let raw = RawFile { grant: raw_of(false), deny: raw_of(true) };
     let body =
-        toml::to_string(&raw).map_err(|e| format!("cannot write grants file {}: {e}", path.display()))?;
+        toml::to_string(&raw).map_err(|error| GrantsFileError::Encode { path: path.to_path_buf(), error })?;
     crate::files::write_atomic(path, format!("{HEADER}{body}").as_bytes())
-        .map_err(|e| format!("cannot write grants file {}: {e}", path.display()))
+        .map_err(|error| GrantsFileError::Write { path: path.to_path_buf(), error })
 }
 
 /// Add `grant` to the file at `path`, in place of any answer about the same plugin and item.
-pub fn add(path: &Path, grant: AskedGrant) -> Result<(), String> {
+pub fn add(path: &Path, grant: AskedGrant) -> Result<(), GrantsFileError> {
     let mut all = load(path)?;
     if all.contains(&grant) {
         return Ok(());
@@ -241,7 +280,7 @@ pub fn add(path: &Path, grant: AskedGrant) -> Result<(), String> {
 }
 
 /// Remove `plugin`'s `item` from the file at `path`; whether it was there.
-pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, String> {
+pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, GrantsFileError> {
     let mut all = load(path)?;
     let before = all.len();
     all.retain(|g| !(g.plugin == plugin && &g.item == item));
@@ -270,9 +309,11 @@ mod tests {
     #[test]
     fn items_are_exact_hosts_never_patterns() {
         assert_eq!(GrantItem::parse("net API.github.com").unwrap(), GrantItem::Net("api.github.com".into()));
-        assert!(GrantItem::parse("net *.github.com").unwrap_err().contains("pattern"));
-        assert!(GrantItem::parse("net *").unwrap_err().contains("pattern"));
-        assert!(GrantItem::parse("dir /etc").unwrap_err().contains("not a grant item"));
+        let pattern = |s: &str| ItemError::Pattern { item: s.into() };
+        assert_eq!(GrantItem::parse("net *.github.com"), Err(pattern("net *.github.com")));
+        assert_eq!(GrantItem::parse(" net * "), Err(pattern("net *")));
+        let e = GrantItem::parse("dir /etc").unwrap_err();
+        assert!(matches!(e, ItemError::Unknown { .. }) && e.to_string().contains("not a grant item"), "{e}");
         assert!(GrantItem::parse("fs /etc").is_err());
         assert!(GrantItem::parse("fs ro etc").is_err());
         assert!(GrantItem::parse("fs ro /a/../etc").is_err());
@@ -288,7 +329,8 @@ mod tests {
         assert_eq!(git.to_string(), "exec /usr/bin/git status --short");
         assert_eq!(git.wants(), "run `git status --short` (/usr/bin/git, exactly these arguments)");
         assert!(GrantItem::parse("exec git status").is_err(), "not an absolute path");
-        assert!(GrantItem::parse("exec /usr/bin/git log *").unwrap_err().contains("no `*`"));
+        let e = GrantItem::parse("exec /usr/bin/git log *").unwrap_err();
+        assert!(matches!(e, ItemError::ExecArgs { .. }) && e.to_string().contains("no `*`"), "{e}");
         assert!(!is_exact_arg("status\u{202E}hsup"), "a direction override");
         assert!(!is_exact_arg("a\u{200B}b") && !is_exact_arg("") && is_exact_arg("--short"));
         assert_eq!(GrantItem::parse("secret api_token").unwrap(), GrantItem::Secret("api_token".into()));
@@ -326,6 +368,11 @@ mod tests {
         std::fs::write(&path, "[[grant]]\nplugin = \"web\"\nitem = \"net *\"\ngranted = \"x\"\nby = \"y\"\n")
             .unwrap();
         let e = load(&path).unwrap_err();
+        assert!(
+            matches!(&e, GrantsFileError::Item { index: 0, error: ItemError::Pattern { .. }, .. }),
+            "{e}"
+        );
+        let e = e.to_string();
         assert!(e.contains("grant[0].item") && e.contains(GRANTS_FILE), "{e}");
     }
 

@@ -224,13 +224,14 @@ impl Config {
             let tool = t.resolve(&format!("tool.{name}")).map_err(invalid)?;
             cfg.tools.insert(name, tool);
         }
-        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base).map_err(|m| file.invalid(m))?;
+        cfg.trust = Trust::resolve(file.section::<RawTrust>("trust")?, base)
+            .map_err(|e| file.invalid(e.to_string()))?;
         cfg.approvals = ApprovalLock::resolve(file.section::<RawApprovals>("approvals")?).map_err(invalid)?;
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
         cfg.grants_file = base.join(grants::GRANTS_FILE);
-        cfg.asked = grants::load(&cfg.grants_file).map_err(ConfigError::Flag)?;
+        cfg.asked = grants::load(&cfg.grants_file).map_err(|e| ConfigError::Flag(e.to_string()))?;
         Ok(cfg)
     }
 

@@ -72,9 +72,11 @@
 //! Values are still redacted from everything a call returns and from the plugin's log lines
 //! ([`redact`]): the guest never sees those, so the difference cannot teach it anything.
 
+mod error;
 pub mod listeners;
 pub mod settings;
 
+pub use error::{NetError, Place, ResolvedPrivate};
 pub use settings::{NetSettings, Origin, SecretOrigin};
 // The request and response records of the WIT `http` interface, as bindgen generated them.
 use crate::bindings::http::{Request, Response};
@@ -113,19 +115,12 @@ impl GrantedSecret {
         }
     }
 
-    /// Why it may not be sent to `origin`, with the line that would allow it.
-    fn refusal(&self, origin: &Origin) -> String {
-        let name = &self.name;
-        if self.hosts.is_empty() {
-            format!(
-                "secret `{name}` may only be sent over https on port 443 (it has no [secrets.{name}] hosts), not to {origin}; the operator can bind it there with [secrets.{name}] hosts = [\"{origin}\"]"
-            )
-        } else {
-            let list: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
-            format!(
-                "secret `{name}` may only be sent to {} (not {origin}); see [secrets.{name}] hosts",
-                list.join(", ")
-            )
+    /// Why it may not be sent to `origin` (its text has the line that would allow it).
+    fn refusal(&self, origin: &Origin) -> NetError {
+        NetError::SecretOrigin {
+            secret: self.name.clone(),
+            hosts: self.hosts.clone(),
+            origin: origin.clone(),
         }
     }
 }
@@ -163,24 +158,19 @@ impl NetGrant {
         self.secrets.iter().map(|s| s.value.len()).max().unwrap_or(0)
     }
 
-    fn check_host(&self, plugin: &str, host: &str) -> Result<(), String> {
+    fn check_host(&self, plugin: &Arc<str>, host: &str) -> Result<(), NetError> {
         if !self.requested.iter().any(|p| host_matches(p, host)) {
-            return Err(format!(
-                "host `{host}` is not in plugin `{plugin}`'s manifest request (it asks for: {})",
-                list_or_none(&self.requested)
-            ));
+            return Err(NetError::HostNotRequested {
+                plugin: plugin.clone(),
+                host: host.to_string(),
+                requested: self.requested.clone(),
+            });
         }
         if !self.granted.iter().any(|p| host_matches(p, host)) {
-            return Err(format!(
-                "host `{host}` is not granted to plugin `{plugin}`; the operator can add it with [plugin.{plugin}] net = [\"{host}\"] in toolhost.toml (or --allow-net {plugin}={host})"
-            ));
+            return Err(NetError::HostNotGranted { plugin: plugin.clone(), host: host.to_string() });
         }
         Ok(())
     }
-}
-
-fn list_or_none(v: &[String]) -> String {
-    if v.is_empty() { "no hosts".to_string() } else { v.join(", ") }
 }
 
 /// Why an address is not public, or `None` for a public address.
@@ -246,11 +236,7 @@ impl reqwest::dns::Resolve for CheckedResolver {
                 // One non-public address refuses the name: a name that resolves to both a
                 // public and a private address must not be usable to reach the private one.
                 if let Some((addr, kind)) = addrs.iter().find_map(|a| non_public(a.ip()).map(|k| (a, k))) {
-                    return Err(format!(
-                        "{host} resolves to {}, a {kind} address; private addresses need net_private = true for the plugin",
-                        addr.ip()
-                    )
-                    .into());
+                    return Err(ResolvedPrivate { host, addr: addr.ip(), kind }.into());
                 }
             }
             let iter: reqwest::dns::Addrs = Box::new(addrs.into_iter());
@@ -260,9 +246,9 @@ impl reqwest::dns::Resolve for CheckedResolver {
 }
 
 /// One shared client per mode (building a client loads TLS roots, so never per request).
-fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
-    static STRICT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    static PRIVATE: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+fn client(allow_private: bool) -> Result<&'static reqwest::Client, NetError> {
+    static STRICT: OnceLock<Result<reqwest::Client, NetError>> = OnceLock::new();
+    static PRIVATE: OnceLock<Result<reqwest::Client, NetError>> = OnceLock::new();
     let cell = if allow_private { &PRIVATE } else { &STRICT };
     cell.get_or_init(|| {
         reqwest::Client::builder()
@@ -274,7 +260,7 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, String> {
             .connector_layer(listeners::PeerCheckLayer)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            .map_err(|e| NetError::Client(e.to_string()))
     })
     .as_ref()
     .map_err(Clone::clone)
@@ -327,23 +313,23 @@ const RESERVED_HEADERS: [&str; 5] =
 const PARTIAL_HEADERS: [&str; 3] = ["range", "if-range", "te"];
 
 impl NetCall {
-    /// Serve one request from the guest. Every refusal is an `Err` for the plugin.
-    pub async fn send(&mut self, req: Request) -> Result<Response, String> {
+    /// Serve one request from the guest. Every refusal is an `Err` for the plugin; one for want
+    /// of a grant is also recorded in [`NetCall::refused`].
+    pub async fn send(&mut self, req: Request) -> Result<Response, NetError> {
         let r = self.send_checked(req).await;
+        let Err(e) = r else { return r };
+        if let Some(refusal) = e.refusal() {
+            self.refused.push(refusal);
+        }
         // Last line of defence: no error text carries a secret either (a URL a server sent
         // can end up in one). Replaced whole, like a response, never masked.
-        if let Err(e) = &r
-            && let Some(name) = self.grant.reflected(e.as_bytes())
-        {
-            return Err(format!(
-                "the request failed, and the host's error would contain the value of secret `{name}`; nothing of it is returned to plugin `{}`",
-                self.plugin
-            ));
+        if let Some(name) = self.grant.reflected(e.to_string().as_bytes()) {
+            return Err(NetError::SecretInError { plugin: self.plugin.clone(), secret: name.to_string() });
         }
-        r
+        Err(e)
     }
 
-    async fn send_checked(&mut self, req: Request) -> Result<Response, String> {
+    async fn send_checked(&mut self, req: Request) -> Result<Response, NetError> {
         // Before anything else: no grant (and no grant question) reaches the host's own servers.
         if let Ok(url) = reqwest::Url::parse(&req.url) {
             own_listener_literal(&url)?;
@@ -354,46 +340,29 @@ impl NetCall {
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_string))
                 .unwrap_or_else(|| "HOST".into());
-            self.refused.push(Refusal::Host(host.clone()));
+            let plugin = self.plugin.clone();
             return Err(if self.grant.requested.is_empty() {
-                format!(
-                    "plugin `{}` has no network access: its manifest requests no hosts (add `net = \"host\"` to its #[toolhost_sdk::plugin(...)])",
-                    self.plugin
-                )
+                NetError::NothingRequested { plugin, host }
             } else {
-                format!(
-                    "plugin `{p}` has no network access: it requests {} but no host is granted; the operator can add [plugin.{p}] net = [\"{host}\"] in toolhost.toml (or --allow-net {p}={host})",
-                    self.grant.requested.join(", "),
-                    p = self.plugin
-                )
+                NetError::NothingGranted { plugin, host, requested: self.grant.requested.clone() }
             });
         }
         self.requests += 1;
         if self.requests > self.settings.max_requests_per_call {
-            return Err(format!(
-                "too many HTTP requests in one call (limit {}: [net] max_requests_per_call)",
-                self.settings.max_requests_per_call
-            ));
+            return Err(NetError::TooManyRequests { limit: self.settings.max_requests_per_call });
         }
         let body_len = req.body.as_ref().map_or(0, |b| b.len() as u64);
         if body_len > self.settings.max_request_bytes {
-            return Err(format!(
-                "request body of {} KiB is over the limit of {} KiB per request ([net] max_request_kb = {} in toolhost.toml); nothing was sent",
-                body_len.div_ceil(1024),
-                self.settings.max_request_bytes / 1024,
-                self.settings.max_request_bytes / 1024
-            ));
+            return Err(NetError::BodyTooLarge { bytes: body_len, limit: self.settings.max_request_bytes });
         }
+        let unsupported = || NetError::Method { method: req.method.clone() };
         let method = req.method.to_ascii_uppercase();
         if !METHODS.contains(&method.as_str()) {
-            return Err(format!(
-                "HTTP method {:?} is not supported; use one of {}",
-                req.method,
-                METHODS.join(", ")
-            ));
+            return Err(unsupported());
         }
-        let mut method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-        let mut url = reqwest::Url::parse(&req.url).map_err(|e| format!("invalid URL {:?}: {e}", req.url))?;
+        let mut method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| unsupported())?;
+        let mut url = reqwest::Url::parse(&req.url)
+            .map_err(|reason| NetError::InvalidUrl { url: req.url.clone(), reason })?;
         let mut origin = self.check_url(&url)?;
         // A plugin that holds secrets gets every response checked for them (see the module
         // docs), so the host decides that the body comes whole and unencoded.
@@ -404,47 +373,40 @@ impl NetCall {
         for name in req.headers.iter().map(|(n, _)| n).chain(secret_header_names) {
             let lower = name.to_ascii_lowercase();
             if RESERVED_HEADERS.contains(&lower.as_str()) {
-                return Err(format!("header `{name}` is set by the host and cannot be set by a plugin"));
+                return Err(NetError::ReservedHeader { name: name.clone() });
             }
             if guarded && PARTIAL_HEADERS.contains(&lower.as_str()) {
-                return Err(format!(
-                    "header `{name}` cannot be set by plugin `{}`: it holds secrets, so the host asks for whole, unencoded responses, which it checks for them",
-                    self.plugin
-                ));
+                return Err(NetError::PartialHeader { plugin: self.plugin.clone(), name: name.clone() });
             }
         }
         if let Some(s) = req.secret_headers.iter().find(|s| s.name.eq_ignore_ascii_case("accept-encoding")) {
-            return Err(format!(
-                "secret `{}` cannot be sent as `{}`: the host sets that header",
-                s.secret, s.name
-            ));
+            return Err(NetError::SecretAsHostHeader { secret: s.secret.clone(), name: s.name.clone() });
         }
         for (name, value) in &req.headers {
             if guarded && name.eq_ignore_ascii_case("accept-encoding") {
                 continue; // the host's `identity` below, whatever the plugin asked for
             }
             let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("invalid header name {name:?}"))?;
+                .map_err(|_| NetError::HeaderName { name: name.clone() })?;
             let v = reqwest::header::HeaderValue::from_str(value)
-                .map_err(|_| format!("invalid value for header `{name}`"))?;
+                .map_err(|_| NetError::HeaderValue { name: name.clone() })?;
             headers.append(n, v);
         }
         let mut secret_names = Vec::new();
         for crate::bindings::http::SecretHeader { name, secret, prefix } in &req.secret_headers {
             let Some(s) = self.grant.secrets.iter().find(|s| &s.name == secret) else {
-                self.refused.push(Refusal::Secret(secret.clone()));
-                return Err(format!(
-                    "secret `{secret}` is not granted to plugin `{p}`; the operator can add [plugin.{p}] secrets = [\"{secret}\"] and define [secrets.{secret}] in toolhost.toml",
-                    p = self.plugin
-                ));
+                return Err(NetError::SecretNotGranted {
+                    plugin: self.plugin.clone(),
+                    secret: secret.clone(),
+                });
             };
             if !s.allows(&origin) {
                 return Err(s.refusal(&origin));
             }
             let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("invalid header name {name:?}"))?;
+                .map_err(|_| NetError::HeaderName { name: name.clone() })?;
             let mut v = reqwest::header::HeaderValue::from_str(&format!("{prefix}{}", s.value))
-                .map_err(|_| format!("secret `{secret}` cannot be sent in a header (invalid characters)"))?;
+                .map_err(|_| NetError::SecretValue { secret: secret.clone() })?;
             v.set_sensitive(true);
             headers.insert(n.clone(), v);
             secret_names.push(n);
@@ -467,11 +429,7 @@ impl NetCall {
                 self.charge_sent(b.len() as u64)?;
                 rb = rb.body(b.clone());
             }
-            let resp = rb.send().await.map_err(|e| match listeners::refusal_in(&e) {
-                Some(own) => format!("request to {url} refused: {own}"),
-                None => describe(&e, &url, remaining)
-                    .replace("for the plugin", &format!("in [plugin.{}] of toolhost.toml", self.plugin)),
-            })?;
+            let resp = rb.send().await.map_err(|e| self.describe(&e, &url, remaining))?;
             // Every hop's headers, before anything of them (a Location) is used.
             self.check_headers(&resp, &url)?;
             let status = resp.status();
@@ -480,19 +438,22 @@ impl NetCall {
             }
             let Some(location) = resp.headers().get(reqwest::header::LOCATION) else { break resp };
             let location =
-                location.to_str().map_err(|_| format!("{url} redirected to an invalid Location"))?;
-            let next = url
-                .join(location)
-                .map_err(|e| format!("{url} redirected to invalid URL {location:?}: {e}"))?;
+                location.to_str().map_err(|_| NetError::RedirectLocation { url: url.to_string() })?;
+            let next = url.join(location).map_err(|reason| NetError::RedirectUrl {
+                url: url.to_string(),
+                location: location.to_string(),
+                reason,
+            })?;
             hops += 1;
             if hops > self.settings.max_redirects {
-                return Err(format!(
-                    "too many redirects (more than {}: [net] max_redirects), last to {next}",
-                    self.settings.max_redirects
-                ));
+                return Err(NetError::TooManyRedirects {
+                    limit: self.settings.max_redirects,
+                    next: next.to_string(),
+                });
             }
-            let next_origin =
-                self.check_url(&next).map_err(|e| format!("redirect from {url} refused: {e}"))?;
+            let next_origin = self
+                .check_url(&next)
+                .map_err(|e| NetError::RedirectRefused { url: url.to_string(), refused: Box::new(e) })?;
             if next_origin != origin {
                 // Like browsers, and stricter: credentials do not follow a redirect to another
                 // origin — another scheme (https to http) or port of the same host included.
@@ -517,10 +478,7 @@ impl NetCall {
         let status = response.status().as_u16();
         let final_url = response.url().to_string();
         if let Some(name) = self.grant.reflected(final_url.as_bytes()) {
-            return Err(format!(
-                "the URL that answered (after redirects) contains the value of secret `{name}`; the response is refused as a whole: nothing of it is returned to plugin `{}`",
-                self.plugin
-            ));
+            return Err(NetError::SecretInUrl { plugin: self.plugin.clone(), secret: name.to_string() });
         }
         if guarded {
             self.check_whole_and_unencoded(&response, &url)?;
@@ -536,41 +494,37 @@ impl NetCall {
 
     /// Check scheme, host grant and (for IP literals) the address, the host's own listeners
     /// included; returns the origin.
-    fn check_url(&mut self, url: &reqwest::Url) -> Result<Origin, String> {
+    fn check_url(&self, url: &reqwest::Url) -> Result<Origin, NetError> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("scheme `{}` is not allowed (http and https only): {url}", url.scheme()));
+            return Err(NetError::Scheme { scheme: url.scheme().to_string(), url: url.to_string() });
         }
-        let Some(origin) = Origin::of(url) else { return Err(format!("URL has no host: {url}")) };
+        let Some(origin) = Origin::of(url) else { return Err(NetError::NoHost { url: url.to_string() }) };
         let host = &origin.host;
         let ip = host.parse::<IpAddr>().ok();
         // First: this holds whatever the grant says, and no grant question is asked about it.
         own_listener_literal(url)?;
-        if let Err(e) = self.grant.check_host(&self.plugin, host) {
-            self.refused.push(Refusal::Host(host.clone()));
-            return Err(e);
-        }
+        self.grant.check_host(&self.plugin, host)?;
         if !self.grant.private
             && let Some(ip) = ip
             && let Some(kind) = non_public(ip)
         {
-            return Err(format!(
-                "{host} is a {kind} address; private addresses need net_private = true in [plugin.{}]",
-                self.plugin
-            ));
+            return Err(NetError::PrivateAddress { plugin: self.plugin.clone(), host: host.clone(), kind });
         }
         Ok(origin)
     }
 
     /// The refusal of a response that contains the value of secret `name`.
-    fn reflection(&self, url: &reqwest::Url, name: &str, place: &str) -> String {
-        format!(
-            "the response from {url} contains the value of secret `{name}` in {place}; it is refused as a whole (a plugin never receives a response that reflects one of its secrets): nothing of it is returned to plugin `{}`",
-            self.plugin
-        )
+    fn reflection(&self, url: &reqwest::Url, name: &str, place: Place) -> NetError {
+        NetError::SecretReflected {
+            plugin: self.plugin.clone(),
+            url: url.to_string(),
+            secret: name.to_string(),
+            place,
+        }
     }
 
     /// Refuse a response with a secret in a header name or value.
-    fn check_headers(&self, response: &reqwest::Response, url: &reqwest::Url) -> Result<(), String> {
+    fn check_headers(&self, response: &reqwest::Response, url: &reqwest::Url) -> Result<(), NetError> {
         if self.grant.secrets.is_empty() {
             return Ok(());
         }
@@ -578,7 +532,7 @@ impl NetCall {
             let found =
                 self.grant.reflected(k.as_str().as_bytes()).or_else(|| self.grant.reflected(v.as_bytes()));
             if let Some(name) = found {
-                return Err(self.reflection(url, name, &format!("its `{}` header", k.as_str())));
+                return Err(self.reflection(url, name, Place::Header(k.as_str().to_string())));
             }
         }
         Ok(())
@@ -589,33 +543,28 @@ impl NetCall {
         &self,
         response: &reqwest::Response,
         url: &reqwest::Url,
-    ) -> Result<(), String> {
-        let why = format!(
-            "plugin `{}` holds secrets, and the host returns only bodies it can check for them (it asked for `Accept-Encoding: identity` and no range)",
-            self.plugin
-        );
+    ) -> Result<(), NetError> {
+        let (plugin, url) = (self.plugin.clone(), url.to_string());
         let h = response.headers();
         let value = |name| h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         for coding in value(reqwest::header::CONTENT_ENCODING) {
             for c in coding.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 if !c.eq_ignore_ascii_case("identity") {
-                    return Err(format!("the response from {url} is content-encoded ({c}); refused: {why}"));
+                    return Err(NetError::ContentEncoded { plugin, url, coding: c.to_string() });
                 }
             }
         }
         for coding in value(reqwest::header::TRANSFER_ENCODING) {
             for c in coding.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 if !c.eq_ignore_ascii_case("chunked") {
-                    return Err(format!("the response from {url} uses transfer coding {c}; refused: {why}"));
+                    return Err(NetError::TransferCoding { plugin, url, coding: c.to_string() });
                 }
             }
         }
         if response.status() == reqwest::StatusCode::PARTIAL_CONTENT
             || h.contains_key(reqwest::header::CONTENT_RANGE)
         {
-            return Err(format!(
-                "the response from {url} is partial content (a range of the body); refused: {why}"
-            ));
+            return Err(NetError::PartialContent { plugin, url });
         }
         Ok(())
     }
@@ -625,25 +574,23 @@ impl NetCall {
         self.settings.max_transfer_bytes.saturating_sub(self.sent_bytes + self.received_bytes)
     }
 
-    fn charge_sent(&mut self, n: u64) -> Result<(), String> {
+    fn charge_sent(&mut self, n: u64) -> Result<(), NetError> {
         if n > self.transfer_left() {
-            return Err(format!(
-                "sending {} KiB would pass this call's HTTP transfer budget of {} MiB (already sent {} KiB, received {} KiB; [net] max_transfer_mb = {} in toolhost.toml)",
-                n.div_ceil(1024),
-                self.settings.max_transfer_bytes / (1024 * 1024),
-                self.sent_bytes / 1024,
-                self.received_bytes / 1024,
-                self.settings.max_transfer_bytes / (1024 * 1024)
-            ));
+            return Err(NetError::TransferBudget {
+                bytes: n,
+                limit: self.settings.max_transfer_bytes,
+                sent: self.sent_bytes,
+                received: self.received_bytes,
+            });
         }
         self.sent_bytes += n;
         Ok(())
     }
 
-    fn remaining(&self) -> Result<Duration, String> {
+    fn remaining(&self) -> Result<Duration, NetError> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("the call's time limit was reached before the request could be sent".into());
+            return Err(NetError::Deadline);
         }
         Ok(left.min(Duration::from_millis(self.settings.timeout_ms)))
     }
@@ -654,15 +601,17 @@ impl NetCall {
         &mut self,
         mut response: reqwest::Response,
         url: &reqwest::Url,
-    ) -> Result<(Vec<u8>, bool), String> {
+    ) -> Result<(Vec<u8>, bool), NetError> {
         let (cap, window) =
             body_window(self.settings.max_response_bytes, self.transfer_left(), self.grant.longest_secret());
         let (cap, window) = (cap as usize, window as usize);
         let mut body = Vec::new();
         let mut more = false;
         let read = async {
-            while let Some(chunk) =
-                response.chunk().await.map_err(|e| format!("reading {url}: {}", chain(&e)))?
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| NetError::Reading { url: url.to_string(), cause: chain(&e) })?
             {
                 let room = window - body.len();
                 if chunk.len() > room {
@@ -677,16 +626,16 @@ impl NetCall {
                     break;
                 }
             }
-            Ok::<(), String>(())
+            Ok::<(), NetError>(())
         };
         let left = self.remaining()?;
         let r = tokio::time::timeout(left, read).await;
         self.received_bytes += body.len() as u64;
         match r {
             Ok(r) => r?,
-            Err(_) => return Err(format!("reading {url} timed out after {} ms", left.as_millis())),
+            Err(_) => return Err(NetError::ReadTimeout { url: url.to_string(), after: left }),
         }
-        cut_body(body, more, cap, &self.grant).map_err(|name| self.reflection(url, name, "its body"))
+        cut_body(body, more, cap, &self.grant).map_err(|name| self.reflection(url, name, Place::Body))
     }
 }
 
@@ -714,7 +663,7 @@ fn body_window(max_response: u64, budget_left: u64, longest: usize) -> (u64, u64
 
 /// Refuse a URL whose host is an IP literal at which one of the host's own listeners answers
 /// (a name is checked once connected: [`listeners::PeerCheckLayer`]).
-fn own_listener_literal(url: &reqwest::Url) -> Result<(), String> {
+fn own_listener_literal(url: &reqwest::Url) -> Result<(), NetError> {
     let ip = match url.host() {
         Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
         Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
@@ -722,7 +671,7 @@ fn own_listener_literal(url: &reqwest::Url) -> Result<(), String> {
     };
     let Some(port) = url.port_or_known_default() else { return Ok(()) };
     listeners::check(std::net::SocketAddr::new(ip, port))
-        .map_err(|own| format!("request to {url} refused: {own}"))
+        .map_err(|own| NetError::OwnListener { url: url.to_string(), own })
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -739,18 +688,29 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-fn describe(e: &reqwest::Error, url: &reqwest::Url, timeout: Duration) -> String {
-    if e.is_timeout() {
-        return format!("request to {url} timed out after {} ms", timeout.as_millis());
+impl NetCall {
+    /// What a request that could not be made failed of: the host's own refusals (its own
+    /// listener, a name resolving to a private address) found in the client's error chain,
+    /// else a timeout or the innermost cause the client gave.
+    fn describe(&self, e: &reqwest::Error, url: &reqwest::Url, timeout: Duration) -> NetError {
+        let url = url.to_string();
+        if let Some(own) = listeners::refusal_in(e) {
+            return NetError::OwnListener { url, own };
+        }
+        if let Some(resolved) = ResolvedPrivate::find_in(e) {
+            return NetError::ResolvesPrivate { plugin: self.plugin.clone(), url, resolved };
+        }
+        if e.is_timeout() {
+            return NetError::Timeout { url, after: timeout };
+        }
+        let mut src: Option<&dyn std::error::Error> = Some(e);
+        let mut last = e.to_string();
+        while let Some(s) = src {
+            last = s.to_string();
+            src = s.source();
+        }
+        NetError::Failed { url, cause: last }
     }
-    // The resolver's refusal is deep in the chain; show the innermost useful cause.
-    let mut src: Option<&dyn std::error::Error> = Some(e);
-    let mut last = e.to_string();
-    while let Some(s) = src {
-        last = s.to_string();
-        src = s.source();
-    }
-    format!("request to {url} failed: {last}")
 }
 
 /// The values of `sources` as one [`NetGrant`] to [`redact`] with (a source that cannot be read
@@ -806,7 +766,8 @@ impl crate::bindings::http::Host for NetCall {
             Ok(resp) => vec![attr("http.response.status_code", i64::from(resp.status))],
             Err(_) => vec![attr("error.type", "refused_or_failed")],
         });
-        r
+        // The guest reads the text; what the host needs of a refusal is recorded in `refused`.
+        r.map_err(|e| e.to_string())
     }
 }
 
@@ -966,13 +927,13 @@ mod tests {
         assert!(
             !s.allows(&origin("http://anything.example/")) && !s.allows(&origin("https://a.example:444/"))
         );
-        let e = s.refusal(&origin("http://127.0.0.1:8080/x"));
+        let e = s.refusal(&origin("http://127.0.0.1:8080/x")).to_string();
         assert!(
             e.contains("over https on port 443") && e.contains("hosts = [\"http://127.0.0.1:8080\"]"),
             "{e}"
         );
         let s = GrantedSecret { hosts: vec![o("api.example.com"), o("http://localhost:81")], ..s };
-        let e = s.refusal(&origin("https://localhost:81/"));
+        let e = s.refusal(&origin("https://localhost:81/")).to_string();
         assert!(
             e.contains(
                 "may only be sent to https://api.example.com, http://localhost:81 (not https://localhost:81)"
@@ -982,16 +943,16 @@ mod tests {
     }
 
     /// Everything the guest gets of a body `full`, read the way `read_body` reads it.
-    fn served(
+    fn served<'g>(
         full: &[u8],
         max_response: u64,
         left: u64,
-        grant: &NetGrant,
-    ) -> Result<(Vec<u8>, bool), String> {
+        grant: &'g NetGrant,
+    ) -> Result<(Vec<u8>, bool), &'g str> {
         let (cap, window) = body_window(max_response, left, grant.longest_secret());
         assert!(window <= left, "the read-ahead stays within the budget");
         let read = &full[..full.len().min(window as usize)];
-        cut_body(read.to_vec(), full.len() > read.len(), cap as usize, grant).map_err(str::to_string)
+        cut_body(read.to_vec(), full.len() > read.len(), cap as usize, grant)
     }
 
     /// The truncation oracle, exhaustively: wherever the budget cuts a body that reflects the

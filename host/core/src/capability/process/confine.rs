@@ -45,6 +45,9 @@
 use super::ExecGrant;
 pub use super::settings::DEFAULT_SYSTEM_PATHS;
 use super::settings::ProcessSettings;
+pub use error::ConfineError;
+#[cfg(target_os = "linux")]
+pub use error::RulesetProblem;
 use std::path::{Path, PathBuf};
 use toolhost_spec::manifest::FsMode;
 
@@ -99,7 +102,7 @@ pub fn check_support<'a>(
     abi: i32,
     settings: &ProcessSettings,
     grants: impl Iterator<Item = (&'a str, &'a [ExecGrant])>,
-) -> Result<(), String> {
+) -> Result<(), ConfineError> {
     if abi >= 1 || settings.allow_unconfined {
         return Ok(());
     }
@@ -113,13 +116,7 @@ pub fn check_support<'a>(
     if granted.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "{} granted programs to run, but {}, so they cannot be confined (their files, network and \
-         leftover processes would be the operator's); toolhost refuses to run programs unconfined \
-         unless toolhost.toml says `{OPT_OUT}`",
-        granted.join(", "),
-        no_landlock_reason()
-    ))
+    Err(ConfineError::Unsupported { granted, reason: no_landlock_reason() })
 }
 
 fn no_landlock_reason() -> &'static str {
@@ -129,6 +126,8 @@ fn no_landlock_reason() -> &'static str {
         "this operating system has no Landlock (programs are confined on Linux only)"
     }
 }
+
+mod error;
 
 #[cfg(target_os = "linux")]
 pub use linux::{Confinement, install, landlock_abi};
@@ -157,7 +156,8 @@ mod seccomp {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::{OPT_OUT, ProcessSettings, Rule, no_landlock_reason, rules, seccomp};
+    use super::RulesetProblem;
+    use super::{ConfineError, ProcessSettings, Rule, no_landlock_reason, rules, seccomp};
     use crate::capability::process::ExecGrant;
     use landlock::{
         ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -218,22 +218,22 @@ mod linux {
             cwd: &Path,
             settings: &ProcessSettings,
             abi: i32,
-        ) -> Result<Confinement, String> {
+        ) -> Result<Confinement, ConfineError> {
             let rules = rules(grant, cwd, settings);
-            let ruleset = if abi >= 1 {
-                Some(
-                    ruleset(&rules, grant.network)
-                        .map_err(|e| format!("cannot confine {}: {e}", grant.program.display()))?,
-                )
-            } else if settings.allow_unconfined {
-                None
-            } else {
-                return Err(format!(
-                    "cannot run {} confined: {}; the operator can run programs unconfined with `{OPT_OUT}`",
-                    grant.program.display(),
-                    no_landlock_reason()
-                ));
-            };
+            let ruleset =
+                if abi >= 1 {
+                    Some(ruleset(&rules, grant.network).map_err(|problem| ConfineError::Ruleset {
+                        program: grant.program.clone(),
+                        problem,
+                    })?)
+                } else if settings.allow_unconfined {
+                    None
+                } else {
+                    return Err(ConfineError::NoLandlock {
+                        program: grant.program.clone(),
+                        reason: no_landlock_reason(),
+                    });
+                };
             // SysV shared memory, semaphores and message queues (and POSIX message queues) of its
             // own, `detach` grants too: what they start (a browser, an editor) loses only X11's
             // MIT-SHM, which its clients do without when the server cannot attach.
@@ -336,8 +336,8 @@ mod linux {
     }
 
     /// Build the Landlock ruleset for `rules` (paths opened now, in the host).
-    fn ruleset(rules: &[Rule], network: bool) -> Result<OwnedFd, String> {
-        let err = |e: landlock::RulesetError| format!("landlock: {e}");
+    fn ruleset(rules: &[Rule], network: bool) -> Result<OwnedFd, RulesetProblem> {
+        let err = RulesetProblem::Landlock;
         let mut rs = Ruleset::default().handle_access(AccessFs::from_all(TARGET_ABI)).map_err(err)?;
         if !network {
             rs = rs.handle_access(AccessNet::from_all(TARGET_ABI)).map_err(err)?;
@@ -346,14 +346,14 @@ mod linux {
         for r in rules {
             let Ok(meta) = std::fs::metadata(&r.path) else {
                 if r.required {
-                    return Err(format!("{} (named by its grant) does not exist", r.path.display()));
+                    return Err(RulesetProblem::Missing(r.path.clone()));
                 }
                 continue;
             };
             let fd = match PathFd::new(&r.path) {
                 Ok(fd) => fd,
                 Err(_) if !r.required => continue,
-                Err(e) => return Err(format!("cannot open {}: {e}", r.path.display())),
+                Err(error) => return Err(RulesetProblem::Open { path: r.path.clone(), error }),
             };
             let mut access = match r.mode {
                 FsMode::ReadOnly => AccessFs::from_read(TARGET_ABI),
@@ -364,8 +364,7 @@ mod linux {
             }
             created = created.add_rule(PathBeneath::new(fd, access)).map_err(err)?;
         }
-        Option::<OwnedFd>::from(created)
-            .ok_or_else(|| "the kernel did not create a Landlock ruleset".to_string())
+        Option::<OwnedFd>::from(created).ok_or(RulesetProblem::NotCreated)
     }
 
     /// Mark every descriptor from `first` up close-on-exec, so the program gets none of the
@@ -502,7 +501,7 @@ mod linux {
 
 #[cfg(not(target_os = "linux"))]
 mod other {
-    use super::{OPT_OUT, ProcessSettings, no_landlock_reason};
+    use super::{ConfineError, ProcessSettings, no_landlock_reason};
     use crate::capability::process::ExecGrant;
     use std::path::Path;
 
@@ -520,15 +519,11 @@ mod other {
             _cwd: &Path,
             settings: &ProcessSettings,
             _abi: i32,
-        ) -> Result<Confinement, String> {
+        ) -> Result<Confinement, ConfineError> {
             if settings.allow_unconfined {
                 Ok(Confinement)
             } else {
-                Err(format!(
-                    "cannot run {} confined: {}; the operator can run programs unconfined with `{OPT_OUT}`",
-                    grant.program.display(),
-                    no_landlock_reason()
-                ))
+                Err(ConfineError::NoLandlock { program: grant.program.clone(), reason: no_landlock_reason() })
             }
         }
 
@@ -612,6 +607,10 @@ mod tests {
         let toml = "[plugin.sys]\nexec = [{ program = \"/usr/bin/git\" }]\n";
         let cfg = Config::from_str_at(toml, Path::new("/"), None).unwrap();
         let e = check_support(0, &cfg.process, cfg.exec_grants()).unwrap_err();
+        assert!(
+            matches!(&e, ConfineError::Unsupported { granted, .. } if granted == &["plugin `sys` (/usr/bin/git)"])
+        );
+        let e = e.to_string();
         assert!(e.contains("plugin `sys` (/usr/bin/git)") && e.contains("Landlock"), "{e}");
         assert!(e.contains("[process] allow_unconfined = true"), "{e}");
         assert!(
@@ -640,7 +639,7 @@ mod tests {
         let abi = landlock_abi();
         match Confinement::prepare(&g, dir.path(), &settings, abi) {
             Ok(c) => assert_eq!(c.landlocked(), abi >= 1),
-            Err(e) => assert!(abi < 1 && e.contains(OPT_OUT), "{e}"),
+            Err(e) => assert!(abi < 1 && e.to_string().contains(OPT_OUT), "{e}"),
         }
         if abi >= 1 {
             let g = ExecGrant {
@@ -648,10 +647,16 @@ mod tests {
                 ..ExecGrant::new(sh.clone())
             };
             let e = Confinement::prepare(&g, dir.path(), &settings, abi).unwrap_err();
-            assert!(e.contains("missing") && e.contains("does not exist"), "{e}");
+            assert!(
+                matches!(&e, ConfineError::Ruleset { problem: RulesetProblem::Missing(p), .. } if p.ends_with("missing")),
+                "{e}"
+            );
+            assert!(e.to_string().contains("missing (named by its grant) does not exist"), "{e}");
         }
         // Simulated: a kernel without Landlock.
         let e = Confinement::prepare(&g, dir.path(), &settings, 0).unwrap_err();
+        assert!(matches!(e, ConfineError::NoLandlock { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains("no Landlock") && e.contains(OPT_OUT), "{e}");
         let opt_out = ProcessSettings { allow_unconfined: true, ..ProcessSettings::default() };
         assert!(!Confinement::prepare(&g, dir.path(), &opt_out, 0).unwrap().landlocked());

@@ -30,9 +30,10 @@
 //! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
 
 pub mod confine;
-
+mod error;
 pub mod settings;
 
+pub use error::ProcessError;
 pub use settings::{ArgPattern, ExecGrant, ExecPath, ProcessSettings, RawExec, RawProcess, resolve_in_path};
 
 use crate::bindings::process::{Host, Output};
@@ -192,104 +193,111 @@ impl ProcessCall {
     }
 
     /// Find the granted program `program` names, or say why there is none.
-    fn find(&self, program: &str) -> Result<&GrantedProgram, String> {
-        let p = &*self.plugin;
+    fn find(&self, program: &str) -> Result<&GrantedProgram, ProcessError> {
+        let plugin = self.plugin.clone();
         if program.is_empty() || program.contains('\0') {
-            return Err(format!("{program:?} is not a program name"));
+            return Err(ProcessError::NotAName { program: program.to_string() });
         }
+        let name = program.rsplit('/').next().unwrap_or(program);
         if self.exec.is_empty() {
             return Err(if self.exec.requested.is_empty() {
-                format!(
-                    "plugin `{p}` cannot run programs: its manifest requests none (add `exec = \"{program}\"` to its #[toolhost_sdk::plugin(...)])"
-                )
+                ProcessError::NothingRequested { plugin, program: program.to_string() }
             } else {
-                let name = program.rsplit('/').next().unwrap_or(program);
-                format!(
-                    "plugin `{p}` cannot run programs: it requests {} but none is granted; the operator can add {}",
-                    self.exec.requested.join(", "),
-                    grant_hint(p, name)
-                )
+                ProcessError::NothingGranted {
+                    how: grant_hint(&plugin, name),
+                    plugin,
+                    program: program.to_string(),
+                    requested: self.exec.requested.clone(),
+                }
             });
         }
         let found = if program.starts_with('/') {
             self.exec.granted.iter().find(|g| g.grant.program.as_os_str() == program)
         } else if program.contains('/') {
-            return Err(format!(
-                "relative program path {program:?} refused: name a granted program (e.g. `{}`) or give its granted absolute path; programs are never looked up in PATH or the working directory",
-                self.exec.granted[0].grant.name
-            ));
+            return Err(ProcessError::RelativePath {
+                program: program.to_string(),
+                example: self.exec.granted[0].grant.name.clone(),
+            });
         } else {
             self.exec.granted.iter().find(|g| g.grant.name == program)
         };
         found.ok_or_else(|| {
-            let name = program.rsplit('/').next().unwrap_or(program);
             let granted: Vec<String> = self.exec.granted.iter().map(|g| g.grant.describe()).collect();
+            let program = program.to_string();
             if !is_requested(&self.exec.requested, name) {
-                format!(
-                    "program `{program}` is not in plugin `{p}`'s manifest request (it asks for: {}; granted: {})",
-                    self.exec.requested.join(", "),
-                    granted.join(", ")
-                )
+                ProcessError::NotRequested {
+                    plugin,
+                    program,
+                    requested: self.exec.requested.clone(),
+                    granted,
+                }
             } else {
-                format!(
-                    "program `{program}` is not granted to plugin `{p}` (granted: {}); the operator can add {}",
-                    granted.join(", "),
-                    grant_hint(p, name)
-                )
+                ProcessError::NotGranted { how: grant_hint(&plugin, name), plugin, program, granted }
             }
         })
     }
 
-    fn check_args(&self, g: &GrantedProgram, args: &[String]) -> Result<(), String> {
+    fn check_args(&self, g: &GrantedProgram, args: &[String]) -> Result<(), ProcessError> {
         if args.len() > MAX_ARGS {
-            return Err(format!("too many arguments ({}, limit {MAX_ARGS})", args.len()));
+            return Err(ProcessError::TooManyArgs { count: args.len() });
         }
         let total: usize = args.iter().map(String::len).sum();
         if total > MAX_ARGS_BYTES {
-            return Err(format!("arguments too large ({total} bytes, limit {MAX_ARGS_BYTES})"));
+            return Err(ProcessError::ArgsTooLarge { total });
         }
-        if let Some(i) = args.iter().position(|a| a.contains('\0')) {
-            return Err(format!("argument {} contains a NUL character", i + 1));
+        if let Some(index) = args.iter().position(|a| a.contains('\0')) {
+            return Err(ProcessError::NulInArg { index });
         }
         let Some(patterns) = &g.grant.args else { return Ok(()) };
         if patterns.iter().any(|p| p.matches(args)) {
             return Ok(());
         }
-        let shown: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
-        Err(format!(
-            "arguments {args:?} for `{name}` do not match what plugin `{p}` is granted ({}); the operator can add a pattern to [plugin.{p}] exec = [{{ program = \"{}\", args = [...] }}]",
-            shown.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
-            g.grant.program.display(),
-            name = g.grant.name,
-            p = self.plugin,
-        ))
+        Err(ProcessError::ArgsNotGranted {
+            plugin: self.plugin.clone(),
+            name: g.grant.name.clone(),
+            program: g.grant.program.clone(),
+            args: args.to_vec(),
+            patterns: patterns.iter().map(|p| p.text.clone()).collect(),
+        })
+    }
+
+    /// The program a refusal is for want of, if it is one a grant question can be about: one
+    /// the manifest requests by this very name and the operator has not granted.
+    fn ungranted<'e>(&self, e: &'e ProcessError) -> Option<&'e str> {
+        match e {
+            ProcessError::NothingGranted { program, .. } | ProcessError::NotGranted { program, .. }
+                if !program.contains('/') && self.exec.requested.iter().any(|r| r == program) =>
+            {
+                Some(program)
+            }
+            _ => None,
+        }
     }
 
     /// Serve one `run` from the guest. A refusal or spawn failure is `Ok(Err(..))` for the
-    /// plugin; reaching the call's deadline is a trap (the call ends as a timeout).
+    /// plugin (one for want of a grant is also recorded in [`ProcessCall::refused`]); reaching
+    /// the call's deadline is a trap (the call ends as a timeout).
     pub async fn run(
         &mut self,
         program: String,
         args: Vec<String>,
-    ) -> wasmtime::Result<Result<Output, String>> {
+    ) -> wasmtime::Result<Result<Output, ProcessError>> {
         let Some(deadline) = self.deadline else {
-            return Ok(Err("this call may not run programs".into()));
+            return Ok(Err(ProcessError::NoDeadline));
         };
         self.runs += 1;
         if self.runs > MAX_RUNS_PER_CALL {
-            return Ok(Err(format!("too many programs run in one call (limit {MAX_RUNS_PER_CALL})")));
+            return Ok(Err(ProcessError::TooManyRuns));
         }
         let g = match self.find(&program).and_then(|g| self.check_args(g, &args).map(|()| g)) {
             Ok(g) => g.clone(),
             Err(e) => {
                 tracing::info!(plugin = &*self.plugin, "refused to run {program:?} {args:?}: {e}");
-                let by_name = !program.contains('/') && !program.is_empty();
-                if by_name
-                    && self.exec.requested.iter().any(|r| r == &program)
-                    && !self.exec.granted.iter().any(|g| g.grant.name == program)
+                if let Some(name) = self.ungranted(&e)
                     && self.refused.len() < 8
                 {
-                    self.refused.push(crate::capability::Refusal::Program { name: program, args });
+                    let name = name.to_string();
+                    self.refused.push(crate::capability::Refusal::Program { name, args });
                 }
                 return Ok(Err(e));
             }
@@ -303,7 +311,7 @@ impl ProcessCall {
             && !cwd.exists()
             && let Err(e) = crate::capability::fs::create_on_first_use(&cwd)
         {
-            return Ok(Err(e.to_string()));
+            return Ok(Err(ProcessError::Workspace(e)));
         }
         tracing::info!(
             plugin = &*self.plugin,
@@ -320,7 +328,7 @@ impl ProcessCall {
                         "refused to run {}: {e}",
                         g.grant.program.display()
                     );
-                    return Ok(Err(e));
+                    return Ok(Err(e.into()));
                 }
             };
         if !confinement.landlocked() {
@@ -405,7 +413,7 @@ async fn spawn(
     cwd: &Path,
     deadline: Instant,
     confinement: confine::Confinement,
-) -> wasmtime::Result<Result<Output, String>> {
+) -> wasmtime::Result<Result<Output, ProcessError>> {
     let program = &g.grant.program;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -425,21 +433,13 @@ async fn spawn(
     confine::install(&mut cmd, confinement);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                format!(
-                    " (confined: if this kernel refuses user namespaces, the operator can run programs unconfined with `{}`)",
-                    confine::OPT_OUT
-                )
-            } else {
-                String::new()
-            };
-            return Ok(Err(format!(
-                "cannot start {} (granted as `{}`) in {}: {e}{hint}",
-                program.display(),
-                g.grant.name,
-                cwd.display()
-            )));
+        Err(error) => {
+            return Ok(Err(ProcessError::Spawn {
+                program: program.clone(),
+                name: g.grant.name.clone(),
+                cwd: cwd.to_path_buf(),
+                error,
+            }));
         }
     };
     let mut group = Group::new(child.id());
@@ -483,7 +483,7 @@ async fn spawn(
     group.armed = false;
     let status = match status {
         Ok(s) => s,
-        Err(e) => return Ok(Err(format!("waiting for {} failed: {e}", program.display()))),
+        Err(error) => return Ok(Err(ProcessError::Wait { program: program.clone(), error })),
     };
     let take = |m: std::sync::Mutex<Vec<u8>>| m.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(Ok(Output {
@@ -509,7 +509,8 @@ impl Host for ProcessCall {
             Ok(Ok(o)) => o.code.map(|c| vec![attr("process.exit.code", i64::from(c))]).unwrap_or_default(),
             _ => vec![attr("error.type", "refused_or_failed")],
         });
-        r
+        // The guest reads the text; what the host needs of a refusal is recorded in `refused`.
+        r.map(|run| run.map_err(|e| e.to_string()))
     }
 }
 
@@ -535,5 +536,32 @@ mod tests {
         assert!(missing.is_empty());
         let (_, missing) = effective("sys", &args(&["*"]), &[]);
         assert!(missing[0].how.contains("--allow-run sys=PROGRAM"), "{:?}", missing[0]);
+    }
+
+    #[test]
+    fn a_refusal_for_want_of_a_grant_is_told_by_its_variant() {
+        let call = |requested: &[&str], granted: &[&str]| {
+            let granted: Vec<ExecGrant> = granted.iter().map(|p| ExecGrant::new(p.into())).collect();
+            let (exec, _) = effective("sys", &args(requested), &granted);
+            ProcessCall { exec: Arc::new(exec), ..ProcessCall::none(Arc::from("sys")) }
+        };
+        let c = call(&["git", "xdg-open"], &["/usr/bin/git"]);
+        let e = c.find("xdg-open").unwrap_err();
+        assert!(matches!(e, ProcessError::NotGranted { .. }), "{e}");
+        assert!(e.to_string().contains("the operator can add [plugin.sys] exec = [{ program = \""), "{e}");
+        assert_eq!(c.ungranted(&e), Some("xdg-open"), "a question can be about it");
+        let e = c.find("rm").unwrap_err();
+        assert!(matches!(e, ProcessError::NotRequested { .. }) && c.ungranted(&e).is_none(), "{e}");
+        let e = c.find("/usr/bin/xdg-open").unwrap_err();
+        assert!(matches!(e, ProcessError::NotGranted { .. }) && c.ungranted(&e).is_none(), "by path: {e}");
+        let e = c.find("./git").unwrap_err();
+        assert!(matches!(e, ProcessError::RelativePath { .. }) && c.ungranted(&e).is_none(), "{e}");
+        let e = c.check_args(c.find("git").unwrap(), &args(&["a\0b"])).unwrap_err();
+        assert_eq!(e.to_string(), "argument 1 contains a NUL character");
+        let c = call(&["git"], &[]);
+        let e = c.find("git").unwrap_err();
+        assert!(matches!(e, ProcessError::NothingGranted { .. }) && c.ungranted(&e) == Some("git"), "{e}");
+        let e = call(&[], &[]).find("git").unwrap_err();
+        assert!(matches!(e, ProcessError::NothingRequested { .. }), "{e}");
     }
 }

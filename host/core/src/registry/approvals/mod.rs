@@ -383,13 +383,14 @@ mod tests {
         }
     }
 
-    fn lock(toml_text: &str) -> Result<ApprovalLock, String> {
+    /// `[approvals]` as the config reader takes it: TOML's refusals, then the section's own.
+    fn lock(toml_text: &str) -> anyhow::Result<ApprovalLock> {
         #[derive(Deserialize)]
         struct Doc {
             approvals: RawApprovals,
         }
-        let doc: Doc = toml::from_str(toml_text).map_err(|e| e.to_string())?;
-        ApprovalLock::resolve(doc.approvals).map_err(|e| e.to_string())
+        let doc: Doc = toml::from_str(toml_text)?;
+        ApprovalLock::resolve(doc.approvals).map_err(anyhow::Error::msg)
     }
 
     #[test]
@@ -428,13 +429,13 @@ mod tests {
 
     #[test]
     fn pinned_entries_are_checked_when_the_config_is_read() {
-        let e = lock("[approvals.plugin.web]\n").unwrap_err();
+        let e = lock("[approvals.plugin.web]\n").unwrap_err().to_string();
         assert!(e.contains("approvals.plugin.web") && e.contains("--print"), "{e}");
-        let e = lock("[approvals.plugin.web]\nsha256 = \"abc\"\n").unwrap_err();
+        let e = lock("[approvals.plugin.web]\nsha256 = \"abc\"\n").unwrap_err().to_string();
         assert!(e.contains("approvals.plugin.web.sha256") && e.contains("64 hex digits"), "{e}");
-        let e = lock("[approvals.plugin.web]\nrequest = { nett = [] }\n").unwrap_err();
+        let e = lock("[approvals.plugin.web]\nrequest = { nett = [] }\n").unwrap_err().to_string();
         assert!(e.contains("nett"), "{e}");
-        let e = lock("[approvals]\nlock = true\n").unwrap_err();
+        let e = lock("[approvals]\nlock = true\n").unwrap_err().to_string();
         assert!(e.contains("lock"), "{e}");
         let full = format!("[approvals.plugin.web]\nsha256 = \"sha256:{}\"\n", "ab".repeat(32));
         assert_eq!(lock(&full).unwrap().plugins["web"].sha256, Some([0xab; 32]));
