@@ -675,7 +675,7 @@ async fn a_dev_build_behaves_like_the_built_plugin() {
         let mut built_grants = bp.grants.clone();
         // The workspace differs by test env only: each has its own.
         for g in [&mut built_grants, &mut dev_grants] {
-            for f in &mut g.fs {
+            for f in g.fs.iter_mut() {
                 f.host_path = PathBuf::new();
             }
         }
