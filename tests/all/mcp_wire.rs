@@ -4,82 +4,27 @@
 
 use crate::fleet::post;
 use crate::support::Env;
+use crate::support::mcp_http::{
+    Killed, answer, answered_directly, content_type, keep_reading, open_session, serve_mcp_http,
+    session_headers, without_usage,
+};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-/// `serve --mcp --http 127.0.0.1:0` over the text and ticker plugins, with `global` arguments
-/// before the subcommand; its URL, and its stderr (the caller decides whether it keeps reading it).
+/// `serve --mcp --http 127.0.0.1:0` over the text and ticker plugins (ticker granted the
+/// workspace), with `global` arguments before the subcommand.
 fn serve(env: &Env, global: &[&str]) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(global)
-        .args(["--plugins"])
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(["--allow-write", "ticker", "serve", "--mcp", "--http", "127.0.0.1:0"])
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            panic!("serve exited before printing its URL");
-        }
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            break rest.split(',').next().unwrap().trim().to_string();
-        }
-    };
-    (child, url, err)
-}
-
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    serve_mcp_http(env, &[global, &["--allow-write", "ticker"]].concat())
 }
 
 fn env() -> Env {
     Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::TICKER])
 }
 
-/// A 2025-06-18 session: its id.
-fn open_session(url: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}});
-    let (status, head, messages) = post(url, "", &init);
-    assert_eq!(status, 200, "{head}");
-    assert!(messages.iter().any(|m| m["id"] == json!(0) && m.get("result").is_some()), "{messages:?}");
-    let session = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_else(|| panic!("no session id: {head}"));
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
-    assert_eq!(post(url, &headers, &done).0, 202);
-    session
-}
-
-fn content_type(head: &str) -> String {
-    head.lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-type")))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_default()
-}
-
-fn answer(messages: &[Value], id: i64) -> &Value {
-    messages.iter().find(|m| m["id"] == json!(id)).unwrap_or_else(|| panic!("no answer {id}: {messages:?}"))
+/// A 2025-06-18 session with no capabilities: the headers of its requests.
+fn session(url: &str) -> String {
+    session_headers(&open_session(url, "2025-06-18", json!({}), "wire"), "2025-06-18")
 }
 
 #[test]
@@ -90,8 +35,7 @@ fn http_answers_are_plain_json_unless_progress_needs_a_stream() {
     std::thread::spawn(move || while err.read_line(&mut String::new()).is_ok_and(|n| n > 0) {});
 
     // A 2025 session: a call without a progress token is answered with plain JSON.
-    let session = open_session(&url);
-    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let headers = session(&url);
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"text": "hello"}}});
     let (status, head, messages) = post(&url, &headers, &call);
@@ -136,8 +80,7 @@ fn serve_http_with_its_stderr_closed_answers_calls() {
     let (child, url, err) = serve(&env, &["-vv"]);
     let _server = Killed(child);
     drop(err);
-    let session = open_session(&url);
-    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let headers = session(&url);
     for id in 1..=3 {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": format!("after {id}")}}});
@@ -255,21 +198,6 @@ fn serve_stdio_answers_the_handshake_during_a_cold_load_and_lists_after_it() {
     assert!(handshake < loaded, "the handshake waited for the first load");
 }
 
-/// The server's stderr lines, read on as they come.
-fn keep_reading(
-    mut err: BufReader<std::process::ChildStderr>,
-) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = lines.clone();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while err.read_line(&mut line).is_ok_and(|n| n > 0) {
-            kept.lock().unwrap().push(std::mem::take(&mut line));
-        }
-    });
-    lines
-}
-
 /// A server (`-vv`) whose stderr is read on, with a 2025-06-18 session open.
 struct Logged {
     _server: Killed,
@@ -284,23 +212,9 @@ impl Logged {
         let (child, url, err) = serve(env, &["-vv"]);
         let _server = Killed(child);
         let lines = keep_reading(err);
-        let session = open_session(&url);
-        let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+        let headers = session(&url);
         Logged { _server, url, lines, headers }
     }
-}
-
-/// How many calls the server says it answered without rmcp's session (`-vv`).
-fn answered_directly(lines: &std::sync::Mutex<Vec<String>>) -> usize {
-    lines.lock().unwrap().iter().filter(|l| l.contains("answered without rmcp's session")).count()
-}
-
-/// A result with what varies from call to call (its cost) left out.
-fn without_usage(mut message: Value) -> Value {
-    if let Some(meta) = message["result"]["_meta"].as_object_mut() {
-        meta.remove("toolhost/usage");
-    }
-    message
 }
 
 /// A 2025 session's common call is answered by toolhost's own handler (`mcp::direct`), not

@@ -1,5 +1,7 @@
 //! Shared set-up: one engine for the whole test binary, temp plugin folders and workspaces.
 
+pub mod mcp_http;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use toolhost_core::engine::Runtime;
