@@ -5,7 +5,9 @@
 //! the question on `/dev/tty`).
 
 use crate::security::terminal::{Pty, command};
-use crate::support::{Env, call, err, ok};
+use crate::support::mcp_http::{Stateless, form};
+use crate::support::python::mcp_script;
+use crate::support::{Env, Server, call, err, ok};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -529,22 +531,12 @@ fn mcp_elicitation_asks_when_the_operator_says_ask() {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(env.at("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
         .unwrap();
-    let plugins = env.plugins.path().to_str().unwrap();
-    let config = env.config_path().display().to_string();
-    let out = mcp_script(
-        &env,
-        "grants.py",
-        &[
-            &url(port),
-            env!("CARGO_BIN_EXE_toolhost"),
-            "--config",
-            &config,
-            "--plugins",
-            plugins,
-            "serve",
-            "--mcp",
-        ],
-    );
+    let out = mcp_script(1, "grants.py", &env)
+        .arg(url(port))
+        .args(env.command_line())
+        .args(["serve", "--mcp"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
@@ -588,67 +580,25 @@ async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
 const GRANT_KEY_SECRET: &str = "grants-test-key-1f9c3a7e5b2d4c6e8a0b1d3f5e7c9a2b";
 
 /// A running `serve --mcp --http` over `env` with `config` (and the shared approval key in
-/// its environment), killed on drop: the process, its MCP URL and the local key it printed.
-struct Served(std::process::Child, String, String);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
-    use std::process::Stdio;
-    let path = env.at("toolhost.toml");
+/// its environment); it printed its local key.
+fn serve_2026(env: &Env, web: &str, config: &str) -> Server {
     let config = format!(
         "[secrets.approvals]\nenv = \"TOOLHOST_TEST_GRANT_KEY\"\n\n[plugin.web]\nnet_private = true\n\
          on_missing = \"ask\"\n{web}\n{config}"
     );
-    std::fs::write(&path, config).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--plugins", env.plugins.path().to_str().unwrap()])
-        .args(["--workspace", env.workspace.path().to_str().unwrap()])
-        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
-        .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET)
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut served = Served(child, String::new(), String::new());
-    let mut start = Vec::new();
-    while served.1.is_empty() || served.2.is_empty() {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no URL from serve: {start:?}"));
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            served.1 = rest.split(',').next().unwrap().to_string();
-        }
-        if let Some(key) = crate::support::local_key(&line) {
-            served.2 = key;
-        }
-        start.push(line);
-    }
-    std::thread::spawn(move || while rx.recv().is_ok() {});
+    let served = Server::start(
+        env.configured(&config)
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET),
+    );
+    assert!(served.key.is_some(), "no local key printed: {:?}", served.seen);
     served
 }
 
 /// One stateless 2026-07-28 `tools/call` of `tool(url)`, with a `requestState` and an answer
 /// to `inputRequests.grant` when given; the JSON-RPC response.
 fn call_2026(
-    served: &Served,
+    served: &Server,
     tool: &str,
     url: &str,
     state: Option<&str>,
@@ -659,39 +609,16 @@ fn call_2026(
 
 /// [`call_2026`] with any `arguments`.
 fn call_2026_with(
-    served: &Served,
+    served: &Server,
     tool: &str,
     arguments: serde_json::Value,
     state: Option<&str>,
     answer: Option<serde_json::Value>,
 ) -> serde_json::Value {
-    use serde_json::json;
-    let mut params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "grants-test", "version": "0"},
-        },
-    });
-    if let Some(s) = state {
-        params["requestState"] = s.into();
-    }
-    if let Some(a) = answer {
-        params["inputResponses"] = json!({ "grant": a });
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     // The operator's client: it sends the key printed at start, so it may be asked.
-    let headers = format!(
-        "Authorization: Bearer {}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n",
-        served.2
-    );
-    let (_, head, messages) = crate::fleet::post(&served.1, &headers, &body);
-    messages
-        .into_iter()
-        .find(|m| m.get("id") == Some(&json!(1)))
-        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
+    let auth = served.operator();
+    let client = Stateless { url: &served.url, auth: &auth, client: "grants-test", capabilities: form() };
+    client.call(tool, arguments, state.zip(answer).map(|(state, answer)| (state, "grant", answer)))
 }
 
 /// The sealed state of a grant question, checking the question names the plugin and item.
@@ -1129,23 +1056,11 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
 fn mcp_elicitation_asks_about_the_workspace() {
     let env = files_env();
     std::fs::write(env.at("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
-    let (plugins, ws) = (env.plugins.path().to_str().unwrap(), env.workspace.path().to_str().unwrap());
-    let config = env.config_path().display().to_string();
-    let out = mcp_script(
-        &env,
-        "grants_workspace.py",
-        &[
-            env!("CARGO_BIN_EXE_toolhost"),
-            "--config",
-            &config,
-            "--plugins",
-            plugins,
-            "--workspace",
-            ws,
-            "serve",
-            "--mcp",
-        ],
-    );
+    let out = mcp_script(1, "grants_workspace.py", &env)
+        .args(env.command_line())
+        .args(["serve", "--mcp"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1153,18 +1068,4 @@ fn mcp_elicitation_asks_about_the_workspace() {
         "{stdout}\n{stderr}"
     );
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
-}
-
-/// Run `tests/mcp/SCRIPT` with `args` under the MCP SDK's Python, in `env`'s workspace, with the
-/// test suite's cache and state folders.
-fn mcp_script(env: &Env, script: &str, args: &[&str]) -> std::process::Output {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::process::Command::new(crate::mcp::python())
-        .arg(root.join("tests/mcp").join(script))
-        .args(args)
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
 }
