@@ -1,23 +1,13 @@
 //! The `toolhost` binary, driven as a user would.
 
-use crate::support::{Env, component};
+use crate::support::lines::next_line;
+use crate::support::{self, Env, component, lines};
 use std::process::{Command, Output, Stdio};
 
-/// The compiled-code cache the spawned binaries share (kept out of the user's home).
-fn cache_home() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
-}
-
-/// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the workspace.
+/// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the operator's folder.
 fn command(env: &Env, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env("XDG_CACHE_HOME", cache_home())
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(args)
-        .current_dir(env.dir.path());
+    let mut cmd = env.command();
+    cmd.args(args);
     cmd
 }
 
@@ -229,8 +219,7 @@ fn prompt_and_schema_commands() {
 /// ends it cleanly, as Ctrl-C does.
 #[test]
 fn dev_rebuilds_on_save_and_the_tool_appears() {
-    use std::io::BufRead;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let root = support::root();
     let krate = tempfile::tempdir().unwrap();
     std::fs::create_dir(krate.path().join("src")).unwrap();
     std::fs::write(
@@ -249,8 +238,7 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
     std::fs::write(krate.path().join("src/lib.rs"), src("", hi)).unwrap();
     let plugins = tempfile::tempdir().unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", cache_home())
+    let mut child = support::toolhost()
         .arg("--plugins")
         .arg(plugins.path())
         .arg("dev")
@@ -261,24 +249,11 @@ fn dev_rebuilds_on_save_and_the_tool_appears() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |want: &str| -> Result<(), String> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let rx = lines(child.stdout.take().unwrap());
+    let wait_for = |want: &str| -> Result<String, String> {
         let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) if line.starts_with(want) => return Ok(()),
-                Ok(line) => seen.push(line),
-                Err(_) => break,
-            }
-        }
-        Err(format!("never saw {want:?}; saw {seen:?}"))
+        next_line(&rx, 240, |l| l.starts_with(want), &mut seen)
+            .ok_or_else(|| format!("never saw {want:?}; saw {seen:?}"))
     };
     let first = wait_for("+ hi (devloop v0.1.0)");
     let second = first.clone().and_then(|_| {
@@ -455,7 +430,7 @@ fn an_install_that_would_shadow_a_tool_is_refused_naming_both_plugins() {
 /// cannot have.
 #[test]
 fn rust_mistakes_are_reported_at_the_authors_lines() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let root = support::root();
     let krate = tempfile::tempdir().unwrap();
     std::fs::create_dir(krate.path().join("src")).unwrap();
     std::fs::write(

@@ -5,12 +5,12 @@
 //! the question on `/dev/tty`).
 
 use crate::security::terminal::{Pty, command};
+use crate::support::http;
 use crate::support::mcp_http::{Stateless, form};
 use crate::support::python::mcp_script;
 use crate::support::{Env, Server, call, err, ok};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use toolhost_core::ErrorKind;
 use toolhost_core::executor::{AskGrant, DecidedBy, GrantAnswer, GrantRequest};
@@ -25,42 +25,15 @@ fn server() -> u16 {
 
 /// [`server`], and how many requests it has been sent.
 fn counted_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let count = count.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line.to_ascii_lowercase());
-                }
-                if !head.is_empty() {
-                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                }
-                let json = head.lines().next().is_some_and(|l| l.contains(".json "));
-                let authorized = head.contains("authorization: bearer s3cret");
-                let answer = format!("{{\"authorized\": {authorized}}}");
-                let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
-                let mut out = stream;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = out.write_all(head.as_bytes());
-                let _ = out.write_all(body);
-                let _ = out.flush();
-                let _ = reader.read(&mut [0; 1]);
-            });
-        }
+    let port = http::listen(move |got, out| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let json = got.line.to_ascii_lowercase().contains(".json ");
+        let authorized = got.head.to_ascii_lowercase().contains("authorization: bearer s3cret");
+        let answer = format!("{{\"authorized\": {authorized}}}");
+        let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
+        http::reply(out, "200 OK", "Content-Type: text/plain\r\n", body);
     });
     (port, seen)
 }

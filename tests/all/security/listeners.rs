@@ -10,7 +10,7 @@
 
 use crate::console::{Server, json};
 use crate::support::Env;
-use crate::support::mcp_http::{Stateless, form, open_session, post, session_headers};
+use crate::support::mcp_http::{Stateless, form, open_session_as, post, session_headers};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -349,7 +349,7 @@ fn the_operator_does_all_four(
 /// A 2025 session without the key whose client declares elicitation: `delete(path)` in it; the
 /// text of the result.
 fn legacy_delete(server: &Server, path: &str) -> String {
-    let session = open_session(&server.url, "2025-06-18", json!({"elicitation": {}}), "keyless");
+    let session = open_session_as(&server.url, "", "2025-06-18", json!({"elicitation": {}}), "keyless");
     let in_session = session_headers(&session, "2025-06-18");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "delete", "arguments": {"path": path}}});

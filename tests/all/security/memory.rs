@@ -10,7 +10,7 @@
 
 use crate::support::http::{self, get, header, read_answer};
 use crate::support::mcp_http::{
-    INITIALIZE, echo_in, echo_over_mcp, json_rpc, mcp_headers, mcp_post, open_session,
+    INITIALIZE, echo_in, echo_over_mcp, json_rpc, mcp_headers, mcp_post, open_session_as,
 };
 use crate::support::{HttpServer, connect_from, poll};
 use std::io::Write;
@@ -144,7 +144,7 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
                   [serve]\nmax_waiting_calls = 4\nmax_waiting_calls_per_peer = 2\n";
     let server = HttpServer::start(&[plugin_artifacts::TEXT, plugin_artifacts::TICKER], config, &[], &[]);
     let addr = server.addr;
-    let session = open_session(&server.url, "2025-06-18", serde_json::json!({}), "raw");
+    let session = open_session_as(&server.url, "", "2025-06-18", serde_json::json!({}), "raw");
     let quiet = || metric(addr, "toolhost_calls_waiting") == 0.0;
     // `ticker`'s one slot is taken by a call that runs until its (2026-07-28) client leaves.
     let (head, body) = tick(addr, Path::Stateless, &session, 600, 100, "");
@@ -211,7 +211,7 @@ fn open_sessions_are_capped_in_all_and_per_client() {
     let config = "[mcp]\nmax_sessions = 60\nmax_sessions_per_peer = 30\n";
     let server = HttpServer::start(&[plugin_artifacts::TEXT], config, &[], &[]);
     let addr = server.addr;
-    let mine = open_session(&server.url, "2025-06-18", serde_json::json!({}), "raw");
+    let mine = open_session_as(&server.url, "", "2025-06-18", serde_json::json!({}), "raw");
     let rss_before = server.rss_kb();
 
     // `count` initializes on one connection from `from`: the sessions opened, and the refusals

@@ -228,20 +228,8 @@ impl Drop for Pty {
 /// warnings only (no coloured "compiling …" lines), unless a test passes `-v` and removes
 /// `TOOLHOST_LOG`.
 pub(crate) fn command(env: &Env, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env(
-        "XDG_CACHE_HOME",
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
-    )
-    .env("TOOLHOST_LOG", "warn")
-    .env_remove("OPENAI_API_KEY")
-    .env_remove("OPENAI_BASE_URL")
-    .arg("--plugins")
-    .arg(env.plugins.path())
-    .arg("--workspace")
-    .arg(env.workspace.path())
-    .args(args)
-    .current_dir(env.dir.path());
+    let mut cmd = env.command();
+    cmd.env("TOOLHOST_LOG", "warn").env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL").args(args);
     cmd
 }
 

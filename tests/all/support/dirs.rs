@@ -18,7 +18,13 @@ pub fn root() -> PathBuf {
 /// plugin compiles once and nothing is written to the user's own folders.
 pub fn test_dirs() -> [(&'static str, PathBuf); 2] {
     let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    [("XDG_CACHE_HOME", target.join("test-cache")), ("XDG_STATE_HOME", target.join("test-state"))]
+    [("XDG_CACHE_HOME", cache_home()), ("XDG_STATE_HOME", target.join("test-state"))]
+}
+
+/// The suite's `XDG_CACHE_HOME` (see [`test_dirs`]), for a process that keeps its own state
+/// folder.
+pub fn cache_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
 }
 
 /// The `toolhost` binary with the test binary's own cache and state folders ([`test_dirs`]):

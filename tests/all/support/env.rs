@@ -31,7 +31,7 @@ impl Env {
         let workspace = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
         // The test binary's own cache (the folder index, compiled code), never the user's.
-        let cache = super::test_dirs()[0].1.join("toolhost");
+        let cache = super::cache_home().join("toolhost");
         let mut config = Config {
             plugins_dir: plugins.path().to_path_buf(),
             cache_dir: Some(cache),

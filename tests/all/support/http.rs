@@ -249,11 +249,13 @@ impl<'a> Read for Deadline<&'a mut TcpStream> {
     }
 }
 
-/// A request a [`listen`] server got: its request line, its head (the header lines) and body.
+/// A request a [`listen`] server got (its body read and dropped): its request line and its head
+/// (the header lines, each ending in CRLF).
 pub struct Got {
+    /// The server's port.
+    pub port: u16,
     pub line: String,
     pub head: String,
-    pub body: Vec<u8>,
 }
 
 impl Got {
@@ -261,15 +263,11 @@ impl Got {
     pub fn path(&self) -> &str {
         self.line.split_whitespace().nth(1).unwrap_or("/")
     }
-
-    /// The value of header `name`.
-    pub fn header(&self, name: &str) -> Option<String> {
-        header(&self.head, name)
-    }
 }
 
 /// An HTTP/1.1 server on a free 127.0.0.1 port, a thread per connection, answering each request
-/// with what `answer` writes on the connection (one request per connection); its port.
+/// with what `answer` writes on the connection (one request per connection, which it leaves to
+/// the client to close); its port.
 pub fn listen(answer: impl Fn(Got, &mut TcpStream) + Send + Sync + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -281,13 +279,15 @@ pub fn listen(answer: impl Fn(Got, &mut TcpStream) + Send + Sync + 'static) -> u
             std::thread::spawn(move || {
                 let Some(got) = read_request(&stream) else { return };
                 answer(got, &mut stream);
+                let _ = stream.flush();
+                let _ = stream.read(&mut [0; 1]);
             });
         }
     });
     port
 }
 
-/// One request off `stream`, its body read by its `Content-Length`; `None` if none came.
+/// One request off `stream`, its body read through by its `Content-Length`; `None` if none came.
 fn read_request(stream: &TcpStream) -> Option<Got> {
     let mut r = BufReader::new(stream);
     let mut line = String::new();
@@ -300,10 +300,11 @@ fn read_request(stream: &TcpStream) -> Option<Got> {
         }
         head.push_str(&l);
     }
+    // Read whole before answering (closing with some of it unread would reset the connection).
     let length = header(&head, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut body = vec![0; length];
-    let _ = r.read_exact(&mut body);
-    Some(Got { line: line.trim_end().to_string(), head, body })
+    let _ = io::copy(&mut r.take(length), &mut io::sink());
+    let port = stream.local_addr().ok()?.port();
+    Some(Got { port, line: line.trim_end().to_string(), head })
 }
 
 /// Write a whole response: `status` (`200 OK`), the header lines `extra`, the body's length,

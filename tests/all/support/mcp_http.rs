@@ -114,20 +114,34 @@ pub fn exchange(
 }
 
 /// A session of `revision` opened by a client named `client` that declares `capabilities`
-/// (its `initialize` must succeed, and `notifications/initialized` is sent): its id.
+/// (its `initialize` must succeed, read as [`exchange`] reads, and `notifications/initialized` is
+/// sent): its id.
 #[track_caller]
 pub fn open_session(url: &str, revision: &str, capabilities: Value, client: &str) -> String {
-    open_session_as(url, "", revision, capabilities, client)
+    let init = initialize(revision, capabilities, client);
+    let (status, head, messages) = exchange(url, "", &init, |_| panic!("asked during initialize"));
+    initialized(url, "", revision, (status, head, messages))
 }
 
 /// [`open_session`] with the header lines `auth` (an `Authorization` line, or nothing) on its
-/// requests.
+/// requests, the answer to `initialize` read whole ([`post`]).
 #[track_caller]
 pub fn open_session_as(url: &str, auth: &str, revision: &str, capabilities: Value, client: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    let answer = post(url, auth, &initialize(revision, capabilities, client));
+    initialized(url, auth, revision, answer)
+}
+
+/// An `initialize` (request id 0).
+fn initialize(revision: &str, capabilities: Value, client: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": revision, "capabilities": capabilities,
-        "clientInfo": {"name": client, "version": "0"}}});
-    let (status, head, messages) = exchange(url, auth, &init, |_| panic!("asked during initialize"));
+        "clientInfo": {"name": client, "version": "0"}}})
+}
+
+/// The session `answer` (to [`initialize`]) opened, once told `notifications/initialized`.
+#[track_caller]
+fn initialized(url: &str, auth: &str, revision: &str, answer: (u16, String, Vec<Value>)) -> String {
+    let (status, head, messages) = answer;
     assert_eq!(status, 200, "{head}");
     assert!(messages.iter().any(|m| m["id"] == json!(0) && m.get("result").is_some()), "{messages:?}");
     let session = header(&head, "mcp-session-id").unwrap_or_else(|| panic!("no session id: {head}"));

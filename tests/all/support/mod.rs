@@ -15,7 +15,7 @@ pub mod python;
 pub mod server;
 mod wasm;
 
-pub use dirs::{BIN, root, test_dirs, toolhost};
+pub use dirs::{BIN, cache_home, root, test_dirs, toolhost};
 pub use env::Env;
 pub use lines::{lines, poll, wait_line};
 pub use ports::{connect_from, free_port};

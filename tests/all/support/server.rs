@@ -101,12 +101,6 @@ impl Server {
         Server { child, url, addr, key, seen, log: lines(stderr) }
     }
 
-    /// `serve --mcp --http 127.0.0.1:0` of `env` with `toml` as the operator's `toolhost.toml`.
-    #[track_caller]
-    pub fn mcp(env: &Env, toml: &str) -> Server {
-        Server::start(env.configured(toml).args(["serve", "--mcp", "--http", "127.0.0.1:0"]))
-    }
-
     /// One request to it (see [`http::request`]).
     #[track_caller]
     pub fn request(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
