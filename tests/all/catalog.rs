@@ -4,10 +4,10 @@
 //! registry `server.json`.
 
 use crate::support::python::mcp_script;
-use crate::support::{Env, call, err, ok, runtime};
+use crate::support::{Env, Operator, call, err, ok, runtime};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, ToolCall};
+use std::sync::Arc;
+use toolhost_core::executor::{Decision, ErrorKind, ToolCall};
 use toolhost_core::registry::Served;
 use toolhost_core::settings::Config;
 use toolhost_frontends::{mcp::McpServer, openai, text};
@@ -181,20 +181,6 @@ async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
     assert_eq!(toolhost::commands::list::list_json(&reg)["hidden"].as_array().unwrap().len(), 5);
 }
 
-/// Records every danger question and allows it.
-#[derive(Default)]
-struct Recording(Mutex<Vec<DangerRequest>>);
-
-impl Confirm for Recording {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(req.clone());
-        Box::pin(async { Decision::Allow })
-    }
-}
-
 #[tokio::test]
 async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() {
     let mut env = with_sections(
@@ -203,7 +189,7 @@ async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() 
     );
     env.config.grant_workspace("files", toolhost_spec::manifest::FsMode::ReadWrite);
     std::fs::write(env.ws("gone.txt"), "x").unwrap();
-    let confirm = Arc::new(Recording::default());
+    let confirm = Operator::answering(Decision::Allow);
     let host = env.host_with(confirm.clone());
     assert_listed_schemas_agree(&host);
     let dir = tempfile::tempdir().unwrap();
@@ -229,7 +215,7 @@ async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() 
     // The plugin receives its own name (it knows no `remove`): the file is deleted.
     ok(&host.call(&ToolCall::new("remove", ["gone.txt"])).await);
     assert!(!env.ws("gone.txt").exists());
-    let asked = confirm.0.lock().unwrap().clone();
+    let asked = confirm.asked();
     assert_eq!(asked.len(), 1);
     assert_eq!((asked[0].tool.as_str(), asked[0].plugin.as_str()), ("remove", "files"));
     err(&host.call(&ToolCall::new("delete", ["x"])).await, ErrorKind::UnknownTool);

@@ -3,7 +3,7 @@
 //! in chunked encoding (events split across chunks, tool-call arguments in index-keyed
 //! fragments), plain JSON replies, error statuses, and streams cut midway.
 
-use crate::support::{Env, free_port, runtime, toolhost};
+use crate::support::{Env, Operator, free_port, runtime, toolhost};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -404,19 +404,6 @@ async fn a_tool_error_the_model_recovers_from() {
     assert_eq!(kinds, [false, true]);
 }
 
-/// Declines every dangerous call, counting the questions.
-struct Decline(Mutex<Vec<String>>);
-
-impl Confirm for Decline {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(format!("{}({})", req.tool, req.args.join(", ")));
-        Box::pin(async { Decision::Deny("the user said no".into()) })
-    }
-}
-
 #[tokio::test]
 async fn a_dangerous_call_declined() {
     let env = env();
@@ -427,12 +414,14 @@ async fn a_dangerous_call_declined() {
         text("I was not allowed to delete it."),
     ])
     .await;
-    let decline = Arc::new(Decline(Mutex::new(Vec::new())));
+    let decline = Operator::answering(Decision::Deny("the user said no".into()));
     let agent = agent(&host, &server, Protocol::Native).with_confirm(decline.clone());
     let mut conv = Conversation::new();
     let (r, _) = turn(&agent, &mut conv, "Delete keep.txt").await;
     assert_eq!(r.unwrap().answer, "I was not allowed to delete it.");
-    assert_eq!(*decline.0.lock().unwrap(), ["delete(keep.txt)"]);
+    let asked: Vec<String> =
+        decline.asked().iter().map(|r| format!("{}({})", r.tool, r.args.join(", "))).collect();
+    assert_eq!(asked, ["delete(keep.txt)"]);
     assert_eq!(std::fs::read_to_string(env.ws("keep.txt")).unwrap(), "precious");
     let o = outcome(server.seen()[1].last());
     assert_eq!(o["kind"], "denied");

@@ -2,9 +2,10 @@
 //! (Debian's `docker-registry`, the reference distribution implementation, started here on
 //! 127.0.0.1), the lock file, and the signature policy at load and on reload.
 
+use crate::support::server::Killed;
 use crate::support::{self, Env, call, free_port, ok};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use toolhost::oci::{self, LockFile};
 use toolhost_core::registry::reload::Reloader;
@@ -15,16 +16,9 @@ const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
 /// A registry serving from a temporary folder, stopped when dropped.
 struct TestRegistry {
-    child: Child,
+    _process: Killed,
     addr: String,
     storage: tempfile::TempDir,
-}
-
-impl Drop for TestRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn registry() -> TestRegistry {
@@ -62,7 +56,7 @@ fn registry() -> TestRegistry {
                 break; // port taken in the meantime: try another
             }
             if v2_ok(&addr) {
-                return TestRegistry { child, addr, storage };
+                return TestRegistry { _process: Killed(child), addr, storage };
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }

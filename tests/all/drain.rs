@@ -8,11 +8,12 @@
 //! records a line in the reliability summary `cargo xtask test` prints.
 
 use crate::service::{Deployed, Deployment, TOKEN, json_line};
+use crate::support::lines::spawn_piped;
 use crate::support::python::python;
 use crate::support::server::{exit_status, sigterm};
-use crate::support::{Server, lines, poll, root, wait_line};
+use crate::support::{Server, poll, root, wait_line};
 use std::io::Write;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -91,11 +92,8 @@ fn drain(generation: u8, mode: &str, transport: Transport) {
             cmd.current_dir(d.dir.path());
         }
     }
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let orders = child.stdin.take();
-    let out = lines(child.stdout.take().unwrap());
-    let err = lines(child.stderr.take().unwrap());
-    let mut driver = Driver { child, orders, out, seen: Vec::new() };
+    let (child, orders, out, err) = spawn_piped(&mut cmd);
+    let mut driver = Driver { child, orders: Some(orders), out, seen: Vec::new() };
     let ready = driver.expect("ready", "true", 60);
     let mut err_seen = Vec::new();
 

@@ -11,7 +11,8 @@
 use crate::mcp::{SERVE_ARGS, mcp_env};
 use crate::support::http::{self, header};
 use crate::support::mcp_http::{Stateless, form, open_session_as, post, session_headers, try_post};
-use crate::support::python::mcp_script;
+use crate::support::python::{mcp_script, run_passing};
+use crate::support::server::Killed;
 use crate::support::{Env, Server, free_port, root};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -27,16 +28,9 @@ const FLEET_TOKEN: &str = "fleet-test-token-8c1e4a7d2b9f";
 
 /// `redis-server` on a free 127.0.0.1 port, killed on drop.
 struct Redis {
-    child: Child,
+    _process: Killed,
     port: u16,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn redis_server_bin() -> PathBuf {
@@ -67,7 +61,7 @@ fn redis_on(port: u16) -> Redis {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let redis = Redis { child, port, _dir: dir };
+    let redis = Redis { _process: Killed(child), port, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let pong = TcpStream::connect(("127.0.0.1", port)).ok().and_then(|mut s| {
@@ -111,6 +105,12 @@ fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[
             .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
             .env("TOOLHOST_TEST_FLEET_TOKEN", FLEET_TOKEN),
     )
+}
+
+/// Three replicas of `env` (their configs in `dir`) sharing the fleet's key and `redis`.
+fn three_replicas(env: &Env, dir: &std::path::Path, redis: &Redis) -> Vec<Server> {
+    let config = fleet_config(Some(redis.port));
+    (0..3).map(|_| replica(env, dir, "127.0.0.1:0", &config, &[])).collect()
 }
 
 fn fleet_config(redis_port: Option<u16>) -> String {
@@ -162,8 +162,7 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Server> = (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     for round in 0..3 {
         let (ask, answer, replay) = (&fleet[round], &fleet[(round + 1) % 3], &fleet[(round + 2) % 3]);
         let file = format!("doomed-{round}.txt");
@@ -343,8 +342,7 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Server> = (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     let lb = nginx(&fleet);
     // 2026-07-28, stateless: every confirmation through the balancer runs its call once.
     let rounds = 30;
@@ -393,16 +391,20 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Server> = (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     let lb = nginx(&fleet);
-    let out = mcp_script(2, "fleet2.py", &env)
-        .args(["--rounds", "30", "--replays", "3", "--token", FLEET_TOKEN, lb.url.as_str()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("fleet checks passed"), "{stdout}\n{stderr}");
+    run_passing(
+        mcp_script(2, "fleet2.py", &env).args([
+            "--rounds",
+            "30",
+            "--replays",
+            "3",
+            "--token",
+            FLEET_TOKEN,
+            &lb.url,
+        ]),
+        "fleet checks passed",
+    );
     // Every `tools/call` through the balancer, in order: the 2026-07-28 ones went round robin,
     // so answers landed on other replicas than their questions, and the replays reached all three.
     let log = std::fs::read_to_string(lb.dir.path().join("access.log")).unwrap();

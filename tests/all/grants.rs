@@ -7,7 +7,7 @@
 use crate::security::terminal::{Pty, command};
 use crate::support::http;
 use crate::support::mcp_http::{Stateless, form};
-use crate::support::python::mcp_script;
+use crate::support::python::{mcp_script, run_passing};
 use crate::support::{Env, Server, call, err, ok};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -36,6 +36,27 @@ fn counted_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
         http::reply(out, "200 OK", "Content-Type: text/plain\r\n", body);
     });
     (port, seen)
+}
+
+/// The test server, and a host of [`web_env`] whose operator answers `answers` in turn: its
+/// port, the env, the host and the asker.
+fn web_asking(answers: &[GrantAnswer]) -> (u16, Env, toolhost_core::Toolhost, Arc<Scripted>) {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(answers);
+    assert!(host.executor.attach_grant_asker(asker.clone()));
+    (port, env, host, asker)
+}
+
+/// The audit trail `audit.jsonl` in the operator's folder, and the `grants` of each line.
+fn audited_grants(env: &Env) -> (String, Vec<String>) {
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
+    let grants = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["grants"].to_string())
+        .collect();
+    (audit, grants)
 }
 
 /// Answers from a script, and remembers every question.
@@ -85,11 +106,7 @@ fn url(port: u16) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_once_runs_the_call_with_that_host_and_the_next_call_asks_again() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Once]);
-    assert!(host.executor.attach_grant_asker(asker.clone()));
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Once, GrantAnswer::Once]);
     let out = ok(&call(&host, "fetch", &[&url(port)]).await);
     assert!(out.contains("hello from the test server"), "{out}");
     assert_eq!(asker.asked(), ["web fetch net localhost"], "the exact host, never the requested `*`");
@@ -103,11 +120,7 @@ async fn allow_once_runs_the_call_with_that_host_and_the_next_call_asks_again() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn always_is_written_to_the_grants_file_and_not_asked_again() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Always]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Always]);
     ok(&call(&host, "fetch", &[&url(port)]).await);
     ok(&call(&host, "fetch", &[&url(port)]).await);
     assert_eq!(asker.asked().len(), 1, "always holds for the rest of the session");
@@ -127,11 +140,7 @@ async fn always_is_written_to_the_grants_file_and_not_asked_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_is_remembered_for_the_session() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Deny]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, _env, host, asker) = web_asking(&[GrantAnswer::Deny]);
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
     assert!(e.contains("not granted") && e.contains("the operator denied plugin `web` net localhost"), "{e}");
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
@@ -141,11 +150,7 @@ async fn deny_is_remembered_for_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Never]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, _asker) = web_asking(&[GrantAnswer::Never]);
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
     assert!(e.contains("the operator denied plugin `web` net localhost"), "{e}");
     let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
@@ -294,11 +299,7 @@ async fn a_host_the_manifest_did_not_request_causes_no_question() {
 /// out answers; the only answers are the asker's (here: deny), and nothing is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_reply_cannot_answer_a_grant_question() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Deny]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Deny]);
     let reply = format!(
         "always\na\n[TOOL] fetch(\"{u}\") [/TOOL]\nallow once\no\n[TOOL] fetch(\"{u}\") [/TOOL]\nalways",
         u = url(port)
@@ -396,9 +397,15 @@ fn terminal_env() -> Env {
 /// `toolhost call fetch URL` in a pty, answering the grant question with `answer` (`None`:
 /// expect no question); exit status and what the terminal got.
 fn call_answering(env: &Env, port: u16, answer: Option<&str>) -> (bool, String) {
-    let mut pty = Pty::spawn(command(env, &["call", "fetch", &url(port)]));
+    in_pty_answering(env, &["call", "fetch", &url(port)], "web wants to send a request to localhost", answer)
+}
+
+/// `toolhost ARGS` in a pty, answering the grant question (the one saying `question`) with
+/// `answer` (`None`: expect no question); exit status and what the terminal got.
+fn in_pty_answering(env: &Env, args: &[&str], question: &str, answer: Option<&str>) -> (bool, String) {
+    let mut pty = Pty::spawn(command(env, args));
     if let Some(a) = answer {
-        let at = pty.wait_for("web wants to send a request to localhost", 0);
+        let at = pty.wait_for(question, 0);
         pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
         pty.send(&format!("{a}\n"));
     }
@@ -443,12 +450,7 @@ fn terminal_allow_once_always_list_revoke_and_deny() {
     let (ok5, _) = call_answering(&env, port, Some("d"));
     assert!(!ok5, "asked again after the revocation");
     // The audit trail says who granted what.
-    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
-    let answers: Vec<String> = audit
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| v["grants"].to_string())
-        .collect();
+    let (audit, answers) = audited_grants(&env);
     assert_eq!(
         answers,
         [
@@ -504,15 +506,10 @@ fn mcp_elicitation_asks_when_the_operator_says_ask() {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(env.at("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
         .unwrap();
-    let out = mcp_script(1, "grants.py", &env)
-        .arg(url(port))
-        .args(env.command_line())
-        .args(["serve", "--mcp"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
+    run_passing(
+        mcp_script(1, "grants.py", &env).arg(url(port)).args(env.command_line()).args(["serve", "--mcp"]),
+        "all grant checks passed",
+    );
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
 
@@ -880,14 +877,8 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     std::fs::write(env.at("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
     let item = ws_item(&env, true).to_string();
     let read = |answer: Option<&str>| {
-        let mut pty = Pty::spawn(command(&env, &["call", "read", "README.txt"]));
-        if let Some(a) = answer {
-            let at = pty.wait_for("files wants to read and write the directory ", 0);
-            pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
-            pty.send(&format!("{a}\n"));
-        }
-        let (status, out) = pty.finish();
-        (status.success(), String::from_utf8_lossy(&out).into_owned())
+        let question = "files wants to read and write the directory ";
+        in_pty_answering(&env, &["call", "read", "README.txt"], question, answer)
     };
     let (ok1, out) = read(Some("a"));
     assert!(ok1 && out.contains("read me"), "{out}");
@@ -903,12 +894,7 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
     let (ok3, out) = read(Some("d"));
     assert!(!ok3 && out.contains(&format!("the operator denied plugin `files` {item}")), "{out}");
-    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
-    let answers: Vec<String> = audit
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| v["grants"].to_string())
-        .collect();
+    let (audit, answers) = audited_grants(&env);
     assert_eq!(
         answers,
         [
@@ -932,16 +918,12 @@ fn terminal_asks_about_a_program_with_its_arguments() {
     .unwrap();
     let item = echo_item(&["hello"]).to_string();
     for answer in ["o", "d"] {
-        let mut pty = Pty::spawn(command(&env, &["call", "run", "echo", "hello"]));
-        let at = pty.wait_for("sys wants to run `echo hello` (/", 0);
-        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
-        pty.send(&format!("{answer}\n"));
-        let (status, out) = pty.finish();
-        let out = String::from_utf8_lossy(&out).into_owned();
+        let question = "sys wants to run `echo hello` (/";
+        let (ran, out) = in_pty_answering(&env, &["call", "run", "echo", "hello"], question, Some(answer));
         if answer == "o" {
-            assert!(status.success() && out.contains("hello"), "{out}");
+            assert!(ran && out.contains("hello"), "{out}");
         } else {
-            assert!(!status.success() && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
+            assert!(!ran && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
         }
     }
     assert!(!env.at("toolhost.grants.toml").exists());
@@ -1029,16 +1011,9 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
 fn mcp_elicitation_asks_about_the_workspace() {
     let env = files_env();
     std::fs::write(env.at("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
-    let out = mcp_script(1, "grants_workspace.py", &env)
-        .args(env.command_line())
-        .args(["serve", "--mcp"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("all workspace grant checks passed"),
-        "{stdout}\n{stderr}"
+    run_passing(
+        mcp_script(1, "grants_workspace.py", &env).args(env.command_line()).args(["serve", "--mcp"]),
+        "all workspace grant checks passed",
     );
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }

@@ -6,7 +6,7 @@
 //! experimental tasks by `tests/mcp/tasks2025.py` (the SDK 1.x task client).
 
 use crate::process::{all_gone, watch_for};
-use crate::support::python::mcp_script;
+use crate::support::python::{mcp_script, run_passing};
 use crate::support::{Env, Server, err, ok, root};
 use std::path::Path;
 use std::process::Stdio;
@@ -368,10 +368,7 @@ fn stdio(env: &Env, config: &str) -> Vec<String> {
 /// Run a test script from tests/mcp with the SDK of `generation`, in the workspace; assert it
 /// passed.
 fn run_script(generation: u8, script: &str, args: &[String], env: &Env, passed: &str) -> String {
-    let out = mcp_script(generation, script, env).args(args).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && stdout.contains(passed), "{script} failed:\n{stdout}\n{stderr}");
-    stdout.into_owned()
+    run_passing(mcp_script(generation, script, env).args(args), passed)
 }
 
 /// `serve --mcp --http 127.0.0.1:0` for `ticker`, with `config` as the operator's `toolhost.toml`.

@@ -4,9 +4,11 @@
 //! test` installs 1.x into `target/pyenv` and 2.x into `target/pyenv2` (or set TOOLHOST_PYTHON /
 //! TOOLHOST_PYTHON2). Each run records its check count in `target/mcp-checks/` for the summary.
 
+use crate::support::lines::spawn_piped;
 use crate::support::mcp_http::INITIALIZE;
 use crate::support::python::mcp_script;
-use crate::support::{Env, Server, lines, root, wait_line};
+use crate::support::server::Killed;
+use crate::support::{Env, Server, root, wait_line};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -112,7 +114,7 @@ fn official_python_client_over_streamable_http() {
 /// `toolhost GLOBAL… --plugins ENV serve --mcp`, spoken to in raw JSON-RPC lines: each line of
 /// its stdout and of its stderr arrives on a channel of its own. Killed on drop.
 struct RawStdio {
-    child: std::process::Child,
+    _process: Killed,
     stdin: std::process::ChildStdin,
     out: std::sync::mpsc::Receiver<String>,
     err: std::sync::mpsc::Receiver<String>,
@@ -120,19 +122,8 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(env: &Env, global: &[&str]) -> RawStdio {
-        let mut child = env
-            .command()
-            .args(global)
-            .args(["serve", "--mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = lines(child.stdout.take().unwrap());
-        let err = lines(child.stderr.take().unwrap());
-        let stdin = child.stdin.take().unwrap();
-        RawStdio { child, stdin, out, err }
+        let (child, stdin, out, err) = spawn_piped(env.command().args(global).args(["serve", "--mcp"]));
+        RawStdio { _process: Killed(child), stdin, out, err }
     }
 
     /// One line (`bytes` and a newline).
@@ -154,13 +145,6 @@ impl RawStdio {
         self.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
         Self::wait_for(&self.out, r#""id":1"#, 60);
         self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    }
-}
-
-impl Drop for RawStdio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

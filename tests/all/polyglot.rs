@@ -8,8 +8,8 @@
 //! the host's own manifest rules.
 
 use crate::support::http;
-use crate::support::lines::next_line;
-use crate::support::{Env, call, err, lines, ok, root, toolhost};
+use crate::support::lines::{next_line, spawn_reading};
+use crate::support::{Env, call, err, ok, root, toolhost};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -734,19 +734,15 @@ fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
     let plugins = dir.path().join("plugins");
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut child = toolhost()
-        .arg("--plugins")
-        .arg(&plugins)
-        .arg("dev")
-        .arg(&project)
-        .env("TOOLHOST_TOOLCHAINS", toolchains().root)
-        .env("TMPDIR", &tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rx = lines(child.stdout.take().unwrap());
+    let (mut child, rx) = spawn_reading(
+        toolhost()
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("dev")
+            .arg(&project)
+            .env("TOOLHOST_TOOLCHAINS", toolchains().root)
+            .env("TMPDIR", &tmp),
+    );
     let wait_for = |want: &str| {
         let mut seen = Vec::new();
         if next_line(&rx, 240, |l| l == want, &mut seen).is_none() {

@@ -3,10 +3,11 @@
 //! call, every outcome kind, no secret), a read-only plugins folder approved from the config,
 //! and the deployment files kept true to the flags.
 
+use crate::support::lines::{spawn_piped, spawn_reading};
 use crate::support::mcp_http::INITIALIZE;
 use crate::support::python::python;
 use crate::support::server::{exit_status, sigterm};
-use crate::support::{Env, Server, lines, poll, root, runtime, wait_line};
+use crate::support::{Env, Server, poll, root, runtime, wait_line};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -64,16 +65,7 @@ impl Deployment {
 
     /// `serve --mcp` over stdio: the child, its stdin, and its stdout read line by line.
     pub(crate) fn serve_stdio(&self) -> (Child, std::process::ChildStdin, Receiver<String>) {
-        let mut child = self
-            .command()
-            .args(["serve", "--mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let out = lines(child.stdout.take().unwrap());
+        let (child, stdin, out, _) = spawn_piped(self.command().args(["serve", "--mcp"]));
         (child, stdin, out)
     }
 
@@ -187,16 +179,12 @@ impl Metrics {
 
 /// `tests/service/calls.py`: MCP calls over HTTP with the official SDK; its stdout lines.
 fn mcp_calls(server: &Server, client: &str, calls: serde_json::Value) -> (Child, Receiver<String>) {
-    let mut child = Command::new(python(1))
-        .arg(root().join("tests/service/calls.py"))
-        .args([server.url.as_str(), TOKEN, client, &calls.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = lines(child.stdout.take().unwrap());
-    (child, out)
+    spawn_reading(Command::new(python(1)).arg(root().join("tests/service/calls.py")).args([
+        server.url.as_str(),
+        TOKEN,
+        client,
+        &calls.to_string(),
+    ]))
 }
 
 pub(crate) fn json_line(line: &str) -> serde_json::Value {
@@ -311,17 +299,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
 #[test]
 fn sigterm_over_stdio_refuses_new_calls_and_finishes_the_one_in_flight() {
     let d = Deployment::new(&[plugin_artifacts::VERSIONED, plugin_artifacts::TEXT], "");
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
-    let err = lines(child.stderr.take().unwrap());
+    let (mut child, mut stdin, out, err) = spawn_piped(d.command().args(["serve", "--mcp"]));
     let mut send = |line: &str| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();

@@ -9,10 +9,11 @@
 
 use crate::support::mcp_http::Stateless;
 use crate::support::python::python;
+use crate::support::server::Killed;
 use crate::support::{Env, Server, root};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,16 +30,9 @@ const MARKER: &str = "argument-value-7c41d2";
 
 /// The receiver, killed on drop; every JSON line it printed.
 struct Receiver {
-    child: Child,
+    _process: Killed,
     port: u16,
     lines: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Receiver {
@@ -64,7 +58,7 @@ impl Receiver {
                 }
             }
         });
-        Receiver { child, port, lines }
+        Receiver { _process: Killed(child), port, lines }
     }
 
     fn lines(&self) -> Vec<Value> {

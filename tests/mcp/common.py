@@ -72,6 +72,20 @@ async def wait_until(secs, what, cond):
         await asyncio.sleep(0.01)
 
 
+def answering(answers):
+    """An SDK 1.x elicitation callback that accepts each question with the next of `answers`,
+    and the list of the questions it was asked."""
+    import mcp.types as types
+
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content=answers[len(asked) - 1])
+
+    return elicit, asked
+
+
 def stdio_params(target):
     """The server a client starts over stdio: `target` is its command line, run with this
     process's environment."""

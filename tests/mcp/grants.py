@@ -11,18 +11,12 @@ gets the refusal with its note. Prints one `ok: ...` line per check.
 import asyncio
 import sys
 
-import mcp.types as types
-from common import check, session, text_of
+from common import answering, check, session, text_of
 
 
 async def main():
     url, target = sys.argv[1], sys.argv[2:]
-    asked = []
-    answers = [{"allow": True}, {"allow": False}]
-
-    async def elicit(context, p):
-        asked.append(p.message)
-        return types.ElicitResult(action="accept", content=answers[len(asked) - 1])
+    elicit, asked = answering([{"allow": True}, {"allow": False}])
 
     async with session("stdio", target, elicitation_callback=elicit) as s:
         await s.initialize()

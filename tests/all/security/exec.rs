@@ -4,16 +4,15 @@
 //! through the real `files` and `sys` plugins.
 
 use crate::process::{all_gone, assert_stopped_growing, procs_with, watch_for};
-use crate::support::{Env, call, err, ok};
+use crate::support::{Env, Operator, call, err, ok};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_core::ErrorKind;
-use toolhost_core::executor::{Confirm, DangerRequest, Decision};
+use toolhost_core::executor::Decision;
 use toolhost_core::settings::Config;
 
 const GIT: &str = "/usr/bin/git";
@@ -303,20 +302,6 @@ fn without_landlock_exec_grants_are_refused_at_start_unless_the_operator_opts_ou
     .unwrap();
 }
 
-/// Records what the danger confirmation showed.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<DangerRequest>>);
-
-impl Confirm for Recorder {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(req.clone());
-        Box::pin(async { Decision::Deny("declined by the test".into()) })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_over_files_plugins_can_write_is_flagged() {
     let env = git_env("");
@@ -326,10 +311,10 @@ async fn a_program_over_files_plugins_can_write_is_flagged() {
         list.contains(&format!("warning:   {flag} (files: {})", env.workspace.path().display())),
         "{list}"
     );
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Operator::answering(Decision::Deny("declined by the test".into()));
     let host = env.host_with(recorder.clone());
     err(&call(&host, "run", &["git", "status"]).await, ErrorKind::Denied);
-    let asked = recorder.0.lock().unwrap().clone();
+    let asked = recorder.asked();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].notes.iter().any(|n| n.starts_with(flag)), "{:?}", asked[0].notes);
 

@@ -232,7 +232,7 @@ struct Deadline<S> {
     until: Instant,
 }
 
-impl<'a> Read for Deadline<&'a TcpStream> {
+impl Read for Deadline<&TcpStream> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let left = self.until.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -243,19 +243,20 @@ impl<'a> Read for Deadline<&'a TcpStream> {
     }
 }
 
-impl<'a> Read for Deadline<&'a mut TcpStream> {
+impl Read for Deadline<&mut TcpStream> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         Deadline { s: &*self.s, until: self.until }.read(buf)
     }
 }
 
-/// A request a [`listen`] server got (its body read and dropped): its request line and its head
-/// (the header lines, each ending in CRLF).
+/// A request a server got: its request line, its head (the header lines, each ending in CRLF)
+/// and its body.
 pub struct Got {
     /// The server's port.
     pub port: u16,
     pub line: String,
     pub head: String,
+    pub body: Vec<u8>,
 }
 
 impl Got {
@@ -287,7 +288,23 @@ pub fn listen(answer: impl Fn(Got, &mut TcpStream) + Send + Sync + 'static) -> u
     port
 }
 
-/// One request off `stream`, its body read through by its `Content-Length`; `None` if none came.
+/// An HTTP/1.1 server on a free 127.0.0.1 port answering its connections one at a time, in the
+/// order they come (a model that answers from a script): `answer` writes the answer to each
+/// request; its port.
+pub fn listen_in_order(mut answer: impl FnMut(Got, &mut TcpStream) + Send + 'static) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Some(got) = read_request(&stream) else { continue };
+            answer(got, &mut stream);
+        }
+    });
+    port
+}
+
+/// One request off `stream`, its body read by its `Content-Length`; `None` if none came.
 fn read_request(stream: &TcpStream) -> Option<Got> {
     let mut r = BufReader::new(stream);
     let mut line = String::new();
@@ -302,9 +319,10 @@ fn read_request(stream: &TcpStream) -> Option<Got> {
     }
     // Read whole before answering (closing with some of it unread would reset the connection).
     let length = header(&head, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let _ = io::copy(&mut r.take(length), &mut io::sink());
+    let mut body = Vec::new();
+    let _ = r.take(length).read_to_end(&mut body);
     let port = stream.local_addr().ok()?.port();
-    Some(Got { port, line: line.trim_end().to_string(), head })
+    Some(Got { port, line: line.trim_end().to_string(), head, body })
 }
 
 /// Write a whole response: `status` (`200 OK`), the header lines `extra`, the body's length,

@@ -1,7 +1,8 @@
-//! A child's output read line by line as it comes (so it never blocks on a full pipe), and
-//! waiting for a line or a condition.
+//! A child's output read line by line as it comes (so it never blocks on a full pipe), waiting
+//! for a line or a condition, and a child spawned with its pipes so.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -54,4 +55,27 @@ pub fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `cmd` spawned with nothing on its stdin and its stdout read line by line (its stderr to
+/// nothing).
+pub fn spawn_reading(cmd: &mut Command) -> (Child, Receiver<String>) {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let out = lines(child.stdout.take().unwrap());
+    (child, out)
+}
+
+/// `cmd` spawned with its stdin a pipe, and its stdout and stderr read line by line.
+pub fn spawn_piped(cmd: &mut Command) -> (Child, ChildStdin, Receiver<String>, Receiver<String>) {
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let (out, err) = (lines(child.stdout.take().unwrap()), lines(child.stderr.take().unwrap()));
+    (child, stdin, out, err)
+}
+
+/// `cmd` run to its end with `input` on its stdin: its output.
+pub fn output_with(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
 }

@@ -2,14 +2,15 @@
 //! ([`Env`]: plugins folder, workspace, the operator's folder), the `toolhost` binary with the
 //! suite's own cache and state folders ([`dirs`]), a server started and its address read
 //! ([`server`]), one raw HTTP client ([`http`]) and MCP over it ([`mcp_http`]), free ports,
-//! child output read as it comes ([`lines`]), the Python MCP clients ([`python`]), and plugins
-//! made from WAT ([`wasm`]). One engine serves every in-process host of the test binary.
+//! child output read as it comes ([`lines`]), a scripted operator ([`Operator`]), the Python MCP
+//! clients ([`python`]), and plugins made from WAT ([`wasm`]). One engine serves every in-process host of the test binary.
 
 pub mod dirs;
 mod env;
 pub mod http;
 pub mod lines;
 pub mod mcp_http;
+mod operator;
 mod ports;
 pub mod python;
 pub mod server;
@@ -18,6 +19,7 @@ mod wasm;
 pub use dirs::{BIN, cache_home, root, test_dirs, toolhost};
 pub use env::Env;
 pub use lines::{lines, poll, wait_line};
+pub use operator::Operator;
 pub use ports::{connect_from, free_port};
 pub use server::{HttpServer, Server};
 pub use wasm::{append_custom_section, component};

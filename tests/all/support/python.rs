@@ -51,3 +51,12 @@ pub fn mcp_script(generation: u8, script: &str, env: &Env) -> Command {
         .stdin(Stdio::null());
     cmd
 }
+
+/// Run `cmd` (a test client) to its end: its stdout, once it has succeeded and printed `passed`.
+#[track_caller]
+pub fn run_passing(cmd: &mut Command, passed: &str) -> String {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains(passed), "no {passed:?}:\n{stdout}\n{stderr}");
+    stdout.into_owned()
+}
