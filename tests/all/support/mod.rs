@@ -1,9 +1,10 @@
 //! The test kit, written once so that a test reads as its scenario: the environments
 //! ([`Env`]: plugins folder, workspace, the operator's folder), the `toolhost` binary with the
 //! suite's own cache and state folders ([`dirs`]), a server started and its address read
-//! ([`server`]), one raw HTTP client ([`http`]) and MCP over it ([`mcp_http`]), free ports,
-//! child output read as it comes ([`lines`]), a scripted operator ([`Operator`]), the Python MCP
-//! clients ([`python`]), and plugins made from WAT ([`wasm`]). One engine serves every in-process host of the test binary.
+//! ([`server`]), one raw HTTP client and loopback server ([`http`]) and MCP over it
+//! ([`mcp_http`]), free ports, child output read as it comes ([`lines`]), a scripted operator
+//! ([`Operator`]), the Python MCP clients ([`python`]), and plugins made from WAT ([`wasm`]).
+//! One engine serves every in-process host of the test binary.
 
 pub mod dirs;
 mod env;
