@@ -95,7 +95,7 @@ impl AskGrant for Scripted {
 /// file in the workspace.
 fn web_env() -> Env {
     let mut env = Env::with(&[plugin_artifacts::WEB, plugin_artifacts::TEXT]);
-    env.config.plugins.entry("web".into()).or_default().net_private = true;
+    env.config.plugins.entry("web".into()).or_default().net.private = true;
     env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     env
 }
@@ -277,7 +277,7 @@ fn web_requesting_x() -> Env {
     }
     std::fs::write(env.plugins.path().join("web.wasm"), out).unwrap();
     let mut env = env;
-    env.config.plugins.entry("web".into()).or_default().net_private = true;
+    env.config.plugins.entry("web".into()).or_default().net.private = true;
     env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
     env
 }

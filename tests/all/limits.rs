@@ -153,7 +153,7 @@ fn big_server(body_mb: u64) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
 fn net_env() -> Env {
     let mut env = quota_env(4);
     env.config.grant_net("hostile", "127.0.0.1").unwrap();
-    env.config.plugins.get_mut("hostile").unwrap().net_private = true;
+    env.config.plugins.get_mut("hostile").unwrap().net.private = true;
     env.config.tools.entry("big_post".into()).or_default().limits.memory_mb = Some(64);
     env
 }

@@ -67,7 +67,7 @@ fn env_granting(hosts: &[&str], private: bool) -> Env {
     for h in hosts {
         env.config.grant_net("hostile", h).unwrap();
     }
-    env.config.plugins.entry("hostile".into()).or_default().net_private = private;
+    env.config.plugins.entry("hostile".into()).or_default().net.private = private;
     env
 }
 
@@ -206,7 +206,7 @@ fn secret_env(s_value: &str, s: &Server) -> (Env, tempfile::NamedTempFile) {
             hosts: vec![origin],
         },
     );
-    env.config.plugins.get_mut("hostile").unwrap().secrets.push("token".into());
+    env.config.plugins.get_mut("hostile").unwrap().net.secrets.push("token".into());
     (env, file)
 }
 
@@ -269,7 +269,7 @@ async fn web_plugin_fetches_readable_text_and_json() {
     let s = server();
     let mut env = Env::with(&[plugin_artifacts::WEB]);
     env.config.grant_net("web", "localhost").unwrap();
-    env.config.plugins.get_mut("web").unwrap().net_private = true;
+    env.config.plugins.get_mut("web").unwrap().net.private = true;
     let host = env.host();
     let page = ok(&call(&host, "fetch", &[&s.url("localhost", "/page")]).await);
     assert_eq!(page, "# Test page\n\nWelcome\n\nFish & chips");
@@ -300,7 +300,7 @@ async fn a_failure_note_names_only_the_grant_it_points_at() {
     // The host granted, the secret not: `api_get` is refused for want of the secret.
     let mut env = Env::with(&[plugin_artifacts::WEB]);
     env.config.grant_net("web", "localhost").unwrap();
-    env.config.plugins.get_mut("web").unwrap().net_private = true;
+    env.config.plugins.get_mut("web").unwrap().net.private = true;
     let host = env.host();
     let e = err(
         &call(&host, "api_get", &[&format!("http://localhost:{}/json", s.port)]).await,

@@ -77,7 +77,7 @@ fn api_env(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile
     let mut env = Env::with(&[wasm]);
     env.config.grant_workspace(plugin, toolhost_spec::manifest::FsMode::ReadWrite);
     env.config.grant_net(plugin, "localhost").unwrap();
-    env.config.plugins.get_mut(plugin).unwrap().net_private = true;
+    env.config.plugins.get_mut(plugin).unwrap().net.private = true;
     let mut file = tempfile::NamedTempFile::new().unwrap();
     file.write_all(TOKEN.as_bytes()).unwrap();
     env.config.secrets.insert(
@@ -91,7 +91,7 @@ fn api_env(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile
             ],
         },
     );
-    env.config.plugins.get_mut(plugin).unwrap().secrets.push("api_token".into());
+    env.config.plugins.get_mut(plugin).unwrap().net.secrets.push("api_token".into());
     (env, file)
 }
 
@@ -178,7 +178,7 @@ async fn js_plugin_through_the_executor() {
     // Without the secret granted, the host refuses and says which grant is missing.
     let mut env = Env::with(&[&js()]);
     env.config.grant_net("datakit", "localhost").unwrap();
-    env.config.plugins.get_mut("datakit").unwrap().net_private = true;
+    env.config.plugins.get_mut("datakit").unwrap().net.private = true;
     let e = err(
         &call(&env.host(), "json_api", &[&format!("http://localhost:{port}/api")]).await,
         ErrorKind::ToolError,

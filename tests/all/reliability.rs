@@ -87,7 +87,7 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
         c.set_workspace(scratch.path());
         c.grant_workspace("hostile", FsMode::ReadWrite);
         c.grant_net("hostile", "127.0.0.1").unwrap();
-        c.plugins.get_mut("hostile").unwrap().net_private = true;
+        c.plugins.get_mut("hostile").unwrap().net.private = true;
         c.limits.timeout_ms = 10_000;
         c.limits.write_mb = 8;
         c.limits.create_limit = 50;
@@ -444,7 +444,7 @@ fn grants_host(
     for p in ["hostile", "sys"] {
         let p = c.plugins.entry(p.into()).or_default();
         p.on_missing = Some(toolhost_core::settings::OnMissing::Ask);
-        p.net_private = true;
+        p.net.private = true;
     }
     let host = Toolhost::from_parts(
         crate::support::runtime(),

@@ -111,8 +111,8 @@ fn spy(hosts: &[String]) -> (Env, tempfile::NamedTempFile) {
         SecretSource { name: "token".into(), from: SecretFrom::File(file.path().into()), hosts },
     );
     let p = env.config.plugins.get_mut("spy").unwrap();
-    p.net_private = true;
-    p.secrets.push("token".into());
+    p.net.private = true;
+    p.net.secrets.push("token".into());
     p.limits.timeout_ms = Some(60_000);
     env.config.net.max_transfer_bytes = BUDGET;
     env.config.net.max_requests_per_call = 1000;

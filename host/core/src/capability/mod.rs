@@ -267,7 +267,11 @@ mod tests {
     fn env_needs_request_and_grant() {
         // Reads PATH, which every test environment has.
         let req = Capabilities { env: vec!["PATH".into(), "HOME".into()], ..Default::default() };
-        let grant = PluginConfig { env: vec!["PATH".into(), "SHELL".into()], ..Default::default() };
+        let env = crate::capability::env::EnvConfig {
+            vars: vec!["PATH".into(), "SHELL".into()],
+            ..Default::default()
+        };
+        let grant = PluginConfig { env, ..Default::default() };
         let (g, missing) = effective(&req, &grant);
         assert_eq!(g.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["PATH"]);
         assert_eq!(missing[0].what, "env HOME");

@@ -261,8 +261,8 @@ impl Config {
             ConfigError::Flag(format!("--allow-env: {var:?} is not a variable name ({why})"))
         })?;
         let entry = self.plugins.entry(plugin.to_string()).or_default();
-        if !entry.env.iter().any(|v| v == var) {
-            entry.env.push(var.to_string());
+        if !entry.env.vars.iter().any(|v| v == var) {
+            entry.env.vars.push(var.to_string());
         }
         Ok(())
     }
@@ -272,8 +272,8 @@ impl Config {
         toolhost_spec::HostPattern::parse(pattern)
             .map_err(|m| ConfigError::Flag(format!("--allow-net: {m}")))?;
         let entry = self.plugins.entry(plugin.to_string()).or_default();
-        if !entry.net.iter().any(|v| v == pattern) {
-            entry.net.push(pattern.to_string());
+        if !entry.net.hosts.iter().any(|v| v == pattern) {
+            entry.net.hosts.push(pattern.to_string());
         }
         Ok(())
     }
@@ -365,30 +365,13 @@ impl Config {
                     None => out.fs.push(g.clone()),
                 }
             }
-            for v in &all.env {
-                if !out.env.contains(v) {
-                    out.env.push(v.clone());
-                }
-            }
-            for v in &all.net {
-                if !out.net.contains(v) {
-                    out.net.push(v.clone());
-                }
-            }
-            for v in &all.secrets {
-                if !out.secrets.contains(v) {
-                    out.secrets.push(v.clone());
-                }
-            }
+            out.env.merge(&all.env);
+            out.net.merge(&all.net);
             for g in &all.exec {
                 if !out.exec.iter().any(|e| e.program == g.program) {
                     out.exec.push(g.clone());
                 }
             }
-            for (k, v) in &all.settings {
-                out.settings.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            out.net_private |= all.net_private;
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
         }
@@ -400,9 +383,9 @@ impl Config {
     /// arguments asked about.
     fn merge_asked(&self, out: &mut PluginConfig, item: &GrantItem) {
         match item {
-            GrantItem::Net(host) if !out.net.contains(host) => out.net.push(host.clone()),
+            GrantItem::Net(host) if !out.net.hosts.contains(host) => out.net.hosts.push(host.clone()),
             GrantItem::Net(_) => {}
-            GrantItem::Secret(name) if !out.secrets.contains(name) => out.secrets.push(name.clone()),
+            GrantItem::Secret(name) if !out.net.secrets.contains(name) => out.net.secrets.push(name.clone()),
             GrantItem::Secret(_) => {}
             GrantItem::Fs { path, write } => {
                 if Path::new(path) != self.workspace || out.fs.iter().any(|f| f.name == "workspace") {
@@ -678,14 +661,22 @@ mod tests {
             deny: true,
             sha256: None,
         });
-        assert_eq!(c.plugin("web").net, ["api.github.com"], "an asked grant is a grant, a denied one is not");
-        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "kept across versions by default");
+        assert_eq!(
+            c.plugin("web").net.hosts,
+            ["api.github.com"],
+            "an asked grant is a grant, a denied one is not"
+        );
+        assert_eq!(
+            c.plugin_file("web", &[1; 32]).net.hosts,
+            ["api.github.com"],
+            "kept across versions by default"
+        );
         c.plugins.get_mut("web").unwrap().asked_grants = Some(AskedGrants::ThisVersion);
-        assert!(c.plugin_file("web", &[1; 32]).net.is_empty(), "asked for another file");
-        assert_eq!(c.plugin_file("web", &[0; 32]).net, ["api.github.com"], "asked for this file");
-        c.plugins.get_mut("web").unwrap().net.push("api.github.com".into());
-        assert_eq!(c.plugin_file("web", &[1; 32]).net, ["api.github.com"], "granted in the config too");
-        assert!(c.plugin("other").net.is_empty());
+        assert!(c.plugin_file("web", &[1; 32]).net.hosts.is_empty(), "asked for another file");
+        assert_eq!(c.plugin_file("web", &[0; 32]).net.hosts, ["api.github.com"], "asked for this file");
+        c.plugins.get_mut("web").unwrap().net.hosts.push("api.github.com".into());
+        assert_eq!(c.plugin_file("web", &[1; 32]).net.hosts, ["api.github.com"], "granted in the config too");
+        assert!(c.plugin("other").net.hosts.is_empty());
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use super::DangerPolicy;
 use super::invalid::{Invalid, Problem};
 use super::limits::{LimitOverrides, for_each_limit, section_with_limits};
+use crate::capability::env::settings::EnvConfig;
 use crate::capability::fs::settings::{FsGrant, RawFs};
+use crate::capability::net::settings::NetConfig;
 use crate::capability::process::settings::{ExecGrant, RawExec};
 use crate::catalog::settings::{Exposure, RawRename};
 use serde::Deserialize;
@@ -58,18 +60,14 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
 /// Everything the operator grants one plugin, plus its limit overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PluginConfig {
+    /// Directories (the filesystem capability's).
     pub fs: Vec<FsGrant>,
-    pub env: Vec<String>,
-    /// Host patterns: `example.com`, `*.example.com` (subdomains only), `*` (any host).
-    pub net: Vec<String>,
-    /// Granted hosts may resolve to loopback/private/link-local addresses.
-    pub net_private: bool,
-    /// Names of secrets (defined under `[secrets.NAME]`).
-    pub secrets: Vec<String>,
-    /// Programs it may run.
+    /// Environment variables (the environment capability's).
+    pub env: EnvConfig,
+    /// Hosts, private addresses and secrets (the network capability's).
+    pub net: NetConfig,
+    /// Programs it may run (the process capability's).
     pub exec: Vec<ExecGrant>,
-    /// Environment variables given by value in the config (`settings = { NAME = "value" }`).
-    pub settings: BTreeMap<String, String>,
     pub limits: LimitOverrides,
     /// At most this many calls of the plugin at once (default: `[limits] plugin_concurrency`).
     pub concurrency: Option<u32>,
@@ -144,30 +142,31 @@ impl RawPlugin {
             exposure,
             limits,
             concurrency: self.concurrency,
-            env: self.env,
-            net: self.net,
-            net_private: self.net_private.unwrap_or(false),
-            secrets: self.secrets,
+            env: EnvConfig { vars: self.env, values: self.settings },
+            net: NetConfig {
+                hosts: self.net,
+                private: self.net_private.unwrap_or(false),
+                secrets: self.secrets,
+            },
             fs: Vec::new(),
             exec: Vec::new(),
-            settings: self.settings,
             on_missing: self.on_missing,
             asked_grants: self.asked_grants,
         };
         for (i, e) in self.exec.into_iter().enumerate() {
             grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
         }
-        for var in grant.settings.keys() {
+        for var in grant.env.values.keys() {
             Invalid::check_variable_name(|| format!("{key}.settings"), var)?;
         }
-        for (i, var) in grant.env.iter().enumerate() {
+        for (i, var) in grant.env.vars.iter().enumerate() {
             Invalid::check_variable_name(|| format!("{key}.env[{i}]"), var)?;
         }
-        for (i, h) in grant.net.iter().enumerate() {
+        for (i, h) in grant.net.hosts.iter().enumerate() {
             toolhost_spec::HostPattern::parse(h)
                 .map_err(|e| Invalid::because(format!("{key}.net[{i}]"), e))?;
         }
-        for (i, s) in grant.secrets.iter().enumerate() {
+        for (i, s) in grant.net.secrets.iter().enumerate() {
             if !(cx.has_secret)(s) {
                 return Err(Invalid::new(format!("{key}.secrets[{i}]"), Problem::NoSecret(s.clone())));
             }

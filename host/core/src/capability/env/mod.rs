@@ -3,6 +3,10 @@
 //! with a value of the config's (`settings = { NAME = "value" }`, which wins) — set in the call's
 //! WASI context. Nothing else of the host's environment reaches a plugin.
 
+pub mod settings;
+
+pub use settings::EnvConfig;
+
 use super::{Capability, GrantContext, Missing, MissingKind};
 
 /// The environment capability (see the module docs).
@@ -16,13 +20,13 @@ impl Capability for Env {
     type Call = ();
 
     fn effective(cx: &GrantContext<'_>) -> (Self::Grant, Vec<Missing>) {
-        let (plugin, grant) = (cx.plugin, cx.grant);
+        let (plugin, grant) = (cx.plugin, &cx.grant.env);
         let mut out = Vec::new();
         let mut missing = Vec::new();
         for var in &cx.request.env {
-            if let Some(value) = grant.settings.get(var) {
+            if let Some(value) = grant.values.get(var) {
                 out.push((var.clone(), value.clone()));
-            } else if grant.env.iter().any(|g| g == var) {
+            } else if grant.vars.iter().any(|g| g == var) {
                 if let Ok(value) = std::env::var(var) {
                     out.push((var.clone(), value));
                 }

@@ -79,7 +79,7 @@ pub mod settings;
 
 pub use capability::Net;
 pub use error::{NetError, Place, ResolvedPrivate};
-pub use settings::{NetSettings, Origin, SecretOrigin};
+pub use settings::{NetConfig, NetSettings, Origin, SecretOrigin};
 // The request and response records of the WIT `http` interface, as bindgen generated them.
 use crate::bindings::http::{Request, Response};
 use std::fmt;
@@ -786,12 +786,12 @@ pub fn effective(
     let mut missing = Vec::new();
     let mut net = NetGrant {
         requested: request.net.clone(),
-        granted: grant.net.clone(),
-        private: grant.net_private,
+        granted: grant.net.hosts.clone(),
+        private: grant.net.private,
         secrets: Vec::new(),
     };
     for host in &request.net {
-        if !grant.net.iter().any(|g| toolhost_spec::host_pattern::overlaps(host, g)) {
+        if !grant.net.hosts.iter().any(|g| toolhost_spec::host_pattern::overlaps(host, g)) {
             let how = if host.contains('*') {
                 format!(
                     "[plugin.{plugin}] net = [\"example.com\"] with the hosts you allow  (or --allow-net {plugin}=HOST)"
@@ -807,7 +807,7 @@ pub fn effective(
         let how = format!(
             "[plugin.{plugin}] secrets = [\"{secret}\"] and [secrets.{secret}] env = \"VAR\" (or file = \"path\")"
         );
-        match (grant.secrets.iter().any(|s| s == secret), source) {
+        match (grant.net.secrets.iter().any(|s| s == secret), source) {
             (true, Some(src)) => match src.read() {
                 Ok(value) => {
                     net.secrets.push(GrantedSecret { name: secret.clone(), value, hosts: src.hosts.clone() })

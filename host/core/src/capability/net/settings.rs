@@ -231,3 +231,32 @@ impl fmt::Display for SecretOrigin {
         write_origin(f, &self.scheme, &self.host, self.port)
     }
 }
+
+/// What the operator grants a plugin of the network (`[plugin.X] net`, `net_private`,
+/// `secrets`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetConfig {
+    /// Host patterns: `example.com`, `*.example.com` (subdomains only), `*` (any host).
+    pub hosts: Vec<String>,
+    /// Granted hosts may resolve to loopback/private/link-local addresses.
+    pub private: bool,
+    /// Names of secrets (defined under `[secrets.NAME]`).
+    pub secrets: Vec<String>,
+}
+
+impl NetConfig {
+    /// Add what `all` (`[plugin."*"]`) grants.
+    pub fn merge(&mut self, all: &NetConfig) {
+        for v in &all.hosts {
+            if !self.hosts.contains(v) {
+                self.hosts.push(v.clone());
+            }
+        }
+        for v in &all.secrets {
+            if !self.secrets.contains(v) {
+                self.secrets.push(v.clone());
+            }
+        }
+        self.private |= all.private;
+    }
+}
