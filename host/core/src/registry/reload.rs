@@ -215,82 +215,10 @@ impl Reloader {
     /// Rescan the folder now (blocking: compiles changed plugins). Returns what changed; an
     /// empty change means nothing was swapped.
     pub fn rescan(&self) -> std::io::Result<Arc<Change>> {
-        // The first rescan takes the folder as the read-ahead found it, if one was started.
-        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let read = match ahead {
-            Some(ahead) => {
-                let (read, watch) = ahead.finish();
-                *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
-                read?
-            }
-            None => {
-                // Only changed files are checked (right after each is read).
-                let known: BTreeMap<PathBuf, [u8; 32]> = self
-                    .files
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .iter()
-                    .map(|(p, f)| (p.clone(), f.hash))
-                    .collect();
-                FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))?
-            }
-        };
-        let FolderRead { found, failures: scan_failures, .. } = read;
+        let read = self.read()?;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut to_load = Vec::new();
-        for (c, ahead) in found {
-            seen.insert(c.path.clone());
-            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
-                continue; // unchanged content: nothing to do
-            }
-            to_load.push((c, ahead));
-        }
-        for (c, result) in registry::load_all(&self.runtime, &self.config, to_load) {
-            let state = files.entry(c.path.clone()).or_default();
-            state.hash = c.hash;
-            match result {
-                Ok(p) => {
-                    // Activated below, once its request is checked against the approvals.
-                    state.held = Some(Arc::new(p));
-                    state.failure = None;
-                }
-                Err(mut f) => {
-                    if let Some(good) = &state.good {
-                        f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
-                    }
-                    state.failure = Some(f);
-                }
-            }
-        }
-        for f in scan_failures {
-            seen.insert(f.file.clone());
-            let state = files.entry(f.file.clone()).or_default();
-            let mut f = f;
-            if let Some(good) = &state.good {
-                f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
-            }
-            // Force a reload next time the file is readable.
-            state.hash = [0; 32];
-            state.failure = Some(f);
-        }
-        files.retain(|path, _| seen.contains(path));
-
-        // New versions (and versions still waiting) go live only if their request is approved;
-        // the approvals are re-read every time, so `toolhost approve` takes effect here.
-        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
-        let mut pending = Vec::new();
-        for state in files.values_mut() {
-            let Some(held) = state.held.clone() else { continue };
-            match approvals.check_file(&held.manifest, &held.hash) {
-                Ok(()) => {
-                    state.good = Some(held);
-                    state.held = None;
-                }
-                Err(extra) => pending.push(held.pending(extra)),
-            }
-        }
-        approvals.save_or_warn();
+        self.take_in(&mut files, read);
+        let pending = self.approve(&mut files);
 
         let plugins: Vec<Arc<LoadedPlugin>> = files.values().filter_map(|f| f.good.clone()).collect();
         let failures: Vec<LoadFailure> = files.values().filter_map(|f| f.failure.clone()).collect();
@@ -319,6 +247,91 @@ impl Reloader {
         }
         let _ = self.changes.send(change.clone());
         Ok(change)
+    }
+
+    /// The folder as a rescan sees it: the first rescan takes it as the read-ahead found it, if
+    /// one was started; later ones read it, checking only changed files (right after each is
+    /// read).
+    fn read(&self) -> std::io::Result<FolderRead> {
+        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(ahead) = ahead {
+            let (read, watch) = ahead.finish();
+            *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
+            return read;
+        }
+        let known: BTreeMap<PathBuf, [u8; 32]> = self
+            .files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(p, f)| (p.clone(), f.hash))
+            .collect();
+        FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))
+    }
+
+    /// Bring `files` up to date with `read`: changed files loaded (held until approved, see
+    /// [`Reloader::approve`]), failures recorded beside the version still serving, and files no
+    /// longer in the folder forgotten.
+    fn take_in(&self, files: &mut BTreeMap<PathBuf, FileState>, read: FolderRead) {
+        let FolderRead { found, failures: scan_failures, .. } = read;
+        let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut to_load = Vec::new();
+        for (c, ahead) in found {
+            seen.insert(c.path.clone());
+            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
+                continue; // unchanged content: nothing to do
+            }
+            to_load.push((c, ahead));
+        }
+        for (c, result) in registry::load_all(&self.runtime, &self.config, to_load) {
+            let state = files.entry(c.path.clone()).or_default();
+            state.hash = c.hash;
+            match result {
+                Ok(p) => {
+                    // Activated by `approve`, once its request is checked against the approvals.
+                    state.held = Some(Arc::new(p));
+                    state.failure = None;
+                }
+                Err(mut f) => {
+                    if let Some(good) = &state.good {
+                        f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+                    }
+                    state.failure = Some(f);
+                }
+            }
+        }
+        for f in scan_failures {
+            seen.insert(f.file.clone());
+            let state = files.entry(f.file.clone()).or_default();
+            let mut f = f;
+            if let Some(good) = &state.good {
+                f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+            }
+            // Force a reload next time the file is readable.
+            state.hash = [0; 32];
+            state.failure = Some(f);
+        }
+        files.retain(|path, _| seen.contains(path));
+    }
+
+    /// New versions (and versions still waiting) go live only if their request is approved;
+    /// the approvals are re-read every time, so `toolhost approve` takes effect here. The
+    /// versions still held back.
+    fn approve(&self, files: &mut BTreeMap<PathBuf, FileState>) -> Vec<Pending> {
+        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
+        let mut pending = Vec::new();
+        for state in files.values_mut() {
+            let Some(held) = state.held.clone() else { continue };
+            match approvals.check_file(&held.manifest, &held.hash) {
+                Ok(()) => {
+                    state.good = Some(held);
+                    state.held = None;
+                }
+                Err(extra) => pending.push(held.pending(extra)),
+            }
+        }
+        approvals.save_or_warn();
+        pending
     }
 
     /// Watch the folder and rescan after each burst of events. Keep the handle alive; dropping
