@@ -10,7 +10,8 @@
 use crate::discovery::{self, LoadFailure};
 use crate::engine::Runtime;
 use crate::registry::approvals::{Approvals, Pending};
-use crate::registry::{self, FolderRead, LoadedPlugin, ReadAhead, Registry};
+use crate::registry::folder::{FolderRead, ReadAhead};
+use crate::registry::{self, LoadedPlugin, Registry};
 use crate::settings::Config;
 use arc_swap::ArcSwap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
+
+pub use super::watch::{EarlyWatch, FolderWatch, ReadFound, WatchFrom, is_change};
 
 /// Default quiet time after the last file event before rescanning.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(150);
@@ -212,82 +215,10 @@ impl Reloader {
     /// Rescan the folder now (blocking: compiles changed plugins). Returns what changed; an
     /// empty change means nothing was swapped.
     pub fn rescan(&self) -> std::io::Result<Arc<Change>> {
-        // The first rescan takes the folder as the read-ahead found it, if one was started.
-        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let read = match ahead {
-            Some(ahead) => {
-                let (read, watch) = ahead.finish();
-                *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
-                read?
-            }
-            None => {
-                // Only changed files are checked (right after each is read).
-                let known: BTreeMap<PathBuf, [u8; 32]> = self
-                    .files
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .iter()
-                    .map(|(p, f)| (p.clone(), f.hash))
-                    .collect();
-                FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))?
-            }
-        };
-        let FolderRead { found, failures: scan_failures, .. } = read;
+        let read = self.read()?;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut to_load = Vec::new();
-        for (c, ahead) in found {
-            seen.insert(c.path.clone());
-            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
-                continue; // unchanged content: nothing to do
-            }
-            to_load.push((c, ahead));
-        }
-        for (c, result) in registry::load_all(&self.runtime, &self.config, to_load) {
-            let state = files.entry(c.path.clone()).or_default();
-            state.hash = c.hash;
-            match result {
-                Ok(p) => {
-                    // Activated below, once its request is checked against the approvals.
-                    state.held = Some(Arc::new(p));
-                    state.failure = None;
-                }
-                Err(mut f) => {
-                    if let Some(good) = &state.good {
-                        f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
-                    }
-                    state.failure = Some(f);
-                }
-            }
-        }
-        for f in scan_failures {
-            seen.insert(f.file.clone());
-            let state = files.entry(f.file.clone()).or_default();
-            let mut f = f;
-            if let Some(good) = &state.good {
-                f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
-            }
-            // Force a reload next time the file is readable.
-            state.hash = [0; 32];
-            state.failure = Some(f);
-        }
-        files.retain(|path, _| seen.contains(path));
-
-        // New versions (and versions still waiting) go live only if their request is approved;
-        // the approvals are re-read every time, so `toolhost approve` takes effect here.
-        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
-        let mut pending = Vec::new();
-        for state in files.values_mut() {
-            let Some(held) = state.held.clone() else { continue };
-            match approvals.check_file(&held.manifest, &held.hash) {
-                Ok(()) => {
-                    state.good = Some(held);
-                    state.held = None;
-                }
-                Err(extra) => pending.push(held.pending(extra)),
-            }
-        }
-        approvals.save_or_warn();
+        self.take_in(&mut files, read);
+        let pending = self.approve(&mut files);
 
         let plugins: Vec<Arc<LoadedPlugin>> = files.values().filter_map(|f| f.good.clone()).collect();
         let failures: Vec<LoadFailure> = files.values().filter_map(|f| f.failure.clone()).collect();
@@ -316,6 +247,91 @@ impl Reloader {
         }
         let _ = self.changes.send(change.clone());
         Ok(change)
+    }
+
+    /// The folder as a rescan sees it: the first rescan takes it as the read-ahead found it, if
+    /// one was started; later ones read it, checking only changed files (right after each is
+    /// read).
+    fn read(&self) -> std::io::Result<FolderRead> {
+        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(ahead) = ahead {
+            let (read, watch) = ahead.finish();
+            *self.early_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
+            return read;
+        }
+        let known: BTreeMap<PathBuf, [u8; 32]> = self
+            .files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(p, f)| (p.clone(), f.hash))
+            .collect();
+        FolderRead::inspect_changed(&self.config, |c| known.get(&c.path) != Some(&c.hash))
+    }
+
+    /// Bring `files` up to date with `read`: changed files loaded (held until approved, see
+    /// [`Reloader::approve`]), failures recorded beside the version still serving, and files no
+    /// longer in the folder forgotten.
+    fn take_in(&self, files: &mut BTreeMap<PathBuf, FileState>, read: FolderRead) {
+        let FolderRead { found, failures: scan_failures, .. } = read;
+        let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut to_load = Vec::new();
+        for (c, ahead) in found {
+            seen.insert(c.path.clone());
+            if files.get(&c.path).is_some_and(|f| f.hash == c.hash) {
+                continue; // unchanged content: nothing to do
+            }
+            to_load.push((c, ahead));
+        }
+        for (c, result) in registry::load_all(&self.runtime, &self.config, to_load) {
+            let state = files.entry(c.path.clone()).or_default();
+            state.hash = c.hash;
+            match result {
+                Ok(p) => {
+                    // Activated by `approve`, once its request is checked against the approvals.
+                    state.held = Some(Arc::new(p));
+                    state.failure = None;
+                }
+                Err(mut f) => {
+                    if let Some(good) = &state.good {
+                        f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+                    }
+                    state.failure = Some(f);
+                }
+            }
+        }
+        for f in scan_failures {
+            seen.insert(f.file.clone());
+            let state = files.entry(f.file.clone()).or_default();
+            let mut f = f;
+            if let Some(good) = &state.good {
+                f.reason = format!("{} (still serving v{})", f.reason, good.manifest.version);
+            }
+            // Force a reload next time the file is readable.
+            state.hash = [0; 32];
+            state.failure = Some(f);
+        }
+        files.retain(|path, _| seen.contains(path));
+    }
+
+    /// New versions (and versions still waiting) go live only if their request is approved;
+    /// the approvals are re-read every time, so `toolhost approve` takes effect here. The
+    /// versions still held back.
+    fn approve(&self, files: &mut BTreeMap<PathBuf, FileState>) -> Vec<Pending> {
+        let mut approvals = Approvals::for_folder(&self.config.plugins_dir, &self.config.approvals);
+        let mut pending = Vec::new();
+        for state in files.values_mut() {
+            let Some(held) = state.held.clone() else { continue };
+            match approvals.check_file(&held.manifest, &held.hash) {
+                Ok(()) => {
+                    state.good = Some(held);
+                    state.held = None;
+                }
+                Err(extra) => pending.push(held.pending(extra)),
+            }
+        }
+        approvals.save_or_warn();
+        pending
     }
 
     /// Watch the folder and rescan after each burst of events. Keep the handle alive; dropping
@@ -348,125 +364,6 @@ impl Reloader {
         });
         Ok(WatchHandle { _watcher: watcher, task })
     }
-}
-
-/// A folder's change events, collected from the moment it starts (each only a hint to rescan)
-/// until a [`Reloader::watch`] acts on them.
-pub struct FolderWatch {
-    watcher: notify::RecommendedWatcher,
-    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
-    tx: tokio::sync::mpsc::UnboundedSender<()>,
-}
-
-impl FolderWatch {
-    /// Start watching `dir` (not its subfolders).
-    pub fn start(dir: &std::path::Path) -> notify::Result<FolderWatch> {
-        use notify::Watcher;
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let events = tx.clone();
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            match &res {
-                // Reads (ours included: a rescan opens every file) are not changes.
-                Ok(ev) if !is_change(ev) => return,
-                Ok(_) => {}
-                Err(e) => tracing::warn!("file watcher: {e}"),
-            }
-            let _ = events.send(());
-        })?;
-        watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
-        Ok(FolderWatch { watcher, rx, tx })
-    }
-
-    /// Report a change as the watch would: the folder may have changed before the watch began
-    /// (see [`crate::registry::ReadAhead`]).
-    pub fn changed(&self) {
-        let _ = self.tx.send(());
-    }
-}
-
-/// A [`FolderWatch`] started beside a read of its folder ([`crate::registry::ReadAhead`]):
-/// once the watch is up, the folder is looked at again against what the read found (sent on
-/// `found`: `None` for a read with failures), and a file added, removed or changed since, or
-/// any failure, is reported as a change the watch saw. A read that sends nothing (it failed)
-/// leaves nothing to compare.
-pub struct EarlyWatch(EarlyWatchState);
-
-/// When a start's watch of its folder begins (see [`crate::registry::ReadAhead::start`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchFrom {
-    /// Not watched.
-    Never,
-    /// At once, beside the read.
-    Now,
-    /// Once a front end has listed the tools (or [`crate::registry::LINK_AFTER`] has passed):
-    /// the watch's own start (notify's thread, the inotify set-up) then does not compete with
-    /// the first `tools/list` for the CPU — about a sixth of a warm start of ten plugins on two
-    /// CPUs. What changes before it begins is still seen: the watch compares the folder with
-    /// what the read found.
-    FirstListing,
-}
-
-/// What a read found, for an [`EarlyWatch`] to compare the folder with.
-pub type ReadFound = Option<Vec<discovery::Candidate>>;
-
-enum EarlyWatchState {
-    Starting(std::thread::JoinHandle<notify::Result<FolderWatch>>),
-    /// No thread to be had: started before the read, compared when waited for.
-    Started(notify::Result<FolderWatch>, PathBuf, std::sync::mpsc::Receiver<ReadFound>),
-}
-
-impl EarlyWatch {
-    /// Start watching `dir` on a thread of its own (from `from`); send what the read found on
-    /// the sender.
-    pub fn start(dir: PathBuf, from: WatchFrom) -> (EarlyWatch, std::sync::mpsc::Sender<ReadFound>) {
-        let (tx, found) = std::sync::mpsc::channel();
-        let on_thread = dir.clone();
-        let spawned = std::thread::Builder::new().name("toolhost-watch".into()).spawn(move || {
-            if from == WatchFrom::FirstListing {
-                crate::registry::after_first_listing();
-            }
-            let watch = FolderWatch::start(&on_thread);
-            Self::compare(&watch, &on_thread, &found);
-            watch
-        });
-        match spawned {
-            Ok(thread) => (EarlyWatch(EarlyWatchState::Starting(thread)), tx),
-            Err(_) => {
-                let (tx, found) = std::sync::mpsc::channel();
-                (EarlyWatch(EarlyWatchState::Started(FolderWatch::start(&dir), dir, found)), tx)
-            }
-        }
-    }
-
-    /// The watch, once started and compared (a panic on its thread is re-raised here).
-    pub fn wait(self) -> notify::Result<FolderWatch> {
-        match self.0 {
-            EarlyWatchState::Starting(thread) => {
-                thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-            }
-            EarlyWatchState::Started(watch, dir, found) => {
-                Self::compare(&watch, &dir, &found);
-                watch
-            }
-        }
-    }
-
-    fn compare(
-        watch: &notify::Result<FolderWatch>,
-        dir: &std::path::Path,
-        found: &std::sync::mpsc::Receiver<ReadFound>,
-    ) {
-        let (Ok(watch), Ok(found)) = (watch, found.recv()) else { return };
-        if !found.is_some_and(|found| discovery::unchanged(dir, found.iter())) {
-            watch.changed();
-        }
-    }
-}
-
-/// Whether a file-system event can change what is in a folder (access events cannot).
-pub fn is_change(ev: &notify::Event) -> bool {
-    use notify::EventKind;
-    !matches!(ev.kind, EventKind::Access(_))
 }
 
 /// Keeps a folder watch running; dropping it stops the watch.

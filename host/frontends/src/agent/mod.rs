@@ -18,6 +18,7 @@
 mod client;
 pub(crate) mod settings;
 mod sse;
+mod step;
 
 pub use client::{
     ApiKey, ClientEvent, ClientOptions, Message, ModelClient, ModelError, Reply, RetryPolicy, WireFunction,
@@ -28,9 +29,9 @@ pub use sse::SseParser;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use toolhost_core::executor::{self, CallContext, CallControl, Progress, ProgressSink};
-use toolhost_core::executor::{CallRequest, Confirm, ErrorKind, Executor, Outcome, PreparedCall};
+use std::time::Duration;
+use step::StepEnd;
+use toolhost_core::executor::{Confirm, Executor, Outcome, Progress};
 use toolhost_core::registry::Registry;
 use {crate::openai, crate::text};
 
@@ -310,46 +311,10 @@ impl Agent {
         let mut steps = 0;
         let mut last_text = String::new();
         while steps < self.options.max_steps {
-            let registry = self.executor.registry();
-            let protocol = match self.protocol() {
-                Protocol::Auto => Protocol::Native,
-                p => p,
-            };
-            let system = self.system_message(&registry, protocol);
-            if conv.last_system.as_deref() != Some(system.as_str()) {
-                conv.last_system = Some(system.clone());
-                events(Event::Message(Message::system(system.clone())));
-            }
-            if let Some(u) = user.take() {
-                push(conv, u, events);
-            }
-            let tools = match protocol {
-                Protocol::Text => None,
-                _ => Some(self.functions(&registry, conv)?)
-                    .filter(|t| t.as_array().is_some_and(|a| !a.is_empty())),
-            };
-            let mut request = Vec::with_capacity(conv.messages.len() + 1);
-            request.push(Message::system(system));
-            request.extend(conv.messages.iter().cloned());
+            let (protocol, tools, request) = self.next_request(conv, &mut user, events)?;
             steps += 1;
             events(Event::Request { step: steps, protocol });
-            let mut partial = String::new();
-            let result = {
-                let mut on_event = |ev: ClientEvent| match ev {
-                    ClientEvent::Token(t) => {
-                        partial.push_str(&t);
-                        events(Event::Token(t));
-                    }
-                    ClientEvent::Retrying { attempt, max_tries, wait, reason } => {
-                        partial.clear();
-                        events(Event::Retrying { attempt, max_tries, wait, reason });
-                    }
-                };
-                tokio::select! {
-                    r = self.client.complete(&request, tools.as_ref(), &mut on_event) => Some(r),
-                    _ = cancel.cancelled() => None,
-                }
-            };
+            let (result, partial) = self.ask_model(&request, tools.as_ref(), cancel, events).await;
             let reply = match result {
                 None => {
                     if !partial.is_empty() {
@@ -393,6 +358,69 @@ impl Agent {
         Ok(TurnResult { answer: last_text, stop: Stop::StepLimit(steps), steps })
     }
 
+    /// The next request of a turn: its protocol, its `tools` array (none for the text
+    /// protocol, or when there is no tool) and its messages (the system message first). The
+    /// system message is reported when it changed, and `user` appended after it.
+    fn next_request(
+        &self,
+        conv: &mut Conversation,
+        user: &mut Option<Message>,
+        events: Sink<'_>,
+    ) -> Result<(Protocol, Option<serde_json::Value>, Vec<Message>), AgentError> {
+        let registry = self.executor.registry();
+        let protocol = match self.protocol() {
+            Protocol::Auto => Protocol::Native,
+            p => p,
+        };
+        let system = self.system_message(&registry, protocol);
+        if conv.last_system.as_deref() != Some(system.as_str()) {
+            conv.last_system = Some(system.clone());
+            events(Event::Message(Message::system(system.clone())));
+        }
+        if let Some(u) = user.take() {
+            push(conv, u, events);
+        }
+        let tools = match protocol {
+            Protocol::Text => None,
+            _ => {
+                Some(self.functions(&registry, conv)?).filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+            }
+        };
+        let mut request = Vec::with_capacity(conv.messages.len() + 1);
+        request.push(Message::system(system));
+        request.extend(conv.messages.iter().cloned());
+        Ok((protocol, tools, request))
+    }
+
+    /// Send `request`, its text streamed to `events`: the reply, or `None` when `cancel` fired
+    /// first; and the text the try under way streamed (a retry starts it again).
+    async fn ask_model(
+        &self,
+        request: &[Message],
+        tools: Option<&serde_json::Value>,
+        cancel: &Cancel,
+        events: Sink<'_>,
+    ) -> (Option<Result<Reply, ModelError>>, String) {
+        let mut partial = String::new();
+        let result = {
+            let mut on_event = |ev: ClientEvent| match ev {
+                ClientEvent::Token(t) => {
+                    partial.push_str(&t);
+                    events(Event::Token(t));
+                }
+                ClientEvent::Retrying { attempt, max_tries, wait, reason } => {
+                    partial.clear();
+                    events(Event::Retrying { attempt, max_tries, wait, reason });
+                }
+            };
+            tokio::select! {
+                r = self.client.complete(request, tools, &mut on_event) => Some(r),
+                _ = cancel.cancelled() => None,
+            }
+        };
+        (result, partial)
+    }
+
     /// The `tools` array: what the catalog lists, plus in search mode the tools `find_tools`
     /// returned in this conversation.
     fn functions(
@@ -421,238 +449,11 @@ impl Agent {
             *r = Some(p);
         }
     }
-
-    async fn run_native(
-        &self,
-        conv: &mut Conversation,
-        reply: Reply,
-        cancel: &Cancel,
-        events: Sink<'_>,
-        failures: &mut HashMap<String, usize>,
-    ) -> StepEnd {
-        let calls = reply.tool_calls.clone();
-        push(conv, Message::assistant(reply.content, reply.tool_calls), events);
-        if calls.is_empty() {
-            return StepEnd::Answer;
-        }
-        let mut repeated = None;
-        for (i, tc) in calls.iter().enumerate() {
-            if cancel.is_cancelled() {
-                for rest in &calls[i..] {
-                    let o = Outcome::err(ErrorKind::Cancelled, CANCELLED);
-                    push(conv, Message::tool(&rest.id, outcome_json(&o)), events);
-                }
-                return StepEnd::Stop(Stop::Cancelled);
-            }
-            let ctx = CallContext::default();
-            let prepared = match openai::request(tc) {
-                Ok(request) => self.executor.prepare(request, &ctx).await.map_err(Box::new),
-                Err(refused) => Err(refused),
-            };
-            let args = match &prepared {
-                Ok(p) => display_args(&p.call().args),
-                Err(_) => shorten(&tc.function.arguments, 120),
-            };
-            let name = tc.function.name.clone();
-            events(Event::ToolStart { id: tc.id.clone(), name: name.clone(), args: args.clone() });
-            let started = Instant::now();
-            let outcome = match prepared {
-                Ok(p) => self.call(&tc.id, &p, cancel, events).await,
-                Err(refused) => *refused,
-            };
-            let elapsed = started.elapsed();
-            note_found(conv, &name, &outcome);
-            events(Event::ToolEnd {
-                id: tc.id.clone(),
-                name: name.clone(),
-                args: args.clone(),
-                outcome: outcome.clone(),
-                elapsed,
-            });
-            push(conv, Message::tool(&tc.id, outcome_json(&outcome)), events);
-            if repeated.is_none() {
-                repeated = self.note_failure(failures, &name, &args, &outcome);
-            }
-        }
-        if cancel.is_cancelled() {
-            return StepEnd::Stop(Stop::Cancelled);
-        }
-        match repeated {
-            Some(stop) => StepEnd::Stop(stop),
-            None => StepEnd::Continue,
-        }
-    }
-
-    async fn run_text(
-        &self,
-        conv: &mut Conversation,
-        reply: &Reply,
-        cancel: &Cancel,
-        events: Sink<'_>,
-        failures: &mut HashMap<String, usize>,
-    ) -> StepEnd {
-        push(conv, Message::assistant(reply.content.clone(), Vec::new()), events);
-        let segments = text::parse(&reply.content);
-        // A reply with no call (examples inside code are never run) is the answer.
-        if segments.iter().all(|s| matches!(s, text::Segment::Text { .. } | text::Segment::Example { .. })) {
-            return StepEnd::Answer;
-        }
-        let mut results = Vec::with_capacity(segments.len());
-        let mut repeated = None;
-        let mut n = 0;
-        for seg in segments {
-            let (name, args, outcome, shown, elapsed) = match &seg {
-                // An example is reported back as `skipped` by the feedback block, never run.
-                text::Segment::Text { .. } | text::Segment::Example { .. } => {
-                    results.push((seg, None));
-                    continue;
-                }
-                text::Segment::Call { call, .. } => {
-                    n += 1;
-                    let args = display_args(&call.args);
-                    events(Event::ToolStart {
-                        id: n.to_string(),
-                        name: call.name.clone(),
-                        args: args.clone(),
-                    });
-                    let started = Instant::now();
-                    let outcome = if cancel.is_cancelled() {
-                        Outcome::err(ErrorKind::Cancelled, CANCELLED)
-                    } else {
-                        match self
-                            .executor
-                            .prepare(CallRequest::Positional(call), &CallContext::default())
-                            .await
-                        {
-                            Ok(p) => self.call(&n.to_string(), &p, cancel, events).await,
-                            Err(refused) => refused,
-                        }
-                    };
-                    note_found(conv, &call.name, &outcome);
-                    (call.name.clone(), args, Some(outcome.clone()), outcome, started.elapsed())
-                }
-                text::Segment::Error { error, raw } => {
-                    // Never run; the feedback block reports it, the event shows it as a failure.
-                    n += 1;
-                    let raw = shorten(raw.trim(), 120);
-                    events(Event::ToolStart { id: n.to_string(), name: "[TOOL]".into(), args: raw.clone() });
-                    let shown =
-                        Outcome::err(ErrorKind::BadArguments, format!("this call was not run: {error}"));
-                    ("[TOOL]".to_string(), raw, None, shown, Duration::ZERO)
-                }
-            };
-            events(Event::ToolEnd {
-                id: n.to_string(),
-                name: name.clone(),
-                args: args.clone(),
-                outcome: shown.clone(),
-                elapsed,
-            });
-            if repeated.is_none() {
-                repeated = self.note_failure(failures, &name, &args, &shown);
-            }
-            results.push((seg, outcome));
-        }
-        let block = text::feedback("", &results);
-        push(conv, Message::user(block.trim_start()), events);
-        if cancel.is_cancelled() {
-            return StepEnd::Stop(Stop::Cancelled);
-        }
-        match repeated {
-            Some(stop) => StepEnd::Stop(stop),
-            None => StepEnd::Continue,
-        }
-    }
-
-    /// Run `prepared` (event id `id`), its progress as [`Event::ToolProgress`]; `cancel` stops
-    /// it through the executor, so a cancelled call is still counted and audited.
-    async fn call(
-        &self,
-        id: &str,
-        prepared: &PreparedCall<'_>,
-        cancel: &Cancel,
-        events: Sink<'_>,
-    ) -> Outcome {
-        let call = prepared.call();
-        let stop = executor::Cancel::new();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        let sink: Arc<dyn ProgressSink> = Arc::new(move |p: &Progress| {
-            let _ = tx.send(p.clone());
-        });
-        let control = CallControl::default().with_cancel(stop.clone()).with_progress(sink);
-        let confirm = self.confirm.clone().unwrap_or_else(|| self.executor.confirm().clone());
-        let ctx = CallContext::default();
-        let run = self.executor.run(prepared, &*confirm, &ctx, &control);
-        tokio::pin!(run);
-        let mut outcome = loop {
-            tokio::select! {
-                o = &mut run => break o,
-                Some(p) = rx.recv() => {
-                    events(Event::ToolProgress { id: id.to_string(), name: call.name.clone(), progress: p });
-                }
-                () = cancel.cancelled(), if !stop.is_cancelled() => stop.cancel("the user (Ctrl-C)"),
-            }
-        };
-        while let Ok(p) = rx.try_recv() {
-            events(Event::ToolProgress { id: id.to_string(), name: call.name.clone(), progress: p });
-        }
-        if outcome.kind == Some(ErrorKind::Cancelled) && cancel.is_cancelled() {
-            outcome.error = Some(CANCELLED.into());
-        }
-        outcome
-    }
-
-    fn note_failure(
-        &self,
-        failures: &mut HashMap<String, usize>,
-        name: &str,
-        args: &str,
-        outcome: &Outcome,
-    ) -> Option<Stop> {
-        if outcome.success || outcome.kind == Some(ErrorKind::Cancelled) {
-            return None;
-        }
-        let error = outcome.error.clone().unwrap_or_default();
-        let key = format!("{name}\u{0}{args}\u{0}{error}");
-        let n = failures.entry(key).or_insert(0);
-        *n += 1;
-        (*n >= self.options.repeat_limit.max(1)).then(|| Stop::Repeating {
-            call: format!("{name}({args})"),
-            times: *n,
-            error: shorten(&error, 200),
-        })
-    }
-}
-
-enum StepEnd {
-    Answer,
-    Continue,
-    Stop(Stop),
-}
-
-/// Remember the tools a successful `find_tools` call returned.
-fn note_found(conv: &mut Conversation, name: &str, outcome: &Outcome) {
-    if name != toolhost_core::catalog::FIND_TOOLS || !outcome.success {
-        return;
-    }
-    let Some(found) = outcome.data.as_deref().and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
-    else {
-        return;
-    };
-    for t in found["tools"].as_array().into_iter().flatten() {
-        if let Some(n) = t["name"].as_str() {
-            conv.found.insert(n.to_string());
-        }
-    }
 }
 
 fn push(conv: &mut Conversation, m: Message, events: Sink<'_>) {
     conv.messages.push(m.clone());
     events(Event::Message(m));
-}
-
-fn outcome_json(o: &Outcome) -> String {
-    serde_json::to_string(o).unwrap_or_else(|_| "{\"success\":false}".into())
 }
 
 /// Arguments as the cards show them: JSON strings, each cut to 60 characters.

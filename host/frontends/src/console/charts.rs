@@ -184,6 +184,83 @@ impl Series {
     }
 }
 
+/// One interval's counts over all tools: for the p50/p99 of all calls, every tool's buckets
+/// merged into one list (before and after, keyed by the bound's bits).
+#[derive(Default)]
+struct Interval {
+    before: BTreeMap<u64, f64>,
+    after: BTreeMap<u64, f64>,
+    calls: f64,
+    errors: BTreeMap<String, f64>,
+}
+
+impl Series {
+    /// Point `i`: `tool`'s calls between samples `a` and `b` (`secs` apart), also counted
+    /// into `interval`.
+    fn add_tool(
+        &mut self,
+        tool: &str,
+        (a, b): (&Sample, &Sample),
+        secs: f64,
+        i: usize,
+        interval: &mut Interval,
+    ) {
+        let delta = |k: &(String, String)| {
+            (b.calls.get(k).copied().unwrap_or(0.0) - a.calls.get(k).copied().unwrap_or(0.0)).max(0.0)
+        };
+        let mut calls = 0.0;
+        let mut errors: BTreeMap<String, f64> = BTreeMap::new();
+        for k in b.calls.keys().filter(|(t, _)| t == tool) {
+            let d = delta(k);
+            calls += d;
+            if k.1 != "ok" {
+                *errors.entry(k.1.clone()).or_default() += d;
+            }
+        }
+        self.calls.push(calls / secs);
+        self.total += calls;
+        let after = b.buckets.get(tool).cloned().unwrap_or_default();
+        self.p50.push(quantile(a.buckets.get(tool), &after, 0.5));
+        self.p99.push(quantile(a.buckets.get(tool), &after, 0.99));
+        for (kind, n) in &errors {
+            let v = self.errors.entry(kind.clone()).or_insert_with(|| vec![0.0; i]);
+            v.push(n / secs);
+            *interval.errors.entry(kind.clone()).or_default() += n;
+        }
+        for v in self.errors.values_mut() {
+            v.resize(i + 1, 0.0);
+        }
+        interval.calls += calls;
+        for (le, c) in a.buckets.get(tool).into_iter().flatten() {
+            *interval.before.entry(le.to_bits()).or_default() += c;
+        }
+        for (le, c) in &after {
+            *interval.after.entry(le.to_bits()).or_default() += c;
+        }
+    }
+
+    /// Point `i` of all calls: `interval`'s counts over `secs`.
+    fn add_all(&mut self, interval: Interval, secs: f64, i: usize) {
+        let sorted = |m: BTreeMap<u64, f64>| {
+            let mut v: Vec<(f64, f64)> = m.into_iter().map(|(k, c)| (f64::from_bits(k), c)).collect();
+            v.sort_by(|x, y| x.0.total_cmp(&y.0));
+            v
+        };
+        let (before, after) = (sorted(interval.before), sorted(interval.after));
+        self.calls.push(interval.calls / secs);
+        self.total += interval.calls;
+        self.p50.push(quantile(Some(&before), &after, 0.5));
+        self.p99.push(quantile(Some(&before), &after, 0.99));
+        for (kind, n) in interval.errors {
+            let v = self.errors.entry(kind).or_insert_with(|| vec![0.0; i]);
+            v.push(n / secs);
+        }
+        for v in self.errors.values_mut() {
+            v.resize(i + 1, 0.0);
+        }
+    }
+}
+
 impl Charts {
     /// Sample the console's counters now and every `every` while the console lives.
     pub fn sample_every(console: &Arc<Console>, every: Duration) {
@@ -223,63 +300,11 @@ impl Charts {
             let secs = ((b.at_ms - a.at_ms) / 1000.0).max(0.001);
             times.push(b.at_ms.round());
             let i = times.len() - 1;
-            let delta = |k: &(String, String)| {
-                (b.calls.get(k).copied().unwrap_or(0.0) - a.calls.get(k).copied().unwrap_or(0.0)).max(0.0)
-            };
-            // Everything into one bucket list for the p50/p99 of all calls.
-            let mut merged_a: BTreeMap<u64, f64> = BTreeMap::new();
-            let mut merged_b: BTreeMap<u64, f64> = BTreeMap::new();
-            let mut all_calls = 0.0;
-            let mut all_errors: BTreeMap<String, f64> = BTreeMap::new();
+            let mut interval = Interval::default();
             for tool in &tools {
-                let series = per_tool.entry(tool.clone()).or_default();
-                let mut calls = 0.0;
-                let mut errors: BTreeMap<String, f64> = BTreeMap::new();
-                for k in b.calls.keys().filter(|(t, _)| t == tool) {
-                    let d = delta(k);
-                    calls += d;
-                    if k.1 != "ok" {
-                        *errors.entry(k.1.clone()).or_default() += d;
-                    }
-                }
-                series.calls.push(calls / secs);
-                series.total += calls;
-                let after = b.buckets.get(tool).cloned().unwrap_or_default();
-                series.p50.push(quantile(a.buckets.get(tool), &after, 0.5));
-                series.p99.push(quantile(a.buckets.get(tool), &after, 0.99));
-                for (kind, n) in &errors {
-                    let v = series.errors.entry(kind.clone()).or_insert_with(|| vec![0.0; i]);
-                    v.push(n / secs);
-                    *all_errors.entry(kind.clone()).or_default() += n;
-                }
-                for v in series.errors.values_mut() {
-                    v.resize(i + 1, 0.0);
-                }
-                all_calls += calls;
-                for (le, c) in a.buckets.get(tool).into_iter().flatten() {
-                    *merged_a.entry(le.to_bits()).or_default() += c;
-                }
-                for (le, c) in &after {
-                    *merged_b.entry(le.to_bits()).or_default() += c;
-                }
+                per_tool.entry(tool.clone()).or_default().add_tool(tool, (a, b), secs, i, &mut interval);
             }
-            let sorted = |m: BTreeMap<u64, f64>| {
-                let mut v: Vec<(f64, f64)> = m.into_iter().map(|(k, c)| (f64::from_bits(k), c)).collect();
-                v.sort_by(|x, y| x.0.total_cmp(&y.0));
-                v
-            };
-            let (ma, mb) = (sorted(merged_a), sorted(merged_b));
-            all.calls.push(all_calls / secs);
-            all.total += all_calls;
-            all.p50.push(quantile(Some(&ma), &mb, 0.5));
-            all.p99.push(quantile(Some(&ma), &mb, 0.99));
-            for (kind, n) in all_errors {
-                let v = all.errors.entry(kind).or_insert_with(|| vec![0.0; i]);
-                v.push(n / secs);
-            }
-            for v in all.errors.values_mut() {
-                v.resize(i + 1, 0.0);
-            }
+            all.add_all(interval, secs, i);
         }
         let mut busiest: Vec<(String, Series)> =
             per_tool.into_iter().filter(|(_, s)| s.total > 0.0).collect();

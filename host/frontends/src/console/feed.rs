@@ -13,13 +13,14 @@
 //! when the shutdown begins or the browser goes away.
 
 use super::{Body, Console};
+use crate::service::CallEvent;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
 
 /// Chunks buffered for a browser before the feed stops reading calls (and starts counting
@@ -73,8 +74,7 @@ pub fn open(c: &Console) -> Response<Body> {
         }
         let stopping = service.lifecycle.stopping();
         let mut stopping = std::pin::pin!(stopping);
-        // A token bucket: one token per call written.
-        let (mut tokens, mut refilled) = (MAX_RATE, std::time::Instant::now());
+        let mut bucket = Bucket { tokens: MAX_RATE, refilled: std::time::Instant::now() };
         loop {
             let mut out = String::new();
             // Biased: a call's last progress report is published before its finished event, so
@@ -96,35 +96,9 @@ pub fn open(c: &Console) -> Response<Body> {
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
                 },
-                first = calls.recv() => {
-                    let now = std::time::Instant::now();
-                    tokens = (tokens + now.duration_since(refilled).as_secs_f64() * MAX_RATE).min(MAX_RATE);
-                    refilled = now;
-                    let mut skipped = 0u64;
-                    let mut next = first;
-                    for i in 1.. {
-                        match next {
-                            Ok(_) if tokens < 1.0 => skipped += 1,
-                            Ok(e) => {
-                                tokens -= 1.0;
-                                event(&mut out, "call", &*e);
-                            }
-                            Err(RecvError::Lagged(n)) => skipped += n,
-                            Err(RecvError::Closed) => return,
-                        }
-                        if i == BATCH {
-                            break;
-                        }
-                        next = match calls.try_recv() {
-                            Ok(e) => Ok(e),
-                            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
-                            Err(_) => break,
-                        };
-                    }
-                    if skipped > 0 {
-                        event(&mut out, "skipped", &serde_json::json!({ "count": skipped }));
-                    }
-                }
+                first = calls.recv() => if !write_calls(&mut out, first, &mut calls, &mut bucket) {
+                    return;
+                },
             }
             if tx.send(Bytes::from(out)).await.is_err() {
                 return;
@@ -137,6 +111,52 @@ pub fn open(c: &Console) -> Response<Body> {
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
+}
+
+/// A token bucket: one token per call written, [`MAX_RATE`] a second.
+struct Bucket {
+    tokens: f64,
+    refilled: std::time::Instant,
+}
+
+/// Write `first` and the calls waiting after it (up to [`BATCH`] in all) as `call` events, as
+/// many as `bucket` allows; those left out, and those the reader missed by lagging, as one
+/// `skipped` event. `false` when the calls' broadcast closed.
+fn write_calls(
+    out: &mut String,
+    first: Result<Arc<CallEvent>, RecvError>,
+    calls: &mut broadcast::Receiver<Arc<CallEvent>>,
+    bucket: &mut Bucket,
+) -> bool {
+    let now = std::time::Instant::now();
+    bucket.tokens =
+        (bucket.tokens + now.duration_since(bucket.refilled).as_secs_f64() * MAX_RATE).min(MAX_RATE);
+    bucket.refilled = now;
+    let mut skipped = 0u64;
+    let mut next = first;
+    for i in 1.. {
+        match next {
+            Ok(_) if bucket.tokens < 1.0 => skipped += 1,
+            Ok(e) => {
+                bucket.tokens -= 1.0;
+                event(out, "call", &*e);
+            }
+            Err(RecvError::Lagged(n)) => skipped += n,
+            Err(RecvError::Closed) => return false,
+        }
+        if i == BATCH {
+            break;
+        }
+        next = match calls.try_recv() {
+            Ok(e) => Ok(e),
+            Err(broadcast::error::TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+            Err(_) => break,
+        };
+    }
+    if skipped > 0 {
+        event(out, "skipped", &serde_json::json!({ "count": skipped }));
+    }
+    true
 }
 
 /// A registry change as a `reload` event.

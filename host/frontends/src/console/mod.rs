@@ -153,18 +153,21 @@ impl Console {
                 );
             }
         }
-        match (method, path.as_str()) {
+        self.signed_in(req, &caller, cookie.as_deref()).await
+    }
+
+    /// A request of a signed-in `caller` (a POST's CSRF token checked).
+    async fn signed_in(
+        &self,
+        req: Request<hyper::body::Incoming>,
+        caller: &Caller,
+        cookie: Option<&str>,
+    ) -> Response<Body> {
+        let path = req.uri().path().to_string();
+        match (req.method().clone(), path.as_str()) {
             (Method::GET, "/") => assets::index_page(),
-            (Method::POST, "/console/logout") => {
-                self.sessions.logout(cookie.as_deref());
-                let mut resp = json(StatusCode::OK, &serde_json::json!({ "signedOut": true }));
-                let clear = auth::clear_cookie(self.secure(req.headers()));
-                if let Ok(v) = HeaderValue::from_str(&clear) {
-                    resp.headers_mut().insert(header::SET_COOKIE, v);
-                }
-                resp
-            }
-            (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(&caller)),
+            (Method::POST, "/console/logout") => self.logout(&req, cookie),
+            (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(caller)),
             (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self)),
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self)),
             (Method::GET, "/console/api/events") => feed::open(self),
@@ -186,7 +189,7 @@ impl Console {
                     .flatten()
                     .and_then(toolhost_core::telemetry::TraceParent::parse);
                 match self.body_json(req).await {
-                    Ok(v) => api::call(self, &caller, parent, v).await,
+                    Ok(v) => api::call(self, caller, parent, v).await,
                     Err(resp) => *resp,
                 }
             }
@@ -213,6 +216,17 @@ impl Console {
             ) => json_error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed"),
             _ => json_error(StatusCode::NOT_FOUND, "not found"),
         }
+    }
+
+    /// End the caller's session and clear its cookie.
+    fn logout(&self, req: &Request<hyper::body::Incoming>, cookie: Option<&str>) -> Response<Body> {
+        self.sessions.logout(cookie);
+        let mut resp = json(StatusCode::OK, &serde_json::json!({ "signedOut": true }));
+        let clear = auth::clear_cookie(self.secure(req.headers()));
+        if let Ok(v) = HeaderValue::from_str(&clear) {
+            resp.headers_mut().insert(header::SET_COOKIE, v);
+        }
+        resp
     }
 
     fn session_json(&self, caller: &Caller) -> serde_json::Value {

@@ -195,6 +195,15 @@ fn resolve_mcp(
     base: &Path,
 ) -> Result<McpSettings, Invalid> {
     let mut out = McpSettings::default();
+    resolve_limits(&raw, &mut out)?;
+    out.tokens = resolve_tokens(raw.tokens, secrets, base)?;
+    out.approval_key = resolve_approval_key(raw.approval_key, secrets, base)?;
+    out.replay_store = resolve_replay_store(raw.replay_store, secrets, base)?;
+    Ok(out)
+}
+
+/// `[mcp]`'s numbers: the approvals' lifetime, the task, session and message limits.
+fn resolve_limits(raw: &RawMcp, out: &mut McpSettings) -> Result<(), Invalid> {
     if let Some(s) = raw.approval_ttl_s {
         if !(1..=3600).contains(&s) {
             return Err(Invalid::out_of_range("mcp.approval_ttl_s", s, 1, 3600));
@@ -249,9 +258,19 @@ fn resolve_mcp(
         }
         out.max_message_bytes = kb * 1024;
     }
-    for (i, t) in raw.tokens.into_iter().enumerate() {
+    Ok(())
+}
+
+/// `[mcp] tokens`: each named once, its value from a secret source.
+fn resolve_tokens(
+    raw: Vec<RawMcpToken>,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<Vec<(String, SecretSource)>, Invalid> {
+    let mut out: Vec<(String, SecretSource)> = Vec::new();
+    for (i, t) in raw.into_iter().enumerate() {
         let key = format!("mcp.tokens[{i}]");
-        if t.name.is_empty() || out.tokens.iter().any(|(n, _)| *n == t.name) {
+        if t.name.is_empty() || out.iter().any(|(n, _)| *n == t.name) {
             return Err(Invalid::says(
                 key,
                 format!("name {:?} is empty or used twice; give each token its own name", t.name),
@@ -260,9 +279,18 @@ fn resolve_mcp(
         let own = format!("mcp token `{}`", t.name);
         let r = RawSecretRef { secret: t.secret, env: t.env, file: t.file };
         let source = secret_source(&key, own, "a token's value", r, secrets, base)?;
-        out.tokens.push((t.name, source));
+        out.push((t.name, source));
     }
-    out.approval_key = match raw.approval_key {
+    Ok(out)
+}
+
+/// `[mcp] approval_key`: from a secret source, never the config itself.
+fn resolve_approval_key(
+    raw: Option<RawKey>,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<Option<SecretSource>, Invalid> {
+    Ok(match raw {
         None => None,
         Some(RawKey::Literal(literal)) => {
             return Err(Invalid::says(
@@ -277,8 +305,16 @@ fn resolve_mcp(
         Some(RawKey::From(r)) => {
             Some(secret_source("mcp.approval_key", "mcp approval_key".into(), "the key", r, secrets, base)?)
         }
-    };
-    out.replay_store = match raw.replay_store {
+    })
+}
+
+/// `[mcp] replay_store`: a `redis://` URL without a password, or one from a secret source.
+fn resolve_replay_store(
+    raw: Option<RawStore>,
+    secrets: &BTreeMap<String, SecretSource>,
+    base: &Path,
+) -> Result<Option<StoreUrl>, Invalid> {
+    Ok(match raw {
         None => None,
         Some(RawStore::Url(url)) => {
             if !url.starts_with("redis://") {
@@ -310,8 +346,7 @@ fn resolve_mcp(
             secrets,
             base,
         )?)),
-    };
-    Ok(out)
+    })
 }
 
 /// Where the value of `key` comes from: a `[secrets]` entry, an env var or a file under `base`;
