@@ -2,8 +2,9 @@
 //! per reason, so the host tells a missing grant from a failure by its variant; the plugin gets
 //! the text, at the WIT boundary only.
 
+use super::call::METHODS;
 use super::listeners::OwnListener;
-use super::{METHODS, Origin, SecretOrigin};
+use super::{Origin, SecretOrigin};
 use crate::capability::Refusal;
 use std::fmt;
 use std::net::IpAddr;
