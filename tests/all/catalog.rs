@@ -3,17 +3,17 @@
 //! with the official Python SDK 2.x), search mode with `find_tools` on every front end, and the
 //! registry `server.json`.
 
-use crate::support::{Env, call, err, ok, runtime};
+use crate::support::python::mcp_script;
+use crate::support::{Env, Operator, call, err, ok, runtime};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use toolhost_core::executor::{Confirm, DangerRequest, Decision, ErrorKind, ToolCall};
+use std::sync::Arc;
+use toolhost_core::executor::{Decision, ErrorKind, ToolCall};
 use toolhost_core::registry::Served;
 use toolhost_core::settings::Config;
 use toolhost_frontends::{mcp::McpServer, openai, text};
 
 /// A folder of `wasm` plugins with the catalog and plugin sections of `toml` applied.
-fn env_with(wasm: &[&str], toml: &str) -> Env {
+fn with_sections(wasm: &[&str], toml: &str) -> Env {
     let mut env = Env::with(wasm);
     let parsed = Config::from_str_at(toml, env.workspace.path(), None).expect("test config");
     env.config.plugins = parsed.plugins;
@@ -23,7 +23,7 @@ fn env_with(wasm: &[&str], toml: &str) -> Env {
 }
 
 fn text_and_hostile(toml: &str) -> Env {
-    env_with(&[plugin_artifacts::HOSTILE, plugin_artifacts::TEXT], toml)
+    with_sections(&[plugin_artifacts::HOSTILE, plugin_artifacts::TEXT], toml)
 }
 
 fn openai_names(host: &toolhost_core::Toolhost) -> Vec<String> {
@@ -152,7 +152,7 @@ async fn a_prefix_makes_both_callable_on_text_and_openai() {
 
 #[tokio::test]
 async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
-    let env = env_with(
+    let env = with_sections(
         &[plugin_artifacts::FILES],
         "[plugin.files]\ntools = [\"re*\", \"l?\", \"write\", \"nothing*\"]\nexclude = [\"rename\"]\n",
     );
@@ -181,29 +181,15 @@ async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
     assert_eq!(toolhost::commands::list::list_json(&reg)["hidden"].as_array().unwrap().len(), 5);
 }
 
-/// Records every danger question and allows it.
-#[derive(Default)]
-struct Recording(Mutex<Vec<DangerRequest>>);
-
-impl Confirm for Recording {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(req.clone());
-        Box::pin(async { Decision::Allow })
-    }
-}
-
 #[tokio::test]
 async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() {
-    let mut env = env_with(
+    let mut env = with_sections(
         &[plugin_artifacts::FILES],
         "[plugin.files.tool.delete]\nname = \"remove\"\n[tool.remove]\ntimeout_ms = 4321\n",
     );
     env.config.grant_workspace("files", toolhost_spec::manifest::FsMode::ReadWrite);
     std::fs::write(env.ws("gone.txt"), "x").unwrap();
-    let confirm = Arc::new(Recording::default());
+    let confirm = Operator::answering(Decision::Allow);
     let host = env.host_with(confirm.clone());
     assert_listed_schemas_agree(&host);
     let dir = tempfile::tempdir().unwrap();
@@ -229,7 +215,7 @@ async fn a_renamed_tool_keeps_danger_audit_and_metrics_under_its_exposed_name() 
     // The plugin receives its own name (it knows no `remove`): the file is deleted.
     ok(&host.call(&ToolCall::new("remove", ["gone.txt"])).await);
     assert!(!env.ws("gone.txt").exists());
-    let asked = confirm.0.lock().unwrap().clone();
+    let asked = confirm.asked();
     assert_eq!(asked.len(), 1);
     assert_eq!((asked[0].tool.as_str(), asked[0].plugin.as_str()), ("remove", "files"));
     err(&host.call(&ToolCall::new("delete", ["x"])).await, ErrorKind::UnknownTool);
@@ -337,7 +323,7 @@ async fn a_namespace_gives_plugin_dot_tool_and_openai_double_underscores() {
 #[tokio::test]
 async fn names_openai_would_see_as_one_conflict() {
     // `text.echo` is `text__echo` on OpenAI; a files tool renamed `text__echo` would be the same.
-    let env = env_with(
+    let env = with_sections(
         &[plugin_artifacts::TEXT, plugin_artifacts::FILES],
         "[catalog]\nnamespace = \"plugin\"\n[plugin.files.tool.read]\nname = \"text__echo\"\n",
     );
@@ -350,7 +336,7 @@ async fn names_openai_would_see_as_one_conflict() {
 
 #[tokio::test]
 async fn search_mode_offers_find_tools_and_the_pinned_tools_on_every_front_end() {
-    let env = env_with(
+    let env = with_sections(
         &[plugin_artifacts::FILES, plugin_artifacts::TEXT],
         "[catalog]\nmode = \"search\"\npin = [\"echo\"]\nresults = 3\n",
     );
@@ -385,14 +371,17 @@ async fn search_mode_offers_find_tools_and_the_pinned_tools_on_every_front_end()
     assert!(e.contains("find_tools(\"what you want to do\")"), "{e}");
 
     // `auto` searches above `search_above` tools only; `all` never.
-    let auto = env_with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT], "[catalog]\nsearch_above = 5\n");
+    let auto =
+        with_sections(&[plugin_artifacts::FILES, plugin_artifacts::TEXT], "[catalog]\nsearch_above = 5\n");
     assert!(auto.registry().search().is_some());
-    let all = env_with(
+    let all = with_sections(
         &[plugin_artifacts::FILES, plugin_artifacts::TEXT],
         "[catalog]\nmode = \"all\"\nsearch_above = 5\n",
     );
     assert!(all.registry().search().is_none());
-    assert!(env_with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT], "").registry().search().is_none());
+    assert!(
+        with_sections(&[plugin_artifacts::FILES, plugin_artifacts::TEXT], "").registry().search().is_none()
+    );
 }
 
 #[test]
@@ -465,31 +454,15 @@ fn server_json_describes_the_deployment_for_mcp_registries() {
 
 // ---- the official MCP Python SDK 2.x ----
 
-fn python2() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::env::var_os("TOOLHOST_PYTHON2")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/pyenv2/bin/python"))
-}
-
-/// Run tests/mcp/catalog.py's `scenario` against `serve --mcp` over stdio.
+/// Run tests/mcp/catalog.py's `scenario` against `serve --mcp` over stdio, with `config` as the
+/// operator's `toolhost.toml` and `flags` before the subcommand.
 fn python_catalog_check(scenario: &str, env: &Env, config: &str, flags: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config_path = env.at("catalog.toml");
-    std::fs::write(&config_path, config).unwrap();
-    let out = Command::new(python2())
-        .arg(root.join("tests/mcp/catalog.py"))
-        .args([scenario, "stdio", env!("CARGO_BIN_EXE_toolhost"), "--config"])
-        .arg(&config_path)
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
+    std::fs::write(env.at("toolhost.toml"), config).unwrap();
+    let out = mcp_script(2, "catalog.py", env)
+        .args([scenario, "stdio"])
+        .args(env.command_line())
         .args(flags)
         .args(["serve", "--mcp"])
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

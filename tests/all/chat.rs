@@ -3,7 +3,7 @@
 //! in chunked encoding (events split across chunks, tool-call arguments in index-keyed
 //! fragments), plain JSON replies, error statuses, and streams cut midway.
 
-use crate::support::{Env, runtime};
+use crate::support::{Env, Operator, free_port, runtime, toolhost};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -404,19 +404,6 @@ async fn a_tool_error_the_model_recovers_from() {
     assert_eq!(kinds, [false, true]);
 }
 
-/// Declines every dangerous call, counting the questions.
-struct Decline(Mutex<Vec<String>>);
-
-impl Confirm for Decline {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(format!("{}({})", req.tool, req.args.join(", ")));
-        Box::pin(async { Decision::Deny("the user said no".into()) })
-    }
-}
-
 #[tokio::test]
 async fn a_dangerous_call_declined() {
     let env = env();
@@ -427,12 +414,14 @@ async fn a_dangerous_call_declined() {
         text("I was not allowed to delete it."),
     ])
     .await;
-    let decline = Arc::new(Decline(Mutex::new(Vec::new())));
+    let decline = Operator::answering(Decision::Deny("the user said no".into()));
     let agent = agent(&host, &server, Protocol::Native).with_confirm(decline.clone());
     let mut conv = Conversation::new();
     let (r, _) = turn(&agent, &mut conv, "Delete keep.txt").await;
     assert_eq!(r.unwrap().answer, "I was not allowed to delete it.");
-    assert_eq!(*decline.0.lock().unwrap(), ["delete(keep.txt)"]);
+    let asked: Vec<String> =
+        decline.asked().iter().map(|r| format!("{}({})", r.tool, r.args.join(", "))).collect();
+    assert_eq!(asked, ["delete(keep.txt)"]);
     assert_eq!(std::fs::read_to_string(env.ws("keep.txt")).unwrap(), "precious");
     let o = outcome(server.seen()[1].last());
     assert_eq!(o["kind"], "denied");
@@ -604,10 +593,7 @@ async fn errors_a_user_meets_are_explained() {
         assert!(e.contains(want), "{e}\nwanted: {want}");
     }
     // Nothing listening.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let mut o = ClientOptions::new(format!("http://127.0.0.1:{port}/v1"), "m");
     o.retry.base_delay = Duration::from_millis(1);
     let agent = Agent::new(host.executor.clone(), ModelClient::new(o).unwrap(), AgentOptions::default());
@@ -785,23 +771,14 @@ async fn a_long_tool_s_progress_reaches_the_turn_s_events() {
 // ---- the command line ----
 
 fn chat_command(env: &Env, url: &str, extra: &[&str]) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env(
-        "XDG_CACHE_HOME",
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
-    )
-    .env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
-    .env_remove("OPENAI_API_KEY")
-    .env_remove("OPENAI_BASE_URL")
-    .arg("--plugins")
-    .arg(env.plugins.path())
-    .arg("--workspace")
-    .arg(env.workspace.path())
-    .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
-    .arg(url)
-    .args(extra)
-    .current_dir(env.dir.path())
-    .stdin(std::process::Stdio::null());
+    let mut cmd = env.command();
+    cmd.env("TOOLHOST_TEST_KEY", "sk-test-secret-0123456789")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .args(["--allow-write", "files", "chat", "--model", "test-model", "--base-url"])
+        .arg(url)
+        .args(extra)
+        .stdin(std::process::Stdio::null());
     cmd
 }
 
@@ -869,17 +846,14 @@ async fn chat_once_prints_the_answer_json_and_transcript() {
 async fn chat_explains_an_unreachable_server_and_a_missing_model() {
     // `files` too: `chat_command` grants it, and a grant for a plugin not there is an error.
     let env = Env::with(&[plugin_artifacts::TEXT, plugin_artifacts::FILES]);
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = free_port();
     let mut cmd = chat_command(&env, &format!("http://127.0.0.1:{port}/v1"), &["--once", "hi"]);
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cannot reach the model server") && stderr.contains("ollama serve"), "{stderr}");
 
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    let mut cmd = toolhost();
     cmd.args(["--plugins"])
         .arg(env.plugins.path())
         .args(["chat", "--once", "hi"])

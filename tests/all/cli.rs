@@ -1,23 +1,13 @@
 //! The `toolhost` binary, driven as a user would.
 
-use crate::support::{Env, component};
+use crate::support::lines::{next_line, output_with, spawn_reading};
+use crate::support::{self, Env, component};
 use std::process::{Command, Output, Stdio};
 
-/// The compiled-code cache the spawned binaries share (kept out of the user's home).
-fn cache_home() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache")
-}
-
-/// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the workspace.
+/// `toolhost --plugins <env> --workspace <env> ARGS…`, run in the operator's folder.
 fn command(env: &Env, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env("XDG_CACHE_HOME", cache_home())
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(args)
-        .current_dir(env.dir.path());
+    let mut cmd = env.command();
+    cmd.args(args);
     cmd
 }
 
@@ -171,15 +161,7 @@ fn config_errors_name_the_file_and_key() {
 }
 
 fn toolhost_stdin(env: &Env, args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = command(env, args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run toolhost");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    output_with(&mut command(env, args), input)
 }
 
 #[test]
@@ -225,60 +207,48 @@ fn prompt_and_schema_commands() {
     assert_eq!(v.as_array().unwrap().len(), 4);
 }
 
-/// `toolhost dev`: an author saves, the plugin is rebuilt, and the new tool is announced; SIGTERM
-/// ends it cleanly, as Ctrl-C does.
-#[test]
-fn dev_rebuilds_on_save_and_the_tool_appears() {
-    use std::io::BufRead;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+/// A Rust plugin crate `name` on the SDK, its `src/` empty, with the plugins' lock file (so no
+/// dependency is fetched or rebuilt).
+fn sdk_crate(name: &str) -> tempfile::TempDir {
+    let root = support::root();
     let krate = tempfile::tempdir().unwrap();
     std::fs::create_dir(krate.path().join("src")).unwrap();
     std::fs::write(
         krate.path().join("Cargo.toml"),
         format!(
-            "[package]\nname = \"devloop\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
              [dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\n[workspace]\n",
             root.join("plugin-sdk").display().to_string()
         ),
     )
     .unwrap();
-    // Reuse the plugins' lock file and build dir, so no dependency is fetched or rebuilt.
     std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
+    krate
+}
+
+/// `toolhost dev`: an author saves, the plugin is rebuilt, and the new tool is announced; SIGTERM
+/// ends it cleanly, as Ctrl-C does.
+#[test]
+fn dev_rebuilds_on_save_and_the_tool_appears() {
+    let root = support::root();
+    let krate = sdk_crate("devloop");
     let src = |attr: &str, body: &str| format!("#[toolhost_sdk::plugin{attr}]\nmod tools {{\n{body}\n}}\n");
     let hi = "    /// Say hi.\n    #[tool]\n    pub fn hi() -> String { \"hi\".into() }";
     std::fs::write(krate.path().join("src/lib.rs"), src("", hi)).unwrap();
     let plugins = tempfile::tempdir().unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", cache_home())
-        .arg("--plugins")
-        .arg(plugins.path())
-        .arg("dev")
-        .arg(krate.path())
-        .env("CARGO_TARGET_DIR", root.join("target/plugins-build"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |want: &str| -> Result<(), String> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let (mut child, rx) = spawn_reading(
+        support::toolhost()
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("dev")
+            .arg(krate.path())
+            .env("CARGO_TARGET_DIR", root.join("target/plugins-build")),
+    );
+    let wait_for = |want: &str| -> Result<String, String> {
         let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) if line.starts_with(want) => return Ok(()),
-                Ok(line) => seen.push(line),
-                Err(_) => break,
-            }
-        }
-        Err(format!("never saw {want:?}; saw {seen:?}"))
+        next_line(&rx, 240, |l| l.starts_with(want), &mut seen)
+            .ok_or_else(|| format!("never saw {want:?}; saw {seen:?}"))
     };
     let first = wait_for("+ hi (devloop v0.1.0)");
     let second = first.clone().and_then(|_| {
@@ -455,25 +425,13 @@ fn an_install_that_would_shadow_a_tool_is_refused_naming_both_plugins() {
 /// cannot have.
 #[test]
 fn rust_mistakes_are_reported_at_the_authors_lines() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let krate = tempfile::tempdir().unwrap();
-    std::fs::create_dir(krate.path().join("src")).unwrap();
-    std::fs::write(
-        krate.path().join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"mistakes\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n\
-             [dependencies]\ntoolhost-sdk = {{ path = {:?} }}\n\n[workspace]\n",
-            root.join("plugin-sdk").display().to_string()
-        ),
-    )
-    .unwrap();
-    std::fs::copy(root.join("plugins/Cargo.lock"), krate.path().join("Cargo.lock")).unwrap();
+    let krate = sdk_crate("mistakes");
     let check = |src: &str| {
         std::fs::write(krate.path().join("src/lib.rs"), src).unwrap();
         let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .args(["build", "--release", "--target", "wasm32-wasip2", "--message-format", "short"])
             .current_dir(krate.path())
-            .env("CARGO_TARGET_DIR", root.join("target/plugins-build"))
+            .env("CARGO_TARGET_DIR", support::root().join("target/plugins-build"))
             .output()
             .unwrap();
         assert!(!out.status.success());

@@ -8,19 +8,14 @@
 //! versions (or set TOOLHOST_CONSOLE_PYTHON, TOOLHOST_CHROMIUM, TOOLHOST_AXE). Screenshots of
 //! each page are written to `target/console-shots/`.
 
-use crate::support::Env;
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::support::http::{self, Answer};
+use crate::support::{self, Env, lines, root, wait_line};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "console-token-6f0e2b9d41c7";
 const SECRET: &str = "console-secret-value-93ad7c";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
 
 fn from_env_or(var: &str, default: PathBuf) -> PathBuf {
     std::env::var_os(var)
@@ -86,69 +81,28 @@ fn run_browser(scenario: &str, url: &str, env: &[(&str, String)]) {
     eprintln!("{stdout}");
 }
 
-fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-#[track_caller]
-pub(crate) fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                seen.push(line.clone());
-                if line.contains(what) {
-                    return line;
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
-}
-
 /// A `toolhost serve --http 127.0.0.1:0` with a config, killed when dropped. Without `[mcp]
 /// tokens` it is the operator's browser: signed in with the printed login link, its requests
 /// carry the session cookie (see [`Server::raw`] for another process's).
 pub(crate) struct Server {
-    child: Child,
-    pub(crate) addr: String,
+    pub(crate) server: support::Server,
     /// The console's URL as printed, if it is on (without tokens, the login link).
-    pub(crate) url: Option<String>,
-    /// The local key printed at start (no `[mcp] tokens`).
-    pub(crate) key: Option<String>,
+    pub(crate) console_url: Option<String>,
     /// `toolhost_console=ID`: the session the login link opened.
     pub(crate) session: Option<String>,
-    pub(crate) seen: Vec<String>,
-    pub(crate) log: Receiver<String>,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Server {
+    type Target = support::Server;
+
+    fn deref(&self) -> &support::Server {
+        &self.server
     }
 }
 
-/// The response to one request: status, head (lower-cased names), body.
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) head: String,
-    pub(crate) body: String,
-}
-
-impl Answer {
-    pub(crate) fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-        })
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut support::Server {
+        &mut self.server
     }
 }
 
@@ -162,46 +116,34 @@ impl Server {
     }
 
     pub(crate) fn spawn(env: &Env, config: &str, args: &[&str], command: &[&str]) -> Server {
-        let dir = env.plugins.path().parent().unwrap().to_path_buf();
-        let config_path = env.at("toolhost.toml");
-        std::fs::write(&config_path, config).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("--config")
-            .arg(&config_path)
-            .arg("--plugins")
-            .arg(env.plugins.path())
-            .arg("--workspace")
-            .arg(env.workspace.path())
-            .args(args)
-            .args(command)
-            .env_remove("DISPLAY")
-            .env_remove("WAYLAND_DISPLAY")
-            .env("TOOLHOST_TEST_CONSOLE_TOKEN", TOKEN)
-            .env("TOOLHOST_TEST_CONSOLE_SECRET", SECRET)
-            .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-            .env("XDG_STATE_HOME", env.at("state"))
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = lines(child.stderr.take().unwrap());
-        let mut seen = Vec::new();
-        let listening = wait_line(&log, "listening on http://", 60, &mut seen);
-        let bound = listening.split("http://").nth(1).unwrap().split(' ').next().unwrap().to_string();
-        // An address bound to every interface is reached on loopback.
-        let addr = bound.replace("0.0.0.0:", "127.0.0.1:");
-        // A cold compile cache compiles every plugin first (the Python one is 18 MiB).
-        let ready = wait_line(&log, "MCP over streamable HTTP at", 300, &mut seen);
-        assert!(ready.contains(&bound));
-        let url = seen
+        let server = support::Server::start(
+            env.configured(config)
+                .args(args)
+                .args(command)
+                .env_remove("DISPLAY")
+                .env_remove("WAYLAND_DISPLAY")
+                .env("TOOLHOST_TEST_CONSOLE_TOKEN", TOKEN)
+                .env("TOOLHOST_TEST_CONSOLE_SECRET", SECRET)
+                .env("XDG_STATE_HOME", env.at("state")),
+        );
+        let bound = server
+            .seen
+            .iter()
+            .find_map(|l| l.split("listening on http://").nth(1))
+            .map(|rest| rest.split(' ').next().unwrap().to_string())
+            .expect("it says where it listens");
+        assert!(
+            server.seen.iter().any(|l| l.contains("MCP over streamable HTTP at") && l.contains(&bound)),
+            "{:?}",
+            server.seen
+        );
+        let console_url = server
+            .seen
             .iter()
             .find_map(|l| l.split("console at ").nth(1))
             .map(|u| u.split(' ').next().unwrap().to_string());
-        let key = seen.iter().find_map(|l| crate::support::local_key(l));
-        let mut server = Server { child, addr, url, key, session: None, seen, log };
-        if let (Some(url), Some(_)) = (&server.url, &server.key) {
+        let mut server = Server { server, console_url, session: None };
+        if let (Some(url), Some(_)) = (&server.console_url, &server.key) {
             let path = url[url.find("/console/login").expect("a login link")..].to_string();
             let opened = server.raw("GET", &path, "", "");
             assert_eq!(opened.status, 303, "the login link signs in: {}", opened.head);
@@ -229,22 +171,7 @@ impl Server {
     /// One request as any other local process: only `headers` (and `Host: ADDR` unless they
     /// name one), no session.
     pub(crate) fn raw(&self, method: &str, path: &str, headers: &str, body: &str) -> Answer {
-        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let names_host = headers.lines().any(|l| l.to_ascii_lowercase().starts_with("host:"));
-        let host = if names_host { String::new() } else { format!("Host: {}\r\n", self.addr) };
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\n{host}{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        let _ = s.read_to_end(&mut raw);
-        let raw = String::from_utf8_lossy(&raw).to_string();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status =
-            head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
-        Answer { status, head: head.to_string(), body: body.to_string() }
+        self.server.request(method, path, headers, body)
     }
 
     pub(crate) fn get(&self, path: &str, cookie: Option<&str>) -> Answer {
@@ -259,7 +186,7 @@ impl Server {
 }
 
 pub(crate) fn json(a: &Answer) -> serde_json::Value {
-    serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", a.status, a.body))
+    a.json()
 }
 
 /// The tool names the plugins of `cargo xtask plugins` register.
@@ -290,7 +217,7 @@ fn console_in_a_browser() {
     let config =
         "[audit]\nfile = \"audit.jsonl\"\n\n[plugin.web]\non_missing = \"ask\"\nnet_private = true\n";
     let server = Server::start_with(&env, config, &["--allow-write", "files"]);
-    let url = server.url.clone().expect("the console's URL is printed");
+    let url = server.console_url.clone().expect("the console's URL is printed");
     assert!(url.starts_with(&format!("{}console/login?key=", server.base())), "{url}");
     run_browser(
         "main",
@@ -423,7 +350,7 @@ fn console_doors_with_a_token() {
     assert_eq!(a.status, 200);
     assert_eq!(server.get("/console/api/session", Some(&cookie)).status, 401);
 
-    let url = server.url.clone().unwrap();
+    let url = server.console_url.clone().unwrap();
     run_browser("login", &url, &[("TOKEN", TOKEN.to_string())]);
 }
 
@@ -434,7 +361,7 @@ fn console_doors_with_a_token() {
 fn console_off_read_only_and_locked() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let off = Server::start(&env, "[console]\nenabled = false\n");
-    assert_eq!(off.url, None, "no console URL is printed");
+    assert_eq!(off.console_url, None, "no console URL is printed");
     assert_eq!(off.get("/", None).status, 404);
     assert_eq!(off.get("/console/api/tools", None).status, 404);
     drop(off);
@@ -528,7 +455,7 @@ fn console_rejects_a_held_version() {
 fn the_console_command_prints_its_url() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let mut server = Server::spawn(&env, "", &[], &["console"]);
-    let url = server.url.clone().expect("the URL is printed");
+    let url = server.console_url.clone().expect("the URL is printed");
     let key = server.key.clone().expect("the key is printed");
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with(&format!("/console/login?key={key}")),
@@ -537,7 +464,7 @@ fn the_console_command_prints_its_url() {
     // Printed before the plugins finish loading, so usually already seen.
     let note = match server.seen.iter().find(|l| l.contains("no desktop here")) {
         Some(l) => l.clone(),
-        None => wait_line(&server.log, "no desktop here", 10, &mut server.seen),
+        None => server.wait_line("no desktop here", 10),
     };
     assert!(
         note.contains(&format!("{}console/login?once=", server.base())) && !note.contains(&key),
@@ -563,15 +490,10 @@ fn the_feed_shows_running_calls_with_their_progress() {
     let env = Env::with(&[plugin_artifacts::TICKER]);
     let server = Server::start(&env, "");
     // The feed, read on its own thread, line by line.
-    let mut feed = std::net::TcpStream::connect(&server.addr).unwrap();
     let cookie = server.session.as_deref().expect("signed in with the printed link");
-    write!(
-        feed,
-        "GET /console/api/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n",
-        server.addr
-    )
-    .unwrap();
-    let events = lines(feed);
+    let headers = format!("Cookie: {cookie}\r\nAccept: text/event-stream\r\n");
+    let feed = http::stream(server.addr, "GET", "/console/api/events", &headers, "");
+    let events = lines(feed.body);
     let mut seen = Vec::new();
     wait_line(&events, "event: hello", 30, &mut seen);
     let csrf = json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap().to_string();

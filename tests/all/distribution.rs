@@ -2,9 +2,10 @@
 //! (Debian's `docker-registry`, the reference distribution implementation, started here on
 //! 127.0.0.1), the lock file, and the signature policy at load and on reload.
 
-use crate::support::{Env, call, ok};
+use crate::support::server::Killed;
+use crate::support::{self, Env, call, free_port, ok};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use toolhost::oci::{self, LockFile};
 use toolhost_core::registry::reload::Reloader;
@@ -15,20 +16,9 @@ const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
 
 /// A registry serving from a temporary folder, stopped when dropped.
 struct TestRegistry {
-    child: Child,
+    _process: Killed,
     addr: String,
     storage: tempfile::TempDir,
-}
-
-impl Drop for TestRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn registry() -> TestRegistry {
@@ -66,7 +56,7 @@ fn registry() -> TestRegistry {
                 break; // port taken in the meantime: try another
             }
             if v2_ok(&addr) {
-                return TestRegistry { child, addr, storage };
+                return TestRegistry { _process: Killed(child), addr, storage };
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
@@ -78,15 +68,7 @@ fn registry() -> TestRegistry {
 
 /// `GET /v2/` answers 200.
 fn v2_ok(addr: &str) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else { return false };
-    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-    if s.write_all(b"GET /v2/ HTTP/1.0\r\nHost: x\r\n\r\n").is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 32];
-    let n = s.read(&mut buf).unwrap_or(0);
-    buf[..n].starts_with(b"HTTP/1.1 200") || buf[..n].starts_with(b"HTTP/1.0 200")
+    support::http::try_request(addr, "GET", "/v2/", "", "").is_ok_and(|a| a.status == 200)
 }
 
 /// A temporary key pair (private key file + trust entry).
@@ -157,8 +139,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 }
 
 fn toolhost(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
+    support::toolhost()
         .env("DOCKER_CONFIG", cwd.join("no-docker-config"))
         .args(args)
         .current_dir(cwd)

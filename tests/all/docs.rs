@@ -4,6 +4,7 @@
 //! `toml` example is a configuration the real parser accepts, every relative link resolves, and
 //! the `[TOOL]` examples of the Chinese quick start parse as the text says they do.
 
+use crate::support::{BIN, cache_home, root};
 use std::path::{Path, PathBuf};
 
 mod examples;
@@ -49,10 +50,6 @@ fn blocks(md: &str) -> Result<(Vec<Block>, Prose), String> {
         Some(b) => Err(format!("the code block opened at line {} never closes", b.line)),
         None => Ok((out, prose)),
     }
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// A Markdown file of the documentation, with its `{{#include}}`s expanded as mdBook does.
@@ -411,7 +408,7 @@ fn the_readme_tour_runs() {
     let alias = alias.strip_suffix('\'').expect("the alias is one quoted command");
     let env = crate::support::Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
     let command = alias
-        .replace("toolhost ", &format!("'{}' ", env!("CARGO_BIN_EXE_toolhost")))
+        .replace("toolhost ", &format!("'{BIN}' "))
         .replace("target/plugins", &env.plugins.path().display().to_string())
         .replace("./scratch", &env.workspace.path().display().to_string());
     assert_ne!(command, alias, "the alias runs toolhost on target/plugins and ./scratch: {alias}");
@@ -430,7 +427,7 @@ fn the_readme_tour_runs() {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(&script)
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+        .env("XDG_CACHE_HOME", cache_home())
         .current_dir(env.dir.path())
         .stdin(std::process::Stdio::null())
         .output()

@@ -7,10 +7,13 @@
 //! is served meanwhile, so the client itself never fails; and the server exits 0. Each case
 //! records a line in the reliability summary `cargo xtask test` prints.
 
-use crate::service::{Deployment, TOKEN, exit_status, json_line, lines, poll, root, sigterm, wait_line};
+use crate::service::{Deployed, Deployment, TOKEN, json_line};
+use crate::support::lines::spawn_piped;
+use crate::support::python::python;
+use crate::support::server::{exit_status, sigterm};
+use crate::support::{Server, poll, root, wait_line};
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -22,19 +25,6 @@ enum Transport {
     StdioSigterm,
     /// stdio, ended by the client closing the server's stdin.
     StdioEof,
-}
-
-/// The Python with the MCP SDK of `generation` (1 or 2), as `tests/all/mcp.rs` finds it.
-fn python(generation: u8) -> PathBuf {
-    let (var, venv) = if generation == 1 {
-        ("TOOLHOST_PYTHON", "target/pyenv")
-    } else {
-        ("TOOLHOST_PYTHON2", "target/pyenv2")
-    };
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
-        .unwrap_or_else(|| root().join(venv).join("bin/python"))
 }
 
 /// `tests/service/drain.py` talking to a server, taking orders on its stdin.
@@ -88,7 +78,7 @@ fn drain(generation: u8, mode: &str, transport: Transport) {
     cmd.arg(root().join("tests/service/drain.py")).arg(mode);
     match &server {
         Some(s) => {
-            cmd.args(["http", &s.url(), TOKEN]);
+            cmd.args(["http", &s.url, TOKEN]);
         }
         None => {
             // The server as `d.command()` would start it, but by the driver, on its pipes.
@@ -102,11 +92,8 @@ fn drain(generation: u8, mode: &str, transport: Transport) {
             cmd.current_dir(d.dir.path());
         }
     }
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let orders = child.stdin.take();
-    let out = lines(child.stdout.take().unwrap());
-    let err = lines(child.stderr.take().unwrap());
-    let mut driver = Driver { child, orders, out, seen: Vec::new() };
+    let (child, orders, out, err) = spawn_piped(&mut cmd);
+    let mut driver = Driver { child, orders: Some(orders), out, seen: Vec::new() };
     let ready = driver.expect("ready", "true", 60);
     let mut err_seen = Vec::new();
 
@@ -172,7 +159,7 @@ fn drain(generation: u8, mode: &str, transport: Transport) {
     let slow = driver.expect("tag", "slow", 30);
     let server_log = |server: &mut Option<_>| match server {
         Some(s) => {
-            let s: &mut crate::service::Server = s;
+            let s: &mut Server = s;
             s.seen.extend(s.log.try_iter());
             s.seen.join("\n")
         }

@@ -8,10 +8,14 @@
 //! that authenticate: with the replica's own local key when it is spoken to directly, with the
 //! fleet's shared `[mcp] tokens` entry through the balancer (each replica draws its own key).
 
-use crate::mcp::{host_args, mcp_env, python2, root};
-use crate::support::Env;
+use crate::mcp::{SERVE_ARGS, mcp_env};
+use crate::support::http::{self, header};
+use crate::support::mcp_http::{Stateless, form, open_session_as, post, session_headers, try_post};
+use crate::support::python::{mcp_script, run_passing};
+use crate::support::server::Killed;
+use crate::support::{Env, Server, free_port, root};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -24,16 +28,9 @@ const FLEET_TOKEN: &str = "fleet-test-token-8c1e4a7d2b9f";
 
 /// `redis-server` on a free 127.0.0.1 port, killed on drop.
 struct Redis {
-    child: Child,
+    _process: Killed,
     port: u16,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn redis_server_bin() -> PathBuf {
@@ -47,10 +44,6 @@ fn redis_server_bin() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn redis() -> Redis {
@@ -68,7 +61,7 @@ fn redis_on(port: u16) -> Redis {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let redis = Redis { child, port, _dir: dir };
+    let redis = Redis { _process: Killed(child), port, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let pong = TcpStream::connect(("127.0.0.1", port)).ok().and_then(|mut s| {
@@ -86,22 +79,10 @@ fn redis_on(port: u16) -> Redis {
     }
 }
 
-/// One `serve --mcp --http` replica, killed on drop.
-struct Replica {
-    child: Child,
-    url: String,
-    /// The local key it printed (no `[mcp] tokens`).
-    key: Option<String>,
-    /// Its stderr up to the URL line.
-    start: Vec<String>,
-}
-
-impl Replica {
-    /// The `Authorization` line of a client that may be asked to confirm: its local key, or
-    /// (configured with [`fleet_config`]) the fleet's token.
-    fn auth(&self) -> String {
-        format!("Authorization: Bearer {}\r\n", self.key.as_deref().unwrap_or(FLEET_TOKEN))
-    }
+/// The `Authorization` line of a client that may be asked to confirm: the replica's local key,
+/// or (configured with [`fleet_config`]) the fleet's token.
+fn auth(replica: &Server) -> String {
+    format!("Authorization: Bearer {}\r\n", replica.key.as_deref().unwrap_or(FLEET_TOKEN))
 }
 
 /// The `Authorization` line with the fleet's token, for requests through the balancer.
@@ -109,54 +90,27 @@ fn fleet_auth() -> String {
     format!("Authorization: Bearer {FLEET_TOKEN}\r\n")
 }
 
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A replica of `env` on `addr` with `config` (written into `dir`), extra `flags` after
-/// `serve --mcp`, the fleet key in its environment.
-fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[&str]) -> Replica {
+/// A `serve --mcp --http` replica of `env` on `addr` with `config` (written into `dir`), extra
+/// `flags` after `serve --mcp`, the fleet key in its environment.
+fn replica(env: &Env, dir: &std::path::Path, addr: &str, config: &str, flags: &[&str]) -> Server {
     let path = dir.join(format!("fleet-{}.toml", free_port()));
     std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(&path)
-        .args(host_args(env))
-        .args(["--http", addr])
-        .args(flags)
-        .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
-        .env("TOOLHOST_TEST_FLEET_TOKEN", FLEET_TOKEN)
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut r = Replica { child, url: String::new(), key: None, start: Vec::new() };
-    while r.url.is_empty() {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no URL from serve: {:?}", r.start));
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            r.url = rest.split(',').next().unwrap().to_string();
-        }
-        r.key = r.key.take().or_else(|| crate::support::local_key(&line));
-        r.start.push(line);
-    }
-    // An address bound to every interface is reached on loopback.
-    r.url = r.url.replace("0.0.0.0", "127.0.0.1");
-    r
+    Server::start(
+        env.command()
+            .arg("--config")
+            .arg(&path)
+            .args(SERVE_ARGS)
+            .args(["--http", addr])
+            .args(flags)
+            .env("TOOLHOST_TEST_FLEET_KEY", FLEET_KEY)
+            .env("TOOLHOST_TEST_FLEET_TOKEN", FLEET_TOKEN),
+    )
+}
+
+/// Three replicas of `env` (their configs in `dir`) sharing the fleet's key and `redis`.
+fn three_replicas(env: &Env, dir: &std::path::Path, redis: &Redis) -> Vec<Server> {
+    let config = fleet_config(Some(redis.port));
+    (0..3).map(|_| replica(env, dir, "127.0.0.1:0", &config, &[])).collect()
 }
 
 fn fleet_config(redis_port: Option<u16>) -> String {
@@ -170,61 +124,12 @@ fn fleet_config(redis_port: Option<u16>) -> String {
     c
 }
 
-/// One stateless 2026-07-28 `tools/call` of `delete(path)` over raw HTTP/1.0 (the body ends
-/// with the connection), with `auth` (an `Authorization` line); returns the JSON-RPC response.
+/// One stateless 2026-07-28 `tools/call` of `delete(path)` with `auth` (an `Authorization`
+/// line), answering a question when given its state; returns the JSON-RPC response.
 fn delete(url: &str, auth: &str, path: &str, state: Option<&str>, answer: Option<Value>) -> Value {
-    let mut params = json!({
-        "name": "delete",
-        "arguments": {"path": path},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "fleet-test", "version": "0"},
-        },
-    });
-    if let Some(s) = state {
-        params["requestState"] = s.into();
-    }
-    if let Some(a) = answer {
-        params["inputResponses"] = json!({ "confirm": a });
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let headers =
-        format!("{auth}MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: delete\r\n");
-    let (_, head, messages) = post(url, &headers, &body);
-    messages
-        .into_iter()
-        .find(|m| m.get("id") == Some(&json!(1)))
-        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
-}
-
-/// One raw HTTP/1.0 POST of `body` to `url` with `headers` (whole lines); the body ends with
-/// the connection. Returns the status, the head and the JSON messages (plain or in SSE events).
-pub(crate) fn post(url: &str, headers: &str, body: &Value) -> (u16, String, Vec<Value>) {
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let body = body.to_string();
-    let req = format!(
-        "POST /mcp HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
-         text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
-    let status =
-        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
-    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
-        vec![serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body:?}"))]
-    } else {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .collect()
-    };
-    (status, head.to_string(), messages)
+    let client = Stateless { url, auth, client: "fleet-test", capabilities: form() };
+    let retry = state.zip(answer).map(|(state, answer)| (state, "confirm", answer));
+    client.call("delete", json!({"path": path}), retry)
 }
 
 fn accept() -> Value {
@@ -257,21 +162,19 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Replica> =
-        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     for round in 0..3 {
         let (ask, answer, replay) = (&fleet[round], &fleet[(round + 1) % 3], &fleet[(round + 2) % 3]);
         let file = format!("doomed-{round}.txt");
         std::fs::write(env.ws(&file), "delete me").unwrap();
-        let state = asked(&delete(&ask.url, &ask.auth(), &file, None, None));
+        let state = asked(&delete(&ask.url, &auth(ask), &file, None, None));
         assert!(env.ws(&file).exists(), "asking ran nothing");
-        ran(&delete(&answer.url, &answer.auth(), &file, Some(&state), Some(accept())));
+        ran(&delete(&answer.url, &auth(answer), &file, Some(&state), Some(accept())));
         assert!(!env.ws(&file).exists(), "the answer on replica {} ran the call", (round + 1) % 3);
         // The same state again, on the third replica and on the two others: refused everywhere.
         std::fs::write(env.ws(&file), "again").unwrap();
         for r in [replay, ask, answer] {
-            let e = refused(&delete(&r.url, &r.auth(), &file, Some(&state), Some(accept())));
+            let e = refused(&delete(&r.url, &auth(r), &file, Some(&state), Some(accept())));
             assert!(e.contains("already used"), "{e}");
         }
         assert!(env.ws(&file).exists(), "no replay ran");
@@ -280,13 +183,13 @@ fn a_confirmation_asked_by_one_replica_is_answered_on_another_and_good_for_one_c
     let port = redis.port;
     drop(redis);
     std::fs::write(env.ws("kept.txt"), "keep").unwrap();
-    let state = asked(&delete(&fleet[0].url, &fleet[0].auth(), "kept.txt", None, None));
-    let e = refused(&delete(&fleet[1].url, &fleet[1].auth(), "kept.txt", Some(&state), Some(accept())));
+    let state = asked(&delete(&fleet[0].url, &auth(&fleet[0]), "kept.txt", None, None));
+    let e = refused(&delete(&fleet[1].url, &auth(&fleet[1]), "kept.txt", Some(&state), Some(accept())));
     assert!(e.contains("replay store") && e.contains("not run"), "{e}");
     assert!(env.ws("kept.txt").exists(), "nothing ran without the replay store");
     // Redis back (empty): the replica reconnects, and the refused answer, never recorded, runs.
     let _redis = redis_on(port);
-    ran(&delete(&fleet[1].url, &fleet[1].auth(), "kept.txt", Some(&state), Some(accept())));
+    ran(&delete(&fleet[1].url, &auth(&fleet[1]), "kept.txt", Some(&state), Some(accept())));
     assert!(!env.ws("kept.txt").exists());
 }
 
@@ -299,12 +202,12 @@ fn without_a_shared_key_another_replica_refuses_with_a_clear_error() {
         replica(&env, dir.path(), "127.0.0.1:0", "", &[]),
     );
     std::fs::write(env.ws("doomed.txt"), "delete me").unwrap();
-    let state = asked(&delete(&a.url, &a.auth(), "doomed.txt", None, None));
-    let e = refused(&delete(&b.url, &b.auth(), "doomed.txt", Some(&state), Some(accept())));
+    let state = asked(&delete(&a.url, &auth(&a), "doomed.txt", None, None));
+    let e = refused(&delete(&b.url, &auth(&b), "doomed.txt", Some(&state), Some(accept())));
     assert!(e.contains("not issued by this toolhost process") && e.contains("no [mcp] approval_key"), "{e}");
     assert!(env.ws("doomed.txt").exists());
     // Sticky routing still works: the replica that asked takes the answer.
-    ran(&delete(&a.url, &a.auth(), "doomed.txt", Some(&state), Some(accept())));
+    ran(&delete(&a.url, &auth(&a), "doomed.txt", Some(&state), Some(accept())));
     assert!(!env.ws("doomed.txt").exists());
 }
 
@@ -313,14 +216,13 @@ fn a_server_others_can_reach_says_when_confirmations_need_sticky_routing() {
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let open = ["--allow-unauthenticated-remote"];
-    let warns =
-        |r: &Replica| r.start.iter().any(|l| l.contains("confirmations only work with sticky routing"));
+    let warns = |r: &Server| r.seen.iter().any(|l| l.contains("confirmations only work with sticky routing"));
     let alone = replica(&env, dir.path(), "0.0.0.0:0", "", &open);
-    assert!(warns(&alone), "{:?}", alone.start);
+    assert!(warns(&alone), "{:?}", alone.seen);
     let shared = replica(&env, dir.path(), "0.0.0.0:0", &fleet_config(Some(6379)), &open);
-    assert!(!warns(&shared), "{:?}", shared.start);
+    assert!(!warns(&shared), "{:?}", shared.seen);
     let on_loopback = replica(&env, dir.path(), "127.0.0.1:0", "", &[]);
-    assert!(!warns(&on_loopback), "{:?}", on_loopback.start);
+    assert!(!warns(&on_loopback), "{:?}", on_loopback.seen);
 }
 
 /// nginx running `deploy/nginx.conf` in front of `replicas` on a free 127.0.0.1 port; stopped
@@ -369,7 +271,7 @@ impl Nginx {
     }
 }
 
-fn nginx(replicas: &[Replica]) -> Nginx {
+fn nginx(replicas: &[Server]) -> Nginx {
     let bin = std::env::var_os("TOOLHOST_TEST_NGINX")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/sbin/nginx"));
@@ -388,12 +290,7 @@ fn nginx(replicas: &[Replica]) -> Nginx {
         .find_map(|l| l.trim_start().strip_prefix("server toolhost-"))
         .and_then(|l| l.split_once(' '))
         .map_or(";", |(_, rest)| rest);
-    let servers: String = replicas
-        .iter()
-        .map(|r| {
-            format!("    server {} {params}\n", r.url.trim_start_matches("http://").trim_end_matches("/mcp"))
-        })
-        .collect();
+    let servers: String = replicas.iter().map(|r| format!("    server {} {params}\n", r.addr)).collect();
     let mut site = String::new();
     for line in shipped.lines() {
         if line.trim_start().starts_with("server toolhost-") {
@@ -445,9 +342,7 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Replica> =
-        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     let lb = nginx(&fleet);
     // 2026-07-28, stateless: every confirmation through the balancer runs its call once.
     let rounds = 30;
@@ -477,8 +372,7 @@ fn behind_nginx_confirmations_run_once_on_any_replica_and_sessions_stay_on_one()
     // A 2025 session: `initialize`, then requests carrying its Mcp-Session-Id, all on the
     // replica that created it (another would not know the id).
     let session = legacy_session(&lb.url, &fleet_auth());
-    let in_session =
-        format!("{}Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n", fleet_auth());
+    let in_session = format!("{}{}", fleet_auth(), session_headers(&session, "2025-06-18"));
     for id in 2..8 {
         let (status, head, messages) =
             post(&lb.url, &in_session, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
@@ -497,20 +391,20 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
     let env = mcp_env();
     let dir = tempfile::tempdir().unwrap();
     let redis = redis();
-    let config = fleet_config(Some(redis.port));
-    let fleet: Vec<Replica> =
-        (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let fleet = three_replicas(&env, dir.path(), &redis);
     let lb = nginx(&fleet);
-    let out = Command::new(python2())
-        .arg(root().join("tests/mcp/fleet2.py"))
-        .args(["--rounds", "30", "--replays", "3", "--token", FLEET_TOKEN, lb.url.as_str()])
-        .current_dir(env.workspace.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("fleet checks passed"), "{stdout}\n{stderr}");
+    run_passing(
+        mcp_script(2, "fleet2.py", &env).args([
+            "--rounds",
+            "30",
+            "--replays",
+            "3",
+            "--token",
+            FLEET_TOKEN,
+            &lb.url,
+        ]),
+        "fleet checks passed",
+    );
     // Every `tools/call` through the balancer, in order: the 2026-07-28 ones went round robin,
     // so answers landed on other replicas than their questions, and the replays reached all three.
     let log = std::fs::read_to_string(lb.dir.path().join("access.log")).unwrap();
@@ -527,54 +421,11 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
     assert_eq!(replayed_on.len(), 3, "the replay reached every replica: {log}");
 }
 
-/// One raw HTTP/1.0 POST like [`post`], but a transport failure is an `Err` (a replica may be
-/// going away under it).
-fn try_post(url: &str, headers: &str, body: &Value) -> Result<(u16, String, Vec<Value>), String> {
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let body = body.to_string();
-    let req = format!(
-        "POST /mcp HTTP/1.0\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
-         text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(authority).map_err(|e| format!("connect: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
-    s.write_all(req.as_bytes()).map_err(|e| format!("send: {e}"))?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).map_err(|e| format!("read: {e}"))?;
-    let (head, body) = raw.split_once("\r\n\r\n").ok_or_else(|| format!("no HTTP response: {raw:?}"))?;
-    let status =
-        head.get(9..12).and_then(|c| c.parse().ok()).ok_or_else(|| format!("no status: {head:?}"))?;
-    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
-        serde_json::from_str(body.trim()).map(|v| vec![v]).map_err(|e| format!("{e}: {body:?}"))?
-    } else {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .collect()
-    };
-    Ok((status, head.to_string(), messages))
-}
-
 /// A replica's config for the rolling restart: the fleet's, and its own audit file.
 fn rolling_config(dir: &std::path::Path, port: u16, generation: usize) -> (String, PathBuf) {
     let audit = dir.join(format!("audit-{port}-{generation}.jsonl"));
     let config = format!("[audit]\nfile = \"{}\"\nfsync = false\n", audit.display());
     (config, audit)
-}
-
-/// SIGTERM to a replica; its exit status once it has drained.
-fn terminate(r: &mut Replica) -> std::process::ExitStatus {
-    let pid = rustix::process::Pid::from_raw(r.child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = r.child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "a replica did not exit within 30 s of SIGTERM");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// How the rolling restart's clients fared.
@@ -594,28 +445,17 @@ struct Tally {
 /// call answered `[unavailable]` before it ran.
 fn rolling_call(lb: &str, id: usize, tally: &Tally) {
     use std::sync::atomic::Ordering::Relaxed;
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "rename",
-        "arguments": {"from": format!("todo/{id}"), "to": format!("done/{id}")},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "rolling-test", "version": "0"},
-        },
-    }});
-    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: rename\r\n";
+    let client = Stateless { url: lb, auth: "", client: "rolling-test", capabilities: json!({}) };
+    let arguments = json!({"from": format!("todo/{id}"), "to": format!("done/{id}")});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": client.params("rename", arguments)});
     let fail = |why: String| tally.failures.lock().unwrap().push(format!("call {id}: {why}"));
     for _ in 0..20 {
-        let (status, head, messages) = match try_post(lb, headers, &body) {
+        let (status, head, messages) = match try_post(lb, &client.headers("rename"), &body) {
             Ok(answer) => answer,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         if status == 503 {
-            let retry_after = head.lines().find_map(|l| {
-                l.split_once(':')
-                    .filter(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
-                    .and_then(|(_, v)| v.trim().parse::<u64>().ok())
-            });
+            let retry_after = header(&head, "retry-after").and_then(|v| v.parse::<u64>().ok());
             let Some(secs) = retry_after else { return fail(format!("503 without Retry-After: {head}")) };
             tally.refused_503.fetch_add(1, Relaxed);
             std::thread::sleep(Duration::from_secs(secs));
@@ -659,7 +499,7 @@ fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
         std::fs::write(env.ws(&format!("todo/{id}")), id.to_string()).unwrap();
     }
     let mut audits = Vec::new();
-    let mut fleet: Vec<Replica> = (0..3)
+    let mut fleet: Vec<Server> = (0..3)
         .map(|_| {
             let port = free_port();
             let (config, audit) = rolling_config(dir.path(), port, 0);
@@ -700,9 +540,9 @@ fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let addr = replica.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-        let status = terminate(replica);
+        let addr = replica.addr.to_string();
+        let port = replica.addr.port();
+        let status = replica.terminate(30);
         assert!(status.success(), "replica {i} drained and exited 0: {status:?}");
         let (config, audit) = rolling_config(dir.path(), port, 1);
         audits.push(audit);
@@ -772,30 +612,19 @@ fn a_rolling_restart_behind_nginx_loses_and_repeats_no_call() {
     );
 }
 
-/// A 2025 session through `initialize` and `notifications/initialized`; its id.
-/// A 2025 session opened at `url` (`initialize`, then `notifications/initialized`) with `auth`
-/// (`Authorization` lines, or nothing): its id.
+/// A 2025 session opened at `url` with `auth` (`Authorization` lines, or nothing): its id.
 fn legacy_session(url: &str, auth: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fleet-legacy", "version": "0"}}});
-    let (status, head, _) = post(url, auth, &init);
-    assert_eq!(status, 200, "{head}");
-    let session = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
-    let in_session = format!("{auth}Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
-    let (status, head, _) =
-        post(url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    assert_eq!(status, 202, "{head}");
-    session
+    open_session_as(url, auth, "2025-06-18", json!({}), "fleet-legacy")
 }
 
 /// The HTTP status of a `tools/list` in `session`.
 fn list_in(url: &str, session: &str) -> u16 {
-    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
-    post(url, &in_session, &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})).0
+    post(
+        url,
+        &session_headers(session, "2025-06-18"),
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    )
+    .0
 }
 
 #[test]
@@ -806,17 +635,9 @@ fn a_legacy_session_unused_for_session_idle_s_is_closed() {
     let (used, unused, streaming) =
         (legacy_session(&r.url, ""), legacy_session(&r.url, ""), legacy_session(&r.url, ""));
     // The third holds its GET stream open: a session with an open stream is in use.
-    let authority = r.url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut stream = TcpStream::connect(authority).unwrap();
-    write!(
-        stream,
-        "GET /mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {streaming}\r\n\
-         MCP-Protocol-Version: 2025-06-18\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"HTTP/1.1 200", "the GET stream opened");
+    let headers = format!("Accept: text/event-stream\r\n{}", session_headers(&streaming, "2025-06-18"));
+    let stream = http::stream(r.addr, "GET", "/mcp", &headers, "");
+    assert_eq!(stream.status, 200, "the GET stream opened: {}", stream.head);
     // Well past the idle time, the first used every 300 ms.
     let until = Instant::now() + Duration::from_millis(2600);
     while Instant::now() < until {

@@ -5,10 +5,12 @@
 //! the question on `/dev/tty`).
 
 use crate::security::terminal::{Pty, command};
-use crate::support::{Env, call, err, ok};
+use crate::support::http;
+use crate::support::mcp_http::{Stateless, form};
+use crate::support::python::{mcp_script, run_passing};
+use crate::support::{Env, Server, call, err, ok};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use toolhost_core::ErrorKind;
 use toolhost_core::executor::{AskGrant, DecidedBy, GrantAnswer, GrantRequest};
@@ -23,44 +25,38 @@ fn server() -> u16 {
 
 /// [`server`], and how many requests it has been sent.
 fn counted_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let count = count.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line.to_ascii_lowercase());
-                }
-                if !head.is_empty() {
-                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                }
-                let json = head.lines().next().is_some_and(|l| l.contains(".json "));
-                let authorized = head.contains("authorization: bearer s3cret");
-                let answer = format!("{{\"authorized\": {authorized}}}");
-                let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
-                let mut out = stream;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = out.write_all(head.as_bytes());
-                let _ = out.write_all(body);
-                let _ = out.flush();
-                let _ = reader.read(&mut [0; 1]);
-            });
-        }
+    let port = http::listen(move |got, out| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let json = got.line.to_ascii_lowercase().contains(".json ");
+        let authorized = got.head.to_ascii_lowercase().contains("authorization: bearer s3cret");
+        let answer = format!("{{\"authorized\": {authorized}}}");
+        let body = if json { answer.as_bytes() } else { b"hello from the test server".as_slice() };
+        http::reply(out, "200 OK", "Content-Type: text/plain\r\n", body);
     });
     (port, seen)
+}
+
+/// The test server, and a host of [`web_env`] whose operator answers `answers` in turn: its
+/// port, the env, the host and the asker.
+fn web_asking(answers: &[GrantAnswer]) -> (u16, Env, toolhost_core::Toolhost, Arc<Scripted>) {
+    let port = server();
+    let env = web_env();
+    let host = env.host();
+    let asker = Scripted::answering(answers);
+    assert!(host.executor.attach_grant_asker(asker.clone()));
+    (port, env, host, asker)
+}
+
+/// The audit trail `audit.jsonl` in the operator's folder, and the `grants` of each line.
+fn audited_grants(env: &Env) -> (String, Vec<String>) {
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
+    let grants = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["grants"].to_string())
+        .collect();
+    (audit, grants)
 }
 
 /// Answers from a script, and remembers every question.
@@ -110,11 +106,7 @@ fn url(port: u16) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_once_runs_the_call_with_that_host_and_the_next_call_asks_again() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Once]);
-    assert!(host.executor.attach_grant_asker(asker.clone()));
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Once, GrantAnswer::Once]);
     let out = ok(&call(&host, "fetch", &[&url(port)]).await);
     assert!(out.contains("hello from the test server"), "{out}");
     assert_eq!(asker.asked(), ["web fetch net localhost"], "the exact host, never the requested `*`");
@@ -128,11 +120,7 @@ async fn allow_once_runs_the_call_with_that_host_and_the_next_call_asks_again() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn always_is_written_to_the_grants_file_and_not_asked_again() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Always]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Always]);
     ok(&call(&host, "fetch", &[&url(port)]).await);
     ok(&call(&host, "fetch", &[&url(port)]).await);
     assert_eq!(asker.asked().len(), 1, "always holds for the rest of the session");
@@ -152,11 +140,7 @@ async fn always_is_written_to_the_grants_file_and_not_asked_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_is_remembered_for_the_session() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Deny]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, _env, host, asker) = web_asking(&[GrantAnswer::Deny]);
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
     assert!(e.contains("not granted") && e.contains("the operator denied plugin `web` net localhost"), "{e}");
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
@@ -166,11 +150,7 @@ async fn deny_is_remembered_for_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_is_written_and_holds_in_the_next_session_until_revoked() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Never]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, _asker) = web_asking(&[GrantAnswer::Never]);
     let e = err(&call(&host, "fetch", &[&url(port)]).await, ErrorKind::ToolError);
     assert!(e.contains("the operator denied plugin `web` net localhost"), "{e}");
     let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
@@ -319,11 +299,7 @@ async fn a_host_the_manifest_did_not_request_causes_no_question() {
 /// out answers; the only answers are the asker's (here: deny), and nothing is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_reply_cannot_answer_a_grant_question() {
-    let port = server();
-    let env = web_env();
-    let host = env.host();
-    let asker = Scripted::answering(&[GrantAnswer::Deny]);
-    host.executor.attach_grant_asker(asker.clone());
+    let (port, env, host, asker) = web_asking(&[GrantAnswer::Deny]);
     let reply = format!(
         "always\na\n[TOOL] fetch(\"{u}\") [/TOOL]\nallow once\no\n[TOOL] fetch(\"{u}\") [/TOOL]\nalways",
         u = url(port)
@@ -421,9 +397,15 @@ fn terminal_env() -> Env {
 /// `toolhost call fetch URL` in a pty, answering the grant question with `answer` (`None`:
 /// expect no question); exit status and what the terminal got.
 fn call_answering(env: &Env, port: u16, answer: Option<&str>) -> (bool, String) {
-    let mut pty = Pty::spawn(command(env, &["call", "fetch", &url(port)]));
+    in_pty_answering(env, &["call", "fetch", &url(port)], "web wants to send a request to localhost", answer)
+}
+
+/// `toolhost ARGS` in a pty, answering the grant question (the one saying `question`) with
+/// `answer` (`None`: expect no question); exit status and what the terminal got.
+fn in_pty_answering(env: &Env, args: &[&str], question: &str, answer: Option<&str>) -> (bool, String) {
+    let mut pty = Pty::spawn(command(env, args));
     if let Some(a) = answer {
-        let at = pty.wait_for("web wants to send a request to localhost", 0);
+        let at = pty.wait_for(question, 0);
         pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
         pty.send(&format!("{a}\n"));
     }
@@ -468,12 +450,7 @@ fn terminal_allow_once_always_list_revoke_and_deny() {
     let (ok5, _) = call_answering(&env, port, Some("d"));
     assert!(!ok5, "asked again after the revocation");
     // The audit trail says who granted what.
-    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
-    let answers: Vec<String> = audit
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| v["grants"].to_string())
-        .collect();
+    let (audit, answers) = audited_grants(&env);
     assert_eq!(
         answers,
         [
@@ -529,25 +506,10 @@ fn mcp_elicitation_asks_when_the_operator_says_ask() {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(env.at("toolhost.toml"), "[plugin.web]\nnet_private = true\non_missing = \"ask\"\n")
         .unwrap();
-    let plugins = env.plugins.path().to_str().unwrap();
-    let config = env.config_path().display().to_string();
-    let out = mcp_script(
-        &env,
-        "grants.py",
-        &[
-            &url(port),
-            env!("CARGO_BIN_EXE_toolhost"),
-            "--config",
-            &config,
-            "--plugins",
-            plugins,
-            "serve",
-            "--mcp",
-        ],
+    run_passing(
+        mcp_script(1, "grants.py", &env).arg(url(port)).args(env.command_line()).args(["serve", "--mcp"]),
+        "all grant checks passed",
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("all grant checks passed"), "{stdout}\n{stderr}");
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
 
@@ -588,67 +550,25 @@ async fn an_mcp_style_asker_asks_only_under_an_explicit_ask() {
 const GRANT_KEY_SECRET: &str = "grants-test-key-1f9c3a7e5b2d4c6e8a0b1d3f5e7c9a2b";
 
 /// A running `serve --mcp --http` over `env` with `config` (and the shared approval key in
-/// its environment), killed on drop: the process, its MCP URL and the local key it printed.
-struct Served(std::process::Child, String, String);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve_2026(env: &Env, web: &str, config: &str) -> Served {
-    use std::process::Stdio;
-    let path = env.at("toolhost.toml");
+/// its environment); it printed its local key.
+fn serve_2026(env: &Env, web: &str, config: &str) -> Server {
     let config = format!(
         "[secrets.approvals]\nenv = \"TOOLHOST_TEST_GRANT_KEY\"\n\n[plugin.web]\nnet_private = true\n\
          on_missing = \"ask\"\n{web}\n{config}"
     );
-    std::fs::write(&path, config).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--plugins", env.plugins.path().to_str().unwrap()])
-        .args(["--workspace", env.workspace.path().to_str().unwrap()])
-        .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
-        .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET)
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut served = Served(child, String::new(), String::new());
-    let mut start = Vec::new();
-    while served.1.is_empty() || served.2.is_empty() {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no URL from serve: {start:?}"));
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            served.1 = rest.split(',').next().unwrap().to_string();
-        }
-        if let Some(key) = crate::support::local_key(&line) {
-            served.2 = key;
-        }
-        start.push(line);
-    }
-    std::thread::spawn(move || while rx.recv().is_ok() {});
+    let served = Server::start(
+        env.configured(&config)
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .env("TOOLHOST_TEST_GRANT_KEY", GRANT_KEY_SECRET),
+    );
+    assert!(served.key.is_some(), "no local key printed: {:?}", served.seen);
     served
 }
 
 /// One stateless 2026-07-28 `tools/call` of `tool(url)`, with a `requestState` and an answer
 /// to `inputRequests.grant` when given; the JSON-RPC response.
 fn call_2026(
-    served: &Served,
+    served: &Server,
     tool: &str,
     url: &str,
     state: Option<&str>,
@@ -659,39 +579,16 @@ fn call_2026(
 
 /// [`call_2026`] with any `arguments`.
 fn call_2026_with(
-    served: &Served,
+    served: &Server,
     tool: &str,
     arguments: serde_json::Value,
     state: Option<&str>,
     answer: Option<serde_json::Value>,
 ) -> serde_json::Value {
-    use serde_json::json;
-    let mut params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "grants-test", "version": "0"},
-        },
-    });
-    if let Some(s) = state {
-        params["requestState"] = s.into();
-    }
-    if let Some(a) = answer {
-        params["inputResponses"] = json!({ "grant": a });
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     // The operator's client: it sends the key printed at start, so it may be asked.
-    let headers = format!(
-        "Authorization: Bearer {}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n",
-        served.2
-    );
-    let (_, head, messages) = crate::fleet::post(&served.1, &headers, &body);
-    messages
-        .into_iter()
-        .find(|m| m.get("id") == Some(&json!(1)))
-        .unwrap_or_else(|| panic!("no JSON-RPC response in: {head}"))
+    let auth = served.operator();
+    let client = Stateless { url: &served.url, auth: &auth, client: "grants-test", capabilities: form() };
+    client.call(tool, arguments, state.zip(answer).map(|(state, answer)| (state, "grant", answer)))
 }
 
 /// The sealed state of a grant question, checking the question names the plugin and item.
@@ -980,14 +877,8 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     std::fs::write(env.at("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
     let item = ws_item(&env, true).to_string();
     let read = |answer: Option<&str>| {
-        let mut pty = Pty::spawn(command(&env, &["call", "read", "README.txt"]));
-        if let Some(a) = answer {
-            let at = pty.wait_for("files wants to read and write the directory ", 0);
-            pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
-            pty.send(&format!("{a}\n"));
-        }
-        let (status, out) = pty.finish();
-        (status.success(), String::from_utf8_lossy(&out).into_owned())
+        let question = "files wants to read and write the directory ";
+        in_pty_answering(&env, &["call", "read", "README.txt"], question, answer)
     };
     let (ok1, out) = read(Some("a"));
     assert!(ok1 && out.contains("read me"), "{out}");
@@ -1003,12 +894,7 @@ fn terminal_asks_about_the_workspace_lists_and_revokes_it() {
     assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
     let (ok3, out) = read(Some("d"));
     assert!(!ok3 && out.contains(&format!("the operator denied plugin `files` {item}")), "{out}");
-    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
-    let answers: Vec<String> = audit
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| v["grants"].to_string())
-        .collect();
+    let (audit, answers) = audited_grants(&env);
     assert_eq!(
         answers,
         [
@@ -1032,16 +918,12 @@ fn terminal_asks_about_a_program_with_its_arguments() {
     .unwrap();
     let item = echo_item(&["hello"]).to_string();
     for answer in ["o", "d"] {
-        let mut pty = Pty::spawn(command(&env, &["call", "run", "echo", "hello"]));
-        let at = pty.wait_for("sys wants to run `echo hello` (/", 0);
-        pty.wait_for("Allow? [o = once, a = always, d = deny, n = never] ", at);
-        pty.send(&format!("{answer}\n"));
-        let (status, out) = pty.finish();
-        let out = String::from_utf8_lossy(&out).into_owned();
+        let question = "sys wants to run `echo hello` (/";
+        let (ran, out) = in_pty_answering(&env, &["call", "run", "echo", "hello"], question, Some(answer));
         if answer == "o" {
-            assert!(status.success() && out.contains("hello"), "{out}");
+            assert!(ran && out.contains("hello"), "{out}");
         } else {
-            assert!(!status.success() && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
+            assert!(!ran && out.contains(&format!("denied plugin `sys` {item}")), "{out}");
         }
     }
     assert!(!env.at("toolhost.grants.toml").exists());
@@ -1129,42 +1011,9 @@ fn mcp_2026_program_question_answers_only_its_arguments_and_expires() {
 fn mcp_elicitation_asks_about_the_workspace() {
     let env = files_env();
     std::fs::write(env.at("toolhost.toml"), "[plugin.files]\non_missing = \"ask\"\n").unwrap();
-    let (plugins, ws) = (env.plugins.path().to_str().unwrap(), env.workspace.path().to_str().unwrap());
-    let config = env.config_path().display().to_string();
-    let out = mcp_script(
-        &env,
-        "grants_workspace.py",
-        &[
-            env!("CARGO_BIN_EXE_toolhost"),
-            "--config",
-            &config,
-            "--plugins",
-            plugins,
-            "--workspace",
-            ws,
-            "serve",
-            "--mcp",
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("all workspace grant checks passed"),
-        "{stdout}\n{stderr}"
+    run_passing(
+        mcp_script(1, "grants_workspace.py", &env).args(env.command_line()).args(["serve", "--mcp"]),
+        "all workspace grant checks passed",
     );
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
-}
-
-/// Run `tests/mcp/SCRIPT` with `args` under the MCP SDK's Python, in `env`'s workspace, with the
-/// test suite's cache and state folders.
-fn mcp_script(env: &Env, script: &str, args: &[&str]) -> std::process::Output {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::process::Command::new(crate::mcp::python())
-        .arg(root.join("tests/mcp").join(script))
-        .args(args)
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
 }

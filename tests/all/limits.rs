@@ -3,8 +3,8 @@
 //! call in its outcome. The concurrent cases end with a summary line beside the matrix's.
 
 use crate::reliability::record_summary;
+use crate::support::http;
 use crate::support::{Env, call, err, ok};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost_core::{ErrorKind, Outcome, ToolCall, Toolhost};
@@ -141,34 +141,11 @@ async fn the_log_import_is_capped_per_call_and_rate_limited_per_plugin() {
 
 /// A server on 127.0.0.1 answering every request with `body_mb` MiB, counting requests.
 fn big_server(body_mb: u64) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let mut length = 0usize;
-                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    line.clear();
-                }
-                // Read the request body before answering (closing early would reset it).
-                let _ = std::io::copy(&mut (&mut reader).take(length as u64), &mut std::io::sink());
-                let body = vec![b'y'; (body_mb * MIB) as usize];
-                let mut out = stream;
-                let head =
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                let _ = out.write_all(head.as_bytes());
-                let _ = out.write_all(&body);
-            });
-        }
+    let port = http::listen(move |_, out| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        http::reply(out, "200 OK", "", &vec![b'y'; (body_mb * MIB) as usize]);
     });
     (port, seen)
 }

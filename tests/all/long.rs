@@ -6,9 +6,10 @@
 //! experimental tasks by `tests/mcp/tasks2025.py` (the SDK 1.x task client).
 
 use crate::process::{all_gone, watch_for};
-use crate::support::{Env, err, ok};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use crate::support::python::{mcp_script, run_passing};
+use crate::support::{Env, Server, err, ok, root};
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_core::ErrorKind;
@@ -17,10 +18,6 @@ use toolhost_core::executor::{
 };
 use toolhost_core::settings::Config;
 use toolhost_spec::manifest::FsMode;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// `ticker` with the workspace writable (its trail files live there).
 fn ticker() -> Env {
@@ -353,90 +350,38 @@ fn list_and_inspect_show_the_time_limit_a_tool_gets() {
     assert!(stdout.contains("time limits here: tick 60000 ms, flood 60000 ms, chore 60000 ms"), "{stdout}");
 }
 
-/// `toolhost … serve --mcp` for `ticker`, with `config` (TOML) if not empty.
-fn serve_args(env: &Env, config: &str) -> Vec<String> {
-    let mut args = vec![
-        "--plugins".to_string(),
-        env.plugins.path().display().to_string(),
-        "--workspace".into(),
-        env.workspace.path().display().to_string(),
-        "--allow-write".into(),
-        "ticker".into(),
-    ];
-    // Always a config of the operator's, beside the workspace: the scripts run the server in
-    // the workspace, which may not hold a `toolhost.toml` a plugin could write.
+/// After the env's command: `ticker` may write the workspace (its trail files live there),
+/// `serve --mcp`.
+const SERVE: [&str; 4] = ["--allow-write", "ticker", "serve", "--mcp"];
+
+/// The arguments of a script that starts the server itself: `stdio`, then `serve --mcp` for
+/// `ticker` with `config` as the operator's `toolhost.toml` (the scripts run the server in the
+/// workspace, which may not hold a `toolhost.toml` a plugin could write).
+fn stdio(env: &Env, config: &str) -> Vec<String> {
     std::fs::write(env.at("toolhost.toml"), config).unwrap();
-    args.extend(["--config".into(), env.config_path().display().to_string()]);
-    args.extend(["serve".into(), "--mcp".into()]);
+    let mut args = vec!["stdio".to_string()];
+    args.extend(env.command_line());
+    args.extend(SERVE.map(String::from));
     args
 }
 
-/// Run a test script from tests/mcp with `python`, in the workspace; assert it passed.
-fn run_script(python: PathBuf, script: &str, args: &[String], env: &Env, passed: &str) -> String {
-    let out = Command::new(python)
-        .arg(root().join("tests/mcp").join(script))
-        .args(args)
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && stdout.contains(passed), "{script} failed:\n{stdout}\n{stderr}");
-    stdout.into_owned()
+/// Run a test script from tests/mcp with the SDK of `generation`, in the workspace; assert it
+/// passed.
+fn run_script(generation: u8, script: &str, args: &[String], env: &Env, passed: &str) -> String {
+    run_passing(mcp_script(generation, script, env).args(args), passed)
 }
 
-/// A running `serve --mcp --http 127.0.0.1:0`, killed on drop.
-struct Http {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_http(env: &Env, config: &str) -> Http {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(serve_args(env, config))
-        .args(["--http", "127.0.0.1:0"])
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut server = Http { child, url: String::new() };
-    while server.url.is_empty() {
-        let line = rx.recv_timeout(Duration::from_secs(60)).expect("serve printed its URL");
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            server.url = rest.split(',').next().unwrap().to_string();
-        }
-    }
-    // Keep reading, so the server never blocks on a full pipe.
-    std::thread::spawn(move || while rx.recv().is_ok() {});
-    server
+/// `serve --mcp --http 127.0.0.1:0` for `ticker`, with `config` as the operator's `toolhost.toml`.
+fn serve_http(env: &Env, config: &str) -> Server {
+    Server::start(env.configured(config).args(SERVE).args(["--http", "127.0.0.1:0"]))
 }
 
 #[test]
 fn mcp_progress_and_cancellation_with_the_official_sdk_over_stdio() {
     let env = ticker();
-    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
     let audit = env.at("audit.jsonl");
-    args.extend(serve_args(&env, &format!("[audit]\nfile = {:?}\n", audit.display().to_string())));
-    run_script(crate::mcp::python(), "long.py", &args, &env, "MCP long checks passed (stdio)");
+    let args = stdio(&env, &format!("[audit]\nfile = {:?}\n", audit.display().to_string()));
+    run_script(1, "long.py", &args, &env, "MCP long checks passed (stdio)");
     // The cancelled call is in the audit trail as cancelled.
     let lines = std::fs::read_to_string(&audit).unwrap();
     assert!(
@@ -449,23 +394,16 @@ fn mcp_progress_and_cancellation_with_the_official_sdk_over_stdio() {
 fn mcp_progress_and_cancellation_with_the_official_sdk_over_http() {
     let env = ticker();
     let server = serve_http(&env, "");
-    run_script(crate::mcp::python(), "long.py", &["http".into(), server.url.clone()], &env, "passed (http)");
+    run_script(1, "long.py", &["http".into(), server.url.clone()], &env, "passed (http)");
 }
 
 #[test]
 fn mcp_2026_progress_with_the_official_sdk_2() {
     let env = ticker();
-    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
-    args.extend(serve_args(&env, ""));
-    run_script(crate::mcp::python2(), "long2.py", &args, &env, "passed (sdk2 stdio)");
+    let args = stdio(&env, "");
+    run_script(2, "long2.py", &args, &env, "passed (sdk2 stdio)");
     let server = serve_http(&env, "");
-    run_script(
-        crate::mcp::python2(),
-        "long2.py",
-        &["http".into(), server.url.clone()],
-        &env,
-        "passed (sdk2 http)",
-    );
+    run_script(2, "long2.py", &["http".into(), server.url.clone()], &env, "passed (sdk2 http)");
 }
 
 #[test]
@@ -473,9 +411,8 @@ fn mcp_tasks_with_a_raw_2026_client() {
     let env = ticker();
     let config =
         "[mcp]\ntasks_max_running = 3\ntasks_max_running_per_client = 2\n[serve]\nshutdown_grace_ms = 200\n";
-    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
-    args.extend(serve_args(&env, config));
-    run_script(crate::mcp::python(), "tasks.py", &args, &env, "MCP task checks passed (stdio)");
+    let args = stdio(&env, config);
+    run_script(1, "tasks.py", &args, &env, "MCP task checks passed (stdio)");
 }
 
 /// The 2025-11-25 experimental tasks, with the official SDK 1.x's task client over stdio and
@@ -483,18 +420,11 @@ fn mcp_tasks_with_a_raw_2026_client() {
 #[test]
 fn mcp_2025_11_25_tasks_with_the_official_sdk() {
     let env = ticker();
-    let mut args = vec!["stdio".to_string(), env!("CARGO_BIN_EXE_toolhost").to_string()];
-    args.extend(serve_args(&env, ""));
-    run_script(
-        crate::mcp::python(),
-        "tasks2025.py",
-        &args,
-        &env,
-        "MCP 2025-11-25 task checks passed (stdio)",
-    );
+    let args = stdio(&env, "");
+    run_script(1, "tasks2025.py", &args, &env, "MCP 2025-11-25 task checks passed (stdio)");
     let server = serve_http(&env, "");
     run_script(
-        crate::mcp::python(),
+        1,
         "tasks2025.py",
         &["http".into(), server.url.clone()],
         &env,
@@ -506,13 +436,7 @@ fn mcp_2025_11_25_tasks_with_the_official_sdk() {
 fn an_http_client_that_goes_away_stops_its_call() {
     let env = ticker();
     let server = serve_http(&env, "");
-    run_script(
-        crate::mcp::python(),
-        "tasks.py",
-        &["http-disconnect".into(), server.url.clone()],
-        &env,
-        "passed",
-    );
+    run_script(1, "tasks.py", &["http-disconnect".into(), server.url.clone()], &env, "passed");
 }
 
 /// An observer that records the progress it is shown, by call id (what a live view of running

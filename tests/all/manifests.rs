@@ -2,11 +2,9 @@
 //! expected `NAME.err` (the exact message) or `NAME.ok` (a summary of the parsed manifest).
 //! Run with `TOOLHOST_BLESS=1` to rewrite the expected files after an intended change.
 
-use std::path::Path;
-
 #[test]
 fn golden_manifest_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/manifests");
+    let dir = crate::support::root().join("tests/manifests");
     let bless = std::env::var_os("TOOLHOST_BLESS").is_some();
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

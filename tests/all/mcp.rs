@@ -4,45 +4,15 @@
 //! test` installs 1.x into `target/pyenv` and 2.x into `target/pyenv2` (or set TOOLHOST_PYTHON /
 //! TOOLHOST_PYTHON2). Each run records its check count in `target/mcp-checks/` for the summary.
 
-use crate::support::Env;
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::support::lines::spawn_piped;
+use crate::support::mcp_http::INITIALIZE;
+use crate::support::python::mcp_script;
+use crate::support::server::Killed;
+use crate::support::{Env, Server, root, wait_line};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-pub(crate) fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-pub(crate) fn python() -> PathBuf {
-    python_with("TOOLHOST_PYTHON", "target/pyenv", "1.")
-}
-
-pub(crate) fn python2() -> PathBuf {
-    python_with("TOOLHOST_PYTHON2", "target/pyenv2", "2.")
-}
-
-/// The Python named by `var` (or the venv under target/), checked to have `mcp` of `generation`.
-fn python_with(var: &str, venv: &str, generation: &str) -> PathBuf {
-    let p = std::env::var_os(var)
-        .map(PathBuf::from)
-        .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
-        .unwrap_or_else(|| root().join(venv).join("bin/python"));
-    let version = Command::new(&p)
-        .args(["-c", "import importlib.metadata as m; print(m.version('mcp'))"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    assert!(
-        version.starts_with(generation),
-        "the MCP tests need Python with the `mcp` package {generation}x at {} (found {version:?}): run \
-         `cargo xtask test` (it installs it), or set {var}",
-        p.display()
-    );
-    p
-}
 
 /// Record a run's check count for the `cargo xtask test` summary.
 fn record(label: &str, stdout: &str) {
@@ -62,39 +32,13 @@ pub(crate) fn mcp_env() -> Env {
     env
 }
 
-pub(crate) fn host_args(env: &Env) -> Vec<String> {
-    vec![
-        "--plugins".into(),
-        env.plugins.path().display().to_string(),
-        "--workspace".into(),
-        env.workspace.path().display().to_string(),
-        "--allow-write".into(),
-        "files".into(),
-        "serve".into(),
-        "--mcp".into(),
-        "--debounce-ms".into(),
-        "100".into(),
-    ]
-}
+/// After [`Env::command`]: `files` may write the workspace, `serve --mcp`, a short debounce.
+pub(crate) const SERVE_ARGS: [&str; 6] = ["--allow-write", "files", "serve", "--mcp", "--debounce-ms", "100"];
 
-/// [`host_args`] for a server a Python client starts over stdio, in the workspace (its working
-/// directory): with the operator's config named, so that no default `toolhost.toml` is looked
-/// for in the workspace (which may not hold one: #55).
-fn stdio_host_args(env: &Env) -> Vec<String> {
-    let mut args = vec!["--config".to_string(), env.config_path().display().to_string()];
-    args.extend(host_args(env));
-    args
-}
-
+/// `tests/mcp/client.py` (SDK 1.x), which adds `--new-plugin` to the folder.
 fn client(env: &Env) -> Command {
-    let mut cmd = Command::new(python());
-    cmd.arg(root().join("tests/mcp/client.py"))
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--new-plugin")
-        .arg(plugin_artifacts::VERSIONED)
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs());
+    let mut cmd = mcp_script(1, "client.py", env);
+    cmd.arg("--plugins").arg(env.plugins.path()).arg("--new-plugin").arg(plugin_artifacts::VERSIONED);
     cmd
 }
 
@@ -110,100 +54,39 @@ fn assert_passed(out: &std::process::Output, transport: &str) {
 #[test]
 fn official_python_client_over_stdio() {
     let env = mcp_env();
-    let out = client(&env)
-        .arg("stdio")
-        .arg(env!("CARGO_BIN_EXE_toolhost"))
-        .args(stdio_host_args(&env))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = client(&env).arg("stdio").args(env.command_line()).args(SERVE_ARGS).output().unwrap();
     assert_passed(&out, "stdio");
 }
 
-/// A running `serve --mcp --http 127.0.0.1:0`, killed on drop.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-    /// The local key it printed (no `[mcp] tokens`).
-    key: Option<String>,
-    log: std::sync::mpsc::Receiver<String>,
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn http_server(env: &Env) -> HttpServer {
+fn http_server(env: &Env) -> Server {
     http_server_with(env, &[], &[])
 }
 
 /// `serve --mcp --http 127.0.0.1:0` with `global` arguments before the subcommand and `vars` set.
-fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> HttpServer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(global)
-        .args(host_args(env))
-        .args(["--http", "127.0.0.1:0"])
-        .envs(vars.iter().copied())
-        .current_dir(env.dir.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    // Owned from here on, so the process is killed and reaped on every path.
-    let mut server = HttpServer { child, url: String::new(), key: None, log: rx };
-    let mut seen = Vec::new();
-    while server.url.is_empty() {
-        let line = server
-            .log
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no URL from serve: {seen:?}"));
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            server.url = rest.split(',').next().unwrap().to_string();
-        }
-        server.key = server.key.take().or_else(|| crate::support::local_key(&line));
-        seen.push(line);
-    }
-    server
+fn http_server_with(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> Server {
+    Server::start(
+        env.command()
+            .args(global)
+            .args(SERVE_ARGS)
+            .args(["--http", "127.0.0.1:0"])
+            .envs(vars.iter().copied()),
+    )
 }
 
-/// One raw HTTP request; returns the status code.
-fn raw_post(url: &str, host_header: &str, origin: Option<&str>) -> u16 {
-    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
-    raw_post_with(url, host_header, &origin).0
-}
-
-/// One raw `initialize` POST with `extra` header lines; returns the status and the response head.
-fn raw_post_with(url: &str, host_header: &str, extra: &str) -> (u16, String) {
-    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {host_header}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+/// One raw `initialize` POST with `host` as its `Host` and the `extra` header lines; returns the
+/// status and the response head.
+fn raw_post_with(server: &Server, host: &str, extra: &str) -> (u16, String) {
+    let headers = format!(
+        "Host: {host}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
     );
-    s.write_all(req.as_bytes()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).is_ok_and(|n| n == 1) {
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    let status =
-        head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {head:?}"));
-    (status, head)
+    let a = server.request("POST", "/mcp", &headers, INITIALIZE);
+    (a.status, a.head)
+}
+
+/// [`raw_post_with`] with an `Origin`, if any: the status.
+fn raw_post(server: &Server, host: &str, origin: Option<&str>) -> u16 {
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    raw_post_with(server, host, &origin).0
 }
 
 #[test]
@@ -222,16 +105,16 @@ fn official_python_client_over_streamable_http() {
     assert_passed(&out, "http");
 
     // DNS-rebinding protection: a foreign Host or Origin is refused before any MCP handling.
-    let authority = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-    assert_eq!(raw_post(&server.url, &authority, None), 200, "a plain local request is served");
-    assert_eq!(raw_post(&server.url, "evil.example.com", None), 403, "foreign Host header");
-    assert_eq!(raw_post(&server.url, &authority, Some("http://evil.example.com")), 403, "foreign Origin");
+    let authority = server.addr.to_string();
+    assert_eq!(raw_post(&server, &authority, None), 200, "a plain local request is served");
+    assert_eq!(raw_post(&server, "evil.example.com", None), 403, "foreign Host header");
+    assert_eq!(raw_post(&server, &authority, Some("http://evil.example.com")), 403, "foreign Origin");
 }
 
 /// `toolhost GLOBAL… --plugins ENV serve --mcp`, spoken to in raw JSON-RPC lines: each line of
 /// its stdout and of its stderr arrives on a channel of its own. Killed on drop.
 struct RawStdio {
-    child: std::process::Child,
+    _process: Killed,
     stdin: std::process::ChildStdin,
     out: std::sync::mpsc::Receiver<String>,
     err: std::sync::mpsc::Receiver<String>,
@@ -239,19 +122,8 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(env: &Env, global: &[&str]) -> RawStdio {
-        let mut child = env
-            .command()
-            .args(global)
-            .args(["serve", "--mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = crate::service::lines(child.stdout.take().unwrap());
-        let err = crate::service::lines(child.stderr.take().unwrap());
-        let stdin = child.stdin.take().unwrap();
-        RawStdio { child, stdin, out, err }
+        let (child, stdin, out, err) = spawn_piped(env.command().args(global).args(["serve", "--mcp"]));
+        RawStdio { _process: Killed(child), stdin, out, err }
     }
 
     /// One line (`bytes` and a newline).
@@ -264,7 +136,7 @@ impl RawStdio {
     #[track_caller]
     fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64) -> Vec<String> {
         let mut seen = Vec::new();
-        crate::service::wait_line(rx, what, secs, &mut seen);
+        wait_line(rx, what, secs, &mut seen);
         seen
     }
 
@@ -273,13 +145,6 @@ impl RawStdio {
         self.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
         Self::wait_for(&self.out, r#""id":1"#, 60);
         self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    }
-}
-
-impl Drop for RawStdio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -343,8 +208,9 @@ const TEST_TOKEN: &str = "test-token-9f2c1e7a4b";
 
 /// A config for the 2.x runs: a token from the environment and a 3 s approval lifetime (the
 /// expiry check waits it out).
+/// Written as the operator's `toolhost.toml`: its path.
 fn sdk2_config(env: &Env) -> PathBuf {
-    let path = env.at("toolhost-mcp.toml");
+    let path = env.at("toolhost.toml");
     std::fs::write(
         &path,
         "[mcp]\napproval_ttl_s = 3\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_MCP_TOKEN\" }]\n",
@@ -353,16 +219,13 @@ fn sdk2_config(env: &Env) -> PathBuf {
     path
 }
 
+/// `tests/mcp/client2.py` (SDK 2.x) in `mode`, which adds `--new-plugin` to the folder.
 fn client2(env: &Env, mode: &str) -> Command {
-    let mut cmd = Command::new(python2());
-    cmd.arg(root().join("tests/mcp/client2.py"))
-        .args(["--mode", mode, "--expiry-s", "3", "--plugins"])
+    let mut cmd = mcp_script(2, "client2.py", env);
+    cmd.args(["--mode", mode, "--expiry-s", "3", "--plugins"])
         .arg(env.plugins.path())
         .arg("--new-plugin")
-        .arg(plugin_artifacts::VERSIONED)
-        .current_dir(env.workspace.path())
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null());
+        .arg(plugin_artifacts::VERSIONED);
     cmd
 }
 
@@ -381,13 +244,11 @@ fn assert_passed2(out: &std::process::Output, label: &str, server_log: &[String]
 
 fn sdk2_over_stdio(mode: &str) {
     let env = mcp_env();
-    let config = sdk2_config(&env);
+    sdk2_config(&env);
     let out = client2(&env, mode)
         .arg("stdio")
-        .arg(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(&config)
-        .args(host_args(&env))
+        .args(env.command_line())
+        .args(SERVE_ARGS)
         .env("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN)
         .output()
         .unwrap();
@@ -446,25 +307,24 @@ fn streamable_http_requires_a_configured_bearer_token() {
     let env = mcp_env();
     let config = sdk2_config(&env).display().to_string();
     let server = http_server_with(&env, &["--config", &config], &[("TOOLHOST_TEST_MCP_TOKEN", TEST_TOKEN)]);
-    let authority = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let authority = server.addr.to_string();
     let good = format!("Authorization: Bearer {TEST_TOKEN}\r\n");
 
-    let (status, head) = raw_post_with(&server.url, &authority, "");
+    let (status, head) = raw_post_with(&server, &authority, "");
     assert_eq!(status, 401, "{head}");
     assert!(head.to_lowercase().contains("www-authenticate: bearer"), "{head}");
     let (status, head) =
-        raw_post_with(&server.url, &authority, "Authorization: Bearer wrong-token-0000000000\r\n");
+        raw_post_with(&server, &authority, "Authorization: Bearer wrong-token-0000000000\r\n");
     assert_eq!(status, 401, "{head}");
     assert!(head.contains("invalid_token"), "{head}");
-    let (status, _) =
-        raw_post_with(&server.url, &authority, &format!("Authorization: Basic {TEST_TOKEN}\r\n"));
+    let (status, _) = raw_post_with(&server, &authority, &format!("Authorization: Basic {TEST_TOKEN}\r\n"));
     assert_eq!(status, 401, "only the Bearer scheme");
-    let (status, head) = raw_post_with(&server.url, &authority, &good);
+    let (status, head) = raw_post_with(&server, &authority, &good);
     assert_eq!(status, 200, "{head}");
-    let (status, _) = raw_post_with(&server.url, "evil.example.com", &good);
+    let (status, _) = raw_post_with(&server, "evil.example.com", &good);
     assert_eq!(status, 403, "a foreign Host is refused even with a token");
     let (status, _) =
-        raw_post_with(&server.url, &authority, &format!("{good}Origin: http://evil.example.com\r\n"));
+        raw_post_with(&server, &authority, &format!("{good}Origin: http://evil.example.com\r\n"));
     assert_eq!(status, 403, "a foreign Origin is refused even with a token");
 }
 
@@ -473,12 +333,8 @@ fn streamable_http_requires_a_configured_bearer_token() {
 #[test]
 fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
     let env = mcp_env();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(host_args(&env))
-        .args(["--http", "0.0.0.0:0"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out =
+        env.command().args(SERVE_ARGS).args(["--http", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("--allow-unauthenticated-remote") && stderr.contains("[mcp] tokens"), "{stderr}");
@@ -505,10 +361,11 @@ fn exposure_without_a_token_is_refused_and_tokens_stay_out_of_the_config() {
     // A token too short to be one is refused at start.
     let short = env.at("short.toml");
     std::fs::write(&short, "[mcp]\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_SHORT\" }]\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let out = env
+        .command()
         .arg("--config")
         .arg(&short)
-        .args(host_args(&env))
+        .args(SERVE_ARGS)
         .args(["--http", "127.0.0.1:0"])
         .env("TOOLHOST_TEST_SHORT", "short-token")
         .stdin(Stdio::null())

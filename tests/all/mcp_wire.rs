@@ -2,10 +2,9 @@
 //! answers when no stream is needed, an event stream when progress is asked for, and a server
 //! whose stderr is gone still answering calls.
 
-use crate::fleet::post;
 use crate::support::Env;
 use crate::support::mcp_http::{
-    Killed, answer, answered_directly, content_type, keep_reading, open_session, serve_mcp_http,
+    Killed, answer, answered_directly, content_type, keep_reading, open_session, post, serve_mcp_http,
     session_headers, without_usage,
 };
 use serde_json::{Value, json};

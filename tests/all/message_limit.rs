@@ -3,7 +3,9 @@
 //! without being kept and answered at once with a JSON-RPC error naming the limit (with the
 //! request's `id`, wherever it sits in the line, or `null`); the session goes on.
 
-use crate::service::{Deployment, TOKEN, json_line, wait_line};
+use crate::service::{Deployment, TOKEN, json_line};
+use crate::support::server::exit_status;
+use crate::support::wait_line;
 use std::io::Write;
 use std::process::ChildStdin;
 use std::time::{Duration, Instant};
@@ -98,7 +100,7 @@ fn an_oversized_stdio_message_is_answered_and_the_session_goes_on() {
     let after = peak_rss_kb(child.id());
     assert!(after < before + 24 * 1024, "peak RSS went from {before} KiB to {after} KiB");
     drop(stdin);
-    let status = crate::service::exit_status(&mut child, 30);
+    let status = exit_status(&mut child, 30);
     assert!(status.success(), "{status:?}");
 }
 
@@ -126,13 +128,14 @@ fn max_message_kb_is_one_limit_for_stdio_and_http() {
     assert_eq!(answer["id"], 5);
     assert!(answer["error"]["message"].as_str().unwrap().contains("limit of 2048 KiB"), "{answer}");
     drop(stdin);
-    let _ = crate::service::exit_status(&mut child, 30);
+    let _ = exit_status(&mut child, 30);
 
     let server = d.serve_http();
     let headers = format!(
         "Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
     );
-    let (status, _, text) = server.request("POST", "/mcp", &headers, &body);
+    let answer = server.request("POST", "/mcp", &headers, &body);
+    let (status, text) = (answer.status, answer.body);
     assert_eq!(status, 413, "{text}");
     assert!(text.contains(&format!("exceeds {} bytes", 2048 * 1024)), "{text}");
 

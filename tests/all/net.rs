@@ -1,9 +1,9 @@
 //! Network and secrets (issue #6): a real HTTP server on 127.0.0.1, reached only through the
 //! host's `http` import, with each refusal naming what is missing.
 
+use crate::support::http::{self, reply};
 use crate::support::{Env, call, err, ok};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::time::{Duration, Instant};
 use toolhost_core::ErrorKind;
 use toolhost_core::capability::net::SecretOrigin;
@@ -23,69 +23,36 @@ pub(crate) struct Server {
 }
 
 pub(crate) fn server() -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || handle(stream, port));
+    let port = http::listen(|got, out| {
+        let (port, headers) = (got.port, got.head.as_str());
+        match got.path() {
+            "/hello" => reply(out, "200 OK", "Content-Type: text/plain\r\n", b"hello from the test server"),
+            "/big" => reply(out, "200 OK", "Content-Type: text/plain\r\n", &vec![b'x'; 5 * 1024 * 1024]),
+            "/slow" => {
+                std::thread::sleep(Duration::from_secs(3));
+                reply(out, "200 OK", "", b"finally")
+            }
+            "/redirect-in" => reply(out, "302 Found", "Location: /hello\r\n", b""),
+            "/redirect-out" => {
+                reply(out, "302 Found", &format!("Location: http://127.0.0.1:{port}/hello\r\n"), b"")
+            }
+            "/echo-headers" => reply(out, "200 OK", "Content-Type: text/plain\r\n", headers.as_bytes()),
+            "/json" => reply(
+                out,
+                "200 OK",
+                "Content-Type: application/json\r\n",
+                br#"{"items": [{"name": "first"}, {"name": "second"}]}"#,
+            ),
+            "/page" => reply(
+                out,
+                "200 OK",
+                "Content-Type: text/html; charset=utf-8\r\n",
+                b"<html><head><title>Test page</title><script>var x = 1;</script></head><body><h1>Welcome</h1><p>Fish &amp; chips</p></body></html>",
+            ),
+            _ => reply(out, "404 Not Found", "", b"no such page"),
         }
     });
     Server { port }
-}
-
-fn handle(stream: std::net::TcpStream, port: u16) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
-    let mut headers = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        headers.push_str(&line);
-    }
-    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let mut out = stream;
-    let reply = |out: &mut std::net::TcpStream, status: &str, extra: &str, body: &[u8]| {
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
-            body.len()
-        );
-        let _ = out.write_all(head.as_bytes());
-        let _ = out.write_all(body);
-    };
-    match path.as_str() {
-        "/hello" => reply(&mut out, "200 OK", "Content-Type: text/plain\r\n", b"hello from the test server"),
-        "/big" => reply(&mut out, "200 OK", "Content-Type: text/plain\r\n", &vec![b'x'; 5 * 1024 * 1024]),
-        "/slow" => {
-            std::thread::sleep(Duration::from_secs(3));
-            reply(&mut out, "200 OK", "", b"finally")
-        }
-        "/redirect-in" => reply(&mut out, "302 Found", "Location: /hello\r\n", b""),
-        "/redirect-out" => {
-            reply(&mut out, "302 Found", &format!("Location: http://127.0.0.1:{port}/hello\r\n"), b"")
-        }
-        "/echo-headers" => reply(&mut out, "200 OK", "Content-Type: text/plain\r\n", headers.as_bytes()),
-        "/json" => reply(
-            &mut out,
-            "200 OK",
-            "Content-Type: application/json\r\n",
-            br#"{"items": [{"name": "first"}, {"name": "second"}]}"#,
-        ),
-        "/page" => reply(
-            &mut out,
-            "200 OK",
-            "Content-Type: text/html; charset=utf-8\r\n",
-            b"<html><head><title>Test page</title><script>var x = 1;</script></head><body><h1>Welcome</h1><p>Fish &amp; chips</p></body></html>",
-        ),
-        _ => reply(&mut out, "404 Not Found", "", b"no such page"),
-    }
-    let _ = out.flush();
-    let _ = reader.read(&mut [0; 1]);
 }
 
 impl Server {

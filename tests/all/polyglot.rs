@@ -7,11 +7,12 @@
 //! `process.run` (#27), and the SDK conformance table (`tests/sdk-conformance`) is held against
 //! the host's own manifest rules.
 
-use crate::support::{Env, call, err, ok};
+use crate::support::http;
+use crate::support::lines::{next_line, spawn_reading};
+use crate::support::{Env, call, err, ok, root, toolhost};
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use toolhost::project::{Project, Toolchains};
 use toolhost_core::ErrorKind;
@@ -19,10 +20,6 @@ use toolhost_core::capability::process::ExecGrant;
 use toolhost_core::executor::{CallControl, ToolCall};
 use toolhost_core::settings::{SecretFrom, SecretSource};
 use toolhost_frontends::{openai, text};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
 
 /// The toolchains `cargo xtask test` installs (or these tests install on first use).
 fn toolchains() -> Toolchains {
@@ -60,45 +57,23 @@ fn js() -> String {
 
 /// A JSON API on 127.0.0.1 that answers only with the right bearer token.
 fn api(token: &'static str) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line);
-                }
-                let authorized = head.lines().any(|l| {
-                    l.to_ascii_lowercase().starts_with("authorization:")
-                        && l.ends_with(&format!("Bearer {token}"))
-                });
-                let (status, body) = if authorized {
-                    ("200 OK", r#"{"items":[{"name":"first"},{"name":"second"}]}"#.to_string())
-                } else {
-                    ("401 Unauthorized", r#"{"error":"no token"}"#.to_string())
-                };
-                let mut out = stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    port
+    http::listen(move |got, out| {
+        let authorized = got.head.lines().any(|l| {
+            l.to_ascii_lowercase().starts_with("authorization:")
+                && l.trim_end().ends_with(&format!("Bearer {token}"))
+        });
+        let (status, body) = if authorized {
+            ("200 OK", r#"{"items":[{"name":"first"},{"name":"second"}]}"#)
+        } else {
+            ("401 Unauthorized", r#"{"error":"no token"}"#)
+        };
+        http::reply(out, status, "Content-Type: application/json\r\n", body.as_bytes());
+    })
 }
 
 /// An env with `plugin` granted the workspace, `localhost` and the `api_token` secret (bound
 /// to `http://localhost:PORT`, the test API).
-fn env_with(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
+fn api_env(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
     let mut env = Env::with(&[wasm]);
     env.config.grant_workspace(plugin, toolhost_spec::manifest::FsMode::ReadWrite);
     env.config.grant_net(plugin, "localhost").unwrap();
@@ -137,7 +112,7 @@ fn progress_sink() -> (
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_plugin_through_the_executor() {
     let port = api(TOKEN);
-    let (env, _secret) = env_with(&py(), "notes", port);
+    let (env, _secret) = api_env(&py(), "notes", port);
     let host = env.host_yes();
     // A `rest` tool: the commas stay in the one argument.
     assert_eq!(ok(&call(&host, "note", &["buy apples, pears", " plums"]).await), "noted as #1");
@@ -172,7 +147,7 @@ async fn python_plugin_through_the_executor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_plugin_through_the_executor() {
     let port = api(TOKEN);
-    let (env, _secret) = env_with(&js(), "datakit", port);
+    let (env, _secret) = api_env(&js(), "datakit", port);
     let host = env.host();
     let got = ok(&call(&host, "json_select", &[r#"{"a": [10, 20, 30]}"#, "/a/2"]).await);
     assert_eq!(got.trim(), "30");
@@ -213,7 +188,7 @@ async fn js_plugin_through_the_executor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_and_js_tools_through_text_and_openai() {
-    let (env, _secret) = env_with(&py(), "notes", api(TOKEN));
+    let (env, _secret) = api_env(&py(), "notes", api(TOKEN));
     std::fs::copy(js(), env.plugins.path().join("datakit.wasm")).unwrap();
     let host = env.host_yes();
     let reply = "I'll note it and check the data.\n\
@@ -353,11 +328,10 @@ fn a_python_signature_change_changes_the_manifest() {
 }
 
 fn toolhost_cli(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    toolhost()
         .args(args)
         .current_dir(dir)
         .env("TOOLHOST_TOOLCHAINS", toolchains().root)
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
         // A Rust project's build shares one target dir across runs (the SDK's dependencies
         // are compiled once).
         .env("CARGO_TARGET_DIR", root().join("target/new-plugins-build"))
@@ -652,8 +626,8 @@ async fn a_dev_build_behaves_like_the_built_plugin() {
     ];
     for (example, plugin) in [("python/notes", "notes"), ("js/datakit", "datakit")] {
         let wasm = built(example);
-        let (built_env, _s1) = env_with(wasm.to_str().unwrap(), plugin, port);
-        let (dev_env, _s2) = env_with(wasm.to_str().unwrap(), plugin, port);
+        let (built_env, _s1) = api_env(wasm.to_str().unwrap(), plugin, port);
+        let (dev_env, _s2) = api_env(wasm.to_str().unwrap(), plugin, port);
         std::fs::remove_file(dev_env.plugins.path().join(format!("{plugin}.wasm"))).unwrap();
         let scratch = tempfile::tempdir().unwrap();
         let project = Project::locate(&root().join("plugins").join(example)).unwrap();
@@ -675,7 +649,7 @@ async fn a_dev_build_behaves_like_the_built_plugin() {
         let mut built_grants = bp.grants.clone();
         // The workspace differs by test env only: each has its own.
         for g in [&mut built_grants, &mut dev_grants] {
-            for f in &mut g.fs {
+            for f in g.fs.iter_mut() {
                 f.host_path = PathBuf::new();
             }
         }
@@ -760,37 +734,20 @@ fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
     let plugins = dir.path().join("plugins");
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(&plugins)
-        .arg("dev")
-        .arg(&project)
-        .env("TOOLHOST_TOOLCHAINS", toolchains().root)
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .env("TMPDIR", &tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut child, rx) = spawn_reading(
+        toolhost()
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("dev")
+            .arg(&project)
+            .env("TOOLHOST_TOOLCHAINS", toolchains().root)
+            .env("TMPDIR", &tmp),
+    );
     let wait_for = |want: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
         let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) if line == want => return,
-                Ok(line) => seen.push(line),
-                Err(_) => break,
-            }
+        if next_line(&rx, 240, |l| l == want, &mut seen).is_none() {
+            panic!("never saw {want:?}; saw {seen:?}");
         }
-        panic!("never saw {want:?}; saw {seen:?}");
     };
     wait_for("+ word_count (livejs v0.1.0)");
     assert!(
@@ -802,13 +759,8 @@ fn dev_on_a_js_project_says_what_changed_and_cleans_up() {
     std::fs::write(&plugin, text.replace("Count the words, lines and characters of a text.", "Count words."))
         .unwrap();
     wait_for("~ word_count: description");
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plugins")
-        .arg(&plugins)
-        .args(["call", "word_count", "one two"])
-        .env("XDG_CACHE_HOME", root().join("target/test-cache"))
-        .output()
-        .unwrap();
+    let out =
+        toolhost().arg("--plugins").arg(&plugins).args(["call", "word_count", "one two"]).output().unwrap();
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("\"words\":2"),
         "{}",

@@ -3,9 +3,8 @@
 //! fake desktop tools; web search against a real local HTTP server in each backend's format,
 //! and `browse` through a granted launcher.
 
+use crate::support::http;
 use crate::support::{Env, call, err, ok};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,19 +20,8 @@ fn bin(name: &str) -> String {
         .to_string()
 }
 
-/// A host for `plugins` configured by `toml` (its workspace and plugins folder are the env's).
-fn env_with(plugins: &[&str], toml: &str) -> Env {
-    let mut env = Env::with(plugins);
-    let mut cfg = Config::from_str_at(toml, env.workspace.path(), None).expect("test config");
-    cfg.plugins_dir = env.plugins.path().to_path_buf();
-    cfg.cache_dir = None;
-    cfg.set_workspace(env.workspace.path());
-    env.config = cfg;
-    env
-}
-
 fn sys(toml: &str) -> Env {
-    env_with(&[plugin_artifacts::SYSTEM], toml)
+    Env::with_toml(&[plugin_artifacts::SYSTEM], toml)
 }
 
 /// Grants for the reliability matrix: `sys` may run echo (only `hello …`), printf, sleep, yes
@@ -313,15 +301,9 @@ async fn the_environment_is_cleared_except_granted_variables() {
 
 /// The real binary, as an operator runs it.
 fn toolhost(env: &Env, secret: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"))
+    env.command()
         .env("TOOLHOST_TEST_SECRET", secret)
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
         .args(args)
-        .current_dir(env.dir.path())
         .stdin(Stdio::null())
         .output()
         .expect("run toolhost")
@@ -391,15 +373,7 @@ async fn desktop_tools_call_the_granted_launchers() {
 /// `/brave?q=…` in the Brave Search API's format (401 without the right token). The first
 /// result's title echoes the decoded query.
 fn search_server(token: &'static str) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || answer(stream, token));
-        }
-    });
-    port
+    http::listen(move |got, out| answer(got, out, token))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -433,21 +407,9 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn answer(stream: std::net::TcpStream, token: &str) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-            break;
-        }
-        headers.push(h.trim_end().to_ascii_lowercase());
-    }
-    let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+fn answer(got: http::Got, out: &mut std::net::TcpStream, token: &str) {
+    let headers: Vec<String> = got.head.lines().map(|h| h.trim_end().to_ascii_lowercase()).collect();
+    let target = got.path().to_string();
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let param =
         |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(&format!("{name}="))).map(percent_decode);
@@ -472,14 +434,7 @@ fn answer(stream: std::net::TcpStream, token: &str) {
         "/brave" => ("401 Unauthorized", "{\"error\": \"missing token\"}".to_string()),
         _ => ("404 Not Found", "{}".to_string()),
     };
-    let mut out = stream;
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = out.flush();
-    let _ = reader.read(&mut [0; 1]);
+    http::reply(out, status, "Content-Type: application/json\r\n", body.as_bytes());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -487,7 +442,7 @@ async fn web_search_asks_the_configured_backend() {
     let token = "brave-token-for-tests";
     let port = search_server(token);
     let web = |settings: &str, extra: &str| {
-        env_with(
+        Env::with_toml(
             &[plugin_artifacts::WEB],
             &format!(
                 "[plugin.web]\nnet = [\"127.0.0.1\"]\nnet_private = true\nsettings = {{ {settings} }}\n{extra}"
@@ -520,7 +475,7 @@ async fn web_search_asks_the_configured_backend() {
     assert!(e.contains("secret `search_key` is not granted to plugin `web`"), "{e}");
 
     // No backend configured: the error is the operator's line to add.
-    let env = env_with(&[plugin_artifacts::WEB], "");
+    let env = Env::with_toml(&[plugin_artifacts::WEB], "");
     let e = err(&call(&env.host(), "web_search", &["x"]).await, ErrorKind::ToolError);
     assert!(e.contains("no search backend is configured") && e.contains("[plugin.web] settings"), "{e}");
 }
@@ -534,7 +489,7 @@ async fn browse_opens_the_page_with_the_granted_launcher_only_on_a_desktop() {
         tools.path().display()
     );
     // A desktop session (DISPLAY given to the plugin by the operator).
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::WEB],
         &format!("[plugin.web]\n{grant}settings = {{ DISPLAY = \":0\" }}\n"),
     );
@@ -552,7 +507,7 @@ async fn browse_opens_the_page_with_the_granted_launcher_only_on_a_desktop() {
     // Dangerous: not run without confirmation.
     err(&call(&env.host(), "browse", &["https://example.com/"]).await, ErrorKind::Denied);
     // No desktop: refused, naming what is missing.
-    let env = env_with(&[plugin_artifacts::WEB], &format!("[plugin.web]\n{grant}"));
+    let env = Env::with_toml(&[plugin_artifacts::WEB], &format!("[plugin.web]\n{grant}"));
     let e = err(&call(&env.host_yes(), "browse", &["https://example.com/"]).await, ErrorKind::ToolError);
     assert!(e.contains("no desktop") && e.contains("DISPLAY"), "{e}");
     assert_eq!(std::fs::read_to_string(tools.path().join("calls")).unwrap().lines().count(), 1);

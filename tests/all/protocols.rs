@@ -3,12 +3,12 @@
 //! Schema meta-schema, `tool_calls` executed into `role: "tool"` messages).
 
 use crate::support::Env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toolhost_frontends::{openai, text};
 use toolhost_spec::manifest::FsMode;
 
 fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/protocol").join(name)
+    crate::support::root().join("tests/protocol").join(name)
 }
 
 /// Compare with a golden file (`TOOLHOST_BLESS=1` rewrites it).

@@ -37,7 +37,7 @@ fn case(promise: &'static str, tool: &'static str, args: &[&str], expect: Expect
 
 /// Record a section of the summary for `cargo xtask test` to print.
 pub fn record_summary(section: &str, line: &str) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reliability");
+    let dir = crate::support::root().join("target/reliability");
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(dir.join(format!("{section}.txt")), format!("{line}\n"));
     eprintln!("{line}");

@@ -220,18 +220,9 @@ async fn a_version_requesting_more_waits_for_approval() {
     assert_eq!(l.which().await, "v1", "the approved version keeps serving");
 
     // A separate `toolhost list` sees the same pending request.
-    let bin = env!("CARGO_BIN_EXE_toolhost");
-    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache");
     let dir = l.env.plugins.path().to_path_buf();
-    let run = |args: &[&str]| {
-        std::process::Command::new(bin)
-            .env("XDG_CACHE_HOME", &cache)
-            .arg("--plugins")
-            .arg(&dir)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run =
+        |args: &[&str]| crate::support::toolhost().arg("--plugins").arg(&dir).args(args).output().unwrap();
     let out = run(&["list"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PENDING APPROVAL") && text.contains("net example.com"), "{text}");

@@ -3,9 +3,13 @@
 //! call, every outcome kind, no secret), a read-only plugins folder approved from the config,
 //! and the deployment files kept true to the flags.
 
-use crate::support::{Env, runtime};
+use crate::support::lines::{spawn_piped, spawn_reading};
+use crate::support::mcp_http::INITIALIZE;
+use crate::support::python::python;
+use crate::support::server::{exit_status, sigterm};
+use crate::support::{Env, Server, poll, root, runtime, wait_line};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -16,73 +20,8 @@ use toolhost_core::executor::{AlwaysConfirm, NoConfirm, ToolCall};
 use toolhost_frontends::service::Service;
 use toolhost_frontends::service::audit::AuditLog;
 
-pub(crate) fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The MCP Python SDK 1.x (as in `mcp.rs`).
-pub(crate) fn python() -> PathBuf {
-    std::env::var_os("TOOLHOST_PYTHON")
-        .map(PathBuf::from)
-        .map(|p| if p.is_relative() && p.components().count() > 1 { root().join(p) } else { p })
-        .unwrap_or_else(|| root().join("target/pyenv/bin/python"))
-}
-
 pub(crate) const TOKEN: &str = "service-token-4c1d9e7f2a";
 const SECRET: &str = "audit-secret-value-7e3b19";
-
-/// Poll `f` every 20 ms until it returns `Some`, or fail after `secs` naming `what`.
-#[track_caller]
-pub(crate) fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Lines from a child's pipe, as they come.
-pub(crate) fn lines(pipe: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-/// The next line containing `what` within `secs`, keeping what was seen in `seen`.
-#[track_caller]
-pub(crate) fn wait_line(rx: &Receiver<String>, what: &str, secs: u64, seen: &mut Vec<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                seen.push(line.clone());
-                if line.contains(what) {
-                    return line;
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    panic!("no line containing {what:?} within {secs} s; saw:\n{}", seen.join("\n"));
-}
-
-pub(crate) fn sigterm(child: &Child) {
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-}
-
-/// Wait for `child` to exit within `secs`.
-#[track_caller]
-pub(crate) fn exit_status(child: &mut Child, secs: u64) -> std::process::ExitStatus {
-    poll(secs, "the server to exit", || child.try_wait().unwrap())
-}
 
 /// A service folder: plugins, a config with a token, an audit file and the given extra TOML.
 pub(crate) struct Deployment {
@@ -113,52 +52,26 @@ impl Deployment {
         read_audit(&self.dir.path().join("audit/audit.jsonl"))
     }
 
+    /// The env's command with this config, run in the service folder.
     pub(crate) fn command(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut cmd = self.env.command();
         cmd.arg("--config")
             .arg(self.config())
-            .arg("--plugins")
-            .arg(self.env.plugins.path())
-            .arg("--workspace")
-            .arg(self.env.workspace.path())
             .env("TOOLHOST_TEST_SERVICE_TOKEN", TOKEN)
-            .env("XDG_CACHE_HOME", root().join("target/test-cache"))
             .env("TOOLHOST_LOG", "toolhost=debug")
             .current_dir(self.dir.path());
         cmd
     }
 
-    /// `serve --mcp --http 127.0.0.1:0`; returns the child, its address and its stderr.
     /// `serve --mcp` over stdio: the child, its stdin, and its stdout read line by line.
     pub(crate) fn serve_stdio(&self) -> (Child, std::process::ChildStdin, Receiver<String>) {
-        let mut child = self
-            .command()
-            .args(["serve", "--mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let out = lines(child.stdout.take().unwrap());
+        let (child, stdin, out, _) = spawn_piped(self.command().args(["serve", "--mcp"]));
         (child, stdin, out)
     }
 
+    /// `serve --mcp --http 127.0.0.1:0`.
     pub(crate) fn serve_http(&self) -> Server {
-        let mut child = self
-            .command()
-            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = lines(child.stderr.take().unwrap());
-        let mut server = Server { child, addr: String::new(), log, seen: Vec::new() };
-        let line = wait_line(&server.log, "MCP over streamable HTTP at ", 60, &mut server.seen);
-        let url = line.split("MCP over streamable HTTP at ").nth(1).unwrap().split(',').next().unwrap();
-        server.addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-        server
+        Server::start(self.command().args(["serve", "--mcp", "--http", "127.0.0.1:0"]))
     }
 }
 
@@ -170,74 +83,28 @@ fn read_audit(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub(crate) struct Server {
-    pub(crate) child: Child,
-    pub(crate) addr: String,
-    pub(crate) log: Receiver<String>,
-    pub(crate) seen: Vec<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-impl Server {
-    pub(crate) fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    /// One HTTP/1.1 request; returns the status, the head and the body.
-    pub(crate) fn request(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &str,
-        body: &str,
-    ) -> (u16, String, String) {
-        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        );
-        s.write_all(req.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        let _ = s.read_to_end(&mut raw);
-        let raw = String::from_utf8_lossy(&raw).to_string();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status =
-            head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status: {raw:?}"));
-        (status, head.to_string(), body.to_string())
-    }
-
-    pub(crate) fn get(&self, path: &str) -> (u16, String) {
-        let (status, _, body) = self.request("GET", path, "", "");
-        (status, body)
-    }
-
+/// What a deployment's server is asked with its token.
+pub(crate) trait Deployed {
     /// `/metrics` with the token, parsed.
-    pub(crate) fn metrics(&self) -> Metrics {
-        let (status, head, body) =
-            self.request("GET", "/metrics", &format!("Authorization: Bearer {TOKEN}\r\n"), "");
-        assert_eq!(status, 200, "{head}\n{body}");
-        assert!(head.to_lowercase().contains("content-type: text/plain; version=0.0.4"), "{head}");
-        Metrics::parse(&body)
+    fn metrics(&self) -> Metrics;
+    /// A new MCP session's `initialize`, as any client starts: the status and head.
+    fn initialize(&self) -> (u16, String);
+}
+
+impl Deployed for Server {
+    fn metrics(&self) -> Metrics {
+        let a = self.request("GET", "/metrics", &format!("Authorization: Bearer {TOKEN}\r\n"), "");
+        assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+        assert!(a.head.to_lowercase().contains("content-type: text/plain; version=0.0.4"), "{}", a.head);
+        Metrics::parse(&a.body)
     }
 
-    /// A new MCP session's `initialize`, as any client starts.
-    pub(crate) fn initialize(&self) -> (u16, String) {
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    fn initialize(&self) -> (u16, String) {
         let headers = format!(
             "Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
         );
-        let (status, head, _) = self.request("POST", "/mcp", &headers, body);
-        (status, head)
+        let a = self.request("POST", "/mcp", &headers, INITIALIZE);
+        (a.status, a.head)
     }
 }
 
@@ -312,16 +179,12 @@ impl Metrics {
 
 /// `tests/service/calls.py`: MCP calls over HTTP with the official SDK; its stdout lines.
 fn mcp_calls(server: &Server, client: &str, calls: serde_json::Value) -> (Child, Receiver<String>) {
-    let mut child = Command::new(python())
-        .arg(root().join("tests/service/calls.py"))
-        .args([server.url().as_str(), TOKEN, client, &calls.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = lines(child.stdout.take().unwrap());
-    (child, out)
+    spawn_reading(Command::new(python(1)).arg(root().join("tests/service/calls.py")).args([
+        server.url.as_str(),
+        TOKEN,
+        client,
+        &calls.to_string(),
+    ]))
 }
 
 pub(crate) fn json_line(line: &str) -> serde_json::Value {
@@ -436,17 +299,7 @@ fn sigterm_cancels_a_call_past_the_grace_period_with_a_clear_error() {
 #[test]
 fn sigterm_over_stdio_refuses_new_calls_and_finishes_the_one_in_flight() {
     let d = Deployment::new(&[plugin_artifacts::VERSIONED, plugin_artifacts::TEXT], "");
-    let mut child = d
-        .command()
-        .args(["serve", "--mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let out = lines(child.stdout.take().unwrap());
-    let err = lines(child.stderr.take().unwrap());
+    let (mut child, mut stdin, out, err) = spawn_piped(d.command().args(["serve", "--mcp"]));
     let mut send = |line: &str| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();

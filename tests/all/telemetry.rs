@@ -7,12 +7,13 @@
 //! too; the call metrics arrive; no argument value is in any of it. With
 //! telemetry off, nothing connects to the receiver even with `OTEL_EXPORTER_OTLP_ENDPOINT` set.
 
-use crate::fleet::post;
-use crate::mcp::{python2, root};
-use crate::support::Env;
+use crate::support::mcp_http::Stateless;
+use crate::support::python::python;
+use crate::support::server::Killed;
+use crate::support::{Env, Server, root};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,21 +30,14 @@ const MARKER: &str = "argument-value-7c41d2";
 
 /// The receiver, killed on drop; every JSON line it printed.
 struct Receiver {
-    child: Child,
+    _process: Killed,
     port: u16,
     lines: Arc<Mutex<Vec<Value>>>,
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl Receiver {
     fn start() -> Receiver {
-        let mut child = Command::new(python2())
+        let mut child = Command::new(python(2))
             .arg(root().join("tests/otlp/receiver.py"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -64,7 +58,7 @@ impl Receiver {
                 }
             }
         });
-        Receiver { child, port, lines }
+        Receiver { _process: Killed(child), port, lines }
     }
 
     fn lines(&self) -> Vec<Value> {
@@ -84,67 +78,18 @@ impl Receiver {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback; returns the child,
-/// its MCP URL and the local key it printed (no `[mcp] tokens`).
-fn serve(env: &Env, config: &str, extra_env: &[(&str, String)]) -> (Child, String, Option<String>) {
-    let path = env.at("telemetry.toml");
+/// `serve --mcp --http` of `env` with `config`, `hostile` granted loopback, and the variables
+/// `vars`.
+fn serve(env: &Env, config: &str, vars: &[(&str, String)]) -> Server {
     let config = format!("[plugin.hostile]\nnet = [\"127.0.0.1\"]\nnet_private = true\n\n{config}");
-    std::fs::write(&path, config).unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--plugins")
-        .arg(env.plugins.path())
-        .arg("--workspace")
-        .arg(env.workspace.path())
-        .args(["serve", "--mcp", "--http", &addr])
-        .envs(extra_env.iter().map(|(k, v)| (k, v)))
-        .envs(crate::support::test_dirs())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut seen = Vec::new();
-    let mut key = None;
-    loop {
-        let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no URL from serve: {seen:?}");
-        };
-        key = key.or_else(|| crate::support::local_key(&line));
-        if let Some(rest) = line.split("MCP over streamable HTTP at ").nth(1) {
-            let url = rest.split(',').next().unwrap().to_string();
-            // The rest of its log is drained (and shown if the test fails).
-            std::thread::spawn(move || rx.into_iter().for_each(|l| eprintln!("serve: {l}")));
-            return (child, url, key);
-        }
-        seen.push(line);
-    }
+    let mut cmd = env.configured(&config);
+    cmd.args(["serve", "--mcp", "--http", "127.0.0.1:0"]).envs(vars.iter().map(|(k, v)| (k, v)));
+    Server::start(&mut cmd)
 }
 
 /// SIGTERM, then wait for the exit (the last spans and metrics are exported on the way out).
-fn stop(mut child: Child) {
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "serve still running 30 s after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn stop(mut server: Server) {
+    server.terminate(30);
 }
 
 /// One stateless 2026-07-28 `tools/call` of `net_probe(url)`, with `meta` merged into `_meta`
@@ -155,69 +100,34 @@ fn net_probe(mcp: &str, url: &str, meta: Value, headers: &str) -> Value {
 
 /// One stateless 2026-07-28 `tools/call`, which must succeed (see [`net_probe`]).
 fn tools_call(mcp: &str, tool: &str, arguments: Value, meta: Value, headers: &str) -> Value {
-    let mut m = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "telemetry-test", "version": "0"},
-    });
-    m.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments, "_meta": m}});
-    let headers = format!(
-        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n{headers}"
-    );
-    let (status, head, messages) = post(mcp, &headers, &body);
+    let client = Stateless { url: mcp, auth: "", client: "telemetry-test", capabilities: json!({}) };
+    let mut params = client.params(tool, arguments);
+    params["_meta"].as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
+    let (status, head, r) = client.call_with(params, headers);
     assert_eq!(status, 200, "{head}");
-    let r = messages.into_iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no response: {head}"));
     assert_eq!(r["result"]["isError"], false, "{r}");
     r["result"].clone()
 }
 
-/// One raw HTTP/1.0 request to the server of `mcp` (its `/mcp` URL); the status and the body.
-fn request(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
-    let (status, head_and_body) = request_head(mcp, method, path, headers, body);
-    (status, head_and_body.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
-}
-
-/// [`request`], returning the status and the whole response (head and body).
-fn request_head(mcp: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let authority = mcp.trim_start_matches("http://").trim_end_matches("/mcp");
-    let req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: {authority}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, _) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {raw:?}"));
-    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), raw)
-}
-
 /// `net_probe(url)` through the web console's Run, with `traceparent` as the HTTP header,
-/// signed in with the login link of `key` (the server's local key).
-fn console_net_probe(mcp: &str, key: &str, url: &str, traceparent: &str) {
-    let (status, head) = request_head(mcp, "GET", &format!("/console/login?key={key}"), "", "");
-    assert_eq!(status, 303, "{head}");
-    let cookie = head
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: ").or_else(|| l.strip_prefix("Set-Cookie: ")))
-        .and_then(|c| c.split(';').next())
-        .unwrap_or_else(|| panic!("no session cookie: {head}"));
-    let cookie = format!("Cookie: {cookie}\r\n");
-    let (status, session) = request(mcp, "GET", "/console/api/session", &cookie, "");
-    assert_eq!(status, 200, "{session}");
-    let session: Value = serde_json::from_str(&session).unwrap();
+/// signed in with the login link of the server's local key.
+fn console_net_probe(server: &Server, url: &str, traceparent: &str) {
+    let key = server.key.as_deref().expect("the local key is printed");
+    let login = server.request("GET", &format!("/console/login?key={key}"), "", "");
+    assert_eq!(login.status, 303, "{}", login.head);
+    let cookie = login.header("set-cookie").unwrap_or_else(|| panic!("no session cookie: {}", login.head));
+    let cookie = format!("Cookie: {}\r\n", cookie.split(';').next().unwrap());
+    let session = server.request("GET", "/console/api/session", &cookie, "");
+    assert_eq!(session.status, 200, "{}", session.body);
+    let session = session.json();
     let csrf = session["csrf"].as_str().unwrap_or_else(|| panic!("{session}"));
     let body = json!({"tool": "net_probe", "arguments": {"url": url}}).to_string();
     let headers = format!(
         "{cookie}Content-Type: application/json\r\nX-CSRF-Token: {csrf}\r\ntraceparent: {traceparent}\r\n"
     );
-    let (status, answer) = request(mcp, "POST", "/console/api/call", &headers, &body);
-    assert_eq!(status, 200, "{answer}");
-    assert!(answer.contains("\"success\":true"), "{answer}");
+    let answer = server.request("POST", "/console/api/call", &headers, &body);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(answer.body.contains("\"success\":true"), "{}", answer.body);
 }
 
 fn spans_of<'a>(lines: &'a [Value], trace: &str) -> Vec<&'a Value> {
@@ -239,14 +149,15 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
         echo.display(),
         receiver.port
     );
-    let (serve, mcp, key) = serve(&env, &config, &[]);
+    let server = serve(&env, &config, &[]);
+    let mcp = server.url.clone();
     let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}"));
     // The caller's span in `_meta` (SEP-414) …
     net_probe(&mcp, &target, json!({ "traceparent": META_PARENT }), "");
     // … or as the HTTP request's header.
     net_probe(&mcp, &target, json!({}), &format!("traceparent: {HEADER_PARENT}\r\n"));
     // … or as the header of the web console's Run.
-    console_net_probe(&mcp, &key.expect("the local key is printed"), &target, CONSOLE_PARENT);
+    console_net_probe(&server, &target, CONSOLE_PARENT);
     // A program run for a plugin is a child span too.
     let run = json!({"program": "echo", "args": MARKER});
     tools_call(&mcp, "run", run, json!({ "traceparent": PROCESS_PARENT }), "");
@@ -263,7 +174,7 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     // Metrics are exported every 200 ms while it runs; the spans at the latest on the way out.
     let lines = receiver.wait_until(metrics_in);
     assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
-    stop(serve);
+    stop(server);
     let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT, PROCESS_PARENT];
     let lines = receiver.wait_until(|l| parents.iter().all(|p| spans_of(l, &p[3..35]).len() >= 2));
 
@@ -314,15 +225,15 @@ fn with_telemetry_off_nothing_connects_to_a_collector() {
     let env = Env::with(&[plugin_artifacts::HOSTILE]);
     // The SDK's own variables name the receiver: only `[telemetry] otlp_endpoint` turns it on.
     let endpoint = format!("http://127.0.0.1:{}", receiver.port);
-    let (serve, mcp, _) = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
+    let server = serve(&env, "", &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
     let target = web.url("127.0.0.1", "/hello");
     net_probe(
-        &mcp,
+        &server.url,
         &target,
         json!({ "traceparent": META_PARENT }),
         &format!("traceparent: {HEADER_PARENT}\r\n"),
     );
-    stop(serve);
+    stop(server);
     // Give a stray exporter the time a 200 ms metrics interval would need, then look.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(receiver.lines(), Vec::<Value>::new(), "telemetry is off: nothing may connect");
@@ -347,16 +258,16 @@ fn captured_arguments_go_on_the_span_without_secret_values() {
         ("TOOLHOST_TEST_OTEL_TOKEN", token.to_string()),
         ("TOOLHOST_TEST_OTEL_KEY", key.to_string()),
     ];
-    let (serve, mcp, _) = serve(&env, &config, &vars);
+    let server = serve(&env, &config, &vars);
     // A client that pastes a secret's value, the token and the fleet's key into an argument.
     let target = web.url("127.0.0.1", &format!("/hello?q={MARKER}&key={secret}&t={token}&k={key}"));
     net_probe(
-        &mcp,
+        &server.url,
         &target,
         json!({ "traceparent": META_PARENT }),
         &format!("Authorization: Bearer {token}\r\n"),
     );
-    stop(serve);
+    stop(server);
     let lines = receiver.wait_until(|l| !spans_of(l, &META_PARENT[3..35]).is_empty());
     let spans = spans_of(&lines, &META_PARENT[3..35]);
     let call = named(&spans, "tools/call net_probe");

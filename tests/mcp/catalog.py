@@ -15,34 +15,12 @@ Prints one `ok: ...` line per check and, last, `all N catalog checks passed (SCE
 """
 
 import asyncio
-import os
 import sys
 
+import common
 import mcp_types as types
+from common import check, meta_of, server, text_of
 from mcp import Client, MCPError
-from mcp.client.stdio import StdioServerParameters
-
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global checks
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    checks += 1
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def meta_of(x):
-    m = getattr(x, "meta", None)
-    if m is None:
-        return {}
-    return m if isinstance(m, dict) else m.model_dump(by_alias=True, exclude_none=True)
 
 
 async def metadata(c):
@@ -135,15 +113,14 @@ async def main():
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    server = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-    async with Client(server, mode="legacy", message_handler=on_message) as c:
+    async with Client(server("stdio", target), mode="legacy", message_handler=on_message) as c:
         if scenario == "metadata":
             await metadata(c)
         elif scenario == "prefix":
             await prefix(c)
         else:
             await search(c, changed)
-    print(f"all {checks} catalog checks passed ({scenario})")
+    print(f"all {common.checks} catalog checks passed ({scenario})")
 
 
 asyncio.run(main())

@@ -15,45 +15,16 @@ import asyncio
 import json
 import os
 import shutil
-import sys
 import time
-from contextlib import asynccontextmanager
 
+import common
 import mcp.types as types
-from mcp import ClientSession, McpError
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamablehttp_client
-
-checks = 0
+from common import check, session, text_of
+from mcp import McpError
 
 
-def check(cond, what, detail=""):
-    global checks
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    checks += 1
-    print(f"ok: {what}")
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-@asynccontextmanager
-async def connect(args, **session_kwargs):
-    if args.transport == "stdio":
-        params = StdioServerParameters(
-            command=args.target[0], args=args.target[1:], env=dict(os.environ)
-        )
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, **session_kwargs) as session:
-                yield session
-    else:
-        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        async with streamablehttp_client(args.target[0], headers=headers) as (read, write, _):
-            async with ClientSession(read, write, **session_kwargs) as session:
-                yield session
+def connect(args, **session_kwargs):
+    return session(args.transport, args.target, args.token, **session_kwargs)
 
 
 async def main():
@@ -188,7 +159,7 @@ async def main():
         check(r.isError and "did not approve" in text_of(r), "a declined elicitation refuses the call", r)
         check(os.path.exists(os.path.join(os.getcwd(), "other.txt")), "the declined call did not run")
 
-    print(f"all {checks} MCP checks passed ({args.transport})")
+    print(f"all {common.checks} MCP checks passed ({args.transport})")
 
 
 if __name__ == "__main__":

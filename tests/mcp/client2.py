@@ -15,49 +15,16 @@ import asyncio
 import json
 import os
 import shutil
-import sys
 import time
 
+import common
 import mcp_types as types
+from common import as_dict, check, server, text_of, ws
 from mcp import Client, MCPError
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-checks = 0
-
-
-def as_dict(x):
-    """A schema as a plain dict, whether the SDK gives a dict or a model."""
-    if x is None:
-        return {}
-    return x if isinstance(x, dict) else x.model_dump(by_alias=True, exclude_none=True)
-
-
-def check(cond, what, detail=""):
-    global checks
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    checks += 1
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def ws(name):
-    return os.path.join(os.getcwd(), name)
 
 
 def client(args, **kwargs):
-    if args.transport == "stdio":
-        server = StdioServerParameters(command=args.target[0], args=args.target[1:], env=dict(os.environ))
-    else:
-        headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        server = streamable_http_client(args.target[0], http_client=create_mcp_http_client(headers=headers))
-    return Client(server, mode=args.mode, **kwargs)
+    return Client(server(args.transport, args.target, args.token), mode=args.mode, **kwargs)
 
 
 def add_custom_section(path):
@@ -225,7 +192,7 @@ async def main():
         if modern:
             await mrtr_state_checks(c, args)
 
-    print(f"all {checks} MCP checks passed ({label})")
+    print(f"all {common.checks} MCP checks passed ({label})")
 
 
 async def mrtr_state_checks(c, args):

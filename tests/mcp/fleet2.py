@@ -15,32 +15,15 @@ Exits non-zero with a message on the first failed check; prints `ok: ...` per ch
 import argparse
 import asyncio
 import os
-import sys
 
+import common
 import mcp_types as types
+from common import check, server, ws
 from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-checks = 0
-
-
-def check(cond, what, detail=""):
-    global checks
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    checks += 1
-    print(f"ok: {what}", flush=True)
-
-
-def ws(name):
-    return os.path.join(os.getcwd(), name)
 
 
 def client(url, token, mode, **kwargs):
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http), mode=mode, **kwargs)
+    return Client(server("http", [url], token), mode=mode, **kwargs)
 
 
 async def main():
@@ -92,7 +75,7 @@ async def main():
         r = await c.call_tool("read", {"path": "keep.txt"})
         check(not r.is_error and "keep me" in "".join(x.text for x in r.content if x.type == "text"), "a call in the session", r)
 
-    print(f"all {checks} fleet checks passed", flush=True)
+    print(f"all {common.checks} fleet checks passed", flush=True)
 
 
 if __name__ == "__main__":

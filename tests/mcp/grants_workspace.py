@@ -9,48 +9,27 @@ Prints one `ok: ...` line per check.
 """
 
 import asyncio
-import os
 import sys
 
-import mcp.types as types
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}")
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+from common import answering, check, session, text_of
 
 
 async def main():
     target = sys.argv[1:]
-    params = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-    asked = []
-    answers = [{"allow": True}, {"allow": False}]
+    elicit, asked = answering([{"allow": True}, {"allow": False}])
 
-    async def elicit(context, p):
-        asked.append(p.message)
-        return types.ElicitResult(action="accept", content=answers[len(asked) - 1])
-
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=elicit) as s:
-            await s.initialize()
-            r = await s.call_tool("read", {"path": "README.txt"})
-            check(not r.isError and "read me" in text_of(r), "allow once reads the file", r)
-            check(
-                len(asked) == 1 and "files wants to read and write the directory " in asked[0],
-                "the question names the plugin and the workspace",
-                asked,
-            )
-            r = await s.call_tool("read", {"path": "README.txt"})
-            check(r.isError and "denied plugin `files` fs rw " in text_of(r), "asked again, and a refusal fails the call", r)
-            check(len(asked) == 2, "once holds for one call", asked)
+    async with session("stdio", target, elicitation_callback=elicit) as s:
+        await s.initialize()
+        r = await s.call_tool("read", {"path": "README.txt"})
+        check(not r.isError and "read me" in text_of(r), "allow once reads the file", r)
+        check(
+            len(asked) == 1 and "files wants to read and write the directory " in asked[0],
+            "the question names the plugin and the workspace",
+            asked,
+        )
+        r = await s.call_tool("read", {"path": "README.txt"})
+        check(r.isError and "denied plugin `files` fs rw " in text_of(r), "asked again, and a refusal fails the call", r)
+        check(len(asked) == 2, "once holds for one call", asked)
 
     print("all workspace grant checks passed")
 

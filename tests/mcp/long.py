@@ -11,59 +11,16 @@ one `ok: ...` line per check and `MCP long checks passed (TRANSPORT)`.
 """
 
 import asyncio
-import os
 import sys
 import time
-from contextlib import asynccontextmanager
 
 import mcp.types as types
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamablehttp_client
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def size(name):
-    try:
-        return os.path.getsize(name)
-    except OSError:
-        return 0
-
-
-@asynccontextmanager
-async def connect(transport, target):
-    if transport == "stdio":
-        params = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                yield session
-    else:
-        async with streamablehttp_client(target[0]) as (read, write, _):
-            async with ClientSession(read, write) as session:
-                yield session
-
-
-async def wait_until(secs, what, cond):
-    until = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > until:
-            check(False, what, f"not within {secs} s")
-        await asyncio.sleep(0.01)
+from common import check, session, size, text_of, wait_until
 
 
 async def main():
     transport, target = sys.argv[1], sys.argv[2:]
-    async with connect(transport, target) as s:
+    async with session(transport, target) as s:
         await s.initialize()
         tools = {t.name: t for t in (await s.list_tools()).tools}
         meta = tools["tick"].meta or {}

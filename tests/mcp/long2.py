@@ -9,33 +9,16 @@ Prints one `ok: ...` line per check and `MCP long checks passed (sdk2 TRANSPORT)
 """
 
 import asyncio
-import os
 import sys
 import time
 
+from common import check, server, text_of
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 async def main():
     transport, target = sys.argv[1], sys.argv[2:]
-    if transport == "stdio":
-        server = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-    else:
-        server = streamable_http_client(target[0])
-    async with Client(server, mode="auto") as c:
+    async with Client(server(transport, target), mode="auto") as c:
         check(c.protocol_version == "2026-07-28", "negotiated 2026-07-28", c.protocol_version)
         await c.list_tools()
         seen = []

@@ -13,7 +13,6 @@ server must be configured with `[mcp] tasks_max_running = 3`, `tasks_max_running
 """
 
 import json
-import os
 import queue
 import signal
 import socket
@@ -23,29 +22,11 @@ import threading
 import time
 import urllib.parse
 
+from common import check, size
+from common import wait_until_blocking as wait_until
+
+
 TASKS = "io.modelcontextprotocol/tasks"
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
-
-
-def size(name):
-    try:
-        return os.path.getsize(name)
-    except OSError:
-        return 0
-
-
-def wait_until(secs, what, cond):
-    until = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > until:
-            check(False, what, f"not within {secs} s")
-        time.sleep(0.01)
 
 
 def meta(client="raw-a", tasks=True):

@@ -13,38 +13,16 @@ Run in the server's workspace (trail files are read from the current directory).
 """
 
 import asyncio
-import os
 import sys
-import time
 import warnings
-from contextlib import asynccontextmanager
 
 import mcp.types as types
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from common import check, session, size, text_of, wait_until
 from mcp.shared.exceptions import McpError
+
 
 # The SDK marks its task API deprecated (2.x has none); it is what speaks 2025-11-25 tasks.
 warnings.simplefilter("ignore", DeprecationWarning)
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        print(f"FAILED: {what}\n{detail}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def size(name):
-    try:
-        return os.path.getsize(name)
-    except OSError:
-        return 0
 
 
 # Progress notifications the server sent, as (token, progress, total).
@@ -57,26 +35,9 @@ async def on_message(message):
         PROGRESS.append((root.params.progressToken, root.params.progress, root.params.total))
 
 
-@asynccontextmanager
-async def connect(transport, target, name):
+def connect(transport, target, name):
     info = types.Implementation(name=name, version="0")
-    if transport == "stdio":
-        params = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, client_info=info, message_handler=on_message) as session:
-                yield session
-    else:
-        async with streamablehttp_client(target[0]) as (read, write, _):
-            async with ClientSession(read, write, client_info=info, message_handler=on_message) as session:
-                yield session
-
-
-async def wait_until(secs, what, cond):
-    until = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > until:
-            check(False, what, f"not within {secs} s")
-        await asyncio.sleep(0.01)
+    return session(transport, target, client_info=info, message_handler=on_message)
 
 
 async def error_code(coro):

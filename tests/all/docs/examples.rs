@@ -12,7 +12,8 @@
 //!   transcript in a block of another kind is refused). A block that cannot run offline in seconds (a server, the network,
 //!   a registry, a toolchain build) is preceded by the line `<!-- illustrative: REASON -->`.
 
-use super::{Block, blocks, docs, root};
+use super::{Block, blocks, docs};
+use crate::support::{BIN, cache_home, root};
 use std::process::{Command, Stdio};
 
 const SHELLS: &[&str] = &["sh", "bash", "shell", "console"];
@@ -192,8 +193,7 @@ impl Scratch {
     /// Runs `script` with `sh` in the folder: its exit status and its output (stdout and stderr
     /// as they interleave).
     fn run(&self, script: &str) -> (bool, String) {
-        let full =
-            format!("toolhost() {{ '{}' \"$@\"; }}\nexec 2>&1\n{script}\n", env!("CARGO_BIN_EXE_toolhost"));
+        let full = format!("toolhost() {{ '{BIN}' \"$@\"; }}\nexec 2>&1\n{script}\n");
         // `setsid`: no controlling terminal, so nothing asks on `/dev/tty` (as for a reader
         // whose stdin is not a terminal, the examples say what happens with no one to ask).
         // `timeout`: an example that does not return (a server) fails instead of hanging.
@@ -201,7 +201,7 @@ impl Scratch {
             .args(["timeout", &EXAMPLE_TIMEOUT_S.to_string(), "sh", "-c"])
             .arg(&full)
             .current_dir(self.dir.path())
-            .env("XDG_CACHE_HOME", root().join("target/test-cache"))
+            .env("XDG_CACHE_HOME", cache_home())
             .env("XDG_CONFIG_HOME", self.dir.path().join(".config"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

@@ -5,7 +5,8 @@
 //! `every_toml_example_parses_with_the_real_config_parser` (every key shown exists), the
 //! reference cannot drift from the settings types.
 
-use super::{blocks, root};
+use super::blocks;
+use crate::support::root;
 
 /// One `key = value` line of the reference, in a section that is a single table (not
 /// `[plugin.NAME]`, `[tool.NAME]`, `[secrets.NAME]` …).

@@ -4,30 +4,18 @@
 //! through the real `files` and `sys` plugins.
 
 use crate::process::{all_gone, assert_stopped_growing, procs_with, watch_for};
-use crate::support::{Env, call, err, ok};
+use crate::support::{Env, Operator, call, err, ok};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost_core::ErrorKind;
-use toolhost_core::executor::{Confirm, DangerRequest, Decision};
+use toolhost_core::executor::Decision;
 use toolhost_core::settings::Config;
 
 const GIT: &str = "/usr/bin/git";
-
-/// A host for `plugins` configured by `toml` (its workspace and plugins folder are the env's).
-fn env_with(plugins: &[&str], toml: &str) -> Env {
-    let mut env = Env::with(plugins);
-    let mut cfg = Config::from_str_at(toml, env.workspace.path(), None).expect("test config");
-    cfg.plugins_dir = env.plugins.path().to_path_buf();
-    cfg.cache_dir = None;
-    cfg.set_workspace(env.workspace.path());
-    env.config = cfg;
-    env
-}
 
 /// The absolute path of `name` by this process's PATH.
 fn bin(name: &str) -> String {
@@ -56,7 +44,7 @@ async fn plant_repository(host: &toolhost_core::Toolhost, hook: &str) {
 
 /// `files` writes the workspace; `sys` runs git with `grant` (the inside of an exec entry).
 fn git_env(grant: &str) -> Env {
-    env_with(
+    Env::with_toml(
         &[plugin_artifacts::FILES, plugin_artifacts::SYSTEM],
         &format!(
             "[plugin.files]\nfs = [{{ path = \"workspace\", mode = \"rw\" }}]\n[plugin.sys]\nexec = [{{ program = \"{}\", args = [\"status\"]{grant} }}]\n",
@@ -95,10 +83,8 @@ async fn a_planted_git_config_writes_nothing_outside_the_workspace() {
 
 /// The book's git grant (docs/src/running-programs.md, its `set_env`), as a reader copies it.
 fn readme_git_grant() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/running-programs.md"),
-    )
-    .unwrap();
+    let readme =
+        std::fs::read_to_string(crate::support::root().join("docs/src/running-programs.md")).unwrap();
     let block = readme
         .split("```toml\n")
         .skip(1)
@@ -133,7 +119,7 @@ async fn a_symlink_through_an_argument_pattern_reads_nothing_outside() {
     let outside = tempfile::tempdir().unwrap();
     let secret = "the operator's secret, outside the workspace";
     std::fs::write(outside.path().join("secret"), secret).unwrap();
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::SYSTEM],
         &format!("[plugin.sys]\nexec = [{{ program = \"{}\", args = [\"notes-*.txt\"] }}]\n", bin("cat")),
     );
@@ -151,7 +137,7 @@ async fn a_symlink_through_an_argument_pattern_reads_nothing_outside() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_that_leave_the_session_die_with_the_call() {
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::SYSTEM],
         &format!(
             "[plugin.sys]\nexec = [{{ program = \"{}\", env = [\"PATH\"], write = true }}]\n",
@@ -219,7 +205,7 @@ impl Listeners {
 async fn no_network_unless_the_grant_says_so() {
     let bash = bin("bash");
     let grant = |extra: &str| {
-        env_with(
+        Env::with_toml(
             &[plugin_artifacts::SYSTEM],
             &format!("[plugin.sys]\nexec = [{{ program = \"{bash}\"{extra} }}]\n"),
         )
@@ -256,14 +242,14 @@ async fn no_local_unix_sockets_unless_the_grant_says_so() {
     };
     let curl = bin("curl");
     let args = format!(r#"["-s", "-m", "2", "--unix-socket", "{}", "http://local/"]"#, path.display());
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::SYSTEM],
         &format!("[plugin.sys]\nexec = [{{ program = \"{curl}\" }}]\n"),
     );
     let o = call(&env.host_yes(), "run", &["curl", &args]).await;
     assert!(!o.success, "{o:?}");
     assert!(!reached(), "a program without network reached a Unix socket outside its grant");
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::SYSTEM],
         &format!("[plugin.sys]\nexec = [{{ program = \"{curl}\", network = true }}]\n"),
     );
@@ -318,20 +304,6 @@ fn without_landlock_exec_grants_are_refused_at_start_unless_the_operator_opts_ou
     .unwrap();
 }
 
-/// Records what the danger confirmation showed.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<DangerRequest>>);
-
-impl Confirm for Recorder {
-    fn confirm<'a>(
-        &'a self,
-        req: &'a DangerRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Decision> + Send + 'a>> {
-        self.0.lock().unwrap().push(req.clone());
-        Box::pin(async { Decision::Deny("declined by the test".into()) })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_over_files_plugins_can_write_is_flagged() {
     let env = git_env("");
@@ -341,16 +313,16 @@ async fn a_program_over_files_plugins_can_write_is_flagged() {
         list.contains(&format!("warning:   {flag} (files: {})", env.workspace.path().display())),
         "{list}"
     );
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Operator::answering(Decision::Deny("declined by the test".into()));
     let host = env.host_with(recorder.clone());
     err(&call(&host, "run", &["git", "status"]).await, ErrorKind::Denied);
-    let asked = recorder.0.lock().unwrap().clone();
+    let asked = recorder.asked();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].notes.iter().any(|n| n.starts_with(flag)), "{:?}", asked[0].notes);
 
     // Not flagged when no plugin may write where git runs.
     let elsewhere = tempfile::tempdir().unwrap();
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::FILES, plugin_artifacts::SYSTEM],
         &format!(
             "[plugin.files]\nfs = [{{ path = \"workspace\", mode = \"ro\" }}]\n[plugin.sys]\nexec = [{{ program = \"{}\", cwd = \"{}\" }}]\n",
@@ -699,7 +671,7 @@ async fn a_program_that_cannot_start_is_still_reported() {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("not-executable");
     std::fs::write(&prog, "#!/bin/sh\necho ran\n").unwrap();
-    let env = env_with(
+    let env = Env::with_toml(
         &[plugin_artifacts::SYSTEM],
         &format!("[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n", prog.display()),
     );

@@ -5,9 +5,10 @@
 //! file, the plugins folder or another of the host's files is refused at start, naming both
 //! paths. End to end, through the `toolhost` binary as an operator runs it.
 
+use crate::support::lines::output_with;
 use crate::support::toolhost;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 /// A folder holding `toolhost.toml` (`plugins = "plugins"` and `extra`) and a plugins folder
 /// with the `files` and `sys` plugins, as an operator lays one out.
@@ -35,18 +36,14 @@ impl Operator {
 
     /// `toolhost --config DIR/toolhost.toml ARGS…` run in DIR, with `stdin` as its input.
     fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = toolhost()
-            .arg("--config")
-            .arg(self.path("toolhost.toml"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
+        output_with(
+            toolhost()
+                .arg("--config")
+                .arg(self.path("toolhost.toml"))
+                .args(args)
+                .current_dir(self.dir.path()),
+            stdin.as_bytes(),
+        )
     }
 
     /// The config, the grants file and the plugins folder are as the operator left them.

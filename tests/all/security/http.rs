@@ -4,7 +4,9 @@
 //! from other loopback addresses, 127.0.0.2 and up, so the per-address cap can be seen apart
 //! from the total one).
 
-use crate::support::{HttpServer, echo_over_mcp, get, request};
+use crate::support::HttpServer;
+use crate::support::http::{get, request};
+use crate::support::mcp_http::echo_over_mcp;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -168,7 +170,7 @@ fn metrics_refuse_a_foreign_host_or_origin() {
     let addr = server.addr;
     assert_eq!(get(addr, "/metrics", "").0, 200);
     let foreign = |host: &str, extra: &str| {
-        request(addr, &format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\n{extra}"), "").0
+        request(addr, "GET", "/metrics", &format!("Host: {host}\r\n{extra}"), "").status
     };
     assert_eq!(foreign("rebound.example", ""), 403, "a rebound name");
     assert_eq!(foreign(&format!("rebound.example:{}", addr.port()), ""), 403);
@@ -177,12 +179,10 @@ fn metrics_refuse_a_foreign_host_or_origin() {
     assert_eq!(foreign(&addr.to_string(), "Origin: http://localhost:3000\r\n"), 200, "an allowed origin");
     // `/mcp` says the same about the same requests (rmcp's check).
     let mcp = |host: &str| {
-        request(
-            addr,
-            &format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"),
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-        )
-        .0
+        let headers = format!(
+            "Host: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        );
+        request(addr, "POST", "/mcp", &headers, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).status
     };
     assert_eq!(mcp("rebound.example"), 403);
 }

@@ -10,19 +10,9 @@
 
 use crate::console::{Server, json};
 use crate::support::Env;
+use crate::support::mcp_http::{Stateless, form, open_session_as, post, session_headers};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-
-/// The server's MCP endpoint.
-fn mcp_url(server: &Server) -> String {
-    format!("http://{}/mcp", server.addr)
-}
-
-/// The `Authorization` line of the operator's own client: the key the server printed (none
-/// if it printed none; [`another_local_process_without_the_key_cannot_either`] checks it does).
-fn operator(server: &Server) -> String {
-    server.key.as_deref().map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default()
-}
 
 /// One stateless 2026-07-28 `tools/call` of `tool` with `arguments` (a client that can be
 /// asked by form), with `auth` (`Authorization` lines, or nothing) and, on a retry, the
@@ -34,24 +24,8 @@ fn call_2026(
     arguments: Value,
     retry: Option<(&str, Value)>,
 ) -> Value {
-    let mut params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "listeners-test", "version": "0"},
-        },
-    });
-    if let Some((state, answer)) = retry {
-        params["requestState"] = state.into();
-        params["inputResponses"] = json!({ "confirm": answer });
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let headers =
-        format!("{auth}MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n");
-    let (_, head, messages) = crate::fleet::post(&mcp_url(server), &headers, &body);
-    messages.into_iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no JSON-RPC response: {head}"))
+    let client = Stateless { url: &server.url, auth, client: "listeners-test", capabilities: form() };
+    client.call(tool, arguments, retry.map(|(state, answer)| (state, "confirm", answer)))
 }
 
 fn accept() -> Value {
@@ -72,7 +46,7 @@ fn from_plugin(
     if !body.is_null() {
         arguments["body"] = body.to_string().into();
     }
-    let r = call_2026(server, &operator(server), "http_request", arguments, None);
+    let r = call_2026(server, &server.operator(), "http_request", arguments, None);
     let result = &r["result"];
     let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
     if result["isError"] == true { Err(text) } else { Ok(text) }
@@ -156,7 +130,7 @@ fn a_plugin_cannot_drive_the_hosts_own_server() {
     // Every step is tried, as the report did, and what got through is listed at the end.
     let mut got_through = Vec::new();
     let mut check = |got: &Result<String, String>, what: &str| {
-        got_through.extend(not_refused_as_own(got, &server.addr, what));
+        got_through.extend(not_refused_as_own(got, &server.addr.to_string(), what));
     };
     // The console's CSRF token, as the report read it (any loopback peer got it).
     let session = from_plugin(&server, "GET", &format!("{base}console/api/session"), "", &Value::Null);
@@ -173,7 +147,7 @@ fn a_plugin_cannot_drive_the_hosts_own_server() {
 
     // 2. Its own 2026-07-28 danger question, asked and answered over /mcp — by name this time
     // (`localhost`): the address connected to is what is checked.
-    let mcp = format!("http://localhost:{}/mcp", server.addr.rsplit(':').next().unwrap());
+    let mcp = format!("http://localhost:{}/mcp", server.addr.port());
     let mcp_headers = format!(
         "{json_type}\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\n\
          Mcp-Method: tools/call\nMcp-Name: delete"
@@ -302,7 +276,7 @@ fn another_local_process_without_the_key_cannot_either() {
         format!("a danger question asked of a client without the key: {refused}"),
     );
     // nor is one the operator's client was asked answered by it,
-    let asked = call_2026(&server, &operator(&server), "delete", json!({"path": "doomed-mcp.txt"}), None);
+    let asked = call_2026(&server, &server.operator(), "delete", json!({"path": "doomed-mcp.txt"}), None);
     assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
     let state = asked["result"]["requestState"].as_str().unwrap().to_string();
     let answered =
@@ -343,7 +317,7 @@ fn the_operator_does_all_four(
     let json_type = "Content-Type: application/json\r\n";
     let ran = call_2026(
         server,
-        &operator(server),
+        &server.operator(),
         "delete",
         json!({"path": "doomed-mcp.txt"}),
         Some((state, accept())),
@@ -375,22 +349,11 @@ fn the_operator_does_all_four(
 /// A 2025 session without the key whose client declares elicitation: `delete(path)` in it; the
 /// text of the result.
 fn legacy_delete(server: &Server, path: &str) -> String {
-    let url = mcp_url(server);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "keyless", "version": "0"}}});
-    let (status, head, _) = crate::fleet::post(&url, "", &init);
-    assert_eq!(status, 200, "{head}");
-    let session = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"));
-    let in_session = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
-    crate::fleet::post(&url, &in_session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let session = open_session_as(&server.url, "", "2025-06-18", json!({"elicitation": {}}), "keyless");
+    let in_session = session_headers(&session, "2025-06-18");
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "delete", "arguments": {"path": path}}});
-    let (_, head, messages) = crate::fleet::post(&url, &in_session, &call);
+    let (_, head, messages) = post(&server.url, &in_session, &call);
     let r = messages.into_iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no response: {head}"));
     assert_eq!(r["result"]["isError"], true, "{r}");
     r["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string()
@@ -404,7 +367,7 @@ fn a_listener_on_every_address_is_refused_on_each() {
     let config = "[plugin.hostile]\nnet = [\"127.0.0.1\", \"127.0.0.2\", \"*\"]\nnet_private = true\n";
     let server =
         Server::spawn(&env, config, &[], &["serve", "--http", "0.0.0.0:0", "--allow-unauthenticated-remote"]);
-    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let port = server.addr.port().to_string();
     let mut targets = vec![format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}")];
     // The machine's address on its default route, if it has one.
     let own = std::net::UdpSocket::bind("0.0.0.0:0")
@@ -436,7 +399,7 @@ fn a_listener_on_every_address_is_refused_on_each() {
 fn a_bracketed_ipv6_loopback_host_is_accepted() {
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let server = Server::start(&env, "");
-    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let port = server.addr.port().to_string();
     let get = |host: &str, path: &str| {
         let cookie = server.session.as_deref().map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
         server.raw("GET", path, &format!("Host: {host}\r\n{cookie}"), "")

@@ -8,11 +8,11 @@
 //! tokens` — anyone who reaches the port may call — and checks the server's resident memory
 //! (`VmRSS`) and that `/healthz` and another client's MCP exchange still answer within a second.
 
-use crate::service::poll;
-use crate::support::{
-    HttpServer, INITIALIZE, connect_from, echo_in, echo_over_mcp, get, header, json_rpc, mcp_headers,
-    mcp_post, open_session, read_answer,
+use crate::support::http::{self, get, header, read_answer};
+use crate::support::mcp_http::{
+    INITIALIZE, echo_in, echo_over_mcp, json_rpc, mcp_headers, mcp_post, open_session_as,
 };
+use crate::support::{HttpServer, connect_from, poll};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -93,7 +93,7 @@ fn refused_at_once(from: [u8; 4], addr: SocketAddr, session: &str, setting: &str
     let (head, body) = tick(addr, Path::Direct, session, 1, 1, "");
     let started = Instant::now();
     let mut s = send(from, addr, &head, &body);
-    let (status, head, body) = read_answer(&mut s, Duration::from_secs(1))
+    let http::Answer { status, head, body } = read_answer(&mut s, Duration::from_secs(1))
         .unwrap_or_else(|| panic!("a call past {setting} was not answered within a second"));
     assert_eq!(status, 200, "{head}\n{body}");
     let text = json_rpc(&body).expect("a JSON-RPC answer")["result"]["content"][0]["text"].to_string();
@@ -144,7 +144,7 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
                   [serve]\nmax_waiting_calls = 4\nmax_waiting_calls_per_peer = 2\n";
     let server = HttpServer::start(&[plugin_artifacts::TEXT, plugin_artifacts::TICKER], config, &[], &[]);
     let addr = server.addr;
-    let session = open_session(addr, None);
+    let session = open_session_as(&server.url, "", "2025-06-18", serde_json::json!({}), "raw");
     let quiet = || metric(addr, "toolhost_calls_waiting") == 0.0;
     // `ticker`'s one slot is taken by a call that runs until its (2026-07-28) client leaves.
     let (head, body) = tick(addr, Path::Stateless, &session, 600, 100, "");
@@ -193,9 +193,9 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
     // Once the holder's client leaves, its call stops, and the next call runs.
     drop(holder);
     let (head, body) = tick(addr, Path::Direct, &session, 1, 1, "");
-    let (status, _, body) = crate::support::request(addr, &head, &body);
-    assert_eq!(status, 200);
-    let answer = json_rpc(&body).expect("an answer");
+    let answer = http::send(addr, &head, &body);
+    assert_eq!(answer.status, 200);
+    let answer = json_rpc(&answer.body).expect("an answer");
     assert_eq!(answer["result"]["content"][0]["text"], "counted to 1", "{answer}");
     // None of the abandoned calls ran meanwhile.
     assert!(long_calls(&server).iter().all(|l| l["outcome"] == "cancelled" || l["outcome"] == "busy"));
@@ -211,7 +211,7 @@ fn open_sessions_are_capped_in_all_and_per_client() {
     let config = "[mcp]\nmax_sessions = 60\nmax_sessions_per_peer = 30\n";
     let server = HttpServer::start(&[plugin_artifacts::TEXT], config, &[], &[]);
     let addr = server.addr;
-    let mine = open_session(addr, None);
+    let mine = open_session_as(&server.url, "", "2025-06-18", serde_json::json!({}), "raw");
     let rss_before = server.rss_kb();
 
     // `count` initializes on one connection from `from`: the sessions opened, and the refusals
@@ -223,7 +223,8 @@ fn open_sessions_are_capped_in_all_and_per_client() {
             let head = mcp_headers(addr, None, None);
             s.write_all(format!("{head}Content-Length: {}\r\n\r\n{INITIALIZE}", INITIALIZE.len()).as_bytes())
                 .unwrap();
-            let (status, head, body) = read_answer(&mut s, Duration::from_secs(10)).expect("an answer");
+            let http::Answer { status, head, body } =
+                read_answer(&mut s, Duration::from_secs(10)).expect("an answer");
             match header(&head, "mcp-session-id") {
                 Some(id) if status == 200 => opened.push(id),
                 _ => {
@@ -257,23 +258,19 @@ fn open_sessions_are_capped_in_all_and_per_client() {
         INITIALIZE.len()
     );
     s.write_all(chunked.as_bytes()).unwrap();
-    let (_, head, body) = read_answer(&mut s, Duration::from_secs(10)).expect("an answer");
+    let http::Answer { head, body, .. } = read_answer(&mut s, Duration::from_secs(10)).expect("an answer");
     let error = json_rpc(&body).unwrap_or_else(|| panic!("no JSON-RPC answer: {head}\n{body}"));
     let message = error["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("[mcp] max_sessions_per_peer = 30"), "{error}");
     let id = header(&head, "mcp-session-id").expect("rmcp names the session it made");
     let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
-    let (status, _, _) = crate::support::request(addr, &mcp_headers(addr, None, Some(&id)), list);
+    let status = http::send(addr, &mcp_headers(addr, None, Some(&id)), list).status;
     assert_eq!(status, 404, "the refused session is not served");
     healthz_within_a_second(addr);
     echo_over_mcp(addr, None, Duration::from_secs(1));
     // A session ended frees its place.
-    let (status, _, _) = crate::support::request(
-        addr,
-        &format!("DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {}\r\n", opened[0]),
-        "",
-    );
-    assert_eq!(status, 202);
+    let ended = http::request(addr, "DELETE", "/mcp", &format!("Mcp-Session-Id: {}\r\n", opened[0]), "");
+    assert_eq!(ended.status, 202);
     assert_eq!(initialize([127, 0, 0, 2], 1).0.len(), 1, "no place after a DELETE");
 
     // Ten times the total cap, from ten more addresses: 28 places were left.

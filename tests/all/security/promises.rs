@@ -1,6 +1,6 @@
 //! Smaller promises: the disk quota counts extents, approvals cover presentation, trust exemptions are keyed by hash or signer, debug logs keep secrets out.
 
-use crate::support::{Env, call, err, ok};
+use crate::support::{Env, call, err, ok, toolhost};
 use toolhost_core::ErrorKind;
 use toolhost_spec::manifest::FsMode;
 
@@ -36,14 +36,14 @@ async fn a_write_far_past_the_end_is_charged_its_extent() {
 #[test]
 fn debug_logs_keep_arguments_and_secrets_out() {
     use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     const SECRET: &str = "log-secret-0123456789";
     let env = Env::with(&[plugin_artifacts::TEXT]);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "[secrets.tok]\nenv = \"TOOLHOST_TEST_LOG_SECRET\"\n").unwrap();
     let run = |log: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut cmd = toolhost();
         cmd.arg("-vv")
             .arg("--config")
             .arg(&config)
@@ -51,10 +51,6 @@ fn debug_logs_keep_arguments_and_secrets_out() {
             .arg(env.plugins.path())
             .args(["serve", "--mcp"])
             .env("TOOLHOST_TEST_LOG_SECRET", SECRET)
-            .env(
-                "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
-            )
             .env("XDG_STATE_HOME", dir.path())
             .env_remove("TOOLHOST_LOG")
             .stdin(Stdio::piped())
@@ -164,16 +160,12 @@ fn a_name_a_file_chooses_exempts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let run = |config: &str| {
         std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        let out = toolhost()
             .arg("--config")
             .arg(dir.path().join("toolhost.toml"))
             .arg("--plugins")
             .arg(env.plugins.path())
             .arg("list")
-            .env(
-                "XDG_CACHE_HOME",
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
-            )
             .output()
             .unwrap();
         (

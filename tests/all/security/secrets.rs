@@ -8,9 +8,10 @@
 //! redaction of outputs cannot hide a success; every test asserts that it learned nothing
 //! (and, where the server can tell, that the value never reached where it must not go).
 
+use crate::support::http;
 use crate::support::{Env, call, ok};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use toolhost_core::capability::net::SecretOrigin;
 use toolhost_core::settings::{SecretFrom, SecretSource};
@@ -38,18 +39,10 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let heads = Arc::new(Mutex::new(Vec::new()));
         let last = Arc::new(Mutex::new(String::new()));
         let h = heads.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let (heads, last) = (h.clone(), last.clone());
-                std::thread::spawn(move || handle(stream, &heads, &last));
-            }
-        });
+        let port = http::listen(move |got, out| handle(got, out, &h, &last));
         Server { port, heads }
     }
 
@@ -67,44 +60,27 @@ impl Server {
     }
 }
 
-fn handle(stream: std::net::TcpStream, heads: &Mutex<Vec<String>>, last: &Mutex<String>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
-    let mut headers = String::new();
-    let mut length = 0usize;
-    let mut auth = String::new();
-    let mut accepts_gzip = false;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        if lower.starts_with("accept-encoding:") && lower.contains("gzip") {
-            accepts_gzip = true;
-        }
-        if lower.starts_with("authorization:") {
-            auth = line["authorization:".len()..].trim().to_string();
-        }
-        headers.push_str(&line);
-    }
-    let mut body = vec![0; length];
-    let _ = reader.read_exact(&mut body);
+fn handle(got: http::Got, out: &mut TcpStream, heads: &Mutex<Vec<String>>, last: &Mutex<String>) {
+    // The last `Authorization` it got, and whether any `Accept-Encoding` takes gzip.
+    let values = |name: &str| {
+        got.head
+            .lines()
+            .filter_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)))
+            .map(|(_, v)| v.trim().to_string())
+            .collect::<Vec<_>>()
+    };
+    let auth = values("authorization").pop().unwrap_or_default();
+    let accepts_gzip = values("accept-encoding").iter().any(|v| v.to_ascii_lowercase().contains("gzip"));
+    let (request_line, headers) = (format!("{}\r\n", got.line), got.head.clone());
     heads.lock().unwrap().push(format!("{request_line}{headers}"));
     let previous = std::mem::replace(&mut *last.lock().unwrap(), auth.clone());
-    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let path = got.path();
     let gzip = |data: &[u8]| {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         e.write_all(data).unwrap();
         e.finish().unwrap()
     };
-    let (status, extra, body): (&str, String, Vec<u8>) = match path.as_str() {
+    let (status, extra, body): (&str, String, Vec<u8>) = match path {
         "/echo" => ("200 OK", String::new(), headers.into_bytes()),
         "/echo-gzip" if accepts_gzip => {
             ("200 OK", "Content-Encoding: gzip\r\n".into(), gzip(headers.as_bytes()))
@@ -120,15 +96,7 @@ fn handle(stream: std::net::TcpStream, heads: &Mutex<Vec<String>>, last: &Mutex<
         }
         _ => ("404 Not Found", String::new(), b"no such page".to_vec()),
     };
-    let mut out = stream;
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
-        body.len()
-    );
-    let _ = out.write_all(head.as_bytes());
-    let _ = out.write_all(&body);
-    let _ = out.flush();
-    let _ = reader.read(&mut [0; 1]);
+    http::reply(out, status, &format!("Content-Type: text/plain\r\n{extra}"), &body);
 }
 
 /// `spy` granted 127.0.0.1 (with `net_private`) and the secret `token`, bound to `hosts`.

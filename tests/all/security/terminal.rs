@@ -10,10 +10,9 @@
 //! bytes allowed are toolhost's own (`term::RESET` before a question, and with `-v` the log
 //! formatter's colours); [`assert_shown`] that it was shown as escapes, not dropped.
 
-use crate::support::{Env, component};
+use crate::support::{Env, component, http};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -228,20 +227,8 @@ impl Drop for Pty {
 /// warnings only (no coloured "compiling …" lines), unless a test passes `-v` and removes
 /// `TOOLHOST_LOG`.
 pub(crate) fn command(env: &Env, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.env(
-        "XDG_CACHE_HOME",
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cache"),
-    )
-    .env("TOOLHOST_LOG", "warn")
-    .env_remove("OPENAI_API_KEY")
-    .env_remove("OPENAI_BASE_URL")
-    .arg("--plugins")
-    .arg(env.plugins.path())
-    .arg("--workspace")
-    .arg(env.workspace.path())
-    .args(args)
-    .current_dir(env.dir.path());
+    let mut cmd = env.command();
+    cmd.env("TOOLHOST_LOG", "warn").env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL").args(args);
     cmd
 }
 
@@ -495,59 +482,28 @@ fn tool_calls(calls: &[(&str, Value)]) -> Value {
 /// An OpenAI-compatible server on 127.0.0.1 answering requests in order from `script` (JSON
 /// replies, not streams); the request bodies it received.
 fn model_server(script: Vec<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    std::thread::spawn(move || {
-        let mut script = script.into_iter();
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let mut buf = Vec::new();
-            let mut tmp = [0u8; 8192];
-            let head_end = loop {
-                let Ok(n) = conn.read(&mut tmp) else { break None };
-                if n == 0 {
-                    break None;
-                }
-                buf.extend_from_slice(&tmp[..n]);
-                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break Some(p + 4);
-                }
-            };
-            let Some(head_end) = head_end else { continue };
-            let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map(|v| v.trim().parse().unwrap())
-                .unwrap_or(0);
-            while buf.len() < head_end + len {
-                match conn.read(&mut tmp) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
-            }
-            s.lock().unwrap().push(serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null));
-            let Reply { status, body, gate } = script.next().unwrap_or(Reply {
-                status: 418,
-                body: json!({"error": {"message": "no more"}}),
-                gate: None,
-            });
-            if let Some(gate) = gate {
-                let _ = gate.recv_timeout(Duration::from_secs(120));
-            }
-            let body = body.to_string();
-            let _ = conn.write_all(
-                format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            );
+    let mut script = script.into_iter();
+    // One at a time, in order: a gated reply holds back the next.
+    let port = http::listen_in_order(move |got, out| {
+        s.lock().unwrap().push(serde_json::from_slice(&got.body).unwrap_or(Value::Null));
+        let Reply { status, body, gate } = script.next().unwrap_or(Reply {
+            status: 418,
+            body: json!({"error": {"message": "no more"}}),
+            gate: None,
+        });
+        if let Some(gate) = gate {
+            let _ = gate.recv_timeout(Duration::from_secs(120));
         }
+        http::reply(
+            out,
+            &format!("{status} X"),
+            "Content-Type: application/json\r\n",
+            body.to_string().as_bytes(),
+        );
     });
-    (url, seen)
+    (format!("http://127.0.0.1:{port}/v1"), seen)
 }
 
 fn chat(env: &Env, url: &str, extra: &[&str]) -> Command {

@@ -82,9 +82,14 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     if !new.is_empty() {
         println!("newly approved: {}", term::line(&new.join(", ")));
     }
-    let missing =
-        toolhost_core::sandbox::Grants::effective(plugin, &m.capabilities, &cfg.plugin(plugin), &cfg.secrets)
-            .1;
+    let grant = cfg.plugin(plugin);
+    let cx = toolhost_core::capability::GrantContext {
+        plugin,
+        request: &m.capabilities,
+        grant: &grant,
+        secrets: &cfg.secrets,
+    };
+    let missing = toolhost_core::capability::Grants::effective(&cx).1;
     for miss in missing {
         println!("not granted:    {} — grant with {}", term::line(&miss.what), term::line(&miss.how));
     }

@@ -2,16 +2,14 @@
 //! the single host-side `bindgen!` of `wit/`, compilation of a plugin into an `InstancePre`,
 //! and the epoch ticker that turns wall-clock time into deadlines.
 
-use crate::capability::net::NetCall;
-use crate::capability::process::ProcessCall;
-use crate::sandbox::{HostInterface, HostState};
+use crate::sandbox::HostState;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config as WasmConfig, Engine};
 
 pub use crate::bindings::Plugin as PluginWorld;
@@ -367,23 +365,13 @@ impl Runtime {
     }
 }
 
-/// The linker: WASI, the disk quota's and the file system's checks over it, and each
-/// capability's interface on its own part of the call's state.
+/// The linker: WASI, then each capability's host functions (its interface, or the WASI
+/// functions it shadows: the disk quota's and the file system's checks), on its own part of the
+/// call's state (`capability::add_to_linker`).
 fn link(engine: &Engine, disk_quota: bool) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::<HostState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    // Writes to granted directories are charged to the call's quota.
-    if disk_quota {
-        crate::capability::quota::add_to_linker(&mut linker)?;
-    }
-    // Paths outside every granted directory are refused and reported (`capability::fs`).
-    crate::capability::fs::add_to_linker(&mut linker)?;
-    // Each capability's interface on its own part of the call's state.
-    crate::bindings::host::add_to_linker::<HostState, HostInterface>(&mut linker, HostState::host_view)?;
-    crate::bindings::http::add_to_linker::<HostState, HasSelf<NetCall>>(&mut linker, |s| &mut s.net)?;
-    crate::bindings::process::add_to_linker::<HostState, HasSelf<ProcessCall>>(&mut linker, |s| {
-        &mut s.process
-    })?;
+    crate::capability::add_to_linker(&mut linker, crate::capability::LinkOptions { disk_quota })?;
     Ok(linker)
 }
 

@@ -3,16 +3,12 @@
 //! danger policy, runs the call in a fresh sandboxed store with the call's limits, and turns
 //! whatever happened into an [`Outcome`] — errors are values for the model, never panics.
 
-use crate::capability::log::{CallLog, LogCall};
-use crate::capability::net::{NetCall, NetGrant, Refusal, redact, redact_owned, redaction_set};
+use crate::capability::net::{NetGrant, Refusal, redact, redact_owned, redaction_set};
 use crate::capability::progress::ProgressCall;
-use crate::capability::quota::CallMeter;
 use crate::capability::{Missing, MissingKind};
 use crate::engine::Runtime;
 use crate::registry::{LoadedPlugin, Registry, Served, ToolEntry};
-use crate::sandbox::{
-    CallParts, CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES,
-};
+use crate::sandbox::{CappedPipe, HostState, MemoryLimitExceeded, MemoryLimiter, STDIO_CAPTURE_BYTES};
 use crate::settings::{Config, DangerPolicy, Limits};
 use crate::telemetry::{CallSpan, Finished};
 use crate::usage::{BusyTimed, Usage, micros};

@@ -2,6 +2,8 @@
 //! guest's run under its deadline, and what came of it (outcome, usage, refusals).
 
 use super::*;
+use crate::capability::{Asked, CallSetup, Calls};
+use toolhost_spec::manifest::FsMode;
 
 /// Epoch ticks a guest runs between yields to the async runtime: one, 5–9 ms (a tick may wait
 /// for the kernel's own, see `engine::TICK`), so a cancelled busy guest stops within 10 ms. A
@@ -12,7 +14,17 @@ const YIELD_TICKS: u64 = 1;
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
+/// What the guest's run returned, how long it was busy, and when it ended.
+type GuestRun = (
+    Result<wasmtime::Result<Result<String, String>>, tokio::time::error::Elapsed>,
+    Duration,
+    std::time::Instant,
+);
+
 impl Executor {
+    /// One run of `entry` with `args` in a fresh sandbox: the plugin's grants with what a human
+    /// granted for this call (`extra`), a call slot, each capability's part of the call, the
+    /// guest's run, and what came of it.
     pub(super) async fn run_sandbox(
         &self,
         entry: &ToolEntry,
@@ -21,75 +33,29 @@ impl Executor {
         watch: Watch<'_>,
         extra: &[crate::settings::GrantItem],
     ) -> Ran {
-        let (plugin, spec) = (&entry.plugin, entry.spec());
-        // What a human granted for this call (or this session) on top of the plugin's grants.
-        let extra_fs = match extra {
-            [] => Vec::new(),
-            _ => {
-                let workspace = self.config.workspace_grant(toolhost_spec::manifest::FsMode::ReadWrite);
-                grant::extra_dirs(extra, &plugin.grants.fs, &workspace)
+        let plugin = &entry.plugin;
+        let workspace = (!extra.is_empty()).then(|| self.config.workspace_grant(FsMode::ReadWrite));
+        let grants = match &workspace {
+            None => std::borrow::Cow::Borrowed(&plugin.grants),
+            Some(workspace) => {
+                plugin.grants.with_asked(&Asked { items: extra, workspace, secrets: &self.config.secrets })
             }
         };
-        let exec = grant::extra_programs(extra, &plugin.grants.exec);
-        let net_grant = if extra.is_empty() {
-            plugin.grants.net.clone()
-        } else {
-            let mut g = (*plugin.grants.net).clone();
-            for item in extra {
-                match item {
-                    crate::settings::GrantItem::Net(host) if !g.granted.contains(host) => {
-                        g.granted.push(host.clone())
-                    }
-                    crate::settings::GrantItem::Net(_) => {}
-                    crate::settings::GrantItem::Secret(name)
-                        if !g.secrets.iter().any(|s| &s.name == name) =>
-                    {
-                        // Read now, like a granted secret at load; one that cannot be read
-                        // stays refused (the call's error says so).
-                        match self.config.secrets.get(name).map(|src| (src, src.read())) {
-                            Some((src, Ok(value))) => g.secrets.push(crate::capability::net::GrantedSecret {
-                                name: name.clone(),
-                                value,
-                                hosts: src.hosts.clone(),
-                            }),
-                            Some((_, Err(why))) => tracing::warn!("{why}"),
-                            None => {}
-                        }
-                    }
-                    crate::settings::GrantItem::Secret(_)
-                    | crate::settings::GrantItem::Fs { .. }
-                    | crate::settings::GrantItem::Exec { .. } => {}
-                }
-            }
-            Arc::new(g)
-        };
-        // A plugin loaded from the warm compile cache is linked on first use (see
-        // `registry::Code`): off the async workers, as it blocks for about a millisecond.
-        if !plugin.code.is_ready() {
-            let p = plugin.clone();
-            let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
-        }
-        let pre = match plugin.code.get() {
+        let pre = match self.linked(entry).await {
             Ok(pre) => pre,
-            Err(e) => {
-                return Ran::only(Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", spec.name)));
-            }
+            Err(o) => return Ran::only(o),
         };
         let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
-        let wasi = match plugin.grants.wasi_ctx_with(&extra_fs, stdout.clone(), stderr.clone()) {
+        let wasi = match crate::sandbox::wasi_ctx(&grants, stdout.clone(), stderr.clone()) {
             Ok(w) => w,
             Err(e) => {
-                let o = Outcome::err(
-                    ErrorKind::HostError,
-                    format!("cannot set up the sandbox for `{}`: {e}", spec.name),
-                );
-                return Ran::only(o);
+                let why = format!("cannot set up the sandbox for `{}`: {e}", entry.spec().name);
+                return Ran::only(Outcome::err(ErrorKind::HostError, why));
             }
         };
-        let timeout = Duration::from_millis(limits.timeout_ms);
         // The deadline counts from the call's arrival: waiting for a slot is part of it.
         let arrived = std::time::Instant::now();
-        let deadline = arrived + timeout;
+        let deadline = arrived + Duration::from_millis(limits.timeout_ms);
         let share = self.shares.plugin(&plugin.name, &self.config);
         let slot = match self.shares.try_acquire(&share) {
             Some(slot) => slot,
@@ -100,111 +66,103 @@ impl Executor {
         };
         // A call that found its slots free started when it arrived (no second clock read).
         let started = if slot.waited { std::time::Instant::now() } else { arrived };
-        let net = NetCall::new(plugin.name.clone(), net_grant.clone(), self.config.net, deadline);
-        let log = LogCall {
-            tool: entry.shared_name().clone(),
-            budget: CallLog::new(&limits, Some(share.log.clone())),
+        let setup = CallSetup {
+            plugin: &plugin.name,
+            tool: entry.shared_name(),
+            limits: &limits,
+            deadline,
+            config: &self.config,
+            workspace: &self.workspace,
+            log_bucket: Some(share.log.clone()),
         };
         // Moved once, into the store (the call's state is large: every move of it is a copy).
-        let mut store = Store::new(
-            &self.runtime.engine,
-            HostState::new(
-                wasi,
-                CallParts {
-                    limiter: MemoryLimiter::new(limits.memory_mb),
-                    net,
-                    log,
-                    meter: CallMeter::new(limits.write_mb, limits.create_limit),
-                    process: crate::capability::process::ProcessCall {
-                        plugin: plugin.name.clone(),
-                        exec,
-                        workspace: self.workspace.clone(),
-                        create_workspace: self.config.workspace_is_default,
-                        deadline: Some(deadline),
-                        runs: 0,
-                        settings: self.config.process.clone(),
-                        refused: Vec::new(),
-                    },
-                },
-            ),
-        );
-        // Progress is watched only when someone follows it (a front end's sink, an observer).
+        let state =
+            HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), Calls::prepare(&grants, &setup));
+        let (mut store, progress) = self.new_store(state, watch);
+        let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
+        let (result, busy, ended) =
+            run_guest(&mut store, pre, entry, args, deadline, forwarder.as_ref()).await;
+        let times = (busy, started.duration_since(arrived), ended - started);
+        let ran = self.ran(store, entry, &limits, result, times, (stdout, stderr));
+        drop(slot);
+        ran
+    }
+
+    /// The plugin's linked code: a plugin loaded from the warm compile cache is linked on first
+    /// use (see `registry::Code`), off the async workers, as it blocks for about a millisecond.
+    async fn linked<'e>(
+        &self,
+        entry: &'e ToolEntry,
+    ) -> Result<&'e crate::engine::PluginPre<HostState>, Outcome> {
+        let plugin = &entry.plugin;
+        if !plugin.code.is_ready() {
+            let p = plugin.clone();
+            let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
+        }
+        plugin
+            .code
+            .get()
+            .map_err(|e| Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", entry.spec().name)))
+    }
+
+    /// The call's store: its memory limit, its deadline, and its progress watched when someone
+    /// follows it (a front end's sink, an observer): the reports' receiver then.
+    fn new_store(
+        &self,
+        state: HostState,
+        watch: Watch<'_>,
+    ) -> (Store<HostState>, Option<tokio::sync::watch::Receiver<Option<Progress>>>) {
+        let mut store = Store::new(&self.runtime.engine, state);
         let progress = (watch.sink.is_some() || watch.observer.is_some()).then(|| {
             let (p, rx) = ProgressCall::watched();
-            store.data_mut().progress = p;
+            store.data_mut().calls.progress = p;
             rx
         });
-        let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
-        store.data_mut().outside.armed = plugin.grants.guards_outside_with(&extra_fs);
         store.limiter(|s| &mut s.limiter);
         // Every few ticks the guest yields to the async runtime (so a busy guest cannot starve
         // other calls or the host's own tasks); past its deadline it is interrupted. The
         // deadline is read from the store (the call's `NetCall` holds it): the callback
         // captures nothing, so wasmtime boxes a zero-sized closure, without allocating.
         store.epoch_deadline_callback(|s| {
-            Ok(if std::time::Instant::now() >= s.data().net.deadline {
+            Ok(if std::time::Instant::now() >= s.data().calls.net.deadline {
                 UpdateDeadline::Interrupt
             } else {
                 UpdateDeadline::Yield(YIELD_TICKS)
             })
         });
         store.set_epoch_deadline(YIELD_TICKS);
+        (store, progress)
+    }
 
-        let (result, busy, ended) = {
-            // On the heap: wasmtime's instantiation and call futures are most of a call's
-            // future (several KiB), and every `async fn` layer above this one would otherwise
-            // copy them once more per call; one allocation copies them once.
-            let run = Box::pin(async {
-                let instance = pre.instantiate_async(&mut store).await?;
-                // The plugin is called with its own name for the tool, whatever it is exposed as.
-                instance.toolhost_plugin_tools().call_call(&mut store, entry.own_name(), args).await
-            });
-            // From the deadline already computed: no clock read.
-            let guard = tokio::time::Instant::from_std(deadline + WALL_CLOCK_GRACE);
-            let guest = std::pin::pin!(tokio::time::timeout_at(guard, run));
-            let guest = BusyTimed::new(guest);
-            match &forwarder {
-                None => guest.await,
-                // The last report goes out before the outcome.
-                Some(f) => f.around(guest).await,
-            }
-        };
+    /// What the finished run came to: its outcome (output redacted and cut, or the failure
+    /// classified), its usage, what the host refused it and the paths it tried outside its
+    /// grants; the guest's stdout and stderr to the host's log.
+    fn ran(
+        &self,
+        mut store: Store<HostState>,
+        entry: &ToolEntry,
+        limits: &Limits,
+        result: Result<wasmtime::Result<Result<String, String>>, tokio::time::error::Elapsed>,
+        (busy, queued, wall): (Duration, Duration, Duration),
+        (stdout, stderr): (CappedPipe, CappedPipe),
+    ) -> Ran {
+        let (plugin, spec) = (&entry.plugin, entry.spec());
+        let calls = &mut store.data_mut().calls;
+        let mut refused = std::mem::take(&mut calls.net.refused);
+        refused.append(&mut calls.exec.refused);
+        let outside = std::mem::take(&mut calls.fs.paths);
+        let net = calls.net.grant.clone();
         let memory_hit = store.data().limiter.hit;
-        let mut refused = std::mem::take(&mut store.data_mut().net.refused);
-        refused.append(&mut store.data_mut().process.refused);
-        let outside = std::mem::take(&mut store.data_mut().outside.paths);
-        let usage = self.usage(store.data(), &limits, busy, started.duration_since(arrived), ended - started);
+        let usage = self.usage(store.data(), limits, busy, queued, wall);
         drop(store);
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
-        let net = &*net_grant;
-        let (out, err) = (redact_owned(out, net), redact_owned(err, net));
+        let (out, err) = (redact_owned(out, &net), redact_owned(err, &net));
         // A path is the guest's text too: it may hold a secret.
-        let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, net)).collect();
+        let outside: Vec<String> = outside.into_iter().map(|p| redact_owned(p, &net)).collect();
         log_stdio(&plugin.name, &spec.name, "stdout", &out, out_dropped);
         log_stdio(&plugin.name, &spec.name, "stderr", &err, err_dropped);
-
-        let limit = limits.output_limit;
-        let mut outcome = match result {
-            Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
-            // A granted secret's value never reaches the model, whatever the plugin did.
-            Ok(Ok(Ok(data))) => {
-                let data = redact_owned(data, net);
-                match entry.output_validator() {
-                    Some(Ok(validator)) => structured_outcome(spec, validator, data, limit),
-                    Some(Err(e)) => Outcome::err(ErrorKind::HostError, e.to_string()),
-                    None => {
-                        let (data, truncated) = truncate(data, limit);
-                        Outcome::ok(data, truncated)
-                    }
-                }
-            }
-            Ok(Ok(Err(message))) => {
-                let message = outcome::without_os_error_numbers(&message);
-                Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
-            }
-            Ok(Err(e)) => classify_trap(spec, limits, &e, memory_hit, &err),
-        };
+        let mut outcome = outcome_of(entry, limits, result, &net, memory_hit, &err);
         if let Some(q) = &usage.quota {
             // The plugin failed after its quota stopped a write: say which limit, and how to
             // raise it (a plugin that carried on and succeeded has it in `usage` only).
@@ -264,7 +222,8 @@ impl Executor {
         queued: Duration,
         wall: Duration,
     ) -> Usage {
-        let log = &state.log.budget;
+        let calls = &state.calls;
+        let log = &calls.log.budget;
         if let Some(note) = log.dropped_note(limits, self.config.log_rate) {
             tracing::warn!(plugin = &**state.plugin(), tool = &**state.tool(), "{note}");
         }
@@ -273,21 +232,18 @@ impl Executor {
             wall_us: micros(wall),
             queued_us: micros(queued),
             peak_memory_kb: state.limiter.peak_bytes() / 1024,
-            written_bytes: state.meter.written(),
-            created: state.meter.created(),
-            http_requests: state.net.requests,
-            http_sent_bytes: state.net.sent_bytes,
-            http_received_bytes: state.net.received_bytes,
+            written_bytes: calls.quota.written(),
+            created: calls.quota.created(),
+            http_requests: calls.net.requests,
+            http_sent_bytes: calls.net.sent_bytes,
+            http_received_bytes: calls.net.received_bytes,
             log_lines: log.lines,
             log_dropped: log.dropped_lines,
-            quota: state.meter.hit().map(|h| state.meter.message(h)),
+            quota: calls.quota.hit().map(|h| calls.quota.message(h)),
         }
     }
 }
 
-/// One call as those around it see it: who made it (and whether they are still there, for a
-/// call waiting for a slot), and who follows its progress — the front end's sink and the
-/// observer.
 /// What one run in the sandbox came to: its outcome, what the host refused it (for a grant
 /// question and the outcome's note), and the paths it tried outside its grants.
 pub(super) struct Ran {
@@ -303,6 +259,9 @@ impl Ran {
     }
 }
 
+/// One call as those around it see it: who made it (and whether they are still there, for a
+/// call waiting for a slot), and who follows its progress — the front end's sink and the
+/// observer.
 #[derive(Clone, Copy)]
 pub(super) struct Watch<'a> {
     pub(super) call: &'a ToolCall,
@@ -321,6 +280,67 @@ impl Watch<'_> {
         if let Some(s) = self.sink {
             s.report(&p).await;
         }
+    }
+}
+
+/// Run the guest's tool `entry` with `args` in `store` until `deadline` (and a grace past it for
+/// a host call that blocks), its progress forwarded — the last report before the outcome.
+async fn run_guest<F: Fn(Progress) -> Fut, Fut: Future<Output = ()>>(
+    store: &mut Store<HostState>,
+    pre: &crate::engine::PluginPre<HostState>,
+    entry: &ToolEntry,
+    args: &[String],
+    deadline: std::time::Instant,
+    forwarder: Option<&control::Forwarder<F>>,
+) -> GuestRun {
+    // On the heap: wasmtime's instantiation and call futures are most of a call's future
+    // (several KiB), and every `async fn` layer above this one would otherwise copy them once
+    // more per call; one allocation copies them once.
+    let run = Box::pin(async {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        // The plugin is called with its own name for the tool, whatever it is exposed as.
+        instance.toolhost_plugin_tools().call_call(&mut *store, entry.own_name(), args).await
+    });
+    // From the deadline already computed: no clock read.
+    let guard = tokio::time::Instant::from_std(deadline + WALL_CLOCK_GRACE);
+    let guest = std::pin::pin!(tokio::time::timeout_at(guard, run));
+    let guest = BusyTimed::new(guest);
+    match forwarder {
+        None => guest.await,
+        Some(f) => f.around(guest).await,
+    }
+}
+
+/// The outcome of a finished run: the tool's result (a granted secret's value never reaches
+/// the model, whatever the plugin did; cut at the output limit, or checked against its
+/// `outputSchema`), its error, or its failure classified (timeout, trap, memory).
+fn outcome_of(
+    entry: &ToolEntry,
+    limits: &Limits,
+    result: Result<wasmtime::Result<Result<String, String>>, tokio::time::error::Elapsed>,
+    net: &NetGrant,
+    memory_hit: bool,
+    stderr: &str,
+) -> Outcome {
+    let (spec, limit) = (entry.spec(), limits.output_limit);
+    match result {
+        Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, *limits)),
+        Ok(Ok(Ok(data))) => {
+            let data = redact_owned(data, net);
+            match entry.output_validator() {
+                Some(Ok(validator)) => structured_outcome(spec, validator, data, limit),
+                Some(Err(e)) => Outcome::err(ErrorKind::HostError, e.to_string()),
+                None => {
+                    let (data, truncated) = truncate(data, limit);
+                    Outcome::ok(data, truncated)
+                }
+            }
+        }
+        Ok(Ok(Err(message))) => {
+            let message = outcome::without_os_error_numbers(&message);
+            Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
+        }
+        Ok(Err(e)) => classify_trap(spec, *limits, &e, memory_hit, stderr),
     }
 }
 

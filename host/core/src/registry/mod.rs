@@ -23,9 +23,10 @@ pub mod reload;
 pub mod signing;
 
 use crate::capability::Missing;
+use crate::capability::{GrantContext, Grants};
 use crate::discovery::{self, Candidate, LoadFailure};
 use crate::engine::{PluginPre, Runtime};
-use crate::sandbox::{Grants, HostState};
+use crate::sandbox::HostState;
 use crate::settings::Config;
 use approvals::{Approvals, Pending};
 use std::collections::BTreeMap;
@@ -471,12 +472,14 @@ fn checked(
 ) -> Result<Inspected, LoadFailure> {
     let dev_sources = dev_sources(config, &manifest.name, marker)
         .map_err(|reason| LoadFailure { file: c.path.clone(), reason })?;
-    let (mut grants, missing) = Grants::effective(
-        &manifest.name,
-        &manifest.capabilities,
-        &config.plugin_file(&manifest.name, &c.hash),
-        &config.secrets,
-    );
+    let grant = config.plugin_file(&manifest.name, &c.hash);
+    let cx = GrantContext {
+        plugin: &manifest.name,
+        request: &manifest.capabilities,
+        grant: &grant,
+        secrets: &config.secrets,
+    };
+    let (mut grants, missing) = Grants::effective(&cx);
     grants.fs.extend(dev_sources);
     let schemas = manifest.tools.iter().map(ToolSchemas::of).collect();
     Ok(Inspected { manifest, schemas, signer, grants, missing })

@@ -88,6 +88,73 @@ pub trait FsView: WasiView + Send + 'static {
     fn outside(&mut self) -> &mut OutsideGrants;
 }
 
+impl<S: super::CallState> FsView for S {
+    fn outside(&mut self) -> &mut OutsideGrants {
+        &mut self.calls().fs
+    }
+}
+
+/// The filesystem capability (see the module docs).
+pub struct Files;
+
+/// The directories a plugin is granted (request ∩ grant), and their handles opened once for
+/// every call (see [`Preopens`]). Read as the list of directories.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FsGrants {
+    pub dirs: Vec<FsGrant>,
+    pub preopens: Preopens,
+}
+
+impl std::ops::Deref for FsGrants {
+    type Target = Vec<FsGrant>;
+    fn deref(&self) -> &Vec<FsGrant> {
+        &self.dirs
+    }
+}
+
+impl std::ops::DerefMut for FsGrants {
+    fn deref_mut(&mut self) -> &mut Vec<FsGrant> {
+        &mut self.dirs
+    }
+}
+
+impl super::Capability for Files {
+    type Grant = FsGrants;
+    /// What the call tried outside its grants.
+    type Call = OutsideGrants;
+
+    fn effective(cx: &super::GrantContext<'_>) -> (FsGrants, Vec<Missing>) {
+        let (dirs, missing) = effective(cx.plugin, &cx.request.fs, &cx.grant.fs);
+        (FsGrants { dirs, preopens: Preopens::default() }, missing)
+    }
+
+    /// The workspace, while it is still the workspace and not granted already, at the mode a
+    /// human answered (opened for this call only: never in the shared handles).
+    fn with_asked(grant: &FsGrants, asked: &super::Asked<'_>) -> Option<FsGrants> {
+        let mut dirs = grant.dirs.clone();
+        for item in asked.items {
+            let crate::settings::grants::GrantItem::Fs { path, write } = item else { continue };
+            if Path::new(path) != asked.workspace.host_path || dirs.iter().any(|g| g.name == "workspace") {
+                continue;
+            }
+            let mode = if *write { FsMode::ReadWrite } else { FsMode::ReadOnly };
+            dirs.push(FsGrant { mode, ..asked.workspace.clone() });
+        }
+        (dirs.len() != grant.dirs.len()).then(|| FsGrants { dirs, preopens: Preopens::default() })
+    }
+
+    fn prepare(grant: &FsGrants, _: &super::CallSetup<'_>) -> OutsideGrants {
+        OutsideGrants { armed: guards_outside(grant), ..OutsideGrants::default() }
+    }
+
+    fn add_to_linker<S: super::CallState>(
+        linker: &mut Linker<S>,
+        _: super::LinkOptions,
+    ) -> wasmtime::Result<()> {
+        add_to_linker(linker)
+    }
+}
+
 /// Shadow `get-directories` (to know the guest's handles to the no-access directory) and
 /// `stat-at` (refused there). `open-at` is checked by the quota's shadow of it, which calls
 /// [`OutsideGrants::refuses`] first.

@@ -4,6 +4,10 @@
 //! plugin cannot flood the host log. What is dropped is counted and reported in one line at the
 //! end of the call. Secret values of the plugin are redacted from every line.
 
+mod host;
+
+pub use host::{HostInterface, HostView, Log, host_view};
+
 use crate::bindings::host::Level;
 use crate::capability::net::NetGrant;
 use crate::settings::limits::Limits;
@@ -116,7 +120,7 @@ pub struct LogCall {
 }
 
 impl LogCall {
-    /// The guest's `log(level, message)` (the `host` interface is linked in `sandbox`, which
+    /// The guest's `log(level, message)` (the `host` interface is linked by [`Log`], which
     /// hands `log` here and `progress` to its own capability) from `plugin`, with the secret
     /// values of `redact` (the plugin's) redacted.
     pub fn log(&mut self, level: Level, message: String, plugin: &str, redact: &NetGrant) {

@@ -72,10 +72,12 @@
 //! Values are still redacted from everything a call returns and from the plugin's log lines
 //! ([`redact`]): the guest never sees those, so the difference cannot teach it anything.
 
+mod capability;
 mod error;
 pub mod listeners;
 pub mod settings;
 
+pub use capability::Net;
 pub use error::{NetError, Place, ResolvedPrivate};
 pub use settings::{NetSettings, Origin, SecretOrigin};
 // The request and response records of the WIT `http` interface, as bindgen generated them.

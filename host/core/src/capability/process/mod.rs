@@ -29,10 +29,12 @@
 //! Every refusal names the grant that would allow it. A plugin granted any program has all its
 //! tools marked dangerous unless the operator says `[tool.NAME] danger = false`.
 
+mod capability;
 pub mod confine;
 mod error;
 pub mod settings;
 
+pub use capability::Process;
 pub use error::ProcessError;
 pub use settings::{ArgPattern, ExecGrant, ExecPath, ProcessSettings, RawExec, RawProcess, resolve_in_path};
 

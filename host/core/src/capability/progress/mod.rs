@@ -100,6 +100,24 @@ fn clean(message: &str) -> String {
     out
 }
 
+/// The progress capability: a call's latest report (see the module docs). Its `progress`
+/// function is half of the `host` interface, linked with `log`'s (`capability::log`).
+pub struct ProgressCap;
+
+impl crate::capability::Capability for ProgressCap {
+    type Grant = ();
+    type Call = ProgressCall;
+
+    fn effective(_: &crate::capability::GrantContext<'_>) -> ((), Vec<crate::capability::Missing>) {
+        ((), Vec::new())
+    }
+
+    /// Not watched: the executor watches a call's progress only when someone follows it.
+    fn prepare(_: &(), _: &crate::capability::CallSetup<'_>) -> ProgressCall {
+        ProgressCall::none()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

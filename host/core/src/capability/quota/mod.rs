@@ -288,9 +288,40 @@ async fn gap<S: QuotaView>(state: &mut S, fd: &Resource<Descriptor>, offset: u64
 }
 
 /// What the shadowed functions need of a call's store state: WASI's view of it, and the call's
-/// meter. The sandbox's store state implements it; nothing here names the sandbox.
+/// meter (its part of the call's capabilities).
 pub trait QuotaView: crate::capability::fs::FsView {
     fn meter(&self) -> &Arc<CallMeter>;
+}
+
+impl<S: crate::capability::CallState> QuotaView for S {
+    fn meter(&self) -> &Arc<CallMeter> {
+        &self.calls_ref().quota
+    }
+}
+
+/// The disk quota (see the module docs): per call, a meter of what it wrote and created.
+pub struct Quota;
+
+impl crate::capability::Capability for Quota {
+    /// Nothing per plugin: the limits are the call's.
+    type Grant = ();
+    type Call = Arc<CallMeter>;
+
+    fn effective(_: &crate::capability::GrantContext<'_>) -> ((), Vec<crate::capability::Missing>) {
+        ((), Vec::new())
+    }
+
+    fn prepare(_: &(), setup: &crate::capability::CallSetup<'_>) -> Arc<CallMeter> {
+        Arc::new(CallMeter::new(setup.limits.write_mb, setup.limits.create_limit))
+    }
+
+    /// Only with the engine's disk quota: the shadows charge writes to the meter.
+    fn add_to_linker<S: crate::capability::CallState>(
+        linker: &mut Linker<S>,
+        options: crate::capability::LinkOptions,
+    ) -> wasmtime::Result<()> {
+        if options.disk_quota { add_to_linker(linker) } else { Ok(()) }
+    }
 }
 
 type Ctx<'a, S> = StoreContextMut<'a, S>;
