@@ -1,7 +1,8 @@
 //! toolhost, the command line: clap's definitions ([`args`]), resolved into settings in one
 //! place ([`settings`]), one file per subcommand ([`commands`]), the danger question on the
-//! terminal ([`confirm`]) and the rendering of untrusted text for it ([`term`]), plugin projects
-//! (`build`, `new`, `dev`: [`project`]) and OCI distribution ([`oci`]). The engine and the
+//! terminal ([`confirm`]) and the rendering of untrusted text for it ([`term`]), what the
+//! commands print about plugins and tools ([`report`]), plugin projects (`build`, `new`, `dev`:
+//! [`project`]) and OCI distribution ([`oci`]). The engine and the
 //! sandbox are `toolhost-core`'s, the front ends `toolhost-frontends`'. Exit codes: 0 success,
 //! 1 a tool call failed, 2 bad usage or configuration.
 
@@ -14,6 +15,7 @@ pub mod commands;
 pub mod confirm;
 pub mod oci;
 pub mod project;
+pub mod report;
 pub mod session;
 pub mod settings;
 pub mod term;

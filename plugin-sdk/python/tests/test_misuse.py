@@ -214,7 +214,7 @@ def b(y: set) -> str:
 
 
 class FreeText(ProjectCase):
-    """Descriptions, categories and schemas are held to the host's caps (host/spec/src/manifest.rs)."""
+    """Descriptions, categories and schemas are held to the host's caps (host/spec/src/manifest/mod.rs)."""
 
     def test_a_long_docstring_points_at_the_docstring(self):
         self.app('@tool\ndef t() -> str:\n    """' + "d" * 4097 + '"""\n    return ""\n')

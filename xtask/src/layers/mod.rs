@@ -1,9 +1,12 @@
-//! `cargo xtask layers`: the architecture's two rules, checked — no module cycles inside any
-//! crate, and no crate that names a crate of its own or a higher layer.
+//! `cargo xtask layers`: the architecture's rules, checked — no module cycles inside any
+//! crate, no crate that names a crate of its own or a higher layer, and the rules about which
+//! modules of a crate may name which (`rules.rs`: commands never name each other, capabilities
+//! never name the executor, the sandbox or the engine).
 
 mod crates;
 mod lex;
 mod modules;
+mod rules;
 #[cfg(test)]
 mod testdir;
 
@@ -120,11 +123,13 @@ fn report(checks: &[Check]) -> (usize, usize) {
     (cycles, violations)
 }
 
-/// A module-cycle check for every crate of every workspace member with a `src/` folder.
+/// A module-cycle check for every crate of every workspace member with a `src/` folder, then
+/// each module rule of [`rules::RULES`] on its package's crates.
 fn module_checks(meta: &Value, root: &Path) -> Result<Vec<Check>> {
     let ids: Vec<&str> =
         meta["workspace_members"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let mut out = Vec::new();
+    let mut graphs: Vec<(String, modules::CrateSrc, modules::Graph)> = Vec::new();
     for p in meta["packages"].as_array().into_iter().flatten() {
         if !ids.contains(&p["id"].as_str().unwrap_or_default()) {
             continue;
@@ -134,42 +139,45 @@ fn module_checks(meta: &Value, root: &Path) -> Result<Vec<Check>> {
         };
         let Some(src) = Path::new(manifest).parent().map(|d| d.join("src")) else { continue };
         if src.is_dir() {
-            out.extend(crate_checks(name, &src, root)?);
+            for krate in modules::crates_in(name, &src, root)? {
+                let graph = modules::graph(&krate, root)?;
+                out.push(cycle_check(&krate, &graph));
+                graphs.push((name.to_string(), krate, graph));
+            }
         }
+    }
+    for rule in rules::RULES {
+        let crates: Vec<(&modules::CrateSrc, &modules::Graph)> =
+            graphs.iter().filter(|(p, ..)| p == rule.package).map(|(_, k, g)| (k, g)).collect();
+        out.push(rules::check(rule, &crates));
     }
     Ok(out)
 }
 
-/// The module-cycle checks of the crates in `src` (a package's `src/`), file paths shown
-/// relative to `shown_from`.
-fn crate_checks(package: &str, src: &Path, shown_from: &Path) -> Result<Vec<Check>> {
-    let mut out = Vec::new();
-    for krate in modules::crates_in(package, src, shown_from)? {
-        let graph = modules::graph(&krate, shown_from)?;
-        let cycles = modules::cycles(&graph);
-        let n = graph.modules.len();
-        let mut check = Check::new(format!(
-            "no module cycles in {}: {n} module{}",
-            krate.title,
-            if n == 1 { "" } else { "s" }
-        ));
-        for cycle in &cycles {
-            let mut text = format!("cycle of {} modules: {}", cycle.len(), cycle.join(", "));
-            for from in cycle {
-                for (to, sites) in graph.edges.get(from).into_iter().flatten() {
-                    if cycle.contains(to) {
-                        let at: Vec<String> =
-                            sites.iter().map(|s| format!("{}:{}", s.file.display(), s.line)).collect();
-                        text.push_str(&format!("\n  {from} -> {to}: {}", at.join(", ")));
-                    }
+/// The module-cycle check of one crate and its module graph.
+fn cycle_check(krate: &modules::CrateSrc, graph: &modules::Graph) -> Check {
+    let cycles = modules::cycles(graph);
+    let n = graph.modules.len();
+    let mut check = Check::new(format!(
+        "no module cycles in {}: {n} module{}",
+        krate.title,
+        if n == 1 { "" } else { "s" }
+    ));
+    for cycle in &cycles {
+        let mut text = format!("cycle of {} modules: {}", cycle.len(), cycle.join(", "));
+        for from in cycle {
+            for (to, sites) in graph.edges.get(from).into_iter().flatten() {
+                if cycle.contains(to) {
+                    let at: Vec<String> =
+                        sites.iter().map(|s| format!("{}:{}", s.file.display(), s.line)).collect();
+                    text.push_str(&format!("\n  {from} -> {to}: {}", at.join(", ")));
                 }
             }
-            check.fail(text);
         }
-        check.cycles = cycles.len();
-        out.push(check);
+        check.fail(text);
     }
-    Ok(out)
+    check.cycles = cycles.len();
+    check
 }
 
 #[cfg(test)]
@@ -206,6 +214,20 @@ mod tests {
             let root = if name == "toolhost" || name == "xtask" { "main.rs" } else { "lib.rs" };
             files.push((format!("{name}/src/{root}"), String::new()));
         }
+        // The modules the module rules are about (`rules::RULES`), keeping them.
+        for (path, text) in [
+            ("toolhost-core/src/lib.rs", "pub mod capability;\npub mod executor;\n"),
+            ("toolhost-core/src/capability/mod.rs", "pub mod net;\n"),
+            ("toolhost-core/src/capability/net.rs", "pub struct NetCall;\n"),
+            ("toolhost-core/src/executor.rs", "use crate::capability::net::NetCall;\n"),
+            ("toolhost/src/main.rs", "mod commands;\nfn main() {}\n"),
+            ("toolhost/src/commands/mod.rs", "pub mod inspect;\npub mod list;\n"),
+            ("toolhost/src/commands/inspect.rs", "pub fn run() {}\n"),
+            ("toolhost/src/commands/list.rs", "pub fn run() {}\n"),
+        ] {
+            files.retain(|(p, _)| p != path);
+            files.push((path.into(), text.into()));
+        }
         for (path, text) in extra {
             files.retain(|(p, _)| p != path);
             files.push((path.to_string(), text.to_string()));
@@ -232,7 +254,7 @@ mod tests {
             ],
         );
         let checks = checks_of(&tree);
-        assert_eq!(checks.len(), 12, "{checks:#?}");
+        assert_eq!(checks.len(), 14, "{checks:#?}");
         assert!(checks.iter().all(|c| c.problems.is_empty()), "{checks:#?}");
         assert_eq!(report(&checks), (0, 0));
     }
@@ -265,7 +287,7 @@ mod tests {
             failed,
             [
                 (
-                    "no module cycles in toolhost-core lib (toolhost-core/src/lib.rs): 3 modules",
+                    "no module cycles in toolhost-core lib (toolhost-core/src/lib.rs): 6 modules",
                     &["cycle of 2 modules: a, b\n  a -> b: toolhost-core/src/a.rs:1\n  b -> a: toolhost-core/src/b.rs:3".to_string()][..]
                 ),
                 (
@@ -275,5 +297,60 @@ mod tests {
             ]
         );
         assert_eq!(report(&checks), (1, 1));
+    }
+
+    #[test]
+    fn commands_naming_each_other_and_a_capability_naming_the_executor_are_reported() {
+        let tree = workspace(
+            "ws-rules",
+            &[
+                ("toolhost/src/commands/list.rs", "pub fn run() {\n    super::inspect::run()\n}\n"),
+                ("toolhost-core/src/capability/net.rs", "use crate::executor;\npub struct NetCall;\n"),
+            ],
+        );
+        let checks = checks_of(&tree);
+        let failed: Vec<(&str, &[String])> = checks
+            .iter()
+            .filter(|c| !c.problems.is_empty())
+            .map(|c| (c.title.as_str(), &c.problems[..]))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                (
+                    "no module cycles in toolhost-core lib (toolhost-core/src/lib.rs): 4 modules",
+                    &["cycle of 2 modules: capability::net, executor\n  capability::net -> executor: toolhost-core/src/capability/net.rs:1\n  executor -> capability::net: toolhost-core/src/executor.rs:1".to_string()][..]
+                ),
+                (
+                    "commands never name each other (toolhost: 3 modules under `commands`, 1 reference breaking the rule)",
+                    &[format!("toolhost (toolhost bin (toolhost/src/main.rs)): commands::list names commands::inspect at toolhost/src/commands/list.rs:2: {}", rules::RULES[0].instead)][..]
+                ),
+                (
+                    "capabilities never name the executor, the sandbox or the engine (toolhost-core: 2 modules under `capability`, 1 reference breaking the rule)",
+                    &[format!("toolhost-core (toolhost-core lib (toolhost-core/src/lib.rs)): capability::net names executor at toolhost-core/src/capability/net.rs:1: {}", rules::RULES[1].instead)][..]
+                ),
+            ]
+        );
+        assert_eq!(report(&checks), (1, 2));
+    }
+
+    #[test]
+    fn a_rule_whose_module_is_gone_fails() {
+        let tree = workspace(
+            "ws-renamed",
+            &[
+                ("toolhost-core/src/lib.rs", "pub mod capabilities;\n"),
+                ("toolhost-core/src/capability/mod.rs", ""),
+            ],
+        );
+        let _ = std::fs::remove_dir_all(tree.path().join("toolhost-core/src/capability"));
+        let checks = checks_of(&tree);
+        let rule = checks.iter().find(|c| c.title.starts_with("capabilities never name")).unwrap();
+        assert_eq!(
+            rule.problems,
+            [
+                "toolhost-core has no module `capability`: the rule in xtask/src/layers/rules.rs names a module that is gone (update the rule and ARCHITECTURE.md)"
+            ]
+        );
     }
 }

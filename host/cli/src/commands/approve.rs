@@ -77,7 +77,7 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
         "approved plugin `{plugin}` v{} ({}): requests {}",
         term::line(&m.version),
         term::line(&toolhost_core::discovery::file_name(&file)),
-        super::inspect::requests(&m)
+        crate::report::requests(&m)
     );
     if !new.is_empty() {
         println!("newly approved: {}", term::line(&new.join(", ")));

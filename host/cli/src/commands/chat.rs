@@ -14,7 +14,7 @@ use std::time::Duration;
 use toolhost_core::Toolhost;
 use toolhost_core::executor::{AlwaysConfirm, Confirm, NoConfirm};
 use toolhost_core::registry::Registry;
-use toolhost_core::registry::reload::Reloader;
+use toolhost_core::registry::reload::{Change, Reloader};
 use toolhost_frontends::agent::{
     Agent, AgentOptions, ApiKey, Cancel, ClientOptions, Conversation, Event, Message, ModelClient, Protocol,
     Stop, TurnResult,
@@ -164,14 +164,8 @@ async fn chat(
     // answer is only taken once toolhost asked, whatever was typed or piped before.
     let confirm: Arc<dyn Confirm> =
         if args.yes { Arc::new(AlwaysConfirm) } else { Arc::new(crate::confirm::TerminalConfirm) };
-    let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
-    let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
-    toolhost_frontends::service::Service::attach_audit(&host, &frontends, "chat")?;
-    host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
-    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
-    let r = reloader.clone();
-    tokio::task::spawn_blocking(move || r.rescan()).await??;
-    let mut changes = reloader.subscribe();
+    let (host, reloader) = open_host(cfg, &frontends).await?;
+    let changes = reloader.subscribe();
     let _watch = reloader.watch(Duration::from_millis(args.debounce_ms))?;
     let registry = host.registry.load_full();
     crate::settings::unknown_flag_plugins(&flag_plugins, &registry, &host.config.plugins_dir)?;
@@ -185,7 +179,7 @@ async fn chat(
         eprintln!("toolhost: ! {}", term::line(&c.message()));
     }
     let agent = Agent::new(host.executor.clone(), client, options).with_confirm(confirm);
-    let mut transcript = match &args.transcript {
+    let transcript = match &args.transcript {
         Some(path) => Some(
             std::fs::OpenOptions::new()
                 .create(true)
@@ -195,45 +189,9 @@ async fn chat(
         ),
         None => None,
     };
-    let mut conv = Conversation::new();
-    let max_steps_hint = "--max-steps N or [model] max_steps";
-
     if let Some(question) = &args.once {
-        let question = if question == "-" {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .context("cannot read the question from standard input")?;
-            s
-        } else {
-            question.clone()
-        };
-        let mut messages = Vec::new();
-        let mut render = Renderer::new(false);
-        let mut sink = |ev: Event| {
-            if let Event::Message(m) = &ev {
-                record(&mut transcript, m);
-                messages.push(m.clone());
-            }
-            render.event(&ev);
-        };
-        let result = run_turn(&agent, &mut conv, question, &mut sink).await?;
-        if args.json {
-            let out = serde_json::json!({
-                "answer": result.answer,
-                "stop": stop_name(&result.stop),
-                "steps": result.steps,
-                "messages": messages,
-            });
-            println!("{}", term::to_json(&out)?);
-        } else {
-            println!("{}", term::stdout_text(result.answer.trim_end()));
-        }
-        if let Some(why) = result.explain(max_steps_hint) {
-            eprintln!("toolhost: {}", term::text(&why));
-        }
-        return Ok(if result.stop == Stop::Answer { ExitCode::SUCCESS } else { ExitCode::from(1) });
+        return once(&agent, question, args.json, transcript).await;
     }
-
     let tools = registry.tools().count();
     println!(
         "toolhost chat · {} at {} · protocol {} · {tools} tool{} from {}",
@@ -244,6 +202,82 @@ async fn chat(
         host.config.plugins_dir.display(),
     );
     println!("/tools lists them, /clear starts over, /exit or Ctrl-D quits, Ctrl-C cancels a running step");
+    interactive(&agent, &host, &reader, changes, transcript).await
+}
+
+/// What `--max-steps` is called where a turn's stop explains itself.
+const MAX_STEPS_HINT: &str = "--max-steps N or [model] max_steps";
+
+/// The host with the plugins folder read once, the audit trail and the terminal's grant
+/// questions attached, and the reloader that keeps it live.
+async fn open_host(
+    cfg: toolhost_core::Config,
+    frontends: &toolhost_frontends::Settings,
+) -> Result<(Toolhost, Arc<Reloader>)> {
+    let runtime = toolhost_core::engine::Runtime::for_config(&cfg)?;
+    let host = Toolhost::from_parts(runtime, Arc::new(cfg), Registry::default(), Arc::new(NoConfirm));
+    toolhost_frontends::service::Service::attach_audit(&host, frontends, "chat")?;
+    host.executor.attach_grant_asker(Arc::new(crate::confirm::TerminalGrants));
+    let reloader = Reloader::new(host.runtime.clone(), host.config.clone(), host.registry.clone());
+    let r = reloader.clone();
+    tokio::task::spawn_blocking(move || r.rescan()).await??;
+    Ok((host, reloader))
+}
+
+/// `--once`: one question (`-` reads it from standard input), the answer (or with `json` the
+/// transcript) on stdout, the cards on stderr; exit code 1 unless the model answered.
+async fn once(
+    agent: &Agent,
+    question: &str,
+    json: bool,
+    mut transcript: Option<std::fs::File>,
+) -> Result<ExitCode> {
+    let question = if question == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .context("cannot read the question from standard input")?;
+        s
+    } else {
+        question.to_string()
+    };
+    let mut conv = Conversation::new();
+    let mut messages = Vec::new();
+    let mut render = Renderer::new(false);
+    let mut sink = |ev: Event| {
+        if let Event::Message(m) = &ev {
+            record(&mut transcript, m);
+            messages.push(m.clone());
+        }
+        render.event(&ev);
+    };
+    let result = run_turn(agent, &mut conv, question, &mut sink).await?;
+    if json {
+        let out = serde_json::json!({
+            "answer": result.answer,
+            "stop": stop_name(&result.stop),
+            "steps": result.steps,
+            "messages": messages,
+        });
+        println!("{}", term::to_json(&out)?);
+    } else {
+        println!("{}", term::stdout_text(result.answer.trim_end()));
+    }
+    if let Some(why) = result.explain(MAX_STEPS_HINT) {
+        eprintln!("toolhost: {}", term::text(&why));
+    }
+    Ok(if result.stop == Stop::Answer { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The conversation on the terminal: the registry's changes printed between turns, a line read
+/// at the prompt, a slash command or a turn; Ctrl-C at the prompt or Ctrl-D quits.
+async fn interactive(
+    agent: &Agent,
+    host: &Toolhost,
+    reader: &LineReader,
+    mut changes: tokio::sync::broadcast::Receiver<Arc<Change>>,
+    mut transcript: Option<std::fs::File>,
+) -> Result<ExitCode> {
+    let mut conv = Conversation::new();
     loop {
         while let Ok(c) = changes.try_recv() {
             for line in c.lines() {
@@ -261,25 +295,10 @@ async fn chat(
             return Ok(ExitCode::SUCCESS);
         };
         let input = line.trim();
-        match input {
-            "" => continue,
-            "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
-            "/clear" => {
-                conv = Conversation::new();
-                println!("(new conversation)");
-                continue;
-            }
-            "/tools" => {
-                print!("{}", tools_list(&host.registry.load()));
-                continue;
-            }
-            "/help" => {
-                println!(
-                    "/tools  list the tools\n/clear  start a new conversation\n/exit   quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
-                );
-                continue;
-            }
-            _ => {}
+        match slash_command(input, &mut conv, host) {
+            Slash::Exit => return Ok(ExitCode::SUCCESS),
+            Slash::Done => continue,
+            Slash::NotOne => {}
         }
         let mut render = Renderer::new(true);
         let mut sink = |ev: Event| {
@@ -288,16 +307,47 @@ async fn chat(
             }
             render.event(&ev);
         };
-        let result = run_turn(&agent, &mut conv, input.to_string(), &mut sink).await;
+        let result = run_turn(agent, &mut conv, input.to_string(), &mut sink).await;
         render.end_line();
         match result {
             Ok(r) => {
-                if let Some(why) = r.explain(max_steps_hint) {
+                if let Some(why) = r.explain(MAX_STEPS_HINT) {
                     println!("({})", term::text(&why));
                 }
             }
             Err(e) => eprintln!("toolhost: {}", term::text(&e.to_string())),
         }
+    }
+}
+
+/// What a line typed at the prompt was, when it was no question for the model.
+enum Slash {
+    Exit,
+    /// An empty line or a slash command, done.
+    Done,
+    NotOne,
+}
+
+fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) -> Slash {
+    match input {
+        "" => Slash::Done,
+        "/exit" | "/quit" => Slash::Exit,
+        "/clear" => {
+            *conv = Conversation::new();
+            println!("(new conversation)");
+            Slash::Done
+        }
+        "/tools" => {
+            print!("{}", tools_list(&host.registry.load()));
+            Slash::Done
+        }
+        "/help" => {
+            println!(
+                "/tools  list the tools\n/clear  start a new conversation\n/exit   quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
+            );
+            Slash::Done
+        }
+        _ => Slash::NotOne,
     }
 }
 

@@ -80,20 +80,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
 /// The `server.json` document for `registry` under `config`; errors name the field the
 /// registry's schema would refuse.
 pub fn server_json(registry: &Registry, config: &Config, info: &ServerInfo) -> Result<Value> {
-    let valid_name = info.name.len() >= 3
-        && info.name.len() <= 200
-        && info.name.split_once('/').is_some_and(|(ns, n)| {
-            !ns.is_empty()
-                && !n.is_empty()
-                && ns.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c))
-                && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        });
-    if !valid_name {
-        bail!(
-            "--name {:?}: a registry name is NAMESPACE/NAME in reverse-DNS form (io.github.you/tools)",
-            info.name
-        );
-    }
+    check_name(&info.name)?;
     let tools: Vec<&toolhost_core::registry::ToolEntry> = registry.tools().collect();
     let description = info.description.clone().unwrap_or_else(|| {
         format!("{} sandboxed WebAssembly tools from {} plugins", tools.len(), registry.plugins().len())
@@ -158,4 +145,20 @@ pub fn server_json(registry: &Registry, config: &Config, info: &ServerInfo) -> R
         doc["remotes"] = json!([{ "type": "streamable-http", "url": url }]);
     }
     Ok(doc)
+}
+
+/// `--name`: NAMESPACE/NAME as the registry's schema takes it (3 to 200 characters).
+fn check_name(name: &str) -> Result<()> {
+    let valid = name.len() >= 3
+        && name.len() <= 200
+        && name.split_once('/').is_some_and(|(ns, n)| {
+            !ns.is_empty()
+                && !n.is_empty()
+                && ns.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c))
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        });
+    if !valid {
+        bail!("--name {name:?}: a registry name is NAMESPACE/NAME in reverse-DNS form (io.github.you/tools)");
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `toolhost list`: the exposed tools (under their exposed names), the tools the operator's
 //! selection hides and why, tool names several plugins claim, each plugin's requested, granted
 //! and missing capabilities (with the grants a human allowed "always" when asked, and where they
-//! are written), and the files that failed to load; `--json` for programs.
+//! are written), and the files that failed to load; `--json` for programs. The report itself is
+//! [`crate::report`]'s.
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -9,8 +10,9 @@ use crate::term;
 use anyhow::Result;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolhost_core::Config;
-use toolhost_core::registry::Registry;
+
+// Where the integration tests and embedders have always found them.
+pub use crate::report::{list_json, render_list};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -24,250 +26,9 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         crate::session::open(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
     let reg = host.registry.load_full();
     if a.json {
-        let mut doc = list_json(&reg);
-        // Grants allowed "always" when asked, with where and when (the `toolhost.grants.toml`).
-        doc["asked"] = host
-            .config
-            .asked
-            .iter()
-            .map(|g| {
-                serde_json::json!({
-                    "plugin": g.plugin,
-                    "item": g.item.to_string(),
-                    "granted": g.granted,
-                    "by": g.by,
-                    "answer": if g.deny { "never" } else { "always" },
-                    "file": host.config.grants_file,
-                })
-            })
-            .collect::<Vec<_>>()
-            .into();
-        // Each tool's effective time limit (manifest `timeoutMs` up to `[limits] max_timeout_ms`,
-        // the operator's overrides applied).
-        let limits: serde_json::Map<String, serde_json::Value> = reg
-            .tools()
-            .map(|t| {
-                let view = toolhost_core::view::ToolView::new(t, &host.config);
-                (view.spec.name.clone(), view.limits.timeout_ms.into())
-            })
-            .collect();
-        doc["timeoutMs"] = limits.into();
-        println!("{}", term::to_json(&doc)?);
+        println!("{}", term::to_json(&crate::report::list_document(&reg, &host.config))?);
     } else {
         print!("{}", render_list(&reg, &host.config));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `list` table.
-pub fn render_list(reg: &Registry, config: &Config) -> String {
-    let mut rows: Vec<[String; 5]> =
-        vec![["TOOL".into(), "PLUGIN".into(), "FLAGS".into(), "TIMEOUT".into(), "DESCRIPTION".into()]];
-    for t in reg.tools() {
-        let view = toolhost_core::view::ToolView::new(t, config);
-        let s = view.spec;
-        let flags = view.flags();
-        let field = |s: &str| term::line(s).into_owned();
-        // A renamed tool shows its own name beside its plugin's.
-        let plugin = if t.own_name() == t.name() {
-            t.plugin.name.to_string()
-        } else {
-            format!("{}: {}", t.plugin.name, t.own_name())
-        };
-        rows.push([
-            field(&s.signature()),
-            field(&plugin),
-            field(&flags.join(",")),
-            seconds(view.limits.timeout_ms),
-            field(&s.description),
-        ]);
-    }
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
-    let mut out = String::new();
-    for r in &rows {
-        let line = format!("{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    if reg.tools().next().is_none() {
-        out.push_str("(no tools loaded)\n");
-    }
-    if let Some(search) = reg.search() {
-        out.push_str(&format!(
-            "\nSEARCH MODE: front ends list {} and the tools [catalog] pin names; the other tools are found with it\n",
-            search.spec.name
-        ));
-    }
-    if !reg.conflicts().is_empty() {
-        out.push_str("\nCONFLICTS\n");
-        for c in reg.conflicts() {
-            out.push_str(&format!("  ! {}\n", term::line(&c.message())));
-        }
-    }
-    if !reg.hidden().is_empty() {
-        out.push_str("\nHIDDEN\n");
-        for h in reg.hidden() {
-            out.push_str(&format!(
-                "  {} ({}): hidden, {}\n",
-                term::line(&h.tool),
-                term::line(&h.plugin),
-                term::line(&h.why)
-            ));
-        }
-    }
-    out.push_str("\nPLUGINS\n");
-    for p in reg.plugins() {
-        let granted: Vec<String> = p
-            .grants
-            .fs
-            .iter()
-            .map(|f| format!("fs {}:{} → {}", f.name, f.mode, f.host_path.display()))
-            .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
-            .chain(net_granted(&p.grants.net))
-            .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
-            .collect();
-        out.push_str(&format!(
-            "{} {} ({})\n  requested: {}\n  granted:   {}\n",
-            term::line(&p.name),
-            term::line(&p.manifest.version),
-            term::line(&toolhost_core::discovery::file_name(&p.file)),
-            super::inspect::requests(&p.manifest),
-            if granted.is_empty() { "nothing".into() } else { term::line(&granted.join(", ")).into_owned() }
-        ));
-        for m in &p.missing {
-            out.push_str(&format!(
-                "  missing:   {} — grant with {}\n",
-                term::line(&m.what),
-                term::line(&m.how)
-            ));
-        }
-        for g in config.asked.iter().filter(|g| g.plugin == *p.name) {
-            out.push_str(&format!(
-                "  asked:     {} — {} on {} ({}) in {}; undo with `toolhost revoke {} {}`\n",
-                term::line(&g.item.to_string()),
-                if g.deny { "refused \"never\"" } else { "allowed \"always\"" },
-                term::line(&g.granted),
-                term::line(&g.by),
-                config.grants_file.display(),
-                term::line(&g.plugin),
-                term::line(&g.item.to_string()),
-            ));
-        }
-        for n in reg.shared_write_notes(p, &config.workspace) {
-            out.push_str(&format!("  warning:   {n}\n"));
-        }
-        if let Some(signer) = &p.signer {
-            out.push_str(&format!("  signed by: {}\n", term::line(&signer.to_string())));
-        }
-    }
-    if !reg.pending().is_empty() {
-        out.push_str("\nPENDING APPROVAL\n");
-        for p in reg.pending() {
-            out.push_str(&format!("  ? {}\n", term::line(&p.to_string())));
-        }
-    }
-    if !reg.warnings().is_empty() {
-        out.push_str("\nWARNINGS\n");
-        for w in reg.warnings() {
-            out.push_str(&format!("  {}\n", term::line(&w.to_string())));
-        }
-    }
-    if !reg.failures().is_empty() {
-        out.push_str("\nNOT LOADED\n");
-        for f in reg.failures() {
-            out.push_str(&format!(
-                "  ! {}: {}\n",
-                term::line(&toolhost_core::discovery::file_name(&f.file)),
-                term::line(&f.reason)
-            ));
-        }
-    }
-    out
-}
-
-/// A time limit as `list` shows it: `10s`, `2.5s`, `300s`.
-fn seconds(ms: u64) -> String {
-    if ms.is_multiple_of(1000) { format!("{}s", ms / 1000) } else { format!("{}s", ms as f64 / 1000.0) }
-}
-
-/// The `list --json` document.
-pub fn list_json(reg: &Registry) -> serde_json::Value {
-    use serde_json::json;
-    let plugins: Vec<_> = reg
-        .plugins()
-        .iter()
-        .map(|p| {
-            // Each exposed tool: its manifest entry and the name it is exposed under.
-            let registered: Vec<_> = reg
-                .tools()
-                .filter(|e| Arc::ptr_eq(&e.plugin, p))
-                .map(|e| {
-                    let mut t = serde_json::to_value(e.own_spec()).unwrap_or_default();
-                    t["exposedAs"] = e.name().into();
-                    t
-                })
-                .collect();
-            json!({
-                "name": &*p.name,
-                "version": p.manifest.version,
-                "description": p.manifest.description,
-                "file": p.file,
-                "requested": p.manifest.capabilities,
-                "granted": {
-                    "fs": p.grants.fs.iter().map(|f| json!({"path": f.name, "mode": f.mode, "hostPath": f.host_path})).collect::<Vec<_>>(),
-                    "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-                    "net": net_granted_hosts(&p.grants.net),
-                    "netPrivate": p.grants.net.private,
-                    "secrets": p.grants.net.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
-                    "exec": p.grants.exec.granted.iter().map(|g| json!({
-                        "name": g.grant.name,
-                        "program": g.grant.program,
-                        "args": g.grant.args.as_ref().map(|a| a.iter().map(|p| p.text.clone()).collect::<Vec<_>>()),
-                        "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-                        "cwd": g.grant.cwd,
-                        "write": g.grant.write,
-                        "fs": g.grant.fs.iter().map(|p| json!({"path": p.path, "mode": p.mode})).collect::<Vec<_>>(),
-                        "network": g.grant.network,
-                        "detach": g.grant.detach,
-                    })).collect::<Vec<_>>(),
-                },
-                "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
-                "tools": registered,
-                "signer": p.signer,
-            })
-        })
-        .collect();
-    json!({
-        "plugins": plugins,
-        "failures": reg.failures(),
-        "warnings": reg.warnings(),
-        "conflicts": reg.conflicts().iter().map(|c| json!({
-            "name": c.name,
-            "claims": c.claims,
-            "kept": c.kept,
-            "message": c.message(),
-        })).collect::<Vec<_>>(),
-        "hidden": reg.hidden(),
-        "search": reg.search().is_some(),
-        "pending": reg.pending(),
-    })
-}
-
-/// Granted host patterns that can match something the plugin requested.
-fn net_granted_hosts(net: &toolhost_core::capability::net::NetGrant) -> Vec<String> {
-    net.granted
-        .iter()
-        .filter(|g| net.requested.iter().any(|r| toolhost_spec::host_pattern::overlaps(r, g)))
-        .cloned()
-        .collect()
-}
-
-fn net_granted(net: &toolhost_core::capability::net::NetGrant) -> Vec<String> {
-    let mut out: Vec<String> = net_granted_hosts(net).into_iter().map(|h| format!("net {h}")).collect();
-    if net.private && !out.is_empty() {
-        out.push("private addresses".into());
-    }
-    out.extend(net.secrets.iter().map(|s| format!("secret {}", s.name)));
-    out
 }

@@ -106,82 +106,114 @@ impl Project {
         snapshot(self, self.dir(), snap.path())?;
         let sources = tempfile::Builder::new().prefix("sources-").tempdir_in(scratch)?;
         let manifest = match self {
-            Project::Python { .. } => {
-                let out = sdk_json(
-                    Command::new(python3())
-                        .env("PYTHONPATH", sdk.join("python"))
-                        .args(["-m", "toolhost_sdk", "manifest", "--dev"])
-                        .arg(snap.path()),
-                    snap.path(),
-                    self.dir(),
-                )?;
-                #[derive(serde::Deserialize)]
-                struct Dev {
-                    manifest: serde_json::Value,
-                    module: String,
-                    outside: Vec<String>,
-                }
-                let dev: Dev = serde_json::from_value(out).context("the SDK's `manifest --dev` output")?;
-                if !dev.outside.is_empty() {
-                    return Ok(DevInstall::Unsupported(format!(
-                        "it imports {}, which the dev runtime does not hold",
-                        dev.outside.join(", ")
-                    )));
-                }
-                copy_tree(snap.path(), sources.path(), &|rel| is_python_input(rel))?;
-                std::fs::write(
-                    sources.path().join(".toolhost-dev.json"),
-                    serde_json::json!({ "module": dev.module }).to_string(),
-                )?;
-                parse_manifest(dev.manifest)?
-            }
-            Project::Js { .. } => {
-                let cli = sdk.join("js/bin/toolhost-js.mjs");
-                let m = sdk_json(
-                    Command::new(node()).arg(&cli).arg("manifest").arg(snap.path()),
-                    snap.path(),
-                    self.dir(),
-                )?;
-                run_step(
-                    Command::new(node())
-                        .arg(&cli)
-                        .arg("bundle")
-                        .arg(snap.path())
-                        .arg("-o")
-                        .arg(sources.path().join("bundle.js"))
-                        .arg("--jco")
-                        .arg(tools.jco()?),
-                    "toolhost-js bundle",
-                )?;
-                parse_manifest(m)?
-            }
+            Project::Python { .. } => match self.python_dev_sources(&sdk, snap.path(), sources.path())? {
+                Ok(manifest) => manifest,
+                Err(why) => return Ok(DevInstall::Unsupported(why)),
+            },
+            Project::Js { .. } => self.js_dev_sources(tools, &sdk, snap.path(), sources.path())?,
             Project::Rust(_) => bail!("a Rust project has no dev build"),
         };
         let runtime = tools.dev_runtime(self.lang())?;
         before_install(&manifest)?;
-        let id = tree_id(sources.path())?;
-        let dest = plugins_dir.join(SOURCES_DIR).join(format!("{}-{id}", manifest.name));
-        if !dest.is_dir() {
-            std::fs::create_dir_all(dest.parent().unwrap_or(plugins_dir))?;
-            toolhost_core::files::rename_dir_into_place(&sources.keep(), &dest)
-                .with_context(|| format!("cannot create {}", dest.display()))?;
-        }
-        let bare = std::fs::read(&runtime).with_context(|| format!("cannot read {}", runtime.display()))?;
-        let bytes = manifest::embed(&bare, &manifest)
-            .map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
-        let bytes = embed_dev_marker(&bytes, &DevMarker { sources: id.clone() });
-        let to = plugins_dir.join(format!("{}.wasm", manifest.name));
-        if std::fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
-            toolhost_core::files::write_atomic(&to, &bytes)
-                .with_context(|| format!("cannot write {}", to.display()))?;
-        }
-        prune_sources(plugins_dir, &manifest.name, &id);
+        let to = place_dev_build(plugins_dir, &manifest, &runtime, sources)?;
         Ok(DevInstall::Installed {
             manifest: Box::new(manifest),
             to,
             seconds: started.elapsed().as_secs_f64(),
         })
     }
+
+    /// A Python project's manifest (the SDK's `manifest --dev`), its sources copied from
+    /// `snap` into `sources` with the module to load; `Ok(Err(why))` when it imports modules
+    /// the dev runtime does not hold.
+    fn python_dev_sources(
+        &self,
+        sdk: &Path,
+        snap: &Path,
+        sources: &Path,
+    ) -> Result<Result<Manifest, String>> {
+        let out = sdk_json(
+            Command::new(python3())
+                .env("PYTHONPATH", sdk.join("python"))
+                .args(["-m", "toolhost_sdk", "manifest", "--dev"])
+                .arg(snap),
+            snap,
+            self.dir(),
+        )?;
+        #[derive(serde::Deserialize)]
+        struct Dev {
+            manifest: serde_json::Value,
+            module: String,
+            outside: Vec<String>,
+        }
+        let dev: Dev = serde_json::from_value(out).context("the SDK's `manifest --dev` output")?;
+        if !dev.outside.is_empty() {
+            return Ok(Err(format!(
+                "it imports {}, which the dev runtime does not hold",
+                dev.outside.join(", ")
+            )));
+        }
+        copy_tree(snap, sources, &|rel| is_python_input(rel))?;
+        std::fs::write(
+            sources.join(".toolhost-dev.json"),
+            serde_json::json!({ "module": dev.module }).to_string(),
+        )?;
+        parse_manifest(dev.manifest).map(Ok)
+    }
+
+    /// A JavaScript project's manifest (the SDK's `manifest`), its sources in `snap` bundled
+    /// into `sources/bundle.js`.
+    fn js_dev_sources(
+        &self,
+        tools: &Toolchains,
+        sdk: &Path,
+        snap: &Path,
+        sources: &Path,
+    ) -> Result<Manifest> {
+        let cli = sdk.join("js/bin/toolhost-js.mjs");
+        let m = sdk_json(Command::new(node()).arg(&cli).arg("manifest").arg(snap), snap, self.dir())?;
+        run_step(
+            Command::new(node())
+                .arg(&cli)
+                .arg("bundle")
+                .arg(snap)
+                .arg("-o")
+                .arg(sources.join("bundle.js"))
+                .arg("--jco")
+                .arg(tools.jco()?),
+            "toolhost-js bundle",
+        )?;
+        parse_manifest(m)
+    }
+}
+
+/// Move `sources` into place as `PLUGINS/.toolhost-dev/NAME-ID` (unless that snapshot is there
+/// already), write the runtime with `manifest` and the dev marker embedded as `NAME.wasm` (when
+/// it changed), and drop the plugin's older snapshots; returns the file written.
+fn place_dev_build(
+    plugins_dir: &Path,
+    manifest: &Manifest,
+    runtime: &Path,
+    sources: tempfile::TempDir,
+) -> Result<PathBuf> {
+    let id = tree_id(sources.path())?;
+    let dest = plugins_dir.join(SOURCES_DIR).join(format!("{}-{id}", manifest.name));
+    if !dest.is_dir() {
+        std::fs::create_dir_all(dest.parent().unwrap_or(plugins_dir))?;
+        toolhost_core::files::rename_dir_into_place(&sources.keep(), &dest)
+            .with_context(|| format!("cannot create {}", dest.display()))?;
+    }
+    let bare = std::fs::read(runtime).with_context(|| format!("cannot read {}", runtime.display()))?;
+    let bytes =
+        manifest::embed(&bare, manifest).map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
+    let bytes = embed_dev_marker(&bytes, &DevMarker { sources: id.clone() });
+    let to = plugins_dir.join(format!("{}.wasm", manifest.name));
+    if std::fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
+        toolhost_core::files::write_atomic(&to, &bytes)
+            .with_context(|| format!("cannot write {}", to.display()))?;
+    }
+    prune_sources(plugins_dir, &manifest.name, &id);
+    Ok(to)
 }
 
 fn parse_manifest(v: serde_json::Value) -> Result<Manifest> {
