@@ -57,12 +57,9 @@ impl Executor {
         let arrived = std::time::Instant::now();
         let deadline = arrived + Duration::from_millis(limits.timeout_ms);
         let share = self.shares.plugin(&plugin.name, &self.config);
-        let slot = match self.shares.try_acquire(&share) {
-            Some(slot) => slot,
-            None => match self.wait_for_slot(entry, &share, arrived, deadline, watch).await {
-                Ok(slot) => slot,
-                Err(o) => return Ran::only(o),
-            },
+        let slot = match self.slot(entry, &share, arrived, deadline, watch).await {
+            Ok(slot) => slot,
+            Err(o) => return Ran::only(o),
         };
         // A call that found its slots free started when it arrived (no second clock read).
         let started = if slot.waited { std::time::Instant::now() } else { arrived };
@@ -173,10 +170,25 @@ impl Executor {
         Ran { outcome, refused, outside }
     }
 
+    /// A slot of `share`: a free one at once, or one waited for (see [`Self::wait_for_slot`]).
+    async fn slot<'a>(
+        &'a self,
+        entry: &ToolEntry,
+        share: &'a slots::PluginShare,
+        arrived: std::time::Instant,
+        deadline: std::time::Instant,
+        watch: Watch<'_>,
+    ) -> Result<slots::Slot<'a>, Outcome> {
+        match self.shares.try_acquire(share) {
+            Some(slot) => Ok(slot),
+            None => self.wait_for_slot(entry, share, arrived, deadline, watch).await,
+        }
+    }
+
     /// Wait for a slot of `share` until `deadline` — if the observer lets the call wait (it
     /// refuses when too many calls wait already: `busy` at once), and only while its client is
     /// there: a call whose client went away ([`CallControl::gone`]) is dropped before it runs.
-    pub(super) async fn wait_for_slot<'a>(
+    async fn wait_for_slot<'a>(
         &'a self,
         entry: &ToolEntry,
         share: &'a slots::PluginShare,

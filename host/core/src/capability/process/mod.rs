@@ -409,15 +409,15 @@ async fn pump(
     }
 }
 
-async fn spawn(
+/// The command for one granted run: only the grant's environment, no stdin, output piped
+/// (or discarded when detached), confined, killed if the call's future is dropped.
+fn command(
     g: &GrantedProgram,
     args: &[String],
     cwd: &Path,
-    deadline: Instant,
     confinement: confine::Confinement,
-) -> wasmtime::Result<Result<Output, ProcessError>> {
-    let program = &g.grant.program;
-    let mut cmd = tokio::process::Command::new(program);
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&g.grant.program);
     cmd.args(args)
         .env_clear()
         .envs(g.env.iter().map(|(k, v)| (k, v)))
@@ -433,7 +433,18 @@ async fn spawn(
     // Also its own process group (on Linux, its own session), so the deadline can kill
     // everything it started.
     confine::install(&mut cmd, confinement);
-    let mut child = match cmd.spawn() {
+    cmd
+}
+
+async fn spawn(
+    g: &GrantedProgram,
+    args: &[String],
+    cwd: &Path,
+    deadline: Instant,
+    confinement: confine::Confinement,
+) -> wasmtime::Result<Result<Output, ProcessError>> {
+    let program = &g.grant.program;
+    let mut child = match command(g, args, cwd, confinement).spawn() {
         Ok(c) => c,
         Err(error) => {
             return Ok(Err(ProcessError::Spawn {
