@@ -18,14 +18,16 @@ pub fn add_to_linker<S: QuotaView>(linker: &mut Linker<S>) -> wasmtime::Result<(
     linker.allow_shadowing(true);
     let mut inst = linker.instance(FS_TYPES)?;
     writes(&mut inst)?;
-    creations(&mut inst)?;
+    growth(&mut inst)?;
+    opens(&mut inst)?;
+    entries(&mut inst)?;
     error_code(&mut inst)?;
 
     linker.allow_shadowing(false);
     Ok(())
 }
 
-/// The functions that add bytes: each charges the call's meter before wasmtime-wasi writes.
+/// The functions that write bytes: each charges the call's meter before wasmtime-wasi writes.
 fn writes<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.write",
@@ -75,7 +77,12 @@ fn writes<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()
             })
         },
     )?;
+    Ok(())
+}
 
+/// The functions that grow a file without a write of their own bytes: appending (a stream
+/// charged as it goes) and a larger size.
+fn growth<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
     inst.func_wrap(
         "[method]descriptor.append-via-stream",
         |mut store: Ctx<'_, S>, (fd,): (Resource<Descriptor>,)| {
@@ -113,9 +120,9 @@ fn writes<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()
     Ok(())
 }
 
-/// The functions that add entries: each counts against the per-call creation limit, given
-/// back when the creation fails.
-fn creations<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
+/// `open-at`: a path outside every grant refused (and remembered); a file it creates counts
+/// against the per-call creation limit, given back when the open fails.
+fn opens<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store: Ctx<'_, S>,
@@ -146,7 +153,11 @@ fn creations<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result
             })
         },
     )?;
+    Ok(())
+}
 
+/// Directories and links: each counts against the creation limit, given back when it fails.
+fn entries<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.create-directory-at",
         |mut store: Ctx<'_, S>, (fd, path): (Resource<Descriptor>, String)| {
