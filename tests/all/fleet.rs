@@ -424,7 +424,7 @@ fn the_official_python_sdk2_confirms_through_nginx_every_time() {
 /// A replica's config for the rolling restart: the fleet's, and its own audit file.
 fn rolling_config(dir: &std::path::Path, port: u16, generation: usize) -> (String, PathBuf) {
     let audit = dir.join(format!("audit-{port}-{generation}.jsonl"));
-    let config = format!("[audit]\nfile = \"{}\"\nfsync = false\n", audit.display());
+    let config = format!("[audit]\nfile = \"{}\"\nfsync = \"never\"\n", audit.display());
     (config, audit)
 }
 

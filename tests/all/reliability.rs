@@ -597,3 +597,88 @@ async fn grant_rows(
     rows.push(("an expired sealed grant answer grants nothing", row.await));
     rows
 }
+
+/// Issues #32 and #57: under every `[audit] fsync` setting a call's audit line is written
+/// before its answer is sent, so killing the server outright (`SIGKILL`: no drain, no sync at
+/// exit) after N answered calls leaves N lines.
+#[test]
+fn after_n_answered_calls_a_sigkill_leaves_n_audit_lines() {
+    use crate::support::wait_line;
+    use std::io::Write;
+    // No setting (the default, "interval"), then each other choice.
+    for setting in ["", "fsync = \"always\"\n", "fsync = \"never\"\n"] {
+        // The deployment's config ends in its `[audit]` table: the setting lands there.
+        let d = crate::service::Deployment::new(&[plugin_artifacts::TEXT], setting);
+        let (mut child, mut stdin, out) = d.serve_stdio();
+        let mut seen = Vec::new();
+        let mut send = |line: String| {
+            writeln!(stdin, "{line}").unwrap();
+            stdin.flush().unwrap();
+        };
+        send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"killed","version":"0"}}}"#.into());
+        wait_line(&out, r#""id":1"#, 60, &mut seen);
+        send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+        const N: usize = 7;
+        for i in 0..N {
+            let id = 10 + i;
+            send(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"call {i}"}}}}}}"#
+            ));
+            wait_line(&out, &format!(r#""id":{id}"#), 30, &mut seen);
+        }
+        child.kill().unwrap();
+        let _ = child.wait();
+        let audit = d.audit();
+        assert_eq!(audit.len(), N, "{setting:?}: {audit:?}");
+        for (i, line) in audit.iter().enumerate() {
+            assert_eq!(line["args"], serde_json::json!([format!("call {i}")]), "{setting:?}");
+        }
+    }
+}
+
+/// Issue #57: the default `[audit] fsync = "interval"` syncs the trail in the background soon
+/// after calls (`toolhost_audit_syncs_total` grows without a call waiting for it), and not
+/// while nothing is written; `"always"` syncs once per sequential call; `"never"` not at all.
+#[test]
+fn the_audit_trail_is_synced_as_its_fsync_setting_says() {
+    use crate::service::{Deployed, Deployment, TOKEN};
+    use crate::support::mcp_http::{echo_in, open_session_as};
+    const SYNCS: &str = "toolhost_audit_syncs_total";
+    let calls = |server: &crate::support::Server, n: usize| {
+        let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+        let session = open_session_as(&server.url, &auth, "2025-06-18", serde_json::json!({}), "sync");
+        for _ in 0..n {
+            echo_in(server.addr, Some(TOKEN), &session);
+        }
+    };
+    // The default, with a short interval for the test.
+    let d = Deployment::new(&[plugin_artifacts::TEXT], "fsync_interval_ms = 50\n");
+    let server = d.serve_http();
+    assert!(server.metrics().has(SYNCS), "the sync count is exported");
+    assert_eq!(server.metrics().value(SYNCS, &[]), 0.0, "nothing written, nothing synced");
+    calls(&server, 3);
+    crate::support::poll(10, "a background sync after the calls", || {
+        (server.metrics().value(SYNCS, &[]) >= 1.0).then_some(())
+    });
+    // A sync may have come between two calls: let the last lines' sync come too.
+    std::thread::sleep(Duration::from_millis(300));
+    let synced = server.metrics().value(SYNCS, &[]);
+    assert!((1.0..=3.0).contains(&synced), "at most one sync per call: {synced}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.metrics().value(SYNCS, &[]), synced, "no line written since: no sync");
+    assert_eq!(d.audit().len(), 3);
+
+    let d = Deployment::new(&[plugin_artifacts::TEXT], "fsync = \"always\"\n");
+    let server = d.serve_http();
+    calls(&server, 4);
+    assert_eq!(server.metrics().value(SYNCS, &[]), 4.0, "one sync per sequential call, before its answer");
+
+    let d = Deployment::new(&[plugin_artifacts::TEXT], "fsync = \"never\"\n");
+    let server = d.serve_http();
+    calls(&server, 4);
+    std::thread::sleep(Duration::from_millis(300));
+    let m = server.metrics();
+    assert!(m.has(SYNCS));
+    assert_eq!(m.value(SYNCS, &[]), 0.0, "never synced by toolhost while it runs");
+    assert_eq!(d.audit().len(), 4);
+}

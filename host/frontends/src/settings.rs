@@ -27,7 +27,12 @@ impl Settings {
         Ok(Settings {
             mcp: file.section::<RawMcp>("mcp")?.resolve(&core.secrets, &file.base).map_err(invalid)?,
             serve: ServeSettings::resolve(file.section::<RawServe>("serve")?).map_err(invalid)?,
-            audit: AuditSettings::resolve(file.section::<RawAudit>("audit")?, &file.base).map_err(invalid)?,
+            audit: AuditSettings::resolve(
+                file.section::<RawAudit>("audit")?,
+                &file.base,
+                file.source.as_deref(),
+            )
+            .map_err(invalid)?,
             model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
             console: ConsoleSettings::resolve(file.section::<RawConsole>("console")?).map_err(invalid)?,
         })

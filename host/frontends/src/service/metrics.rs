@@ -111,6 +111,15 @@ impl Metrics {
         m
     }
 
+    /// Export the audit trail's count of `fdatasync`s (`toolhost_audit_syncs_total`).
+    pub fn count_audit_syncs(&mut self, syncs: Counter) {
+        self.registry.register(
+            "toolhost_audit_syncs",
+            "Syncs of the audit file: for its lines as [audit] fsync says (each line with \"always\", at most one per interval with \"interval\"), at rotation, at shutdown",
+            syncs,
+        );
+    }
+
     /// Count one finished call.
     pub fn call(&self, tool: &str, outcome: &str, seconds: f64) {
         {

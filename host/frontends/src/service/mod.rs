@@ -147,7 +147,7 @@ impl Service {
         let audit = match a.file_for(serve) {
             None => None,
             Some(path) => match AuditLog::open(&path, a.max_bytes, a.keep) {
-                Ok(log) => Some(log.with_fsync(a.fsync)),
+                Ok(log) => Some(log.with_durability(a.durability)),
                 Err(e) if a.file.is_some() => {
                     anyhow::bail!(
                         "[audit] file {}: cannot open it for appending: {e} (fix the path or its permissions, or set [audit] enabled = false)",
@@ -190,9 +190,13 @@ impl Service {
         // The set telemetry redacts with too; the front ends' own secrets are in the config's
         // (`extra_secrets`) when the CLI read them, and added here for an embedder's.
         let secrets = redaction_set(config.secret_sources().chain(settings.secret_sources()));
+        let mut metrics = Metrics::new();
+        if let Some(a) = &audit {
+            metrics.count_audit_syncs(a.syncs());
+        }
         Service {
             lifecycle: Lifecycle::new(settings.serve.shutdown_grace),
-            metrics: Metrics::new(),
+            metrics,
             audit: audit.map(Arc::new),
             registry,
             front_end,
@@ -384,10 +388,10 @@ impl Service {
         })
     }
 
-    /// Wait (off the async workers) until audit line `n` is on disk: the call's answer is sent
-    /// only then (`[audit] fsync`).
+    /// With `[audit] fsync = "always"`, wait (off the async workers) until audit line `n` is on
+    /// disk: the call's answer is sent only then.
     async fn durable(&self, n: u64) {
-        if let Some(audit) = self.audit.as_ref().filter(|a| n > 0 && a.fsyncs()) {
+        if let Some(audit) = self.audit.as_ref().filter(|a| n > 0 && a.syncs_each_line()) {
             let audit = audit.clone();
             let _ = tokio::task::spawn_blocking(move || audit.make_durable(n)).await;
         }

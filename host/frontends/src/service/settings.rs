@@ -122,6 +122,32 @@ impl ServeSettings {
     }
 }
 
+/// When a written line reaches the disk (`[audit] fsync`). Every setting writes a call's line
+/// before its answer is sent, so a crash of toolhost loses none; they differ in what a power
+/// or kernel failure may lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `fdatasync` at most this often, in the background, when lines were written since the
+    /// last one, and at rotation and shutdown: a power failure loses at most this window.
+    Interval(Duration),
+    /// Each line synced before its answer (group commit under concurrency): loses none.
+    Always,
+    /// Never synced by toolhost except at rotation and shutdown: the OS writes the lines back
+    /// when it chooses (typically within 30 s on Linux).
+    Never,
+}
+
+impl Durability {
+    /// The default interval of [`Durability::Interval`].
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability::Interval(Durability::DEFAULT_INTERVAL)
+    }
+}
+
 /// `[audit]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,7 +156,16 @@ pub struct RawAudit {
     enabled: Option<bool>,
     max_mb: Option<u64>,
     keep: Option<u32>,
-    fsync: Option<bool>,
+    fsync: Option<RawFsync>,
+    fsync_interval_ms: Option<u64>,
+}
+
+/// `[audit] fsync` as written: a setting's name, or the `true`/`false` of before issue #57.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "expected \"interval\", \"always\" or \"never\"")]
+enum RawFsync {
+    Flag(bool),
+    Name(String),
 }
 
 /// `[audit]`, resolved.
@@ -144,23 +179,30 @@ pub struct AuditSettings {
     pub max_bytes: u64,
     /// Rotated files kept (`audit.jsonl.1` … `.N`).
     pub keep: u32,
-    /// A call's line is on disk (`fdatasync`) before its answer is sent; `false`: written
-    /// before the answer (a crash of toolhost loses none) but left to the OS to flush.
-    pub fsync: bool,
+    /// When a call's line, written before its answer in every case, reaches the disk.
+    pub durability: Durability,
 }
 
 impl Default for AuditSettings {
     fn default() -> Self {
-        AuditSettings { file: None, enabled: true, max_bytes: 100 * 1024 * 1024, keep: 5, fsync: true }
+        AuditSettings {
+            file: None,
+            enabled: true,
+            max_bytes: 100 * 1024 * 1024,
+            keep: 5,
+            durability: Durability::default(),
+        }
     }
 }
 
 impl AuditSettings {
-    pub fn resolve(raw: RawAudit, base: &Path) -> Result<AuditSettings, Invalid> {
-        let mut out = AuditSettings { file: raw.file.map(|f| base.join(f)), ..AuditSettings::default() };
-        if let Some(fsync) = raw.fsync {
-            out.fsync = fsync;
-        }
+    /// `source`: the config file, named in the deprecation warning of `fsync = true/false`.
+    pub fn resolve(raw: RawAudit, base: &Path, source: Option<&Path>) -> Result<AuditSettings, Invalid> {
+        let mut out = AuditSettings {
+            file: raw.file.map(|f| base.join(f)),
+            durability: durability(raw.fsync, raw.fsync_interval_ms, source)?,
+            ..AuditSettings::default()
+        };
         out.enabled = raw.enabled.unwrap_or(true);
         if let Some(mb) = raw.max_mb {
             if !(1..=1024 * 1024).contains(&mb) {
@@ -184,6 +226,48 @@ impl AuditSettings {
             return None;
         }
         self.file.clone().or_else(|| if serve { default_audit_file() } else { None })
+    }
+}
+
+/// `[audit] fsync` and `fsync_interval_ms`, resolved; `true`/`false` still mean what they
+/// meant (`always`/`never`), with a warning naming the file.
+fn durability(
+    fsync: Option<RawFsync>,
+    interval_ms: Option<u64>,
+    source: Option<&Path>,
+) -> Result<Durability, Invalid> {
+    let interval = match interval_ms {
+        None => Durability::DEFAULT_INTERVAL,
+        Some(ms @ 1..=60_000) => Duration::from_millis(ms),
+        Some(ms) => return Err(Invalid::out_of_range("audit.fsync_interval_ms", ms, 1, 60_000)),
+    };
+    let name = match fsync {
+        None => return Ok(Durability::Interval(interval)),
+        Some(RawFsync::Name(name)) => name,
+        Some(RawFsync::Flag(flag)) => {
+            let now = if flag { "always" } else { "never" };
+            tracing::warn!(
+                "{}: [audit] fsync = {flag} is deprecated: write fsync = \"{now}\" (the same), or leave it out for \"interval\" (the default)",
+                source.map_or_else(|| "the configuration".to_string(), |p| p.display().to_string())
+            );
+            now.to_string()
+        }
+    };
+    if interval_ms.is_some() && name != "interval" {
+        return Err(Invalid::says(
+            "audit.fsync_interval_ms",
+            format!("is used only with fsync = \"interval\", not \"{name}\" (remove one of the two)"),
+        ));
+    }
+    match name.as_str() {
+        "interval" => Ok(Durability::Interval(interval)),
+        "always" => Ok(Durability::Always),
+        "never" => Ok(Durability::Never),
+        _ => Err(Invalid::value(
+            "audit.fsync",
+            format!("{name:?}"),
+            "is not a setting: write \"interval\" (the default), \"always\" or \"never\"",
+        )),
     }
 }
 
@@ -222,8 +306,25 @@ mod tests {
         );
         assert_eq!(d.audit.file_for(false), None, "off by default for one-off commands");
         assert_eq!(d.audit.file_for(true), default_audit_file(), "on for serve");
-        assert!(d.audit.fsync, "each line on disk before its answer, by default");
-        assert!(!parse("[audit]\nfsync = false\n").unwrap().audit.fsync);
+        let durability = |text: &str| parse(text).unwrap().audit.durability;
+        assert_eq!(
+            d.audit.durability,
+            Durability::Interval(Duration::from_millis(200)),
+            "synced in the background"
+        );
+        assert_eq!(durability("[audit]\nfsync = \"always\"\n"), Durability::Always);
+        assert_eq!(durability("[audit]\nfsync = \"never\"\n"), Durability::Never);
+        assert_eq!(
+            durability("[audit]\nfsync = \"interval\"\nfsync_interval_ms = 1000\n"),
+            Durability::Interval(Duration::from_secs(1))
+        );
+        assert_eq!(
+            durability("[audit]\nfsync_interval_ms = 50\n"),
+            Durability::Interval(Duration::from_millis(50))
+        );
+        // The flags of before issue #57 keep their meaning.
+        assert_eq!(durability("[audit]\nfsync = true\n"), Durability::Always);
+        assert_eq!(durability("[audit]\nfsync = false\n"), Durability::Never);
         let off = parse("[audit]\nenabled = false\nfile = \"a.jsonl\"\n").unwrap();
         assert_eq!((off.audit.file_for(true), off.audit.file_for(false)), (None, None));
         for (bad, says) in [
@@ -233,6 +334,9 @@ mod tests {
             ("[audit]\nmax_mb = 0\n", "audit.max_mb"),
             ("[audit]\nkeep = 5000\n", "audit.keep"),
             ("[audit]\nrotate = true\n", "rotate"),
+            ("[audit]\nfsync = \"sometimes\"\n", "audit.fsync"),
+            ("[audit]\nfsync_interval_ms = 0\n", "audit.fsync_interval_ms"),
+            ("[audit]\nfsync = \"always\"\nfsync_interval_ms = 10\n", "audit.fsync_interval_ms"),
         ] {
             let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
