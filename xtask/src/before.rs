@@ -72,9 +72,54 @@ fn key_len(table: &Table) -> usize {
     if table.rows.iter().all(|r| seen.insert(r.first().cloned().unwrap_or_default())) { 1 } else { 2 }
 }
 
+/// Rows renamed since an earlier report, as (the name now, the name then): issue #57 made
+/// `[audit] fsync` a choice, so the rows of its settings say which.
+const RENAMED: &[(&str, &str)] = &[
+    ("stdio, `[audit] fsync = \"interval\"`", "stdio"),
+    ("stdio, `[audit] fsync = \"always\"` (each line synced before its answer)", "stdio"),
+    (
+        "stdio, `[audit] fsync = \"never\"` (lines written before each answer, never synced by toolhost)",
+        "stdio, `[audit] fsync = false` (lines written, not synced, before each answer)",
+    ),
+    (
+        "streamable HTTP, 2025-06-18 session, `[audit] fsync = \"interval\"`",
+        "streamable HTTP (2025-06-18 session)",
+    ),
+    ("streamable HTTP, `[audit] fsync = \"always\"`", "streamable HTTP (2025-06-18 session)"),
+    ("streamable HTTP, `[audit] fsync = \"never\"`", "streamable HTTP, `[audit] fsync = false`"),
+    (
+        "1. MCP stdio `echo` p50 ≤ executor `echo` + MCP `ping` + 5 µs (`[audit] fsync = \"never\"`)",
+        "1. MCP stdio `echo` p50 ≤ executor `echo` + MCP `ping` + 5 µs (`[audit] fsync = false`)",
+    ),
+    (
+        "1. MCP stdio `echo` p99 ≤ 2× p50 (`[audit] fsync = \"never\"`)",
+        "1. MCP stdio `echo` p99 ≤ 2× p50 (`[audit] fsync = false`)",
+    ),
+    (
+        "1. the same with each audit line synced before its answer (`[audit] fsync = \"always\"`)",
+        "1. the same with the durable audit line (the default)",
+    ),
+    (
+        "2. MCP streamable HTTP `echo` p50 ≤ 2× the do-nothing server (2025-06-18 session, `[audit] fsync = \"never\"`)",
+        "2. MCP streamable HTTP `echo` p50 ≤ 2× the do-nothing server (2025-06-18 session, `[audit] fsync = false`)",
+    ),
+];
+
+/// A new row's name as an earlier report wrote it.
+fn old_name(name: &str) -> &str {
+    RENAMED.iter().find(|(now, _)| *now == name).map_or(name, |(_, then)| then)
+}
+
 /// The committed value of `column` in the row named `key` of a table that starts like `header0`.
 fn find<'a>(old: &'a [(usize, Table)], header0: &str, column: &str, key: &[String]) -> Option<&'a str> {
-    let same = |a: &[String], b: &[String]| a.iter().map(|c| row_name(c)).eq(b.iter().map(|c| row_name(c)));
+    // The committed row has the new row's name, or the name it had before a rename.
+    let same = |then: &[String], now: &[String]| {
+        then.len() == now.len()
+            && then.iter().zip(now).all(|(o, n)| {
+                let (o, n) = (row_name(o), row_name(n));
+                o == n || o == old_name(n)
+            })
+    };
     old.iter().filter(|(_, t)| t.header.first().map(String::as_str) == Some(header0)).find_map(|(_, t)| {
         let col = t.header.iter().position(|h| h == column)?;
         let row = t.rows.iter().find(|r| r.len() >= key.len() && same(&r[..key.len()], key))?;
@@ -206,5 +251,22 @@ mod tests {
         let out = add_column(new, old);
         assert!(out.contains("| 8 | 1 | 60000 | 58000 |"), "{out}");
         assert!(out.contains("| 8 | 2 | 101000 | 102000 |"), "{out}");
+    }
+
+    #[test]
+    fn a_renamed_row_gets_the_figure_of_its_old_name() {
+        let old = "| transport | toolhost | ÷ do-nothing |\n|---|---|---|\n| stdio | 343.9 µs | 102.99× |\n\
+                   | stdio, `[audit] fsync = false` (lines written, not synced, before each answer) | 21.6 µs | 6.48× |\n";
+        let new = "| transport | toolhost | ÷ do-nothing |\n|---|---|---|\n\
+                   | stdio, `[audit] fsync = \"interval\"` (**default configuration**) | 22.0 µs | 6.60× |\n\
+                   | stdio, `[audit] fsync = \"never\"` (lines written before each answer, never synced by toolhost) | 21.0 µs | 6.40× |\n\
+                   | stdio, `[audit] fsync = \"always\"` (each line synced before its answer) | 340.0 µs | 101.00× |\n\
+                   | stdio, `ping` | 7.0 µs | 2.1× |\n";
+        let out = add_column(new, old);
+        let rows: Vec<&str> = out.lines().skip(2).collect();
+        assert!(rows[0].ends_with("| 102.99× |"), "{out}");
+        assert!(rows[1].ends_with("| 6.48× |"), "{out}");
+        assert!(rows[2].ends_with("| 102.99× |"), "{out}");
+        assert!(rows[3].ends_with("| — (new row) |"), "{out}");
     }
 }

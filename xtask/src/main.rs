@@ -312,8 +312,8 @@ fn bench(last_run: bool) -> Result<()> {
          Machine: {cpu}, {cores} cores, {mem} GiB; {rustc}; run {date}.\n\n\
          The last column of a table, \"before\", is the same row of the committed BENCHMARKS.md\n\
          (its main figure, and its ratio where the table has one): compare the ratios, since the\n\
-         two runs had different machine noise. \"Targets of issue #33\", last, marks each target\n\
-         met or not met from this run's figures alone.\n\n\
+         two runs had different machine noise. \"The default configuration\", first, and \"Targets of\n\
+         issue #33\", last, mark each bound met or not met from this run's figures alone.\n\n\
          Method: latency is the p50/p99 of 3000 sequential calls per case after a warm-up, each a\n\
          fresh store and instance; the cases of a table are measured side by side, in turns of 50\n\
          calls each, so they share the machine's noise. Page faults and context switches per call\n\

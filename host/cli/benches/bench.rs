@@ -773,12 +773,16 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
         c
     };
-    // The same server with its audit trail off, and with its lines written but not synced
-    // before each answer, to show what the trail's line per call and its `fdatasync` cost.
+    // The same server as users start it (no config: `[audit] fsync = "interval"`), with its
+    // audit trail off, with its lines written but never synced by toolhost, and with each line
+    // synced before its answer, to show what the trail's line per call and its syncs cost.
     let no_audit = plugins.with_file_name("no-audit.toml");
     std::fs::write(&no_audit, "[audit]\nenabled = false\n").unwrap();
+    // `false` (`"never"` since issue #57) is what an older `TOOLHOST_BENCH_BEFORE` build reads too.
     let no_fsync = plugins.with_file_name("no-fsync.toml");
     std::fs::write(&no_fsync, "[audit]\nfsync = false\n").unwrap();
+    let fsync_always = plugins.with_file_name("fsync-always.toml");
+    std::fs::write(&fsync_always, "[audit]\nfsync = \"always\"\n").unwrap();
     // TOOLHOST_BENCH_BEFORE=PATH: another `toolhost` binary (an older build) measured side by
     // side with this one in the `fsync = false` rows, for a before/after from the same run.
     let before = std::env::var_os("TOOLHOST_BENCH_BEFORE").map(PathBuf::from);
@@ -802,6 +806,8 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     };
     let mut rmcp_stdio = Vec::new();
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The default configuration's runs (for its p99 ÷ p50), and `fsync = "always"`'s p50s.
+    let (mut b_runs, mut always): (Vec<Stats>, Vec<Duration>) = (Vec::new(), Vec::new());
     // The `fsync = false` runs, for issue #33's p99 ≤ 2× p50: each run's p99 ÷ its p50, the
     // median over the runs (as the p50 and the bounds below are medians over the runs).
     let mut e_runs: Vec<Stats> = Vec::new();
@@ -810,7 +816,10 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let (mut inside_stdio, mut inside_http) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         a.push(stdio_p50(noop(), &call).p50);
-        b.push(stdio_p50(host(None), &call).p50);
+        let default = stdio_p50(host(None), &call);
+        b.push(default.p50);
+        b_runs.push(default);
+        always.push(stdio_p50(host(Some(&fsync_always)), &call).p50);
         c.push(stdio_p50(host(Some(&no_audit)), &call).p50);
         d.push(stdio_p50(host(None), &ping).p50);
         rmcp_stdio.push(stdio_p50(rmcp_alone("stdio"), &call).p50);
@@ -840,6 +849,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         }
     }
     let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
+    let always = median(always);
     let rmcp_stdio = median(rmcp_stdio);
     if before.is_some() {
         let (oc, op) = (median(old_call), median(old_ping));
@@ -858,20 +868,22 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             d.as_secs_f64() / op.as_secs_f64()
         ));
     }
-    let r = b.as_secs_f64() / a.as_secs_f64();
-    line(format!(
-        "| stdio | {} | {} | {r:.2}× | {} |",
-        us(a),
-        us(b),
-        if r <= 1.5 { "yes" } else { "**no**" }
-    ));
-    let r = e.as_secs_f64() / a.as_secs_f64();
-    line(format!(
-        "| stdio, `[audit] fsync = false` (lines written, not synced, before each answer) | {} | {} | {r:.2}× | {} |",
-        us(a),
-        us(e),
-        if r <= 1.5 { "yes" } else { "**no**" }
-    ));
+    for (label, p50) in [
+        ("stdio, `[audit] fsync = \"interval\"` (**default configuration**)", b),
+        (
+            "stdio, `[audit] fsync = \"never\"` (lines written before each answer, never synced by toolhost)",
+            e,
+        ),
+        ("stdio, `[audit] fsync = \"always\"` (each line synced before its answer)", always),
+    ] {
+        let r = p50.as_secs_f64() / a.as_secs_f64();
+        line(format!(
+            "| {label} | {} | {} | {r:.2}× | {} |",
+            us(a),
+            us(p50),
+            if r <= 1.5 { "yes" } else { "**no**" }
+        ));
+    }
     let r = c.as_secs_f64() / a.as_secs_f64();
     line(format!(
         "| stdio, `[audit] enabled = false` | {} | {} | {r:.2}× | {} |",
@@ -913,7 +925,12 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         targets::record(targets::SPIN_STDIO_P99_RATIO, median(spun));
         targets::record(targets::MCP_STDIO_P99_RATIO_TICKER_OFF, median(ticker_off));
     }
-    targets::record(targets::MCP_STDIO_FSYNC_P50, b.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_STDIO_FSYNC_P50, always.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_STDIO_DEFAULT_P50, b.as_secs_f64() * 1e6);
+    targets::record(
+        targets::MCP_STDIO_DEFAULT_P99_RATIO,
+        median(b_runs.iter().map(Stats::ratio_p99).collect()),
+    );
     line(String::new());
     line("| transport | do-nothing server | toolhost | ÷ do-nothing | target ≤ 2× (issue #33) |".into());
     line("|---|---|---|---|---|".into());
@@ -981,7 +998,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         p50
     };
     let (mut a, mut b, mut f, mut g) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut rmcp_http = Vec::new();
+    let (mut rmcp_http, mut always) = (Vec::new(), Vec::new());
     let http_host = |config: Option<&Path>| {
         let mut h = pinned(Path::new(exe));
         if let Some(config) = config {
@@ -998,6 +1015,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         n.env("TOOLHOST_BENCH_NOOP", "http");
         a.push(http_p50(n, true, &call));
         b.push(http_p50(http_host(None), false, &call));
+        always.push(http_p50(http_host(Some(&fsync_always)), false, &call));
         f.push(http_p50(http_host(Some(&no_fsync)), false, &call));
         inside_http.extend(audit_call_us(&state, "mcp-http", calls));
         g.push(http_p50(http_host(Some(&no_fsync)), false, &ping));
@@ -1010,7 +1028,8 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         }
     }
     let (a, b, f, g) = (median(a), median(b), median(f), median(g));
-    let rmcp_http = median(rmcp_http);
+    let (rmcp_http, always) = (median(rmcp_http), median(always));
+    targets::record(targets::MCP_HTTP_DEFAULT_P50, b.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_RMCP_P50, rmcp_http.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_NOOP_P50, a.as_secs_f64() * 1e6);
     targets::record(targets::MCP_HTTP_P50, f.as_secs_f64() * 1e6);
@@ -1025,20 +1044,22 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             f.as_secs_f64() / o.as_secs_f64()
         ));
     }
-    let r = b.as_secs_f64() / a.as_secs_f64();
-    line(format!(
-        "| streamable HTTP (2025-06-18 session) | {} | {} | {r:.2}× | {} |",
-        us(a),
-        us(b),
-        if r <= 2.0 { "yes" } else { "**no**" }
-    ));
-    let r = f.as_secs_f64() / a.as_secs_f64();
-    line(format!(
-        "| streamable HTTP, `[audit] fsync = false` | {} | {} | {r:.2}× | {} |",
-        us(a),
-        us(f),
-        if r <= 2.0 { "yes" } else { "**no**" }
-    ));
+    for (label, p50) in [
+        (
+            "streamable HTTP, 2025-06-18 session, `[audit] fsync = \"interval\"` (**default configuration**)",
+            b,
+        ),
+        ("streamable HTTP, `[audit] fsync = \"never\"`", f),
+        ("streamable HTTP, `[audit] fsync = \"always\"`", always),
+    ] {
+        let r = p50.as_secs_f64() / a.as_secs_f64();
+        line(format!(
+            "| {label} | {} | {} | {r:.2}× | {} |",
+            us(a),
+            us(p50),
+            if r <= 2.0 { "yes" } else { "**no**" }
+        ));
+    }
     // MCP `ping` in the same kind of session: rmcp's streamable HTTP layer and the transport
     // alone, no tool call. A session's call no longer goes through rmcp's session
     // (`mcp::direct`): `ping` does.
@@ -1062,7 +1083,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         targets::record(targets::MCP_HTTP_INSIDE, ht);
         line(String::new());
         line(format!(
-            "Inside the server (the `fsync = false` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×). A 2025 session's `tools/call` is answered by toolhost's front door (`mcp::direct`), not through rmcp's session; `ping` and the rmcp-alone row still go through it.",
+            "Inside the server (the `fsync = \"never\"` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×). A 2025 session's `tools/call` is answered by toolhost's front door (`mcp::direct`), not through rmcp's session; `ping` and the rmcp-alone row still go through it.",
             ht / st
         ));
     }
@@ -1137,7 +1158,7 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     use toolhost_frontends::mcp::McpServer;
     use toolhost_frontends::mcp::stages::{CallStages, in_process, in_process_fixed};
     use toolhost_frontends::service::Service;
-    use toolhost_frontends::service::audit::AuditLog;
+    use toolhost_frontends::service::audit::{AuditLog, Durability};
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // The round trips over in-memory pipes on one worker, with the client (this thread) on the
     // same CPU, as the servers measured below run pinned to one CPU: otherwise a round trip is
@@ -1161,7 +1182,7 @@ fn mcp_stages(line: &mut impl FnMut(String), dir: &Path, n: usize) -> Duration {
     let bare = new_host();
     let served = new_host();
     let audit_path = dir.join("stage-state").join("audit.jsonl");
-    let audit = AuditLog::open(&audit_path, 1 << 30, 1).unwrap().with_fsync(false);
+    let audit = AuditLog::open(&audit_path, 1 << 30, 1).unwrap().with_durability(Durability::Never);
     let frontends = toolhost_frontends::Settings::default();
     let service =
         Arc::new(Service::new(&served.config, &frontends, served.registry.clone(), "mcp", Some(audit)));
@@ -1620,10 +1641,10 @@ fn main() {
         let served = tool == "echo-served";
         if served {
             use toolhost_frontends::service::Service;
-            use toolhost_frontends::service::audit::AuditLog;
+            use toolhost_frontends::service::audit::{AuditLog, Durability};
             let audit = AuditLog::open(&work.path().join("profile-audit.jsonl"), 1 << 30, 1)
                 .unwrap()
-                .with_fsync(false);
+                .with_durability(Durability::Never);
             let frontends = toolhost_frontends::Settings::default();
             let service =
                 Arc::new(Service::new(&host.config, &frontends, host.registry.clone(), "mcp", Some(audit)));
@@ -2240,8 +2261,11 @@ fn main() {
 
     targets::table(&mut line);
 
+    // The report leads with what users get by default (issue #57), from this run's figures.
+    let first = targets::default_table();
+    print!("\n{first}");
     if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
-        std::fs::write(PathBuf::from(out), report).unwrap();
+        std::fs::write(PathBuf::from(out), first + &report).unwrap();
     }
 }
 
@@ -2255,7 +2279,7 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
     use toolhost_frontends::local_key::LocalKey;
     use toolhost_frontends::mcp::{HttpOptions, McpServer, serve_http};
     use toolhost_frontends::service::Service;
-    use toolhost_frontends::service::audit::AuditLog;
+    use toolhost_frontends::service::audit::{AuditLog, Durability};
     line(String::new());
     line("## Web console".into());
     line(String::new());
@@ -2302,7 +2326,7 @@ fn console_rows(line: &mut impl FnMut(String), work: &Path, quick: bool) {
         let tools = host.registry.load().tools().count();
         // As `serve` runs: a service with its audit trail as the executor's observer.
         let frontends = toolhost_frontends::Settings::default();
-        let audit = AuditLog::open(&dir.join("audit.jsonl"), 1 << 30, 1).unwrap();
+        let audit = AuditLog::open(&dir.join("audit.jsonl"), 1 << 30, 1).unwrap().with_durability(Durability::default());
         let service =
             Arc::new(Service::new(&host.config, &frontends, host.registry.clone(), "mcp", Some(audit)));
         host.executor.attach_observer(service.clone());
