@@ -69,8 +69,8 @@ pub(super) fn from_file(bytes: &[u8]) -> Result<(Skills, Option<String>), Skills
     }
 }
 
-/// The skills of a section's bytes.
-pub(super) fn from_section(section: &[u8]) -> Result<Skills, SkillsError> {
+/// The skills of a section's bytes (the spec's [`skills::decode`] and [`skills::skills`]).
+pub fn from_section(section: &[u8]) -> Result<Skills, SkillsError> {
     let section = skills::decode(section)?;
     let loaded = skills::skills(&section)?
         .into_iter()
