@@ -52,6 +52,12 @@ impl LoadedSkill {
     }
 }
 
+/// The URI a plugin's skill file is served at, `skill://PLUGIN/SKILL/PATH`: the plugin's name is
+/// the "server-chosen prefix" the skills extension allows, so two plugins never claim one URI.
+pub fn uri(plugin: &str, skill: &str, path: &str) -> String {
+    format!("skill://{plugin}/{skill}/{path}")
+}
+
 /// A plugin's skills (empty: none).
 pub type Skills = Arc<Vec<LoadedSkill>>;
 

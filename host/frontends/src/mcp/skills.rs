@@ -17,16 +17,11 @@ use rmcp::model::{
 };
 use std::sync::Arc;
 use toolhost_core::registry::LoadedPlugin;
-use toolhost_core::registry::skills::{LoadedSkill, SkillFile};
+use toolhost_core::registry::skills::{LoadedSkill, SkillFile, uri};
 use toolhost_spec::skills::SKILL_MD;
 
-/// The URI scheme of skill files.
+/// The URI scheme of skill files (see [`uri`]).
 const SCHEME: &str = "skill://";
-
-/// `skill://PLUGIN/NAME/PATH`.
-fn uri(plugin: &str, skill: &str, path: &str) -> String {
-    format!("{SCHEME}{plugin}/{skill}/{path}")
-}
 
 /// Every loaded plugin's skills, by plugin name and then skill name.
 fn all(plugins: &[Arc<LoadedPlugin>]) -> Vec<(&str, &LoadedSkill)> {
