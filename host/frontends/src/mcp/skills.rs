@@ -153,6 +153,7 @@ mod tests {
     fn every_skill_the_host_accepts_passes_rmcp_validation() {
         let long = "a".repeat(64);
         let names = ["a", "0", "git-flow", "a1-b2-c3", "x-0-y", long.as_str()];
+        let mut listing = Vec::new();
         for name in names {
             let (skill_md, other) = (md(name, "metadata:\n  v: 1\n"), format!("{name}/img/a-b_c.d.png"));
             for plugin in ["text", "My_Plugin-2"] {
@@ -161,12 +162,14 @@ mod tests {
                 for s in loaded(&files) {
                     let entry = skill(plugin, &s);
                     entry.validate().unwrap_or_else(|e| panic!("{plugin}/{name}: {e}"));
-                    rmcp::model::validate_skills(std::slice::from_ref(&entry)).unwrap();
+                    listing.push(entry.clone());
                     assert_eq!(entry.frontmatter.extra["metadata"], serde_json::json!({"v": 1}));
                     assert!(!entry.frontmatter.extra.contains_key("name"));
                 }
             }
         }
+        // The same skill name in two plugins: two URIs, one valid listing.
+        rmcp::model::validate_skills(&listing).unwrap();
     }
 
     #[test]
