@@ -27,7 +27,7 @@ tasks:
             ran on; TOOLHOST_BENCH_QUICK=1 for a short smoke run; --last-run writes it again
             from the last run's report (target/bench-report.md) without running anything
   fuzz [TARGET] [SECONDS]
-            build the fuzz targets (text_parser, manifest) with libFuzzer on the stable
+            build the fuzz targets (text_parser, manifest, skills) with libFuzzer on the stable
             toolchain and run each (or TARGET) for SECONDS (default 60); crashes are saved
             under fuzz/artifacts/; the corpus grows in target/fuzz-corpus/
   docs      build the book (docs/, mdBook 0.5.4 installed into target/tools on first use)
@@ -418,7 +418,7 @@ fn print_reliability_summary(dir: &Path) {
     print_summary("reliability summary", dir);
 }
 
-const FUZZ_TARGETS: [&str; 2] = ["text_parser", "manifest"];
+const FUZZ_TARGETS: [&str; 3] = ["text_parser", "manifest", "skills"];
 
 /// Build the cargo-fuzz targets in fuzz/ with libFuzzer's coverage instrumentation — the flags
 /// `cargo fuzz build --sanitizer none` passes, all of which stable rustc accepts — and run them.
@@ -501,6 +501,15 @@ fn seed_corpus(target: &str, corpus: &Path) -> Result<()> {
                     std::fs::write(corpus.join(format!("case-{i}")), input)?;
                 }
             }
+        }
+        "skills" => {
+            // A section with a text and a base64 file, and one whose front matter has more.
+            let md = "---\nname: guide\ndescription: How to use the tools.\nmetadata:\n  version: \"1.0\"\n  tags: [a, b]\n---\n# Guide\n";
+            let one = serde_json::json!({"format": 1, "files": [
+                {"path": "guide/SKILL.md", "text": md},
+                {"path": "guide/img/a.png", "base64": "iVBORw0KGgoAAAAN"},
+            ]});
+            std::fs::write(corpus.join("section-1"), one.to_string())?;
         }
         _ => {
             for entry in std::fs::read_dir(root.join("tests/manifests"))? {
