@@ -1,6 +1,6 @@
 //! toolhost-spec: what a plugin and a model write, and the rules for it — with no engine, no
-//! async runtime and no I/O beyond reading bytes. The lowest layer of toolhost (see
-//! ARCHITECTURE.md): the host's crates, the fuzz targets and the SDK macro depend on it, and it
+//! async runtime and no I/O beyond reading bytes (and a project's `skills/` folder, for a
+//! build). The lowest layer of toolhost (see ARCHITECTURE.md): the host's crates, the fuzz targets and the SDK macro depend on it, and it
 //! builds for `wasm32-wasip2` as well.
 //!
 //! - [`manifest`]: the manifest embedded in a plugin file — types, reading the custom section
@@ -10,8 +10,10 @@
 //! - [`text`]: the `[TOOL] name(args) [/TOOL]` parser, the call renderer and marker escaping;
 //! - [`host_pattern`]: host patterns (`*.example.com`) and how they match and overlap;
 //! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names;
-//! - [`sections`]: a component's top-level sections: the digest of its code, the `toolhost dev`
-//!   marker.
+//! - [`skills`]: a plugin's skills (MCP's skills extension) — the `toolhost-skills` section, its
+//!   rules, the skills and their front matter; and a project's `skills/` folder collected;
+//! - [`sections`]: a named custom section found in a component; its top-level sections: the
+//!   digest of its code, the `toolhost dev` marker.
 
 pub mod call;
 pub mod digest;
@@ -20,6 +22,7 @@ pub mod host_pattern;
 pub mod manifest;
 pub mod schema;
 pub mod sections;
+pub mod skills;
 pub mod text;
 
 pub use call::ToolCall;

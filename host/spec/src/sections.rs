@@ -1,6 +1,7 @@
-//! A component's top-level sections as bytes, without a WebAssembly parser: what identifies its
-//! *code* (the bytes the engine compiles, toolhost's own custom sections left out), and the
-//! marker of a `toolhost dev` build.
+//! A component's sections: a named custom section found anywhere in it ([`find_named`], the
+//! manifest's and the skills' reader); and its top-level sections as bytes, without a
+//! WebAssembly parser: what identifies its *code* (the bytes the engine compiles, toolhost's own
+//! custom sections left out), and the marker of a `toolhost dev` build.
 //!
 //! toolhost appends its custom sections (`toolhost-manifest` by `embed`, `toolhost-signature`
 //! by `sign`, `toolhost-dev` by `toolhost dev`) at the top level of a component. The engine
@@ -9,6 +10,51 @@
 //! manifest to the same prebuilt runtime without the host compiling it again.
 
 use serde::{Deserialize, Serialize};
+use wasmparser::{Parser, Payload};
+
+/// Why bytes are not a component whose sections can be read.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum NotComponent {
+    /// Not WebAssembly at all (why, for people).
+    #[error("not a WebAssembly file ({0})")]
+    NotWasm(&'static str),
+    /// A core module, not a component.
+    #[error(
+        "is a core WebAssembly module, not a component: build it for `wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    /// WebAssembly the parser cannot read.
+    #[error("is not valid WebAssembly: {0}")]
+    Malformed(String),
+}
+
+/// The contents of every custom section called `name` in a component, in the component itself
+/// or in any module or component nested in it (the Rust SDK's sections live in its core
+/// module), in file order. Nothing is compiled or validated beyond the section framing.
+pub fn find_named<'a>(bytes: &'a [u8], name: &str) -> Result<Vec<&'a [u8]>, NotComponent> {
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        return Err(NotComponent::NotWasm(if bytes.starts_with(b"\x7fELF") {
+            "an ELF file, perhaps a precompiled `.cwasm`; precompiled code is never loaded from the plugins folder"
+        } else if bytes.is_empty() {
+            "the file is empty"
+        } else {
+            "missing the `\\0asm` magic number"
+        }));
+    }
+    if !Parser::is_component(bytes) {
+        return Err(NotComponent::CoreModule);
+    }
+    let mut found = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| NotComponent::Malformed(e.to_string()))?;
+        if let Payload::CustomSection(reader) = payload
+            && reader.name() == name
+        {
+            found.push(reader.data());
+        }
+    }
+    Ok(found)
+}
 
 /// The prefix of toolhost's own custom sections.
 pub const TOOLHOST_PREFIX: &str = "toolhost-";

@@ -1,6 +1,6 @@
 //! The folder index: what the last read of a plugins folder found in each unsigned file that
-//! passed its checks — the file's [`Stamp`], its two hashes, its manifest section and its dev
-//! marker — so that a start (or a reload) takes a file whose stamp is unchanged from here
+//! passed its checks — the file's [`Stamp`], its two hashes, its manifest and skills sections
+//! and its dev marker — so that a start (or a reload) takes a file whose stamp is unchanged from here
 //! instead of reading and hashing it. A warm start of a folder of ten plugins reads no plugin
 //! bytes at all.
 //!
@@ -35,6 +35,11 @@ pub struct Entry {
     code: String,
     /// Its `toolhost-manifest` section, as embedded.
     pub(crate) manifest: String,
+    /// Its `toolhost-skills` section, as embedded, if it has one. Required in the stored JSON
+    /// (`deserialize_with` turns off serde's "a missing `Option` is `None`"): an index written
+    /// before skills were read is rebuilt, rather than taken to say "no skills".
+    #[serde(deserialize_with = "serde::Deserialize::deserialize")]
+    pub(crate) skills: Option<String>,
     /// Its `toolhost-dev` section, if it is a `toolhost dev` build.
     pub(crate) dev: Option<DevMarker>,
 }
@@ -42,12 +47,18 @@ pub struct Entry {
 impl Entry {
     /// The entry for a file just read and checked: `None` unless it can be one (its stamp
     /// known, its manifest section text).
-    pub(crate) fn new(c: &Candidate, manifest: Vec<u8>, dev: Option<DevMarker>) -> Option<Entry> {
+    pub(crate) fn new(
+        c: &Candidate,
+        manifest: Vec<u8>,
+        skills: Option<String>,
+        dev: Option<DevMarker>,
+    ) -> Option<Entry> {
         Some(Entry {
             stamp: c.stamp?,
             hash: hex::encode(c.hash),
             code: hex::encode(c.code),
             manifest: String::from_utf8(manifest).ok()?,
+            skills,
             dev,
         })
     }

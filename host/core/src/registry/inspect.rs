@@ -1,5 +1,5 @@
-//! The half of loading a file that needs no engine: its manifest read and checked, its
-//! signature judged, its grants resolved; and reading one file's manifest for `inspect`.
+//! The half of loading a file that needs no engine: its manifest (and skills) read and checked,
+//! its signature judged, its grants resolved; and reading one file's manifest for `inspect`.
 
 use super::dev::dev_sources;
 use super::index;
@@ -20,6 +20,7 @@ pub struct Inspected {
     pub(super) signer: Option<crate::registry::signing::SignerInfo>,
     pub(super) grants: Grants,
     pub(super) missing: Vec<Missing>,
+    pub(super) skills: super::skills::Skills,
 }
 
 /// The half of loading a file (`c`, whose bytes are `bytes`) that needs no engine
@@ -42,14 +43,18 @@ pub(super) fn inspect_indexing(
     // failure like any other, so the last good version keeps serving.
     let signer = crate::registry::signing::check(&config.trust, &manifest.name, bytes)
         .map_err(|e| fail(e.to_string()))?;
+    // A bad skills section refuses the plugin, as a bad manifest does: what it would serve is
+    // not what its author wrote.
+    let (skills, skills_text) = super::skills::from_file(bytes).map_err(|e| fail(e.to_string()))?;
     let marker = toolhost_spec::sections::dev_marker(bytes).map_err(fail)?;
     let entry = match signer {
-        None => {
-            index::Entry::new(c, section, marker.clone()).map_or(index::Indexed::Not, index::Indexed::New)
-        }
+        None => index::Entry::new(c, section, skills_text, marker.clone())
+            .map_or(index::Indexed::Not, index::Indexed::New),
         Some(_) => index::Indexed::Not,
     };
-    Ok((checked(config, c, manifest, signer, marker)?, entry))
+    let mut inspected = checked(config, c, manifest, signer, marker)?;
+    inspected.skills = skills;
+    Ok((inspected, entry))
 }
 
 /// [`inspect`] of a file the folder index knows (`entry`), unread: its manifest read and
@@ -66,7 +71,13 @@ pub(super) fn inspect_indexed(
         manifest::parse_checked_before(entry.manifest.as_bytes()).map_err(|e| fail(e.to_string()))?;
     crate::registry::signing::check_unsigned(&config.trust, &manifest.name, &c.hash)
         .map_err(|e| fail(e.to_string()))?;
-    checked(config, c, manifest, None, entry.dev.clone())
+    let skills = match &entry.skills {
+        Some(text) => super::skills::from_section(text.as_bytes()).map_err(|e| fail(e.to_string()))?,
+        None => Default::default(),
+    };
+    let mut inspected = checked(config, c, manifest, None, entry.dev.clone())?;
+    inspected.skills = skills;
+    Ok(inspected)
 }
 
 /// What [`inspect`] makes of a file's checked manifest, signer and dev marker: its grants,
@@ -90,7 +101,7 @@ fn checked(
     let (mut grants, missing) = Grants::effective(&cx);
     grants.fs.extend(dev_sources);
     let schemas = manifest.tools.iter().map(ToolSchemas::of).collect();
-    Ok(Inspected { manifest, schemas, signer, grants, missing })
+    Ok(Inspected { manifest, schemas, signer, grants, missing, skills: Default::default() })
 }
 
 /// Why [`inspect_file`] read no manifest (the file is named by the caller).

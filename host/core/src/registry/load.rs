@@ -20,7 +20,7 @@ fn link(
     c: &Candidate,
     inspected: Inspected,
 ) -> Result<LoadedPlugin, LoadFailure> {
-    let Inspected { manifest, schemas, signer, grants, missing } = inspected;
+    let Inspected { manifest, schemas, signer, grants, missing, skills } = inspected;
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
@@ -50,6 +50,7 @@ fn link(
         code,
         hash: c.hash,
         signer,
+        skills,
     })
 }
 

@@ -28,6 +28,7 @@ mod load;
 mod plugin;
 pub mod reload;
 pub mod signing;
+pub mod skills;
 mod suggest;
 mod watch;
 

@@ -1,4 +1,4 @@
-//! What a loaded plugin is: its file, manifest, grants and per-tool schemas; its code (linked
+//! What a loaded plugin is: its file, manifest, grants, skills and per-tool schemas; its code (linked
 //! while it loads, or on first use, or in the background once the tools are listed); and the
 //! entry under which the registry serves each of its tools.
 
@@ -26,6 +26,8 @@ pub struct LoadedPlugin {
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
     pub signer: Option<crate::registry::signing::SignerInfo>,
+    /// Its skills (its `toolhost-skills` section; empty without one).
+    pub skills: super::skills::Skills,
     /// Per tool (manifest order): its `outputSchema` compiled on the tool's first result (the
     /// manifest reader has already checked that it compiles), kept for checking results.
     pub(super) output_validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,

@@ -57,12 +57,9 @@ pub const ICON_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp", "imag
 /// What went wrong reading a plugin's manifest. The file name is added by the caller.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ManifestError {
-    #[error("not a WebAssembly file ({0})")]
-    NotWasm(String),
-    #[error(
-        "is a core WebAssembly module, not a component: build it for `wasm32-wasip2` (or wrap it with `wasm-tools component new`)"
-    )]
-    CoreModule,
+    /// The bytes are not a component (not WebAssembly, a core module, unreadable).
+    #[error(transparent)]
+    NotComponent(#[from] crate::sections::NotComponent),
     #[error("is not valid WebAssembly: {0}")]
     Malformed(String),
     #[error(

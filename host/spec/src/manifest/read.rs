@@ -5,35 +5,13 @@
 use super::validate::{Compile, validate};
 use super::{FORMATS, Manifest, ManifestError, SECTION, field};
 use serde_json::Value;
-use wasmparser::{Parser, Payload};
 
 /// Read the manifest section's bytes from a component without compiling it.
 pub fn find_section(bytes: &[u8]) -> Result<Vec<u8>, ManifestError> {
-    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
-        let hint = if bytes.starts_with(b"\x7fELF") {
-            "an ELF file, perhaps a precompiled `.cwasm`; precompiled code is never loaded from the plugins folder"
-        } else if bytes.is_empty() {
-            "the file is empty"
-        } else {
-            "missing the `\\0asm` magic number"
-        };
-        return Err(ManifestError::NotWasm(hint.to_string()));
-    }
-    if !Parser::is_component(bytes) {
-        return Err(ManifestError::CoreModule);
-    }
-    let mut found: Vec<Vec<u8>> = Vec::new();
-    for payload in Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| ManifestError::Malformed(e.to_string()))?;
-        if let Payload::CustomSection(reader) = payload
-            && reader.name() == SECTION
-        {
-            found.push(reader.data().to_vec());
-        }
-    }
+    let mut found = crate::sections::find_named(bytes, SECTION)?;
     match found.len() {
         0 => Err(ManifestError::Missing),
-        1 => Ok(found.pop().unwrap_or_default()),
+        1 => Ok(found.pop().unwrap_or_default().to_vec()),
         n => Err(ManifestError::Duplicate(n)),
     }
 }

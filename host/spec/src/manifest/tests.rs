@@ -197,14 +197,18 @@ fn a_default_is_only_for_an_optional_param_and_of_its_type() {
 
 #[test]
 fn non_wasm_inputs_are_named() {
-    assert!(matches!(find_section(b""), Err(ManifestError::NotWasm(_))));
+    use crate::sections::NotComponent;
+    assert!(matches!(find_section(b""), Err(ManifestError::NotComponent(NotComponent::NotWasm(_)))));
     assert!(
-        matches!(find_section(b"\x7fELF\x02\x01\x01\0\0\0"), Err(ManifestError::NotWasm(m)) if m.contains("precompiled"))
+        matches!(find_section(b"\x7fELF\x02\x01\x01\0\0\0"), Err(ManifestError::NotComponent(NotComponent::NotWasm(m))) if m.contains("precompiled"))
     );
     // A core module header (version 1, layer 0).
-    assert_eq!(find_section(b"\0asm\x01\0\0\0"), Err(ManifestError::CoreModule));
+    assert_eq!(find_section(b"\0asm\x01\0\0\0"), Err(ManifestError::NotComponent(NotComponent::CoreModule)));
     // A component header with garbage after it.
-    assert!(matches!(find_section(b"\0asm\x0d\0\x01\0\xff\xff"), Err(ManifestError::Malformed(_))));
+    assert!(matches!(
+        find_section(b"\0asm\x0d\0\x01\0\xff\xff"),
+        Err(ManifestError::NotComponent(NotComponent::Malformed(_)))
+    ));
     // A valid, empty component.
     assert_eq!(find_section(b"\0asm\x0d\0\x01\0"), Err(ManifestError::Missing));
 }

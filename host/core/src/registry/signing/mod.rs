@@ -233,4 +233,23 @@ mod tests {
         );
         assert!(verify(&plugin()).unwrap().is_empty());
     }
+
+    #[test]
+    fn the_signature_covers_the_skills_section() {
+        use toolhost_spec::skills::{self, SkillFile, SkillsSection};
+        let section = SkillsSection {
+            files: vec![SkillFile {
+                path: "alpha/SKILL.md".into(),
+                bytes: b"---\nname: alpha\ndescription: A skill.\n---\n".to_vec(),
+            }],
+        };
+        let key = SecretKey::generate().unwrap();
+        // Skills embedded, then signed: verifies.
+        let signed = sign(&skills::embed(&plugin(), &section).unwrap(), &key).unwrap();
+        assert_eq!(verify(&signed).unwrap(), vec![key.public("")]);
+        assert!(skills::read(&signed).unwrap().is_some());
+        // Signed, then skills added: refused.
+        let added = skills::embed(&sign(&plugin(), &key).unwrap(), &section).unwrap();
+        assert!(matches!(verify(&added), Err(SignatureError::Mismatch(_))), "{:?}", verify(&added));
+    }
 }
