@@ -67,7 +67,8 @@ fn a_rust_crates_skills_follow_the_folder_from_build_to_build() {
     let build = || {
         let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let out = toolhost_cli(dir.path(), &["build", "skilled", "--no-test", "-o", "skilled.wasm"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.contains("; 1 skill: tidy)"), "{stderr}");
         section_of(&std::fs::read(dir.path().join("skilled.wasm")).unwrap())
     };
     assert_eq!(files(&build()), [("tidy/SKILL.md".to_string(), SKILL.to_string())]);
