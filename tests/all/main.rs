@@ -29,5 +29,6 @@ mod reliability;
 mod reload;
 mod security;
 mod service;
+mod skills;
 mod support;
 mod telemetry;

@@ -113,35 +113,35 @@ fn official_python_client_over_streamable_http() {
 
 /// `toolhost GLOBAL… --plugins ENV serve --mcp`, spoken to in raw JSON-RPC lines: each line of
 /// its stdout and of its stderr arrives on a channel of its own. Killed on drop.
-struct RawStdio {
+pub(crate) struct RawStdio {
     _process: Killed,
     stdin: std::process::ChildStdin,
-    out: std::sync::mpsc::Receiver<String>,
-    err: std::sync::mpsc::Receiver<String>,
+    pub(crate) out: std::sync::mpsc::Receiver<String>,
+    pub(crate) err: std::sync::mpsc::Receiver<String>,
 }
 
 impl RawStdio {
-    fn start(env: &Env, global: &[&str]) -> RawStdio {
+    pub(crate) fn start(env: &Env, global: &[&str]) -> RawStdio {
         let (child, stdin, out, err) = spawn_piped(env.command().args(global).args(["serve", "--mcp"]));
         RawStdio { _process: Killed(child), stdin, out, err }
     }
 
     /// One line (`bytes` and a newline).
-    fn send(&mut self, bytes: &[u8]) {
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
         self.stdin.write_all(&[bytes, b"\n"].concat()).unwrap();
         self.stdin.flush().unwrap();
     }
 
     /// The lines `rx` gave until one containing `what` (the last), within `secs`.
     #[track_caller]
-    fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64) -> Vec<String> {
+    pub(crate) fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64) -> Vec<String> {
         let mut seen = Vec::new();
         wait_line(rx, what, secs, &mut seen);
         seen
     }
 
     /// The MCP handshake (2025-06-18), answered.
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
         Self::wait_for(&self.out, r#""id":1"#, 60);
         self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);

@@ -1,6 +1,6 @@
 //! `toolhost list`: the exposed tools (under their exposed names), the tools the operator's
 //! selection hides and why, tool names several plugins claim, each plugin's requested, granted
-//! and missing capabilities (with the grants a human allowed "always" when asked, and where they
+//! and missing capabilities and its skills (with the grants a human allowed "always" when asked, and where they
 //! are written), and the files that failed to load; `--json` for programs. The report itself is
 //! [`crate::report`]'s.
 

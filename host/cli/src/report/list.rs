@@ -1,5 +1,5 @@
 //! `list`'s report: the table of exposed tools with the catalog's notes, each plugin's
-//! requested, granted and missing capabilities, what waits for approval or failed to load; and
+//! requested, granted and missing capabilities and its skills, what waits for approval or failed to load; and
 //! the same as a JSON document for programs.
 
 use super::requests;
@@ -7,7 +7,7 @@ use crate::term;
 use std::sync::Arc;
 use toolhost_core::Config;
 use toolhost_core::capability::net::NetGrant;
-use toolhost_core::registry::{LoadedPlugin, Registry};
+use toolhost_core::registry::{LoadedPlugin, Registry, skills};
 
 /// The `list` table.
 pub fn render_list(reg: &Registry, config: &Config) -> String {
@@ -126,6 +126,16 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     if let Some(signer) = &p.signer {
         out.push_str(&format!("  signed by: {}\n", term::line(&signer.to_string())));
     }
+    for s in p.skills.iter() {
+        let files =
+            if s.files.len() == 1 { "1 file".to_string() } else { format!("{} files", s.files.len()) };
+        out.push_str(&format!("  skill:     {} — {files}, {}\n", term::line(&s.name), size(s.size())));
+    }
+}
+
+/// A size as `list` shows it: `812 bytes`, `3.4 KiB`.
+fn size(bytes: u64) -> String {
+    if bytes < 1024 { format!("{bytes} bytes") } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
 }
 
 /// What waits for approval, the load warnings, and the files that failed to load.
@@ -234,6 +244,13 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,
                 "signer": p.signer,
+                "skills": p.skills.iter().map(|s| json!({
+                    "name": s.name,
+                    "uri": skills::uri(&p.name, &s.name, toolhost_spec::skills::SKILL_MD),
+                    "description": s.description,
+                    "files": s.files.len(),
+                    "bytes": s.size(),
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();

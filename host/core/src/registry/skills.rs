@@ -52,6 +52,12 @@ impl LoadedSkill {
     }
 }
 
+/// The URI a plugin's skill file is served at, `skill://PLUGIN/SKILL/PATH`: the plugin's name is
+/// the "server-chosen prefix" the skills extension allows, so two plugins never claim one URI.
+pub fn uri(plugin: &str, skill: &str, path: &str) -> String {
+    format!("skill://{plugin}/{skill}/{path}")
+}
+
 /// A plugin's skills (empty: none).
 pub type Skills = Arc<Vec<LoadedSkill>>;
 
@@ -69,8 +75,8 @@ pub(super) fn from_file(bytes: &[u8]) -> Result<(Skills, Option<String>), Skills
     }
 }
 
-/// The skills of a section's bytes.
-pub(super) fn from_section(section: &[u8]) -> Result<Skills, SkillsError> {
+/// The skills of a section's bytes (the spec's [`skills::decode`] and [`skills::skills`]).
+pub fn from_section(section: &[u8]) -> Result<Skills, SkillsError> {
     let section = skills::decode(section)?;
     let loaded = skills::skills(&section)?
         .into_iter()

@@ -1,12 +1,21 @@
 //! The `ServerHandler` rmcp drives: server info, `tools/list`, `tools/call` (see `call.rs`),
-//! the tasks' requests, and `list_changed` to the sessions and `subscriptions/listen` streams.
+//! the tasks' requests, skills and their resources (see `skills.rs`), and `list_changed` to the
+//! sessions and `subscriptions/listen` streams.
 
 use super::*;
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        let caps =
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
+        // Resources and skills are declared even when no plugin has skills: a reload may add
+        // some, and a session's capabilities do not change.
+        let caps = ServerCapabilities::builder()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .enable_skills()
+            .build();
         InitializeResult::new(caps)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -22,6 +31,42 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         self.first_load().await;
         Ok(self.tools_result())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        self.first_load().await;
+        Ok(self.skills_result())
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        self.first_load().await;
+        self.skill_result(&request.uri)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        self.first_load().await;
+        Ok(self.resources_result())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.first_load().await;
+        self.read_result(&request.uri).map(Into::into)
     }
 
     async fn call_tool(
@@ -71,11 +116,13 @@ impl ServerHandler for McpServer {
         self.tasks.cancel(&owner(&context), &request.task_id)
     }
 
-    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` (when a reloader
-    /// watches the folder; otherwise the list never changes and the request is not offered).
+    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` and
+    /// `resourcesListChanged` (when a reloader watches the folder; otherwise the lists never
+    /// change and the request is not offered).
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         self.reloader.as_ref()?;
-        Some(requested.intersection(&SubscriptionFilter::builder().tools_list_changed().build()))
+        let offered = SubscriptionFilter::builder().tools_list_changed().resources_list_changed().build();
+        Some(requested.intersection(&offered))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -96,10 +143,16 @@ impl ServerHandler for McpServer {
                 change = rx.recv() => match change {
                     Ok(c) if c.added.is_empty() && c.changed.is_empty() && c.removed.is_empty() => {}
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if context.accepted().tools_list_changed == Some(true)
+                        let accepted = context.accepted();
+                        if accepted.tools_list_changed == Some(true)
                             && sink.notify_tool_list_changed().await.is_err()
                         {
                             return Ok(()); // the client is gone
+                        }
+                        if accepted.resources_list_changed == Some(true)
+                            && sink.notify_resource_list_changed().await.is_err()
+                        {
+                            return Ok(());
                         }
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -130,7 +183,9 @@ impl ServerHandler for McpServer {
                             && change.changed.is_empty()
                             && change.removed.is_empty() => {}
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() {
+                        if peer.notify_tool_list_changed().await.is_err()
+                            || peer.notify_resource_list_changed().await.is_err()
+                        {
                             return; // the client is gone
                         }
                     }

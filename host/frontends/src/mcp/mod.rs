@@ -41,9 +41,14 @@
 //!   effective `toolhost/timeoutMs`. The 2025-11-25 experimental tasks (`tasks2025.rs`) use the
 //!   same store; rmcp does not model them, so the transports rename those requests for
 //!   `on_custom_request` and declare the `tasks` capability rmcp's types cannot carry.
-//! - Every registry change from the reloader becomes `notifications/tools/list_changed`: to
-//!   every initialized session on the handshake revisions, and on the `subscriptions/listen`
-//!   streams that asked for `toolsListChanged` on 2026-07-28.
+//! - Skills (`skills.rs`, the `io.modelcontextprotocol/skills` extension): `skills/list`,
+//!   `skills/get`, and their files as resources (`resources/list` lists each `SKILL.md`,
+//!   `resources/read` reads any file), `skill://PLUGIN/NAME/PATH`; cached like `tools/list`.
+//!   The capabilities are declared whether or not a plugin has skills (a reload may add some).
+//! - Every registry change from the reloader becomes `notifications/tools/list_changed` and
+//!   `notifications/resources/list_changed`: to every initialized session on the handshake
+//!   revisions, and on the `subscriptions/listen` streams that asked for `toolsListChanged` or
+//!   `resourcesListChanged` on 2026-07-28.
 
 mod approval;
 mod call;
@@ -58,6 +63,7 @@ mod keyless;
 mod plain_json;
 mod replay;
 pub(crate) mod settings;
+mod skills;
 #[doc(hidden)]
 pub mod stages;
 mod stdio;
@@ -260,6 +266,12 @@ impl McpServer {
         self
     }
 
+    /// How long a listing (tools, skills, resources) stays fresh: `LIVE_LIST_TTL_MS` while
+    /// the folder is watched, `FIXED_LIST_TTL_MS` when nothing can change it.
+    fn list_ttl(&self) -> u64 {
+        if self.reloader.is_some() { LIVE_LIST_TTL_MS } else { FIXED_LIST_TTL_MS }
+    }
+
     /// The `tools/list` entries for the current registry, in name order.
     pub fn tools(&self) -> Vec<Tool> {
         let registry = self.executor.registry();
@@ -285,9 +297,9 @@ impl McpServer {
     /// ignored before): the list is the same for every caller of this process, fresh for
     /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
     pub fn tools_result(&self) -> ListToolsResult {
-        let ttl = if self.reloader.is_some() { LIVE_LIST_TTL_MS } else { FIXED_LIST_TTL_MS };
-        let mut result =
-            ListToolsResult::with_all_items(self.tools()).with_ttl_ms(ttl).with_cache_scope(self.cache_scope);
+        let mut result = ListToolsResult::with_all_items(self.tools())
+            .with_ttl_ms(self.list_ttl())
+            .with_cache_scope(self.cache_scope);
         let conflicts = toolhost_core::view::conflict_lines(&self.executor.registry());
         if !conflicts.is_empty() {
             let mut m = serde_json::Map::new();

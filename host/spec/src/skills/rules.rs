@@ -123,7 +123,7 @@ pub(super) fn skills(section: &SkillsSection) -> Result<Vec<Skill>, SkillsError>
             Some(Value::String(s)) => Ok(s.clone()),
             Some(_) => Err(SkillsError::Frontmatter {
                 path: md_path.clone(),
-                problem: format!("`{key}` must be a string"),
+                problem: format!("`{key}` must be a string (quote it: `{key}: \"…\"`)"),
             }),
             None => {
                 Err(SkillsError::Frontmatter { path: md_path.clone(), problem: format!("has no `{key}`") })

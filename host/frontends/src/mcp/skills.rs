@@ -1,0 +1,185 @@
+//! The plugins' skills over MCP (the `io.modelcontextprotocol/skills` extension, SEP-2640):
+//! `skills/list` and `skills/get`, and the skills' files as resources (`resources/list` lists
+//! each skill's `SKILL.md`, `resources/read` reads any of its files).
+//!
+//! A skill's URI is `skill://PLUGIN/NAME/SKILL.md` and each of its files
+//! `skill://PLUGIN/NAME/PATH`: the plugin's name is the "server-chosen prefix" the extension
+//! allows, so two plugins never claim one URI. Everything served — front matter, digests,
+//! sizes, mime types — was worked out once when the plugin loaded (`registry::skills`); nothing
+//! here runs a plugin.
+
+use super::McpServer;
+use base64::Engine as _;
+use rmcp::ErrorData;
+use rmcp::model::{
+    GetSkillResult, ListResourcesResult, ListSkillsResult, MetaObject, ReadResourceResult, Resource,
+    ResourceContents, Skill, SkillFrontmatter, SkillResource, SkillResources,
+};
+use std::sync::Arc;
+use toolhost_core::registry::LoadedPlugin;
+use toolhost_core::registry::skills::{LoadedSkill, SkillFile, uri};
+use toolhost_spec::skills::SKILL_MD;
+
+/// The URI scheme of skill files (see [`uri`]).
+const SCHEME: &str = "skill://";
+
+/// Every loaded plugin's skills, by plugin name and then skill name.
+fn all(plugins: &[Arc<LoadedPlugin>]) -> Vec<(&str, &LoadedSkill)> {
+    let mut out: Vec<(&str, &LoadedSkill)> =
+        plugins.iter().flat_map(|p| p.skills.iter().map(move |s| (&*p.name, s))).collect();
+    out.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    out
+}
+
+/// The plugin, skill and file a `skill://` URI names, if one is served.
+fn find<'a>(
+    plugins: &'a [Arc<LoadedPlugin>],
+    uri: &str,
+) -> Option<(&'a str, &'a LoadedSkill, &'a SkillFile)> {
+    let (plugin, rest) = uri.strip_prefix(SCHEME)?.split_once('/')?;
+    let (skill, path) = rest.split_once('/')?;
+    let p = plugins.iter().find(|p| &*p.name == plugin)?;
+    let s = p.skills.iter().find(|s| s.name == skill)?;
+    Some((&p.name, s, s.file(path)?))
+}
+
+/// A skill as `skills/list` and `skills/get` show it: its front matter as written, and every
+/// file with its digest and size.
+pub(crate) fn skill(plugin: &str, s: &LoadedSkill) -> Skill {
+    let mut frontmatter = SkillFrontmatter::new(&s.name, &s.description);
+    frontmatter.extra = s
+        .frontmatter
+        .iter()
+        .filter(|(k, _)| *k != "name" && *k != "description")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let files = s
+        .files
+        .iter()
+        .map(|f| SkillResource::new(uri(plugin, &s.name, &f.path), &f.digest, f.size()))
+        .collect();
+    Skill::new(uri(plugin, &s.name, SKILL_MD), frontmatter, SkillResources::Files(files))
+}
+
+/// The `_meta` naming the plugin a skill comes from.
+fn plugin_meta(plugin: &str) -> MetaObject {
+    let mut m = serde_json::Map::new();
+    m.insert("toolhost/plugin".into(), plugin.into());
+    MetaObject(m)
+}
+
+impl McpServer {
+    /// `skills/list`: every skill of every loaded plugin, cached like `tools/list`.
+    pub(crate) fn skills_result(&self) -> ListSkillsResult {
+        let registry = self.executor.registry();
+        let skills = all(registry.plugins()).into_iter().map(|(p, s)| skill(p, s)).collect();
+        ListSkillsResult::with_all_items(skills)
+            .with_ttl_ms(self.list_ttl())
+            .with_cache_scope(self.cache_scope)
+    }
+
+    /// `skills/get` of a skill's `SKILL.md` URI; an unknown skill is invalid params (-32602).
+    pub(crate) fn skill_result(&self, uri: &str) -> Result<GetSkillResult, ErrorData> {
+        let registry = self.executor.registry();
+        match find(registry.plugins(), uri) {
+            Some((p, s, f)) if f.path == SKILL_MD => Ok(GetSkillResult::new(skill(p, s))
+                .with_ttl_ms(self.list_ttl())
+                .with_cache_scope(self.cache_scope)),
+            _ => Err(ErrorData::invalid_params(format!("no skill is served at {uri}"), None)),
+        }
+    }
+
+    /// `resources/list`: each skill's `SKILL.md`, named and described by its front matter.
+    pub(crate) fn resources_result(&self) -> ListResourcesResult {
+        let registry = self.executor.registry();
+        let resources = all(registry.plugins())
+            .into_iter()
+            .map(|(p, s)| {
+                let size = s.file(SKILL_MD).map_or(0, SkillFile::size);
+                Resource::new(uri(p, &s.name, SKILL_MD), &s.name)
+                    .with_description(&s.description)
+                    .with_mime_type("text/markdown")
+                    .with_size(size)
+                    .with_meta(plugin_meta(p))
+            })
+            .collect();
+        ListResourcesResult::with_all_items(resources)
+            .with_ttl_ms(self.list_ttl())
+            .with_cache_scope(self.cache_scope)
+    }
+
+    /// `resources/read` of any skill file: text when it is text (a textual mime type, UTF-8
+    /// without NUL), base64 otherwise; an unknown URI is resource-not-found (-32002, which rmcp
+    /// turns into -32602 for 2026-07-28 clients).
+    pub(crate) fn read_result(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let registry = self.executor.registry();
+        let Some((_, _, f)) = find(registry.plugins(), uri) else {
+            return Err(ErrorData::resource_not_found(format!("no resource is served at {uri}"), None));
+        };
+        let contents = match std::str::from_utf8(&f.bytes) {
+            Ok(text) if f.text => ResourceContents::text(text, uri),
+            _ => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&f.bytes), uri),
+        }
+        .with_mime_type(f.mime);
+        Ok(ReadResourceResult::new(vec![contents])
+            .with_ttl_ms(self.list_ttl())
+            .with_cache_scope(self.cache_scope))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_spec::skills::{SkillFile as File, SkillsSection, encode};
+
+    fn loaded(files: &[(&str, &str)]) -> Vec<LoadedSkill> {
+        let section = SkillsSection {
+            files: files
+                .iter()
+                .map(|(p, t)| File { path: (*p).into(), bytes: t.as_bytes().to_vec() })
+                .collect(),
+        };
+        let skills = toolhost_core::registry::skills::from_section(&encode(&section)).unwrap();
+        Arc::into_inner(skills).unwrap()
+    }
+
+    fn md(name: &str, extra: &str) -> String {
+        format!("---\nname: \"{name}\"\ndescription: Does {name}.\n{extra}---\nbody\n")
+    }
+
+    /// Every skill the host's rules accept is one rmcp (and so a client) accepts: the host's
+    /// name rule is the stricter.
+    #[test]
+    fn every_skill_the_host_accepts_passes_rmcp_validation() {
+        let long = "a".repeat(64);
+        let names = ["a", "0", "git-flow", "a1-b2-c3", "x-0-y", long.as_str()];
+        for name in names {
+            let (skill_md, other) = (md(name, "metadata:\n  v: 1\n"), format!("{name}/img/a-b_c.d.png"));
+            for plugin in ["text", "My_Plugin-2"] {
+                let files = [(format!("{name}/SKILL.md"), skill_md.clone()), (other.clone(), "x".into())];
+                let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+                for s in loaded(&files) {
+                    let entry = skill(plugin, &s);
+                    entry.validate().unwrap_or_else(|e| panic!("{plugin}/{name}: {e}"));
+                    rmcp::model::validate_skills(std::slice::from_ref(&entry)).unwrap();
+                    assert_eq!(entry.frontmatter.extra["metadata"], serde_json::json!({"v": 1}));
+                    assert!(!entry.frontmatter.extra.contains_key("name"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_entry_names_every_file_with_its_digest() {
+        let skills = loaded(&[("alpha/SKILL.md", &md("alpha", "")), ("alpha/ref/a.md", "a")]);
+        let s = &skills[0];
+        let e = skill("p", s);
+        assert_eq!(e.uri, "skill://p/alpha/SKILL.md");
+        let SkillResources::Files(files) = &e.resources else { panic!("a file list") };
+        assert_eq!(
+            files.iter().map(|f| f.uri.as_str()).collect::<Vec<_>>(),
+            ["skill://p/alpha/SKILL.md", "skill://p/alpha/ref/a.md"]
+        );
+        assert!(files[1].verify(b"a").is_ok());
+    }
+}

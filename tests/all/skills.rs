@@ -1,0 +1,264 @@
+//! Skills (issue #58, MCP's `io.modelcontextprotocol/skills`): a plugin carrying a
+//! `toolhost-skills` section serves `skills/list`, `skills/get`, `resources/list` and
+//! `resources/read` over stdio and HTTP (a 2025-06-18 session and 2026-07-28), `toolhost list`
+//! shows them, a warm start (the folder index) keeps them, a section with a path escaping its
+//! folder refuses the plugin at load, and a plugin without the section loads as before.
+//!
+//! The fixture is built here: an existing plugin, and a section collected from files written in
+//! a temporary folder, the way `toolhost build` embeds them.
+
+use crate::mcp::RawStdio;
+use crate::support::Env;
+use crate::support::mcp_http::{Killed, answer, open_session, post, serve_mcp_http, session_headers};
+use serde_json::{Value, json};
+use toolhost_spec::digest::sha256_hex;
+use toolhost_spec::skills;
+
+const SKILL_MD: &str = "---\nname: guide\ndescription: How to use the text tools well.\nmetadata:\n  version: \"1.2\"\n---\n# Guide\n\nCall `echo` first.\n";
+const USAGE: &str = "# Usage\n\nMore detail.\n";
+/// A PNG's first bytes, NUL included: served as a blob.
+const PNG: &[u8] = &[0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n', 0, 0, 0, 13];
+
+/// The text plugin with a skill `guide` (SKILL.md, ref/usage.md, img/dot.png) embedded, and its
+/// plugin name.
+fn with_skills() -> (Vec<u8>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("guide/ref")).unwrap();
+    std::fs::create_dir_all(root.join("guide/img")).unwrap();
+    std::fs::write(root.join("guide/SKILL.md"), SKILL_MD).unwrap();
+    std::fs::write(root.join("guide/ref/usage.md"), USAGE).unwrap();
+    std::fs::write(root.join("guide/img/dot.png"), PNG).unwrap();
+    let section = skills::collect_dir(root).unwrap();
+    let plugin = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let name = toolhost_spec::manifest::read(&plugin).unwrap().name;
+    (skills::embed(&plugin, &section).unwrap(), name)
+}
+
+/// A folder with the text plugin carrying skills, and the versioned plugin without any.
+fn env() -> (Env, String) {
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let (bytes, name) = with_skills();
+    std::fs::write(env.plugins.path().join("text-skills.wasm"), bytes).unwrap();
+    (env, name)
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// What every transport and revision must answer about the fixture's skill, given `ask` (a
+/// request → its JSON-RPC response). `not_found` is the code of an unknown resource's error.
+fn check_skills(plugin: &str, not_found: i64, mut ask: impl FnMut(Value) -> Value) {
+    let base = format!("skill://{plugin}/guide");
+    let uri = format!("{base}/SKILL.md");
+
+    let listed = ask(request(10, "skills/list", json!({})));
+    let skills = listed["result"]["skills"].as_array().unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(skills.len(), 1, "only the text plugin has skills: {listed}");
+    let skill = &skills[0];
+    assert_eq!(skill["uri"], uri);
+    assert_eq!(
+        skill["frontmatter"],
+        json!({"name": "guide", "description": "How to use the text tools well.", "metadata": {"version": "1.2"}})
+    );
+    let files: Vec<(String, String, u64)> = skill["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["uri"].as_str().unwrap().into(),
+                r["digest"].as_str().unwrap().into(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expect = |path: &str, bytes: &[u8]| {
+        (format!("{base}/{path}"), format!("sha256:{}", sha256_hex(bytes)), bytes.len() as u64)
+    };
+    assert_eq!(
+        files,
+        [
+            expect("SKILL.md", SKILL_MD.as_bytes()),
+            expect("img/dot.png", PNG),
+            expect("ref/usage.md", USAGE.as_bytes())
+        ]
+    );
+
+    let got = ask(request(11, "skills/get", json!({"uri": uri})));
+    assert_eq!(got["result"]["skill"], *skill, "{got}");
+    let unknown = ask(request(12, "skills/get", json!({"uri": format!("skill://{plugin}/nope/SKILL.md")})));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    let resources = ask(request(13, "resources/list", json!({})));
+    assert_eq!(
+        resources["result"]["resources"],
+        json!([{"uri": uri, "name": "guide", "description": "How to use the text tools well.",
+            "mimeType": "text/markdown", "size": SKILL_MD.len(), "_meta": {"toolhost/plugin": plugin}}]),
+        "{resources}"
+    );
+
+    let read = |ask: &mut dyn FnMut(Value) -> Value, id: i64, path: &str| {
+        let answer = ask(request(id, "resources/read", json!({"uri": format!("{base}/{path}")})));
+        answer["result"]["contents"][0].clone()
+    };
+    let text = read(&mut ask, 14, "SKILL.md");
+    assert_eq!(text, json!({"uri": uri, "mimeType": "text/markdown", "text": SKILL_MD}));
+    let usage = read(&mut ask, 15, "ref/usage.md");
+    assert_eq!(usage["text"], USAGE);
+    let blob = read(&mut ask, 16, "img/dot.png");
+    assert_eq!(blob["mimeType"], "image/png");
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(blob["blob"].as_str().unwrap()).unwrap();
+    assert_eq!(bytes, PNG);
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&bytes)),
+        files[1].1,
+        "the digest listed is the bytes' digest"
+    );
+    for (id, missing) in [
+        (17, format!("{base}/nope.md")),
+        (18, "skill://versioned/x/SKILL.md".into()),
+        (19, "file:///etc/passwd".into()),
+    ] {
+        let answer = ask(request(id, "resources/read", json!({"uri": missing})));
+        assert_eq!(answer["error"]["code"], not_found, "{missing}: {answer}");
+    }
+}
+
+/// Over stdio (2025-06-18): the capabilities are declared, the skills are served, and the plugin
+/// without a section still serves its tools.
+#[test]
+fn skills_over_stdio() {
+    let (env, plugin) = env();
+    let mut s = RawStdio::start(&env, &[]);
+    s.send(crate::support::mcp_http::INITIALIZE.as_bytes());
+    let lines = RawStdio::wait_for(&s.out, r#""id":1"#, 60);
+    let init: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let caps = &init["result"]["capabilities"];
+    assert_eq!(caps["resources"], json!({"listChanged": true}), "{init}");
+    assert!(caps["extensions"]["io.modelcontextprotocol/skills"].is_object(), "{init}");
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut ask = |req: Value| {
+        s.send(req.to_string().as_bytes());
+        let id = format!(r#""id":{}"#, req["id"]);
+        let lines = RawStdio::wait_for(&s.out, &id, 60);
+        serde_json::from_str::<Value>(lines.last().unwrap()).unwrap()
+    };
+    check_skills(&plugin, -32002, &mut ask);
+    let tools = ask(request(30, "tools/list", json!({})));
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"which"), "both plugins serve their tools: {names:?}");
+}
+
+/// Over HTTP: a 2025-06-18 session, and 2026-07-28 stateless requests (where rmcp turns the
+/// unknown resource's -32002 into -32602, and the results carry their caching hints).
+#[test]
+fn skills_over_http_on_both_revisions() {
+    let (env, plugin) = env();
+    let (child, url, _stderr) = serve_mcp_http(&env, &[]);
+    let _server = Killed(child);
+
+    let session = open_session(&url, "2025-06-18", json!({}), "raw");
+    let headers = session_headers(&session, "2025-06-18");
+    check_skills(&plugin, -32002, |req| {
+        let id = req["id"].as_i64().unwrap();
+        let (status, head, messages) = post(&url, &headers, &req);
+        assert_eq!(status, 200, "{head}");
+        answer(&messages, id).clone()
+    });
+
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    });
+    let mut hints = Vec::new();
+    check_skills(&plugin, -32602, |mut req| {
+        let id = req["id"].as_i64().unwrap();
+        req["params"]["_meta"] = meta.clone();
+        let method = req["method"].as_str().unwrap().to_string();
+        let mut headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n");
+        if method == "resources/read" {
+            headers.push_str(&format!("Mcp-Name: {}\r\n", req["params"]["uri"].as_str().unwrap()));
+        }
+        let (status, head, messages) = post(&url, &headers, &req);
+        let response = answer(&messages, id).clone();
+        assert!(status == 200 || response.get("error").is_some(), "{head}");
+        if let Some(result) = response.get("result") {
+            hints.push((method, result["ttlMs"].clone(), result["cacheScope"].clone()));
+        }
+        response
+    });
+    assert!(hints.len() >= 5, "{hints:?}");
+    for (method, ttl, scope) in hints {
+        assert!(ttl.as_u64().is_some_and(|t| t > 0) && scope == "public", "{method}: {ttl} {scope}");
+    }
+}
+
+/// `toolhost list` shows each plugin's skills, in text and JSON; a warm start (the folder index,
+/// which reads no plugin bytes) keeps them.
+#[test]
+fn list_shows_skills_and_a_warm_start_keeps_them() {
+    use toolhost_core::registry::{FolderRead, Registry, index};
+    let (env, plugin) = env();
+    let out = env.command().arg("list").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let size = SKILL_MD.len() + USAGE.len() + PNG.len();
+    assert!(text.contains(&format!("  skill:     guide — 3 files, {size} bytes")), "{text}");
+
+    let out = env.command().args(["list", "--json"]).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plugins = doc["plugins"].as_array().unwrap();
+    let with = plugins.iter().find(|p| p["name"] == plugin.as_str()).unwrap();
+    assert_eq!(
+        with["skills"],
+        json!([{"name": "guide", "uri": format!("skill://{plugin}/guide/SKILL.md"),
+            "description": "How to use the text tools well.", "files": 3, "bytes": size}])
+    );
+    let without = plugins.iter().find(|p| p["name"] == "versioned").unwrap();
+    assert_eq!(without["skills"], json!([]), "a plugin without the section loads, with no skills");
+
+    // The folder index: a read once the files have settled makes the entries, the next start
+    // takes the files from it unread, skills included.
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = env.config.clone();
+    config.cache_dir = Some(cache.path().to_path_buf());
+    std::thread::sleep(index::SETTLED + std::time::Duration::from_millis(200));
+    assert_eq!(FolderRead::inspect_all(&config).unwrap().from_index, 0);
+    let warm = FolderRead::inspect_all(&config).unwrap();
+    assert_eq!(warm.from_index, 2, "both files known by their stamps");
+    let registry = Registry::load_read(&crate::support::runtime(), &config, warm).unwrap();
+    let p = registry.plugins().iter().find(|p| *p.name == *plugin).unwrap();
+    let names: Vec<(&str, usize)> = p.skills.iter().map(|s| (s.name.as_str(), s.files.len())).collect();
+    assert_eq!(names, [("guide", 3)], "skills survive a warm start");
+    assert_eq!(p.skills[0].files[1].digest, format!("sha256:{}", sha256_hex(PNG)));
+    // And the binary's own warm start lists them too.
+    let out = env.command().arg("list").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("  skill:     guide — 3 files"));
+}
+
+/// A section whose path escapes its folder (written by hand: `embed` refuses it) refuses the
+/// plugin at load, naming the file and the path; the other plugin loads.
+#[test]
+fn a_section_with_an_escaping_path_refuses_the_plugin() {
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let mut bytes = std::fs::read(plugin_artifacts::TEXT).unwrap();
+    let section = json!({"format": 1, "files": [
+        {"path": "guide/SKILL.md", "text": "---\nname: guide\ndescription: d\n---\n"},
+        {"path": "guide/../../etc/passwd", "text": "x"},
+    ]});
+    crate::support::append_custom_section(&mut bytes, skills::SECTION, section.to_string().as_bytes());
+    std::fs::write(env.plugins.path().join("escaping.wasm"), bytes).unwrap();
+    let out = env.command().arg("list").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("escaping.wasm")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("skill file `guide/../../etc/passwd`") && line.contains("starting with `.`"),
+        "{line}"
+    );
+    assert!(text.contains("NOT LOADED") && text.contains("which"), "{text}");
+}
