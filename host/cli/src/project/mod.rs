@@ -196,75 +196,78 @@ impl Project {
         }
     }
 
-    /// Build the component, with its manifest embedded and checked by the host's own reader.
+    /// Build the component, with its manifest (and skills) embedded and checked by the host's
+    /// own reader.
     pub fn build(&self, tools: &Toolchains) -> Result<Built> {
         let started = std::time::Instant::now();
-        let (bytes, manifest) = match self {
-            Project::Rust(k) => build_rust(k)?,
-            Project::Python { .. } | Project::Js { .. } => {
-                // Built from a copy of the inputs: a save while this runs changes the next
-                // build, not this one, and the build cache's key is what was built.
-                let snap = tempfile::Builder::new()
-                    .prefix("toolhost-build-")
-                    .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
-                    .context("cannot create a folder for the build")?;
-                dev::snapshot(self, self.dir(), snap.path())?;
-                let key = tools.build_key(self.lang(), snap.path())?;
-                if let Some(bytes) = tools.cached_build(&key) {
-                    let manifest = manifest::read(&bytes)
-                        .map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
-                    return Ok(Built {
-                        bytes,
-                        manifest,
-                        seconds: started.elapsed().as_secs_f64(),
-                        cached: true,
-                    });
-                }
-                let copy = self.relocated(snap.path());
-                let unsnap = |e: anyhow::Error| {
-                    anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()))
-                };
-                let manifest = copy.manifest(tools).map_err(unsnap)?;
-                let section = skills::collect(snap.path()).map_err(unsnap)?;
-                let sdk = tools.sdk()?;
-                let out = Scratch::new();
-                match self {
-                    Project::Python { .. } => run_step(
-                        Command::new(python3())
-                            .env("PYTHONPATH", sdk.join("python"))
-                            .args(["-m", "toolhost_sdk", "componentize"])
-                            .arg(snap.path())
-                            .arg("-o")
-                            .arg(&*out)
-                            .arg("--wit")
-                            .arg(sdk.join("wit"))
-                            .arg("--componentize-py")
-                            .arg(tools.componentize_py()?),
-                        "componentize-py",
-                    )?,
-                    _ => run_step(
-                        Command::new(node())
-                            .arg(sdk.join("js/bin/toolhost-js.mjs"))
-                            .arg("componentize")
-                            .arg(snap.path())
-                            .arg("-o")
-                            .arg(&*out)
-                            .arg("--wit")
-                            .arg(sdk.join("wit"))
-                            .arg("--jco")
-                            .arg(tools.jco()?),
-                        "jco componentize",
-                    )?,
-                }
-                let mut bytes = embed(&out, &manifest)?;
-                if let Some(section) = &section {
-                    bytes = skills::embed(bytes, section)?;
-                }
-                tools.keep_build(&key, &bytes);
-                (bytes, manifest)
+        let (bytes, manifest, cached) = match self {
+            Project::Rust(k) => {
+                let (bytes, manifest) = build_rust(k)?;
+                (bytes, manifest, false)
             }
+            Project::Python { .. } | Project::Js { .. } => self.build_snapshot(tools)?,
         };
-        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: false })
+        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached })
+    }
+
+    /// A Python or JavaScript build, from a copy of the inputs: a save while this runs changes
+    /// the next build, not this one, and the build cache's key is what was built. Returns the
+    /// component, its manifest and whether it came from the build cache.
+    fn build_snapshot(&self, tools: &Toolchains) -> Result<(Vec<u8>, Manifest, bool)> {
+        let snap = tempfile::Builder::new()
+            .prefix("toolhost-build-")
+            .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
+            .context("cannot create a folder for the build")?;
+        dev::snapshot(self, self.dir(), snap.path())?;
+        let unsnap =
+            |e: anyhow::Error| anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()));
+        let section = skills::collect(snap.path()).map_err(unsnap)?;
+        let key = tools.build_key(self.lang(), snap.path())?;
+        // A cached build from before this toolhost embedded skills has the same key: not used.
+        if let Some(bytes) =
+            tools.cached_build(&key).filter(|b| !skills::stale(b, section.as_ref()).unwrap_or(true))
+        {
+            let manifest =
+                manifest::read(&bytes).map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
+            return Ok((bytes, manifest, true));
+        }
+        let manifest = self.relocated(snap.path()).manifest(tools).map_err(unsnap)?;
+        let sdk = tools.sdk()?;
+        let out = Scratch::new();
+        match self {
+            Project::Python { .. } => run_step(
+                Command::new(python3())
+                    .env("PYTHONPATH", sdk.join("python"))
+                    .args(["-m", "toolhost_sdk", "componentize"])
+                    .arg(snap.path())
+                    .arg("-o")
+                    .arg(&*out)
+                    .arg("--wit")
+                    .arg(sdk.join("wit"))
+                    .arg("--componentize-py")
+                    .arg(tools.componentize_py()?),
+                "componentize-py",
+            )?,
+            _ => run_step(
+                Command::new(node())
+                    .arg(sdk.join("js/bin/toolhost-js.mjs"))
+                    .arg("componentize")
+                    .arg(snap.path())
+                    .arg("-o")
+                    .arg(&*out)
+                    .arg("--wit")
+                    .arg(sdk.join("wit"))
+                    .arg("--jco")
+                    .arg(tools.jco()?),
+                "jco componentize",
+            )?,
+        }
+        let mut bytes = embed(&out, &manifest)?;
+        if let Some(section) = &section {
+            bytes = skills::embed(bytes, section)?;
+        }
+        tools.keep_build(&key, &bytes);
+        Ok((bytes, manifest, false))
     }
 }
 
