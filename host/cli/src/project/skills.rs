@@ -148,4 +148,30 @@ mod tests {
         assert!(!is_skill_file(Path::new("skillset/x.md")));
         assert!(!is_skill_file(Path::new("app.py")));
     }
+
+    /// `toolhost dev` rebuilds on an edit under `skills/`, in every language; never for a
+    /// dotfile (an editor's swap file) or another Markdown file of the project.
+    #[test]
+    fn an_edit_under_skills_is_a_source_change_for_dev() {
+        use super::super::{Project, cargo::PluginCrate};
+        let dir = Path::new("/p");
+        let rust = Project::Rust(PluginCrate {
+            manifest: dir.join("Cargo.toml"),
+            name: "p".into(),
+            target_dir: dir.join("target"),
+        });
+        let python = Project::Python { dir: dir.into() };
+        let js = Project::Js { dir: dir.into() };
+        for project in [rust, python, js] {
+            for (rel, source) in [
+                ("skills/tidy/SKILL.md", true),
+                ("skills/tidy/img/a.png", true),
+                ("skills/tidy/scripts/test_it.py", true),
+                ("skills/tidy/.SKILL.md.swp", false),
+                ("README.md", false),
+            ] {
+                assert_eq!(project.is_source(&dir.join(rel)), source, "{} {rel}", project.lang());
+            }
+        }
+    }
 }
