@@ -127,8 +127,15 @@ fn check_skills(plugin: &str, not_found: i64, mut ask: impl FnMut(Value) -> Valu
     }
 }
 
-/// Over stdio (2025-06-18): the capabilities are declared, the skills are served, and the plugin
-/// without a section still serves its tools.
+/// A request over stdio, and its answer.
+fn ask(s: &mut RawStdio, req: Value) -> Value {
+    s.send(req.to_string().as_bytes());
+    let lines = RawStdio::wait_for(&s.out, &format!(r#""id":{}"#, req["id"]), 60);
+    serde_json::from_str(lines.last().unwrap()).unwrap()
+}
+
+/// Over stdio (2025-06-18): the capabilities are declared, the skills are served, the plugin
+/// without a section still serves its tools, and a reload that drops the skills is announced.
 #[test]
 fn skills_over_stdio() {
     let (env, plugin) = env();
@@ -140,17 +147,18 @@ fn skills_over_stdio() {
     assert_eq!(caps["resources"], json!({"listChanged": true}), "{init}");
     assert!(caps["extensions"]["io.modelcontextprotocol/skills"].is_object(), "{init}");
     s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let mut ask = |req: Value| {
-        s.send(req.to_string().as_bytes());
-        let id = format!(r#""id":{}"#, req["id"]);
-        let lines = RawStdio::wait_for(&s.out, &id, 60);
-        serde_json::from_str::<Value>(lines.last().unwrap()).unwrap()
-    };
-    check_skills(&plugin, -32002, &mut ask);
-    let tools = ask(request(30, "tools/list", json!({})));
+    check_skills(&plugin, -32002, |req| ask(&mut s, req));
+    let tools = ask(&mut s, request(30, "tools/list", json!({})));
     let names: Vec<&str> =
         tools["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"echo") && names.contains(&"which"), "both plugins serve their tools: {names:?}");
+
+    // The listing started the folder's watch: the plugin removed, the client is told that the
+    // resources changed too, and its skills are gone.
+    std::fs::remove_file(env.plugins.path().join("text-skills.wasm")).unwrap();
+    RawStdio::wait_for(&s.out, "notifications/resources/list_changed", 60);
+    let listed = ask(&mut s, request(31, "skills/list", json!({})));
+    assert_eq!(listed["result"]["skills"], json!([]), "{listed}");
 }
 
 /// Over HTTP: a 2025-06-18 session, and 2026-07-28 stateless requests (where rmcp turns the

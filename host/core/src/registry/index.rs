@@ -170,3 +170,26 @@ fn index_path(config: &Config) -> Option<PathBuf> {
     let key = toolhost_spec::digest::sha256_hex(config.plugins_dir.as_os_str().as_encoded_bytes());
     Some(cache.join("folders").join(format!("{key}.json")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry written before skills were read is not taken to say "no skills": the index it
+    /// is in does not read, and is rebuilt.
+    #[test]
+    fn an_entry_without_its_skills_field_does_not_read() {
+        let entry = Entry {
+            stamp: Stamp { dev: 1, ino: 1, len: 1, mtime: (1, 0), ctime: (1, 0) },
+            hash: "00".into(),
+            code: "00".into(),
+            manifest: "{}".into(),
+            skills: None,
+            dev: None,
+        };
+        let mut json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(serde_json::from_value::<Entry>(json.clone()).unwrap(), entry);
+        json.as_object_mut().unwrap().remove("skills");
+        assert!(serde_json::from_value::<Entry>(json).is_err());
+    }
+}
