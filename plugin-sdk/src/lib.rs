@@ -19,7 +19,10 @@
 //!   paragraph is the description, lines ``- `param`: text`` describe parameters, the signature
 //!   gives `params`, `argCount` and `parseJson` (`String` is plain text; any other type is JSON,
 //!   parsed with serde; `Option<T>` is optional and may only trail);
-//! - the export of the `toolhost:plugin` world and the dispatch from tool name to function.
+//! - the export of the `toolhost:plugin` world and the dispatch from tool name to function;
+//! - the crate's skills, when it has a `skills/` folder next to its `Cargo.toml`
+//!   (`skills/NAME/SKILL.md` and the files beside it, custom section `toolhost-skills`), checked
+//!   with the host's rules: a broken rule is a compile error naming the file.
 //!
 //! `#[plugin(...)]` options: `name`, `version`, `description` (default: from Cargo.toml), and
 //! capability requests `fs = "workspace:rw"` (or `:ro`), `env = "VAR"`, `net = "host"`,

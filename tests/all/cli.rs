@@ -335,6 +335,55 @@ params = [{ name = "text", type = "string", description = "the text" }]
     assert!(stderr(&out).contains("tools[0].argCount"), "{}", stderr(&out));
 }
 
+/// `embed-manifest --skills DIR` embeds a skills folder beside the manifest, read back by the
+/// host's reader; a folder breaking a rule is refused naming the file, and nothing is written.
+#[test]
+fn embed_manifest_embeds_a_skills_folder_too() {
+    let env = Env::with(&[]);
+    let ws = env.workspace.path();
+    let manifest = ws.join("tool.toml");
+    std::fs::write(
+        &manifest,
+        "format = 1\nname = \"pytools\"\nversion = \"1.0.0\"\ndescription = \"d\"\n\n[[tools]]\nname = \"shout\"\ndescription = \"Shout.\"\nargCount = 0\nparams = []\n",
+    )
+    .unwrap();
+    let skill = "---\nname: loud\ndescription: When to shout.\n---\n\n# Loud\n";
+    std::fs::create_dir_all(ws.join("skills/loud/img")).unwrap();
+    std::fs::write(ws.join("skills/loud/SKILL.md"), skill).unwrap();
+    std::fs::write(ws.join("skills/loud/img/a.png"), [0x89, b'P', b'N', b'G', 0, 1]).unwrap();
+    let wasm = ws.join("py.wasm");
+    std::fs::write(&wasm, component("(component)", None)).unwrap();
+    let (w, m, s) = (wasm.to_str().unwrap(), manifest.to_str().unwrap(), ws.join("skills"));
+    let out = toolhost(&env, &["embed-manifest", w, "-m", m, "--skills", s.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("embedded manifest of `pytools` (1 tool) and 1 skill into "),
+        "{}",
+        stderr(&out)
+    );
+    let bytes = std::fs::read(&wasm).unwrap();
+    assert_eq!(toolhost_spec::manifest::read(&bytes).unwrap().name, "pytools");
+    let section = toolhost_spec::skills::read(&bytes).unwrap().expect("a skills section");
+    let files: Vec<(&str, &[u8])> = section.files.iter().map(|f| (f.path.as_str(), &f.bytes[..])).collect();
+    assert_eq!(
+        files,
+        [("loud/SKILL.md", skill.as_bytes()), ("loud/img/a.png", &[0x89, b'P', b'N', b'G', 0, 1][..])]
+    );
+
+    // A skill whose front matter names another skill: refused naming the file, nothing written.
+    std::fs::write(ws.join("skills/loud/SKILL.md"), skill.replace("name: loud", "name: quiet")).unwrap();
+    let fresh = ws.join("fresh.wasm");
+    std::fs::write(&fresh, component("(component)", None)).unwrap();
+    let before = std::fs::read(&fresh).unwrap();
+    let out = toolhost(
+        &env,
+        &["embed-manifest", fresh.to_str().unwrap(), "-m", m, "--skills", s.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("loud/SKILL.md") && stderr(&out).contains("quiet"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&fresh).unwrap(), before);
+}
+
 /// Guest stdout/stderr never reach the host's stdout (which carries results and, for MCP,
 /// protocol messages): they are captured and written to the log on stderr.
 #[test]

@@ -21,6 +21,8 @@ use toolhost_core::executor::{CallControl, ToolCall};
 use toolhost_core::settings::{SecretFrom, SecretSource};
 use toolhost_frontends::{openai, text};
 
+mod skills;
+
 /// The toolchains `cargo xtask test` installs (or these tests install on first use).
 fn toolchains() -> Toolchains {
     let root = std::env::var_os("TOOLHOST_TOOLCHAINS")

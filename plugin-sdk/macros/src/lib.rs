@@ -17,6 +17,8 @@ use syn::{
     Token, Type,
 };
 
+mod skills;
+
 // The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
 // a plugin that builds is a plugin the host loads.
 use toolhost_spec::manifest::{
@@ -368,9 +370,12 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let bytes = syn::LitByteStr::new(manifest.as_bytes(), Span::call_site());
     let len = manifest.len();
     let section = SECTION;
+    let skills = skills::expand()?;
 
     Ok(quote! {
         #module
+
+        #skills
 
         #[doc(hidden)]
         const _: () = {

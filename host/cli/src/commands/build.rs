@@ -67,11 +67,12 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     };
     let tools: Vec<String> = built.manifest.tools.iter().map(|t| t.signature()).collect();
     eprintln!(
-        "toolhost build: {} {} ({}: {}) in {:.1}s{} → {} ({} KiB)",
+        "toolhost build: {} {} ({}: {}{}) in {:.1}s{} → {} ({} KiB)",
         built.manifest.name,
         term::line(&built.manifest.version),
         term::count(tools.len(), "tool"),
         tools.join(", "),
+        skills_note(&built.bytes),
         built.seconds,
         if built.cached { ", unchanged (the build of the same sources)" } else { "" },
         to.display(),
@@ -79,6 +80,20 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     );
     warm(g, &built);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `; 1 skill: tidy` for a component carrying skills (read back, as the host will), else nothing.
+fn skills_note(bytes: &[u8]) -> String {
+    let skills = toolhost_spec::skills::read(bytes)
+        .ok()
+        .flatten()
+        .and_then(|section| toolhost_spec::skills::skills(&section).ok())
+        .unwrap_or_default();
+    if skills.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    format!("; {}: {}", term::count(names.len(), "skill"), names.join(", "))
 }
 
 /// Compile the component into this host's compile cache, so the first call does not wait for

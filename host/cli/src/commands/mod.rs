@@ -102,7 +102,8 @@ pub enum Command {
     /// `toolhost build` and loads unchanged
     New(new::Args),
     /// Embed a manifest into a component built without toolhost-sdk (componentize-py,
-    /// componentize-js, TinyGo, …); the manifest has the fields `inspect --json` shows
+    /// componentize-js, TinyGo, …); the manifest has the fields `inspect --json` shows.
+    /// `--skills DIR` embeds a skills folder too (docs/src/skills.md)
     EmbedManifest(embed_manifest::Args),
     /// Approve what a plugin now requests (a new version asking for more than the version
     /// approved before is held until then); approval grants nothing by itself, the grants in

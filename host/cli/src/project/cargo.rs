@@ -60,9 +60,17 @@ impl PluginCrate {
         self.target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", self.name.replace('-', "_")))
     }
 
-    /// Build it; cargo's own diagnostics go straight to stderr, readable and in colour.
+    /// Build it; cargo's own diagnostics go straight to stderr, readable and in colour. The
+    /// stamp of its `skills/` folder's file list is passed to the SDK's macro, so a file added
+    /// there rebuilds the crate (see [`super::skills`]).
     pub fn build(&self) -> Result<()> {
-        let status = cargo()
+        let mut cmd = cargo();
+        match super::skills::stamp(self.dir()) {
+            // No folder: no variable, as a plain `cargo build` has it (no rebuild between them).
+            stamp if stamp.is_empty() => cmd.env_remove(super::skills::STAMP_ENV),
+            stamp => cmd.env(super::skills::STAMP_ENV, stamp),
+        };
+        let status = cmd
             .args([
                 "build",
                 "--release",
@@ -83,7 +91,8 @@ impl PluginCrate {
         Ok(())
     }
 
-    /// Whether a changed path should trigger a rebuild (sources, manifests, WIT; not build output).
+    /// Whether a changed path should trigger a rebuild (sources, manifests, WIT, every file of
+    /// `skills/`; not build output).
     pub fn is_source(&self, path: &Path) -> bool {
         if path.starts_with(&self.target_dir) || path.components().any(|c| c.as_os_str() == "target") {
             return false;
@@ -94,6 +103,7 @@ impl PluginCrate {
         }
         matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "toml" | "wit" | "json"))
             || name == "Cargo.lock"
+            || path.strip_prefix(self.dir()).is_ok_and(super::skills::is_skill_file)
     }
 }
 

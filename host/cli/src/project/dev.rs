@@ -12,13 +12,14 @@
 //! code by the code alone ([`toolhost_spec::sections::code_sha256`]), so the runtime is compiled
 //! once, ever.
 //!
-//! The dev build has the built one's manifest, so the same grants, limits and approvals apply;
+//! The dev build has the built one's manifest and skills, so the same grants, limits and
+//! approvals apply and the same skills are served;
 //! it is marked with a `toolhost-dev` section naming its sources' snapshot, which the host
 //! finds at `PLUGINS/.toolhost-dev/NAME-ID/` and maps read-only. `toolhost build` never makes
 //! one: it always writes the self-contained component. A Python project importing a module the
 //! runtime does not hold (`PRELOAD` in the Python SDK's `_dev.py`) is built the full way.
 
-use super::{Lang, Project, Toolchains, node, python3, run_step};
+use super::{Lang, Project, Toolchains, node, python3, run_step, skills};
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -113,9 +114,11 @@ impl Project {
             Project::Js { .. } => self.js_dev_sources(tools, &sdk, snap.path(), sources.path())?,
             Project::Rust(_) => bail!("a Rust project has no dev build"),
         };
+        let section = skills::collect(snap.path())
+            .map_err(|e| anyhow::anyhow!("{}", unsnap(&format!("{e:#}"), snap.path(), self.dir())))?;
         let runtime = tools.dev_runtime(self.lang())?;
         before_install(&manifest)?;
-        let to = place_dev_build(plugins_dir, &manifest, &runtime, sources)?;
+        let to = place_dev_build(plugins_dir, &manifest, section.as_ref(), &runtime, sources)?;
         Ok(DevInstall::Installed {
             manifest: Box::new(manifest),
             to,
@@ -188,11 +191,13 @@ impl Project {
 }
 
 /// Move `sources` into place as `PLUGINS/.toolhost-dev/NAME-ID` (unless that snapshot is there
-/// already), write the runtime with `manifest` and the dev marker embedded as `NAME.wasm` (when
-/// it changed), and drop the plugin's older snapshots; returns the file written.
+/// already), write the runtime with `manifest`, the skills (if the project has any) and the dev
+/// marker embedded as `NAME.wasm` (when it changed), and drop the plugin's older snapshots;
+/// returns the file written.
 fn place_dev_build(
     plugins_dir: &Path,
     manifest: &Manifest,
+    section: Option<&toolhost_spec::skills::SkillsSection>,
     runtime: &Path,
     sources: tempfile::TempDir,
 ) -> Result<PathBuf> {
@@ -204,8 +209,11 @@ fn place_dev_build(
             .with_context(|| format!("cannot create {}", dest.display()))?;
     }
     let bare = std::fs::read(runtime).with_context(|| format!("cannot read {}", runtime.display()))?;
-    let bytes =
+    let mut bytes =
         manifest::embed(&bare, manifest).map_err(|e| anyhow::anyhow!("cannot embed the manifest: {e}"))?;
+    if let Some(section) = section {
+        bytes = skills::embed(bytes, section)?;
+    }
     let bytes = embed_dev_marker(&bytes, &DevMarker { sources: id.clone() });
     let to = plugins_dir.join(format!("{}.wasm", manifest.name));
     if std::fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
@@ -257,8 +265,12 @@ fn relative(p: &Path) -> Option<String> {
 }
 
 /// Whether a file (relative to the project) goes into a plugin: sources and data, never tests,
-/// build outputs, dependencies' caches or dotfiles.
+/// build outputs, dependencies' caches or dotfiles. Every file of `skills/` but dotfiles goes
+/// in, whatever its name (a skill's `scripts/test_x.py` is the skill's, not a test).
 pub fn is_input(lang: Lang, rel: &Path) -> bool {
+    if skills::is_skill_file(rel) {
+        return rel.components().all(|c| !c.as_os_str().to_string_lossy().starts_with('.'));
+    }
     let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).peekable();
     let mut name = String::new();
     while let Some(part) = parts.next() {
@@ -408,6 +420,10 @@ mod tests {
             (Lang::Js, "plugin.test.js", false),
             (Lang::Js, "node_modules/x/index.js", false),
             (Lang::Js, ".cache/x.js", false),
+            (Lang::Python, "skills/tidy/SKILL.md", true),
+            (Lang::Python, "skills/tidy/scripts/test_it.py", true),
+            (Lang::Js, "skills/tidy/scripts/check.test.js", true),
+            (Lang::Js, "skills/tidy/.notes.md", false),
         ] {
             assert_eq!(is_input(lang, Path::new(rel)), input, "{lang} {rel}");
         }

@@ -4,8 +4,9 @@
 //! Every language follows the same path: the manifest is derived from the author's code (the
 //! Rust macro writes it into the component itself; the Python and JS SDKs print it from the
 //! decorated/defined tools), the language's toolchain builds the component, the host embeds
-//! the manifest ([`toolhost_spec::manifest::embed`]) and reads the result back with its own reader
-//! before anything is written. Toolchains (componentize-py, jco + componentize-qjs) are
+//! the manifest ([`toolhost_spec::manifest::embed`]) and the project's `skills/` folder
+//! ([`skills`]; a Rust crate's macro embeds that too) and reads the result back with its own
+//! reader before anything is written. Toolchains (componentize-py, jco + componentize-qjs) are
 //! installed at pinned versions on first use into a private folder, never globally; the
 //! Python and JS SDKs and the WIT are carried inside the toolhost binary and written next to
 //! them, so a project needs nothing installed but `python3` or `node`.
@@ -16,6 +17,7 @@ pub mod cargo;
 pub mod dev;
 pub mod scaffold;
 mod sdk_files;
+pub mod skills;
 pub mod testing;
 
 use anyhow::{Context, Result, bail};
@@ -149,8 +151,9 @@ impl Project {
         }
     }
 
-    /// Whether a changed path goes into the plugin, so `toolhost dev` rebuilds: sources and
-    /// project files, never tests (`test_*.py`, `*.test.js`), build outputs or dotfiles.
+    /// Whether a changed path goes into the plugin, so `toolhost dev` rebuilds: sources,
+    /// project files and every file of `skills/`, never tests (`test_*.py`, `*.test.js`), build
+    /// outputs or dotfiles.
     pub fn is_source(&self, path: &Path) -> bool {
         match self {
             Project::Rust(k) => k.is_source(path),
@@ -158,6 +161,9 @@ impl Project {
                 let Ok(rel) = path.strip_prefix(dir) else { return false };
                 if !dev::is_input(self.lang(), rel) {
                     return false;
+                }
+                if skills::is_skill_file(rel) {
+                    return true;
                 }
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
                 match self {
@@ -190,78 +196,101 @@ impl Project {
         }
     }
 
-    /// Build the component, with its manifest embedded and checked by the host's own reader.
+    /// Build the component, with its manifest (and skills) embedded and checked by the host's
+    /// own reader.
     pub fn build(&self, tools: &Toolchains) -> Result<Built> {
         let started = std::time::Instant::now();
-        let (bytes, manifest) = match self {
+        let (bytes, manifest, cached) = match self {
             Project::Rust(k) => {
-                k.build()?;
-                let path = k.artifact();
-                let bytes =
-                    std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-                let m = manifest::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                (bytes, m)
+                let (bytes, manifest) = build_rust(k)?;
+                (bytes, manifest, false)
             }
-            Project::Python { .. } | Project::Js { .. } => {
-                // Built from a copy of the inputs: a save while this runs changes the next
-                // build, not this one, and the build cache's key is what was built.
-                let snap = tempfile::Builder::new()
-                    .prefix("toolhost-build-")
-                    .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
-                    .context("cannot create a folder for the build")?;
-                dev::snapshot(self, self.dir(), snap.path())?;
-                let key = tools.build_key(self.lang(), snap.path())?;
-                if let Some(bytes) = tools.cached_build(&key) {
-                    let manifest = manifest::read(&bytes)
-                        .map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
-                    return Ok(Built {
-                        bytes,
-                        manifest,
-                        seconds: started.elapsed().as_secs_f64(),
-                        cached: true,
-                    });
-                }
-                let copy = self.relocated(snap.path());
-                let manifest = copy.manifest(tools).map_err(|e| {
-                    anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()))
-                })?;
-                let sdk = tools.sdk()?;
-                let out = Scratch::new();
-                match self {
-                    Project::Python { .. } => run_step(
-                        Command::new(python3())
-                            .env("PYTHONPATH", sdk.join("python"))
-                            .args(["-m", "toolhost_sdk", "componentize"])
-                            .arg(snap.path())
-                            .arg("-o")
-                            .arg(&*out)
-                            .arg("--wit")
-                            .arg(sdk.join("wit"))
-                            .arg("--componentize-py")
-                            .arg(tools.componentize_py()?),
-                        "componentize-py",
-                    )?,
-                    _ => run_step(
-                        Command::new(node())
-                            .arg(sdk.join("js/bin/toolhost-js.mjs"))
-                            .arg("componentize")
-                            .arg(snap.path())
-                            .arg("-o")
-                            .arg(&*out)
-                            .arg("--wit")
-                            .arg(sdk.join("wit"))
-                            .arg("--jco")
-                            .arg(tools.jco()?),
-                        "jco componentize",
-                    )?,
-                }
-                let bytes = embed(&out, &manifest)?;
-                tools.keep_build(&key, &bytes);
-                (bytes, manifest)
-            }
+            Project::Python { .. } | Project::Js { .. } => self.build_snapshot(tools)?,
         };
-        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached: false })
+        Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached })
     }
+
+    /// A Python or JavaScript build, from a copy of the inputs: a save while this runs changes
+    /// the next build, not this one, and the build cache's key is what was built. Returns the
+    /// component, its manifest and whether it came from the build cache.
+    fn build_snapshot(&self, tools: &Toolchains) -> Result<(Vec<u8>, Manifest, bool)> {
+        let snap = tempfile::Builder::new()
+            .prefix("toolhost-build-")
+            .tempdir_in(SCRATCH.get().cloned().unwrap_or_else(std::env::temp_dir))
+            .context("cannot create a folder for the build")?;
+        dev::snapshot(self, self.dir(), snap.path())?;
+        let unsnap =
+            |e: anyhow::Error| anyhow::anyhow!("{}", dev::unsnap(&format!("{e:#}"), snap.path(), self.dir()));
+        let section = skills::collect(snap.path()).map_err(unsnap)?;
+        let key = tools.build_key(self.lang(), snap.path())?;
+        // A cached build from before this toolhost embedded skills has the same key: not used.
+        if let Some(bytes) =
+            tools.cached_build(&key).filter(|b| !skills::stale(b, section.as_ref()).unwrap_or(true))
+        {
+            let manifest =
+                manifest::read(&bytes).map_err(|e| anyhow::anyhow!("a cached build is unreadable: {e}"))?;
+            return Ok((bytes, manifest, true));
+        }
+        let manifest = self.relocated(snap.path()).manifest(tools).map_err(unsnap)?;
+        let sdk = tools.sdk()?;
+        let out = Scratch::new();
+        match self {
+            Project::Python { .. } => run_step(
+                Command::new(python3())
+                    .env("PYTHONPATH", sdk.join("python"))
+                    .args(["-m", "toolhost_sdk", "componentize"])
+                    .arg(snap.path())
+                    .arg("-o")
+                    .arg(&*out)
+                    .arg("--wit")
+                    .arg(sdk.join("wit"))
+                    .arg("--componentize-py")
+                    .arg(tools.componentize_py()?),
+                "componentize-py",
+            )?,
+            _ => run_step(
+                Command::new(node())
+                    .arg(sdk.join("js/bin/toolhost-js.mjs"))
+                    .arg("componentize")
+                    .arg(snap.path())
+                    .arg("-o")
+                    .arg(&*out)
+                    .arg("--wit")
+                    .arg(sdk.join("wit"))
+                    .arg("--jco")
+                    .arg(tools.jco()?),
+                "jco componentize",
+            )?,
+        }
+        let mut bytes = embed(&out, &manifest)?;
+        if let Some(section) = &section {
+            bytes = skills::embed(bytes, section)?;
+        }
+        tools.keep_build(&key, &bytes);
+        Ok((bytes, manifest, false))
+    }
+}
+
+/// Build a Rust crate and read the component back: its manifest, and its skills, which must be
+/// those of its `skills/` folder (the macro's copy, or embedded here for a crate whose SDK
+/// predates skills).
+fn build_rust(k: &PluginCrate) -> Result<(Vec<u8>, Manifest)> {
+    k.build()?;
+    let path = k.artifact();
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let m = manifest::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let bytes = match skills::collect(k.dir())? {
+        Some(wanted) => skills::embed(bytes, &wanted)?,
+        None if skills::stale(&bytes, None)? => bail!(
+            "{} carries skills, but {} has no {}/ folder (an older build?); `cargo clean -p {}` and build again",
+            path.display(),
+            k.dir().display(),
+            skills::DIR,
+            k.name
+        ),
+        None => bytes,
+    };
+    Ok((bytes, m))
 }
 
 /// A built plugin.
