@@ -250,9 +250,18 @@ pub fn embed(component: &[u8], section: &SkillsSection) -> Result<Vec<u8>, Skill
     Ok(out)
 }
 
+/// Entries of a `skills/` folder that are not part of a skill: hidden ones (`.DS_Store`, `.git`)
+/// and editors' backup and autosave files (`SKILL.md~`, `#SKILL.md#`), which would otherwise
+/// break the build the moment an editor saves.
+fn is_left_out(name: &str) -> bool {
+    name.starts_with('.')
+        || name.ends_with('~')
+        || (name.len() > 1 && name.starts_with('#') && name.ends_with('#'))
+}
+
 /// The skills of a project's `skills/` folder (`dir`), as a section: every file, in path order,
-/// with the [`rules`] applied. Hidden entries (a name starting with `.`, like `.DS_Store`) are
-/// left out; a symbolic link is an error naming it (nothing outside the folder is read).
+/// with the [`rules`] applied. Hidden entries and editors' backups ([`is_left_out`]) are left
+/// out; a symbolic link is an error naming it (nothing outside the folder is read).
 pub fn collect_dir(dir: &Path) -> Result<SkillsSection, SkillsError> {
     let mut files = Vec::new();
     walk(dir, "", &mut files)?;
@@ -276,7 +285,7 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<SkillFile>) -> Result<(), Skills
         let entry = entry.map_err(io(dir))?;
         let path = entry.path();
         let name = entry.file_name().into_string().map_err(|_| SkillsError::NotAFile(path.clone()))?;
-        if !name.starts_with('.') {
+        if !is_left_out(&name) {
             entries.push((name, path));
         }
     }

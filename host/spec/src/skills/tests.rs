@@ -256,6 +256,9 @@ fn a_folder_is_collected_sorted_without_hidden_files_or_links() {
     std::fs::write(root.join("git-flow/notes.txt"), "plain").unwrap();
     std::fs::write(root.join("git-flow/img/a.png"), [0x89, b'P', b'N', b'G', 0, 1, 2]).unwrap();
     std::fs::write(root.join("git-flow/.DS_Store"), "x").unwrap();
+    // An editor's backup and autosave beside the file being edited.
+    std::fs::write(root.join("git-flow/SKILL.md~"), "old").unwrap();
+    std::fs::write(root.join("git-flow/#SKILL.md#"), "autosave").unwrap();
     let s = collect_dir(root).unwrap();
     let paths: Vec<&str> = s.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["git-flow/SKILL.md", "git-flow/img/a.png", "git-flow/notes.txt"]);
