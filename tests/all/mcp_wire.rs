@@ -298,3 +298,161 @@ fn a_call_answered_directly_stops_at_notifications_cancelled() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(size(), stopped, "the plugin goes on after the cancel");
 }
+
+/// `toolhost -vv serve --mcp` over stdio, read as it writes: its answers by id, its log lines.
+struct StdioWire {
+    _server: Killed,
+    stdin: std::process::ChildStdin,
+    out: std::sync::mpsc::Receiver<String>,
+    seen: Vec<Value>,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl StdioWire {
+    fn serve(env: &Env, capabilities: Value) -> StdioWire {
+        let mut child = env
+            .command()
+            .args(["-vv", "--allow-write", "ticker", "serve", "--mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = keep_reading(BufReader::new(child.stderr.take().unwrap()));
+        let out = crate::support::lines::lines(child.stdout.take().unwrap());
+        let stdin = child.stdin.take().unwrap();
+        let mut wire = StdioWire { _server: Killed(child), stdin, out, seen: Vec::new(), lines };
+        wire.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
+            "clientInfo": {"name": "wire", "version": "0"}}}));
+        assert!(wire.answer(0).get("result").is_some(), "{:?}", wire.seen);
+        wire.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        // Calls that come during the first load wait for it in rmcp's handler.
+        let loaded = |l: &String| l.contains("MCP over stdio, watching");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !wire.lines.lock().unwrap().iter().any(loaded) {
+            assert!(std::time::Instant::now() < until, "not loaded: {:?}", wire.lines.lock().unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        wire
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// How many calls the server answered directly, counted after a call (`id`) it answers
+    /// directly: its log lines come in order, so every earlier call's line is counted too.
+    fn fence(&mut self, id: i64) -> usize {
+        let before = answered_directly(&self.lines);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "fence"}}}));
+        self.answer(id);
+        wait_directly(&self.lines, before + 1)
+    }
+
+    /// The answer to request `id` (what came before it is kept).
+    fn answer(&mut self, id: i64) -> Value {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(m) = self.seen.iter().find(|m| m["id"] == json!(id) && m.get("method").is_none()) {
+                return m.clone();
+            }
+            let left = until.checked_duration_since(std::time::Instant::now()).unwrap_or_default();
+            let line = self
+                .out
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no answer {id} ({e}): {:?}", self.seen));
+            self.seen.extend(serde_json::from_str::<Value>(&line).ok());
+        }
+    }
+}
+
+/// Over stdio, a call the direct path answers (see `mcp::stdio_direct`) gets the answer rmcp's
+/// service gives the same call (sent with a `progressToken`, which only rmcp serves); a tool that
+/// runs only as a task and a client that takes tasks still get rmcp's answers.
+#[test]
+fn a_stdio_call_answered_directly_is_the_answer_rmcp_gives() {
+    let env = env();
+    let mut wire = StdioWire::serve(&env, json!({}));
+    let calls = [
+        json!({"name": "echo", "arguments": {"text": "hello \"wire\" ✓"}}),
+        json!({"name": "count_words", "arguments": {"text": "one two\nthree"}}),
+        json!({"name": "search", "arguments": {"query": "  "}}),
+        json!({"name": "split_task", "arguments": {"title": "t", "subtasks": []}}),
+        json!({"name": "no_such_tool", "arguments": {}}),
+    ];
+    let mut id = 0;
+    for params in calls {
+        id += 3;
+        let before = answered_directly(&wire.lines);
+        wire.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params.clone()}));
+        let direct = without_usage(wire.answer(id));
+        let mut through_rmcp = params.clone();
+        through_rmcp["_meta"] = json!({"progressToken": format!("p{id}")});
+        wire.send(&json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call", "params": through_rmcp}));
+        let mut rmcp = without_usage(wire.answer(id + 1));
+        rmcp["id"] = json!(id);
+        assert_eq!(direct, rmcp, "{params}");
+        // Only the first of the two was run directly; an unknown tool is refused before anything
+        // runs, on either path, and logs nothing.
+        let ran = usize::from(params["name"] != "no_such_tool");
+        assert_eq!(wire.fence(id + 2), before + ran + 1, "{params}");
+    }
+    let before = answered_directly(&wire.lines);
+    wire.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "chore", "arguments": {"n": 1, "ms": 0}}}));
+    assert_eq!(wire.answer(99)["error"]["message"], "Missing required client capability", "{:?}", wire.seen);
+    assert_eq!(wire.fence(100), before + 1);
+
+    let mut tasks = StdioWire::serve(&env, json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    tasks.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x"}}}));
+    assert!(tasks.answer(1).to_string().contains('x'), "{:?}", tasks.seen);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(answered_directly(&tasks.lines), 0, "a client that takes tasks is rmcp's");
+}
+
+/// Over stdio, a call answered directly stops at its client's `notifications/cancelled`, and
+/// is not answered (as rmcp does not answer a request its client cancelled).
+#[test]
+fn a_stdio_call_answered_directly_stops_at_notifications_cancelled() {
+    let env = env();
+    let mut wire = StdioWire::serve(&env, json!({}));
+    let trail = env.workspace.path().join("trail.txt");
+    wire.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "tick", "arguments": {"n": 100_000, "ms": 10, "trail": "trail.txt"}}}));
+    let size = || std::fs::metadata(&trail).map_or(0, |m| m.len());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while size() < 3 {
+        assert!(std::time::Instant::now() < until, "the trail does not grow");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(wait_directly(&wire.lines, 1), 1);
+    wire.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the test cancels it"}}));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut stopped = size();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if size() == stopped {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "the plugin goes on after the cancel");
+        stopped = size();
+    }
+    // The session goes on, and the cancelled call got no answer before the next one's.
+    assert_eq!(wire.fence(8), 2);
+    assert!(!wire.seen.iter().any(|m| m["id"] == json!(7)), "{:?}", wire.seen);
+}
+
+/// How many calls the server says it answered directly, once at least `n` (within 30 s).
+fn wait_directly(lines: &std::sync::Mutex<Vec<String>>, n: usize) -> usize {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while answered_directly(lines) < n && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    answered_directly(lines)
+}

@@ -99,7 +99,7 @@ pub(crate) fn refused(outcome: Outcome) -> Result<CallToolResult, ErrorData> {
     }
 }
 
-/// A call prepared by the HTTP front door and handed on to rmcp (see `direct.rs`): the same
+/// A call prepared by the direct path and handed on to rmcp (see `direct.rs`): the same
 /// prepared call, so its request is prepared once.
 #[derive(Clone)]
 pub(crate) struct Prepared(pub(crate) Arc<Mutex<Option<PreparedCall<'static>>>>);
@@ -305,10 +305,13 @@ impl McpServer {
     }
 }
 
-/// The call the HTTP front door prepared for this request and handed on, if it is for `tool`.
+/// The call the direct path (`direct.rs`) prepared for this request and handed on, if it is for
+/// `tool`.
 pub(super) fn handed_on(context: &RequestContext<RoleServer>, tool: &str) -> Option<PreparedCall<'static>> {
-    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-    let handed = parts.extensions.get::<Prepared>()?.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    // Over stdio with the request itself; over HTTP with its request's parts.
+    let parts = || context.extensions.get::<hyper::http::request::Parts>();
+    let slot = context.extensions.get::<Prepared>().or_else(|| parts()?.extensions.get::<Prepared>())?;
+    let handed = slot.0.lock().unwrap_or_else(|e| e.into_inner()).take()?;
     (handed.call().name == tool || handed.name() == tool).then_some(handed)
 }
 

@@ -18,32 +18,35 @@
 //! `find_tools`. A `notifications/cancelled` for it, sent as usual to the session, cancels it.
 //! Everything else — another method, another revision, an unknown session, a call that could
 //! ask — goes to rmcp as before.
+//!
+//! The decision itself ([`McpServer::decide_direct`]), the answer's encoding and the register
+//! of running calls ([`Running`]) are shared with the stdio transport's path
+//! (`stdio_direct.rs`), so both transports serve the same calls the same way.
 
 use super::McpServer;
+use super::call::Prepared;
 use super::idle::{IdleSessions, SessionClient};
+use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResult, ClientNotification, ClientRequest, JsonRpcMessage, JsonRpcRequest,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::streamable_http_server::session::SessionId;
 use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use toolhost_core::executor::{CallRequest, Cancel, PreparedCall};
+use toolhost_core::executor::{CallContext, CallRequest, Cancel, PreparedCall};
 
 /// The revisions whose sessions' calls are answered here: the handshake revisions rmcp serves
 /// (a 2025-11-25 call asking for a task has a `task` member, which the one-pass decoder does
 /// not read: rmcp, after `tasks2025::rename`, serves it).
-const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-
-/// The calls answered here, by session and request id, so a `notifications/cancelled` finds them
-/// (each with a serial number: a client that reuses an id while its call runs has both found).
-type Running = Mutex<HashMap<(SessionId, RequestId), Vec<(u64, Cancel)>>>;
+pub(crate) const REVISIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 pub(crate) struct Direct {
     server: McpServer,
     sessions: Arc<IdleSessions>,
-    running: Running,
-    serial: std::sync::atomic::AtomicU64,
+    running: Arc<Running<(SessionId, RequestId)>>,
 }
 
 /// A POST of a session whose calls may be answered here.
@@ -54,7 +57,7 @@ pub(crate) struct Session {
 
 impl Direct {
     pub(crate) fn new(server: McpServer, sessions: Arc<IdleSessions>) -> Direct {
-        Direct { server, sessions, running: Running::default(), serial: Default::default() }
+        Direct { server, sessions, running: Arc::default() }
     }
 
     /// The session of a POST whose body [`Direct::answer`] should see (the front door has
@@ -89,53 +92,18 @@ impl Direct {
             return None;
         };
         let JsonRpcMessage::Request(request) = message else { return None };
-        let ClientRequest::CallToolRequest(mut call) = request.request else { return None };
-        let meta = call.extensions.remove::<rmcp::model::RequestMetaObject>().unwrap_or_default();
-        if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
-            return None;
-        }
-        if self.server.loaded.as_ref().is_some_and(|l| !*l.borrow()) {
-            return None;
-        }
-        let params: CallToolRequestParams = call.params;
-        let who = super::caller_of(Some(parts), Some(session.client.name.clone()), &meta);
-        let empty = rmcp::model::JsonObject::new();
-        let args = params.arguments.as_ref().unwrap_or(&empty);
-        let result = match self
-            .server
-            .executor
-            .prepare(CallRequest::Named { name: &params.name, args }, &who)
-            .await
-        {
-            // Refused and audited: answered as rmcp's handler answers it.
-            Err(outcome) => super::refused(outcome),
-            Ok(prepared) => {
-                let plan = super::plan(&prepared, session.client.tasks, None);
-                if !super::answered_directly(&prepared, plan) {
-                    let handed = super::Prepared(Arc::new(Mutex::new(Some(prepared.into_owned()))));
-                    parts.extensions.insert(handed);
-                    return None;
-                }
-                tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
-                Ok(self.run(session, parts, prepared.into_owned(), who, request.id.clone()).await)
+        match self.server.decide_direct(&request, &session.client, Some(parts)).await {
+            Decision::Rmcp(None) => None,
+            Decision::Rmcp(Some(prepared)) => {
+                parts.extensions.insert(Prepared(Arc::new(Mutex::new(Some(prepared)))));
+                None
             }
-        };
-        let message = match result {
-            Ok(result) => {
-                // What the handler does to a result for a handshake revision.
-                let mut result = ServerResult::CallToolResult(result);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                ServerJsonRpcMessage::response(result, request.id)
+            Decision::Answer(answer) => Some(answer),
+            Decision::Run(call) => {
+                let id = call.id.clone();
+                Some(encode(Ok(self.run(session, parts, call).await), id))
             }
-            Err(e) => ServerJsonRpcMessage::error(e, Some(request.id)),
-        };
-        Some(serde_json::to_vec(&message).unwrap_or_else(|e| {
-            format!(
-                r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#
-            )
-            .into_bytes()
-        }))
+        }
     }
 
     /// Run `prepared` on a task of its own: a client that goes away does not stop the call (as
@@ -146,38 +114,20 @@ impl Direct {
         self: &Arc<Self>,
         session: &Session,
         parts: &hyper::http::request::Parts,
-        prepared: PreparedCall<'static>,
-        who: toolhost_core::executor::CallContext,
-        id: RequestId,
-    ) -> rmcp::model::CallToolResult {
-        let cancel = Cancel::new();
-        let key = (session.id.clone(), id);
+        call: DirectCall,
+    ) -> CallToolResult {
         let held = self.sessions.hold(&session.id);
-        let serial = self.serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .push((serial, cancel.clone()));
+        let (cancel, forget) = self.running.enter((session.id.clone(), call.id.clone()));
         let gone = super::client_gone(Some(parts));
-        let me = self.clone();
-        let tool = prepared.name().to_string();
+        let server = self.server.clone();
+        let tool = call.prepared.name().to_string();
         let run = tokio::spawn(async move {
             let _held = held;
-            let _forget = Forget { running: &me.running, key, serial };
-            me.server.run_direct(&prepared, who, cancel, gone).await
+            let _forget = forget;
+            server.run_direct(&call.prepared, call.who, cancel, gone).await
         });
         // From here the call is answered here, whatever happens: never run again by rmcp.
-        match run.await {
-            Ok(result) => result,
-            Err(e) => {
-                tracing::error!(tool, "a call answered directly failed: {e}");
-                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
-                    "the call failed: {e} [host_error]"
-                ))])
-            }
-        }
+        joined(run.await, &tool)
     }
 
     /// Cancel the call running here that `body`, if a `notifications/cancelled`, names.
@@ -192,25 +142,62 @@ impl Direct {
         };
         let ClientNotification::CancelledNotification(c) = n.notification else { return };
         let Some(id) = c.params.request_id else { return };
-        let key = (session.id.clone(), id);
-        for (_, cancel) in
-            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&key).into_iter().flatten()
-        {
-            cancel.cancel("the client");
+        self.running.cancel(&(session.id.clone(), id), "the client");
+    }
+}
+
+/// The calls answered here, by key (a session's and a request's id), so a
+/// `notifications/cancelled` finds them — each with a serial number: a client that reuses an id
+/// while its call runs has both found.
+pub(crate) struct Running<K> {
+    calls: Mutex<HashMap<K, Vec<(u64, Cancel)>>>,
+    serial: AtomicU64,
+}
+
+impl<K> Default for Running<K> {
+    fn default() -> Self {
+        Running { calls: Mutex::default(), serial: AtomicU64::default() }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Running<K> {
+    /// A call under `key` starts: its cancel, and the guard that forgets it when dropped.
+    pub(crate) fn enter(self: &Arc<Self>, key: K) -> (Cancel, Forget<K>) {
+        let cancel = Cancel::new();
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed);
+        self.lock().entry(key.clone()).or_default().push((serial, cancel.clone()));
+        (cancel, Forget { running: self.clone(), key, serial })
+    }
+
+    /// Cancel the calls running under `key`, for `by`.
+    pub(crate) fn cancel(&self, key: &K, by: &str) {
+        for (_, cancel) in self.lock().get(key).into_iter().flatten() {
+            cancel.cancel(by);
         }
+    }
+
+    /// Cancel every call running here, for `by`.
+    pub(crate) fn cancel_all(&self, by: &str) {
+        for (_, cancel) in self.lock().values().flatten() {
+            cancel.cancel(by);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Vec<(u64, Cancel)>>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// Drops a call from [`Running`] when it ends (or its request is dropped).
-struct Forget<'a> {
-    running: &'a Running,
-    key: (SessionId, RequestId),
+pub(crate) struct Forget<K: Hash + Eq + Clone> {
+    running: Arc<Running<K>>,
+    key: K,
     serial: u64,
 }
 
-impl Drop for Forget<'_> {
+impl<K: Hash + Eq + Clone> Drop for Forget<K> {
     fn drop(&mut self) {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut running = self.running.lock();
         if let Some(calls) = running.get_mut(&self.key) {
             calls.retain(|(serial, _)| *serial != self.serial);
             if calls.is_empty() {
@@ -218,4 +205,87 @@ impl Drop for Forget<'_> {
             }
         }
     }
+}
+
+/// What the direct path makes of a `tools/call` from a session it may serve.
+pub(crate) enum Decision {
+    /// rmcp serves it — prepared here once and handed on with it (see `call::Prepared`), or not
+    /// prepared (not a call this path serves, or the host is still loading).
+    Rmcp(Option<PreparedCall<'static>>),
+    /// The executor refused it (and audited that): its JSON answer.
+    Answer(Vec<u8>),
+    /// Run here, and answered with [`encode`].
+    Run(DirectCall),
+}
+
+/// A call run here: prepared, for its caller, answered under its request's id.
+pub(crate) struct DirectCall {
+    pub(crate) prepared: PreparedCall<'static>,
+    pub(crate) who: CallContext,
+    pub(crate) id: RequestId,
+}
+
+impl McpServer {
+    /// The one decision of the direct path, for every transport: whether `request`, from
+    /// `client`'s session (with its HTTP request's `parts`), is a call answered here. It is
+    /// prepared once, planned as rmcp's handler plans it ([`super::plan`]), and answered here
+    /// only when it runs at once and asks no one ([`super::answered_directly`]).
+    pub(crate) async fn decide_direct(
+        &self,
+        request: &JsonRpcRequest<ClientRequest>,
+        client: &SessionClient,
+        parts: Option<&hyper::http::request::Parts>,
+    ) -> Decision {
+        let ClientRequest::CallToolRequest(call) = &request.request else { return Decision::Rmcp(None) };
+        let empty_meta = rmcp::model::RequestMetaObject::default();
+        let meta = call.extensions.get::<rmcp::model::RequestMetaObject>().unwrap_or(&empty_meta);
+        if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
+            return Decision::Rmcp(None);
+        }
+        if self.loaded.as_ref().is_some_and(|l| !*l.borrow()) {
+            return Decision::Rmcp(None);
+        }
+        let params: &CallToolRequestParams = &call.params;
+        let who = super::caller_of(parts, Some(client.name.clone()), meta);
+        let empty = rmcp::model::JsonObject::new();
+        let args = params.arguments.as_ref().unwrap_or(&empty);
+        let prepared =
+            match self.executor.prepare(CallRequest::Named { name: &params.name, args }, &who).await {
+                Ok(prepared) => prepared.into_owned(),
+                // Refused and audited: answered as rmcp's handler answers it.
+                Err(outcome) => return Decision::Answer(encode(super::refused(outcome), request.id.clone())),
+            };
+        if !super::answered_directly(&prepared, super::plan(&prepared, client.tasks, None)) {
+            return Decision::Rmcp(Some(prepared));
+        }
+        tracing::debug!(tool = %params.name, "tools/call answered without rmcp's session (see mcp::direct)");
+        Decision::Run(DirectCall { prepared, who, id: request.id.clone() })
+    }
+}
+
+/// The JSON answer to request `id`, as a handshake session's handler gives it.
+pub(crate) fn encode(result: Result<CallToolResult, ErrorData>, id: RequestId) -> Vec<u8> {
+    let message = match result {
+        Ok(result) => {
+            let mut result = ServerResult::CallToolResult(result);
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            ServerJsonRpcMessage::response(result, id)
+        }
+        Err(e) => ServerJsonRpcMessage::error(e, Some(id)),
+    };
+    serde_json::to_vec(&message).unwrap_or_else(|e| {
+        format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#)
+            .into_bytes()
+    })
+}
+
+/// The result of a call run on a task of its own, whatever became of the task.
+fn joined(run: Result<CallToolResult, tokio::task::JoinError>, tool: &str) -> CallToolResult {
+    run.unwrap_or_else(|e| {
+        tracing::error!(tool, "a call answered directly failed: {e}");
+        CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+            "the call failed: {e} [host_error]"
+        ))])
+    })
 }

@@ -49,7 +49,7 @@ pub(crate) struct SessionClient {
 }
 
 impl SessionClient {
-    fn of(message: &ClientJsonRpcMessage) -> Option<SessionClient> {
+    pub(crate) fn of(message: &ClientJsonRpcMessage) -> Option<SessionClient> {
         let ClientJsonRpcMessage::Request(r) = message else { return None };
         let rmcp::model::ClientRequest::InitializeRequest(init) = &r.request else { return None };
         Some(SessionClient {

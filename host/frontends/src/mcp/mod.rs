@@ -67,6 +67,7 @@ mod skills;
 #[doc(hidden)]
 pub mod stages;
 mod stdio;
+mod stdio_direct;
 mod tasks;
 mod tasks2025;
 
@@ -345,6 +346,10 @@ pub fn tool(view: &toolhost_core::view::ToolView<'_>) -> Tool {
     tool
 }
 
+/// How long calls answered directly may run on after a client closed stdin with no service to
+/// drain them (what rmcp gives the calls it runs).
+const UNDRAINED_GRACE: Duration = Duration::from_secs(5);
+
 /// After the end of stdin, how long requests read before it have to reach the executor.
 const EOF_ADMIT_WAIT: Duration = Duration::from_secs(2);
 
@@ -371,7 +376,9 @@ pub async fn serve_stdio_until(
     // (or are cancelled at the grace period) and are answered before the session ends.
     let (eof_tx, mut eof_rx) = tokio::sync::watch::channel(false);
     let hold_eof = service.is_some().then_some(eof_tx);
-    let transport = stdio::StdioTransport::new(stdin, stdout, server.max_message, hold_eof);
+    let direct = stdio_direct::StdioDirect::new(server.clone());
+    let transport =
+        stdio::StdioTransport::new(stdin, stdout, server.max_message, hold_eof).with_direct(direct.clone());
     let pending = transport.pending();
     let first_load = server.first_load();
     let mut stdin_closed = std::pin::pin!(async move {
@@ -387,6 +394,12 @@ pub async fn serve_stdio_until(
     let mut waiting = std::pin::pin!(running.waiting());
     tokio::select! {
         r = &mut waiting => {
+            // The client closed stdin with no service to drain: the calls answered directly
+            // get what rmcp gives its own (five seconds), then are cancelled and answered.
+            if tokio::time::timeout(UNDRAINED_GRACE, direct.finished()).await.is_err() {
+                direct.cancel_all("the end of the session");
+                direct.finished().await;
+            }
             r?;
             return Ok(());
         }
@@ -412,6 +425,9 @@ pub async fn serve_stdio_until(
     if let Some(s) = service {
         s.shutdown().await;
     }
+    // Drained: the calls answered directly have ended; their answers are written first.
+    direct.cancel_all("the end of the session");
+    direct.finished().await;
     // rmcp writes the answers still queued, then closes.
     session.cancel();
     waiting.await?;

@@ -13,7 +13,10 @@
 //!   reported to the caller and the transport then waits: the session stays open for the calls
 //!   in flight to finish (or be cancelled at the grace period) and their answers to be written,
 //!   until the caller ends it. rmcp alone gives them five seconds and then drops them.
+//! - **The common call skips rmcp's service loop** (`stdio_direct.rs`): decided as the HTTP
+//!   front door decides it, run on a task of its own and answered by this transport's writer.
 
+use super::stdio_direct::{Read, StdioDirect};
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use std::sync::Arc;
@@ -36,6 +39,11 @@ pub(crate) struct StdioTransport<R, W> {
     pending: Arc<std::sync::atomic::AtomicUsize>,
     /// The session negotiated 2025-11-25 (set when its `initialize` answer is written).
     revision_2025: Arc<std::sync::atomic::AtomicBool>,
+    /// The calls answered without rmcp's service loop (see `stdio_direct.rs`), when on.
+    direct: Option<Arc<StdioDirect>>,
+    /// A call being decided there: kept here, so a `receive` dropped by rmcp's loop while it
+    /// waits loses nothing (the next one goes on with it).
+    deciding: Option<std::pin::Pin<Box<dyn Future<Output = Read> + Send>>>,
 }
 
 impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioTransport<R, W> {
@@ -54,7 +62,41 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioT
             hold_eof,
             pending: Arc::default(),
             revision_2025: Arc::default(),
+            direct: None,
+            deciding: None,
         }
+    }
+
+    /// Answer the session's common calls without rmcp's service loop (see `stdio_direct.rs`).
+    pub(crate) fn with_direct(mut self, direct: Arc<StdioDirect>) -> Self {
+        self.direct = Some(direct);
+        self
+    }
+
+    /// What became of a call decided by the direct path: rmcp's message again, or answered.
+    fn decided(&mut self, read: Read) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match read {
+            Read::Rmcp(m) => {
+                self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                return Some(m);
+            }
+            Read::Answered(line) => self.answer(line),
+            Read::Running(call) => {
+                let pending = self.pending.clone();
+                pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let done = move || {
+                    let _ = pending.fetch_update(
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::SeqCst,
+                        |n| n.checked_sub(1),
+                    );
+                };
+                if let Some(direct) = &self.direct {
+                    direct.run(call, self.write.clone(), done);
+                }
+            }
+        }
+        None
     }
 
     /// The number of requests received and not answered yet, as it changes.
@@ -162,6 +204,9 @@ where
         let write = self.write.clone();
         let pending = self.pending.clone();
         let revision_2025 = self.revision_2025.clone();
+        if let (Some(direct), rmcp::model::JsonRpcMessage::Response(r)) = (&self.direct, &item) {
+            direct.answering(&r.result);
+        }
         async move {
             let answer = match &item {
                 rmcp::model::JsonRpcMessage::Response(_) => true,
@@ -196,6 +241,14 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            if let Some(deciding) = &mut self.deciding {
+                let read = deciding.await;
+                self.deciding = None;
+                match self.decided(read) {
+                    Some(m) => return Some(m),
+                    None => continue,
+                }
+            }
             match self.next_line().await {
                 Ok(true) => {}
                 Ok(false) => break,
@@ -220,11 +273,22 @@ where
             let text = renamed.as_deref().unwrap_or(text);
             // A call in the usual shape is read in one pass (see `decode.rs`); the rest by rmcp.
             let read = match super::decode::tools_call(text) {
-                Some(m) => Ok(m),
+                Some(m) => {
+                    if let Some(direct) = &self.direct
+                        && let Some(client) = direct.client()
+                    {
+                        self.deciding = Some(Box::pin(direct.clone().decide(m, client)));
+                        continue;
+                    }
+                    Ok(m)
+                }
                 None => serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text),
             };
             match read {
                 Ok(m) => {
+                    if let Some(direct) = &self.direct {
+                        direct.saw(&m);
+                    }
                     if matches!(m, rmcp::model::JsonRpcMessage::Request(_)) {
                         self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     }

@@ -47,10 +47,13 @@ pub(crate) fn on_2025_11_25(context: &RequestContext<RoleServer>) -> bool {
 /// if it is one of the requests rmcp cannot carry whole; `None` otherwise (the common case costs
 /// a substring search or two).
 pub(crate) fn rename(message: &[u8]) -> Option<Vec<u8>> {
-    if memchr::memmem::find(message, b"\"tasks/").is_none()
-        && memchr::memmem::find(message, b"\"tools/").is_none()
-    {
-        return None;
+    let find = |what: &[u8]| memchr::memmem::find(message, what).is_some();
+    if !find(b"\"tasks/") {
+        // Of the tools requests, only a list and a call with a `task` member are renamed: a
+        // common call is not parsed twice.
+        if !find(b"\"tools/") || !(find(b"\"task\"") || find(b"\"tools/list\"")) {
+            return None;
+        }
     }
     let mut v: Value = serde_json::from_slice(message).ok()?;
     v.get("id")?;
@@ -270,6 +273,14 @@ mod tests {
         );
         assert!(rename(br#"{"method":"tasks/get","params":{"taskId":"1"}}"#).is_none());
         assert!(rename(br#"{"id":1,"method":"prompts/list"}"#).is_none());
+        assert!(rename(br#"{"id":1,"method":"tools/call","params":{"name":"echo"}}"#).is_none());
+        // `tools/list` with no `task` anywhere is still renamed (checked above); so is a call
+        // whose `task` member is the only mention of one.
+        let v: Value = serde_json::from_slice(
+            &rename(br#"{"id":1,"method":"tools/call","params":{"task":{}}}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["method"], "toolhost/2025-11-25/tools/call");
     }
 
     #[test]
