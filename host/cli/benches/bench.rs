@@ -1083,7 +1083,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         targets::record(targets::MCP_HTTP_INSIDE, ht);
         line(String::new());
         line(format!(
-            "Inside the server (the `fsync = \"never\"` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×). A 2025 session's `tools/call` is answered by toolhost's front door (`mcp::direct`), not through rmcp's session; `ping` and the rmcp-alone row still go through it.",
+            "Inside the server (the `fsync = \"never\"` runs' audit lines, `duration_ms`: the executor call with its observer, median of the runs' medians), the same `echo` call took {st:.0} µs over stdio and {ht:.0} µs over streamable HTTP ({:.2}×). A 2025 session's `tools/call` is answered by toolhost's front door (`mcp::direct`) over HTTP, not through rmcp's session, and past rmcp's service loop over stdio (`mcp::stdio_direct`, issue #57); `ping` and the rmcp-alone row still go through rmcp.",
             ht / st
         ));
     }
