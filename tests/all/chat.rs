@@ -906,3 +906,67 @@ async fn in_search_mode_the_loop_offers_find_tools_then_what_it_found() {
     let results = seen[2].last()["content"].as_str().unwrap();
     assert!(results.contains("[RESULT 1] count_words(\"a b\") success"), "{results}");
 }
+
+/// `--skills` (AgentOptions::skills) puts the plugins' skills into the system message, for the
+/// text protocol after its tools section and for native calling after the system prompt.
+#[test]
+fn skills_go_into_the_system_message_when_asked() {
+    let env = env();
+    let host = env.host();
+    let registry = host.registry.load();
+    let client = ModelClient::new(ClientOptions::new("http://127.0.0.1:9/v1", "m")).unwrap();
+    let options = |skills| AgentOptions { skills, ..AgentOptions::default() };
+    let with = Agent::new(host.executor.clone(), client.clone(), options(true));
+    let without = Agent::new(host.executor.clone(), client, options(false));
+    for protocol in [Protocol::Text, Protocol::Native] {
+        let text = with.system_message(&registry, protocol);
+        assert!(text.contains("### Skill workspace-files (plugin files):"), "{protocol:?}: {text}");
+        assert!(text.contains("## When a call fails"), "{protocol:?}: {text}");
+        assert!(!without.system_message(&registry, protocol).contains("## Skills"));
+    }
+    let text = with.system_message(&registry, Protocol::Text);
+    assert!(text.find("Available tools").unwrap() < text.find("## Skills").unwrap(), "{text}");
+    assert!(text.trim_end().ends_with("reply without any [TOOL] call."), "{text}");
+}
+
+/// In the chat, `/skills` lists the skills and `/read URI` attaches a skill's file to the
+/// conversation: the next question's request carries it as a user message; a bad URI is said
+/// and attaches nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_read_attaches_a_skill_file_to_the_conversation() {
+    use std::io::Write;
+    let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    let server = Server::start(vec![text("Noted.")]).await;
+    let mut cmd = chat_command(&env, &server.url(), &["--protocol", "native"]);
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        let lines = "/skills\n/read skill://files/nope/SKILL.md\n/read skill://files/workspace-files/SKILL.md\nwhat now?\n";
+        child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("  workspace-files — Read, create"), "{stdout}");
+    assert!(stdout.contains("no resource skill://files/nope/SKILL.md"), "{stdout}");
+    assert!(stdout.contains("(attached skill://files/workspace-files/SKILL.md,"), "{stdout}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "one question, one request");
+    let users: Vec<&str> = seen[0]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert!(
+        users[0].starts_with(
+            "(Attached: skill://files/workspace-files/SKILL.md, text/markdown)\n\n---\nname: workspace-files"
+        ),
+        "{}",
+        users[0]
+    );
+    assert_eq!(users[1], "what now?");
+}

@@ -270,3 +270,54 @@ fn a_section_with_an_escaping_path_refuses_the_plugin() {
     );
     assert!(text.contains("NOT LOADED") && text.contains("which"), "{text}");
 }
+
+/// `toolhost read URI` prints a skill's file (text as is, a blob through a pipe or `--out`), and
+/// an unknown URI is an error naming it; nothing is printed then.
+#[test]
+fn read_prints_a_skill_file_and_names_an_unknown_uri() {
+    let (env, plugin) = env();
+    let read = |args: &[&str]| env.command().arg("read").args(args).output().unwrap();
+    let out = read(&[&format!("skill://{plugin}/guide/SKILL.md")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), SKILL_MD);
+    // A blob through a pipe is its bytes; `--out` writes them.
+    let png = format!("skill://{plugin}/guide/img/dot.png");
+    assert_eq!(read(&[&png]).stdout, PNG);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dot.png");
+    let out = read(&[&png, "--out", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), PNG);
+    for (uri, why) in [
+        (format!("skill://{plugin}/guide/missing.md"), "no loaded plugin has that skill file"),
+        ("skill://versioned/guide/SKILL.md".to_string(), "no loaded plugin has that skill file"),
+        ("file:///etc/passwd".to_string(), "the host serves skill files only"),
+    ] {
+        let out = read(&[&uri]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{uri}: {err}");
+        assert!(err.contains(&format!("no resource {uri}: {why}")), "{err}");
+    }
+}
+
+/// `toolhost prompt --skills` adds the instructions of the listed tools' plugins' skills (after
+/// the tools, markers defused); without the flag the prompt is as before.
+#[test]
+fn prompt_with_skills_adds_their_instructions() {
+    let (env, plugin) = env();
+    let prompt = |args: &[&str]| {
+        let out = env.command().arg("prompt").args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = prompt(&[]);
+    let with = prompt(&["--skills"]);
+    assert!(!plain.contains("## Skills"), "{plain}");
+    assert_eq!(&with[..plain.len()], plain, "the skills come after the tools");
+    let section = &with[plain.len()..];
+    assert!(
+        section.contains(&format!("### Skill guide (plugin {plugin}): How to use the text tools well.\n\n# Guide\n\nCall `echo` first.\n")),
+        "{section}"
+    );
+    assert!(!section.contains("metadata:"), "the front matter stays out: {section}");
+}

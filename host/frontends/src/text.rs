@@ -6,7 +6,7 @@
 pub use toolhost_spec::text::*;
 
 use toolhost_core::executor::Outcome;
-use toolhost_core::registry::Registry;
+use toolhost_core::registry::{Registry, skills};
 
 /// Parse `reply` and run its calls in order through the executor. Parse errors and prose get
 /// no outcome; nothing half-parsed is ever run.
@@ -99,6 +99,51 @@ pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
             "\nUnavailable until the operator resolves a name conflict (several plugins claim them): {}.\n",
             unavailable.join(", ")
         ));
+    }
+    out
+}
+
+/// At most this many bytes of skills' instructions go into a prompt ([`skills_section`]).
+pub const SKILLS_BUDGET: usize = 24 * 1024;
+
+/// The skills of the plugins whose tools [`prompt`] lists, as a prompt section — opt-in
+/// (`toolhost prompt --skills`, `toolhost chat --skills`): each skill's name, plugin and
+/// description on one line, then its instructions (its `SKILL.md` after the front matter,
+/// markers escaped) while they fit in [`SKILLS_BUDGET`]. A skill whose instructions do not fit
+/// whole is named with the URI to read them at (never cut half-way). Empty when no listed
+/// tool's plugin has a skill.
+pub fn skills_section(registry: &Registry, config: &toolhost_core::Config) -> String {
+    let listed: std::collections::BTreeSet<String> =
+        toolhost_core::view::listing(registry, config).iter().map(|v| v.plugin.to_string()).collect();
+    let skills: Vec<_> =
+        skills::all(registry.plugins()).into_iter().filter(|(p, _)| listed.contains(*p)).collect();
+    skills_text(&skills, SKILLS_BUDGET)
+}
+
+/// [`skills_section`] of `skills` (plugin and skill), with `budget` bytes for instructions.
+fn skills_text(skills: &[(&str, &skills::LoadedSkill)], budget: usize) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n## Skills\n\nThe plugins of these tools ship instructions for using them well (the plugins' text, not the user's):\n",
+    );
+    let mut left = budget;
+    for (plugin, skill) in skills {
+        let (name, about) = (&skill.name, model_text(&skill.description));
+        out.push_str(&format!("\n### Skill {name} (plugin {plugin}): {about}\n\n"));
+        let body = escape_markers(skill.instructions().trim());
+        if body.len() <= left {
+            left -= body.len();
+            out.push_str(&body);
+            out.push('\n');
+        } else {
+            let at = skills::uri(plugin, name, toolhost_spec::skills::SKILL_MD);
+            out.push_str(&format!(
+                "(Its instructions, {} bytes, are past this prompt's budget for skills: they are at {at}.)\n",
+                body.len()
+            ));
+        }
     }
     out
 }
@@ -277,5 +322,38 @@ mod tests {
             prop_assert_eq!(escape_markers(&once), once.as_str());
         }
 
+    }
+
+    fn skill(name: &str, body: &str) -> skills::LoadedSkill {
+        let md = format!("---\nname: {name}\ndescription: Use {name}\n---\n{body}\n");
+        skills::LoadedSkill {
+            name: name.into(),
+            description: format!("Use {name}\nwell"),
+            frontmatter: Default::default(),
+            files: vec![skills::SkillFile {
+                path: "SKILL.md".into(),
+                bytes: md.into_bytes().into(),
+                digest: String::new(),
+                mime: "text/markdown",
+                text: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn skills_go_into_the_prompt_whole_or_by_their_uri_with_markers_escaped() {
+        assert_eq!(skills_text(&[], SKILLS_BUDGET), "");
+        let (small, big, last) = (
+            skill("small", "Call [TOOL] read(\"a\") [/TOOL] first."),
+            skill("big", &"x".repeat(200)),
+            skill("last", "ok"),
+        );
+        let text = skills_text(&[("files", &small), ("files", &big), ("text", &last)], 100);
+        assert!(text.contains("### Skill small (plugin files): Use small well\n"), "{text}");
+        assert!(text.contains("Call [\\TOOL] read(\"a\") [\\/TOOL] first."), "{text}");
+        assert!(!text.contains(&"x".repeat(200)), "{text}");
+        assert!(text.contains("(Its instructions, 200 bytes, are past this prompt's budget for skills: they are at skill://files/big/SKILL.md.)"), "{text}");
+        // A later skill that fits still goes in whole.
+        assert!(text.contains("### Skill last (plugin text): Use last well\n\nok\n"), "{text}");
     }
 }

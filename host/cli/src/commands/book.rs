@@ -12,6 +12,7 @@ pub const CHAPTERS: &[(&str, &str)] = &[
     ("export", "catalog.md"),
     ("run", "text-protocol.md"),
     ("prompt", "text-protocol.md"),
+    ("read", "skills.md"),
     ("schema", "openai.md"),
     ("serve", "service.md"),
     ("revoke", "network-and-secrets.md"),

@@ -40,8 +40,10 @@ Examples:
   toolhost --plugins target/plugins chat --model gpt-4o-mini --once \"Count the words of 'a b c'\"
   llama-server -m model.gguf --port 8080 --jinja   # then --base-url http://localhost:8080/v1
 
-In the chat: /tools lists the tools, /clear starts over, /exit (or Ctrl-D) quits; Ctrl-C
-cancels the running request or tool call and keeps the conversation.")]
+In the chat: /tools lists the tools, /skills the plugins' skills, /read URI attaches a
+resource (a skill's file: skill://PLUGIN/SKILL/FILE) to the conversation, /clear starts over,
+/exit (or Ctrl-D) quits; Ctrl-C cancels the running request or tool call and keeps the
+conversation.")]
 pub struct ChatArgs {
     /// The model name the server knows (e.g. qwen2.5:7b, gpt-4o-mini)
     #[arg(long, value_name = "NAME")]
@@ -74,6 +76,10 @@ pub struct ChatArgs {
     /// Confirm dangerous tools without asking
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Put the skills of the tools' plugins (their SKILL.md instructions, up to 24 KiB) into
+    /// the system message
+    #[arg(long)]
+    pub skills: bool,
     /// Quiet time after the last change in the plugins folder before it is rescanned
     #[arg(long, value_name = "MS", default_value_t = 150)]
     pub debounce_ms: u64,
@@ -105,6 +111,7 @@ pub fn run(global: &GlobalArgs, args: ChatArgs) -> Result<ExitCode> {
             .clone()
             .or(settings.frontends.model.system.clone())
             .unwrap_or_else(|| toolhost_frontends::agent::DEFAULT_SYSTEM.into()),
+        skills: args.skills,
         ..AgentOptions::default()
     };
     let rt = super::async_runtime()?;
@@ -201,7 +208,9 @@ async fn chat(
         if tools == 1 { "" } else { "s" },
         host.config.plugins_dir.display(),
     );
-    println!("/tools lists them, /clear starts over, /exit or Ctrl-D quits, Ctrl-C cancels a running step");
+    println!(
+        "/tools lists them, /skills the skills, /read URI attaches one, /clear starts over, /exit or Ctrl-D quits, Ctrl-C cancels a running step"
+    );
     interactive(&agent, &host, &reader, changes, transcript).await
 }
 
@@ -341,10 +350,24 @@ fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) -> Slash
             print!("{}", tools_list(&host.registry.load()));
             Slash::Done
         }
+        "/skills" => {
+            print!("{}", skills_list(&host.registry.load()));
+            Slash::Done
+        }
         "/help" => {
             println!(
-                "/tools  list the tools\n/clear  start a new conversation\n/exit   quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
+                "/tools     list the tools\n/skills    list the plugins' skills\n/read URI  attach a resource (a skill's file) to the conversation\n/clear     start a new conversation\n/exit      quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
             );
+            Slash::Done
+        }
+        _ if input.starts_with("/read") => {
+            match attach(input.trim_start_matches("/read").trim(), &host.registry.load()) {
+                Ok((message, note)) => {
+                    conv.messages.push(message);
+                    println!("{note}");
+                }
+                Err(e) => println!("{e:#}"),
+            }
             Slash::Done
         }
         _ => Slash::NotOne,
@@ -400,6 +423,47 @@ fn tools_list(reg: &Registry) -> String {
         out.push_str("  (no tools)\n");
     }
     out
+}
+
+/// The skills of the loaded plugins, one line each with the URI of their instructions.
+fn skills_list(reg: &Registry) -> String {
+    use toolhost_core::registry::skills;
+    let mut out = String::new();
+    for (plugin, s) in skills::all(reg.plugins()) {
+        let at = skills::uri(plugin, &s.name, toolhost_spec::skills::SKILL_MD);
+        out.push_str(&format!(
+            "  {} — {} ({})\n",
+            term::line(&s.name),
+            term::line(&s.description),
+            term::line(&at)
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("  (no skills)\n");
+    }
+    out
+}
+
+/// `/read URI`: the resource as a user message for the conversation (sent with the next
+/// question), and a note saying what was attached.
+fn attach(uri: &str, reg: &Registry) -> Result<(Message, String)> {
+    if uri.is_empty() {
+        bail!("/read needs a URI: /read skill://PLUGIN/SKILL/SKILL.md (/skills lists them)");
+    }
+    let file = super::read::resource(reg, uri)?;
+    let Some(text) = super::read::text(file) else {
+        bail!(
+            "{} is binary ({}, {} bytes): only text can be attached",
+            term::line(uri),
+            file.mime,
+            file.size()
+        );
+    };
+    let message = Message::user(format!("(Attached: {uri}, {})\n\n{text}", file.mime));
+    Ok((
+        message,
+        format!("(attached {}, {} bytes: sent with your next message)", term::line(uri), file.size()),
+    ))
 }
 
 /// Draws events: streamed text on stdout (interactive only) and a card per tool call

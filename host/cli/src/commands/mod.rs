@@ -16,6 +16,7 @@ pub mod list;
 pub mod new;
 pub mod prompt;
 pub mod publish;
+pub mod read;
 pub mod revoke;
 pub mod run;
 pub mod schema;
@@ -72,8 +73,12 @@ pub enum Command {
     /// feedback block for the conversation (exit code 1 if any call failed or did not parse)
     Run(run::Args),
     /// Print the prompt section that teaches a model the [TOOL] protocol and lists the exposed
-    /// tools (in search mode `find_tools` and the pinned ones)
-    Prompt,
+    /// tools (in search mode `find_tools` and the pinned ones); --skills adds the instructions
+    /// of their plugins' skills
+    Prompt(prompt::Args),
+    /// Print a resource the host serves (a plugin's skill file, skill://PLUGIN/SKILL/FILE), or
+    /// write it to a file with --out
+    Read(read::Args),
     /// Print the tool definitions for function calling (in search mode `find_tools` and the
     /// pinned tools)
     Schema(schema::Args),
@@ -150,7 +155,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect(a) => inspect::run(g, a),
         Command::Export(a) => export::run(g, a),
         Command::Run(a) => run::run(g, a),
-        Command::Prompt => prompt::run(g),
+        Command::Prompt(a) => prompt::run(g, a),
+        Command::Read(a) => read::run(g, a),
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
         Command::Console(a) => serve::run_console(g, a),

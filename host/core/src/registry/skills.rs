@@ -2,6 +2,7 @@
 //! folder index's copy of it) and checked by the spec's rules, each file's digest, size and mime
 //! type worked out once, when the plugin loads, for every listing and read after.
 
+use super::LoadedPlugin;
 use std::sync::Arc;
 use toolhost_spec::skills::{self, SkillsError, is_textual, mime_type};
 
@@ -50,12 +51,41 @@ impl LoadedSkill {
     pub fn file(&self, path: &str) -> Option<&SkillFile> {
         self.files.iter().find(|f| f.path == path)
     }
+
+    /// Its instructions: its `SKILL.md` after the front matter.
+    pub fn instructions(&self) -> &str {
+        let md = self.file(skills::SKILL_MD).map_or(&[][..], |f| &f.bytes[..]);
+        skills::instructions(std::str::from_utf8(md).unwrap_or_default())
+    }
 }
+
+/// The URI scheme of skill files (see [`uri`]).
+pub const SCHEME: &str = "skill://";
 
 /// The URI a plugin's skill file is served at, `skill://PLUGIN/SKILL/PATH`: the plugin's name is
 /// the "server-chosen prefix" the skills extension allows, so two plugins never claim one URI.
 pub fn uri(plugin: &str, skill: &str, path: &str) -> String {
-    format!("skill://{plugin}/{skill}/{path}")
+    format!("{SCHEME}{plugin}/{skill}/{path}")
+}
+
+/// Every skill of `plugins`, by plugin name and then skill name.
+pub fn all(plugins: &[Arc<LoadedPlugin>]) -> Vec<(&str, &LoadedSkill)> {
+    let mut out: Vec<(&str, &LoadedSkill)> =
+        plugins.iter().flat_map(|p| p.skills.iter().map(move |s| (&*p.name, s))).collect();
+    out.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    out
+}
+
+/// The plugin, skill and file a `skill://` URI names, if one of `plugins` serves it.
+pub fn find<'a>(
+    plugins: &'a [Arc<LoadedPlugin>],
+    uri: &str,
+) -> Option<(&'a str, &'a LoadedSkill, &'a SkillFile)> {
+    let (plugin, rest) = uri.strip_prefix(SCHEME)?.split_once('/')?;
+    let (skill, path) = rest.split_once('/')?;
+    let p = plugins.iter().find(|p| &*p.name == plugin)?;
+    let s = p.skills.iter().find(|s| s.name == skill)?;
+    Some((&p.name, s, s.file(path)?))
 }
 
 /// A plugin's skills (empty: none).

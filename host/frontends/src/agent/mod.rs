@@ -98,6 +98,9 @@ pub struct AgentOptions {
     pub system: String,
     /// The same call failing with the same error this many times in one turn stops the turn.
     pub repeat_limit: usize,
+    /// Put the skills of the listed tools' plugins into the system message (see
+    /// [`text::skills_section`]), whatever the protocol.
+    pub skills: bool,
 }
 
 impl Default for AgentOptions {
@@ -107,6 +110,7 @@ impl Default for AgentOptions {
             max_steps: 20,
             system: DEFAULT_SYSTEM.into(),
             repeat_limit: 3,
+            skills: false,
         }
     }
 }
@@ -284,13 +288,16 @@ impl Agent {
 
     /// The system message for `protocol` over `registry`.
     pub fn system_message(&self, registry: &Registry, protocol: Protocol) -> String {
+        let config = self.executor.config();
+        let skills = if self.options.skills { text::skills_section(registry, config) } else { String::new() };
         match protocol {
             Protocol::Text => format!(
-                "{}\n\n{}\nWhen you have the final answer, reply without any [TOOL] call.\n",
+                "{}\n\n{}{skills}\nWhen you have the final answer, reply without any [TOOL] call.\n",
                 self.options.system.trim_end(),
-                text::prompt(registry, self.executor.config())
+                text::prompt(registry, config)
             ),
-            _ => self.options.system.clone(),
+            _ if skills.is_empty() => self.options.system.clone(),
+            _ => format!("{}\n{skills}", self.options.system.trim_end()),
         }
     }
 

@@ -15,33 +15,8 @@ use rmcp::model::{
     GetSkillResult, ListResourcesResult, ListSkillsResult, MetaObject, ReadResourceResult, Resource,
     ResourceContents, Skill, SkillFrontmatter, SkillResource, SkillResources,
 };
-use std::sync::Arc;
-use toolhost_core::registry::LoadedPlugin;
-use toolhost_core::registry::skills::{LoadedSkill, SkillFile, uri};
+use toolhost_core::registry::skills::{LoadedSkill, SkillFile, all, find, uri};
 use toolhost_spec::skills::SKILL_MD;
-
-/// The URI scheme of skill files (see [`uri`]).
-const SCHEME: &str = "skill://";
-
-/// Every loaded plugin's skills, by plugin name and then skill name.
-fn all(plugins: &[Arc<LoadedPlugin>]) -> Vec<(&str, &LoadedSkill)> {
-    let mut out: Vec<(&str, &LoadedSkill)> =
-        plugins.iter().flat_map(|p| p.skills.iter().map(move |s| (&*p.name, s))).collect();
-    out.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-    out
-}
-
-/// The plugin, skill and file a `skill://` URI names, if one is served.
-fn find<'a>(
-    plugins: &'a [Arc<LoadedPlugin>],
-    uri: &str,
-) -> Option<(&'a str, &'a LoadedSkill, &'a SkillFile)> {
-    let (plugin, rest) = uri.strip_prefix(SCHEME)?.split_once('/')?;
-    let (skill, path) = rest.split_once('/')?;
-    let p = plugins.iter().find(|p| &*p.name == plugin)?;
-    let s = p.skills.iter().find(|s| s.name == skill)?;
-    Some((&p.name, s, s.file(path)?))
-}
 
 /// A skill as `skills/list` and `skills/get` show it: its front matter as written, and every
 /// file with its digest and size.
@@ -130,6 +105,7 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use toolhost_spec::skills::{SkillFile as File, SkillsSection, encode};
 
     fn loaded(files: &[(&str, &str)]) -> Vec<LoadedSkill> {

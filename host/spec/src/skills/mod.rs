@@ -18,8 +18,8 @@ mod tests;
 
 pub use rules::{
     MAX_DESCRIPTION, MAX_FILE_BYTES, MAX_FILES_PER_SKILL, MAX_FRONTMATTER_BYTES, MAX_PATH_BYTES,
-    MAX_SECTION_BYTES, MAX_SKILL_NAME, MAX_SKILLS, SKILL_MD, is_skill_name, is_textual, mime_type,
-    segment_problem,
+    MAX_SECTION_BYTES, MAX_SKILL_NAME, MAX_SKILLS, SKILL_MD, instructions, is_skill_name, is_textual,
+    mime_type, segment_problem,
 };
 
 use base64::Engine as _;

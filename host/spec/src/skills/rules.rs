@@ -152,25 +152,34 @@ pub(super) fn skills(section: &SkillsSection) -> Result<Vec<Skill>, SkillsError>
     Ok(out)
 }
 
+/// A `SKILL.md`'s front matter (the YAML between its first line `---` and the next `---` line)
+/// and its body (the instructions after it).
+fn split(text: &str) -> Result<(&str, &str), &'static str> {
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("is missing: `SKILL.md` must start with a `---` line")?;
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\n', '\r']) == "---" {
+            return Ok((&rest[..at], &rest[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    Err("is not closed by a `---` line")
+}
+
+/// A `SKILL.md`'s instructions: what follows its front matter (all of it when it has none).
+pub fn instructions(text: &str) -> &str {
+    split(text).map_or(text, |(_, body)| body)
+}
+
 /// A `SKILL.md`'s front matter as JSON: the YAML mapping between a first line `---` and the
 /// next line `---`, at most [`MAX_FRONTMATTER_BYTES`]. The problem is worded to follow
 /// "front matter".
 fn frontmatter(md: &[u8]) -> Result<Map<String, Value>, String> {
     let text = std::str::from_utf8(md).map_err(|_| "cannot be read: `SKILL.md` is not UTF-8".to_string())?;
-    let body = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("is missing: `SKILL.md` must start with a `---` line")?;
-    let mut end = None;
-    let mut at = 0;
-    for line in body.split_inclusive('\n') {
-        if line.trim_end_matches(['\n', '\r']) == "---" {
-            end = Some(at);
-            break;
-        }
-        at += line.len();
-    }
-    let yaml = &body[..end.ok_or("is not closed by a `---` line")?];
+    let (yaml, _) = split(text)?;
     if yaml.len() > MAX_FRONTMATTER_BYTES {
         return Err(format!("is {} bytes; at most {MAX_FRONTMATTER_BYTES} are allowed", yaml.len()));
     }

@@ -294,3 +294,13 @@ fn mime_types_and_text() {
     assert!(is_textual("text/x-python") && is_textual("application/json"));
     assert!(!is_textual("image/png"));
 }
+
+#[test]
+fn instructions_are_what_follows_the_front_matter() {
+    assert_eq!(instructions("---\nname: a\ndescription: b\n---\n# Use it\nwell\n"), "# Use it\nwell\n");
+    assert_eq!(instructions("---\r\nname: a\r\n---\r\nbody"), "body");
+    // The closing line is the first `---` line; a later one is the body's.
+    assert_eq!(instructions("---\nname: a\n---\n---\nrule\n"), "---\nrule\n");
+    assert_eq!(instructions("no front matter"), "no front matter");
+    assert_eq!(instructions("---\nname: a\nnever closed\n"), "---\nname: a\nnever closed\n");
+}
