@@ -41,7 +41,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut stdout = std::io::stdout().lock();
-    match text(file) {
+    match file.as_text() {
         Some(text) => stdout.write_all(term::stdout_text(text).as_bytes())?,
         None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => bail!(
             "{} is binary ({}, {} bytes): write it with --out FILE or through a pipe",
@@ -56,21 +56,8 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
 }
 
 /// The resource `uri` names, or an error naming it and saying where the URIs are listed.
-pub fn resource<'r>(registry: &'r Registry, uri: &str) -> Result<&'r SkillFile> {
-    match skills::find(registry.plugins(), uri) {
-        Some((_, _, file)) => Ok(file),
-        None if !uri.starts_with(skills::SCHEME) => bail!(
-            "no resource {}: the host serves skill files only (skill://PLUGIN/SKILL/FILE; `toolhost list` shows each plugin's skills)",
-            term::line(uri)
-        ),
-        None => bail!(
-            "no resource {}: no loaded plugin has that skill file (`toolhost list` shows each plugin's skills)",
-            term::line(uri)
-        ),
-    }
-}
-
-/// A resource's text, when it is served as text.
-pub fn text(file: &SkillFile) -> Option<&str> {
-    file.text.then(|| std::str::from_utf8(&file.bytes).ok()).flatten()
+fn resource<'r>(registry: &'r Registry, uri: &str) -> Result<&'r SkillFile> {
+    skills::resource(registry.plugins(), uri).map_err(|e| {
+        anyhow::anyhow!("{} (`toolhost list` shows each plugin's skills)", term::line(&e.to_string()))
+    })
 }

@@ -39,6 +39,11 @@ impl SkillFile {
     pub fn size(&self) -> u64 {
         self.bytes.len() as u64
     }
+
+    /// Its text, when it is served as text.
+    pub fn as_text(&self) -> Option<&str> {
+        self.text.then(|| std::str::from_utf8(&self.bytes).ok()).flatten()
+    }
 }
 
 impl LoadedSkill {
@@ -74,6 +79,24 @@ pub fn all(plugins: &[Arc<LoadedPlugin>]) -> Vec<(&str, &LoadedSkill)> {
         plugins.iter().flat_map(|p| p.skills.iter().map(move |s| (&*p.name, s))).collect();
     out.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
     out
+}
+
+/// Why a URI names no resource the host serves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoResource {
+    #[error("no resource {0}: the host serves skill files only ({SCHEME}PLUGIN/SKILL/FILE)")]
+    NotASkill(String),
+    #[error("no resource {0}: no loaded plugin has that skill file")]
+    Unknown(String),
+}
+
+/// The file `uri` names among `plugins`' skills, or why there is none.
+pub fn resource<'a>(plugins: &'a [Arc<LoadedPlugin>], uri: &str) -> Result<&'a SkillFile, NoResource> {
+    match find(plugins, uri) {
+        Some((_, _, file)) => Ok(file),
+        None if !uri.starts_with(SCHEME) => Err(NoResource::NotASkill(uri.to_string())),
+        None => Err(NoResource::Unknown(uri.to_string())),
+    }
 }
 
 /// The plugin, skill and file a `skill://` URI names, if one of `plugins` serves it.
