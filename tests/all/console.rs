@@ -619,3 +619,36 @@ fn a_call_needing_a_grant_shows_a_card_answered_in_the_page() {
     assert!(answers.contains(&r#""console" "always" "console""#.to_string()), "{answers:?}");
     assert!(answers.contains(&r#""console" "deny" "console""#.to_string()), "{answers:?}");
 }
+
+/// The Resources page's API: each skill with its files, one read by its URI (text as text), an
+/// unknown URI a 404 naming it, no `uri` a 400; another local process without the session gets
+/// nothing.
+#[test]
+fn console_lists_and_reads_the_skills_files() {
+    let env = Env::with(&[plugin_artifacts::FILES, plugin_artifacts::TEXT]);
+    let server = Server::start(&env, "");
+    let list = json(&server.get("/console/api/resources", None));
+    let skills = list["skills"].as_array().unwrap_or_else(|| panic!("{list}"));
+    let skill = skills.iter().find(|s| s["name"] == "workspace-files").unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(skill["plugin"], "files");
+    assert_eq!(skill["uri"], "skill://files/workspace-files/SKILL.md");
+    let files = skill["files"].as_array().unwrap();
+    assert_eq!(files[0]["uri"], "skill://files/workspace-files/SKILL.md");
+    assert!(
+        files.iter().any(|f| f["uri"] == "skill://files/workspace-files/references/errors.md"
+            && f["mimeType"] == "text/markdown"
+            && f["text"] == true),
+        "{list}"
+    );
+    let read = server.get("/console/api/resource?uri=skill%3A%2F%2Ffiles%2Fworkspace-files%2FSKILL.md", None);
+    assert_eq!(read.status, 200, "{}", read.body);
+    let r = json(&read);
+    assert!(r["text"].as_str().unwrap().starts_with("---\nname: workspace-files\n"), "{r}");
+    assert_eq!((&r["size"], &r["mimeType"]), (&files[0]["size"], &files[0]["mimeType"]));
+    let missing = server.get("/console/api/resource?uri=skill://files/nope/SKILL.md", None);
+    assert_eq!(missing.status, 404);
+    let error = json(&missing)["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("no resource skill://files/nope/SKILL.md"), "{error}");
+    assert_eq!(server.get("/console/api/resource", None).status, 400);
+    assert_eq!(server.raw("GET", "/console/api/resources", "", "").status, 401);
+}

@@ -38,7 +38,7 @@ ARGS = [
     "--disable-sync",
     "--disable-default-apps",
 ]
-PAGES = ["tools", "plugins", "activity", "audit", "metrics"]
+PAGES = ["tools", "plugins", "resources", "activity", "audit", "metrics"]
 TIMEOUT = 15_000
 
 checks = []
@@ -267,6 +267,8 @@ def main_scenario(p):
         goto_page(page, name)
         if name == "plugins":
             page.wait_for_selector("#plugins-body article")
+        if name == "resources":
+            page.wait_for_selector("#resources-list article")
         if name == "activity":
             page.wait_for_selector("#feed li")
         if name == "audit":
@@ -290,6 +292,18 @@ def main_scenario(p):
     lines = [json.loads(l) for l in export.text().splitlines()]
     check(export.ok and len(lines) == 1 and lines[0]["tool"] == "count_words" and lines[0]["front_end"] == "console",
           f"the export is the filtered JSONL: {lines}")
+
+    # Resources: the files plugin's skill is listed with its files; Read shows SKILL.md.
+    goto_page(page, "resources")
+    card = page.locator("#resources-list article", has_text="workspace-files")
+    expect(card).to_contain_text("skill of files")
+    expect(card).to_contain_text("Read references/errors.md")
+    card.get_by_role("button", name="Read SKILL.md").click()
+    expect(page.locator("#resource-view pre")).to_contain_text("name: workspace-files")
+    expect(page.locator("#resource-title")).to_be_focused()
+    axe(page, "resources page with a file read")
+    shot(page, "resource-read")
+    passed("the resources page lists the skills' files and reads one")
 
     # Keyboard only: the nav and a tool can be reached and used with Tab and Enter.
     page.reload()

@@ -16,6 +16,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("assets/dom.js")),
     ("tools.js", "text/javascript; charset=utf-8", include_bytes!("assets/tools.js")),
     ("plugins.js", "text/javascript; charset=utf-8", include_bytes!("assets/plugins.js")),
+    ("resources.js", "text/javascript; charset=utf-8", include_bytes!("assets/resources.js")),
     ("activity.js", "text/javascript; charset=utf-8", include_bytes!("assets/activity.js")),
     ("audit.js", "text/javascript; charset=utf-8", include_bytes!("assets/audit.js")),
     ("metrics.js", "text/javascript; charset=utf-8", include_bytes!("assets/metrics.js")),

@@ -32,6 +32,7 @@ mod audit_view;
 pub mod auth;
 mod charts;
 mod feed;
+mod resources;
 pub mod settings;
 
 use crate::service::Service;
@@ -170,6 +171,8 @@ impl Console {
             (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(caller)),
             (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self)),
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self)),
+            (Method::GET, "/console/api/resources") => json(StatusCode::OK, &resources::list(self)),
+            (Method::GET, "/console/api/resource") => resources::read(self, req.uri().query()),
             (Method::GET, "/console/api/events") => feed::open(self),
             (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()),
             (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()),
@@ -207,7 +210,9 @@ impl Console {
                 | "/console/logout"
                 | "/console/api/session"
                 | "/console/api/tools"
-                | "/console/api/plugins",
+                | "/console/api/plugins"
+                | "/console/api/resources"
+                | "/console/api/resource",
             )
             | (_, "/console/api/events" | "/console/api/audit" | "/console/api/audit.jsonl")
             | (
