@@ -321,3 +321,75 @@ fn prompt_with_skills_adds_their_instructions() {
     );
     assert!(!section.contains("metadata:"), "the front matter stays out: {section}");
 }
+
+/// Reads are audited and counted like calls: a `resources/read` of a skill file and of an
+/// unknown URI each write a `"kind": "read"` line (who read what, from which plugin file, how
+/// many bytes), and `toolhost_resource_reads_total` counts them by plugin, method and outcome.
+#[test]
+fn resource_reads_are_audited_and_counted() {
+    use crate::service::{Deployed, Deployment, TOKEN};
+    let d = Deployment::new(&[plugin_artifacts::FILES], "");
+    let server = d.serve_http();
+    let read = |id: i64, uri: &str| {
+        let body = request(
+            id,
+            "resources/read",
+            json!({"uri": uri, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "reader", "version": "0"},
+            }}),
+        );
+        let headers = format!(
+            "Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: resources/read\r\nMcp-Name: {uri}\r\n"
+        );
+        server.request("POST", "/mcp", &headers, &body.to_string())
+    };
+    let skill_md = "skill://files/workspace-files/SKILL.md";
+    let ok = read(1, skill_md);
+    assert!(ok.status == 200 && ok.body.contains("name: workspace-files"), "{}\n{}", ok.head, ok.body);
+    let missing = read(2, "skill://files/nope/SKILL.md");
+    assert!(missing.body.contains("\"error\""), "{}", missing.body);
+
+    let reads: Vec<Value> = d.audit().into_iter().filter(|l| l["kind"] == "read").collect();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    let (hit, miss) = (&reads[0], &reads[1]);
+    assert_eq!(
+        (
+            &hit["uri"],
+            &hit["method"],
+            &hit["outcome"],
+            &hit["plugin"],
+            &hit["front_end"],
+            &hit["token"],
+            &hit["client"]
+        ),
+        (
+            &json!(skill_md),
+            &json!("resources/read"),
+            &json!("ok"),
+            &json!("files"),
+            &json!("mcp-http"),
+            &json!("ci"),
+            &json!("reader")
+        ),
+        "{hit}"
+    );
+    assert!(hit["bytes"].as_u64().is_some_and(|b| b > 1000), "{hit}");
+    assert!(hit["sha256"].as_str().is_some_and(|h| h.len() == 64) && hit["version"].is_string(), "{hit}");
+    assert_eq!(
+        (&miss["outcome"], &miss["plugin"], &miss["bytes"]),
+        (&json!("not_found"), &Value::Null, &json!(0)),
+        "{miss}"
+    );
+
+    let metrics = server.metrics();
+    let count = |plugin: &str, outcome: &str| {
+        metrics.value(
+            "toolhost_resource_reads_total",
+            &[("plugin", plugin), ("method", "resources/read"), ("outcome", outcome)],
+        )
+    };
+    assert_eq!((count("files", "ok"), count("", "not_found")), (1.0, 1.0));
+}

@@ -450,7 +450,7 @@ fn attach(uri: &str, reg: &Registry) -> Result<(Message, String)> {
     if uri.is_empty() {
         bail!("/read needs a URI: /read skill://PLUGIN/SKILL/SKILL.md (/skills lists them)");
     }
-    let file = toolhost_core::registry::skills::resource(reg.plugins(), uri)
+    let (_, file) = toolhost_core::registry::skills::resource(reg.plugins(), uri)
         .map_err(|e| anyhow::anyhow!("{} (/skills lists the skills)", term::line(&e.to_string())))?;
     let Some(text) = file.as_text() else {
         bail!(

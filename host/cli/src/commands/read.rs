@@ -57,7 +57,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
 
 /// The resource `uri` names, or an error naming it and saying where the URIs are listed.
 fn resource<'r>(registry: &'r Registry, uri: &str) -> Result<&'r SkillFile> {
-    skills::resource(registry.plugins(), uri).map_err(|e| {
+    skills::resource(registry.plugins(), uri).map(|(_, file)| file).map_err(|e| {
         anyhow::anyhow!("{} (`toolhost list` shows each plugin's skills)", term::line(&e.to_string()))
     })
 }

@@ -42,6 +42,7 @@ pub use grant::{AskGrant, GrantRequest};
 pub use notes::missing_grant_note;
 pub use observer::{
     CallContext, CallObserver, CallRecord, DangerDecision, DangerRecord, DecidedBy, GrantAnswer, GrantRecord,
+    ResourceRead,
 };
 use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Note, Outcome, truncate};
@@ -112,6 +113,13 @@ impl Executor {
     /// The attached observer, if any.
     pub fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
         self.observer.get()
+    }
+
+    /// Tell the observer, if any, that a front end served `read` (its audit line, its count).
+    pub async fn observe_read(&self, read: ResourceRead<'_>) {
+        if let Some(o) = self.observer.get() {
+            o.read(read).await;
+        }
     }
 
     /// Who the executor asks about a dangerous call unless a front end brings its own.

@@ -182,7 +182,33 @@ pub trait CallObserver: Send + Sync {
     fn progress(&self, id: u64, call: &ToolCall, progress: &super::Progress) {
         let _ = (id, call, progress);
     }
+
+    /// A resource was read ([`ResourceRead`]): count and audit it; the front end answers once
+    /// the returned future is done.
+    fn read<'a>(&'a self, read: ResourceRead<'a>) -> ReadDone<'a> {
+        let _ = read;
+        Box::pin(async {})
+    }
 }
+
+/// One read of a resource the host serves (a skill's file or a whole skill), by a front end:
+/// what the observer audits and counts. Nothing ran to answer it.
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceRead<'a> {
+    /// The URI asked for, as given.
+    pub uri: &'a str,
+    /// How: `resources/read`, `skills/get` (MCP), `console`.
+    pub method: &'static str,
+    /// The plugin whose file it is; `None`: no such resource.
+    pub plugin: Option<&'a LoadedPlugin>,
+    /// The bytes served (0 when none was).
+    pub bytes: u64,
+    pub ctx: &'a CallContext,
+}
+
+/// What observing a read leaves to wait for (its audit line made durable, as `[audit] fsync`
+/// asks, before the answer).
+pub type ReadDone<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// The next call number (see [`CallRecord::id`]).
 pub(crate) fn next_call_id() -> u64 {

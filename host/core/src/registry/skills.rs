@@ -90,10 +90,13 @@ pub enum NoResource {
     Unknown(String),
 }
 
-/// The file `uri` names among `plugins`' skills, or why there is none.
-pub fn resource<'a>(plugins: &'a [Arc<LoadedPlugin>], uri: &str) -> Result<&'a SkillFile, NoResource> {
+/// The file `uri` names among `plugins`' skills, with its plugin, or why there is none.
+pub fn resource<'a>(
+    plugins: &'a [Arc<LoadedPlugin>],
+    uri: &str,
+) -> Result<(&'a LoadedPlugin, &'a SkillFile), NoResource> {
     match find(plugins, uri) {
-        Some((_, _, file)) => Ok(file),
+        Some((plugin, _, file)) => Ok((plugin, file)),
         None if !uri.starts_with(SCHEME) => Err(NoResource::NotASkill(uri.to_string())),
         None => Err(NoResource::Unknown(uri.to_string())),
     }
@@ -103,12 +106,12 @@ pub fn resource<'a>(plugins: &'a [Arc<LoadedPlugin>], uri: &str) -> Result<&'a S
 pub fn find<'a>(
     plugins: &'a [Arc<LoadedPlugin>],
     uri: &str,
-) -> Option<(&'a str, &'a LoadedSkill, &'a SkillFile)> {
+) -> Option<(&'a LoadedPlugin, &'a LoadedSkill, &'a SkillFile)> {
     let (plugin, rest) = uri.strip_prefix(SCHEME)?.split_once('/')?;
     let (skill, path) = rest.split_once('/')?;
     let p = plugins.iter().find(|p| &*p.name == plugin)?;
     let s = p.skills.iter().find(|s| s.name == skill)?;
-    Some((&p.name, s, s.file(path)?))
+    Some((p, s, s.file(path)?))
 }
 
 /// A plugin's skills (empty: none).

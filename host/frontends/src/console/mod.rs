@@ -172,7 +172,7 @@ impl Console {
             (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self)),
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self)),
             (Method::GET, "/console/api/resources") => json(StatusCode::OK, &resources::list(self)),
-            (Method::GET, "/console/api/resource") => resources::read(self, req.uri().query()),
+            (Method::GET, "/console/api/resource") => resources::read(self, caller, req.uri().query()).await,
             (Method::GET, "/console/api/events") => feed::open(self),
             (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()),
             (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()),

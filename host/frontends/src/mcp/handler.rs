@@ -63,10 +63,10 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         self.first_load().await;
-        self.read_result(&request.uri).map(Into::into)
+        self.read_result(&request.uri, &super::caller(&context)).await.map(Into::into)
     }
 
     async fn call_tool(

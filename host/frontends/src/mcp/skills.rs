@@ -15,7 +15,8 @@ use rmcp::model::{
     GetSkillResult, ListResourcesResult, ListSkillsResult, MetaObject, ReadResourceResult, Resource,
     ResourceContents, Skill, SkillFrontmatter, SkillResource, SkillResources,
 };
-use toolhost_core::registry::skills::{LoadedSkill, SkillFile, all, find, uri};
+use toolhost_core::executor::{CallContext, ResourceRead};
+use toolhost_core::registry::skills::{LoadedSkill, SkillFile, all, find, resource, uri};
 use toolhost_spec::skills::SKILL_MD;
 
 /// A skill as `skills/list` and `skills/get` show it: its front matter as written, and every
@@ -57,7 +58,7 @@ impl McpServer {
     pub(crate) fn skill_result(&self, uri: &str) -> Result<GetSkillResult, ErrorData> {
         let registry = self.executor.registry();
         match find(registry.plugins(), uri) {
-            Some((p, s, f)) if f.path == SKILL_MD => Ok(GetSkillResult::new(skill(p, s))
+            Some((p, s, f)) if f.path == SKILL_MD => Ok(GetSkillResult::new(skill(&p.name, s))
                 .with_ttl_ms(self.list_ttl())
                 .with_cache_scope(self.cache_scope)),
             _ => Err(ErrorData::invalid_params(format!("no skill is served at {uri}"), None)),
@@ -83,17 +84,23 @@ impl McpServer {
             .with_cache_scope(self.cache_scope)
     }
 
-    /// `resources/read` of any skill file: text when it is text (a textual mime type, UTF-8
-    /// without NUL), base64 otherwise; an unknown URI is resource-not-found (-32002, which rmcp
-    /// turns into -32602 for 2026-07-28 clients).
-    pub(crate) fn read_result(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    /// `resources/read` of any skill file, for `who`: text when it is text (a textual mime
+    /// type, UTF-8 without NUL), base64 otherwise; an unknown URI is resource-not-found (-32002,
+    /// which rmcp turns into -32602 for 2026-07-28 clients). Audited and counted either way.
+    pub(crate) async fn read_result(
+        &self,
+        uri: &str,
+        who: &CallContext,
+    ) -> Result<ReadResourceResult, ErrorData> {
         let registry = self.executor.registry();
-        let Some((_, _, f)) = find(registry.plugins(), uri) else {
-            return Err(ErrorData::resource_not_found(format!("no resource is served at {uri}"), None));
-        };
-        let contents = match std::str::from_utf8(&f.bytes) {
-            Ok(text) if f.text => ResourceContents::text(text, uri),
-            _ => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&f.bytes), uri),
+        let found = resource(registry.plugins(), uri);
+        let (plugin, bytes) = found.as_ref().map_or((None, 0), |(p, f)| (Some(*p), f.size()));
+        let read = ResourceRead { uri, method: "resources/read", plugin, bytes, ctx: who };
+        self.executor.observe_read(read).await;
+        let (_, f) = found.map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
+        let contents = match f.as_text() {
+            Some(text) => ResourceContents::text(text, uri),
+            None => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&f.bytes), uri),
         }
         .with_mime_type(f.mime);
         Ok(ReadResourceResult::new(vec![contents])

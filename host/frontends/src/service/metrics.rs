@@ -29,6 +29,7 @@ pub struct Metrics {
     in_flight: Gauge,
     waiting: Gauge,
     danger: Family<Labels, Counter>,
+    reads: Family<Labels, Counter>,
     reloads: Counter,
     reload_failures: Counter,
     plugins_loaded: Gauge,
@@ -65,6 +66,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             waiting: Gauge::default(),
             danger: Family::default(),
+            reads: Family::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             plugins_loaded: Gauge::default(),
@@ -95,6 +97,11 @@ impl Metrics {
             "Decisions about dangerous calls, by decision (allow, deny, asked) and who made it",
             m.danger.clone(),
         );
+        r.register(
+            "toolhost_resource_reads",
+            "Reads of resources the host serves (skills' files), by plugin, method (resources/read, skills/get, console) and outcome (ok, not_found)",
+            m.reads.clone(),
+        );
         r.register("toolhost_reloads", "Registry swaps after the plugins folder changed", m.reloads.clone());
         r.register(
             "toolhost_reload_failures",
@@ -118,6 +125,16 @@ impl Metrics {
             "Syncs of the audit file: for its lines as [audit] fsync says (each line with \"always\", at most one per interval with \"interval\"), at rotation, at shutdown",
             syncs,
         );
+    }
+
+    /// Count one read of a resource (`plugin` empty: no such resource).
+    pub fn read(&self, plugin: &str, method: &str, outcome: &str) {
+        let labels: Labels = vec![
+            ("plugin".into(), plugin.into()),
+            ("method".into(), method.into()),
+            ("outcome".into(), outcome.into()),
+        ];
+        self.reads.get_or_create(&labels).inc();
     }
 
     /// Count one finished call.

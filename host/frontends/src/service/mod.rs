@@ -13,6 +13,7 @@
 pub mod audit;
 pub(crate) mod metrics;
 pub mod places;
+mod reads;
 pub(crate) mod settings;
 pub mod shutdown;
 
@@ -545,5 +546,12 @@ impl CallObserver for Service {
 
     fn progress(&self, id: u64, call: &ToolCall, progress: &Progress) {
         self.publish_running(id, call, Some(progress));
+    }
+
+    fn read<'a>(
+        &'a self,
+        read: toolhost_core::executor::ResourceRead<'a>,
+    ) -> toolhost_core::executor::observer::ReadDone<'a> {
+        Box::pin(self.record_read(read))
     }
 }

@@ -38,11 +38,11 @@ async function load() {
     fill(statusEl, `${d.shown} of ${d.matching} matching lines from ${d.file}${d.olderNotRead ? ' (its oldest part was not read: export for everything)' : ''}`);
     fill(tbody, d.lines.map((l) => h('tr', {},
       h('td', {}, (l.time || '').replace('T', ' ').replace('Z', '')),
-      h('td', {}, l.tool),
+      h('td', {}, l.kind === 'read' ? `read ${l.uri}` : l.tool),
       h('td', {}, l.plugin ? `${l.plugin} v${l.version}` : ''),
       h('td', {}, h('span', { class: `badge ${l.outcome === 'ok' ? 'ok' : 'fail'}` }, l.outcome)),
       h('td', {}, [l.front_end, l.client, l.token ? `token ${l.token}` : null].filter(Boolean).join(', ')),
-      h('td', {}, `${l.duration_ms} ms`),
+      h('td', {}, l.duration_ms === undefined ? '' : `${l.duration_ms} ms`),
       h('td', {}, l.danger ? `${l.danger.decision} by ${l.danger.by}` : ''),
       h('td', { class: 'args' }, (l.args || []).map((a) => JSON.stringify(a)).join(', ')))));
   } catch (e) {
