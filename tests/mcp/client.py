@@ -53,6 +53,19 @@ async def main():
             init.capabilities,
         )
 
+        # The files plugin's skill, through the SDK's own resources API.
+        skill_md = "skill://files/workspace-files/SKILL.md"
+        check(init.capabilities.resources is not None, "initialize: resources", init.capabilities)
+        listed = [str(r.uri) for r in (await s.list_resources()).resources]
+        check(skill_md in listed, "resources/list has the files plugin's skill", listed)
+        read = await s.read_resource(skill_md)
+        check(
+            read.contents[0].mimeType == "text/markdown"
+            and read.contents[0].text.startswith("---\nname: workspace-files\n"),
+            "resources/read returns the skill's SKILL.md as text",
+            read.contents[0].mimeType,
+        )
+
         tools = {t.name: t for t in (await s.list_tools()).tools}
         for name in ["echo", "count_words", "split_task", "read", "delete"]:
             check(name in tools, f"tools/list has {name}", sorted(tools))

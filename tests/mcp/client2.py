@@ -68,6 +68,19 @@ async def main():
         caps = c.server_capabilities
         check(caps.tools is not None and caps.tools.list_changed, "tools capability with listChanged", caps)
 
+        # The files plugin's skill, through the SDK's own resources API.
+        skill_md = "skill://files/workspace-files/SKILL.md"
+        check(caps.resources is not None and caps.resources.list_changed, "resources capability with listChanged", caps)
+        uris = [str(r.uri) for r in (await c.list_resources()).resources]
+        check(skill_md in uris, "resources/list has the files plugin's skill", uris)
+        read = await c.read_resource(skill_md)
+        check(
+            read.contents[0].mime_type == "text/markdown"
+            and read.contents[0].text.startswith("---\nname: workspace-files\n"),
+            "resources/read returns the skill's SKILL.md as text",
+            read.contents[0].mime_type,
+        )
+
         listed = await c.list_tools(cache_mode="bypass")
         names = [t.name for t in listed.tools]
         check(names == sorted(names), "tools/list is in name order", names)
@@ -137,13 +150,22 @@ async def main():
         # Hot reload: a new plugin file reaches the client as list_changed, the way its revision
         # delivers it (a subscriptions/listen stream on 2026-07-28, a session notification before).
         if modern:
-            async with c.listen(tools_list_changed=True) as sub:
+            async with c.listen(tools_list_changed=True, resources_list_changed=True) as sub:
                 check(sub.honored.tools_list_changed is True, "subscriptions/listen honours toolsListChanged", sub.honored)
+                check(
+                    sub.honored.resources_list_changed is True,
+                    "subscriptions/listen honours resourcesListChanged",
+                    sub.honored,
+                )
                 await c.list_tools()  # warm the SDK's response cache: the event must evict it
                 shutil.copy(args.new_plugin, os.path.join(args.plugins, ".new.tmp"))
                 os.rename(os.path.join(args.plugins, ".new.tmp"), os.path.join(args.plugins, "versioned.wasm"))
-                event = await asyncio.wait_for(sub.__anext__(), 30)
-                check(type(event).__name__ == "ToolsListChanged", "tools list_changed event on the listen stream", event)
+                # A reload changes what may be read too: both events come, in either order.
+                kinds = set()
+                while not {"ToolsListChanged", "ResourcesListChanged"} <= kinds:
+                    event = await asyncio.wait_for(sub.__anext__(), 30)
+                    kinds.add(type(event).__name__)
+                check(True, "tools and resources list_changed events on the listen stream")
         else:
             shutil.copy(args.new_plugin, os.path.join(args.plugins, ".new.tmp"))
             os.rename(os.path.join(args.plugins, ".new.tmp"), os.path.join(args.plugins, "versioned.wasm"))
