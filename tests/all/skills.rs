@@ -393,3 +393,30 @@ fn resource_reads_are_audited_and_counted() {
     };
     assert_eq!((count("files", "ok"), count("", "not_found")), (1.0, 1.0));
 }
+
+/// `[plugin.NAME] skills` selects which of a plugin's skills are served (glob patterns; `[]`:
+/// none): a skill left out is not listed and not read, by any front end; an empty pattern is an
+/// error naming its key.
+#[test]
+fn the_operator_selects_the_skills_served() {
+    let (env, plugin) = env();
+    let run = |toml: &str, args: &[&str]| env.configured(toml).args(args).output().unwrap();
+    let guide = format!("skill://{plugin}/guide/SKILL.md");
+    for (toml, served) in [
+        (format!("[plugin.{plugin}]\nskills = [\"gu*\"]\n"), true),
+        (format!("[plugin.{plugin}]\nskills = []\n"), false),
+        (format!("[plugin.{plugin}]\nskills = [\"other\"]\n"), false),
+    ] {
+        let list = run(&toml, &["list"]);
+        let text = String::from_utf8_lossy(&list.stdout);
+        assert!(list.status.success(), "{toml}: {}", String::from_utf8_lossy(&list.stderr));
+        assert_eq!(text.contains("skill:     guide"), served, "{toml}: {text}");
+        let read = run(&toml, &["read", &guide]);
+        assert_eq!(read.status.success(), served, "{toml}: {}", String::from_utf8_lossy(&read.stderr));
+        let prompt = String::from_utf8_lossy(&run(&toml, &["prompt", "--skills"]).stdout).into_owned();
+        assert_eq!(prompt.contains("### Skill guide"), served, "{toml}");
+    }
+    let bad = run(&format!("[plugin.{plugin}]\nskills = [\"\"]\n"), &["list"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains(&format!("plugin.{plugin}.skills[0]")), "{err}");
+}

@@ -83,12 +83,19 @@ pub struct Exposure {
     pub prefix: Option<String>,
     /// `[plugin.NAME.tool.OLD] name = "NEW"`: own name → exposed name (no prefix added).
     pub rename: BTreeMap<String, String>,
+    /// `skills`: only the plugin's skills matching one of these are served (`None`: every one).
+    pub skills: Option<Vec<Glob>>,
 }
 
 impl Exposure {
     /// Whether the section says anything about the catalog.
     pub fn is_empty(&self) -> bool {
         *self == Exposure::default()
+    }
+
+    /// Whether the skill `name` is served.
+    pub fn serves_skill(&self, name: &str) -> bool {
+        self.skills.as_ref().is_none_or(|globs| globs.iter().any(|g| g.matches(name)))
     }
 }
 
@@ -103,6 +110,18 @@ pub(crate) struct RawRename {
 /// protocol all accept.
 pub fn is_exposable(s: &str) -> bool {
     toolhost_spec::manifest::is_plugin_name(s)
+}
+
+/// Resolve `[plugin.NAME] skills` (`key` = `plugin.NAME`): glob patterns, none empty.
+pub(crate) fn skill_selection(key: &str, skills: Option<Vec<String>>) -> Result<Option<Vec<Glob>>, Invalid> {
+    skills
+        .map(|list| {
+            list.into_iter()
+                .enumerate()
+                .map(|(i, p)| Glob::new(&p).ok_or_else(|| empty_pattern(format!("{key}.skills[{i}]"))))
+                .collect()
+        })
+        .transpose()
 }
 
 /// Resolve the catalog keys of `[plugin.NAME]` (`key` = `plugin.NAME`).
@@ -139,7 +158,7 @@ pub(crate) fn exposure(
         }
         rename.insert(old, r.name);
     }
-    Ok(Exposure { tools, exclude, prefix, rename })
+    Ok(Exposure { tools, exclude, prefix, rename, skills: None })
 }
 
 fn empty_pattern(key: String) -> Invalid {

@@ -21,6 +21,7 @@ fn link(
     inspected: Inspected,
 ) -> Result<LoadedPlugin, LoadFailure> {
     let Inspected { manifest, schemas, signer, grants, missing, skills } = inspected;
+    let skills = super::skills::selected(skills, &config.plugin(&manifest.name).exposure);
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use toolhost_spec::skills::{self, SkillsError, is_textual, mime_type};
 
 /// One skill of a loaded plugin.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LoadedSkill {
     /// Its name: its folder's and its front matter's.
     pub name: String,
@@ -20,7 +20,7 @@ pub struct LoadedSkill {
 }
 
 /// One file of a skill, as served.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SkillFile {
     /// Relative to its skill's folder, `/`-separated.
     pub path: String,
@@ -116,6 +116,14 @@ pub fn find<'a>(
 
 /// A plugin's skills (empty: none).
 pub type Skills = Arc<Vec<LoadedSkill>>;
+
+/// The skills of `all` the operator's `[plugin.NAME] skills` selects (all when it has none).
+pub(super) fn selected(all: Skills, exposure: &crate::catalog::settings::Exposure) -> Skills {
+    if all.iter().all(|s| exposure.serves_skill(&s.name)) {
+        return all;
+    }
+    Arc::new(all.iter().filter(|s| exposure.serves_skill(&s.name)).cloned().collect())
+}
 
 /// The skills of a plugin file's bytes, and the section's text for the folder index (`None`:
 /// no section).

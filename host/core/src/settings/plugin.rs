@@ -36,6 +36,9 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     concurrency: Option<u32>,
     /// Expose only the tools matching these patterns.
     tools: Option<Vec<String>>,
+    /// Serve only the skills matching these patterns (`[]`: none).
+    #[serde(default)]
+    skills: Option<Vec<String>>,
     /// Never expose the tools matching these patterns.
     #[serde(default)]
     exclude: Vec<String>,
@@ -130,12 +133,13 @@ impl RawPlugin {
     pub(crate) fn resolve(self, key: &str, cx: &Context<'_>) -> Result<PluginConfig, Invalid> {
         let limits = self.limit_overrides();
         super::limits::check(key, &limits)?;
-        let exposure =
+        let mut exposure =
             crate::catalog::settings::exposure(key, self.tools, self.exclude, self.prefix, self.tool)?;
+        exposure.skills = crate::catalog::settings::skill_selection(key, self.skills)?;
         if key == "plugin.*" && !exposure.is_empty() {
             return Err(Invalid::says(
                 key,
-                "tools, exclude, prefix and tool.NAME belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\"",
+                "tools, exclude, prefix, tool.NAME and skills belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\"",
             ));
         }
         let mut grant = PluginConfig {
