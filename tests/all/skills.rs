@@ -415,6 +415,9 @@ fn the_operator_selects_the_skills_served() {
         assert_eq!(read.status.success(), served, "{toml}: {}", String::from_utf8_lossy(&read.stderr));
         let prompt = String::from_utf8_lossy(&run(&toml, &["prompt", "--skills"]).stdout).into_owned();
         assert_eq!(prompt.contains("### Skill guide"), served, "{toml}");
+        // A pattern matching none of the plugin's skills is a warning (a likely typo).
+        let typo = format!("[plugin.{plugin}] skills: \"other\" matches none of its skills");
+        assert_eq!(text.contains(&typo), toml.contains("other"), "{toml}: {text}");
     }
     let bad = run(&format!("[plugin.{plugin}]\nskills = [\"\"]\n"), &["list"]);
     let err = String::from_utf8_lossy(&bad.stderr);

@@ -185,7 +185,8 @@ impl Registry {
     }
 }
 
-/// Patterns and renames in `plugin`'s section that name none of its tools (likely typos).
+/// Patterns and renames in `plugin`'s section that name none of its tools or skills (likely
+/// typos).
 fn selection_warnings(plugin: &LoadedPlugin, config: &Config) -> Vec<String> {
     let Some(e) = config.plugins.get(&*plugin.name).map(|p| &p.exposure) else { return Vec::new() };
     let declared = |n: &str| plugin.manifest.tools.iter().any(|t| t.name == n);
@@ -196,6 +197,10 @@ fn selection_warnings(plugin: &LoadedPlugin, config: &Config) -> Vec<String> {
         for g in globs.iter().filter(|g| unmatched(g)) {
             out.push(format!("[plugin.{}] {key}: {g} matches none of its tools", plugin.name));
         }
+    }
+    // The skills served are those a pattern matched: a pattern matching none of them matched none.
+    for g in e.skills.iter().flatten().filter(|g| !plugin.skills.iter().any(|s| g.matches(&s.name))) {
+        out.push(format!("[plugin.{}] skills: {g} matches none of its skills", plugin.name));
     }
     for old in e.rename.keys().filter(|o| !declared(o)) {
         out.push(format!(
