@@ -703,6 +703,13 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
         )
     };
+    // A skill's SKILL.md (the files plugin's, 3.5 KiB), read as a resource: served from the
+    // plugin's loaded section, nothing run, an audit line written (issue #58).
+    let read = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"skill://files/workspace-files/SKILL.md"}}}}"#
+        )
+    };
     // `serve` keeps its audit trail under $XDG_STATE_HOME (on by default, part of what is
     // measured): here, beside the plugins.
     let state = plugins.with_file_name("state");
@@ -804,7 +811,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", format!("rmcp-{transport}"));
         c
     };
-    let mut rmcp_stdio = Vec::new();
+    let (mut rmcp_stdio, mut reads) = (Vec::new(), Vec::new());
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // The default configuration's runs (for its p99 ÷ p50), and `fsync = "always"`'s p50s.
     let (mut b_runs, mut always): (Vec<Stats>, Vec<Duration>) = (Vec::new(), Vec::new());
@@ -822,6 +829,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         always.push(stdio_p50(host(Some(&fsync_always)), &call).p50);
         c.push(stdio_p50(host(Some(&no_audit)), &call).p50);
         d.push(stdio_p50(host(None), &ping).p50);
+        reads.push(stdio_p50(host(None), &read).p50);
         rmcp_stdio.push(stdio_p50(rmcp_alone("stdio"), &call).p50);
         let s = stdio_p50(host(Some(&no_fsync)), &call);
         // The bounds of its p99 (issue #33), when pinned: a do-nothing server spinning as long
@@ -851,6 +859,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let (a, b, c, d, e) = (median(a), median(b), median(c), median(d), median(e));
     let always = median(always);
     let rmcp_stdio = median(rmcp_stdio);
+    let reads = median(reads);
     if before.is_some() {
         let (oc, op) = (median(old_call), median(old_ping));
         line(format!(
@@ -897,6 +906,13 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(a),
         us(d),
         d.as_secs_f64() / a.as_secs_f64()
+    ));
+    line(format!(
+        "| stdio, `resources/read` of a skill's `SKILL.md` (3.5 KiB, default configuration: audited, no plugin run; {:.2}× the default `echo` call) | {} | {} | {:.2}× | — |",
+        reads.as_secs_f64() / b.as_secs_f64(),
+        us(a),
+        us(reads),
+        reads.as_secs_f64() / a.as_secs_f64()
     ));
     line(format!(
         "| stdio, rmcp alone answering the same `tools/call` at once (toolhost's transport; no tool run, no audit) | {} | {} | {:.2}× | — |",
@@ -1114,7 +1130,8 @@ fn audit_call_us(state: &Path, front_end: &str, n: usize) -> Option<f64> {
         .lines()
         .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["front_end"] == front_end)
+        // Calls' lines only (a read's line has `kind` and no duration).
+        .filter(|r| r["front_end"] == front_end && r.get("kind").is_none())
         .take(n)
         .filter_map(|r| r["duration_ms"].as_f64().map(|ms| ms * 1000.0))
         .collect();
