@@ -217,6 +217,10 @@ fn list_shows_skills_and_a_warm_start_keeps_them() {
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     let size = SKILL_MD.len() + USAGE.len() + PNG.len();
     assert!(text.contains(&format!("  skill:     guide — 3 files, {size} bytes")), "{text}");
+    // `inspect` of the file shows the same line, from the file alone.
+    let out = env.command().arg("inspect").arg(env.plugins.path().join("text-skills.wasm")).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("\nskill:     guide — 3 files, {size} bytes\n")), "{shown}");
 
     let out = env.command().args(["list", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -269,6 +273,14 @@ fn a_section_with_an_escaping_path_refuses_the_plugin() {
         "{line}"
     );
     assert!(text.contains("NOT LOADED") && text.contains("which"), "{text}");
+    // `inspect` says so of the file too.
+    let out = env.command().arg("inspect").arg(env.plugins.path().join("escaping.wasm")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("skills:    refused, and with them the plugin:")
+            && text.contains("guide/../../etc/passwd"),
+        "{text}"
+    );
 }
 
 /// `toolhost read URI` prints a skill's file (text as is, a blob through a pipe or `--out`), and

@@ -1,5 +1,5 @@
-//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its signature and SHA-256
-//! (reads the file; never compiles or runs it). The report itself is [`crate::report`]'s.
+//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its skills, its signature and
+//! SHA-256 (reads the file; never compiles or runs it). The report itself is [`crate::report`]'s.
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -33,9 +33,27 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         eprintln!("{}\nfile: {digest}", term::text(&signature));
     } else {
         print!("{}", report::render_manifest(&manifest));
+        print!("{}", skills(&bytes));
         println!("time limits here: {}", report::time_limits(&manifest, &cfg));
         println!("{}", term::text(&signature));
         println!("file: {digest}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file's skills as `list` shows a loaded plugin's, checked by the host's rules: a section
+/// the host would refuse (and with it the plugin) says why.
+fn skills(bytes: &[u8]) -> String {
+    use toolhost_spec::skills;
+    match skills::read(bytes).and_then(|s| s.map(|s| skills::skills(&s)).transpose()) {
+        Ok(None) => String::new(),
+        Ok(Some(list)) => list
+            .iter()
+            .map(|s| {
+                let size = s.files.iter().map(|f| f.bytes.len() as u64).sum();
+                format!("{}\n", report::skill_line(&s.name, s.files.len(), size))
+            })
+            .collect(),
+        Err(e) => format!("skills:    refused, and with them the plugin: {}\n", term::line(&e.to_string())),
+    }
 }

@@ -65,7 +65,8 @@ pub enum Command {
     /// List the exposed tools, tools hidden by the config and names several plugins claim, the
     /// plugins with their requested/granted/missing capabilities, and files that failed to load
     List(list::Args),
-    /// Show the manifest embedded in a .wasm file (reads it; never compiles or runs it)
+    /// Show the manifest embedded in a .wasm file and its skills (reads it; never compiles or
+    /// runs it)
     Inspect(inspect::Args),
     /// Write this deployment as an MCP registry `server.json` (its plugins' tools under `_meta`)
     Export(export::Args),

@@ -127,10 +127,14 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
         out.push_str(&format!("  signed by: {}\n", term::line(&signer.to_string())));
     }
     for s in p.skills.iter() {
-        let files =
-            if s.files.len() == 1 { "1 file".to_string() } else { format!("{} files", s.files.len()) };
-        out.push_str(&format!("  skill:     {} — {files}, {}\n", term::line(&s.name), size(s.size())));
+        out.push_str(&format!("  {}\n", skill_line(&s.name, s.files.len(), s.size())));
     }
+}
+
+/// A skill as `list` and `inspect` show it: `skill:     NAME — N files, SIZE`.
+pub fn skill_line(name: &str, files: usize, bytes: u64) -> String {
+    let files = if files == 1 { "1 file".to_string() } else { format!("{files} files") };
+    format!("skill:     {} — {files}, {}", term::line(name), size(bytes))
 }
 
 /// A size as `list` shows it: `812 bytes`, `3.4 KiB`.
