@@ -82,17 +82,9 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioT
             }
             Read::Answered(line) => self.answer(line),
             Read::Running(call) => {
-                let pending = self.pending.clone();
-                pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let done = move || {
-                    let _ = pending.fetch_update(
-                        std::sync::atomic::Ordering::SeqCst,
-                        std::sync::atomic::Ordering::SeqCst,
-                        |n| n.checked_sub(1),
-                    );
-                };
+                self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 if let Some(direct) = &self.direct {
-                    direct.run(call, self.write.clone(), done);
+                    direct.run(call, self.write.clone(), self.pending.clone());
                 }
             }
         }
@@ -184,6 +176,14 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioT
     }
 }
 
+/// One request of `pending` answered.
+pub(crate) fn answered(pending: &std::sync::atomic::AtomicUsize) {
+    let _ =
+        pending.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+            n.checked_sub(1)
+        });
+}
+
 /// A JSON-RPC error response as one line of JSON.
 fn error_line(id: serde_json::Value, code: i64, message: &str) -> Vec<u8> {
     let e = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
@@ -214,11 +214,7 @@ where
                 _ => false,
             };
             if answer {
-                let _ = pending.fetch_update(
-                    std::sync::atomic::Ordering::SeqCst,
-                    std::sync::atomic::Ordering::SeqCst,
-                    |n| n.checked_sub(1),
-                );
+                answered(&pending);
             }
             let mut line = match &item {
                 // 2025-11-25: the `tasks` capability rmcp's types cannot carry (see tasks2025.rs).

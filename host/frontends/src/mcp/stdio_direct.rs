@@ -19,6 +19,7 @@ use rmcp::model::{
     CallToolResult, ClientNotification, ClientRequest, ContentBlock, JsonRpcMessage, RequestId, ServerResult,
 };
 use rmcp::service::RxJsonRpcMessage;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
@@ -111,19 +112,18 @@ impl StdioDirect {
         Read::Rmcp(message)
     }
 
-    /// Run `call` on a task of its own and write its answer with `write`, then `done` (also when
-    /// it is cancelled, and so not answered). A client that closes stdin does not stop it: the
+    /// Run `call` on a task of its own and write its answer with `write`, then count it off
+    /// `pending` (also when it is cancelled, and so not answered). A client that closes stdin does not stop it: the
     /// session waits for it ([`StdioDirect::finished`]).
     pub(crate) fn run<W: AsyncWrite + Unpin + Send + 'static>(
         self: &Arc<Self>,
         call: DirectCall,
         write: Arc<tokio::sync::Mutex<W>>,
-        done: impl FnOnce() + Send + 'static,
+        pending: Arc<AtomicUsize>,
     ) {
         self.unanswered.send_modify(|n| *n += 1);
         let (cancel, forget) = self.running.enter(call.id.clone());
-        let mut answer =
-            Answer { id: Some(call.id), write, done: Some(Box::new(done)), direct: self.clone() };
+        let mut answer = Answer { id: Some(call.id), write, pending, direct: self.clone() };
         tokio::spawn(async move {
             let _forget = forget;
             let server = &answer.direct.server;
@@ -151,7 +151,8 @@ impl StdioDirect {
 struct Answer<W: AsyncWrite + Unpin + Send + 'static> {
     id: Option<RequestId>,
     write: Arc<tokio::sync::Mutex<W>>,
-    done: Option<Box<dyn FnOnce() + Send>>,
+    /// The transport's count of requests not answered yet.
+    pending: Arc<AtomicUsize>,
     direct: Arc<StdioDirect>,
 }
 
@@ -167,9 +168,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Answer<W> {
                 let _ = w.flush().await;
             }
         }
-        if let Some(done) = self.done.take() {
-            done();
-        }
+        super::stdio::answered(&self.pending);
         self.direct.unanswered.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
@@ -184,7 +183,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Drop for Answer<W> {
         let mut rest = Answer {
             id: self.id.take(),
             write: self.write.clone(),
-            done: self.done.take(),
+            pending: self.pending.clone(),
             direct: self.direct.clone(),
         };
         let failed = CallToolResult::error(vec![ContentBlock::text("the call failed [host_error]")]);
