@@ -176,14 +176,6 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> StdioT
     }
 }
 
-/// One request of `pending` answered.
-pub(crate) fn answered(pending: &std::sync::atomic::AtomicUsize) {
-    let _ =
-        pending.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
-            n.checked_sub(1)
-        });
-}
-
 /// A JSON-RPC error response as one line of JSON.
 fn error_line(id: serde_json::Value, code: i64, message: &str) -> Vec<u8> {
     let e = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
@@ -214,7 +206,7 @@ where
                 _ => false,
             };
             if answer {
-                answered(&pending);
+                super::stdio_direct::answered(&pending);
             }
             let mut line = match &item {
                 // 2025-11-25: the `tasks` capability rmcp's types cannot carry (see tasks2025.rs).

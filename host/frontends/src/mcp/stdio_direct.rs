@@ -146,6 +146,14 @@ impl StdioDirect {
     }
 }
 
+/// One request of the transport's `pending` count answered (here, or by rmcp).
+pub(crate) fn answered(pending: &AtomicUsize) {
+    let _ =
+        pending.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+            n.checked_sub(1)
+        });
+}
+
 /// The answer a call run here owes its client: written once, and if the task running it ends
 /// without it (a panic), a `host_error` result is written for it still.
 struct Answer<W: AsyncWrite + Unpin + Send + 'static> {
@@ -168,7 +176,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Answer<W> {
                 let _ = w.flush().await;
             }
         }
-        super::stdio::answered(&self.pending);
+        answered(&self.pending);
         self.direct.unanswered.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
