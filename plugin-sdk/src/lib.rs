@@ -30,6 +30,16 @@
 //! program the operator grants), each
 //! repeatable. A request is only a request: the operator grants.
 //!
+//! `#[resource(uri = "docs://guide", mime_type = "text/markdown")]` on a function without
+//! parameters serves one resource; `#[resource_template(uri = "file:///{+path}")]` on a function
+//! with a `path: String` parameter (one per variable, named as it) serves every URI the
+//! template matches (`{name}`: one path segment, `{+name}`: any text). The doc comment's first
+//! paragraph is the description; `name` (the function's by default), `title`, `mime_type` and
+//! `size` (static only) are options. The function returns `String` or `&'static str` (text),
+//! `Vec<u8>` (bytes), or a `Result` of those; it runs in the same sandbox as a tool call. The
+//! host lists them (MCP `resources/list`, `resources/templates/list`, `toolhost list`) from the
+//! manifest, without running anything.
+//!
 //! `#[tool(...)]` options: `danger`, `read_only`, `rest` (the last `String` param takes all
 //! remaining arguments joined with `,`), `output_limit = N` (characters), `category = "…"`,
 //! `name = "…"`, `output_schema = r#"{"type": "object", …}"#` (the JSON Schema of the result,
@@ -68,12 +78,16 @@ pub mod __bindings {
     // built from (a path outside the crate would not be in it).
     wit_bindgen::generate!({
         path: "wit",
-        world: "plugin",
+        world: "plugin-full",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         runtime_path: "::toolhost_sdk::__private::wit_bindgen::rt",
     });
 }
+
+/// A resource's body, for a resource function that returns text or bytes as it finds them
+/// (`Contents::Text`, `Contents::Blob`).
+pub use crate::__bindings::exports::toolhost::plugin::resources::Contents;
 
 /// Write to the host's log. Lines are attributed to the calling plugin and tool by the host.
 pub mod log {
@@ -294,8 +308,56 @@ pub use serde_json;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__bindings::exports::toolhost::plugin::resources::{
+        Contents, Guest as ResourcesGuest, ReadRequest,
+    };
     pub use crate::__bindings::exports::toolhost::plugin::tools::Guest;
     pub use wit_bindgen;
+
+    /// What a resource function may return: text (`String`, `&'static str`), bytes
+    /// (`Vec<u8>`), or a `Result` of either whose error is the read's error.
+    pub trait IntoContents {
+        fn into_contents(self) -> Result<Contents, String>;
+    }
+
+    impl IntoContents for String {
+        fn into_contents(self) -> Result<Contents, String> {
+            Ok(Contents::Text(self))
+        }
+    }
+
+    impl IntoContents for &'static str {
+        fn into_contents(self) -> Result<Contents, String> {
+            Ok(Contents::Text(self.to_string()))
+        }
+    }
+
+    impl IntoContents for Contents {
+        fn into_contents(self) -> Result<Contents, String> {
+            Ok(self)
+        }
+    }
+
+    impl IntoContents for Vec<u8> {
+        fn into_contents(self) -> Result<Contents, String> {
+            Ok(Contents::Blob(self))
+        }
+    }
+
+    impl<T: IntoContents, E: Display> IntoContents for Result<T, E> {
+        fn into_contents(self) -> Result<Contents, String> {
+            self.map_err(|e| e.to_string())?.into_contents()
+        }
+    }
+
+    /// The value of the template variable `name` in `req` (the host matched the URI).
+    pub fn variable(req: &ReadRequest, name: &str) -> Result<String, String> {
+        req.variables
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("the host sent no value for `{name}` of {}", req.uri))
+    }
 
     use serde::de::DeserializeOwned;
     use std::fmt::Display;

@@ -27,6 +27,7 @@ mod process;
 mod protocols;
 mod reliability;
 mod reload;
+mod resources;
 mod security;
 mod service;
 mod skills;

@@ -91,12 +91,18 @@ fn check_skills(plugin: &str, not_found: i64, mut ask: impl FnMut(Value) -> Valu
     let unknown = ask(request(12, "skills/get", json!({"uri": format!("skill://{plugin}/nope/SKILL.md")})));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
+    // The skill's SKILL.md first; then the text plugin's own static resource (see resources.rs).
     let resources = ask(request(13, "resources/list", json!({})));
     assert_eq!(
-        resources["result"]["resources"],
-        json!([{"uri": uri, "name": "guide", "description": "How to use the text tools well.",
-            "mimeType": "text/markdown", "size": SKILL_MD.len(), "_meta": {"toolhost/plugin": plugin}}]),
+        resources["result"]["resources"][0],
+        json!({"uri": uri, "name": "guide", "description": "How to use the text tools well.",
+            "mimeType": "text/markdown", "size": SKILL_MD.len(), "_meta": {"toolhost/plugin": plugin}}),
         "{resources}"
+    );
+    let others = resources["result"]["resources"].as_array().unwrap()[1..].to_vec();
+    assert!(
+        others.iter().all(|r| !r["uri"].as_str().unwrap().starts_with("skill:")),
+        "one skill: {resources}"
     );
 
     let read = |ask: &mut dyn FnMut(Value) -> Value, id: i64, path: &str| {
@@ -104,7 +110,10 @@ fn check_skills(plugin: &str, not_found: i64, mut ask: impl FnMut(Value) -> Valu
         answer["result"]["contents"][0].clone()
     };
     let text = read(&mut ask, 14, "SKILL.md");
-    assert_eq!(text, json!({"uri": uri, "mimeType": "text/markdown", "text": SKILL_MD}));
+    assert_eq!(
+        text,
+        json!({"uri": uri, "mimeType": "text/markdown", "text": SKILL_MD, "_meta": {"toolhost/plugin": plugin}})
+    );
     let usage = read(&mut ask, 15, "ref/usage.md");
     assert_eq!(usage["text"], USAGE);
     let blob = read(&mut ask, 16, "img/dot.png");
@@ -303,7 +312,7 @@ fn read_prints_a_skill_file_and_names_an_unknown_uri() {
     for (uri, why) in [
         (format!("skill://{plugin}/guide/missing.md"), "no loaded plugin has that skill file"),
         ("skill://versioned/guide/SKILL.md".to_string(), "no loaded plugin has that skill file"),
-        ("file:///etc/passwd".to_string(), "the host serves skill files only"),
+        ("file:///etc/passwd".to_string(), "no loaded plugin declares it or a template it matches"),
     ] {
         let out = read(&[&uri]);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -305,6 +305,22 @@ def main_scenario(p):
     shot(page, "resource-read")
     passed("the resources page lists the skills' files and reads one")
 
+    # A plugin's static resource and a template: read by running the plugin.
+    schema = page.locator("#resources-list article", has_text="resource of text")
+    expect(schema).to_contain_text("text://split-task/subtask.schema.json")
+    schema.get_by_role("button", name="Read subtask-schema").click()
+    expect(page.locator("#resource-view pre")).to_contain_text('"title":"Subtask"')
+    expect(page.locator("#resource-view")).to_contain_text("application/schema+json")
+    Path(os.environ["WORKSPACE"], "notes dir").mkdir(exist_ok=True)
+    Path(os.environ["WORKSPACE"], "notes dir", "a.md").write_text("read through a template\n")
+    template = page.locator("#resources-list article", has_text="template of files")
+    template.get_by_label("path of file:///{+path}").fill("notes dir/a.md")
+    template.get_by_role("button", name="Read").click()
+    expect(page.locator("#resource-title")).to_have_text("file:///notes%20dir/a.md")
+    expect(page.locator("#resource-view pre")).to_contain_text("read through a template")
+    axe(page, "resources page with a template read")
+    passed("the resources page reads a static resource and fills a template")
+
     # Keyboard only: the nav and a tool can be reached and used with Tab and Enter.
     page.reload()
     expect(page.locator("#live")).to_have_text("live")

@@ -15,3 +15,22 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::toolhost::plugin::{host, http, process};
+
+/// The exports a plugin may have beyond `tools` (world `plugin-full`), each looked up in a
+/// component when it is used: a component of world `plugin` has none of them. The imports are
+/// the ones above.
+pub mod full {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "plugin-full",
+        with: {
+            "toolhost:plugin/host": super::host,
+            "toolhost:plugin/http": super::http,
+            "toolhost:plugin/process": super::process,
+        },
+        exports: { default: async },
+    });
+}
+
+/// A plugin's `resources` export: the read request, the contents, and its lookup.
+pub use self::full::exports::toolhost::plugin::resources;

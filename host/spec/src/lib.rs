@@ -12,6 +12,9 @@
 //! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names;
 //! - [`skills`]: a plugin's skills (MCP's skills extension) — the `toolhost-skills` section, its
 //!   rules, the skills and their front matter; and a project's `skills/` folder collected;
+//! - [`prompts`]: a plugin's prompts and their arguments, and their rules;
+//! - [`resources`]: a plugin's resources and resource templates, their rules, and the matching
+//!   of a URI against a template;
 //! - [`sections`]: a named custom section found in a component; its top-level sections: the
 //!   digest of its code, the `toolhost dev` marker.
 
@@ -20,6 +23,8 @@ pub mod digest;
 pub mod env_name;
 pub mod host_pattern;
 pub mod manifest;
+pub mod prompts;
+pub mod resources;
 pub mod schema;
 pub mod sections;
 pub mod skills;

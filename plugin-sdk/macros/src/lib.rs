@@ -17,6 +17,7 @@ use syn::{
     Token, Type,
 };
 
+mod resources;
 mod skills;
 
 // The host's rules, from the crate the host itself checks manifests with (`toolhost-spec`), so
@@ -210,6 +211,7 @@ struct Derived {
     module: ItemMod,
     manifest: Value,
     arms: Vec<TokenStream2>,
+    resources: resources::Resources,
 }
 
 fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
@@ -290,6 +292,7 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     let mut tools_json = Vec::new();
     let mut arms = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
+    let mut declared = resources::Resources::default();
     // Every mistake of the module at once, each at its own line (the compiler shows them all).
     let mut errors: Option<syn::Error> = None;
     let mut report = |e: syn::Error| match &mut errors {
@@ -298,6 +301,14 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     };
     for item in items.iter_mut() {
         let Item::Fn(func) = item else { continue };
+        if let Some(pos) =
+            func.attrs.iter().position(|a| resources::ATTRS.iter().any(|r| a.path().is_ident(r)))
+        {
+            if let Err(e) = declared.add(mod_name, func, pos) {
+                report(e);
+            }
+            continue;
+        }
         let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
             // A `pub fn` here looks like a tool to its author and is none to the model.
             if matches!(func.vis, syn::Visibility::Public(_))
@@ -306,7 +317,7 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
                 report(syn::Error::new_spanned(
                     &func.sig.ident,
                     format!(
-                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one, or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
                         func.sig.ident
                     ),
                 ));
@@ -360,11 +371,13 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
         ));
     }
     plugin.insert("tools".into(), Value::Array(tools_json));
-    Ok(Derived { module, manifest: Value::Object(plugin), arms })
+    declared.manifest(&mut plugin)?;
+    Ok(Derived { module, manifest: Value::Object(plugin), arms, resources: declared })
 }
 
 fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
-    let Derived { module, manifest, arms } = derive(attr, item)?;
+    let Derived { module, manifest, arms, resources } = derive(attr, item)?;
+    let resources = resources.guest();
     let manifest = serde_json::to_string(&manifest)
         .map_err(|e| syn::Error::new(Span::call_site(), format!("cannot encode manifest: {e}")))?;
     let bytes = syn::LitByteStr::new(manifest.as_bytes(), Span::call_site());
@@ -401,6 +414,8 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                     }
                 }
             }
+
+            #resources
 
             ::toolhost_sdk::__bindings::__export_plugin!(__ToolhostPlugin with_types_in ::toolhost_sdk::__bindings);
         };
@@ -991,7 +1006,12 @@ fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
             },
             _ => None,
         })
-        .flat_map(|s| s.lines().map(|l| l.strip_prefix(' ').unwrap_or(l).to_string()).collect::<Vec<_>>())
+        // An empty `///` line is `""`, which has no `lines()`: it is the blank line that ends a
+        // paragraph, kept as one.
+        .flat_map(|s| match s.is_empty() {
+            true => vec![String::new()],
+            false => s.lines().map(|l| l.strip_prefix(' ').unwrap_or(l).to_string()).collect(),
+        })
         .collect()
 }
 
@@ -1078,6 +1098,79 @@ mod tests {
         assert_eq!(t["outputLimit"], 500);
         assert_eq!(t["category"], "task");
         assert_eq!(t["danger"], false);
+    }
+
+    #[test]
+    fn resources_and_templates_become_manifest_entries_and_a_read_dispatch() {
+        let item = r#"mod t {
+            /// d
+            #[tool] pub fn a() -> String { todo!() }
+            /// The style guide.
+            ///
+            /// More words.
+            #[resource(uri = "docs://guide", mime_type = "text/markdown", size = 12)]
+            pub fn guide() -> &'static str { "x" }
+            /// A file.
+            #[resource_template(uri = "file:///{+path}", name = "file", title = "File")]
+            pub fn file(path: String) -> Vec<u8> { todo!() }
+        }"#;
+        let m = manifest_of(item);
+        assert_eq!(
+            m["resources"],
+            json!([{"uri": "docs://guide", "name": "guide", "description": "The style guide.", "mimeType": "text/markdown", "size": 12}])
+        );
+        assert_eq!(
+            m["resourceTemplates"],
+            json!([{"uriTemplate": "file:///{+path}", "name": "file", "title": "File", "description": "A file."}])
+        );
+        let code = expand_str("", item).unwrap();
+        assert!(code.contains("ResourcesGuest"), "{code}");
+        assert!(code.contains(r#"variable (& req , "path")"#), "{code}");
+        // No resources: no entries, and a read dispatch that answers "none".
+        let m = manifest_of("mod t { /// d\n #[tool] pub fn a() -> String { todo!() } }");
+        assert!(m.get("resources").is_none() && m.get("resourceTemplates").is_none(), "{m}");
+    }
+
+    #[test]
+    fn resource_mistakes_are_reported_at_the_function() {
+        let err = |f: &str| {
+            expand_str("", &format!("mod t {{ /// d\n #[tool] pub fn a() -> String {{ todo!() }} {f} }}"))
+                .unwrap_err()
+        };
+        for (f, why) in [
+            (
+                r#"#[resource(uri = "skill://a/b/SKILL.md")] pub fn r() -> String { todo!() }"#,
+                "scheme is the host's own",
+            ),
+            (r#"#[resource] pub fn r() -> String { todo!() }"#, "needs its URI"),
+            (
+                r#"#[resource(uri = "docs://a")] pub fn r(x: String) -> String { todo!() }"#,
+                "takes no parameters",
+            ),
+            (
+                r#"#[resource_template(uri = "file:///{+path}")] pub fn r(p: String) -> String { todo!() }"#,
+                "`p` is no variable",
+            ),
+            (
+                r#"#[resource_template(uri = "file:///{a}/{b}")] pub fn r(a: String) -> String { todo!() }"#,
+                "`b` needs",
+            ),
+            (
+                r#"#[resource_template(uri = "file:///{a}{b}")] pub fn r(a: String, b: String) -> String { todo!() }"#,
+                "two expressions in a row",
+            ),
+            (
+                r#"#[resource(uri = "docs://a", colour = "x")] pub fn r() -> String { todo!() }"#,
+                "unknown resource option `colour`",
+            ),
+            (
+                r#"#[resource(uri = "docs://a")] pub fn r() -> String { todo!() } #[resource(uri = "docs://a", name = "s")] pub fn s() -> String { todo!() }"#,
+                "declared twice",
+            ),
+        ] {
+            let e = err(f);
+            assert!(e.contains(why), "{f}: {e}");
+        }
     }
 
     #[test]
@@ -1348,7 +1441,7 @@ mod tests {
             all,
             [
                 "the doc comment describes a parameter `pth` that this function does not have",
-                "`pub fn helper` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one, or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                "`pub fn helper` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
                 "tool `b` has no description: write a doc comment; its first paragraph is the description the model reads",
             ]
         );

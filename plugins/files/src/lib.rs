@@ -74,6 +74,17 @@ mod tools {
         }
     }
 
+    /// A file of the workspace, by its path relative to the workspace: text when it is UTF-8,
+    /// bytes otherwise. Read under the plugin's workspace grant, as the `read` tool reads.
+    #[resource_template(uri = "file:///{+path}", name = "workspace-file", title = "Workspace file")]
+    pub fn workspace_file(path: String) -> Result<toolhost_sdk::Contents, String> {
+        let bytes = fs::read(checked(&path)?).map_err(|e| io_err("read", &path, e))?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => toolhost_sdk::Contents::Text(text),
+            Err(e) => toolhost_sdk::Contents::Blob(e.into_bytes()),
+        })
+    }
+
     /// Create or overwrite a text file in the workspace (parent directories must exist).
     ///
     /// - `path`: file relative to the workspace

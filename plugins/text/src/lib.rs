@@ -36,7 +36,7 @@ fn walk(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path) -> bool) -> s
 
 #[toolhost_sdk::plugin(fs = "workspace:ro")]
 mod tools {
-    use super::{Subtask, walk};
+    use super::{SUBTASK_SCHEMA, Subtask, walk};
 
     /// Echo the text back unchanged (useful to test a setup).
     ///
@@ -141,4 +141,19 @@ mod tools {
         out.push_str(&format!("total: {n} subtask{}, {total} days", if n == 1 { "" } else { "s" }));
         Ok(out)
     }
+
+    /// The JSON Schema of one subtask of `split_task`: read it before writing a plan.
+    #[resource(
+        uri = "text://split-task/subtask.schema.json",
+        name = "subtask-schema",
+        title = "Subtask schema",
+        mime_type = "application/schema+json"
+    )]
+    pub fn subtask_schema() -> &'static str {
+        SUBTASK_SCHEMA
+    }
 }
+
+/// What `split_task` takes for each subtask (the one the tool's `#[schema]` requires, item by
+/// item).
+const SUBTASK_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"Subtask","type":"object","required":["title"],"properties":{"title":{"type":"string","description":"what to do"},"days":{"type":"number","minimum":0,"description":"how long it takes"},"owner":{"type":"string","description":"who does it"}},"additionalProperties":false}"#;

@@ -97,28 +97,6 @@ fn debug_logs_keep_arguments_and_secrets_out() {
     assert!(err.contains("secrets included"), "{err}");
 }
 
-/// The smallest plugin: `tools.call` answers `ok` to every tool.
-const OK_COMPONENT: &str = r#"(component
-  (core module $m
-    (memory (export "mem") 1)
-    (global $bump (mut i32) (i32.const 1024))
-    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
-      (local $r i32)
-      (local.set $r (global.get $bump))
-      (global.set $bump (i32.add (global.get $bump) (local.get 3)))
-      (local.get $r))
-    (func (export "call") (param i32 i32 i32 i32) (result i32)
-      (i32.store8 (i32.const 16) (i32.const 0))
-      (i32.store (i32.const 20) (i32.const 32))
-      (i32.store (i32.const 24) (i32.const 2))
-      (i32.store16 (i32.const 32) (i32.const 0x6b6f))
-      (i32.const 16)))
-  (core instance $i (instantiate $m))
-  (func $call (param "tool" string) (param "args" (list string)) (result (result string (error string)))
-    (canon lift (core func $i "call") (memory (core memory $i "mem")) (realloc (core func $i "realloc"))))
-  (instance $tools (export "call" (func $call)))
-  (export "toolhost:plugin/tools@0.1.0" (instance $tools)))"#;
-
 /// #26 item 6: approvals recorded capabilities only, so a new version that dropped `danger` or
 /// newly claimed `readOnly` (which MCP clients may run without asking) activated silently. A
 /// weaker presentation is held for `toolhost approve` like a larger request.
@@ -133,7 +111,7 @@ fn a_version_that_looks_less_dangerous_waits_for_approval() {
     };
     let env = Env::with(&[]);
     let file = env.plugins.path().join("cleaner.wasm");
-    std::fs::write(&file, component(OK_COMPONENT, Some(&manifest(true, false)))).unwrap();
+    std::fs::write(&file, component(crate::support::OK_COMPONENT, Some(&manifest(true, false)))).unwrap();
     let reg = env.registry();
     assert!(reg.get("wipe").is_some(), "first sight: approved and loaded; {:?}", reg.failures());
     assert!(reg.pending().is_empty());
@@ -142,7 +120,8 @@ fn a_version_that_looks_less_dangerous_waits_for_approval() {
         (false, false, "tool wipe is no longer marked dangerous"),
         (true, true, "tool wipe newly claims to be read-only"),
     ] {
-        std::fs::write(&file, component(OK_COMPONENT, Some(&manifest(danger, read_only)))).unwrap();
+        std::fs::write(&file, component(crate::support::OK_COMPONENT, Some(&manifest(danger, read_only))))
+            .unwrap();
         let reg = env.registry();
         assert!(reg.get("wipe").is_none(), "the weaker version must not load");
         let pending = reg.pending();

@@ -23,7 +23,7 @@ pub use lines::{lines, poll, wait_line};
 pub use operator::Operator;
 pub use ports::{connect_from, free_port};
 pub use server::{HttpServer, Server};
-pub use wasm::{append_custom_section, component};
+pub use wasm::{OK_COMPONENT, append_custom_section, component};
 
 use std::sync::{Arc, OnceLock};
 use toolhost_core::engine::Runtime;

@@ -304,7 +304,7 @@ async fn interactive(
             return Ok(ExitCode::SUCCESS);
         };
         let input = line.trim();
-        match slash_command(input, &mut conv, host) {
+        match slash_command(input, &mut conv, host).await {
             Slash::Exit => return Ok(ExitCode::SUCCESS),
             Slash::Done => continue,
             Slash::NotOne => {}
@@ -337,7 +337,7 @@ enum Slash {
     NotOne,
 }
 
-fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) -> Slash {
+async fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) -> Slash {
     match input {
         "" => Slash::Done,
         "/exit" | "/quit" => Slash::Exit,
@@ -356,12 +356,12 @@ fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) -> Slash
         }
         "/help" => {
             println!(
-                "/tools     list the tools\n/skills    list the plugins' skills\n/read URI  attach a resource (a skill's file) to the conversation\n/clear     start a new conversation\n/exit      quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
+                "/tools     list the tools\n/skills    list the plugins' skills\n/read URI  attach a resource (a skill's file, a plugin's resource) to the conversation\n/clear     start a new conversation\n/exit      quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
             );
             Slash::Done
         }
         _ if input.starts_with("/read") => {
-            match attach(input.trim_start_matches("/read").trim(), &host.registry.load()) {
+            match attach(input.trim_start_matches("/read").trim(), host).await {
                 Ok((message, note)) => {
                     conv.messages.push(message);
                     println!("{note}");
@@ -445,25 +445,34 @@ fn skills_list(reg: &Registry) -> String {
 }
 
 /// `/read URI`: the resource as a user message for the conversation (sent with the next
-/// question), and a note saying what was attached.
-fn attach(uri: &str, reg: &Registry) -> Result<(Message, String)> {
+/// question), and a note saying what was attached. A plugin's resource is read by running the
+/// plugin, as every front end reads it.
+async fn attach(uri: &str, host: &Toolhost) -> Result<(Message, String)> {
     if uri.is_empty() {
-        bail!("/read needs a URI: /read skill://PLUGIN/SKILL/SKILL.md (/skills lists them)");
+        bail!(
+            "/read needs a URI: /read skill://PLUGIN/SKILL/SKILL.md (/skills lists the skills, `toolhost list` every resource)"
+        );
     }
-    let (_, file) = toolhost_core::registry::skills::resource(reg.plugins(), uri)
+    let ctx = toolhost_core::executor::CallContext { front_end: Some("chat"), ..Default::default() };
+    let read = host
+        .executor
+        .read(uri, "chat", &ctx)
+        .await
         .map_err(|e| anyhow::anyhow!("{} (/skills lists the skills)", term::line(&e.to_string())))?;
-    let Some(text) = file.as_text() else {
+    let mime = read.mime_type.as_deref().unwrap_or("text");
+    let toolhost_core::executor::Body::Text(text) = &read.body else {
         bail!(
             "{} is binary ({}, {} bytes): only text can be attached",
             term::line(uri),
-            file.mime,
-            file.size()
+            term::line(mime),
+            read.body.len()
         );
     };
-    let message = Message::user(format!("(Attached: {uri}, {})\n\n{text}", file.mime));
+    let message = Message::user(format!("(Attached: {uri}, {mime})\n\n{text}"));
+    let cut = if read.truncated { ", cut at the plugin's resource_kb limit" } else { "" };
     Ok((
         message,
-        format!("(attached {}, {} bytes: sent with your next message)", term::line(uri), file.size()),
+        format!("(attached {}, {} bytes{cut}: sent with your next message)", term::line(uri), text.len()),
     ))
 }
 

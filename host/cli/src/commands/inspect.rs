@@ -1,5 +1,5 @@
-//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its skills, its signature and
-//! SHA-256 (reads the file; never compiles or runs it). The report itself is [`crate::report`]'s.
+//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its resources, its skills,
+//! its signature and SHA-256 (reads the file; never compiles or runs it). The report itself is [`crate::report`]'s.
 
 use crate::args::GlobalArgs;
 use crate::settings::Settings;
@@ -33,6 +33,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         eprintln!("{}\nfile: {digest}", term::text(&signature));
     } else {
         print!("{}", report::render_manifest(&manifest));
+        print!("{}", report::resource_lines(&manifest));
         print!("{}", skills(&bytes));
         println!("time limits here: {}", report::time_limits(&manifest, &cfg));
         println!("{}", term::text(&signature));

@@ -1,5 +1,5 @@
 //! `list`'s report: the table of exposed tools with the catalog's notes, each plugin's
-//! requested, granted and missing capabilities and its skills, what waits for approval or failed to load; and
+//! requested, granted and missing capabilities, its skills, resources and templates, what waits for approval or failed to load; and
 //! the same as a JSON document for programs.
 
 use super::requests;
@@ -129,6 +129,18 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     for s in p.skills.iter() {
         out.push_str(&format!("  {}\n", skill_line(&s.name, s.files.len(), s.size())));
     }
+    out.push_str(&resource_lines(&p.manifest));
+}
+
+/// A manifest's resources and templates as `list` and `inspect` show them, a line each:
+/// `  resource:  URI — NAME`, `  template:  TEMPLATE — NAME`.
+pub fn resource_lines(m: &toolhost_spec::Manifest) -> String {
+    let statics = m.resources.iter().map(|r| ("resource", &r.uri, &r.name));
+    let templates = m.resource_templates.iter().map(|t| ("template", &t.uri_template, &t.name));
+    statics
+        .chain(templates)
+        .map(|(what, uri, name)| format!("  {what}:  {} — {}\n", term::line(uri), term::line(name)))
+        .collect()
 }
 
 /// A skill as `list` and `inspect` show it: `skill:     NAME — N files, SIZE`.
@@ -255,6 +267,8 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                     "files": s.files.len(),
                     "bytes": s.size(),
                 })).collect::<Vec<_>>(),
+                "resources": p.manifest.resources,
+                "resourceTemplates": p.manifest.resource_templates,
             })
         })
         .collect();

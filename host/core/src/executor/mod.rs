@@ -31,6 +31,7 @@ pub mod observer;
 mod outcome;
 mod policy;
 mod prepare;
+mod read;
 mod run;
 mod slots;
 
@@ -47,6 +48,7 @@ pub use observer::{
 use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Note, Outcome, truncate};
 pub use prepare::{CallRequest, PreparedCall};
+pub use read::{Body, Read, ReadError};
 pub use toolhost_spec::call::ToolCall;
 
 /// The context of a call no front end describes ([`CallContext::default`], as a static).

@@ -191,8 +191,8 @@ pub trait CallObserver: Send + Sync {
     }
 }
 
-/// One read of a resource the host serves (a skill's file or a whole skill), by a front end:
-/// what the observer audits and counts. Nothing ran to answer it.
+/// One read of a resource the host serves (a skill's file, a whole skill, a plugin's resource),
+/// by a front end: what the observer audits and counts.
 #[derive(Debug, Clone, Copy)]
 pub struct ResourceRead<'a> {
     /// The URI asked for, as given.
@@ -203,6 +203,8 @@ pub struct ResourceRead<'a> {
     pub plugin: Option<&'a LoadedPlugin>,
     /// The bytes served (0 when none was).
     pub bytes: u64,
+    /// `ok`, `not_found`, or what else failed (an [`super::ErrorKind`]'s word, `not_text`).
+    pub outcome: &'static str,
     pub ctx: &'a CallContext,
 }
 

@@ -12,7 +12,7 @@ use toolhost_spec::manifest::FsMode;
 const YIELD_TICKS: u64 = 1;
 /// Extra wall-clock time past the epoch deadline before the guard fires (covers host calls
 /// that block, such as a guest sleeping, which epochs cannot interrupt).
-const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
+pub(super) const WALL_CLOCK_GRACE: Duration = Duration::from_millis(500);
 
 /// What the guest's run returned, how long it was busy, and when it ended.
 type GuestRun = (
@@ -41,7 +41,7 @@ impl Executor {
                 plugin.grants.with_asked(&Asked { items: extra, workspace, secrets: &self.config.secrets })
             }
         };
-        let pre = match self.linked(entry).await {
+        let pre = match self.linked(plugin, || format!("tool `{}`", entry.spec().name)).await {
             Ok(pre) => pre,
             Err(o) => return Ran::only(o),
         };
@@ -75,7 +75,8 @@ impl Executor {
         // Moved once, into the store (the call's state is large: every move of it is a copy).
         let state =
             HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), Calls::prepare(&grants, &setup));
-        let (mut store, progress) = self.new_store(state, watch);
+        let watched = watch.sink.is_some() || watch.observer.is_some();
+        let (mut store, progress) = self.new_store(state, watched);
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
         let (result, busy, ended) =
             run_guest(&mut store, pre, entry, args, deadline, forwarder.as_ref()).await;
@@ -87,30 +88,27 @@ impl Executor {
 
     /// The plugin's linked code: a plugin loaded from the warm compile cache is linked on first
     /// use (see `registry::Code`), off the async workers, as it blocks for about a millisecond.
-    async fn linked<'e>(
+    pub(super) async fn linked<'e>(
         &self,
-        entry: &'e ToolEntry,
+        plugin: &'e Arc<LoadedPlugin>,
+        what: impl FnOnce() -> String,
     ) -> Result<&'e crate::engine::PluginPre<HostState>, Outcome> {
-        let plugin = &entry.plugin;
         if !plugin.code.is_ready() {
             let p = plugin.clone();
             let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;
         }
-        plugin
-            .code
-            .get()
-            .map_err(|e| Outcome::err(ErrorKind::HostError, format!("tool `{}`: {e}", entry.spec().name)))
+        plugin.code.get().map_err(|e| Outcome::err(ErrorKind::HostError, format!("{}: {e}", what())))
     }
 
-    /// The call's store: its memory limit, its deadline, and its progress watched when someone
+    /// The call's store: its memory limit, its deadline, and its progress `watched` when someone
     /// follows it (a front end's sink, an observer): the reports' receiver then.
-    fn new_store(
+    pub(super) fn new_store(
         &self,
         state: HostState,
-        watch: Watch<'_>,
+        watched: bool,
     ) -> (Store<HostState>, Option<tokio::sync::watch::Receiver<Option<Progress>>>) {
         let mut store = Store::new(&self.runtime.engine, state);
-        let progress = (watch.sink.is_some() || watch.observer.is_some()).then(|| {
+        let progress = watched.then(|| {
             let (p, rx) = ProgressCall::watched();
             store.data_mut().calls.progress = p;
             rx
@@ -336,7 +334,7 @@ fn outcome_of(
 ) -> Outcome {
     let (spec, limit) = (entry.spec(), limits.output_limit);
     match result {
-        Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, *limits)),
+        Err(_elapsed) => Outcome::err(ErrorKind::Timeout, timeout_message(&what(spec), *limits)),
         Ok(Ok(Ok(data))) => {
             let data = redact_owned(data, net);
             match entry.output_validator() {
@@ -352,16 +350,23 @@ fn outcome_of(
             let message = outcome::without_os_error_numbers(&message);
             Outcome::err(ErrorKind::ToolError, truncate(redact_owned(message, net), limit).0)
         }
-        Ok(Err(e)) => classify_trap(spec, *limits, &e, memory_hit, stderr),
+        Ok(Err(e)) => classify_trap(&what(spec), *limits, &e, memory_hit, stderr),
     }
 }
 
-pub(super) fn timeout_message(spec: &ToolSpec, limits: Limits) -> String {
-    format!("tool `{}` timed out after {} ms (limit: timeout_ms)", spec.name, limits.timeout_ms)
+/// How messages name a tool's run: ``tool `NAME` ``.
+fn what(spec: &ToolSpec) -> String {
+    format!("tool `{}`", spec.name)
 }
 
+/// `what` (``tool `NAME` ``, ``resource URI``) ran out of time.
+pub(super) fn timeout_message(what: &str, limits: Limits) -> String {
+    format!("{what} timed out after {} ms (limit: timeout_ms)", limits.timeout_ms)
+}
+
+/// A run of `what` (see [`timeout_message`]) that trapped, classified.
 pub(super) fn classify_trap(
-    spec: &ToolSpec,
+    what: &str,
     limits: Limits,
     e: &wasmtime::Error,
     memory_hit: bool,
@@ -370,20 +375,17 @@ pub(super) fn classify_trap(
     if memory_hit || e.downcast_ref::<MemoryLimitExceeded>().is_some() {
         return Outcome::err(
             ErrorKind::MemoryLimit,
-            format!(
-                "tool `{}` exceeded its memory limit of {} MiB (limit: memory_mb)",
-                spec.name, limits.memory_mb
-            ),
+            format!("{what} exceeded its memory limit of {} MiB (limit: memory_mb)", limits.memory_mb),
         );
     }
     match e.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => Outcome::err(ErrorKind::Timeout, timeout_message(spec, limits)),
+        Some(Trap::Interrupt) => Outcome::err(ErrorKind::Timeout, timeout_message(what, limits)),
         Some(Trap::StackOverflow) => Outcome::err(
             ErrorKind::StackOverflow,
-            format!("tool `{}` overflowed its wasm stack (too deep recursion)", spec.name),
+            format!("{what} overflowed its wasm stack (too deep recursion)"),
         ),
         trap => {
-            let what = trap
+            let trap = trap
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "));
             // A Rust guest's panic is on its stderr just before the trap: `thread '…' panicked
@@ -399,7 +401,7 @@ pub(super) fn classify_trap(
                 }
                 p
             });
-            let mut msg = format!("tool `{}` crashed: {what}", spec.name);
+            let mut msg = format!("{what} crashed: {trap}");
             if let Some(p) = panic {
                 msg.push_str(&format!(" ({})", p.chars().take(500).collect::<String>()));
             }

@@ -101,6 +101,7 @@ impl Registry {
     /// tools the catalog hides, and the selection's warnings, are noted here.
     fn claims(&mut self, accepted: &[Arc<LoadedPlugin>], config: &Config) -> BTreeMap<String, Vec<Claimant>> {
         let mut claims: BTreeMap<String, Vec<Claimant>> = BTreeMap::new();
+        self.warnings.extend(super::resources::conflicts(accepted));
         for plugin in accepted {
             self.warnings.extend(selection_warnings(plugin, config));
             for (index, spec) in plugin.manifest.tools.iter().enumerate() {

@@ -27,6 +27,7 @@ mod inspect;
 mod load;
 mod plugin;
 pub mod reload;
+pub mod resources;
 pub mod signing;
 pub mod skills;
 mod suggest;

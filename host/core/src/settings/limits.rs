@@ -19,6 +19,9 @@ macro_rules! for_each_limit {
             memory_mb: u64 = 64,
             /// Characters of output handed back; the rest is cut and marked `truncated`.
             output_limit: usize = 10_000,
+            /// Bytes of one resource a plugin reads (KiB): text is cut at a character before
+            /// it, bytes at it, and the read is marked `truncated`.
+            resource_kb: u64 = 1024,
             /// Bytes one call may write to granted directories (writes, appends, `set-size`
             /// growth, holes), MiB.
             write_mb: u64 = 64,

@@ -451,6 +451,16 @@ impl Config {
         self.limits_with(plugin, &spec.name, spec.output_limit, spec.timeout_ms)
     }
 
+    /// The limits of a run of `plugin`'s code that is no tool's (a resource read): the
+    /// defaults and the operator's `[plugin.NAME]`.
+    pub fn limits_for_plugin(&self, plugin: &str) -> Limits {
+        let mut l = self.limits;
+        if let Some(p) = self.plugins.get(plugin) {
+            p.limits.apply(&mut l);
+        }
+        l
+    }
+
     fn limits_with(
         &self,
         plugin: &str,

@@ -1,17 +1,19 @@
-//! The console's Resources page: every resource the host serves — today the plugins' skills'
-//! files (`skill://PLUGIN/SKILL/FILE`, as MCP's `resources/read` serves them) — listed, and one
-//! read by its URI. Nothing runs: the files were read and checked when their plugins loaded.
+//! The console's Resources page: every resource the host serves — the plugins' skills' files
+//! (`skill://PLUGIN/SKILL/FILE`), their static resources and templates, as MCP serves them —
+//! listed, and one read by its URI (the executor's read: a plugin's resource runs in its
+//! sandbox; a skill's file was read and checked when its plugin loaded).
 
 use super::auth::Caller;
 use super::{Body, Console, json, json_error};
 use base64::Engine as _;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
-use toolhost_core::executor::{CallContext, ResourceRead};
-use toolhost_core::registry::skills;
+use toolhost_core::executor::{Body as ReadBody, CallContext, ReadError};
+use toolhost_core::registry::{resources, skills};
 use toolhost_spec::skills::SKILL_MD;
 
-/// `GET /console/api/resources`: each skill with its files (URI, mime type, size, digest).
+/// `GET /console/api/resources`: each skill with its files (URI, mime type, size, digest), each
+/// plugin's static resources and templates as its manifest declares them.
 pub fn list(c: &Console) -> Value {
     let registry = c.executor.registry();
     let skills: Vec<Value> = skills::all(registry.plugins())
@@ -40,7 +42,13 @@ pub fn list(c: &Console) -> Value {
             })
         })
         .collect();
-    json!({ "skills": skills })
+    let declared: Vec<Value> = resources::all(registry.plugins())
+        .map(|(plugin, r)| json!({ "plugin": plugin, "resource": r }))
+        .collect();
+    let templates: Vec<Value> = resources::templates(registry.plugins())
+        .map(|(plugin, t)| json!({ "plugin": plugin, "template": t }))
+        .collect();
+    json!({ "skills": skills, "resources": declared, "templates": templates })
 }
 
 /// `GET /console/api/resource?uri=URI`: the resource's contents — `text`, or `blob` (base64)
@@ -51,23 +59,26 @@ pub async fn read(c: &Console, caller: &Caller, query: Option<&str>) -> Response
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
     if uri.is_empty() {
-        return json_error(StatusCode::BAD_REQUEST, "missing `uri`: /console/api/resource?uri=skill://…");
+        return json_error(StatusCode::BAD_REQUEST, "missing `uri`: /console/api/resource?uri=URI");
     }
-    let registry = c.executor.registry();
-    let found = skills::resource(registry.plugins(), &uri);
     let ctx =
         CallContext { front_end: Some("console"), token: caller.token.clone(), ..CallContext::default() };
-    let (plugin, bytes) = found.as_ref().map_or((None, 0), |(p, f)| (Some(*p), f.size()));
-    c.executor.observe_read(ResourceRead { uri: &uri, method: "console", plugin, bytes, ctx: &ctx }).await;
-    match found {
-        Ok((_, file)) => {
-            let mut v = json!({ "uri": uri, "mimeType": file.mime, "size": file.size() });
-            match file.as_text() {
-                Some(text) => v["text"] = text.into(),
-                None => v["blob"] = base64::engine::general_purpose::STANDARD.encode(&file.bytes).into(),
+    match c.executor.read(&uri, "console", &ctx).await {
+        Ok(read) => {
+            let mut v = json!({ "uri": uri, "mimeType": read.mime_type, "size": read.body.len(),
+                "plugin": &*read.plugin, "truncated": read.truncated });
+            match read.body {
+                ReadBody::Text(text) => v["text"] = text.into(),
+                ReadBody::Blob(bytes) => {
+                    v["blob"] = base64::engine::general_purpose::STANDARD.encode(&bytes).into()
+                }
             }
             json(StatusCode::OK, &v)
         }
-        Err(e) => json_error(StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e @ ReadError::NotFound(_)) => json_error(StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e @ (ReadError::Refused { .. } | ReadError::NotText { .. })) => {
+            json_error(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string())
+        }
+        Err(e) => json_error(StatusCode::BAD_GATEWAY, &e.to_string()),
     }
 }

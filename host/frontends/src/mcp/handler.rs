@@ -1,5 +1,5 @@
 //! The `ServerHandler` rmcp drives: server info, `tools/list`, `tools/call` (see `call.rs`),
-//! the tasks' requests, skills and their resources (see `skills.rs`), and `list_changed` to the
+//! the tasks' requests, skills (see `skills.rs`) and resources (`resources.rs`), and `list_changed` to the
 //! sessions and `subscriptions/listen` streams.
 
 use super::*;
@@ -58,6 +58,15 @@ impl ServerHandler for McpServer {
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         self.first_load().await;
         Ok(self.resources_result())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        self.first_load().await;
+        Ok(self.templates_result())
     }
 
     async fn read_resource(

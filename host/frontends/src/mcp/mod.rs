@@ -42,8 +42,11 @@
 //!   same store; rmcp does not model them, so the transports rename those requests for
 //!   `on_custom_request` and declare the `tasks` capability rmcp's types cannot carry.
 //! - Skills (`skills.rs`, the `io.modelcontextprotocol/skills` extension): `skills/list`,
-//!   `skills/get`, and their files as resources (`resources/list` lists each `SKILL.md`,
-//!   `resources/read` reads any file), `skill://PLUGIN/NAME/PATH`; cached like `tools/list`.
+//!   `skills/get`, and their files as resources, `skill://PLUGIN/NAME/PATH`; cached like
+//!   `tools/list`.
+//! - Resources (`resources.rs`): `resources/list` (each skill's `SKILL.md`, the plugins' static
+//!   resources), `resources/templates/list`, `resources/read` (the executor's read: a plugin's
+//!   resource runs in its sandbox).
 //!   The capabilities are declared whether or not a plugin has skills (a reload may add some).
 //! - Every registry change from the reloader becomes `notifications/tools/list_changed` and
 //!   `notifications/resources/list_changed`: to every initialized session on the handshake
@@ -62,6 +65,7 @@ mod idle;
 mod keyless;
 mod plain_json;
 mod replay;
+mod resources;
 pub(crate) mod settings;
 mod skills;
 #[doc(hidden)]

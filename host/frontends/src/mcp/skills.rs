@@ -1,6 +1,5 @@
 //! The plugins' skills over MCP (the `io.modelcontextprotocol/skills` extension, SEP-2640):
-//! `skills/list` and `skills/get`, and the skills' files as resources (`resources/list` lists
-//! each skill's `SKILL.md`, `resources/read` reads any of its files).
+//! `skills/list` and `skills/get`; the skills' files are resources (see `resources.rs`).
 //!
 //! A skill's URI is `skill://PLUGIN/NAME/SKILL.md` and each of its files
 //! `skill://PLUGIN/NAME/PATH`: the plugin's name is the "server-chosen prefix" the extension
@@ -9,14 +8,11 @@
 //! here runs a plugin.
 
 use super::McpServer;
-use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
-    GetSkillResult, ListResourcesResult, ListSkillsResult, MetaObject, ReadResourceResult, Resource,
-    ResourceContents, Skill, SkillFrontmatter, SkillResource, SkillResources,
+    GetSkillResult, ListSkillsResult, MetaObject, Skill, SkillFrontmatter, SkillResource, SkillResources,
 };
-use toolhost_core::executor::{CallContext, ResourceRead};
-use toolhost_core::registry::skills::{LoadedSkill, SkillFile, all, find, resource, uri};
+use toolhost_core::registry::skills::{LoadedSkill, all, find, uri};
 use toolhost_spec::skills::SKILL_MD;
 
 /// A skill as `skills/list` and `skills/get` show it: its front matter as written, and every
@@ -37,8 +33,8 @@ pub(crate) fn skill(plugin: &str, s: &LoadedSkill) -> Skill {
     Skill::new(uri(plugin, &s.name, SKILL_MD), frontmatter, SkillResources::Files(files))
 }
 
-/// The `_meta` naming the plugin a skill comes from.
-fn plugin_meta(plugin: &str) -> MetaObject {
+/// The `_meta` naming the plugin something served comes from.
+pub(crate) fn plugin_meta(plugin: &str) -> MetaObject {
     let mut m = serde_json::Map::new();
     m.insert("toolhost/plugin".into(), plugin.into());
     MetaObject(m)
@@ -63,49 +59,6 @@ impl McpServer {
                 .with_cache_scope(self.cache_scope)),
             _ => Err(ErrorData::invalid_params(format!("no skill is served at {uri}"), None)),
         }
-    }
-
-    /// `resources/list`: each skill's `SKILL.md`, named and described by its front matter.
-    pub(crate) fn resources_result(&self) -> ListResourcesResult {
-        let registry = self.executor.registry();
-        let resources = all(registry.plugins())
-            .into_iter()
-            .map(|(p, s)| {
-                let size = s.file(SKILL_MD).map_or(0, SkillFile::size);
-                Resource::new(uri(p, &s.name, SKILL_MD), &s.name)
-                    .with_description(&s.description)
-                    .with_mime_type("text/markdown")
-                    .with_size(size)
-                    .with_meta(plugin_meta(p))
-            })
-            .collect();
-        ListResourcesResult::with_all_items(resources)
-            .with_ttl_ms(self.list_ttl())
-            .with_cache_scope(self.cache_scope)
-    }
-
-    /// `resources/read` of any skill file, for `who`: text when it is text (a textual mime
-    /// type, UTF-8 without NUL), base64 otherwise; an unknown URI is resource-not-found (-32002,
-    /// which rmcp turns into -32602 for 2026-07-28 clients). Audited and counted either way.
-    pub(crate) async fn read_result(
-        &self,
-        uri: &str,
-        who: &CallContext,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        let registry = self.executor.registry();
-        let found = resource(registry.plugins(), uri);
-        let (plugin, bytes) = found.as_ref().map_or((None, 0), |(p, f)| (Some(*p), f.size()));
-        let read = ResourceRead { uri, method: "resources/read", plugin, bytes, ctx: who };
-        self.executor.observe_read(read).await;
-        let (_, f) = found.map_err(|e| ErrorData::resource_not_found(e.to_string(), None))?;
-        let contents = match f.as_text() {
-            Some(text) => ResourceContents::text(text, uri),
-            None => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&f.bytes), uri),
-        }
-        .with_mime_type(f.mime);
-        Ok(ReadResourceResult::new(vec![contents])
-            .with_ttl_ms(self.list_ttl())
-            .with_cache_scope(self.cache_scope))
     }
 }
 

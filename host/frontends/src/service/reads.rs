@@ -8,7 +8,7 @@ use toolhost_core::executor::ResourceRead;
 impl Service {
     /// Count and audit `read`; wait as `[audit] fsync` says.
     pub(super) async fn record_read(&self, read: ResourceRead<'_>) {
-        let outcome = if read.plugin.is_some() { "ok" } else { "not_found" };
+        let outcome = read.outcome;
         let plugin = read.plugin;
         self.metrics.read(plugin.map_or("", |p| &p.name), read.method, outcome);
         let Some(audit) = &self.audit else { return };

@@ -91,6 +91,15 @@ pub struct Manifest {
     #[serde(default)]
     pub capabilities: Capabilities,
     pub tools: Vec<ToolSpec>,
+    /// Static resources it serves by URI (read by running its `resources` export).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<crate::resources::ResourceSpec>,
+    /// Resource templates: families of URIs it reads on demand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<crate::resources::ResourceTemplateSpec>,
+    /// Prompts: message templates a person picks (got by running its `prompts` export).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<crate::prompts::PromptSpec>,
 }
 
 /// What a plugin asks the operator for. Only a request: the operator's grants decide.

@@ -380,6 +380,9 @@ mod tests {
             description: String::new(),
             capabilities: caps(net, None),
             tools: vec![],
+            resources: vec![],
+            resource_templates: vec![],
+            prompts: vec![],
         }
     }
 
@@ -451,6 +454,9 @@ mod tests {
             description: String::new(),
             capabilities: caps(net, None),
             tools: vec![],
+            resources: vec![],
+            resource_templates: vec![],
+            prompts: vec![],
         };
         let mut a = Approvals::load(dir.path());
         assert!(a.check(&m(&["example.com"])).is_ok());
