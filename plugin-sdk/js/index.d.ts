@@ -116,6 +116,99 @@ export interface Tool<Run extends (...args: any[]) => ToolResult = (...args: any
 /** Declare a tool. Checked against `run` at once; misuse throws a DefinitionError. */
 export function defineTool<Run extends (...args: any[]) => ToolResult>(options: ToolOptions<Run>): Tool<Run>;
 
+/** What a resource's `read` returns: a string is text, bytes (a Uint8Array, a Buffer, an
+ * ArrayBuffer) are a blob. */
+export type ResourceContents = string | Uint8Array | ArrayBuffer | ArrayBufferView;
+
+interface ResourceTexts {
+  /** A short name clients list it by (MCP `name`): one line, at most 128 characters; unique
+   * among the plugin's resources and templates. */
+  name: string;
+  /** A name for people (MCP `title`; one line, at most 128 characters). */
+  title?: string;
+  /** What it holds (at most 1024 characters); left out of the manifest when empty. */
+  description?: string;
+  /** `type/subtype`, e.g. `'text/markdown'` or `'image/png'`. A textual type (text/*, JSON,
+   * XML, YAML, ...) promises text: the host refuses bytes for it. */
+  mimeType?: string;
+}
+
+export interface ResourceOptions<Read extends () => ResourceContents = () => ResourceContents> extends ResourceTexts {
+  /** An absolute URI (`docs://style-guide`), without `{`/`}`; not `skill:` (the host's own). */
+  uri: string;
+  /** Its size in bytes, when known before reading. */
+  size?: number;
+  /** The contents, read each time a client reads the URI: synchronous; a thrown error is the
+   * read's error. */
+  read: Read;
+}
+
+export interface ResourceTemplateOptions<Read extends (...variables: string[]) => ResourceContents = (...variables: string[]) => ResourceContents>
+  extends ResourceTexts {
+  /** An RFC 6570 template (`file:///{+path}`): `{name}` matches one path segment, `{+name}` any
+   * text; 1 to 8 expressions, never two in a row, starting with its scheme. */
+  uriTemplate: string;
+  /** The contents of one matching URI: its parameters are the template's variables, by name
+   * (any order), each the matched text, percent-decoded. */
+  read: Read;
+}
+
+/** A resource's manifest entry, as the host reads it. */
+export interface ResourceSpec {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+}
+
+/** A resource template's manifest entry, as the host reads it. */
+export interface ResourceTemplateSpec {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
+export interface Resource<Read extends () => ResourceContents = () => ResourceContents> {
+  readonly uri: string;
+  readonly name: string;
+  /** Its manifest entry. */
+  readonly spec: ResourceSpec;
+  /** The function given as `read`, to call directly in tests. */
+  readonly read: Read;
+  /** Where defineResource was called. */
+  readonly site: { file: string; line: number } | null;
+  /** Read it as the host does: a string or a Uint8Array; throws a ToolError with the message the
+   * reader would see. */
+  call(): string | Uint8Array;
+}
+
+export interface ResourceTemplate<Read extends (...variables: string[]) => ResourceContents = (...variables: string[]) => ResourceContents> {
+  readonly uriTemplate: string;
+  readonly name: string;
+  /** Its manifest entry. */
+  readonly spec: ResourceTemplateSpec;
+  /** The function given as `read`, to call directly in tests. */
+  readonly read: Read;
+  /** Where defineResourceTemplate was called. */
+  readonly site: { file: string; line: number } | null;
+  /** Read one URI as the host does, given the template's variables (`{ path: 'a.txt' }`): a
+   * string or a Uint8Array; throws a ToolError with the message the reader would see. */
+  call(variables: Record<string, string>): string | Uint8Array;
+}
+
+/** Declare a resource the plugin serves by URI. Checked at once; misuse throws a DefinitionError. */
+export function defineResource<Read extends () => ResourceContents>(options: ResourceOptions<Read>): Resource<Read>;
+
+/** Declare a resource template: every URI it matches is read by `read`. Checked against `read`'s
+ * parameters at once; misuse throws a DefinitionError. */
+export function defineResourceTemplate<Read extends (...variables: string[]) => ResourceContents>(
+  options: ResourceTemplateOptions<Read>,
+): ResourceTemplate<Read>;
+
 export interface FsRequest {
   /** A logical directory: `workspace` or a name the operator maps to a path. */
   path: string;
@@ -159,13 +252,14 @@ export interface Plugin {
 /** Declare the plugin (at most once). Misuse throws a DefinitionError. */
 export function definePlugin(options: PluginOptions): Plugin;
 
-/** A misuse of definePlugin or defineTool, at the file and line of that call. */
+/** A misuse of definePlugin, defineTool, defineResource or defineResourceTemplate, at the file
+ * and line of that call. */
 export class DefinitionError extends Error {
   readonly file?: string;
   readonly line?: number;
 }
 
-/** A tool's failure as the model sees it (thrown by `Tool.call`). */
+/** A tool's (or a read's) failure as the model sees it (thrown by `Tool.call`, `Resource.call`). */
 export class ToolError extends Error {}
 
 /** The message of anything thrown (what the model sees for a thrown value). */

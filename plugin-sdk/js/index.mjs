@@ -12,9 +12,14 @@
 //     run(text) { return { words: text.split(/\s+/).filter(Boolean).length }; },
 //   });
 //
+//   export const guide = defineResource({
+//     uri: 'docs://guide', name: 'guide', mimeType: 'text/markdown', read() { return '# Guide'; },
+//   });
+//
 // The same module runs in two places: under node, where `toolhost-js manifest` imports it and
-// derives the manifest from what `definePlugin`/`defineTool` recorded, and inside the
-// component (QuickJS), where the host's `tools.call` is dispatched to the `run` functions. Every
+// derives the manifest from what `definePlugin`/`defineTool`/`defineResource` recorded, and
+// inside the component (QuickJS), where the host's `tools.call` is dispatched to the `run`
+// functions and its `resources.read` to the `read` functions. Every
 // declaration is checked against its `run` function when `defineTool` is called, so the
 // manifest and the code cannot drift apart; misuse throws a `DefinitionError` carrying the
 // file and line of the `defineTool` call.
@@ -41,6 +46,8 @@ const TOOL_KEYS = [
   'idempotent',
   'icons',
 ];
+const RESOURCE_KEYS = ['uri', 'name', 'title', 'description', 'mimeType', 'size', 'read'];
+const TEMPLATE_KEYS = ['uriTemplate', 'name', 'title', 'description', 'mimeType', 'read'];
 const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
 // The longest time limit a tool may ask for (a day, the host's cap on `timeoutMs`).
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -82,6 +89,17 @@ function iconProblem(src) {
   if (!ICON_MAGIC[mime].some((m) => head.startsWith(m)) || !webp) return `does not hold ${mime} data`;
   return undefined;
 }
+// The host's caps on resources (host/spec/src/resources.rs): how many, a URI or template in
+// bytes, a name in characters (one line), a MIME type in bytes, expressions per template.
+const MAX_RESOURCES = 64;
+const MAX_TEMPLATES = 16;
+const MAX_URI = 1024;
+const MAX_RESOURCE_NAME = 128;
+const MAX_RESOURCE_DESCRIPTION = 1024;
+const MAX_MIME = 127;
+const MAX_EXPRESSIONS = 8;
+// Schemes no plugin may declare: `skill:` is the host's own (a plugin's skills).
+const RESERVED_SCHEMES = ['skill'];
 // The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
 const MAX_NAME = 64;
 const MAX_PROGRAM = 255;
@@ -396,6 +414,11 @@ const state = {
   plugin: null, // {options, site}
   tools: [], // Tool
   byName: new Map(),
+  resources: [], // Resource, static
+  templates: [], // Resource, templates
+  byUri: new Map(), // URI → {read, order, template, site}
+  byTemplate: new Map(), // uriTemplate → the same
+  resourceNames: new Map(), // name → site, across resources and templates
   // Under `toolhost-js manifest`, definition errors are collected (every one of a build is
   // reported together) instead of thrown at the first; warnings are always collected.
   collect: false,
@@ -962,6 +985,252 @@ function dispatch(name, args) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Resources: what the plugin serves by URI, held to the host's rules (host/spec/src/resources.rs:
+// `check` and `Template::parse`) where they are defined.
+
+/** A URI's scheme (`docs` of `docs://a`), or null. */
+function uriScheme(uri) {
+  const colon = uri.indexOf(':');
+  const scheme = colon < 0 ? '' : uri.slice(0, colon);
+  return /^[A-Za-z][A-Za-z0-9+.-]*$/.test(scheme) ? scheme : null;
+}
+
+/** The variables of a URI template (`{name}`, `{+name}`) in order; throws the reason (a string,
+ * in the host's words) if the host cannot match it. */
+function templateVariables(template) {
+  const parts = []; // {literal} or {variable}
+  let rest = template;
+  while (rest !== '') {
+    const i = rest.search(/[{}]/);
+    if (i < 0) {
+      parts.push({ literal: rest });
+      break;
+    }
+    if (rest[i] === '}') throw 'has a `}` without its `{`';
+    if (i > 0) parts.push({ literal: rest.slice(0, i) });
+    const close = rest.indexOf('}', i);
+    if (close < 0) throw 'has a `{` without its `}`';
+    const inner = rest.slice(i + 1, close);
+    const name = inner.startsWith('+') ? inner.slice(1) : inner;
+    if (!/^[A-Za-z0-9_]+$/.test(name)) {
+      throw `has \`{${inner}}\`: toolhost serves \`{name}\` and \`{+name}\` expressions, a name of letters, digits and \`_\``;
+    }
+    if (parts.length > 0 && parts[parts.length - 1].variable !== undefined) {
+      throw `has two expressions in a row before \`{${inner}}\`: put text between them`;
+    }
+    if (parts.some((p) => p.variable === name)) throw `uses the variable \`${name}\` twice`;
+    parts.push({ variable: name });
+    rest = rest.slice(close + 1);
+  }
+  const names = parts.filter((p) => p.variable !== undefined).map((p) => p.variable);
+  if (names.length === 0) throw 'has no `{name}` expression: a URI without variables is a static resource (defineResource)';
+  if (names.length > MAX_EXPRESSIONS) throw `has ${names.length} expressions; at most ${MAX_EXPRESSIONS} are allowed`;
+  if (parts[0].literal === undefined || uriScheme(parts[0].literal) === null) {
+    throw 'must begin with its scheme (`file:///{+path}`, not `{+uri}`)';
+  }
+  return names;
+}
+
+// What the host counts as whitespace or a control character in a URI.
+const URI_SPACE = /[\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
+/** Why `uri` cannot be declared (a template when `template`), or null. */
+function uriProblem(uri, template) {
+  const n = utf8Encode(uri).length;
+  if (n > MAX_URI) return `is ${n} bytes; at most ${MAX_URI} are allowed`;
+  const bad = URI_SPACE.exec(uri);
+  if (bad) return `holds ${JSON.stringify(bad[0])}: a URI has no whitespace or control characters`;
+  const scheme = uriScheme(uri);
+  if (scheme === null) return 'is not an absolute URI (`scheme:…`, e.g. `docs://guide`)';
+  if (RESERVED_SCHEMES.includes(scheme.toLowerCase())) {
+    return `uses the \`${scheme}:\` scheme, which is the host's own (a plugin's skills)`;
+  }
+  if (!template && /[{}]/.test(uri)) return 'has `{` or `}`: a URI with variables is a resource template (defineResourceTemplate)';
+  if (template) {
+    try {
+      templateVariables(uri);
+    } catch (why) {
+      return why;
+    }
+  }
+  return null;
+}
+
+/** Why `mime` is not a MIME type the host takes (`type/subtype`, printable ASCII), or null. */
+function mimeProblem(mime) {
+  const slash = mime.indexOf('/');
+  const ok = mime.length <= MAX_MIME && slash > 0 && slash < mime.length - 1 && /^[\u0020-\u007e]*$/.test(mime);
+  return ok ? null : `${JSON.stringify(mime)} is not a MIME type (\`type/subtype\`, e.g. "text/markdown")`;
+}
+
+/**
+ * Declare a resource: `read()` returns its contents (a string is text, a Uint8Array bytes)
+ * whenever a client reads `uri`. Checked at once; misuse throws a DefinitionError.
+ */
+export function defineResource(options) {
+  return defineResourceOrTemplate(options, callSite(), false);
+}
+
+/**
+ * Declare a resource template: every URI `uriTemplate` matches (`{name}`: one path segment,
+ * `{+name}`: any text) is read by `read`, whose parameters are the template's variables, by
+ * name (`read(path)` for `file:///{+path}`).
+ */
+export function defineResourceTemplate(options) {
+  return defineResourceOrTemplate(options, callSite(), true);
+}
+
+function defineResourceOrTemplate(options, site, template) {
+  if (!state.collect) return defineResourceAt(options, site, template);
+  try {
+    return defineResourceAt(options, site, template);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    state.errors.push(e);
+    return Object.freeze({ name: isPlainObject(options) ? options.name : undefined, failed: e.message });
+  }
+}
+
+function defineResourceAt(options, site, template) {
+  const fn = template ? 'defineResourceTemplate' : 'defineResource';
+  if (!isPlainObject(options)) fail(`${fn} takes an object, got ${show(options)}`, site);
+  checkKeys(options, template ? TEMPLATE_KEYS : RESOURCE_KEYS, template ? 'resource template' : 'resource', site);
+  const key = template ? 'uriTemplate' : 'uri';
+  const uri = options[key];
+  if (typeof uri !== 'string') fail(`${fn} needs \`${key}\`, a string such as ${template ? '"file:///{+path}"' : '"docs://guide"'}`, site);
+  const problem = uriProblem(uri, template);
+  if (problem) fail(`resource ${template ? 'template' : 'URI'} ${show(uri)} ${problem}`, site);
+  const what = `resource ${show(uri)}:`;
+  const entry = resourceEntry(options, key, what, site);
+  const order = readOrder(options.read, template ? templateVariables(uri) : [], what, site);
+  checkResourceCaps(uri, entry.name, template, site);
+
+  // What a read needs: the function, the order of its variables, the template they come from.
+  const served = { read: options.read, order, template: template ? uri : null, site };
+  const resource = Object.freeze({
+    [key]: uri,
+    name: entry.name,
+    spec: deepFreeze(entry),
+    read: options.read,
+    site,
+    /**
+     * Read it as the host does: the template's variables in (`{path: 'a'}`), the contents out (a
+     * string, or a Uint8Array); throws a ToolError with the message the reader would see.
+     */
+    call(variables = {}) {
+      const out = runRead(served, uri, new Map(Object.entries(variables)));
+      if (out.ok) return out.value.val;
+      throw new ToolError(out.error);
+    },
+  });
+  (template ? state.templates : state.resources).push(resource);
+  (template ? state.byTemplate : state.byUri).set(uri, served);
+  state.resourceNames.set(entry.name, site);
+  return resource;
+}
+
+/** The manifest entry: the URI (or template) under `key`, then the texts the host shows. */
+function resourceEntry(options, key, what, site) {
+  const name = options.name;
+  if (name === undefined) fail(`${what} has no \`name\` (a short name clients list it by)`, site);
+  if (typeof name !== 'string' || name.trim() === '') fail(`${what} \`name\` must be a non-blank string, got ${show(name)}`, site);
+  checkText(name, MAX_RESOURCE_NAME, false, `${what} \`name\``, site);
+  const title = checkString(options, 'title', what, site);
+  if (title !== undefined && title.trim() === '') fail(`${what} \`title\` must not be blank when given`, site);
+  checkText(title, MAX_TITLE, false, `${what} \`title\``, site);
+  const description = (checkString(options, 'description', what, site) ?? '').trim();
+  checkText(description, MAX_RESOURCE_DESCRIPTION, true, `${what} \`description\``, site);
+  const mimeType = checkString(options, 'mimeType', what, site);
+  if (mimeType !== undefined && mimeProblem(mimeType)) fail(`${what} \`mimeType\` ${mimeProblem(mimeType)}`, site);
+  const size = options.size;
+  if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0)) {
+    fail(`${what} \`size\` must be a whole number of bytes, at least 0, got ${show(size)}`, site);
+  }
+  const entry = { [key]: options[key], name };
+  if (title !== undefined) entry.title = title;
+  if (description !== '') entry.description = description;
+  if (mimeType !== undefined) entry.mimeType = mimeType;
+  if (size !== undefined) entry.size = size;
+  return entry;
+}
+
+/** The order in which `read` takes the template's `variables` (read's parameters, by name);
+ * a static resource's `read` takes none. */
+function readOrder(read, variables, what, site) {
+  if (typeof read !== 'function') fail(`${what} \`read\` must be a function, got ${show(read)}`, site);
+  const kind = read.constructor && read.constructor.name;
+  if (kind === 'AsyncFunction' || kind === 'GeneratorFunction' || kind === 'AsyncGeneratorFunction') {
+    fail(`${what} \`read\` is ${kind === 'AsyncFunction' ? 'async' : 'a generator'}; a resource's read is a plain synchronous function`, site);
+  }
+  if (/^class[\s{]/.test(Function.prototype.toString.call(read))) fail(`${what} \`read\` is a class; write a plain function`, site);
+  const params = functionParams(read);
+  if (params === null) return variables; // native or bound: the template's order
+  const template = variables.length > 0;
+  for (const [i, p] of params.entries()) {
+    if (p.isRest || p.isPattern || !p.name) {
+      fail(`${what} read's parameter ${i + 1} \`${p.text}\` must be a plain name: the template variable it takes`, site);
+    }
+    if (!template) fail(`${what} a static resource's read takes no parameters (\`${p.name}\`); a URI with {variables} is a defineResourceTemplate`, site);
+    if (!variables.includes(p.name)) {
+      fail(`${what} read's parameter \`${p.name}\` is no variable of the template (its variables: ${variables.join(', ')})`, site);
+    }
+  }
+  const names = params.map((p) => p.name);
+  const missing = variables.find((v) => !names.includes(v));
+  if (missing !== undefined) fail(`${what} the template's variable \`${missing}\` needs a parameter \`${missing}\` of read`, site);
+  return names;
+}
+
+/** The host's caps, and each URI, template and name declared once. */
+function checkResourceCaps(uri, name, template, site) {
+  const [list, cap, kind] = template
+    ? [state.templates, MAX_TEMPLATES, 'resource templates']
+    : [state.resources, MAX_RESOURCES, 'resources'];
+  if (list.length >= cap) fail(`this plugin declares more than ${cap} ${kind}; the host allows at most ${cap}`, site);
+  const at = (s) => (s ? `${s.file}:${s.line}` : 'an unknown place');
+  const previous = state.byUri.get(uri) ?? state.byTemplate.get(uri);
+  if (previous) fail(`${template ? 'resource template' : 'resource'} ${show(uri)} is declared twice; the first definition is at ${at(previous.site)}`, site);
+  if (state.resourceNames.has(name)) {
+    fail(`the name ${show(name)} names two resources; the first definition is at ${at(state.resourceNames.get(name))}`, site);
+  }
+}
+
+/** A read's result as the `contents` variant: a string is text, bytes are a blob. */
+function contents(uri, value) {
+  if (typeof value === 'string') return { tag: 'text', val: value };
+  if (value instanceof Uint8Array) return { tag: 'blob', val: value };
+  if (value instanceof ArrayBuffer) return { tag: 'blob', val: new Uint8Array(value) };
+  if (ArrayBuffer.isView(value)) return { tag: 'blob', val: new Uint8Array(value.buffer, value.byteOffset, value.byteLength) };
+  if (value && typeof value.then === 'function') {
+    throw new ToolError(`${uri}: read returned a Promise; a resource's read is synchronous, return the contents themselves`);
+  }
+  throw new ToolError(`${uri}: read returned ${show(value)}; a resource returns a string (text) or a Uint8Array (bytes)`);
+}
+
+/** Read `uri` with `served`'s function: {ok, value: contents} or {ok: false, error}. */
+function runRead(served, uri, given) {
+  try {
+    const values = served.order.map((v) => {
+      if (!given.has(v)) throw new ToolError(`${uri}: the host sent no value for \`${v}\` of ${served.template}`);
+      return given.get(v);
+    });
+    return { ok: true, value: contents(uri, served.read(...values)) };
+  } catch (e) {
+    return { ok: false, error: errorMessage(e) };
+  }
+}
+
+/** The host's `resources.read`: the `contents` variant, or throws the error message (a string). */
+function read(req) {
+  const template = req.template ?? null;
+  const served = template === null ? state.byUri.get(req.uri) : state.byTemplate.get(template);
+  if (!served) throw `this plugin serves no resource ${req.uri}`;
+  const out = runRead(served, req.uri, new Map(req.variables ?? []));
+  if (out.ok) return out.value;
+  throw out.error;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The manifest.
 
 /**
@@ -991,7 +1260,7 @@ function manifest(defaults = {}, where = null) {
   checkText(version, MAX_LABEL, false, 'the plugin `version`', at);
   checkText(description, MAX_PLUGIN_DESCRIPTION, true, 'the plugin `description`', at);
   if (state.tools.length === 0) fail('the plugin declares no tools: call defineTool at least once', at);
-  return {
+  const out = {
     format: FORMAT,
     name,
     version,
@@ -999,6 +1268,10 @@ function manifest(defaults = {}, where = null) {
     capabilities: JSON.parse(JSON.stringify(p.capabilities ?? { fs: [], env: [], net: [], secrets: [] })),
     tools: state.tools.map((t) => JSON.parse(JSON.stringify(t.spec))),
   };
+  // Only when declared, as the Rust SDK writes them.
+  if (state.resources.length > 0) out.resources = state.resources.map((r) => JSON.parse(JSON.stringify(r.spec)));
+  if (state.templates.length > 0) out.resourceTemplates = state.templates.map((r) => JSON.parse(JSON.stringify(r.spec)));
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1316,7 +1589,9 @@ export const __internal = Object.freeze({
   LEVELS,
   manifest,
   dispatch,
+  read,
   tools: () => state.tools.slice(),
+  resources: () => [...state.resources, ...state.templates],
   /** Collect definition errors instead of throwing the first (`toolhost-js manifest`). */
   collectErrors() {
     state.collect = true;
@@ -1329,6 +1604,11 @@ export const __internal = Object.freeze({
     state.plugin = null;
     state.tools.length = 0;
     state.byName.clear();
+    state.resources.length = 0;
+    state.templates.length = 0;
+    state.byUri.clear();
+    state.byTemplate.clear();
+    state.resourceNames.clear();
     state.backend = null;
     state.testHttp = null;
     state.testProcess = null;

@@ -1,5 +1,6 @@
 """Helpers for the SDK tests: write a throwaway plugin project and derive its manifest."""
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -67,3 +68,41 @@ class ProjectCase(unittest.TestCase):
         errs = self.errors()
         hits = [e for e in errs if e.startswith(want_file_line + ": ") and want_text in e]
         self.assertTrue(hits, f"expected {want_file_line}: …{want_text}… in {errs}")
+
+
+class Err(Exception):
+    """Stand-in for componentize-py's `componentize_py_types.Err`."""
+
+    def __init__(self, value):
+        super().__init__(value)
+        self.value = value
+
+
+class Contents:
+    """Stand-in for componentize-py's `Contents_Text` and `Contents_Blob` (`kind` tells which)."""
+
+    def __init__(self, kind, value):
+        self.kind = kind
+        self.value = value
+
+
+@contextlib.contextmanager
+def componentize_py_stand_ins():
+    """The modules componentize-py gives the entry module (`componentize_py_types`,
+    `wit_world.exports.resources`), as stand-ins under CPython for the test's duration."""
+    import types
+
+    modules = {"componentize_py_types": {"Err": Err}, "wit_world": {}, "wit_world.exports": {},
+               "wit_world.exports.resources": {"Contents_Text": lambda v: Contents("text", v),
+                                               "Contents_Blob": lambda v: Contents("blob", v)}}
+    for name, attrs in modules.items():
+        sys.modules[name] = types.ModuleType(name)
+        sys.modules[name].__dict__.update(attrs)
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, sys.modules[name])
+    try:
+        yield
+    finally:
+        for name in modules:
+            del sys.modules[name]

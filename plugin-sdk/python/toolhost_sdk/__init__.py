@@ -13,6 +13,10 @@
         \"\"\"
         return {"words": len(text.split())}
 
+`@resource("docs://guide")` serves a function's `str` or `bytes` by URI, and
+`@resource_template("file:///{+path}")` every URI the template matches (the function takes the
+template's variables: `def file(path: str)`).
+
 `python3 -m toolhost_sdk manifest DIR` prints the manifest derived from the code (docstring →
 description, signature and type hints → params, argCount, parseJson; decorator options →
 danger, readOnly, rest, outputLimit, category, timeoutMs, taskSupport); `progress(done, total,
@@ -23,6 +27,7 @@ OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
 
 from . import http, log, process
 from ._progress import progress
+from ._resources import resource, resource_template
 from ._spec import ToolError, plugin, tool
 
-__all__ = ["tool", "plugin", "log", "http", "process", "progress", "ToolError"]
+__all__ = ["tool", "plugin", "resource", "resource_template", "log", "http", "process", "progress", "ToolError"]

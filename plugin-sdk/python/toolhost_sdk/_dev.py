@@ -41,6 +41,7 @@ import importlib
 import toolhost_sdk
 import toolhost_sdk._dev
 import toolhost_sdk._guest
+from wit_world.exports.resources import Contents_Blob, Contents_Text
 
 for _name in toolhost_sdk._dev.PRELOAD:
     importlib.import_module(_name)
@@ -52,6 +53,14 @@ class Tools:
         if ok:
             return text
         raise componentize_py_types.Err(text)
+
+
+class Resources:
+    def read(self, req):
+        ok, value = toolhost_sdk._dev.read(req.uri, req.template, req.variables)
+        if not ok:
+            raise componentize_py_types.Err(value)
+        return Contents_Text(value) if isinstance(value, str) else Contents_Blob(value)
 '''
 
 _ready = None
@@ -66,8 +75,8 @@ def _load():
     _guest.prepare()
 
 
-def call(tool, args):
-    """`tools.call` of the dev runtime: (True, output) or (False, error); never raises."""
+def _loaded():
+    """True once the author's module is loaded, else why it cannot be (tried once)."""
     global _ready
     if _ready is None:
         try:
@@ -75,9 +84,21 @@ def call(tool, args):
             _ready = True
         except BaseException as e:  # noqa: B036 - the author's module may raise anything
             _ready = f"toolhost dev: loading the plugin's sources failed: {type(e).__name__}: {e}"
-    if _ready is not True:
+    return _ready
+
+
+def call(tool, args):
+    """`tools.call` of the dev runtime: (True, output) or (False, error); never raises."""
+    if _loaded() is not True:
         return False, _ready
     return _guest.dispatch(tool, args)
+
+
+def read(uri, template, variables):
+    """`resources.read` of the dev runtime: (True, str or bytes) or (False, error); never raises."""
+    if _loaded() is not True:
+        return False, _ready
+    return _guest.read(uri, template, variables)
 
 
 def source_files(root):

@@ -1,5 +1,5 @@
 """A plugin project on disk: `pyproject.toml` (`[project]` name/version/description,
-`[tool.toolhost] module`) and the module that defines the tools. `manifest(dir)` imports the
+`[tool.toolhost] module`) and the module that defines the tools and resources. `manifest(dir)` imports the
 module under plain CPython and builds the manifest JSON the host validates."""
 
 import ast
@@ -10,7 +10,7 @@ import tomllib
 import traceback
 import types
 
-from . import _spec
+from . import _resources, _spec
 from ._spec import Misuse, _Errors
 
 DEFAULT_MODULE = "app"
@@ -136,6 +136,7 @@ def load(root):
     project = Project(root)
     _spec._tools.clear()
     _spec._plugins.clear()
+    _resources._resources.clear()
     _spec._ast_cache.clear()
     _purge(project.root)
     before = set(sys.modules)
@@ -322,6 +323,11 @@ def manifest(root):
         specs = _spec.derive_all()
     except _Errors as e:
         errors.extend(e.errors)
+    statics = templates = []
+    try:
+        statics, templates = _resources.derive_all()
+    except _Errors as e:
+        errors.extend(e.errors)
     errors.extend(_late_imports(project, last_added))
     if not _spec._tools and not errors:
         errors.append(Misuse(project.module_file, 1, "this plugin declares no tools: mark at least one "
@@ -329,7 +335,7 @@ def manifest(root):
     if errors:
         errors.sort(key=lambda m: (m.file, m.line))
         raise _Errors(errors)
-    return {
+    out = {
         "format": _spec.FORMAT,
         "name": fields["name"],
         "version": fields["version"],
@@ -337,3 +343,9 @@ def manifest(root):
         "capabilities": caps,
         "tools": [s.manifest for s in specs],
     }
+    # Only when declared, as the Rust SDK writes them.
+    if statics:
+        out["resources"] = [s.manifest for s in statics]
+    if templates:
+        out["resourceTemplates"] = [t.manifest for t in templates]
+    return out
