@@ -40,6 +40,15 @@
 //! host lists them (MCP `resources/list`, `resources/templates/list`, `toolhost list`) from the
 //! manifest, without running anything.
 //!
+//! `#[prompt(name = "summarise-file", title = "…")]` on a function whose parameters are its
+//! arguments (`String` required, `Option<String>` optional, described by ``- `arg`: text``
+//! lines) offers a prompt (MCP `prompts/get`); it returns `String` (one user message),
+//! `Vec<prompt::Message>` (see [`prompt`]), or a `Result` of those. `#[complete(prompt =
+//! "NAME", argument = "ARG")]` (or `template = "file:///{+path}"`) on a function taking
+//! `value: String` (and `context: Vec<(String, String)>`, the other arguments given) and
+//! returning `Vec<String>` completes that argument as a person types (MCP
+//! `completion/complete`).
+//!
 //! `#[tool(...)]` options: `danger`, `read_only`, `rest` (the last `String` param takes all
 //! remaining arguments joined with `,`), `output_limit = N` (characters), `category = "…"`,
 //! `name = "…"`, `output_schema = r#"{"type": "object", …}"#` (the JSON Schema of the result,
@@ -88,6 +97,33 @@ pub mod __bindings {
 /// A resource's body, for a resource function that returns text or bytes as it finds them
 /// (`Contents::Text`, `Contents::Blob`).
 pub use crate::__bindings::exports::toolhost::plugin::resources::Contents;
+
+/// A prompt's messages (see `#[prompt]`): text said by the user or the assistant, and links to
+/// resources for the client to read.
+///
+/// ```ignore
+/// vec![prompt::user(format!("Summarise {path}.")), prompt::link(format!("file:///{path}"), path)]
+/// ```
+pub mod prompt {
+    pub use crate::__bindings::exports::toolhost::plugin::prompts::Message;
+    use crate::__bindings::exports::toolhost::plugin::prompts::{Content, ResourceLink, Role};
+
+    /// Text the user says.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message { role: Role::User, content: Content::Text(text.into()) }
+    }
+
+    /// Text the assistant says.
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message { role: Role::Assistant, content: Content::Text(text.into()) }
+    }
+
+    /// A link (from the user) to the resource `uri`, named `name`, for the client to read.
+    pub fn link(uri: impl Into<String>, name: impl Into<String>) -> Message {
+        let link = ResourceLink { uri: uri.into(), name: name.into(), description: None, mime_type: None };
+        Message { role: Role::User, content: Content::ResourceLink(link) }
+    }
+}
 
 /// Write to the host's log. Lines are attributed to the calling plugin and tool by the host.
 pub mod log {
@@ -348,6 +384,59 @@ pub mod __private {
         fn into_contents(self) -> Result<Contents, String> {
             self.map_err(|e| e.to_string())?.into_contents()
         }
+    }
+
+    pub use crate::__bindings::exports::toolhost::plugin::completion::{
+        CompleteRequest, Guest as CompletionGuest, Target as CompletionTarget,
+    };
+    pub use crate::__bindings::exports::toolhost::plugin::prompts::{
+        GetRequest, Guest as PromptsGuest, Prompt,
+    };
+
+    /// What a prompt function may return: `String` (one user message), messages, or a
+    /// `Result` of those whose error is the prompt's error.
+    pub trait IntoPrompt {
+        fn into_prompt(self) -> Result<Prompt, String>;
+    }
+
+    impl IntoPrompt for String {
+        fn into_prompt(self) -> Result<Prompt, String> {
+            vec![crate::prompt::user(self)].into_prompt()
+        }
+    }
+
+    impl IntoPrompt for Vec<crate::prompt::Message> {
+        fn into_prompt(self) -> Result<Prompt, String> {
+            Ok(Prompt { description: None, messages: self })
+        }
+    }
+
+    impl<T: IntoPrompt, E: Display> IntoPrompt for Result<T, E> {
+        fn into_prompt(self) -> Result<Prompt, String> {
+            self.map_err(|e| e.to_string())?.into_prompt()
+        }
+    }
+
+    /// What a completion function may return: values, or a `Result` of them.
+    pub trait IntoValues {
+        fn into_values(self) -> Result<Vec<String>, String>;
+    }
+
+    impl IntoValues for Vec<String> {
+        fn into_values(self) -> Result<Vec<String>, String> {
+            Ok(self)
+        }
+    }
+
+    impl<E: Display> IntoValues for Result<Vec<String>, E> {
+        fn into_values(self) -> Result<Vec<String>, String> {
+            self.map_err(|e| e.to_string())
+        }
+    }
+
+    /// The argument `name` of a prompt request, if it was given.
+    pub fn prompt_argument(req: &GetRequest, name: &str) -> Option<String> {
+        req.arguments.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     }
 
     /// The value of the template variable `name` in `req` (the host matched the URI).

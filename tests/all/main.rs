@@ -24,6 +24,7 @@ mod message_limit;
 mod net;
 mod polyglot;
 mod process;
+mod prompts;
 mod protocols;
 mod reliability;
 mod reload;

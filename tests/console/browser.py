@@ -314,12 +314,30 @@ def main_scenario(p):
     Path(os.environ["WORKSPACE"], "notes dir").mkdir(exist_ok=True)
     Path(os.environ["WORKSPACE"], "notes dir", "a.md").write_text("read through a template\n")
     template = page.locator("#resources-list article", has_text="template of files")
-    template.get_by_label("path of file:///{+path}").fill("notes dir/a.md")
+    path = template.get_by_label("path of file:///{+path}")
+    path.fill("notes d")  # files completes the template's path: the datalist offers the folder
+    expect(page.locator(f"#{path.get_attribute('list')} option")).to_have_count(1)
+    check(page.eval_on_selector(f"#{path.get_attribute('list')} option", "o => o.value") == "notes dir/",
+          "the template's path completes to the folder")
+    path.fill("notes dir/a.md")
     template.get_by_role("button", name="Read").click()
     expect(page.locator("#resource-title")).to_have_text("file:///notes%20dir/a.md")
     expect(page.locator("#resource-view pre")).to_contain_text("read through a template")
     axe(page, "resources page with a template read")
     passed("the resources page reads a static resource and fills a template")
+
+    # Prompts: the text plugin's prompt, got with its arguments; the messages under their roles.
+    goto_page(page, "prompts")
+    card = page.locator("#prompts-list article", has_text="prompt of text")
+    expect(card).to_contain_text("Summarise a file")
+    card.get_by_label("path of summarise-file").fill("notes dir/a.md")
+    card.get_by_label("style of summarise-file").fill("bullets")
+    card.get_by_role("button", name="Get summarise-file").click()
+    expect(page.locator("#prompt-view")).to_contain_text("Summarise the file `notes dir/a.md` of the workspace (bullets)")
+    expect(page.locator("#prompt-view")).to_contain_text("file:///notes%20dir/a.md")
+    expect(page.locator("#prompt-title")).to_be_focused()
+    axe(page, "prompts page with a prompt got")
+    passed("the prompts page gets a prompt with its arguments")
 
     # Keyboard only: the nav and a tool can be reached and used with Tab and Enter.
     page.reload()

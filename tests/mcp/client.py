@@ -66,6 +66,28 @@ async def main():
             read.contents[0].mimeType,
         )
 
+        # The plugins' own resources, templates, prompts and completion.
+        templates = [t.uriTemplate for t in (await s.list_resource_templates()).resourceTemplates]
+        check("file:///{+path}" in templates, "resources/templates/list has the files plugin's template", templates)
+        read = await s.read_resource("file:///keep.txt")
+        check(read.contents[0].text == "keep me", "resources/read of a template's URI runs the files plugin", read.contents[0])
+        check(init.capabilities.prompts is not None, "initialize: prompts", init.capabilities)
+        prompts = {p.name: p for p in (await s.list_prompts()).prompts}
+        check(
+            "summarise-file" in prompts and [a.name for a in prompts["summarise-file"].arguments] == ["path", "style"],
+            "prompts/list has the text plugin's prompt and its arguments",
+            sorted(prompts),
+        )
+        got = await s.get_prompt("summarise-file", {"path": "keep.txt"})
+        check(
+            "`keep.txt`" in got.messages[0].content.text and got.messages[1].content.type == "resource_link"
+            and str(got.messages[1].content.uri) == "file:///keep.txt",
+            "prompts/get returns the prompt's text and its resource link",
+            got.messages,
+        )
+        done = await s.complete(types.ResourceTemplateReference(type="ref/resource", uri="file:///{+path}"), {"name": "path", "value": "ke"})
+        check(done.completion.values == ["keep.txt"], "completion/complete completes the template's path", done.completion)
+
         tools = {t.name: t for t in (await s.list_tools()).tools}
         for name in ["echo", "count_words", "split_task", "read", "delete"]:
             check(name in tools, f"tools/list has {name}", sorted(tools))

@@ -81,6 +81,28 @@ async def main():
             read.contents[0].mime_type,
         )
 
+        # The plugins' own resources, templates, prompts and completion.
+        templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
+        check("file:///{+path}" in templates, "resources/templates/list has the files plugin's template", templates)
+        read = await c.read_resource("file:///keep.txt")
+        check(read.contents[0].text == "keep me", "resources/read of a template's URI runs the files plugin", read.contents[0])
+        check(caps.prompts is not None, "prompts capability", caps)
+        prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+        check(
+            "summarise-file" in prompts and [a.name for a in prompts["summarise-file"].arguments] == ["path", "style"],
+            "prompts/list has the text plugin's prompt and its arguments",
+            sorted(prompts),
+        )
+        got = await c.get_prompt("summarise-file", {"path": "keep.txt"})
+        check(
+            "`keep.txt`" in got.messages[0].content.text and got.messages[1].content.type == "resource_link"
+            and str(got.messages[1].content.uri) == "file:///keep.txt",
+            "prompts/get returns the prompt's text and its resource link",
+            got.messages,
+        )
+        done = await c.complete(types.ResourceTemplateReference(uri="file:///{+path}"), {"name": "path", "value": "ke"})
+        check(done.completion.values == ["keep.txt"], "completion/complete completes the template's path", done.completion)
+
         listed = await c.list_tools(cache_mode="bypass")
         names = [t.name for t in listed.tools]
         check(names == sorted(names), "tools/list is in name order", names)

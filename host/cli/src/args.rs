@@ -67,3 +67,15 @@ impl From<Danger> for DangerPolicy {
         }
     }
 }
+
+/// `NAME=VALUE` arguments as pairs, or an error naming the one without `=` (a prompt's
+/// arguments, a completion's context).
+pub fn name_values(given: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    given
+        .iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => anyhow::bail!("`{}` is not NAME=VALUE", crate::term::line(a)),
+        })
+        .collect()
+}

@@ -1,7 +1,8 @@
 //! toolhost, the command line: clap's definitions ([`args`]), resolved into settings in one
 //! place ([`settings`]), one file per subcommand ([`commands`]), the danger question on the
 //! terminal ([`confirm`]) and the rendering of untrusted text for it ([`term`]), what the
-//! commands print about plugins and tools ([`report`]), plugin projects (`build`, `new`, `dev`:
+//! commands print about plugins and tools ([`report`]), what the chat brings into a
+//! conversation ([`attach`]), plugin projects (`build`, `new`, `dev`:
 //! [`project`]) and OCI distribution ([`oci`]). The engine and the
 //! sandbox are `toolhost-core`'s, the front ends `toolhost-frontends`'. Exit codes: 0 success,
 //! 1 a tool call failed, 2 bad usage or configuration.
@@ -11,6 +12,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 pub mod args;
+pub mod attach;
 pub mod commands;
 pub mod confirm;
 pub mod oci;

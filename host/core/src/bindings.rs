@@ -32,5 +32,6 @@ pub mod full {
     });
 }
 
-/// A plugin's `resources` export: the read request, the contents, and its lookup.
-pub use self::full::exports::toolhost::plugin::resources;
+/// A plugin's exports beyond `tools`: `resources` (a read), `prompts` (a prompt got),
+/// `completion` (an argument completed), each with its request, answer and lookup.
+pub use self::full::exports::toolhost::plugin::{completion, prompts, resources};

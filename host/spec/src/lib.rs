@@ -23,8 +23,6 @@ pub mod digest;
 pub mod env_name;
 pub mod host_pattern;
 pub mod manifest;
-pub mod prompts;
-pub mod resources;
 pub mod schema;
 pub mod sections;
 pub mod skills;
@@ -32,4 +30,4 @@ pub mod text;
 
 pub use call::ToolCall;
 pub use host_pattern::HostPattern;
-pub use manifest::{Manifest, ManifestError, ToolSpec};
+pub use manifest::{Manifest, ManifestError, ToolSpec, prompts, resources};

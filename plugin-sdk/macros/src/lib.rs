@@ -17,6 +17,7 @@ use syn::{
     Token, Type,
 };
 
+mod prompts;
 mod resources;
 mod skills;
 
@@ -212,6 +213,7 @@ struct Derived {
     manifest: Value,
     arms: Vec<TokenStream2>,
     resources: resources::Resources,
+    prompts: prompts::Prompts,
 }
 
 fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
@@ -293,6 +295,7 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     let mut arms = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut declared = resources::Resources::default();
+    let mut offered = prompts::Prompts::default();
     // Every mistake of the module at once, each at its own line (the compiler shows them all).
     let mut errors: Option<syn::Error> = None;
     let mut report = |e: syn::Error| match &mut errors {
@@ -309,6 +312,13 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
             }
             continue;
         }
+        if let Some(pos) = func.attrs.iter().position(|a| prompts::ATTRS.iter().any(|r| a.path().is_ident(r)))
+        {
+            if let Err(e) = offered.add(mod_name, func, pos) {
+                report(e);
+            }
+            continue;
+        }
         let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
             // A `pub fn` here looks like a tool to its author and is none to the model.
             if matches!(func.vis, syn::Visibility::Public(_))
@@ -317,7 +327,7 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
                 report(syn::Error::new_spanned(
                     &func.sig.ident,
                     format!(
-                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`, `#[prompt]`, `#[complete]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
                         func.sig.ident
                     ),
                 ));
@@ -371,13 +381,16 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
         ));
     }
     plugin.insert("tools".into(), Value::Array(tools_json));
+    // What is completed is marked on the templates before they are written.
+    offered.manifest(&mut plugin, &mut declared)?;
     declared.manifest(&mut plugin)?;
-    Ok(Derived { module, manifest: Value::Object(plugin), arms, resources: declared })
+    Ok(Derived { module, manifest: Value::Object(plugin), arms, resources: declared, prompts: offered })
 }
 
 fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
-    let Derived { module, manifest, arms, resources } = derive(attr, item)?;
+    let Derived { module, manifest, arms, resources, prompts } = derive(attr, item)?;
     let resources = resources.guest();
+    let prompts = prompts.guest();
     let manifest = serde_json::to_string(&manifest)
         .map_err(|e| syn::Error::new(Span::call_site(), format!("cannot encode manifest: {e}")))?;
     let bytes = syn::LitByteStr::new(manifest.as_bytes(), Span::call_site());
@@ -416,6 +429,8 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             }
 
             #resources
+
+            #prompts
 
             ::toolhost_sdk::__bindings::__export_plugin!(__ToolhostPlugin with_types_in ::toolhost_sdk::__bindings);
         };
@@ -1441,7 +1456,7 @@ mod tests {
             all,
             [
                 "the doc comment describes a parameter `pth` that this function does not have",
-                "`pub fn helper` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                "`pub fn helper` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`, `#[prompt]`, `#[complete]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
                 "tool `b` has no description: write a doc comment; its first paragraph is the description the model reads",
             ]
         );

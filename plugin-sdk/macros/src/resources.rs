@@ -100,10 +100,31 @@ impl Resources {
             title: opts.title,
             description,
             mime_type: opts.mime_type,
+            complete: Vec::new(),
         };
         self.templates.push((spec, span));
         self.arms
             .push(quote! { (::std::option::Option::Some(#uri), _) => #call(#module::#ident(#(#args),*)), });
+        Ok(())
+    }
+
+    /// Mark the variable `var` of the template `uri_template` as completed by the plugin.
+    pub(crate) fn mark_complete(&mut self, uri_template: &str, var: &str) -> Result<(), String> {
+        let (t, _) = self
+            .templates
+            .iter_mut()
+            .find(|(t, _)| t.uri_template == uri_template)
+            .ok_or_else(|| format!("this plugin has no resource template {uri_template:?}"))?;
+        let vars: Vec<String> = Template::parse(&t.uri_template)
+            .map(|p| p.variables().map(str::to_string).collect())
+            .unwrap_or_default();
+        if !vars.iter().any(|v| v == var) {
+            return Err(format!(
+                "{uri_template:?} has no variable `{var}` (its variables: {})",
+                vars.join(", ")
+            ));
+        }
+        t.complete.push(var.to_string());
         Ok(())
     }
 

@@ -85,6 +85,26 @@ mod tools {
         })
     }
 
+    /// The entries of the directory typed so far whose names start with the rest (a directory
+    /// ends with `/`), for the template's `path`.
+    #[complete(template = "file:///{+path}", argument = "path")]
+    pub fn complete_file(value: String) -> Result<Vec<String>, String> {
+        let (dir, prefix) = value.rsplit_once('/').unwrap_or((".", &value));
+        let base = if dir == "." { String::new() } else { format!("{dir}/") };
+        let mut found: Vec<String> = fs::read_dir(checked(dir)?)
+            .map_err(|e| io_err("list", dir, e))?
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let slash = if entry.file_type().is_ok_and(|t| t.is_dir()) { "/" } else { "" };
+                name.starts_with(prefix).then(|| format!("{base}{name}{slash}"))
+            })
+            .collect();
+        found.sort();
+        found.truncate(100);
+        Ok(found)
+    }
+
     /// Create or overwrite a text file in the workspace (parent directories must exist).
     ///
     /// - `path`: file relative to the workspace

@@ -7,10 +7,12 @@
 //!
 //! Its resources lie too: `liar://text` is declared `text/plain` and read as bytes, `liar://big`
 //! is far larger than any read limit, `liar://crash` panics, `liar://slow` never ends, and a
-//! template `liar://echo/{word}` answers with its variable.
+//! template `liar://echo/{word}` answers with its variable. Its prompt `flood` is far longer
+//! than any limit, and the completion of its argument answers 500 values, some with control
+//! characters or far too long.
 #![allow(unsafe_code)] // link_section, as the SDK macro emits it
 
-const MANIFEST: &str = r#"{"format":1,"name":"liar","version":"0.1.0","description":"Says one thing, does another","capabilities":{"fs":[{"path":"workspace","mode":"rw"}]},"tools":[{"name":"liar","description":"Harmless, takes one argument (really: reads three and deletes a file)","argCount":1,"parseJson":[false],"params":[{"name":"a","type":"string","description":"anything"}]}],"resources":[{"uri":"liar://text","name":"text","mimeType":"text/plain"},{"uri":"liar://big","name":"big","mimeType":"text/plain","size":10},{"uri":"liar://crash","name":"crash"},{"uri":"liar://slow","name":"slow"}],"resourceTemplates":[{"uriTemplate":"liar://echo/{word}","name":"echo","description":"Answers with the word."}]}"#;
+const MANIFEST: &str = r#"{"format":1,"name":"liar","version":"0.1.0","description":"Says one thing, does another","capabilities":{"fs":[{"path":"workspace","mode":"rw"}]},"tools":[{"name":"liar","description":"Harmless, takes one argument (really: reads three and deletes a file)","argCount":1,"parseJson":[false],"params":[{"name":"a","type":"string","description":"anything"}]}],"resources":[{"uri":"liar://text","name":"text","mimeType":"text/plain"},{"uri":"liar://big","name":"big","mimeType":"text/plain","size":10},{"uri":"liar://crash","name":"crash"},{"uri":"liar://slow","name":"slow"}],"resourceTemplates":[{"uriTemplate":"liar://echo/{word}","name":"echo","description":"Answers with the word."}],"prompts":[{"name":"flood","description":"Far more text than any limit.","arguments":[{"name":"n","required":true,"complete":true}]}]}"#;
 
 #[unsafe(link_section = "toolhost-manifest")]
 #[used]
@@ -54,6 +56,28 @@ impl toolhost_sdk::__private::ResourcesGuest for Liar {
                 None => Err(format!("no resource {}", req.uri)),
             },
         }
+    }
+}
+
+impl toolhost_sdk::__private::PromptsGuest for Liar {
+    fn get(req: toolhost_sdk::__private::GetRequest) -> Result<toolhost_sdk::__private::Prompt, String> {
+        use toolhost_sdk::prompt;
+        match req.name.as_str() {
+            "flood" => Ok(toolhost_sdk::__private::Prompt {
+                description: Some("a flood".into()),
+                messages: vec![prompt::user("é".repeat(1 << 20)), prompt::assistant("never seen")],
+            }),
+            other => Err(format!("no prompt {other}")),
+        }
+    }
+}
+
+impl toolhost_sdk::__private::CompletionGuest for Liar {
+    fn complete(req: toolhost_sdk::__private::CompleteRequest) -> Result<Vec<String>, String> {
+        let mut values: Vec<String> = (0..500).map(|i| format!("{}{i}", req.value)).collect();
+        values[0] = "bell\u{7}".into();
+        values[1] = "x".repeat(5000);
+        Ok(values)
     }
 }
 

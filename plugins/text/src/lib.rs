@@ -36,7 +36,7 @@ fn walk(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path) -> bool) -> s
 
 #[toolhost_sdk::plugin(fs = "workspace:ro")]
 mod tools {
-    use super::{SUBTASK_SCHEMA, Subtask, walk};
+    use super::{SUBTASK_SCHEMA, Subtask, uri_path, walk};
 
     /// Echo the text back unchanged (useful to test a setup).
     ///
@@ -142,6 +142,38 @@ mod tools {
         Ok(out)
     }
 
+    /// Ask the model for a summary of a file of the workspace, the file attached as a resource
+    /// to read (the `files` plugin serves it).
+    ///
+    /// - `path`: the file, relative to the workspace
+    /// - `style`: how to summarise it (`short`, `bullets`, `detailed`); short when left out
+    #[prompt(name = "summarise-file", title = "Summarise a file")]
+    pub fn summarise_file(path: String, style: Option<String>) -> Vec<toolhost_sdk::prompt::Message> {
+        use toolhost_sdk::prompt;
+        let style = style.unwrap_or_else(|| "short".into());
+        vec![
+            prompt::user(format!(
+                "Summarise the file `{path}` of the workspace ({style}): read it first, it is attached."
+            )),
+            prompt::link(format!("file:///{}", uri_path(&path)), path),
+        ]
+    }
+
+    /// The workspace's files whose path starts with what was typed (at most 100).
+    #[complete(prompt = "summarise-file", argument = "path")]
+    pub fn complete_path(value: String) -> Result<Vec<String>, String> {
+        let mut found = Vec::new();
+        walk(std::path::Path::new("."), &mut |p| {
+            let rel = p.strip_prefix(".").unwrap_or(p).to_string_lossy().trim_start_matches('/').to_string();
+            if rel.starts_with(&value) {
+                found.push(rel);
+            }
+            found.len() < 100
+        })
+        .map_err(|e| format!("cannot list the workspace: {e}"))?;
+        Ok(found)
+    }
+
     /// The JSON Schema of one subtask of `split_task`: read it before writing a plan.
     #[resource(
         uri = "text://split-task/subtask.schema.json",
@@ -152,6 +184,17 @@ mod tools {
     pub fn subtask_schema() -> &'static str {
         SUBTASK_SCHEMA
     }
+}
+
+/// `path` as the path of a `file:` URI: what a URI cannot hold as is percent-encoded.
+fn uri_path(path: &str) -> String {
+    path.chars()
+        .map(|c| match c {
+            '%' | ' ' | '?' | '#' | '"' | '<' | '>' => format!("%{:02X}", c as u32),
+            c if c.is_control() => format!("%{:02X}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// What `split_task` takes for each subtask (the one the tool's `#[schema]` requires, item by

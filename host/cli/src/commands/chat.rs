@@ -303,10 +303,11 @@ async fn interactive(
             println!();
             return Ok(ExitCode::SUCCESS);
         };
-        let input = line.trim();
-        match slash_command(input, &mut conv, host).await {
+        let mut input = line.trim().to_string();
+        match slash_command(&input, &mut conv, host).await {
             Slash::Exit => return Ok(ExitCode::SUCCESS),
             Slash::Done => continue,
+            Slash::Ask(question) => input = question,
             Slash::NotOne => {}
         }
         let mut render = Renderer::new(true);
@@ -316,7 +317,7 @@ async fn interactive(
             }
             render.event(&ev);
         };
-        let result = run_turn(agent, &mut conv, input.to_string(), &mut sink).await;
+        let result = run_turn(agent, &mut conv, input, &mut sink).await;
         render.end_line();
         match result {
             Ok(r) => {
@@ -334,6 +335,9 @@ enum Slash {
     Exit,
     /// An empty line or a slash command, done.
     Done,
+    /// A prompt picked (`/NAME ARG=VALUE…`): its messages are in the conversation, and this is
+    /// its last user message, the question to ask now.
+    Ask(String),
     NotOne,
 }
 
@@ -354,14 +358,18 @@ async fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) ->
             print!("{}", skills_list(&host.registry.load()));
             Slash::Done
         }
+        "/prompts" => {
+            print!("{}", crate::attach::prompts_list(&host.registry.load()));
+            Slash::Done
+        }
         "/help" => {
             println!(
-                "/tools     list the tools\n/skills    list the plugins' skills\n/read URI  attach a resource (a skill's file, a plugin's resource) to the conversation\n/clear     start a new conversation\n/exit      quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
+                "/tools     list the tools\n/skills    list the plugins' skills\n/read URI  attach a resource (a skill's file, a plugin's resource) to the conversation\n/prompts   list the plugins' prompts; /NAME ARG=VALUE… asks one\n/clear     start a new conversation\n/exit      quit (or Ctrl-D)\nCtrl-C cancels the running request or tool call"
             );
             Slash::Done
         }
         _ if input.starts_with("/read") => {
-            match attach(input.trim_start_matches("/read").trim(), host).await {
+            match crate::attach::resource(input.trim_start_matches("/read").trim(), &host.executor).await {
                 Ok((message, note)) => {
                     conv.messages.push(message);
                     println!("{note}");
@@ -369,6 +377,18 @@ async fn slash_command(input: &str, conv: &mut Conversation, host: &Toolhost) ->
                 Err(e) => println!("{e:#}"),
             }
             Slash::Done
+        }
+        _ if input.starts_with('/') && crate::attach::is_prompt(input, &host.registry.load()) => {
+            match crate::attach::prompt(input, &host.executor).await {
+                Ok((messages, question)) => {
+                    conv.messages.extend(messages);
+                    Slash::Ask(question)
+                }
+                Err(e) => {
+                    println!("{e:#}");
+                    Slash::Done
+                }
+            }
         }
         _ => Slash::NotOne,
     }
@@ -442,38 +462,6 @@ fn skills_list(reg: &Registry) -> String {
         out.push_str("  (no skills)\n");
     }
     out
-}
-
-/// `/read URI`: the resource as a user message for the conversation (sent with the next
-/// question), and a note saying what was attached. A plugin's resource is read by running the
-/// plugin, as every front end reads it.
-async fn attach(uri: &str, host: &Toolhost) -> Result<(Message, String)> {
-    if uri.is_empty() {
-        bail!(
-            "/read needs a URI: /read skill://PLUGIN/SKILL/SKILL.md (/skills lists the skills, `toolhost list` every resource)"
-        );
-    }
-    let ctx = toolhost_core::executor::CallContext { front_end: Some("chat"), ..Default::default() };
-    let read = host
-        .executor
-        .read(uri, "chat", &ctx)
-        .await
-        .map_err(|e| anyhow::anyhow!("{} (/skills lists the skills)", term::line(&e.to_string())))?;
-    let mime = read.mime_type.as_deref().unwrap_or("text");
-    let toolhost_core::executor::Body::Text(text) = &read.body else {
-        bail!(
-            "{} is binary ({}, {} bytes): only text can be attached",
-            term::line(uri),
-            term::line(mime),
-            read.body.len()
-        );
-    };
-    let message = Message::user(format!("(Attached: {uri}, {mime})\n\n{text}"));
-    let cut = if read.truncated { ", cut at the plugin's resource_kb limit" } else { "" };
-    Ok((
-        message,
-        format!("(attached {}, {} bytes{cut}: sent with your next message)", term::line(uri), text.len()),
-    ))
 }
 
 /// Draws events: streamed text on stdout (interactive only) and a card per tool call

@@ -6,9 +6,11 @@ pub mod book;
 pub mod build;
 pub mod call;
 pub mod chat;
+pub mod complete;
 pub mod dev;
 pub mod embed_manifest;
 pub mod export;
+pub mod get_prompt;
 pub mod inspect;
 pub mod install;
 pub mod keygen;
@@ -77,9 +79,15 @@ pub enum Command {
     /// tools (in search mode `find_tools` and the pinned ones); --skills adds the instructions
     /// of their plugins' skills
     Prompt(prompt::Args),
-    /// Print a resource the host serves (a plugin's skill file, skill://PLUGIN/SKILL/FILE), or
-    /// write it to a file with --out
+    /// Print a resource the host serves (a plugin's skill file, skill://PLUGIN/SKILL/FILE, or a
+    /// resource a plugin declares, read by running it), or write it to a file with --out
     Read(read::Args),
+    /// Print one of the plugins' prompts with its arguments (NAME=VALUE), as MCP's
+    /// prompts/get gives it: its messages, each under its role
+    GetPrompt(get_prompt::Args),
+    /// Print what a plugin offers for a prompt's argument or a resource template's variable
+    /// (MCP completion/complete), one value a line
+    Complete(complete::Args),
     /// Print the tool definitions for function calling (in search mode `find_tools` and the
     /// pinned tools)
     Schema(schema::Args),
@@ -158,6 +166,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(a) => run::run(g, a),
         Command::Prompt(a) => prompt::run(g, a),
         Command::Read(a) => read::run(g, a),
+        Command::GetPrompt(a) => get_prompt::run(g, a),
+        Command::Complete(a) => complete::run(g, a),
         Command::Schema(a) => schema::run(g, a),
         Command::Serve(a) => serve::run(g, a),
         Command::Console(a) => serve::run_console(g, a),

@@ -1,5 +1,5 @@
 //! `list`'s report: the table of exposed tools with the catalog's notes, each plugin's
-//! requested, granted and missing capabilities, its skills, resources and templates, what waits for approval or failed to load; and
+//! requested, granted and missing capabilities, its skills, resources, templates and prompts, what waits for approval or failed to load; and
 //! the same as a JSON document for programs.
 
 use super::requests;
@@ -129,18 +129,26 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     for s in p.skills.iter() {
         out.push_str(&format!("  {}\n", skill_line(&s.name, s.files.len(), s.size())));
     }
-    out.push_str(&resource_lines(&p.manifest));
+    out.push_str(&served_lines(&p.manifest));
 }
 
-/// A manifest's resources and templates as `list` and `inspect` show them, a line each:
-/// `  resource:  URI — NAME`, `  template:  TEMPLATE — NAME`.
-pub fn resource_lines(m: &toolhost_spec::Manifest) -> String {
-    let statics = m.resources.iter().map(|r| ("resource", &r.uri, &r.name));
-    let templates = m.resource_templates.iter().map(|t| ("template", &t.uri_template, &t.name));
-    statics
-        .chain(templates)
-        .map(|(what, uri, name)| format!("  {what}:  {} — {}\n", term::line(uri), term::line(name)))
-        .collect()
+/// A manifest's resources, templates and prompts as `list` and `inspect` show them, a line
+/// each: `  resource:  URI — NAME`, `  template:  TEMPLATE — NAME`, `  prompt:    NAME(arg,
+/// opt?) — TITLE`.
+pub fn served_lines(m: &toolhost_spec::Manifest) -> String {
+    let statics =
+        m.resources.iter().map(|r| format!("resource:  {} — {}", term::line(&r.uri), term::line(&r.name)));
+    let templates = m
+        .resource_templates
+        .iter()
+        .map(|t| format!("template:  {} — {}", term::line(&t.uri_template), term::line(&t.name)));
+    let prompts = m.prompts.iter().map(|p| {
+        let args: Vec<String> =
+            p.arguments.iter().map(|a| format!("{}{}", a.name, if a.required { "" } else { "?" })).collect();
+        let about = p.title.as_deref().unwrap_or(&p.description);
+        format!("prompt:    {}({}) — {}", term::line(&p.name), args.join(", "), term::line(about))
+    });
+    statics.chain(templates).chain(prompts).map(|l| format!("  {l}\n")).collect()
 }
 
 /// A skill as `list` and `inspect` show it: `skill:     NAME — N files, SIZE`.
@@ -269,6 +277,7 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                 })).collect::<Vec<_>>(),
                 "resources": p.manifest.resources,
                 "resourceTemplates": p.manifest.resource_templates,
+                "prompts": p.manifest.prompts,
             })
         })
         .collect();

@@ -24,6 +24,7 @@ mod ask;
 mod call;
 mod control;
 mod danger;
+mod export;
 mod find;
 pub mod grant;
 mod notes;
@@ -31,6 +32,7 @@ pub mod observer;
 mod outcome;
 mod policy;
 mod prepare;
+mod prompt;
 mod read;
 mod run;
 mod slots;
@@ -39,6 +41,7 @@ pub use crate::capability::progress::Progress;
 pub use args::{MAX_ARGS_BYTES, MAX_JSON_DEPTH, check_args, map_named, map_named_json};
 pub use control::{CallControl, Cancel, ProgressSink};
 pub use danger::{AlwaysConfirm, Confirm, DangerRequest, Decision, NoConfirm};
+pub use export::RunFailure;
 pub use grant::{AskGrant, GrantRequest};
 pub use notes::missing_grant_note;
 pub use observer::{
@@ -48,6 +51,9 @@ pub use observer::{
 use outcome::structured_outcome;
 pub use outcome::{ErrorKind, Note, Outcome, truncate};
 pub use prepare::{CallRequest, PreparedCall};
+pub use prompt::{
+    CompleteError, Completion, GotPrompt, MAX_COMPLETIONS, PromptContent, PromptError, PromptMessage, Role,
+};
 pub use read::{Body, Read, ReadError};
 pub use toolhost_spec::call::ToolCall;
 

@@ -5,9 +5,9 @@
 //! questions are asked). What came of it is a [`Read`] or a [`ReadError`]; the observer audits
 //! and counts it either way.
 
+use super::export::{Answer, Export, RunFailure};
 use super::*;
-use crate::bindings::resources::{self as wit, Contents, ReadRequest};
-use crate::capability::{CallSetup, Calls};
+use crate::bindings::resources::{Contents, ReadRequest};
 use crate::registry::resources::{Declared, Found, NoResource, PluginResource, find};
 use toolhost_spec::resources::is_textual;
 
@@ -77,14 +77,13 @@ impl ReadError {
             ReadError::Failed { kind, .. } => kind.as_str(),
         }
     }
-
-    fn failed(o: Outcome) -> ReadError {
-        ReadError::Failed { kind: o.kind.unwrap_or(ErrorKind::HostError), message: o.text().to_string() }
-    }
 }
 
-/// What the guest's read returned, within its deadline.
-type GuestRead = Result<wasmtime::Result<Result<Contents, String>>, tokio::time::error::Elapsed>;
+impl From<RunFailure> for ReadError {
+    fn from(f: RunFailure) -> ReadError {
+        ReadError::Failed { kind: f.kind, message: f.message }
+    }
+}
 
 impl Executor {
     /// Read `uri` for `ctx` (by `method`: `resources/read`, `toolhost read`, `console`).
@@ -114,72 +113,39 @@ impl Executor {
 
     /// Run `r`'s plugin to read `uri`.
     async fn read_plugin(&self, r: &PluginResource<'_>, uri: &str) -> Result<Read, ReadError> {
-        let plugin = r.plugin;
-        let what = || format!("resource {uri}");
-        let pre = self.linked(plugin, what).await.map_err(ReadError::failed)?;
-        let Ok(indices) = wit::GuestIndices::new(pre.instance_pre()) else {
-            let message =
-                format!("plugin `{}` declares resources but exports no `resources` interface", plugin.name);
-            return Err(ReadError::Failed { kind: ErrorKind::HostError, message });
-        };
-        let limits = self.config.limits_for_plugin(&plugin.name);
-        let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
-        let wasi = crate::sandbox::wasi_ctx(&plugin.grants, stdout.clone(), stderr.clone()).map_err(|e| {
-            ReadError::Failed {
-                kind: ErrorKind::HostError,
-                message: format!("cannot set up the sandbox for {uri}: {e}"),
-            }
-        })?;
-        let arrived = std::time::Instant::now();
-        let deadline = arrived + Duration::from_millis(limits.timeout_ms);
-        let share = self.shares.plugin(&plugin.name, &self.config);
-        let slot = match self.shares.try_acquire(&share) {
-            Some(slot) => slot,
-            None => self.shares.acquire(&share, deadline.into()).await.map_err(|busy| ReadError::Failed {
-                kind: ErrorKind::Busy,
-                message: busy.message(&plugin.name, &what(), arrived.elapsed().as_millis()),
-            })?,
-        };
-        let started = std::time::Instant::now();
-        let label: Arc<str> = Arc::from(declared_name(&r.declared));
-        let setup = CallSetup {
-            plugin: &plugin.name,
-            tool: &label,
-            limits: &limits,
-            deadline,
-            config: &self.config,
-            workspace: &self.workspace,
-            log_bucket: Some(share.log.clone()),
-        };
-        let state = HostState::new(
-            wasi,
-            MemoryLimiter::new(limits.memory_mb),
-            Calls::prepare(&plugin.grants, &setup),
-        );
-        let (mut store, _) = self.new_store(state, false);
         let request = ReadRequest {
             uri: uri.to_string(),
             template: r.declared.template().map(str::to_string),
             variables: r.variables.clone(),
         };
-        let run = Box::pin(async {
-            let instance = pre.instance_pre().instantiate_async(&mut store).await?;
-            indices.load(&mut store, &instance)?.call_read(&mut store, &request).await
-        });
-        let guard = tokio::time::Instant::from_std(deadline + run::WALL_CLOCK_GRACE);
-        let (result, busy, ended) = BusyTimed::new(std::pin::pin!(tokio::time::timeout_at(guard, run))).await;
-        let usage = self.usage(store.data(), &limits, busy, started - arrived, ended - started);
-        let memory_hit = store.data().limiter.hit;
-        let net = store.data().calls.net.grant.clone();
-        drop((store, slot));
-        let (err, dropped) = stderr.take();
-        run::log_stdio(&plugin.name, &label, "stderr", &redact_owned(err.clone(), &net), dropped);
-        let (out, dropped) = stdout.take();
-        run::log_stdio(&plugin.name, &label, "stdout", &redact_owned(out, &net), dropped);
-        let read = Finished { r, uri, limits: &limits, net: &net, memory_hit, stderr: &err };
-        let (body, truncated) = read.body(result)?;
+        let what = format!("resource {uri}");
+        let ran =
+            self.run_export(r.plugin, &what, &declared_name(&r.declared), Export::Read(request)).await?;
+        let plugin = &r.plugin.name;
+        let cap = usize::try_from(self.config.limits_for_plugin(plugin).resource_kb.saturating_mul(1024))
+            .unwrap_or(usize::MAX);
+        let contents = match ran.answer {
+            Ok(Answer::Read(contents)) => contents,
+            Ok(_) => return Err(RunFailure::mismatched(&what).into()),
+            Err(message) => {
+                return Err(ReadError::Refused { plugin: plugin.to_string(), uri: uri.into(), message });
+            }
+        };
+        let (body, truncated) = match contents {
+            Contents::Text(text) => cut_text(redact_owned(text, &ran.net), cap),
+            Contents::Blob(bytes) => match r.declared.mime_type().filter(|m| is_textual(m)) {
+                Some(mime) => {
+                    let (plugin, uri, mime) = (plugin.to_string(), uri.to_string(), mime.to_string());
+                    return Err(ReadError::NotText { plugin, uri, mime });
+                }
+                None => {
+                    let truncated = bytes.len() > cap;
+                    (Body::Blob(Arc::from(&bytes[..bytes.len().min(cap)])), truncated)
+                }
+            },
+        };
         let mime_type = r.declared.mime_type().map(str::to_string);
-        Ok(Read { plugin: plugin.name.clone(), mime_type, body, truncated, usage: Some(usage) })
+        Ok(Read { plugin: plugin.clone(), mime_type, body, truncated, usage: Some(ran.usage) })
     }
 }
 
@@ -191,72 +157,26 @@ fn declared_name(d: &Declared<'_>) -> String {
     }
 }
 
-/// A plugin's finished read and what judging it needs.
-struct Finished<'a> {
-    r: &'a PluginResource<'a>,
-    uri: &'a str,
-    limits: &'a Limits,
-    net: &'a NetGrant,
-    memory_hit: bool,
-    stderr: &'a str,
-}
-
-impl Finished<'_> {
-    /// The body the guest returned (secrets redacted, cut at `resource_kb`), or why there is
-    /// none.
-    fn body(&self, result: GuestRead) -> Result<(Body, bool), ReadError> {
-        let (plugin, uri) = (&*self.r.plugin.name, self.uri);
-        let what = format!("resource {uri}");
-        let cap = usize::try_from(self.limits.resource_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
-        match result {
-            Err(_elapsed) => Err(ReadError::Failed {
-                kind: ErrorKind::Timeout,
-                message: run::timeout_message(&what, *self.limits),
-            }),
-            Ok(Err(trap)) => Err(ReadError::failed(run::classify_trap(
-                &what,
-                *self.limits,
-                &trap,
-                self.memory_hit,
-                self.stderr,
-            ))),
-            Ok(Ok(Err(message))) => {
-                let message = outcome::without_os_error_numbers(&redact_owned(message, self.net));
-                let message = truncate(message, 1000).0;
-                Err(ReadError::Refused { plugin: plugin.into(), uri: uri.into(), message })
-            }
-            Ok(Ok(Ok(Contents::Text(text)))) => Ok(cut_text(redact_owned(text, self.net), cap)),
-            Ok(Ok(Ok(Contents::Blob(bytes)))) => {
-                match self.r.declared.mime_type().filter(|m| is_textual(m)) {
-                    Some(mime) => {
-                        Err(ReadError::NotText { plugin: plugin.into(), uri: uri.into(), mime: mime.into() })
-                    }
-                    None => {
-                        let truncated = bytes.len() > cap;
-                        let bytes = if truncated { &bytes[..cap] } else { &bytes[..] };
-                        Ok((Body::Blob(Arc::from(bytes)), truncated))
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// `text` cut to at most `cap` bytes at a character boundary, with a mark saying how much was
 /// cut, and whether it was.
-fn cut_text(mut text: String, cap: usize) -> (Body, bool) {
+fn cut_text(text: String, cap: usize) -> (Body, bool) {
     if text.len() <= cap {
         return (Body::Text(text), false);
     }
+    (Body::Text(cut(text, cap)), true)
+}
+
+/// `text`, longer than `cap` bytes, cut to at most `cap` at a character boundary and closed by
+/// `…[truncated N of T bytes]`.
+pub(super) fn cut(mut text: String, cap: usize) -> String {
     let total = text.len();
-    let mark_room = 64.min(cap);
-    let mut cut = cap - mark_room;
+    let mut cut = cap - 64.min(cap);
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
     text.truncate(cut);
     text.push_str(&format!("\n…[truncated {} of {total} bytes]", total - cut));
-    (Body::Text(text), true)
+    text
 }
 
 #[cfg(test)]

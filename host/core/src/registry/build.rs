@@ -102,6 +102,7 @@ impl Registry {
     fn claims(&mut self, accepted: &[Arc<LoadedPlugin>], config: &Config) -> BTreeMap<String, Vec<Claimant>> {
         let mut claims: BTreeMap<String, Vec<Claimant>> = BTreeMap::new();
         self.warnings.extend(super::resources::conflicts(accepted));
+        self.warnings.extend(super::prompts::conflicts(accepted));
         for plugin in accepted {
             self.warnings.extend(selection_warnings(plugin, config));
             for (index, spec) in plugin.manifest.tools.iter().enumerate() {

@@ -26,6 +26,7 @@ pub mod index;
 mod inspect;
 mod load;
 mod plugin;
+pub mod prompts;
 pub mod reload;
 pub mod resources;
 pub mod signing;

@@ -32,6 +32,7 @@ mod audit_view;
 pub mod auth;
 mod charts;
 mod feed;
+mod prompts;
 mod resources;
 pub mod settings;
 
@@ -173,6 +174,9 @@ impl Console {
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self)),
             (Method::GET, "/console/api/resources") => json(StatusCode::OK, &resources::list(self)),
             (Method::GET, "/console/api/resource") => resources::read(self, caller, req.uri().query()).await,
+            (Method::GET, "/console/api/prompts") => json(StatusCode::OK, &prompts::list(self)),
+            (Method::GET, "/console/api/prompt") => prompts::get(self, caller, req.uri().query()).await,
+            (Method::GET, "/console/api/complete") => prompts::complete(self, req.uri().query()).await,
             (Method::GET, "/console/api/events") => feed::open(self),
             (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()),
             (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()),
@@ -214,6 +218,7 @@ impl Console {
                 | "/console/api/resources"
                 | "/console/api/resource",
             )
+            | (_, "/console/api/prompts" | "/console/api/prompt" | "/console/api/complete")
             | (_, "/console/api/events" | "/console/api/audit" | "/console/api/audit.jsonl")
             | (
                 _,

@@ -1,5 +1,6 @@
 //! The `ServerHandler` rmcp drives: server info, `tools/list`, `tools/call` (see `call.rs`),
-//! the tasks' requests, skills (see `skills.rs`) and resources (`resources.rs`), and `list_changed` to the
+//! the tasks' requests, skills (see `skills.rs`), resources (`resources.rs`), prompts and
+//! completion (`prompts.rs`), and `list_changed` to the
 //! sessions and `subscriptions/listen` streams.
 
 use super::*;
@@ -11,6 +12,9 @@ impl ServerHandler for McpServer {
         let caps = ServerCapabilities::builder()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_tasks()
@@ -69,6 +73,34 @@ impl ServerHandler for McpServer {
         Ok(self.templates_result())
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        self.first_load().await;
+        Ok(self.prompts_result())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.first_load().await;
+        let who = super::caller(&context);
+        self.prompt_result(&request.name, request.arguments.as_ref(), &who).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        self.first_load().await;
+        self.complete_result(&request).await
+    }
+
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
@@ -125,12 +157,16 @@ impl ServerHandler for McpServer {
         self.tasks.cancel(&owner(&context), &request.task_id)
     }
 
-    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged` and
-    /// `resourcesListChanged` (when a reloader watches the folder; otherwise the lists never
+    /// 2026-07-28: `subscriptions/listen` may ask for `toolsListChanged`, `resourcesListChanged`
+    /// and `promptsListChanged` (when a reloader watches the folder; otherwise the lists never
     /// change and the request is not offered).
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         self.reloader.as_ref()?;
-        let offered = SubscriptionFilter::builder().tools_list_changed().resources_list_changed().build();
+        let offered = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .resources_list_changed()
+            .prompts_list_changed()
+            .build();
         Some(requested.intersection(&offered))
     }
 
@@ -160,6 +196,11 @@ impl ServerHandler for McpServer {
                         }
                         if accepted.resources_list_changed == Some(true)
                             && sink.notify_resource_list_changed().await.is_err()
+                        {
+                            return Ok(());
+                        }
+                        if accepted.prompts_list_changed == Some(true)
+                            && sink.notify_prompt_list_changed().await.is_err()
                         {
                             return Ok(());
                         }
@@ -194,6 +235,7 @@ impl ServerHandler for McpServer {
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         if peer.notify_tool_list_changed().await.is_err()
                             || peer.notify_resource_list_changed().await.is_err()
+                            || peer.notify_prompt_list_changed().await.is_err()
                         {
                             return; // the client is gone
                         }

@@ -47,6 +47,9 @@
 //! - Resources (`resources.rs`): `resources/list` (each skill's `SKILL.md`, the plugins' static
 //!   resources), `resources/templates/list`, `resources/read` (the executor's read: a plugin's
 //!   resource runs in its sandbox).
+//! - Prompts and completion (`prompts.rs`): `prompts/list`, `prompts/get` and
+//!   `completion/complete`, through the executor; `notifications/prompts/list_changed` with the
+//!   others on a reload.
 //!   The capabilities are declared whether or not a plugin has skills (a reload may add some).
 //! - Every registry change from the reloader becomes `notifications/tools/list_changed` and
 //!   `notifications/resources/list_changed`: to every initialized session on the handshake
@@ -64,6 +67,7 @@ mod http;
 mod idle;
 mod keyless;
 mod plain_json;
+mod prompts;
 mod replay;
 mod resources;
 pub(crate) mod settings;

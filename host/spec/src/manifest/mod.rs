@@ -7,7 +7,9 @@
 //! applies the same ones, and `embed` writes a manifest into a component built without the SDK.
 
 mod embed;
+pub mod prompts;
 mod read;
+pub mod resources;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -93,13 +95,13 @@ pub struct Manifest {
     pub tools: Vec<ToolSpec>,
     /// Static resources it serves by URI (read by running its `resources` export).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<crate::resources::ResourceSpec>,
+    pub resources: Vec<resources::ResourceSpec>,
     /// Resource templates: families of URIs it reads on demand.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resource_templates: Vec<crate::resources::ResourceTemplateSpec>,
+    pub resource_templates: Vec<resources::ResourceTemplateSpec>,
     /// Prompts: message templates a person picks (got by running its `prompts` export).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub prompts: Vec<crate::prompts::PromptSpec>,
+    pub prompts: Vec<prompts::PromptSpec>,
 }
 
 /// What a plugin asks the operator for. Only a request: the operator's grants decide.

@@ -43,8 +43,8 @@ pub(super) fn validate(m: &Manifest, compile: Compile) -> Result<(), ManifestErr
         params(t, tool)?;
         rest(t, tool)?;
     }
-    crate::resources::check(&m.resources, &m.resource_templates).map_err(|(at, why)| field(at, why))?;
-    crate::prompts::check(&m.prompts).map_err(|(at, why)| field(at, why))
+    super::resources::check(&m.resources, &m.resource_templates).map_err(|(at, why)| field(at, why))?;
+    super::prompts::check(&m.prompts).map_err(|(at, why)| field(at, why))
 }
 
 /// The plugin's name, version and description.

@@ -5,11 +5,12 @@ import { get, post, setCsrf } from './api.js';
 import * as tools from './tools.js';
 import * as plugins from './plugins.js';
 import * as resources from './resources.js';
+import * as prompts from './prompts.js';
 import * as activity from './activity.js';
 import * as audit from './audit.js';
 import * as metrics from './metrics.js';
 
-const pages = { tools, plugins, resources, activity, audit, metrics };
+const pages = { tools, plugins, resources, prompts, activity, audit, metrics };
 let current = null;
 
 function route(moveFocus) {
@@ -39,8 +40,9 @@ function connect() {
     tools.refresh();
     plugins.refresh();
     resources.refresh();
+    prompts.refresh();
   });
-  source.addEventListener('resync', () => { tools.refresh(); plugins.refresh(); resources.refresh(); });
+  source.addEventListener('resync', () => { tools.refresh(); plugins.refresh(); resources.refresh(); prompts.refresh(); });
   source.addEventListener('running', (e) => activity.running(JSON.parse(e.data)));
   source.addEventListener('call', (e) => activity.call(JSON.parse(e.data)));
   source.addEventListener('skipped', (e) => activity.skipped(JSON.parse(e.data).count));

@@ -5,6 +5,7 @@
 
 import { get } from './api.js';
 import { h, fill, facts, pre, bytes } from './dom.js';
+import { completes } from './complete.js';
 
 let data = null;
 let shown = null;
@@ -54,8 +55,11 @@ function expand(template, values) {
 
 function templateCard({ plugin, template: t }) {
   const id = `template-${plugin}-${t.name}`;
-  const inputs = variables(t.uriTemplate).map((v) => h('label', {}, `${v.name} `,
-    h('input', { name: v.name, required: true, 'aria-label': `${v.name} of ${t.uriTemplate}` })));
+  const inputs = variables(t.uriTemplate).map((v) => {
+    const input = h('input', { name: v.name, required: true, 'aria-label': `${v.name} of ${t.uriTemplate}` });
+    const list = (t.complete || []).includes(v.name) ? completes(input, { template: t.uriTemplate }, v.name) : null;
+    return h('label', {}, `${v.name} `, input, list);
+  });
   const submit = (event) => {
     event.preventDefault();
     const values = Object.fromEntries(new FormData(event.target));

@@ -6,7 +6,7 @@
 //! What a read returns is the plugin's business (it runs in the sandbox); which URIs exist, and
 //! what they are, is here, read without running anything.
 
-use crate::manifest::{MAX_PARAM_DESCRIPTION, MAX_TITLE, Text, TextProblem, text_problem};
+use super::{MAX_PARAM_DESCRIPTION, MAX_TITLE, Text, TextProblem, text_problem};
 use serde::{Deserialize, Serialize};
 
 /// Static resources one plugin may declare.
@@ -62,6 +62,9 @@ pub struct ResourceTemplateSpec {
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The variables the plugin completes (its `completion` export) as a person types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub complete: Vec<String>,
 }
 
 /// Whether a MIME type is text: what a client shows as text, and what a read must return as
@@ -338,6 +341,13 @@ pub fn check(resources: &[ResourceSpec], templates: &[ResourceTemplateSpec]) -> 
             return Err((format!("{at}.uriTemplate"), why));
         }
         texts(&at, &t.name, t.title.as_deref(), &t.description, t.mime_type.as_deref())?;
+        let vars: Vec<&str> =
+            Template::parse(&t.uri_template).map(|p| p.variables().collect()).unwrap_or_default();
+        if let Some(v) = t.complete.iter().find(|v| !vars.contains(&v.as_str())) {
+            let why =
+                format!("{v:?} is no variable of {:?} (its variables: {})", t.uri_template, vars.join(", "));
+            return Err((format!("{at}.complete"), why));
+        }
         if !seen.insert(t.uri_template.as_str()) {
             return Err((format!("{at}.uriTemplate"), format!("{:?} is declared twice", t.uri_template)));
         }
@@ -427,8 +437,11 @@ mod tests {
             title: None,
             description: "d".into(),
             mime_type: Some("text/plain".into()),
+            complete: vec!["path".into()],
         };
         assert!(check(&[], std::slice::from_ref(&t)).is_ok());
+        let bad = ResourceTemplateSpec { complete: vec!["nope".into()], ..t.clone() };
+        assert_eq!(check(&[], &[bad]).unwrap_err().0, "resourceTemplates[0].complete");
         let bad = ResourceTemplateSpec { uri_template: "file:///{a}{b}".into(), ..t };
         assert_eq!(check(&[], &[bad]).unwrap_err().0, "resourceTemplates[0].uriTemplate");
     }

@@ -3,7 +3,7 @@
 //! are held to. The messages are the plugin's business (its `prompts.get` runs in the sandbox);
 //! which prompts exist, and what they take, is here, read without running anything.
 
-use crate::manifest::{MAX_PARAM_DESCRIPTION, MAX_TITLE, Text, TextProblem, is_tool_name, text_problem};
+use super::{MAX_PARAM_DESCRIPTION, MAX_TITLE, Text, TextProblem, is_tool_name, text_problem};
 use serde::{Deserialize, Serialize};
 
 /// Prompts one plugin may declare.
@@ -35,6 +35,9 @@ pub struct PromptArgument {
     pub description: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
+    /// The plugin completes it (its `completion` export) as a person types.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
 }
 
 /// Whether `name` is a prompt name: `[A-Za-z0-9_-]`, 1 to 64 characters, not starting with `-`.
@@ -145,6 +148,7 @@ mod tests {
                 name: "path".into(),
                 description: String::new(),
                 required: true,
+                complete: false,
             }],
         }
     }
