@@ -27,7 +27,7 @@ const RUNTIME_FILES = ['package.json', 'index.mjs'];
 const ENTRY = '__toolhost_entry.mjs';
 const BACKEND = '__toolhost_backend.mjs';
 // The world the SDK builds for: `plugin` and every optional export (`resources`).
-const WORLD = 'plugin-full';
+const WORLD = 'plugin-resources';
 const SKIP_DIRS = new Set(['node_modules', 'target', 'dist']);
 
 const USAGE = `usage:

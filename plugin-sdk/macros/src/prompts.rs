@@ -130,13 +130,14 @@ impl Prompts {
         let ident = &func.sig.ident;
         let into =
             quote_spanned!(func.sig.output.span()=> ::toolhost_sdk::__private::IntoValues::into_values);
-        let target = match &of {
-            Of::Prompt(p) => quote! { ::toolhost_sdk::__private::CompletionTarget::Prompt(t) if t == #p },
+        let (target, name) = match &of {
+            Of::Prompt(p) => (quote! { ::toolhost_sdk::__private::CompletionTarget::Prompt(t) }, p),
             Of::Template(t) => {
-                quote! { ::toolhost_sdk::__private::CompletionTarget::ResourceTemplate(t) if t == #t }
+                (quote! { ::toolhost_sdk::__private::CompletionTarget::ResourceTemplate(t) }, t)
             }
         };
-        self.complete_arms.push(quote! { (#target, #argument) => #into(#module::#ident(#args)), });
+        self.complete_arms
+            .push(quote! { (#target, #argument) if t == #name => #into(#module::#ident(#args)), });
         if self.completes.iter().any(|(o, a, _)| same(o, &of) && *a == argument) {
             let why = format!("`{argument}` is completed twice");
             return Err(syn::Error::new_spanned(attr, why));

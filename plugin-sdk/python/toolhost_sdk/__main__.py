@@ -27,10 +27,10 @@ from . import _dev  # noqa: E402
 from ._spec import _Errors  # noqa: E402
 
 # The world the SDK builds for: `plugin` and every optional export (`resources`).
-WORLD = "plugin-full"
+WORLD = "plugin-resources"
 
 # The module componentize-py is pointed at. It must define `Tools` and `Resources` (the exports
-# of the `toolhost:plugin` world `plugin-full`) and import everything at top level:
+# of the `toolhost:plugin` world `plugin-resources`) and import everything at top level:
 # componentize-py runs it once at build time and snapshots the result; source files are not
 # readable at run time.
 ENTRY_NAME = "toolhost_entry"

@@ -77,7 +77,7 @@ impl From<Outcome> for RunFailure {
 pub(super) struct ExportRan {
     pub(super) answer: Result<Answer, String>,
     pub(super) usage: Usage,
-    pub(super) net: NetGrant,
+    pub(super) net: Arc<NetGrant>,
 }
 
 /// What one guest export returned within its deadline.

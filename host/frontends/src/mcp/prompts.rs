@@ -98,6 +98,8 @@ impl McpServer {
         let target = match &request.r#ref {
             Reference::Prompt(p) => Target::Prompt(&p.name),
             Reference::Resource(r) => Target::Template(&r.uri),
+            // A kind of reference a later revision adds: nothing of ours completes it.
+            _ => return Ok(CompleteResult::default()),
         };
         let context: Vec<(String, String)> = request
             .context
