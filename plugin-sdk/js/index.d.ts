@@ -170,6 +170,8 @@ export interface ResourceTemplateSpec {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** The variables a completion completes (defineCompletion), in definition order. */
+  complete?: string[];
 }
 
 export interface Resource<Read extends () => ResourceContents = () => ResourceContents> {
@@ -208,6 +210,131 @@ export function defineResource<Read extends () => ResourceContents>(options: Res
 export function defineResourceTemplate<Read extends (...variables: string[]) => ResourceContents>(
   options: ResourceTemplateOptions<Read>,
 ): ResourceTemplate<Read>;
+
+/** One message of a prompt (MCP's shape): text, or a link to a resource for the client to read. */
+export type PromptMessage =
+  | { role: 'user' | 'assistant'; content: { type: 'text'; text: string } }
+  | {
+      role: 'user' | 'assistant';
+      content: { type: 'resource_link'; uri: string; name: string; description?: string; mimeType?: string };
+    };
+
+/** A message the user says. */
+export function user(text: string): PromptMessage;
+
+/** A message the assistant says (a reply the conversation starts from). */
+export function assistant(text: string): PromptMessage;
+
+/** A link to the resource `uri` (named `name`) for the client to read, said by the user unless
+ * `role` says otherwise. */
+export function resourceLink(
+  uri: string,
+  name: string,
+  options?: { description?: string; mimeType?: string; role?: 'user' | 'assistant' },
+): PromptMessage;
+
+/** What a prompt's `get` returns: a string is one user message; messages; or a description
+ * of this instance with its messages. */
+export type PromptResult = string | PromptMessage | PromptMessage[] | { description?: string; messages: PromptMessage[] };
+
+export interface PromptArgumentOptions {
+  /** `[A-Za-z_][A-Za-z0-9_]*`: the name of get's parameter that takes it. */
+  name: string;
+  /** What to type here (at most 1024 characters); left out of the manifest when empty. */
+  description?: string;
+  /** The host refuses to get the prompt without it. Default false: get's parameter is
+   * `undefined` when it is left out (so a default value applies). */
+  required?: boolean;
+}
+
+export interface PromptOptions<Get extends (...args: any[]) => PromptResult = (...args: any[]) => PromptResult> {
+  /** `[A-Za-z0-9_-]`, 1 to 64 characters, not starting with `-`: what a client offers as `/NAME`. */
+  name: string;
+  /** A name for people (one line, at most 128 characters). */
+  title?: string;
+  /** What it does (at most 1024 characters); left out of the manifest when empty. */
+  description?: string;
+  /** At most 16, each named once. */
+  arguments?: PromptArgumentOptions[];
+  /** The messages, synchronous: its parameters are the arguments, by name (any order); a
+   * thrown error is the prompt's error. */
+  get: Get;
+}
+
+/** An argument's manifest entry. */
+export interface PromptArgumentSpec {
+  name: string;
+  description?: string;
+  required?: true;
+  /** A completion completes it (defineCompletion). */
+  complete?: true;
+}
+
+/** A prompt's manifest entry, as the host reads it. */
+export interface PromptSpec {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: PromptArgumentSpec[];
+}
+
+export interface Prompt<Get extends (...args: any[]) => PromptResult = (...args: any[]) => PromptResult> {
+  readonly name: string;
+  /** Its manifest entry. */
+  readonly spec: PromptSpec;
+  /** The function given as `get`, to call directly in tests. */
+  readonly get: Get;
+  /** Where definePrompt was called. */
+  readonly site: { file: string; line: number } | null;
+  /** Get it as the host does, given its arguments (`{ path: 'a.txt' }`): the messages (and
+   * the description, when `get` gave one); throws a ToolError with the message whoever asked
+   * would see. */
+  call(args?: Record<string, string>): { description?: string; messages: PromptMessage[] };
+}
+
+/** Declare a prompt. Checked against `get`'s parameters at once; misuse throws a DefinitionError. */
+export function definePrompt<Get extends (...args: any[]) => PromptResult>(options: PromptOptions<Get>): Prompt<Get>;
+
+/** The candidate values for what has been typed (`value`), best first; `context` holds the
+ * other arguments (or variables) already given. The host keeps the first 100. */
+export type Complete = (value: string, context: Record<string, string>) => string[];
+
+interface CompletionTarget {
+  /** The argument (or template variable) it completes. */
+  argument: string;
+  complete: Complete;
+}
+
+export type CompletionOptions =
+  | (CompletionTarget & {
+      /** The prompt (its name, or what definePrompt returned), defined before. */
+      prompt: string | Prompt<any>;
+      template?: never;
+    })
+  | (CompletionTarget & {
+      /** The resource template (its `uriTemplate`, or what defineResourceTemplate returned),
+       * defined before. */
+      template: string | ResourceTemplate<any>;
+      prompt?: never;
+    });
+
+export interface Completion {
+  readonly prompt?: string;
+  readonly template?: string;
+  readonly argument: string;
+  /** The function given as `complete`, to call directly in tests. */
+  readonly complete: Complete;
+  /** Where defineCompletion was called. */
+  readonly site: { file: string; line: number } | null;
+  /** Complete as the host does: the values; throws a ToolError with the message whoever asked
+   * would see. */
+  call(value: string, context?: Record<string, string>): string[];
+}
+
+/** Complete a prompt's argument or a resource template's variable as a person types it. Checked
+ * at once (the prompt or template must exist, with that argument or variable, completed once);
+ * misuse throws a DefinitionError. */
+export function defineCompletion(options: CompletionOptions): Completion;
 
 export interface FsRequest {
   /** A logical directory: `workspace` or a name the operator maps to a path. */
@@ -252,14 +379,15 @@ export interface Plugin {
 /** Declare the plugin (at most once). Misuse throws a DefinitionError. */
 export function definePlugin(options: PluginOptions): Plugin;
 
-/** A misuse of definePlugin, defineTool, defineResource or defineResourceTemplate, at the file
- * and line of that call. */
+/** A misuse of definePlugin, defineTool, defineResource, defineResourceTemplate, definePrompt or
+ * defineCompletion, at the file and line of that call. */
 export class DefinitionError extends Error {
   readonly file?: string;
   readonly line?: number;
 }
 
-/** A tool's (or a read's) failure as the model sees it (thrown by `Tool.call`, `Resource.call`). */
+/** A tool's (or a read's, a prompt's, a completion's) failure as the model sees it (thrown by
+ * `Tool.call`, `Resource.call`, `Prompt.call`, `Completion.call`). */
 export class ToolError extends Error {}
 
 /** The message of anything thrown (what the model sees for a thrown value). */

@@ -16,10 +16,18 @@
 //     uri: 'docs://guide', name: 'guide', mimeType: 'text/markdown', read() { return '# Guide'; },
 //   });
 //
+//   export const review = definePrompt({
+//     name: 'review', arguments: [{ name: 'path', required: true }],
+//     get(path) { return [user(`Review ${path}.`), resourceLink(`file:///${path}`, path)]; },
+//   });
+//   defineCompletion({ prompt: review, argument: 'path', complete(value) { return [value + '.rs']; } });
+//
 // The same module runs in two places: under node, where `toolhost-js manifest` imports it and
-// derives the manifest from what `definePlugin`/`defineTool`/`defineResource` recorded, and
-// inside the component (QuickJS), where the host's `tools.call` is dispatched to the `run`
-// functions and its `resources.read` to the `read` functions. Every
+// derives the manifest from what `definePlugin`/`defineTool`/`defineResource`/`definePrompt`/
+// `defineCompletion` recorded, and inside the component (QuickJS), where the host's `tools.call`
+// is dispatched to the `run` functions, its `resources.read` to the `read` functions, its
+// `prompts.get` to the `get` functions and its `completion.complete` to the `complete`
+// functions. Every
 // declaration is checked against its `run` function when `defineTool` is called, so the
 // manifest and the code cannot drift apart; misuse throws a `DefinitionError` carrying the
 // file and line of the `defineTool` call.
@@ -419,6 +427,12 @@ const state = {
   byUri: new Map(), // URI → {read, order, template, site}
   byTemplate: new Map(), // uriTemplate → the same
   resourceNames: new Map(), // name → site, across resources and templates
+  failedTemplates: new Set(), // uriTemplates whose definition failed (collecting errors)
+  templateComplete: new Map(), // uriTemplate → the variables completed, in definition order
+  prompts: [], // Prompt
+  byPrompt: new Map(), // name → {name, get, order, arguments, complete, site}
+  failedPrompts: new Set(), // names whose definition failed (collecting errors)
+  completions: new Map(), // completionKey → {argument, complete, takesContext, site, of}
   // Under `toolhost-js manifest`, definition errors are collected (every one of a build is
   // reported together) instead of thrown at the first; warnings are always collected.
   collect: false,
@@ -1087,6 +1101,8 @@ function defineResourceOrTemplate(options, site, template) {
   } catch (e) {
     if (!(e instanceof DefinitionError)) throw e;
     state.errors.push(e);
+    // A completion of this template is not checked against it (its error is this one).
+    if (template && isPlainObject(options) && typeof options.uriTemplate === 'string') state.failedTemplates.add(options.uriTemplate);
     return Object.freeze({ name: isPlainObject(options) ? options.name : undefined, failed: e.message });
   }
 }
@@ -1107,10 +1123,15 @@ function defineResourceAt(options, site, template) {
 
   // What a read needs: the function, the order of its variables, the template they come from.
   const served = { read: options.read, order, template: template ? uri : null, site };
+  const frozen = deepFreeze(entry);
   const resource = Object.freeze({
     [key]: uri,
     name: entry.name,
-    spec: deepFreeze(entry),
+    /** Its manifest entry; a template's lists the variables completions complete. */
+    get spec() {
+      const complete = template ? state.templateComplete.get(uri) : undefined;
+      return complete ? deepFreeze({ ...entry, complete: complete.slice() }) : frozen;
+    },
     read: options.read,
     site,
     /**
@@ -1231,6 +1252,404 @@ function read(req) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Prompts and completion: message templates a person picks, and the values that complete their
+// arguments (or a resource template's variables) as the person types, held to the host's rules
+// (host/spec/src/prompts.rs `check`; a template's `complete` in host/spec/src/resources.rs)
+// where they are defined.
+
+const PROMPT_KEYS = ['name', 'title', 'description', 'arguments', 'get'];
+const ARGUMENT_KEYS = ['name', 'description', 'required'];
+const COMPLETION_KEYS = ['prompt', 'template', 'argument', 'complete'];
+// The host's caps (host/spec/src/prompts.rs): prompts per plugin, arguments per prompt, a
+// prompt's name in characters.
+const MAX_PROMPTS = 32;
+const MAX_ARGUMENTS = 16;
+const MAX_PROMPT_NAME = 64;
+const MAX_PROMPT_DESCRIPTION = 1024;
+const ROLES = ['user', 'assistant'];
+/** Marks the objects definePrompt returns, so `defineCompletion({prompt: summarise})` works. */
+const PROMPT = Symbol('toolhost prompt');
+
+/** A prompt name: `[A-Za-z0-9_-]`, 1 to 64 characters, not starting with `-`. */
+const isPromptName = (s) =>
+  typeof s === 'string' && s.length > 0 && s.length <= MAX_PROMPT_NAME && !s.startsWith('-') && /^[A-Za-z0-9_-]+$/.test(s);
+
+function textMessage(role, text, fn) {
+  if (typeof text !== 'string') throw new TypeError(`${fn}() takes the message's text, a string, got ${show(text)}`);
+  return Object.freeze({ role, content: Object.freeze({ type: 'text', text }) });
+}
+
+/** A message the user says: `user(\`Summarise ${path}.\`)`. */
+export function user(text) {
+  return textMessage('user', text, 'user');
+}
+
+/** A message the assistant says (a reply the conversation starts from). */
+export function assistant(text) {
+  return textMessage('assistant', text, 'assistant');
+}
+
+/**
+ * A link to the resource `uri` (named `name`) for the client to read, said by the user (or
+ * `{role: 'assistant'}`): `resourceLink(\`file:///${path}\`, path, {mimeType: 'text/plain'})`.
+ */
+export function resourceLink(uri, name, options = {}) {
+  if (typeof uri !== 'string') throw new TypeError(`resourceLink() takes \`uri\` as a string, got ${show(uri)}`);
+  if (typeof name !== 'string') throw new TypeError(`resourceLink() takes \`name\` as a string, got ${show(name)}`);
+  if (!isPlainObject(options)) throw new TypeError(`resourceLink() takes its options as an object, got ${show(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!['description', 'mimeType', 'role'].includes(key)) {
+      throw new TypeError(`resourceLink() has no option \`${key}\`; expected one of: description, mimeType, role`);
+    }
+  }
+  const { description, mimeType, role = 'user' } = options;
+  for (const [key, v] of [['description', description], ['mimeType', mimeType]]) {
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      throw new TypeError(`resourceLink() takes \`${key}\` as a string, got ${show(v)}`);
+    }
+  }
+  if (!ROLES.includes(role)) throw new TypeError(`resourceLink() takes \`role\` 'user' or 'assistant', got ${show(role)}`);
+  const content = { type: 'resource_link', uri, name };
+  if (description !== undefined && description !== null) content.description = description;
+  if (mimeType !== undefined && mimeType !== null) content.mimeType = mimeType;
+  return Object.freeze({ role, content: Object.freeze(content) });
+}
+
+/** The message `m` (the `i`th a prompt returned) as a fresh plain object, or throws a ToolError. */
+function checkMessage(where, m, i) {
+  const bad = () =>
+    new ToolError(`${where} returned ${show(m)} as message ${i + 1}; build messages with user(), assistant() or resourceLink()`);
+  if (m === null || typeof m !== 'object' || !ROLES.includes(m.role) || m.content === null || typeof m.content !== 'object') throw bad();
+  const c = m.content;
+  const optional = (v) => v === undefined || v === null || typeof v === 'string';
+  if (c.type === 'text' && typeof c.text === 'string') return { role: m.role, content: { type: 'text', text: c.text } };
+  if (c.type === 'resource_link' && typeof c.uri === 'string' && typeof c.name === 'string' && optional(c.description) && optional(c.mimeType)) {
+    const content = { type: 'resource_link', uri: c.uri, name: c.name };
+    if (typeof c.description === 'string') content.description = c.description;
+    if (typeof c.mimeType === 'string') content.mimeType = c.mimeType;
+    return { role: m.role, content };
+  }
+  throw bad();
+}
+
+/** What a prompt's get returned as {description?, messages}, or throws a ToolError: a string is
+ * one user message; a message, an array of them, or {description, messages}. */
+function promptResult(name, value) {
+  const where = `prompt "${name}": get`;
+  const shape = 'a prompt returns a string (one user message), an array of messages (user(), assistant(), resourceLink()) or {description, messages}';
+  if (value && typeof value.then === 'function') {
+    throw new ToolError(`${where} returned a Promise; a prompt's get is synchronous, return the messages themselves`);
+  }
+  let description;
+  let messages = value;
+  if (isPlainObject(value) && !('role' in value)) {
+    if (Object.keys(value).some((k) => k !== 'description' && k !== 'messages') || !('messages' in value)) {
+      throw new ToolError(`${where} returned ${show(value)}; ${shape}`);
+    }
+    description = value.description ?? undefined;
+    if (description !== undefined && typeof description !== 'string') {
+      throw new ToolError(`${where} returned the description ${show(description)}; it is a string`);
+    }
+    messages = value.messages;
+  }
+  if (typeof messages === 'string') messages = [user(messages)];
+  else if (isPlainObject(messages) && 'role' in messages) messages = [messages];
+  if (!Array.isArray(messages)) throw new ToolError(`${where} returned ${show(messages)}; ${shape}`);
+  const out = { messages: messages.map((m, i) => checkMessage(where, m, i)) };
+  if (description !== undefined) out.description = description;
+  return out;
+}
+
+/** The WIT `prompt` for {description?, messages} (componentize-qjs: a variant is {tag, val},
+ * an option a value or null). */
+function witPrompt(p) {
+  return {
+    description: p.description ?? null,
+    messages: p.messages.map(({ role, content: c }) => ({
+      role,
+      content:
+        c.type === 'text'
+          ? { tag: 'text', val: c.text }
+          : { tag: 'resource-link', val: { uri: c.uri, name: c.name, description: c.description ?? null, mimeType: c.mimeType ?? null } },
+    })),
+  };
+}
+
+/**
+ * Declare a prompt: a message template a person picks (MCP `prompts/get`, a client's slash
+ * command). `get`'s parameters are the prompt's arguments, by name; it returns the messages.
+ * Checked at once; misuse throws a DefinitionError.
+ */
+export function definePrompt(options) {
+  const site = callSite();
+  if (!state.collect) return definePromptAt(options, site);
+  try {
+    return definePromptAt(options, site);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    state.errors.push(e);
+    // A completion of this prompt is not checked against it (its error is this one).
+    if (isPlainObject(options) && typeof options.name === 'string') state.failedPrompts.add(options.name);
+    return Object.freeze({ name: isPlainObject(options) ? options.name : undefined, failed: e.message });
+  }
+}
+
+function definePromptAt(options, site) {
+  if (!isPlainObject(options)) fail(`definePrompt takes an object, got ${show(options)}`, site);
+  checkKeys(options, PROMPT_KEYS, 'prompt', site);
+  const name = options.name;
+  if (name === undefined) fail('definePrompt needs `name`, such as "summarise-file" (what a client offers as /NAME)', site);
+  if (!isPromptName(name)) fail(`prompt name ${show(name)} must be 1 to ${MAX_PROMPT_NAME} of [A-Za-z0-9_-], not starting with \`-\``, site);
+  const what = `prompt ${show(name)}:`;
+  const title = checkString(options, 'title', what, site);
+  if (title !== undefined && title.trim() === '') fail(`${what} \`title\` must not be blank when given`, site);
+  checkText(title, MAX_TITLE, false, `${what} \`title\``, site);
+  const description = (checkString(options, 'description', what, site) ?? '').trim();
+  checkText(description, MAX_PROMPT_DESCRIPTION, true, `${what} \`description\``, site);
+  const declared = options.arguments ?? [];
+  if (!Array.isArray(declared)) fail(`${what} \`arguments\` must be an array such as [{ name: 'path', required: true }], got ${show(declared)}`, site);
+  if (declared.length > MAX_ARGUMENTS) fail(`${what} has ${declared.length} arguments; a prompt takes at most ${MAX_ARGUMENTS}`, site);
+  const args = declared.map((a, i) => {
+    if (!isPlainObject(a)) fail(`${what} \`arguments[${i}]\` must be an object such as { name: 'path' }, got ${show(a)}`, site);
+    checkKeys(a, ARGUMENT_KEYS, 'prompt argument', site);
+    if (!isIdent(a.name)) fail(`${what} argument name ${show(a.name)} must match [A-Za-z_][A-Za-z0-9_]* (at most ${MAX_NAME} chars)`, site);
+    const at = `${what} argument \`${a.name}\`:`;
+    const text = (checkString(a, 'description', at, site) ?? '').trim();
+    checkText(text, MAX_PARAM_DESCRIPTION, true, `${at} \`description\``, site);
+    return { name: a.name, description: text, required: checkBool(a, 'required', at, site) };
+  });
+  const seen = new Set();
+  for (const a of args) {
+    if (seen.has(a.name)) fail(`${what} the argument \`${a.name}\` is declared twice`, site);
+    seen.add(a.name);
+  }
+  const order = getOrder(options.get, args, what, site);
+  if (state.prompts.length >= MAX_PROMPTS) fail(`this plugin declares more than ${MAX_PROMPTS} prompts; the host allows at most ${MAX_PROMPTS}`, site);
+  const previous = state.byPrompt.get(name);
+  if (previous) fail(`prompt ${show(name)} is declared twice; the first definition is at ${siteText(previous.site)}`, site);
+
+  const served = { name, get: options.get, order, arguments: args, complete: new Set(), site };
+  const prompt = Object.freeze({
+    [PROMPT]: true,
+    name,
+    /** Its manifest entry (an argument a completion completes has `complete: true`). */
+    get spec() {
+      const entry = { name };
+      if (title !== undefined) entry.title = title;
+      if (description !== '') entry.description = description;
+      if (args.length > 0) {
+        entry.arguments = args.map((a) => {
+          const e = { name: a.name };
+          if (a.description !== '') e.description = a.description;
+          if (a.required) e.required = true;
+          if (served.complete.has(a.name)) e.complete = true;
+          return e;
+        });
+      }
+      return deepFreeze(entry);
+    },
+    get: options.get,
+    site,
+    /**
+     * Get it as the host does: its arguments in (`{path: 'a.txt'}`), {description?, messages}
+     * out; throws a ToolError with the message whoever asked would see.
+     */
+    call(args = {}) {
+      const out = runGet(served, new Map(Object.entries(args)));
+      if (out.ok) return out.value;
+      throw new ToolError(out.error);
+    },
+  });
+  state.prompts.push(prompt);
+  state.byPrompt.set(name, served);
+  return prompt;
+}
+
+const siteText = (s) => (s ? `${s.file}:${s.line}` : 'an unknown place');
+
+/** The order in which `get` takes the prompt's arguments (get's parameters, by name). */
+function getOrder(get, args, what, site) {
+  if (typeof get !== 'function') fail(`${what} \`get\` must be a function, got ${show(get)}`, site);
+  const kind = get.constructor && get.constructor.name;
+  if (kind === 'AsyncFunction' || kind === 'GeneratorFunction' || kind === 'AsyncGeneratorFunction') {
+    fail(`${what} \`get\` is ${kind === 'AsyncFunction' ? 'async' : 'a generator'}; a prompt's get is a plain synchronous function`, site);
+  }
+  if (/^class[\s{]/.test(Function.prototype.toString.call(get))) fail(`${what} \`get\` is a class; write a plain function`, site);
+  const names = args.map((a) => a.name);
+  const params = functionParams(get);
+  if (params === null) return names; // native or bound: the declared order
+  for (const [i, p] of params.entries()) {
+    if (p.isRest || p.isPattern || !p.name) {
+      fail(`${what} get's parameter ${i + 1} \`${p.text}\` must be a plain name: the argument it takes`, site);
+    }
+    const arg = args.find((a) => a.name === p.name);
+    if (!arg) {
+      fail(`${what} get's parameter \`${p.name}\` is no argument of the prompt (its arguments: ${names.join(', ') || 'none'}); declare it in \`arguments\``, site);
+    }
+    if (p.hasDefault && arg.required) {
+      fail(`${what} get's parameter \`${p.name}\` has a default value, so its argument must not be \`required\``, site);
+    }
+  }
+  const taken = params.map((p) => p.name);
+  const missing = names.find((n) => !taken.includes(n));
+  if (missing !== undefined) fail(`${what} the argument \`${missing}\` needs a parameter \`${missing}\` of get`, site);
+  return taken;
+}
+
+/** Get the prompt `served` with `given` (a Map): {ok, value: {description?, messages}} or {ok: false, error}. */
+function runGet(served, given) {
+  try {
+    const takes = served.arguments.map((a) => a.name);
+    for (const k of given.keys()) {
+      if (!takes.includes(k)) {
+        throw new ToolError(`prompt \`${served.name}\` takes no argument \`${k}\` (it takes: ${takes.join(', ') || 'none'})`);
+      }
+    }
+    const missing = served.arguments.filter((a) => a.required && given.get(a.name) === undefined).map((a) => a.name);
+    if (missing.length > 0) {
+      throw new ToolError(`prompt \`${served.name}\` needs its argument${missing.length === 1 ? '' : 's'} \`${missing.join('`, `')}\``);
+    }
+    return { ok: true, value: promptResult(served.name, served.get(...served.order.map((n) => given.get(n)))) };
+  } catch (e) {
+    return { ok: false, error: errorMessage(e) };
+  }
+}
+
+/** The host's `prompts.get`: the WIT `prompt`, or throws the error message (a string). */
+function getPrompt(req) {
+  const served = state.byPrompt.get(req.name);
+  if (!served) throw `this plugin has no prompt ${req.name}`;
+  const out = runGet(served, new Map(req.arguments ?? []));
+  if (out.ok) return witPrompt(out.value);
+  throw out.error;
+}
+
+const completionKey = (kind, target, argument) => `${kind}\u0000${target}\u0000${argument}`;
+
+/**
+ * Complete a prompt's argument (`prompt`: its name, or the object definePrompt returned) or a
+ * resource template's variable (`template`: its `uriTemplate`, or the object) as a person types
+ * it: `complete(value, context)` returns candidate values, best first. The prompt or template is
+ * defined first. Checked at once; misuse throws a DefinitionError.
+ */
+export function defineCompletion(options) {
+  const site = callSite();
+  if (!state.collect) return defineCompletionAt(options, site);
+  try {
+    return defineCompletionAt(options, site);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    state.errors.push(e);
+    return Object.freeze({ argument: isPlainObject(options) ? options.argument : undefined, failed: e.message });
+  }
+}
+
+function defineCompletionAt(options, site) {
+  const usage =
+    "a completion names what it completes: defineCompletion({ prompt: 'NAME', argument: 'ARG', complete }) or defineCompletion({ template: 'file:///{+path}', argument: 'path', complete })";
+  if (!isPlainObject(options)) fail(`defineCompletion takes an object, got ${show(options)}; ${usage}`, site);
+  checkKeys(options, COMPLETION_KEYS, 'completion', site);
+  const { prompt: ofPrompt, template: ofTemplate, argument } = options;
+  if (ofPrompt !== undefined && ofTemplate !== undefined) fail('a completion names either `prompt` or `template`, not both', site);
+  if ((ofPrompt === undefined && ofTemplate === undefined) || argument === undefined) fail(usage, site);
+  const kind = ofPrompt !== undefined ? 'prompt' : 'template';
+  // The name, or the object definePrompt / defineResourceTemplate returned.
+  let target = kind === 'prompt' ? ofPrompt : ofTemplate;
+  if (kind === 'prompt' && target !== null && typeof target === 'object' && target[PROMPT]) target = target.name;
+  if (kind === 'template' && target !== null && typeof target === 'object' && typeof target.uriTemplate === 'string') target = target.uriTemplate;
+  if (typeof target !== 'string') fail(`completion \`${kind}\` must be a ${kind === 'prompt' ? "prompt's name" : 'uriTemplate'} (or the object define${kind === 'prompt' ? 'Prompt' : 'ResourceTemplate'} returned), got ${show(target)}`, site);
+  if (typeof argument !== 'string') fail(`completion \`argument\` must be a string, got ${show(argument)}`, site);
+  const fn = options.complete;
+  const what = `the completion of \`${argument}\`:`;
+  if (typeof fn !== 'function') fail(`${what} \`complete\` must be a function, got ${show(fn)}`, site);
+  const fnKind = fn.constructor && fn.constructor.name;
+  if (fnKind === 'AsyncFunction' || fnKind === 'GeneratorFunction' || fnKind === 'AsyncGeneratorFunction') {
+    fail(`${what} \`complete\` is ${fnKind === 'AsyncFunction' ? 'async' : 'a generator'}; a completion's complete is a plain synchronous function`, site);
+  }
+  if (/^class[\s{]/.test(Function.prototype.toString.call(fn))) fail(`${what} \`complete\` is a class; write a plain function`, site);
+  const params = functionParams(fn);
+  if (params !== null && (params.length > 2 || params.some((p) => p.isRest))) {
+    fail(`${what} complete takes \`value\` (what has been typed) and, if it wants them, \`context\` (an object of the other arguments given)`, site);
+  }
+
+  let of;
+  if (kind === 'prompt') {
+    const served = state.byPrompt.get(target);
+    if (!served) {
+      if (state.failedPrompts.has(target)) return Object.freeze({ argument, failed: `prompt ${show(target)} failed` });
+      fail(`this plugin has no prompt ${show(target)} (define the prompt before its completion)`, site);
+    }
+    if (!served.arguments.some((a) => a.name === argument)) {
+      fail(`prompt ${show(target)} has no argument \`${argument}\` (its arguments: ${served.arguments.map((a) => a.name).join(', ') || 'none'})`, site);
+    }
+    of = `prompt ${show(target)}`;
+  } else {
+    if (!state.byTemplate.has(target)) {
+      if (state.failedTemplates.has(target)) return Object.freeze({ argument, failed: `resource template ${show(target)} failed` });
+      fail(`this plugin has no resource template ${show(target)} (define the template before its completion)`, site);
+    }
+    const variables = templateVariables(target);
+    if (!variables.includes(argument)) fail(`${show(target)} has no variable \`${argument}\` (its variables: ${variables.join(', ')})`, site);
+    of = `resource template ${show(target)}`;
+  }
+  const key = completionKey(kind, target, argument);
+  const previous = state.completions.get(key);
+  if (previous) fail(`\`${argument}\` of ${of} is completed twice; the first definition is at ${siteText(previous.site)}`, site);
+
+  const served = { argument, complete: fn, takesContext: params === null || params.length === 2, site };
+  state.completions.set(key, served);
+  if (kind === 'prompt') state.byPrompt.get(target).complete.add(argument);
+  else {
+    if (!state.templateComplete.has(target)) state.templateComplete.set(target, []);
+    state.templateComplete.get(target).push(argument);
+  }
+  return Object.freeze({
+    [kind]: target,
+    argument,
+    complete: fn,
+    site,
+    /**
+     * Complete as the host does: what has been typed and the other arguments given
+     * (`{style: 'short'}`) in, the values out; throws a ToolError with the message whoever asked
+     * would see.
+     */
+    call(value, context = {}) {
+      const out = runComplete(served, value, new Map(Object.entries(context)));
+      if (out.ok) return out.value;
+      throw new ToolError(out.error);
+    },
+  });
+}
+
+/** Complete with `served`'s function: {ok, value: strings} or {ok: false, error}. */
+function runComplete(served, value, context) {
+  try {
+    const got = served.takesContext ? served.complete(value, Object.fromEntries(context)) : served.complete(value);
+    const where = `the completion of \`${served.argument}\`: complete`;
+    if (got && typeof got.then === 'function') {
+      throw new ToolError(`${where} returned a Promise; a completion's complete is synchronous, return the values themselves`);
+    }
+    if (!Array.isArray(got)) throw new ToolError(`${where} returned ${show(got)}; a completion returns an array of strings`);
+    const bad = got.findIndex((v) => typeof v !== 'string');
+    if (bad >= 0) throw new ToolError(`${where} returned ${show(got[bad])} as value ${bad + 1}; a completion returns an array of strings`);
+    return { ok: true, value: got.slice() };
+  } catch (e) {
+    return { ok: false, error: errorMessage(e) };
+  }
+}
+
+/** The host's `completion.complete`: the values, or throws the error message (a string). */
+function complete(req) {
+  const t = req.target ?? {};
+  const kind = t.tag === 'prompt' ? 'prompt' : t.tag === 'resource-template' ? 'template' : null;
+  const served = kind === null ? undefined : state.completions.get(completionKey(kind, t.val, req.argument));
+  if (!served) throw `this plugin completes nothing for ${req.argument}`;
+  const out = runComplete(served, req.value, new Map(req.context ?? []));
+  if (out.ok) return out.value;
+  throw out.error;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The manifest.
 
 /**
@@ -1271,6 +1690,7 @@ function manifest(defaults = {}, where = null) {
   // Only when declared, as the Rust SDK writes them.
   if (state.resources.length > 0) out.resources = state.resources.map((r) => JSON.parse(JSON.stringify(r.spec)));
   if (state.templates.length > 0) out.resourceTemplates = state.templates.map((r) => JSON.parse(JSON.stringify(r.spec)));
+  if (state.prompts.length > 0) out.prompts = state.prompts.map((p) => JSON.parse(JSON.stringify(p.spec)));
   return out;
 }
 
@@ -1590,8 +2010,11 @@ export const __internal = Object.freeze({
   manifest,
   dispatch,
   read,
+  get: getPrompt,
+  complete,
   tools: () => state.tools.slice(),
   resources: () => [...state.resources, ...state.templates],
+  prompts: () => state.prompts.slice(),
   /** Collect definition errors instead of throwing the first (`toolhost-js manifest`). */
   collectErrors() {
     state.collect = true;
@@ -1609,6 +2032,12 @@ export const __internal = Object.freeze({
     state.byUri.clear();
     state.byTemplate.clear();
     state.resourceNames.clear();
+    state.failedTemplates.clear();
+    state.templateComplete.clear();
+    state.prompts.length = 0;
+    state.byPrompt.clear();
+    state.failedPrompts.clear();
+    state.completions.clear();
     state.backend = null;
     state.testHttp = null;
     state.testProcess = null;

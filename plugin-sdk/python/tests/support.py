@@ -1,6 +1,8 @@
 """Helpers for the SDK tests: write a throwaway plugin project and derive its manifest."""
 
 import contextlib
+import dataclasses
+import enum
 import os
 import sys
 import tempfile
@@ -86,15 +88,47 @@ class Contents:
         self.value = value
 
 
+class Role(enum.Enum):
+    """Stand-in for componentize-py's `wit_world.exports.prompts.Role`."""
+
+    USER = 0
+    ASSISTANT = 1
+
+
+def _record(name, *fields):
+    """Stand-in for one of componentize-py's generated dataclasses (positional, as it builds them)."""
+    return dataclasses.make_dataclass(name, fields)
+
+
+# `wit_world.exports.prompts` and `wit_world.exports.completion`, as componentize-py 0.25.1
+# generates them for this WIT (class and field names, field order).
+PROMPTS = {
+    "Role": Role,
+    "ResourceLink": _record("ResourceLink", "uri", "name", "description", "mime_type"),
+    "Content_Text": _record("Content_Text", "value"),
+    "Content_ResourceLink": _record("Content_ResourceLink", "value"),
+    "Message": _record("Message", "role", "content"),
+    "Prompt": _record("Prompt", "description", "messages"),
+    "GetRequest": _record("GetRequest", "name", "arguments"),
+}
+COMPLETION = {
+    "Target_Prompt": _record("Target_Prompt", "value"),
+    "Target_ResourceTemplate": _record("Target_ResourceTemplate", "value"),
+    "CompleteRequest": _record("CompleteRequest", "target", "argument", "value", "context"),
+}
+
+
 @contextlib.contextmanager
 def componentize_py_stand_ins():
     """The modules componentize-py gives the entry module (`componentize_py_types`,
-    `wit_world.exports.resources`), as stand-ins under CPython for the test's duration."""
+    `wit_world.exports.resources`, `.prompts`, `.completion`), as stand-ins under CPython for
+    the test's duration."""
     import types
 
     modules = {"componentize_py_types": {"Err": Err}, "wit_world": {}, "wit_world.exports": {},
                "wit_world.exports.resources": {"Contents_Text": lambda v: Contents("text", v),
-                                               "Contents_Blob": lambda v: Contents("blob", v)}}
+                                               "Contents_Blob": lambda v: Contents("blob", v)},
+               "wit_world.exports.prompts": PROMPTS, "wit_world.exports.completion": COMPLETION}
     for name, attrs in modules.items():
         sys.modules[name] = types.ModuleType(name)
         sys.modules[name].__dict__.update(attrs)

@@ -395,7 +395,7 @@ def a():
             _dev._ready = None
 
     def test_the_sdk_builds_for_plugin_full(self):
-        self.assertEqual(cli.WORLD, "plugin-resources")
+        self.assertEqual(cli.WORLD, "plugin-full")
 
 
 if __name__ == "__main__":

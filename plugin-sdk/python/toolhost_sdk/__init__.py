@@ -17,6 +17,12 @@
 `@resource_template("file:///{+path}")` every URI the template matches (the function takes the
 template's variables: `def file(path: str)`).
 
+`@prompt("summarise-file", title="Summarise a file")` offers a prompt whose arguments are the
+function's parameters (without a default: required); it returns `str` (one user message) or
+a list of `user(...)`, `assistant(...)` and `resource_link(uri, name)` messages.
+`@complete(prompt="summarise-file", argument="path")` (or `template="file:///{+path}"`) on
+`def f(value, context)` completes that argument as a person types it: a list of str.
+
 `python3 -m toolhost_sdk manifest DIR` prints the manifest derived from the code (docstring →
 description, signature and type hints → params, argCount, parseJson; decorator options →
 danger, readOnly, rest, outputLimit, category, timeoutMs, taskSupport); `progress(done, total,
@@ -27,7 +33,9 @@ OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
 
 from . import http, log, process
 from ._progress import progress
+from ._prompts import Message, ResourceLink, assistant, complete, prompt, resource_link, user
 from ._resources import resource, resource_template
 from ._spec import ToolError, plugin, tool
 
-__all__ = ["tool", "plugin", "resource", "resource_template", "log", "http", "process", "progress", "ToolError"]
+__all__ = ["tool", "plugin", "resource", "resource_template", "prompt", "complete", "user", "assistant",
+           "resource_link", "Message", "ResourceLink", "log", "http", "process", "progress", "ToolError"]

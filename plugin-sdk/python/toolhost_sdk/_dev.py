@@ -41,6 +41,8 @@ import importlib
 import toolhost_sdk
 import toolhost_sdk._dev
 import toolhost_sdk._guest
+from wit_world.exports import prompts as wit_prompts
+from wit_world.exports.completion import Target_Prompt
 from wit_world.exports.resources import Contents_Blob, Contents_Text
 
 for _name in toolhost_sdk._dev.PRELOAD:
@@ -61,6 +63,23 @@ class Resources:
         if not ok:
             raise componentize_py_types.Err(value)
         return Contents_Text(value) if isinstance(value, str) else Contents_Blob(value)
+
+
+class Prompts:
+    def get(self, req):
+        ok, value = toolhost_sdk._dev.get(req.name, req.arguments)
+        if not ok:
+            raise componentize_py_types.Err(value)
+        return toolhost_sdk._guest.wit_prompt(value, wit_prompts)
+
+
+class Completion:
+    def complete(self, req):
+        kind = "prompt" if isinstance(req.target, Target_Prompt) else "template"
+        ok, value = toolhost_sdk._dev.complete(kind, req.target.value, req.argument, req.value, req.context)
+        if not ok:
+            raise componentize_py_types.Err(value)
+        return value
 '''
 
 _ready = None
@@ -99,6 +118,21 @@ def read(uri, template, variables):
     if _loaded() is not True:
         return False, _ready
     return _guest.read(uri, template, variables)
+
+
+def get(name, arguments):
+    """`prompts.get` of the dev runtime: (True, (description, messages)) or (False, error);
+    never raises."""
+    if _loaded() is not True:
+        return False, _ready
+    return _guest.get(name, arguments)
+
+
+def complete(kind, target, argument, value, context):
+    """`completion.complete` of the dev runtime: (True, [str]) or (False, error); never raises."""
+    if _loaded() is not True:
+        return False, _ready
+    return _guest.complete(kind, target, argument, value, context)
 
 
 def source_files(root):

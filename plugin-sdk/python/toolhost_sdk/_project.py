@@ -1,6 +1,7 @@
 """A plugin project on disk: `pyproject.toml` (`[project]` name/version/description,
-`[tool.toolhost] module`) and the module that defines the tools and resources. `manifest(dir)` imports the
-module under plain CPython and builds the manifest JSON the host validates."""
+`[tool.toolhost] module`) and the module that defines the tools, resources and prompts.
+`manifest(dir)` imports the module under plain CPython and builds the manifest JSON the host
+validates."""
 
 import ast
 import os
@@ -10,7 +11,7 @@ import tomllib
 import traceback
 import types
 
-from . import _resources, _spec
+from . import _prompts, _resources, _spec
 from ._spec import Misuse, _Errors
 
 DEFAULT_MODULE = "app"
@@ -137,6 +138,8 @@ def load(root):
     _spec._tools.clear()
     _spec._plugins.clear()
     _resources._resources.clear()
+    _prompts._prompts.clear()
+    _prompts._completions.clear()
     _spec._ast_cache.clear()
     _purge(project.root)
     before = set(sys.modules)
@@ -324,8 +327,16 @@ def manifest(root):
     except _Errors as e:
         errors.extend(e.errors)
     statics = templates = []
+    resources_ok = True
     try:
         statics, templates = _resources.derive_all()
+    except _Errors as e:
+        errors.extend(e.errors)
+        resources_ok = False
+    prompts = []
+    try:
+        # Marks what is completed on the templates' entries (templates unchecked if they failed).
+        prompts, _ = _prompts.derive_all(templates if resources_ok else None)
     except _Errors as e:
         errors.extend(e.errors)
     errors.extend(_late_imports(project, last_added))
@@ -348,4 +359,6 @@ def manifest(root):
         out["resources"] = [s.manifest for s in statics]
     if templates:
         out["resourceTemplates"] = [t.manifest for t in templates]
+    if prompts:
+        out["prompts"] = [p.manifest for p in prompts]
     return out

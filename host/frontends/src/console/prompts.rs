@@ -76,7 +76,8 @@ pub async fn get(c: &Console, caller: &Caller, q: Option<&str>) -> Response<Body
 }
 
 /// `GET /console/api/complete?(prompt=NAME|template=T)&argument=ARG&value=V&with.ARG=VALUE…`:
-/// the values; nothing to complete is no values, as over MCP.
+/// the values; nothing to complete is no values, as over MCP, and so is a completion that
+/// failed (with its `error`).
 pub async fn complete(c: &Console, q: Option<&str>) -> Response<Body> {
     let pairs = query(q);
     let (argument, context) = split(&pairs, "argument", "with.");
@@ -93,9 +94,8 @@ pub async fn complete(c: &Console, q: Option<&str>) -> Response<Body> {
     match c.executor.complete(target, argument, value, &context).await {
         Ok(done) => json(StatusCode::OK, &json!({ "values": done.values, "total": done.total })),
         Err(CompleteError::Nothing(_)) => json(StatusCode::OK, &json!({ "values": [], "total": 0 })),
-        Err(e @ CompleteError::Refused { .. }) => {
-            json_error(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string())
-        }
-        Err(e) => json_error(StatusCode::BAD_GATEWAY, &e.to_string()),
+        // Completion helps a person type; a plugin that could not complete (not granted what it
+        // reads, a crash) leaves the field as it is, and says why for whoever looks.
+        Err(e) => json(StatusCode::OK, &json!({ "values": [], "total": 0, "error": e.to_string() })),
     }
 }
