@@ -6,6 +6,7 @@
 //! complete` and `toolhost list`; bad input named, and what a plugin answers bounded.
 
 use crate::mcp::RawStdio;
+use crate::skills::{ask, request};
 use crate::support::{Env, OK_COMPONENT, component};
 use serde_json::{Value, json};
 use toolhost_core::executor::{CallContext, CompleteError, PromptContent, PromptError, Role};
@@ -126,16 +127,6 @@ async fn a_plugin_without_the_export_is_refused_by_name() {
     let e = host.executor.get_prompt("p", &[], "test", &CallContext::default()).await.unwrap_err();
     assert!(matches!(e, PromptError::Failed { .. }), "{e:?}");
     assert!(e.to_string().contains("exports no `prompts` interface"), "{e}");
-}
-
-fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn ask(s: &mut RawStdio, req: Value) -> Value {
-    s.send(req.to_string().as_bytes());
-    let lines = RawStdio::wait_for(&s.out, &format!(r#""id":{}"#, req["id"]), 60);
-    serde_json::from_str(lines.last().unwrap()).unwrap()
 }
 
 const GRANTS: &str = "[plugin.files]\nfs = [{ path = \"workspace\", mode = \"rw\" }]\n\n[plugin.text]\nfs = [{ path = \"workspace\", mode = \"ro\" }]\n";

@@ -6,6 +6,7 @@
 //! body past `resource_kb`, a crash, a read out of time, a plugin without the export).
 
 use crate::mcp::RawStdio;
+use crate::skills::{ask, request};
 use crate::support::{Env, OK_COMPONENT, component};
 use serde_json::{Value, json};
 use toolhost_core::ErrorKind;
@@ -152,16 +153,6 @@ async fn two_plugins_claiming_one_uri_serve_neither() {
     // `one://own` is only `one`'s: found (and refused for want of the export, as above).
     let e = read(&env, "one://own").await.unwrap_err();
     assert!(matches!(e, ReadError::Failed { .. }), "{e:?}");
-}
-
-fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn ask(s: &mut RawStdio, req: Value) -> Value {
-    s.send(req.to_string().as_bytes());
-    let lines = RawStdio::wait_for(&s.out, &format!(r#""id":{}"#, req["id"]), 60);
-    serde_json::from_str(lines.last().unwrap()).unwrap()
 }
 
 #[test]

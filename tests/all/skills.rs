@@ -43,7 +43,8 @@ fn env() -> (Env, String) {
     (env, name)
 }
 
-fn request(id: i64, method: &str, params: Value) -> Value {
+/// A JSON-RPC request (also for resources.rs and prompts.rs).
+pub(crate) fn request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
@@ -137,7 +138,7 @@ fn check_skills(plugin: &str, not_found: i64, mut ask: impl FnMut(Value) -> Valu
 }
 
 /// A request over stdio, and its answer.
-fn ask(s: &mut RawStdio, req: Value) -> Value {
+pub(crate) fn ask(s: &mut RawStdio, req: Value) -> Value {
     s.send(req.to_string().as_bytes());
     let lines = RawStdio::wait_for(&s.out, &format!(r#""id":{}"#, req["id"]), 60);
     serde_json::from_str(lines.last().unwrap()).unwrap()
