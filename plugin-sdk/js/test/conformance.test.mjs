@@ -2,9 +2,11 @@
 //
 // Each case becomes a plugin module written as an author would write it — `definePlugin` and one
 // `defineTool` call per tool, with a `run` function taking the params (defaults in its parameter
-// list) — which is imported, and its manifest derived by the SDK's own derivation (what
-// `toolhost-js manifest` prints). The manifest must equal the table's, or the DefinitionError
-// must carry the table's message fragment at the author's line. See the table's README.
+// list), then its `defineResource`, `defineResourceTemplate`, `definePrompt` and
+// `defineCompletion` calls — which is imported, and its manifest derived by the SDK's own
+// derivation (what `toolhost-js manifest` prints). The manifest must equal the table's, or the
+// DefinitionError must carry the table's message fragment at the author's line. See the table's
+// README.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -33,13 +35,32 @@ function expand(v) {
 
 const TYPES = { string: 'string', integer: 'integer', number: 'number', boolean: 'boolean', array: 'array', object: 'object', null: 'null', any: 'json' };
 
-/** The plugin module for one case, with the line of `definePlugin` and of each `defineTool`. */
+/** Refuse a declaration holding a key this runner does not know: the case says something it
+ * would otherwise silently leave out. */
+function knownKeys(decl, what, known) {
+  const unknown = Object.keys(decl).filter((k) => !known.includes(k)).sort();
+  if (unknown.length > 0) throw new Error(`a ${what} with the key ${JSON.stringify(unknown[0])}, which the JavaScript runner does not know`);
+}
+
+/** The variables of a URI template, in order, read as an author reads them (`{name}`,
+ * `{+name}`): even a template the SDK refuses gets the read its author would write. */
+function templateVariables(template) {
+  return template.split('{').slice(1).filter((part) => part.includes('}')).map((part) => part.split('}')[0].replace(/^\+/, ''));
+}
+
+/**
+ * The plugin module for one case, with the line of `definePlugin` and of each `defineTool`, and
+ * the span ([first line, last line]) of every declaration by kind: `spans.prompt[N]` is what
+ * `at: "prompt:N"` points into.
+ */
 function source(c) {
-  const lines = [`import { definePlugin, defineTool } from ${JSON.stringify(pathToFileURL(path.join(SDK, 'index.mjs')).href)};`, ''];
+  const sdk = JSON.stringify(pathToFileURL(path.join(SDK, 'index.mjs')).href);
+  const lines = [`import { definePlugin, defineTool, defineResource, defineResourceTemplate, definePrompt, defineCompletion, user } from ${sdk};`, ''];
   const add = (line) => lines.push(line);
   add(`definePlugin(${JSON.stringify(c.plugin ?? {})});`);
   const pluginLine = lines.length;
   const toolLines = [];
+  const spans = { resource: [], template: [], prompt: [], completion: [] };
   for (const t of c.tools ?? []) {
     add('');
     add('defineTool({');
@@ -61,7 +82,50 @@ function source(c) {
     add('  },');
     add('});');
   }
-  return { text: lines.join('\n') + '\n', lines, pluginLine, toolLines };
+  // One `defineX({…})` call: each option on its line, then the function; its span.
+  const declare = (kind, fn, options, body) => {
+    add('');
+    add(`${fn}({`);
+    const start = lines.length;
+    for (const [key, value] of Object.entries(options)) add(`  ${key}: ${JSON.stringify(value)},`);
+    for (const line of body) add(`  ${line}`);
+    add('});');
+    spans[kind].push([start, lines.length]);
+  };
+  // In the README's order, completions last: after what they complete, as an author writes them.
+  for (const r of c.resources ?? []) {
+    knownKeys(r, 'resource', ['uri', 'name', 'title', 'description', 'mimeType', 'size']);
+    declare('resource', 'defineResource', r, ['read() {', "  return 'x';", '},']);
+  }
+  for (const r of c.resourceTemplates ?? []) {
+    knownKeys(r, 'resource template', ['uriTemplate', 'name', 'title', 'description', 'mimeType']);
+    // A variable used twice (which the SDK refuses) is still one parameter: JavaScript allows no other.
+    const variables = [...new Set(templateVariables(r.uriTemplate))];
+    declare('template', 'defineResourceTemplate', r, [`read(${variables.join(', ')}) {`, "  return 'x';", '},']);
+  }
+  for (const p of c.prompts ?? []) {
+    knownKeys(p, 'prompt', ['name', 'title', 'description', 'arguments']);
+    const { arguments: args = [], ...options } = p;
+    // The SDK's spelling: `required: true` on the arguments that are not `optional`.
+    const declared = args.map((a) => {
+      knownKeys(a, 'prompt argument', ['name', 'description', 'optional']);
+      const out = { name: a.name };
+      if (a.description !== undefined) out.description = a.description;
+      if (!a.optional) out.required = true;
+      return out;
+    });
+    declare('prompt', 'definePrompt', { ...options, arguments: declared }, [
+      `get(${args.map((a) => a.name).join(', ')}) {`,
+      "  return user('x');",
+      '},',
+    ]);
+  }
+  for (const k of c.completions ?? []) {
+    knownKeys(k, 'completion', ['prompt', 'template', 'argument']);
+    if (('prompt' in k) === ('template' in k)) throw new Error('a completion names exactly one of `prompt` and `template`');
+    declare('completion', 'defineCompletion', k, ['complete(value) {', '  return [value];', '},']);
+  }
+  return { text: lines.join('\n') + '\n', lines, pluginLine, toolLines, spans };
 }
 
 let counter = 0;
@@ -102,7 +166,13 @@ async function runCase(raw) {
   assert.equal(error.file, file, error.message);
   if (want.at === 'plugin') assert.equal(error.line, src.pluginLine, `${error.message}\n${listing}`);
   else if (want.at.startsWith('tool:')) assert.equal(error.line, src.toolLines[Number(want.at.slice(5))], `${error.message}\n${listing}`);
-  else assert.equal(want.at, 'module');
+  else if (/^(resource|template|prompt|completion):\d+$/.test(want.at)) {
+    const [kind, index] = want.at.split(':');
+    const span = src.spans[kind][Number(index)];
+    assert.ok(span, `${want.at}: the case declares no such ${kind}`);
+    const [start, end] = span;
+    assert.ok(start <= error.line && error.line <= end, `line ${error.line} is not in ${start}..${end}: ${error.message}\n${listing}`);
+  } else assert.equal(want.at, 'module');
 }
 
 for (const c of table.cases) {

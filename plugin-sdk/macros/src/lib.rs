@@ -216,7 +216,32 @@ struct Derived {
     prompts: prompts::Prompts,
 }
 
+/// What `Cargo.toml` gives a plugin whose `#[plugin(...)]` does not set `name`, `version` or
+/// `description`.
+struct Package {
+    name: String,
+    version: String,
+    description: String,
+}
+
+impl Package {
+    /// The package the macro expands in (Cargo sets these for every crate it compiles).
+    fn from_env() -> Self {
+        let var = |key: &str| std::env::var(key).unwrap_or_default();
+        Package {
+            name: var("CARGO_PKG_NAME"),
+            version: var("CARGO_PKG_VERSION"),
+            description: var("CARGO_PKG_DESCRIPTION"),
+        }
+    }
+}
+
 fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
+    derive_in(&Package::from_env(), attr, item)
+}
+
+/// [`derive`] for a plugin of `package` (the conformance table's plugins are not this crate).
+fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
     let mut module: ItemMod = syn::parse2(item).map_err(|e| {
         syn::Error::new(e.span(), "`#[toolhost_sdk::plugin]` goes on an inline module: `mod my_tools { … }`")
     })?;
@@ -229,9 +254,9 @@ fn derive(attr: TokenStream2, item: TokenStream2) -> syn::Result<Derived> {
 
     let mut plugin = Map::new();
     plugin.insert("format".into(), json!(FORMAT));
-    plugin.insert("name".into(), json!(std::env::var("CARGO_PKG_NAME").unwrap_or_default()));
-    plugin.insert("version".into(), json!(std::env::var("CARGO_PKG_VERSION").unwrap_or_default()));
-    plugin.insert("description".into(), json!(std::env::var("CARGO_PKG_DESCRIPTION").unwrap_or_default()));
+    plugin.insert("name".into(), json!(package.name));
+    plugin.insert("version".into(), json!(package.version));
+    plugin.insert("description".into(), json!(package.description));
     // Where version and description came from, for errors: Cargo.toml unless an option sets them.
     let mut given: Vec<&Opt> = Vec::new();
     let opts = parse_opts(attr)?;

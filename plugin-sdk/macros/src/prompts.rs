@@ -159,10 +159,7 @@ impl Prompts {
                     .iter_mut()
                     .find(|(s, _)| s.name == *p)
                     .ok_or_else(|| format!("this plugin has no prompt `{p}` (a prompt is named by `#[prompt(name = …)]`, or by its function's name)"))
-                    .and_then(|(s, _)| {
-                        let a = s.arguments.iter_mut().find(|a| a.name == *argument);
-                        a.map(|a| a.complete = true).ok_or_else(|| format!("prompt `{p}` has no argument `{argument}`"))
-                    }),
+                    .and_then(|(s, _)| mark_complete(s, argument)),
                 Of::Template(t) => resources.mark_complete(t, argument),
             };
             found.map_err(|why| syn::Error::new(*span, why))?;
@@ -209,6 +206,18 @@ impl Prompts {
             }
         }
     }
+}
+
+/// Mark the argument `argument` of `prompt` as completed by the plugin; if it has none such,
+/// say which it has (the author likely misspelt one of them).
+fn mark_complete(prompt: &mut PromptSpec, argument: &str) -> Result<(), String> {
+    if let Some(a) = prompt.arguments.iter_mut().find(|a| a.name == argument) {
+        a.complete = true;
+        return Ok(());
+    }
+    let names: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
+    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    Err(format!("prompt `{}` has no argument `{argument}` (its arguments: {names})", prompt.name))
 }
 
 fn same(a: &Of, b: &Of) -> bool {
