@@ -216,3 +216,40 @@ fn the_cli_lists_and_reads_resources() {
     let text = doc["plugins"].as_array().unwrap().iter().find(|p| p["name"] == "text").unwrap().clone();
     assert_eq!(text["resources"][0]["uri"], "text://split-task/subtask.schema.json");
 }
+
+/// `resources/subscribe` (2025 revisions): a URI followed is told `notifications/resources/updated`
+/// once what serves it changes (here: its plugin removed); one unsubscribed is not; an unknown
+/// URI cannot be followed.
+#[test]
+fn a_subscribed_resource_is_updated_when_its_plugin_changes() {
+    let env = env();
+    let mut s = RawStdio::start(&env, &[]);
+    s.send(crate::support::mcp_http::INITIALIZE.as_bytes());
+    let lines = RawStdio::wait_for(&s.out, r#""id":1"#, 60);
+    let init: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(init["result"]["capabilities"]["resources"], json!({"listChanged": true, "subscribe": true}));
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let schema = "text://split-task/subtask.schema.json";
+    for (id, uri) in [(2, schema), (3, "liar://text")] {
+        let answer = ask(&mut s, request(id, "resources/subscribe", json!({"uri": uri})));
+        assert_eq!(answer["result"], json!({}), "{uri}: {answer}");
+    }
+    let answer = ask(&mut s, request(4, "resources/subscribe", json!({"uri": "nothing://here"})));
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    let answer = ask(&mut s, request(5, "resources/unsubscribe", json!({"uri": "liar://text"})));
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    // The listing starts the folder's watch.
+    ask(&mut s, request(6, "tools/list", json!({})));
+
+    std::fs::remove_file(env.plugins.path().join("liar.wasm")).unwrap();
+    let mut seen = RawStdio::wait_for(&s.out, "notifications/resources/list_changed", 60);
+    std::fs::remove_file(env.plugins.path().join("text.wasm")).unwrap();
+    seen.extend(RawStdio::wait_for(&s.out, "notifications/resources/updated", 60));
+    let updated: Vec<Value> = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "notifications/resources/updated")
+        .collect();
+    assert_eq!(updated.len(), 1, "only the followed URI, once: {seen:?}");
+    assert_eq!(updated[0]["params"]["uri"], schema);
+}

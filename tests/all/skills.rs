@@ -154,7 +154,7 @@ fn skills_over_stdio() {
     let lines = RawStdio::wait_for(&s.out, r#""id":1"#, 60);
     let init: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
     let caps = &init["result"]["capabilities"];
-    assert_eq!(caps["resources"], json!({"listChanged": true}), "{init}");
+    assert_eq!(caps["resources"], json!({"listChanged": true, "subscribe": true}), "{init}");
     assert!(caps["extensions"]["io.modelcontextprotocol/skills"].is_object(), "{init}");
     s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     check_skills(&plugin, -32002, |req| ask(&mut s, req));

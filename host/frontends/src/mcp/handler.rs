@@ -12,6 +12,7 @@ impl ServerHandler for McpServer {
         let caps = ServerCapabilities::builder()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_completions()
@@ -71,6 +72,28 @@ impl ServerHandler for McpServer {
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
         self.first_load().await;
         Ok(self.templates_result())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.first_load().await;
+        let registry = self.executor.registry();
+        self.watched.add(registry.plugins(), &request.uri).map_err(|e| match e {
+            super::subscriptions::NotWatched::Unknown(_) => ErrorData::resource_not_found(e.to_string(), None),
+            super::subscriptions::NotWatched::Full => ErrorData::invalid_params(e.to_string(), None),
+        })
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched.remove(&request.uri);
+        Ok(())
     }
 
     async fn list_prompts(
@@ -162,10 +185,15 @@ impl ServerHandler for McpServer {
     /// change and the request is not offered).
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         self.reloader.as_ref()?;
+        // The URIs asked for that are served now (a listen follows them as a session does).
+        let uris = requested.resource_subscriptions.as_deref().unwrap_or_default();
+        let registry = self.executor.registry();
+        let served = super::subscriptions::Watched::default().accept(registry.plugins(), uris);
         let offered = SubscriptionFilter::builder()
             .tools_list_changed()
             .resources_list_changed()
             .prompts_list_changed()
+            .resource_subscriptions(served)
             .build();
         Some(requested.intersection(&offered))
     }
@@ -182,6 +210,9 @@ impl ServerHandler for McpServer {
         }
         let mut rx = reloader.subscribe();
         let sink = context.sink().clone();
+        let watched = super::subscriptions::Watched::default();
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        watched.accept(self.executor.registry().plugins(), &uris);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -204,6 +235,11 @@ impl ServerHandler for McpServer {
                         {
                             return Ok(());
                         }
+                        for uri in watched.updated(self.executor.registry().plugins()) {
+                            if sink.notify_resource_updated(uri).await.is_err() {
+                                return Ok(());
+                            }
+                        }
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
@@ -217,6 +253,7 @@ impl ServerHandler for McpServer {
         // a change of the list the client is told about.
         let subscribed = self.loaded.is_none().then(|| reloader.subscribe());
         let (reloader, first_load) = (reloader.clone(), self.first_load());
+        let (executor, watched) = (self.executor.clone(), self.watched.clone());
         let peer = context.peer;
         tokio::spawn(async move {
             let mut rx = match subscribed {
@@ -238,6 +275,12 @@ impl ServerHandler for McpServer {
                             || peer.notify_prompt_list_changed().await.is_err()
                         {
                             return; // the client is gone
+                        }
+                        for uri in watched.updated(executor.registry().plugins()) {
+                            let updated = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+                            if peer.notify_resource_updated(updated).await.is_err() {
+                                return;
+                            }
                         }
                     }
                     Err(broadcast::error::RecvError::Closed) => return,

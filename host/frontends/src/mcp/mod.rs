@@ -76,6 +76,7 @@ mod skills;
 pub mod stages;
 mod stdio;
 mod stdio_direct;
+mod subscriptions;
 mod tasks;
 mod tasks2025;
 
@@ -138,6 +139,8 @@ pub struct McpServer {
     session_caps: SessionCaps,
     /// Search mode: the tools `find_tools` returned in this session, listed from then on.
     revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// The resources this session follows (`resources/subscribe`).
+    watched: Arc<subscriptions::Watched>,
     /// Set while the host's first load runs (see [`McpServer::until_loaded`]).
     loaded: Option<tokio::sync::watch::Receiver<bool>>,
 }
@@ -163,6 +166,7 @@ impl McpServer {
             session_idle: settings::DEFAULT_SESSION_IDLE,
             session_caps: SessionCaps::default(),
             revealed: Arc::default(),
+            watched: Arc::default(),
             loaded: None,
         })
     }
@@ -246,7 +250,7 @@ impl McpServer {
 
     /// The server for one more session: everything shared but what `find_tools` revealed.
     pub fn session(&self) -> McpServer {
-        McpServer { revealed: Arc::default(), ..self.clone() }
+        McpServer { revealed: Arc::default(), watched: Arc::default(), ..self.clone() }
     }
 
     /// Approvals as `[mcp]` says: live `approval_ttl`, sealed with the shared `approval_key`
