@@ -229,3 +229,68 @@ fn the_cli_gets_completes_and_lists_prompts() {
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(listed.contains("  prompt:    summarise-file(path, style?) — Summarise a file"), "{listed}");
 }
+
+/// The catalog's rules apply to prompts and resources as to tools (issue #58): `[plugin.NAME]
+/// prompts` and `resources` select (a pattern matching nothing is a warning), a prompt is
+/// renamed (`[plugin.NAME.prompt.OLD] name`), prefixed or namespaced as a tool is — got and
+/// completed by that name, while the plugin is asked with its own — and a bad name is an error
+/// naming its key.
+#[tokio::test]
+async fn the_catalog_selects_and_names_prompts_and_resources() {
+    use toolhost_core::registry::{prompts, resources};
+    let configured = |toml: &str| {
+        let mut env = env();
+        let parsed = toolhost_core::settings::Config::from_str_at(toml, env.workspace.path(), None).unwrap();
+        for (name, section) in parsed.plugins {
+            env.config.plugins.entry(name).or_default().exposure = section.exposure;
+        }
+        env.config.catalog = parsed.catalog;
+        env
+    };
+    // The text plugin's prompts as served (liar has one of its own).
+    let served = |host: &toolhost_core::Toolhost| -> Vec<String> {
+        let registry = host.executor.registry();
+        prompts::all(registry.plugins()).filter(|p| p.plugin == "text").map(|p| p.name.to_string()).collect()
+    };
+
+    for (toml, name) in [
+        ("[plugin.text.prompt.summarise-file]\nname = \"sum\"\n", "sum"),
+        ("[plugin.text]\nprefix = \"t_\"\n", "t_summarise-file"),
+        ("[catalog]\nnamespace = \"plugin\"\n", "text.summarise-file"),
+    ] {
+        let env = configured(toml);
+        let host = env.host();
+        assert_eq!(served(&host), [name], "{toml}");
+        let got = get(&host, name, args(&[("path", "readme.txt")])).await.unwrap();
+        assert!(matches!(&got.messages[0].content, PromptContent::Text(t) if t.contains("`readme.txt`")));
+        let e = get(&host, "summarise-file", args(&[("path", "readme.txt")])).await.unwrap_err();
+        assert!(e.to_string().contains("no prompt `summarise-file`"), "{toml}: {e}");
+        let done = host.executor.complete(Target::Prompt(name), "path", "re", &[]).await.unwrap();
+        assert_eq!(done.values, ["readme.txt"], "{toml}");
+    }
+
+    let env = configured("[plugin.text]\nprompts = []\n[plugin.files]\nresources = [\"docs://*\"]\n");
+    let host = env.host();
+    let registry = host.executor.registry();
+    assert!(served(&host).is_empty());
+    assert_eq!(resources::templates(registry.plugins()).filter(|(p, _)| *p == "files").count(), 0);
+    let e = resources::find(registry.plugins(), "file:///readme.txt").unwrap_err();
+    assert!(matches!(e, resources::NoResource::Unknown(_)), "{e:?}");
+    let warning = "[plugin.files] resources: \"docs://*\" matches none of its resources or templates";
+    assert!(registry.warnings().iter().any(|w| w == warning), "{:?}", registry.warnings());
+    let e = host.executor.complete(Target::Template("file:///{+path}"), "path", "", &[]).await.unwrap_err();
+    assert!(matches!(e, CompleteError::Nothing(_)), "{e:?}");
+
+    let env = configured("[plugin.files]\nresources = [\"file:///*\"]\n");
+    let registry = env.host().executor.registry();
+    assert!(resources::find(registry.plugins(), "file:///readme.txt").is_ok(), "the template is selected");
+
+    let e = toolhost_core::settings::Config::from_str_at(
+        "[plugin.text.prompt.summarise-file]\nname = \"-x\"\n",
+        std::path::Path::new("/b"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("plugin.text.prompt.summarise-file.name") && e.contains("[A-Za-z0-9_-]"), "{e}");
+}

@@ -45,13 +45,13 @@ pub async fn resource(uri: &str, executor: &Executor) -> Result<(Message, String
 /// Whether `/NAME …` names one of the loaded plugins' prompts.
 pub fn is_prompt(input: &str, reg: &Registry) -> bool {
     let name = input.trim_start_matches('/').split_whitespace().next().unwrap_or("");
-    prompts::all(reg.plugins()).any(|(_, p)| p.name == name)
+    prompts::all(reg.plugins()).any(|p| p.name == name)
 }
 
 /// The plugins' prompts, one line each, as `/NAME ARG=VALUE…` is typed.
 pub fn prompts_list(reg: &Registry) -> String {
     let mut out = String::new();
-    for (plugin, p) in prompts::all(reg.plugins()) {
+    for prompts::Served { plugin, name, spec: p } in prompts::all(reg.plugins()) {
         let args: Vec<String> = p
             .arguments
             .iter()
@@ -60,7 +60,7 @@ pub fn prompts_list(reg: &Registry) -> String {
         let about = p.title.as_deref().unwrap_or(&p.description);
         out.push_str(&format!(
             "  /{} {} — {} ({})\n",
-            term::line(&p.name),
+            term::line(name),
             term::line(&args.join(" ")),
             term::line(about),
             term::line(plugin)

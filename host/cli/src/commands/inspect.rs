@@ -33,7 +33,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         eprintln!("{}\nfile: {digest}", term::text(&signature));
     } else {
         print!("{}", report::render_manifest(&manifest));
-        print!("{}", report::served_lines(&manifest));
+        print!("{}", report::served_lines(&manifest, None));
         print!("{}", skills(&bytes));
         println!("time limits here: {}", report::time_limits(&manifest, &cfg));
         println!("{}", term::text(&signature));

@@ -129,24 +129,28 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     for s in p.skills.iter() {
         out.push_str(&format!("  {}\n", skill_line(&s.name, s.files.len(), s.size())));
     }
-    out.push_str(&served_lines(&p.manifest));
+    out.push_str(&served_lines(&p.manifest, Some(&p.prompt_names)));
 }
 
 /// A manifest's resources, templates and prompts as `list` and `inspect` show them, a line
 /// each: `  resource:  URI — NAME`, `  template:  TEMPLATE — NAME`, `  prompt:    NAME(arg,
-/// opt?) — TITLE`.
-pub fn served_lines(m: &toolhost_spec::Manifest) -> String {
+/// opt?) — TITLE`, with `(its own: NAME)` when the catalog serves it under another name
+/// (`names`: per prompt, the name it is served under; `None`: its own).
+pub fn served_lines(m: &toolhost_spec::Manifest, names: Option<&[String]>) -> String {
     let statics =
         m.resources.iter().map(|r| format!("resource:  {} — {}", term::line(&r.uri), term::line(&r.name)));
     let templates = m
         .resource_templates
         .iter()
         .map(|t| format!("template:  {} — {}", term::line(&t.uri_template), term::line(&t.name)));
-    let prompts = m.prompts.iter().map(|p| {
+    let prompts = m.prompts.iter().enumerate().map(|(i, p)| {
         let args: Vec<String> =
             p.arguments.iter().map(|a| format!("{}{}", a.name, if a.required { "" } else { "?" })).collect();
         let about = p.title.as_deref().unwrap_or(&p.description);
-        format!("prompt:    {}({}) — {}", term::line(&p.name), args.join(", "), term::line(about))
+        let name = names.and_then(|n| n.get(i)).unwrap_or(&p.name);
+        let own =
+            if *name == p.name { String::new() } else { format!(" (its own: {})", term::line(&p.name)) };
+        format!("prompt:    {}({}){own} — {}", term::line(name), args.join(", "), term::line(about))
     });
     statics.chain(templates).chain(prompts).map(|l| format!("  {l}\n")).collect()
 }
@@ -277,7 +281,11 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                 })).collect::<Vec<_>>(),
                 "resources": p.manifest.resources,
                 "resourceTemplates": p.manifest.resource_templates,
-                "prompts": p.manifest.prompts,
+                "prompts": p.manifest.prompts.iter().zip(&p.prompt_names).map(|(spec, name)| {
+                    let mut v = serde_json::to_value(spec).unwrap_or_default();
+                    v["servedAs"] = json!(name);
+                    v
+                }).collect::<Vec<_>>(),
             })
         })
         .collect();

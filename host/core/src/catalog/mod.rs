@@ -10,6 +10,9 @@
 //!   question, the audit trail, metrics and `[tool.NAME]` use; only OpenAI, whose function names
 //!   cannot hold a dot, gets `NAME__TOOL` for `NAME.TOOL` ([`openai_name`]). The plugin is always
 //!   called with its own tool name.
+//! - **Resources and prompts** follow the same rules: `[plugin.NAME] resources = [...]` and
+//!   `prompts = [...]` select; a prompt is named as a tool is ([`expose_prompt`]); a resource
+//!   keeps its URI (a URI names itself, and the plugin reads it by that URI).
 //! - **Conflicts** (two plugins exposing one name) are the registry's: see `registry`.
 //! - **Search**: with `[catalog] mode = "search"` (or `auto` above `search_above` tools) the front
 //!   ends list the pinned tools and [`FIND_TOOLS`], which the executor answers from a BM25 index
@@ -63,6 +66,26 @@ pub fn expose(config: &Config, plugin: &str, tool: &str) -> Exposed {
         ));
     }
     Exposed::As(name)
+}
+
+/// Whether, and as what, `plugin`'s prompt `prompt` (its own name) is served under `config`:
+/// `[plugin.NAME] prompts` selects, and it is named as a tool is — `[plugin.NAME.prompt.OLD]
+/// name`, else `prefix` + its name, else with `[catalog] namespace = "plugin"` `NAME.PROMPT`,
+/// else its own name. The plugin is always asked with its own name.
+pub fn expose_prompt(config: &Config, plugin: &str, prompt: &str) -> Exposed {
+    let section = config.plugins.get(plugin).map(|p| &p.exposure);
+    if let Some(only) = section.and_then(|e| e.prompts.as_ref())
+        && !only.iter().any(|g| g.matches(prompt))
+    {
+        let list: Vec<String> = only.iter().map(ToString::to_string).collect();
+        return Exposed::Hidden(format!("not in [plugin.{plugin}] prompts = [{}]", list.join(", ")));
+    }
+    Exposed::As(match section {
+        Some(e) if e.prompt_rename.contains_key(prompt) => e.prompt_rename[prompt].clone(),
+        Some(e) if e.prefix.is_some() => format!("{}{prompt}", e.prefix.as_deref().unwrap_or_default()),
+        _ if config.catalog.namespace == Namespace::Plugin => format!("{plugin}.{prompt}"),
+        _ => prompt.to_string(),
+    })
 }
 
 /// The name OpenAI function calling uses for an exposed name: a namespace's `.` becomes `__`

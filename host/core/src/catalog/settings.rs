@@ -85,6 +85,13 @@ pub struct Exposure {
     pub rename: BTreeMap<String, String>,
     /// `skills`: only the plugin's skills matching one of these are served (`None`: every one).
     pub skills: Option<Vec<Glob>>,
+    /// `resources`: only its static resources and templates whose URI (or `uriTemplate`)
+    /// matches one of these are served (`None`: every one).
+    pub resources: Option<Vec<Glob>>,
+    /// `prompts`: only its prompts matching one of these are served (`None`: every one).
+    pub prompts: Option<Vec<Glob>>,
+    /// `[plugin.NAME.prompt.OLD] name = "NEW"`: a prompt's own name → exposed name.
+    pub prompt_rename: BTreeMap<String, String>,
 }
 
 impl Exposure {
@@ -95,11 +102,21 @@ impl Exposure {
 
     /// Whether the skill `name` is served.
     pub fn serves_skill(&self, name: &str) -> bool {
-        self.skills.as_ref().is_none_or(|globs| globs.iter().any(|g| g.matches(name)))
+        selects(&self.skills, name)
+    }
+
+    /// Whether the resource (or template) `uri` is served.
+    pub fn serves_resource(&self, uri: &str) -> bool {
+        selects(&self.resources, uri)
     }
 }
 
-/// `[plugin.NAME.tool.OLD]`.
+/// Whether a selection (`None`: everything) takes `name`.
+pub(crate) fn selects(selection: &Option<Vec<Glob>>, name: &str) -> bool {
+    selection.as_ref().is_none_or(|globs| globs.iter().any(|g| g.matches(name)))
+}
+
+/// `[plugin.NAME.tool.OLD]` and `[plugin.NAME.prompt.OLD]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRename {
@@ -112,16 +129,43 @@ pub fn is_exposable(s: &str) -> bool {
     toolhost_spec::manifest::is_plugin_name(s)
 }
 
-/// Resolve `[plugin.NAME] skills` (`key` = `plugin.NAME`): glob patterns, none empty.
-pub(crate) fn skill_selection(key: &str, skills: Option<Vec<String>>) -> Result<Option<Vec<Glob>>, Invalid> {
-    skills
-        .map(|list| {
-            list.into_iter()
-                .enumerate()
-                .map(|(i, p)| Glob::new(&p).ok_or_else(|| empty_pattern(format!("{key}.skills[{i}]"))))
-                .collect()
-        })
-        .transpose()
+/// Resolve `[plugin.NAME] WHAT` (`key` = `plugin.NAME`; `what` = `skills`, `resources` or
+/// `prompts`): glob patterns, none empty.
+pub(crate) fn selection(
+    key: &str,
+    what: &str,
+    list: Option<Vec<String>>,
+) -> Result<Option<Vec<Glob>>, Invalid> {
+    list.map(|list| {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, p)| Glob::new(&p).ok_or_else(|| empty_pattern(format!("{key}.{what}[{i}]"))))
+            .collect()
+    })
+    .transpose()
+}
+
+/// Resolve `[plugin.NAME.prompt.OLD] name = "NEW"` (`key` = `plugin.NAME`): a name a prompt may
+/// have (`[A-Za-z0-9_-]`, 1 to 64, not starting with `-`).
+pub(crate) fn prompt_renames(
+    key: &str,
+    prompt: BTreeMap<String, RawRename>,
+) -> Result<BTreeMap<String, String>, Invalid> {
+    let mut out = BTreeMap::new();
+    for (old, r) in prompt {
+        if !toolhost_spec::prompts::is_prompt_name(&r.name) {
+            return Err(Invalid::says(
+                format!("{key}.prompt.{old}.name"),
+                format!(
+                    "{:?} must be 1 to {} of [A-Za-z0-9_-], not starting with `-`",
+                    r.name,
+                    toolhost_spec::prompts::MAX_PROMPT_NAME
+                ),
+            ));
+        }
+        out.insert(old, r.name);
+    }
+    Ok(out)
 }
 
 /// Resolve the catalog keys of `[plugin.NAME]` (`key` = `plugin.NAME`).
@@ -158,7 +202,7 @@ pub(crate) fn exposure(
         }
         rename.insert(old, r.name);
     }
-    Ok(Exposure { tools, exclude, prefix, rename, skills: None })
+    Ok(Exposure { tools, exclude, prefix, rename, ..Exposure::default() })
 }
 
 fn empty_pattern(key: String) -> Invalid {

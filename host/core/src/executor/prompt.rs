@@ -138,7 +138,7 @@ impl Executor {
                     arguments.iter().any(|(k, _)| k == n)
                 }) {
                     Some(problem) => Err(PromptError::Arguments(problem)),
-                    None => self.get_from(plugin, name, arguments).await,
+                    None => self.get_from(plugin, &spec.name, arguments).await,
                 }
             }
         };
@@ -187,8 +187,8 @@ impl Executor {
         context: &[(String, String)],
     ) -> Result<Completion, CompleteError> {
         let registry = self.registry();
-        let plugin = completer(registry.plugins(), target, argument)?;
-        let wit_target = match target {
+        let (plugin, own) = completer(registry.plugins(), target, argument)?;
+        let wit_target = match own {
             Target::Prompt(name) => completion::Target::Prompt(name.to_string()),
             Target::Template(t) => completion::Target::ResourceTemplate(t.to_string()),
         };

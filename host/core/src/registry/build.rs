@@ -187,8 +187,8 @@ impl Registry {
     }
 }
 
-/// Patterns and renames in `plugin`'s section that name none of its tools or skills (likely
-/// typos).
+/// Patterns and renames in `plugin`'s section that name none of its tools, skills, resources
+/// or prompts (likely typos).
 fn selection_warnings(plugin: &LoadedPlugin, config: &Config) -> Vec<String> {
     let Some(e) = config.plugins.get(&*plugin.name).map(|p| &p.exposure) else { return Vec::new() };
     let declared = |n: &str| plugin.manifest.tools.iter().any(|t| t.name == n);
@@ -203,6 +203,29 @@ fn selection_warnings(plugin: &LoadedPlugin, config: &Config) -> Vec<String> {
     // The skills served are those a pattern matched: a pattern matching none of them matched none.
     for g in e.skills.iter().flatten().filter(|g| !plugin.skills.iter().any(|s| g.matches(&s.name))) {
         out.push(format!("[plugin.{}] skills: {g} matches none of its skills", plugin.name));
+    }
+    // The same for resources (by URI or template) and prompts, which the manifest holds as served.
+    let m = &plugin.manifest;
+    let uris: Vec<&str> = m
+        .resources
+        .iter()
+        .map(|r| r.uri.as_str())
+        .chain(m.resource_templates.iter().map(|t| t.uri_template.as_str()))
+        .collect();
+    for g in e.resources.iter().flatten().filter(|g| !uris.iter().any(|u| g.matches(u))) {
+        out.push(format!(
+            "[plugin.{}] resources: {g} matches none of its resources or templates",
+            plugin.name
+        ));
+    }
+    for g in e.prompts.iter().flatten().filter(|g| !m.prompts.iter().any(|p| g.matches(&p.name))) {
+        out.push(format!("[plugin.{}] prompts: {g} matches none of its prompts", plugin.name));
+    }
+    for old in e.prompt_rename.keys().filter(|o| !m.prompts.iter().any(|p| &p.name == *o)) {
+        out.push(format!(
+            "[plugin.{}.prompt.{old}]: plugin `{}` serves no prompt `{old}`",
+            plugin.name, plugin.name
+        ));
     }
     for old in e.rename.keys().filter(|o| !declared(o)) {
         out.push(format!(

@@ -20,8 +20,11 @@ fn link(
     c: &Candidate,
     inspected: Inspected,
 ) -> Result<LoadedPlugin, LoadFailure> {
-    let Inspected { manifest, schemas, signer, grants, missing, skills } = inspected;
-    let skills = super::skills::selected(skills, &config.plugin(&manifest.name).exposure);
+    let Inspected { mut manifest, schemas, signer, grants, missing, skills } = inspected;
+    let exposure = config.plugin(&manifest.name).exposure;
+    let skills = super::skills::selected(skills, &exposure);
+    let prompt_names = super::prompts::served(&mut manifest, config);
+    super::resources::served(&mut manifest, &exposure);
     let code = if runtime.is_cached(&c.code) {
         Code {
             ready: OnceLock::new(),
@@ -52,6 +55,7 @@ fn link(
         hash: c.hash,
         signer,
         skills,
+        prompt_names,
     })
 }
 

@@ -26,8 +26,13 @@ pub struct LoadedPlugin {
     pub hash: [u8; 32],
     /// Who signed the file (`None`: unsigned), as judged by `[trust]`.
     pub signer: Option<crate::registry::signing::SignerInfo>,
-    /// Its skills (its `toolhost-skills` section; empty without one).
+    /// Its skills (its `toolhost-skills` section; empty without one), as `[plugin.NAME]
+    /// skills` selects them.
     pub skills: super::skills::Skills,
+    /// Per prompt of `manifest.prompts`: the name it is served under (see
+    /// [`crate::catalog::expose_prompt`]). The manifest's `prompts`, `resources` and
+    /// `resourceTemplates` hold only those `[plugin.NAME]` selects.
+    pub prompt_names: Vec<String>,
     /// Per tool (manifest order): its `outputSchema` compiled on the tool's first result (the
     /// manifest reader has already checked that it compiles), kept for checking results.
     pub(super) output_validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,

@@ -1,6 +1,7 @@
 //! Which plugin offers a prompt, and which completes an argument: the one lookup of each, for
-//! every front end. A prompt is found by its name; two plugins declaring one name serve
-//! neither (the registry warns, a lookup says so naming both).
+//! every front end. A prompt is found by the name it is served under (the catalog's, see
+//! [`crate::catalog::expose_prompt`]); two plugins serving one name serve neither (the
+//! registry warns, a lookup says so naming both).
 
 use super::LoadedPlugin;
 use std::sync::Arc;
@@ -15,14 +16,33 @@ pub enum NoPrompt {
     Conflict { name: String, plugins: Vec<String> },
 }
 
-/// The plugin declaring the prompt `name`, and its declaration.
+/// The prompts `manifest` serves under `config`, and their names (the rest are dropped).
+pub(super) fn served(
+    manifest: &mut toolhost_spec::Manifest,
+    config: &crate::settings::Config,
+) -> Vec<String> {
+    let (mut names, plugin) = (Vec::new(), manifest.name.clone());
+    manifest.prompts.retain(|p| match crate::catalog::expose_prompt(config, &plugin, &p.name) {
+        crate::catalog::Exposed::As(name) => {
+            names.push(name);
+            true
+        }
+        crate::catalog::Exposed::Hidden(_) => false,
+    });
+    names
+}
+
+/// The plugin serving the prompt `name`, and its declaration (whose `name` is the plugin's own).
 pub fn find<'r>(
     plugins: &'r [Arc<LoadedPlugin>],
     name: &str,
 ) -> Result<(&'r Arc<LoadedPlugin>, &'r PromptSpec), NoPrompt> {
     let found: Vec<_> = plugins
         .iter()
-        .filter_map(|p| Some((p, p.manifest.prompts.iter().find(|s| s.name == name)?)))
+        .filter_map(|p| {
+            let i = p.prompt_names.iter().position(|n| n == name)?;
+            Some((p, &p.manifest.prompts[i]))
+        })
         .collect();
     match found.as_slice() {
         [one] => Ok(*one),
@@ -34,9 +54,24 @@ pub fn find<'r>(
     }
 }
 
+/// One prompt as served.
+#[derive(Debug, Clone, Copy)]
+pub struct Served<'r> {
+    pub plugin: &'r str,
+    /// The name it is served under.
+    pub name: &'r str,
+    pub spec: &'r PromptSpec,
+}
+
 /// Every prompt of `plugins`, by plugin, in manifest order.
-pub fn all(plugins: &[Arc<LoadedPlugin>]) -> impl Iterator<Item = (&str, &PromptSpec)> {
-    plugins.iter().flat_map(|p| p.manifest.prompts.iter().map(move |s| (&*p.name, s)))
+pub fn all(plugins: &[Arc<LoadedPlugin>]) -> impl Iterator<Item = Served<'_>> {
+    plugins.iter().flat_map(|p| {
+        p.prompt_names.iter().zip(&p.manifest.prompts).map(|(name, spec)| Served {
+            plugin: &p.name,
+            name,
+            spec,
+        })
+    })
 }
 
 /// What a completion asks about: a prompt's argument or a resource template's variable.
@@ -69,18 +104,19 @@ pub enum NoCompletion {
     NotCompleted { plugin: String, target: String, argument: String },
 }
 
-/// The plugin that completes `argument` of `target`, or why none does.
+/// The plugin that completes `argument` of `target`, and the target as that plugin names it
+/// (a prompt by its own name), or why none does.
 pub fn completer<'r>(
     plugins: &'r [Arc<LoadedPlugin>],
     target: Target<'_>,
     argument: &str,
-) -> Result<&'r Arc<LoadedPlugin>, NoCompletion> {
+) -> Result<(&'r Arc<LoadedPlugin>, Target<'r>), NoCompletion> {
     let no_argument = || NoCompletion::NoArgument { target: target.to_string(), argument: argument.into() };
-    let (plugin, completes) = match target {
+    let (plugin, own, completes) = match target {
         Target::Prompt(name) => {
             let (plugin, prompt) = find(plugins, name)?;
             let arg = prompt.arguments.iter().find(|a| a.name == argument).ok_or_else(no_argument)?;
-            (plugin, arg.complete)
+            (plugin, Target::Prompt(&prompt.name), arg.complete)
         }
         Target::Template(uri_template) => {
             let (plugin, t) = plugins
@@ -95,21 +131,21 @@ pub fn completer<'r>(
             if !variables {
                 return Err(no_argument());
             }
-            (plugin, t.complete.iter().any(|v| v == argument))
+            (plugin, Target::Template(&t.uri_template), t.complete.iter().any(|v| v == argument))
         }
     };
     if !completes {
         let (plugin, target) = (plugin.name.to_string(), target.to_string());
         return Err(NoCompletion::NotCompleted { plugin, target, argument: argument.into() });
     }
-    Ok(plugin)
+    Ok((plugin, own))
 }
 
 /// A warning for each prompt name more than one of `plugins` declares (no one serves it).
 pub(super) fn conflicts(plugins: &[Arc<LoadedPlugin>]) -> Vec<String> {
     let mut by_name: std::collections::BTreeMap<&str, Vec<String>> = std::collections::BTreeMap::new();
-    for (plugin, prompt) in all(plugins) {
-        by_name.entry(&prompt.name).or_default().push(format!("`{plugin}`"));
+    for p in all(plugins) {
+        by_name.entry(p.name).or_default().push(format!("`{}`", p.plugin));
     }
     by_name
         .into_iter()

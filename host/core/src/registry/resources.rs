@@ -122,6 +122,12 @@ pub fn templates(plugins: &[Arc<LoadedPlugin>]) -> impl Iterator<Item = (&str, &
     plugins.iter().flat_map(|p| p.manifest.resource_templates.iter().map(move |t| (&*p.name, t)))
 }
 
+/// Keep only the resources and templates of `manifest` that `exposure` serves.
+pub(super) fn served(manifest: &mut toolhost_spec::Manifest, exposure: &crate::catalog::settings::Exposure) {
+    manifest.resources.retain(|r| exposure.serves_resource(&r.uri));
+    manifest.resource_templates.retain(|t| exposure.serves_resource(&t.uri_template));
+}
+
 /// A warning for each URI or template that more than one of `plugins` declares (no one
 /// serves a static one then; a URI that two plugins' templates match is refused when read).
 pub(super) fn conflicts(plugins: &[Arc<LoadedPlugin>]) -> Vec<String> {

@@ -39,6 +39,13 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     /// Serve only the skills matching these patterns (`[]`: none).
     #[serde(default)]
     skills: Option<Vec<String>>,
+    /// Serve only the resources and templates whose URI matches these patterns (`[]`: none).
+    resources: Option<Vec<String>>,
+    /// Serve only the prompts matching these patterns (`[]`: none).
+    prompts: Option<Vec<String>>,
+    /// `[plugin.NAME.prompt.OLD] name = "NEW"`.
+    #[serde(default)]
+    prompt: BTreeMap<String, RawRename>,
     /// Never expose the tools matching these patterns.
     #[serde(default)]
     exclude: Vec<String>,
@@ -135,11 +142,15 @@ impl RawPlugin {
         super::limits::check(key, &limits)?;
         let mut exposure =
             crate::catalog::settings::exposure(key, self.tools, self.exclude, self.prefix, self.tool)?;
-        exposure.skills = crate::catalog::settings::skill_selection(key, self.skills)?;
+        use crate::catalog::settings::selection;
+        exposure.skills = selection(key, "skills", self.skills)?;
+        exposure.resources = selection(key, "resources", self.resources)?;
+        exposure.prompts = selection(key, "prompts", self.prompts)?;
+        exposure.prompt_rename = crate::catalog::settings::prompt_renames(key, self.prompt)?;
         if key == "plugin.*" && !exposure.is_empty() {
             return Err(Invalid::says(
                 key,
-                "tools, exclude, prefix, tool.NAME and skills belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\"",
+                "tools, exclude, prefix, tool.NAME, skills, resources, prompts and prompt.NAME belong to one plugin's section; to keep every plugin's tools apart use [catalog] namespace = \"plugin\"",
             ));
         }
         let mut grant = PluginConfig {

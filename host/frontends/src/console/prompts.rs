@@ -28,11 +28,17 @@ fn split<'a>(
     (value, rest)
 }
 
-/// `GET /console/api/prompts`: each plugin's prompts as its manifest declares them.
+/// `GET /console/api/prompts`: each plugin's prompts as its manifest declares them, named as
+/// they are served.
 pub fn list(c: &Console) -> Value {
     let registry = c.executor.registry();
     let listed: Vec<Value> = prompts::all(registry.plugins())
-        .map(|(plugin, p)| json!({ "plugin": plugin, "prompt": p }))
+        .map(|p| {
+            // The prompt as the plugin declares it, named as it is served.
+            let mut prompt = serde_json::to_value(p.spec).unwrap_or_default();
+            prompt["name"] = json!(p.name);
+            json!({ "plugin": p.plugin, "prompt": prompt })
+        })
         .collect();
     json!({ "prompts": listed })
 }

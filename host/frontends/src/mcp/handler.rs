@@ -82,7 +82,9 @@ impl ServerHandler for McpServer {
         self.first_load().await;
         let registry = self.executor.registry();
         self.watched.add(registry.plugins(), &request.uri).map_err(|e| match e {
-            super::subscriptions::NotWatched::Unknown(_) => ErrorData::resource_not_found(e.to_string(), None),
+            super::subscriptions::NotWatched::Unknown(_) => {
+                ErrorData::resource_not_found(e.to_string(), None)
+            }
             super::subscriptions::NotWatched::Full => ErrorData::invalid_params(e.to_string(), None),
         })
     }

@@ -1,5 +1,5 @@
 //! Prompts and completion over MCP: `prompts/list` (each plugin's prompts as its manifest
-//! declares them), `prompts/get` (the executor's: looked up once, its arguments checked, run
+//! declares them, named as the catalog serves them), `prompts/get` (the executor's: looked up once, its arguments checked, run
 //! in the plugin's sandbox, audited and counted) and `completion/complete` (of a prompt's
 //! argument or a template's variable; what nothing completes is answered with no values, as
 //! the specification asks). This file only shapes them.
@@ -19,7 +19,7 @@ impl McpServer {
     pub(crate) fn prompts_result(&self) -> ListPromptsResult {
         let registry = self.executor.registry();
         let listed = prompts::all(registry.plugins())
-            .map(|(plugin, p)| {
+            .map(|prompts::Served { plugin, name, spec: p }| {
                 let arguments = p
                     .arguments
                     .iter()
@@ -30,7 +30,7 @@ impl McpServer {
                     })
                     .collect::<Vec<_>>();
                 let description = (!p.description.is_empty()).then_some(p.description.as_str());
-                let mut out = Prompt::new(&p.name, description, (!arguments.is_empty()).then_some(arguments))
+                let mut out = Prompt::new(name, description, (!arguments.is_empty()).then_some(arguments))
                     .with_meta(plugin_meta(plugin));
                 out.title = p.title.clone();
                 out
