@@ -10,8 +10,12 @@ mod alloc_count;
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "independent/rows.rs"]
+mod independent;
 #[path = "languages/breakdown.rs"]
 mod lang_breakdown;
+#[path = "served/rows.rs"]
+mod served;
 #[path = "targets/rows.rs"]
 mod targets;
 #[path = "telemetry/rows.rs"]
@@ -1111,6 +1115,19 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
             5 * runs * (calls + calls / 10)
         ));
     }
+    // Issue #57's own method, beside the bench's client: an independent one.
+    if independent::available() {
+        let noop = |transport: &str| {
+            let mut c = pinned(&me);
+            c.env("TOOLHOST_BENCH_NOOP", transport);
+            c
+        };
+        let host = |http: bool| if http { http_host(None) } else { host(None) };
+        independent::rows(line, if calls < 1000 { 2 } else { 3 }, calls, &noop, &host);
+    } else {
+        line(String::new());
+        line("No `python3` here: issue #57's independent-client rows were not measured.".into());
+    }
     if is_pinned {
         pin(&format!("0-{}", cores - 1));
         assert_eq!(
@@ -1564,7 +1581,7 @@ fn main() {
     };
     let quick = std::env::var_os("TOOLHOST_BENCH_QUICK").is_some();
     // TOOLHOST_BENCH_ONLY=throughput,mcp,…: the latency table and only these sections
-    // (throughput, startup — memory, start-up and reload —, languages, mcp, long, catalog); all
+    // (throughput, startup — memory, start-up and reload —, languages, mcp, long, served, catalog); all
     // by default. `catalog` alone skips the latency table.
     let only = std::env::var("TOOLHOST_BENCH_ONLY").ok();
     let want = |section: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == section));
@@ -2054,6 +2071,9 @@ fn main() {
     if want("long") {
         long_rows(&mut line, &tokio_rt, work.path(), n, if quick { 20 } else { 100 });
     }
+    if want("served") {
+        served::rows(&mut line, &tokio_rt, work.path(), n);
+    }
     if want("startup") {
         line(String::new());
         line("## Start-up and scanning".into());
@@ -2091,7 +2111,9 @@ fn main() {
         // Warm means what a restart finds: the compile cache and the folder index both hold
         // these files (the index takes a file once its times have settled).
         std::thread::sleep(toolhost_core::registry::index::SETTLED);
-        let first_list = |dir: &Path| -> Duration {
+        // `all`: `resources/list` and `prompts/list` asked with `tools/list` (issue #58), every
+        // answer waited for.
+        let first_lists = |dir: &Path, all: bool| -> Duration {
             use std::io::{BufRead, BufReader, Write};
             let t = Instant::now();
             let mut cmd = std::process::Command::new(exe);
@@ -2110,15 +2132,25 @@ fn main() {
                 .unwrap();
             let mut stdin = child.stdin.take().unwrap();
             // The three messages at once, in one write, as clients send them.
-            let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-            stdin.write_all(format!("{MCP_INITIALIZE}\n{MCP_INITIALIZED}\n{list}\n").as_bytes()).unwrap();
+            let mut list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#.to_string() + "\n";
+            if all {
+                list += r#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#;
+                list += "\n";
+                list += r#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#;
+                list += "\n";
+            }
+            stdin.write_all(format!("{MCP_INITIALIZE}\n{MCP_INITIALIZED}\n{list}").as_bytes()).unwrap();
             stdin.flush().unwrap();
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            loop {
+            let mut waiting = if all { 3 } else { 1 };
+            while waiting > 0 {
                 let l = lines.next().expect("serve closed stdout").unwrap();
                 if l.contains(r#""id":2"#) {
                     assert!(l.contains("count_words"), "{l}");
-                    break;
+                    waiting -= 1;
+                } else if l.contains(r#""id":3"#) || l.contains(r#""id":4"#) {
+                    assert!(l.contains(r#""result""#), "{l}");
+                    waiting -= 1;
                 }
             }
             let took = t.elapsed();
@@ -2127,11 +2159,13 @@ fn main() {
             let _ = child.wait();
             took
         };
+        let first_list = |dir: &Path| first_lists(dir, false);
         first_list(&one);
         first_list(&ten);
         // The floor of any start on this machine (exec, dynamic loading, argument parsing),
         // measured in turns with the `tools/list` starts so they share the machine's noise.
-        let (mut version, mut list, mut list_ten) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut version, mut list, mut list_ten, mut lists_ten) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // A start is a few milliseconds: enough rounds that the medians hold still.
         for _ in 0..runs * 10 {
             for _ in 0..3 {
@@ -2142,8 +2176,10 @@ fn main() {
             }
             list.push(first_list(&one));
             list_ten.push(first_list(&ten));
+            lists_ten.push(first_lists(&ten, true));
         }
         let (version, list, list_ten) = (stats(version), stats(list), stats(list_ten));
+        let lists_ten = stats(lists_ten);
         targets::record(targets::VERSION_START, version.p50.as_secs_f64() * 1e6);
         targets::record(targets::FIRST_LIST_1, list.p50.as_secs_f64() * 1e6);
         targets::record(targets::FIRST_LIST_10, list_ten.p50.as_secs_f64() * 1e6);
@@ -2179,6 +2215,12 @@ fn main() {
             "| process start → first MCP `tools/list` answer, 10 plugins, warm compile cache | {} | {} |",
             ms(list_ten.p50),
             floor(list_ten.p50)
+        ));
+        line(format!(
+            "| process start → first MCP `tools/list`, `resources/list` and `prompts/list` answers, 10 plugins, warm compile cache (issue #58; {:.2}× `tools/list` alone) | {} | {} |",
+            lists_ten.p50.as_secs_f64() / list_ten.p50.as_secs_f64(),
+            ms(lists_ten.p50),
+            floor(lists_ten.p50)
         ));
         line(format!(
             "| target: 10 plugins to first call ≤ 10 ms (warm) | {} | {}; {} |",
