@@ -294,3 +294,45 @@ async fn the_catalog_selects_and_names_prompts_and_resources() {
     .to_string();
     assert!(e.contains("plugin.text.prompt.summarise-file.name") && e.contains("[A-Za-z0-9_-]"), "{e}");
 }
+
+/// The lists the specification paginates come a page at a time (`[mcp] page_size`): walking
+/// the cursors of `resources/list`, `resources/templates/list`, `prompts/list` and
+/// `skills/list` gives every item once, the last page has no `nextCursor`, and a cursor the
+/// server did not give is invalid params (-32602).
+#[test]
+fn mcp_lists_come_a_page_at_a_time() {
+    let env = env();
+    std::fs::write(env.at("toolhost.toml"), format!("{GRANTS}\n[mcp]\npage_size = 1\n")).unwrap();
+    let mut s = RawStdio::start(&env, &["--config", env.at("toolhost.toml").to_str().unwrap()]);
+    s.send(crate::support::mcp_http::INITIALIZE.as_bytes());
+    RawStdio::wait_for(&s.out, r#""id":1"#, 60);
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut id = 1;
+    for (method, items, key) in [
+        ("resources/list", "resources", "uri"),
+        ("resources/templates/list", "resourceTemplates", "uriTemplate"),
+        ("prompts/list", "prompts", "name"),
+    ] {
+        let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+        loop {
+            id += 1;
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let page = ask(&mut s, request(id, method, params));
+            let listed = page["result"][items].as_array().unwrap_or_else(|| panic!("{method}: {page}"));
+            assert_eq!(listed.len(), 1, "{method}: {page}");
+            seen.push(listed[0][key].as_str().unwrap().to_string());
+            match page["result"]["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_string()),
+                None => break,
+            }
+        }
+        let mut unique = seen.clone();
+        unique.sort();
+        unique.dedup();
+        assert!(seen.len() >= 2 && unique.len() == seen.len(), "{method}: {seen:?}");
+        id += 1;
+        let bad = ask(&mut s, request(id, method, json!({"cursor": "made-up"})));
+        assert_eq!(bad["error"]["code"], -32602, "{method}: {bad}");
+        assert!(bad["error"]["message"].as_str().unwrap().contains("unknown cursor"), "{bad}");
+    }
+}

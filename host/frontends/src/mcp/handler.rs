@@ -5,6 +5,11 @@
 
 use super::*;
 
+/// The cursor a list request gives (`None`: the first page).
+fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
+    request.as_ref().and_then(|r| r.cursor.as_deref())
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
         // Resources and skills are declared even when no plugin has skills: a reload may add
@@ -40,11 +45,11 @@ impl ServerHandler for McpServer {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
         self.first_load().await;
-        Ok(self.skills_result())
+        self.skills_result(cursor(&request))
     }
 
     async fn get_skill(
@@ -58,20 +63,20 @@ impl ServerHandler for McpServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         self.first_load().await;
-        Ok(self.resources_result())
+        self.resources_result(cursor(&request))
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
         self.first_load().await;
-        Ok(self.templates_result())
+        self.templates_result(cursor(&request))
     }
 
     async fn subscribe(
@@ -100,11 +105,11 @@ impl ServerHandler for McpServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         self.first_load().await;
-        Ok(self.prompts_result())
+        self.prompts_result(cursor(&request))
     }
 
     async fn get_prompt(

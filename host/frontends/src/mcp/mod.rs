@@ -66,6 +66,7 @@ mod handler;
 mod http;
 mod idle;
 mod keyless;
+mod pages;
 mod plain_json;
 mod prompts;
 mod replay;
@@ -137,6 +138,8 @@ pub struct McpServer {
     session_idle: Duration,
     /// How many 2025 HTTP sessions may be open (`[mcp] max_sessions`, `max_sessions_per_peer`).
     session_caps: SessionCaps,
+    /// Items one page of a paginated list holds (`[mcp] page_size`; see [`pages`]).
+    page_size: usize,
     /// Search mode: the tools `find_tools` returned in this session, listed from then on.
     revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// The resources this session follows (`resources/subscribe`).
@@ -165,6 +168,7 @@ impl McpServer {
             max_message: settings::DEFAULT_MAX_MESSAGE_KB * 1024,
             session_idle: settings::DEFAULT_SESSION_IDLE,
             session_caps: SessionCaps::default(),
+            page_size: settings::DEFAULT_PAGE_SIZE,
             revealed: Arc::default(),
             watched: Arc::default(),
             loaded: None,
@@ -193,7 +197,8 @@ impl McpServer {
             .with_task_limits(mcp.tasks)
             .with_max_message(mcp.max_message_bytes)
             .with_session_idle(mcp.session_idle)
-            .with_session_caps(mcp.sessions);
+            .with_session_caps(mcp.sessions)
+            .with_page_size(mcp.page_size);
         Ok(if private { server.private_listing() } else { server })
     }
 
@@ -245,6 +250,13 @@ impl McpServer {
     /// `max_sessions_per_peer`).
     pub fn with_session_caps(mut self, caps: SessionCaps) -> McpServer {
         self.session_caps = caps;
+        self
+    }
+
+    /// At most `n` items a page of `resources/list`, `resources/templates/list`, `prompts/list`
+    /// and `skills/list`.
+    pub fn with_page_size(mut self, n: usize) -> McpServer {
+        self.page_size = n.max(1);
         self
     }
 

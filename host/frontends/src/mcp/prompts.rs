@@ -15,8 +15,8 @@ use toolhost_core::executor::{CallContext, CompleteError, PromptContent, PromptE
 use toolhost_core::registry::prompts::{self, Target};
 
 impl McpServer {
-    /// `prompts/list`.
-    pub(crate) fn prompts_result(&self) -> ListPromptsResult {
+    /// `prompts/list` from `cursor`, a page at a time.
+    pub(crate) fn prompts_result(&self, cursor: Option<&str>) -> Result<ListPromptsResult, ErrorData> {
         let registry = self.executor.registry();
         let listed = prompts::all(registry.plugins())
             .map(|prompts::Served { plugin, name, spec: p }| {
@@ -36,7 +36,10 @@ impl McpServer {
                 out
             })
             .collect();
-        ListPromptsResult::with_all_items(listed)
+        let (listed, next) = super::pages::page(listed, |p: &Prompt| &p.name, cursor, self.page_size)?;
+        let mut out = ListPromptsResult::with_all_items(listed);
+        out.next_cursor = next;
+        Ok(out)
     }
 
     /// `prompts/get` for `who`: an unknown prompt or bad arguments are invalid params

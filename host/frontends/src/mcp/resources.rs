@@ -17,9 +17,10 @@ use toolhost_core::registry::skills::{SkillFile, all, uri};
 use toolhost_spec::skills::SKILL_MD;
 
 impl McpServer {
-    /// `resources/list`: each skill's `SKILL.md`, named and described by its front matter, then
-    /// each plugin's static resources as its manifest declares them.
-    pub(crate) fn resources_result(&self) -> ListResourcesResult {
+    /// `resources/list` from `cursor`: each skill's `SKILL.md`, named and described by its front
+    /// matter, then each plugin's static resources as its manifest declares them, a page at a
+    /// time.
+    pub(crate) fn resources_result(&self, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
         let registry = self.executor.registry();
         let plugins = registry.plugins();
         let skills = all(plugins).into_iter().map(|(p, s)| {
@@ -36,13 +37,19 @@ impl McpServer {
             out.description = (!r.description.is_empty()).then(|| r.description.clone());
             out
         });
-        ListResourcesResult::with_all_items(skills.chain(declared).collect())
-            .with_ttl_ms(self.list_ttl())
-            .with_cache_scope(self.cache_scope)
+        let all = skills.chain(declared).collect();
+        let (listed, next) = super::pages::page(all, |r: &Resource| &r.uri, cursor, self.page_size)?;
+        let mut out = ListResourcesResult::with_all_items(listed);
+        out.next_cursor = next;
+        Ok(out.with_ttl_ms(self.list_ttl()).with_cache_scope(self.cache_scope))
     }
 
-    /// `resources/templates/list`: each plugin's resource templates.
-    pub(crate) fn templates_result(&self) -> ListResourceTemplatesResult {
+    /// `resources/templates/list` from `cursor`: each plugin's resource templates, a page at a
+    /// time.
+    pub(crate) fn templates_result(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let registry = self.executor.registry();
         let templates = resources::templates(registry.plugins())
             .map(|(p, t)| {
@@ -52,7 +59,11 @@ impl McpServer {
                 out
             })
             .collect();
-        ListResourceTemplatesResult::with_all_items(templates)
+        let (templates, next) =
+            super::pages::page(templates, |t: &ResourceTemplate| &t.uri_template, cursor, self.page_size)?;
+        let mut out = ListResourceTemplatesResult::with_all_items(templates);
+        out.next_cursor = next;
+        Ok(out)
     }
 
     /// `resources/read` for `who`: text as text, bytes base64; a cut body says so in its

@@ -31,6 +31,9 @@ pub struct RawMcp {
     max_sessions: Option<usize>,
     /// 2025 HTTP sessions open at once for one client (its token's name, else its IP address).
     max_sessions_per_peer: Option<usize>,
+    /// Items one page of `resources/list`, `resources/templates/list`, `prompts/list` and
+    /// `skills/list` holds.
+    page_size: Option<usize>,
     /// The key sealing 2026-07-28 approvals, shared by the replicas of a fleet.
     approval_key: Option<RawKey>,
     /// Where redeemed approval nonces live when several replicas share them (`redis://…`, or a
@@ -129,6 +132,11 @@ pub const MIN_MAX_MESSAGE_KB: usize = toolhost_core::executor::MAX_ARGS_BYTES / 
 /// The largest `max_message_kb` (a message is read whole before it is parsed).
 pub const MAX_MAX_MESSAGE_KB: usize = 256 * 1024;
 
+/// Items a list page holds unless `[mcp] page_size` says otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+/// The most `[mcp] page_size` may be.
+pub const MAX_PAGE_SIZE: usize = 10_000;
+
 /// A token's value never appears in the config: it comes from a `[secrets.X]`, an env var or a file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +169,8 @@ pub struct McpSettings {
     pub approval_key: Option<SecretSource>,
     /// The Redis URL redeemed approval nonces are kept in; `None`: this process's memory.
     pub replay_store: Option<StoreUrl>,
+    /// Items one page of the paginated lists holds (see `mcp::pages`).
+    pub page_size: usize,
 }
 
 impl Default for McpSettings {
@@ -174,6 +184,7 @@ impl Default for McpSettings {
             sessions: SessionCaps::default(),
             approval_key: None,
             replay_store: None,
+            page_size: DEFAULT_PAGE_SIZE,
         }
     }
 }
@@ -247,6 +258,9 @@ fn resolve_limits(raw: &RawMcp, out: &mut McpSettings) -> Result<(), Invalid> {
         out.sessions.max_per_peer = range("max_sessions_per_peer", n as u64, 1_000_000)? as usize;
     }
     out.sessions.max_per_peer = out.sessions.max_per_peer.min(out.sessions.max);
+    if let Some(n) = raw.page_size {
+        out.page_size = range("page_size", n as u64, MAX_PAGE_SIZE as u64)? as usize;
+    }
     if let Some(kb) = raw.max_message_kb {
         if !(MIN_MAX_MESSAGE_KB..=MAX_MAX_MESSAGE_KB).contains(&kb) {
             let bounds = (MIN_MAX_MESSAGE_KB as u64, MAX_MAX_MESSAGE_KB as u64);

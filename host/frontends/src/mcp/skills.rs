@@ -41,13 +41,15 @@ pub(crate) fn plugin_meta(plugin: &str) -> MetaObject {
 }
 
 impl McpServer {
-    /// `skills/list`: every skill of every loaded plugin, cached like `tools/list`.
-    pub(crate) fn skills_result(&self) -> ListSkillsResult {
+    /// `skills/list` from `cursor`: every skill of every loaded plugin, a page at a time,
+    /// cached like `tools/list`.
+    pub(crate) fn skills_result(&self, cursor: Option<&str>) -> Result<ListSkillsResult, ErrorData> {
         let registry = self.executor.registry();
         let skills = all(registry.plugins()).into_iter().map(|(p, s)| skill(p, s)).collect();
-        ListSkillsResult::with_all_items(skills)
-            .with_ttl_ms(self.list_ttl())
-            .with_cache_scope(self.cache_scope)
+        let (skills, next) = super::pages::page(skills, |s: &Skill| &s.uri, cursor, self.page_size)?;
+        let mut out = ListSkillsResult::with_all_items(skills);
+        out.next_cursor = next;
+        Ok(out.with_ttl_ms(self.list_ttl()).with_cache_scope(self.cache_scope))
     }
 
     /// `skills/get` of a skill's `SKILL.md` URI; an unknown skill is invalid params (-32602).
