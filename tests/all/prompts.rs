@@ -336,3 +336,43 @@ fn mcp_lists_come_a_page_at_a_time() {
         assert!(bad["error"]["message"].as_str().unwrap().contains("unknown cursor"), "{bad}");
     }
 }
+
+/// `tests/mcp/served.py` against this file's plugins with `page_size = 1`: resources, templates,
+/// reads, prompts, completion, pagination and subscriptions as the official MCP Python SDK of
+/// `generation` sees them, in `mode`, over `transport` (issue #58).
+fn served_by_the_official_sdk(generation: u8, mode: &str, transport: &str) {
+    use crate::support::python::{mcp_script, run_passing};
+    let env = env();
+    let toml = format!("{GRANTS}\n[mcp]\npage_size = 1\n");
+    let mut cmd = mcp_script(generation, "served.py", &env);
+    cmd.args([generation.to_string().as_str(), mode, transport]);
+    let label = format!("sdk{generation} {mode} {transport}");
+    if transport == "stdio" {
+        std::fs::write(env.at("toolhost.toml"), toml).unwrap();
+        cmd.args(env.command_line()).args(["serve", "--mcp"]);
+        run_passing(&mut cmd, &format!("served checks passed ({label})"));
+    } else {
+        let server = crate::support::Server::start(env.configured(&toml).args([
+            "serve",
+            "--mcp",
+            "--http",
+            "127.0.0.1:0",
+        ]));
+        cmd.arg(server.url.as_str());
+        run_passing(&mut cmd, &format!("served checks passed ({label})"));
+    }
+}
+
+#[test]
+fn resources_and_prompts_with_the_official_sdk1_over_stdio_and_http() {
+    served_by_the_official_sdk(1, "legacy", "stdio");
+    served_by_the_official_sdk(1, "legacy", "http");
+}
+
+#[test]
+fn resources_and_prompts_with_the_official_sdk2_over_stdio_and_http() {
+    for mode in ["auto", "legacy"] {
+        served_by_the_official_sdk(2, mode, "stdio");
+        served_by_the_official_sdk(2, mode, "http");
+    }
+}
