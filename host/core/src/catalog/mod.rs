@@ -52,12 +52,7 @@ pub fn expose(config: &Config, plugin: &str, tool: &str) -> Exposed {
             return Exposed::Hidden(format!("matches {g} in [plugin.{plugin}] exclude"));
         }
     }
-    let name = match section {
-        Some(e) if e.rename.contains_key(tool) => e.rename[tool].clone(),
-        Some(e) if e.prefix.is_some() => format!("{}{tool}", e.prefix.as_deref().unwrap_or_default()),
-        _ if config.catalog.namespace == Namespace::Plugin => format!("{plugin}.{tool}"),
-        _ => tool.to_string(),
-    };
+    let name = named(config, plugin, tool, section.and_then(|e| e.rename.get(tool)).map(String::as_str));
     let wire = openai_name(&name);
     if wire.len() > MAX_EXPOSED {
         return Exposed::Hidden(format!(
@@ -80,12 +75,25 @@ pub fn expose_prompt(config: &Config, plugin: &str, prompt: &str) -> Exposed {
         let list: Vec<String> = only.iter().map(ToString::to_string).collect();
         return Exposed::Hidden(format!("not in [plugin.{plugin}] prompts = [{}]", list.join(", ")));
     }
-    Exposed::As(match section {
-        Some(e) if e.prompt_rename.contains_key(prompt) => e.prompt_rename[prompt].clone(),
-        Some(e) if e.prefix.is_some() => format!("{}{prompt}", e.prefix.as_deref().unwrap_or_default()),
-        _ if config.catalog.namespace == Namespace::Plugin => format!("{plugin}.{prompt}"),
-        _ => prompt.to_string(),
-    })
+    Exposed::As(named(
+        config,
+        plugin,
+        prompt,
+        section.and_then(|e| e.prompt_rename.get(prompt)).map(String::as_str),
+    ))
+}
+
+/// The name `plugin`'s tool or prompt `own` is served under: its operator-given name
+/// (`renamed`), else `[plugin.NAME] prefix` + its name, else with `[catalog] namespace =
+/// "plugin"` `NAME.OWN`, else its own — the one rule for tools and prompts.
+fn named(config: &Config, plugin: &str, own: &str, renamed: Option<&str>) -> String {
+    let prefix = config.plugins.get(plugin).and_then(|p| p.exposure.prefix.as_deref());
+    match (renamed, prefix) {
+        (Some(name), _) => name.to_string(),
+        (None, Some(prefix)) => format!("{prefix}{own}"),
+        _ if config.catalog.namespace == Namespace::Plugin => format!("{plugin}.{own}"),
+        _ => own.to_string(),
+    }
 }
 
 /// The name OpenAI function calling uses for an exposed name: a namespace's `.` becomes `__`

@@ -16,10 +16,11 @@ pub(crate) const MAX_WATCHED: usize = 256;
 type Served = (Arc<str>, [u8; 32]);
 
 fn served(plugins: &[Arc<LoadedPlugin>], uri: &str) -> Option<Served> {
-    find(plugins, uri).ok().map(|f| {
-        let p = f.plugin();
-        (p.name.clone(), p.hash)
-    })
+    find(plugins, uri).ok().map(|f| of(f.plugin()))
+}
+
+fn of(plugin: &LoadedPlugin) -> Served {
+    (plugin.name.clone(), plugin.hash)
 }
 
 /// Why a URI cannot be followed.
@@ -44,13 +45,12 @@ impl Watched {
 
     /// Follow `uri`, which `plugins` must serve now (following it again changes nothing).
     pub(crate) fn add(&self, plugins: &[Arc<LoadedPlugin>], uri: &str) -> Result<(), NotWatched> {
-        let found = find(plugins, uri)?;
-        let p = found.plugin();
+        let now = of(find(plugins, uri)?.plugin());
         let mut uris = self.lock();
         if !uris.contains_key(uri) && uris.len() >= MAX_WATCHED {
             return Err(NotWatched::Full);
         }
-        uris.insert(uri.to_string(), Some((p.name.clone(), p.hash)));
+        uris.insert(uri.to_string(), Some(now));
         Ok(())
     }
 
