@@ -356,6 +356,11 @@ export interface Capabilities {
    * any program the operator grants. The operator maps each name to an executable.
    */
   exec?: string[];
+  /**
+   * Buckets of the plugin's key-value store (`kv.open(name)`), e.g. `["default"]`: 1–64 letters,
+   * digits, `_`, `-` or `.`, starting with a letter or digit. The operator grants each.
+   */
+  kv?: string[];
 }
 
 export interface PluginOptions {
@@ -373,7 +378,7 @@ export interface Plugin {
   readonly name?: string;
   readonly version?: string;
   readonly description?: string;
-  readonly capabilities: { fs: FsRequest[]; env: string[]; net: string[]; secrets: string[]; exec?: string[] };
+  readonly capabilities: { fs: FsRequest[]; env: string[]; net: string[]; secrets: string[]; exec?: string[]; kv?: string[] };
 }
 
 /** Declare the plugin (at most once). Misuse throws a DefinitionError. */
@@ -495,8 +500,91 @@ export const process: {
   run(program: string, args?: string[]): ProcessOutput;
 };
 
+/** What `kv` takes as a value: text (stored as UTF-8) or bytes. */
+export type KvValue = string | Uint8Array | ArrayBuffer | ArrayBufferView;
+
+/**
+ * The host refused or failed a store operation: `kind` is `'no-such-store'` (the manifest does
+ * not request the bucket), `'access-denied'` (the operator has not granted it; the message says
+ * how to grant it) or `'other'` (a limit, a value that is not a counter or not JSON, a store that
+ * is unavailable: `detail` holds the text).
+ */
+export class KvError extends Error {
+  readonly kind: 'no-such-store' | 'access-denied' | 'other';
+  readonly bucket: string | null;
+  readonly detail: string | null;
+}
+
+/** An open bucket of the plugin's key-value store. */
+export interface Bucket {
+  readonly name: string;
+  /** The value of `key`, or `null` when the key is not there. */
+  get(key: string): Uint8Array | null;
+  /** The value of `key` as text (UTF-8), or `fallback` (`null`). */
+  getText(key: string, fallback?: string | null): string | null;
+  /** The value of `key` parsed as JSON, or `fallback` (`null`) when the key is not there. */
+  getJson<T = unknown>(key: string, fallback?: T | null): T | null;
+  /** Store `value` under `key` (a string as UTF-8). */
+  set(key: string, value: KvValue): void;
+  /** Store `value` as JSON text under `key`. */
+  setJson(key: string, value: unknown): void;
+  /** Remove `key` (nothing happens when it is not there). */
+  delete(key: string): void;
+  exists(key: string): boolean;
+  /** Every key, following the host's `list-keys` pages to the end. */
+  keys(): string[];
+  /** Add `delta` (default 1) to the counter `key` atomically; the new value. Counters are decimal text. */
+  increment(key: string, delta?: number): number;
+  /** The values of the keys that are there (one host call). */
+  getMany(keys: Iterable<string>): Map<string, Uint8Array>;
+  /** Store every entry in one host call (not atomic). */
+  setMany(entries: Map<string, KvValue> | Record<string, KvValue> | Array<[string, KvValue]>): void;
+  /** Remove every key in one host call (those not there are skipped). */
+  deleteMany(keys: Iterable<string>): void;
+  /** Store `value` only if the value of `key` is still `expected` (`null`: not there); whether it was stored. */
+  compareAndSwap(key: string, expected: KvValue | null, value: KvValue): boolean;
+  /**
+   * Replace the value of `key` with `fn(current)` atomically (`fn` runs again when another call
+   * changed the key in between; `undefined` or `null` from it leaves the value); what was stored.
+   */
+  update(key: string, fn: (current: Uint8Array | null) => KvValue | null | undefined, options?: { attempts?: number }): Uint8Array | null;
+  /** `update` on JSON: `fn` gets the parsed value (`fallback` when not there); `undefined` leaves it. */
+  updateJson<T = unknown>(key: string, fn: (current: T) => T | undefined, fallback?: T | null, options?: { attempts?: number }): T | null;
+  /** Release the handle now (it is released at the end of the call anyway). */
+  close(): void;
+}
+
+/**
+ * The plugin's key-value store, kept by the host between calls: `kv.open(name)` is a bucket the
+ * manifest requests (`capabilities: { kv: [name] }`) and the operator grants; the other functions
+ * act on the bucket `'default'`.
+ */
+export const kv: Omit<Bucket, 'name' | 'close'> & {
+  /** The bucket `name` (default `'default'`); a KvError if the host refuses it. */
+  open(name?: string): Bucket;
+  KvError: typeof KvError;
+  readonly DEFAULT: 'default';
+};
+
+/** The in-memory store `testing.memoryKv()` installs. */
+export interface MemoryKv {
+  /** bucket → key → value */
+  readonly data: Map<string, Map<string, Uint8Array>>;
+  /** `[operation, bucket, detail]` of every host call, in order. */
+  readonly calls: Array<[string, string, unknown]>;
+  /** The values of `bucket` (default `'default'`) as text. */
+  texts(bucket?: string): Record<string, string>;
+  /** Every later operation fails with the host error `other(text)`; `null` stops it. */
+  fail(text: string | null): void;
+}
+
 /** Helpers for tests under node, where there is no host. */
 export const testing: {
+  /**
+   * Install an in-memory key-value store for `kv`: `buckets` that exist (default: any),
+   * `denied` ones (access-denied), `pageSize` keys per `list-keys` page.
+   */
+  memoryKv(options?: { buckets?: string[] | null; denied?: string[]; pageSize?: number }): MemoryKv;
   /** Answer `http` calls with `handler(request)`; `null` removes it. */
   onHttp(
     handler:
@@ -527,6 +615,6 @@ export const testing: {
   readonly logs: Array<{ level: 'trace' | 'debug' | 'info' | 'warn' | 'error'; message: string }>;
   /** Progress reports so far under node. */
   readonly progress: Array<{ done: number; total?: number; message: string }>;
-  /** Forget logged lines, progress reports and the http and process stand-ins. */
+  /** Forget logged lines, progress reports and the http, process and kv stand-ins. */
   reset(): void;
 };

@@ -1,6 +1,6 @@
 // toolhost-sdk for JavaScript: write toolhost tool plugins as ES modules.
 //
-//   import { definePlugin, defineTool, log, http, process } from 'toolhost-sdk';
+//   import { definePlugin, defineTool, log, http, process, kv } from 'toolhost-sdk';
 //
 //   definePlugin({ name: 'notes', version: '0.1.0', capabilities: { net: ['api.example.com'] } });
 //
@@ -61,7 +61,7 @@ const TASK_SUPPORT = ['forbidden', 'optional', 'required'];
 const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const PARAM_KEYS = ['name', 'type', 'description', 'optional', 'schema', 'default', 'items'];
 const PLUGIN_KEYS = ['name', 'version', 'description', 'capabilities'];
-const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec'];
+const CAPABILITY_KEYS = ['fs', 'env', 'net', 'secrets', 'exec', 'kv'];
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
 // The host's caps on a manifest's free text (host/spec/src/manifest.rs), in characters (code points:
 // `[...s].length`); schemas in bytes of compact JSON. Checked here so that what builds, loads.
@@ -111,6 +111,8 @@ const RESERVED_SCHEMES = ['skill'];
 // The host's caps on names: a plugin, tool or param name, and a program an `exec` request names.
 const MAX_NAME = 64;
 const MAX_PROGRAM = 255;
+// A bucket of the key-value store a `kv` request names (the host's rule, `capabilities.kv`).
+const BUCKET_RULE = "is not a bucket name (1–64 letters, digits, '_', '-' or '.', starting with a letter or digit)";
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'];
 
 /** A misuse of `definePlugin` or `defineTool`, located at the call that made it. */
@@ -187,6 +189,8 @@ const isPluginName = (s) =>
 /** A program an `exec` request may name: `*`, or a file name (never a path). */
 const isProgram = (s) =>
   s === '*' || (s.length <= MAX_PROGRAM && s !== '.' && s !== '..' && /^[A-Za-z0-9._+-]+$/.test(s));
+/** A bucket of the key-value store a `kv` request may name. */
+const isBucket = (s) => /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(s);
 const isPlainObject = (v) =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 const show = (v) => {
@@ -441,6 +445,9 @@ const state = {
   backend: null,
   testHttp: null,
   testProcess: null,
+  testKv: null, // the in-memory store of testing.memoryKv
+  pluginName: null, // the manifest's name, set by the component's entry (for kv's errors)
+  buckets: new Map(), // kv buckets opened in this instance, by name
   logs: [],
   progress: [],
 };
@@ -532,6 +539,9 @@ function normalizeCapabilities(caps, site) {
   // Only when requested, as the Rust SDK writes it: a plugin that runs nothing loads on hosts
   // that predate `exec`.
   if (exec.length > 0) out.exec = exec;
+  // The same for the buckets of the key-value store (`kv`).
+  const kvBuckets = names('kv', isBucket, BUCKET_RULE);
+  if (kvBuckets.length > 0) out.kv = kvBuckets;
   return out;
 }
 
@@ -1719,6 +1729,13 @@ const nodeBackend = {
     if (state.testProcess) return state.testProcess(program, args);
     throw 'process is only available inside toolhost (in tests, set a stand-in with testing.onProcess)';
   },
+  get kv() {
+    if (state.testKv) return state.testKv.bindings;
+    throw new KvError(
+      'kv is only available inside toolhost (in tests, install an in-memory store with testing.memoryKv())',
+      'other',
+    );
+  },
 };
 
 function logAt(level, parts) {
@@ -1964,6 +1981,534 @@ const processApi = Object.freeze({ run, Output });
 export { processApi as process };
 
 // ---------------------------------------------------------------------------------------------
+// The key-value store, through the host's `wasi:keyvalue` 0.2.0-draft2 (store, atomics, batch).
+
+/** The bucket `kv.open()` and kv's own functions use when none is named. */
+const DEFAULT_BUCKET = 'default';
+/** How often `update` tries again when another call changed the key in between. */
+const UPDATE_ATTEMPTS = 64;
+
+/**
+ * The host refused or failed a store operation. `kind` is 'no-such-store' (the host has no such
+ * bucket for this plugin: its manifest does not request it), 'access-denied' (the operator has
+ * not granted it) or 'other' (anything else: a limit, a value that is not a counter or not JSON,
+ * a store that is unavailable; `detail` holds the host's text). `bucket` names the bucket.
+ */
+export class KvError extends Error {
+  constructor(message, kind = 'other', bucket = null, detail = null) {
+    super(message);
+    this.name = 'KvError';
+    this.kind = kind;
+    this.bucket = bucket;
+    this.detail = detail;
+  }
+}
+
+/** The plugin's name for the operator's hint: the manifest's (set by the entry), else definePlugin's. */
+function kvPluginName() {
+  return state.pluginName ?? state.plugin?.options.name ?? 'NAME';
+}
+
+/** A variant's case, whatever the bindings spell it: 'access-denied', 'accessDenied' or its index. */
+function variantCase(v, names) {
+  if (!v || typeof v !== 'object') return undefined;
+  if (typeof v.tag === 'number') return names[v.tag];
+  if (typeof v.tag === 'string') {
+    const bare = v.tag.toLowerCase().replace(/[-_]/g, '');
+    return names.find((n) => n.replace(/-/g, '') === bare);
+  }
+  return undefined;
+}
+
+const STORE_ERRORS = ['no-such-store', 'access-denied', 'other'];
+const CAS_ERRORS = ['store-error', 'cas-failed'];
+
+/** What a host call threw: the WIT error value (`err` of its result) when there is one. */
+const thrownPayload = (e) => (e && typeof e === 'object' && 'payload' in e ? e.payload : e);
+
+/** The KvError for a WIT `store.error` value (or anything else a store call threw). */
+function storeError(bucket, value) {
+  const kind = variantCase(value, STORE_ERRORS);
+  if (kind === 'access-denied') {
+    const name = kvPluginName();
+    return new KvError(
+      `kv: bucket \`${bucket}\` is not granted to this plugin (access-denied): the operator grants it with ` +
+        `\`[plugin.${name}] kv = ["${bucket}"]\` in the config or \`--allow-kv ${name}=${bucket}\``,
+      'access-denied',
+      bucket,
+    );
+  }
+  if (kind === 'no-such-store') {
+    return new KvError(
+      `kv: there is no bucket \`${bucket}\` for this plugin (no-such-store): request it in the plugin's manifest ` +
+        `with definePlugin({capabilities: {kv: ["${bucket}"]}}), and have the operator grant it`,
+      'no-such-store',
+      bucket,
+    );
+  }
+  if (value instanceof KvError) return value;
+  const detail = kind === 'other' ? String(value.val) : errorMessage(value);
+  return new KvError(`kv: bucket \`${bucket}\`: ${detail}`, 'other', bucket, detail);
+}
+
+function kvKey(key, what = 'key') {
+  if (typeof key !== 'string') throw new TypeError(`kv: a ${what} is a string, got ${show(key)}`);
+  return key;
+}
+
+function kvKeys(keys) {
+  if (typeof keys === 'string' || !keys || typeof keys[Symbol.iterator] !== 'function') {
+    throw new TypeError(`kv: give an array of keys, got ${show(keys)}`);
+  }
+  return [...keys].map((k) => kvKey(k));
+}
+
+function kvValue(value) {
+  if (typeof value === 'string') return utf8Encode(value);
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new TypeError(`kv: a value is a string or bytes (Uint8Array), got ${show(value)} (use setJson for other values)`);
+}
+
+const asBytes = (v) => (v === null || v === undefined ? null : v instanceof Uint8Array ? v : Uint8Array.from(v));
+
+function sameBytes(a, b) {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Release a resource handle now rather than when it is collected. */
+function dropHandle(handle) {
+  try {
+    if (handle && typeof handle[Symbol.dispose] === 'function') handle[Symbol.dispose]();
+    else if (handle && typeof handle.drop === 'function') handle.drop();
+  } catch {
+    // already released
+  }
+}
+
+/** An open bucket of the plugin's store. Get one with `kv.open(name)`. */
+class Bucket {
+  constructor(name, handle, bindings) {
+    this.name = name;
+    this.handle = handle;
+    this.bindings = bindings;
+  }
+
+  call(fn) {
+    try {
+      return fn();
+    } catch (e) {
+      throw storeError(this.name, thrownPayload(e));
+    }
+  }
+
+  /** The value of `key` as bytes (Uint8Array), or null when the key is not there. */
+  get(key) {
+    kvKey(key);
+    return asBytes(this.call(() => this.handle.get(key)));
+  }
+
+  /** The value of `key` decoded from UTF-8 (invalid bytes replaced), or `fallback`. */
+  getText(key, fallback = null) {
+    const v = this.get(key);
+    return v === null ? fallback : utf8Decode(v);
+  }
+
+  /** The value of `key` parsed as JSON, or `fallback` when the key is not there. A value that is
+   * not JSON throws a KvError (kind 'other'). */
+  getJson(key, fallback = null) {
+    const v = this.get(key);
+    return v === null ? fallback : this.parse(key, v);
+  }
+
+  parse(key, bytes) {
+    try {
+      return JSON.parse(utf8Decode(bytes));
+    } catch (e) {
+      const detail = `the value of \`${key}\` is not JSON: ${errorMessage(e)}`;
+      throw new KvError(`kv: bucket \`${this.name}\`: ${detail}`, 'other', this.name, detail);
+    }
+  }
+
+  /** Store `value` (a string, stored as UTF-8, or bytes) under `key`, replacing what was there. */
+  set(key, value) {
+    kvKey(key);
+    const bytes = kvValue(value);
+    this.call(() => this.handle.set(key, bytes));
+  }
+
+  /** Store `value` as JSON text (UTF-8) under `key`. */
+  setJson(key, value) {
+    this.set(key, jsonText(value));
+  }
+
+  /** Remove `key` (nothing happens when it is not there). */
+  delete(key) {
+    kvKey(key);
+    this.call(() => this.handle.delete(key));
+  }
+
+  /** Whether `key` is there. */
+  exists(key) {
+    kvKey(key);
+    return Boolean(this.call(() => this.handle.exists(key)));
+  }
+
+  /** Every key of the bucket, in no particular order: the host's pages (`list-keys` with its
+   * cursor) followed until there are no more. */
+  keys() {
+    const out = [];
+    let cursor = null;
+    for (;;) {
+      const page = this.call(() => this.handle.listKeys(cursor));
+      out.push(...page.keys);
+      const next = page.cursor ?? null;
+      if (next === null) return out;
+      if (next === cursor) {
+        throw new KvError(`kv: bucket \`${this.name}\`: the host answered the same list-keys cursor twice`, 'other', this.name);
+      }
+      cursor = next;
+    }
+  }
+
+  /** Add `delta` to the counter `key` atomically and return the new value. A key that is not there
+   * counts from 0; the host keeps counters as decimal text (`getText` shows "42"). */
+  increment(key, delta = 1) {
+    kvKey(key);
+    if (!Number.isSafeInteger(delta)) throw new TypeError(`kv: increment takes a whole number, got ${show(delta)}`);
+    return Number(this.call(() => this.bindings.atomics.increment(this.handle, key, delta)));
+  }
+
+  /** A Map of key → bytes for the keys of `keys` that are there (one host call). */
+  getMany(keys) {
+    const list = kvKeys(keys);
+    const found = this.call(() => this.bindings.batch.getMany(this.handle, list));
+    const out = new Map();
+    for (const pair of found) if (pair) out.set(pair[0], asBytes(pair[1]));
+    return out;
+  }
+
+  /** Store every key and value of `entries` (a Map, a plain object or [key, value] pairs; values
+   * strings or bytes) in one host call. Not atomic: when it fails, some may be stored. */
+  setMany(entries) {
+    const pairs = entries instanceof Map || Array.isArray(entries) ? [...entries] : isPlainObject(entries) ? Object.entries(entries) : null;
+    if (pairs === null) throw new TypeError(`kv: setMany takes a Map, an object or [key, value] pairs, got ${show(entries)}`);
+    const list = pairs.map((p) => {
+      if (!Array.isArray(p) || p.length !== 2) throw new TypeError(`kv: setMany takes [key, value] pairs, got ${show(p)}`);
+      return [kvKey(p[0]), kvValue(p[1])];
+    });
+    this.call(() => this.bindings.batch.setMany(this.handle, list));
+  }
+
+  /** Remove every key of `keys` (those not there are skipped) in one host call. */
+  deleteMany(keys) {
+    const list = kvKeys(keys);
+    this.call(() => this.bindings.batch.deleteMany(this.handle, list));
+  }
+
+  /** Store `value` under `key` only if its value is still `expected` (a string or bytes; null: the
+   * key is not there), atomically. True if it was stored, false if the value was something else or
+   * changed in between. */
+  compareAndSwap(key, expected, value) {
+    kvKey(key);
+    const want = expected === null || expected === undefined ? null : kvValue(expected);
+    const bytes = kvValue(value);
+    const cas = this.call(() => this.bindings.atomics.Cas.new(this.handle, key));
+    if (!sameBytes(this.casCurrent(cas), want)) {
+      dropHandle(cas);
+      return false;
+    }
+    const fresh = this.swap(cas, bytes);
+    if (fresh === null) return true;
+    dropHandle(fresh);
+    return false;
+  }
+
+  /**
+   * Replace the value of `key` with `fn(current)` atomically, and return what was stored. `fn` gets
+   * the current bytes (null when the key is not there) and returns a string or bytes, or
+   * undefined/null to leave the value as it is. When another call changes the key in between, `fn`
+   * runs again on the newer value (up to `attempts` times; then a KvError).
+   */
+  update(key, fn, { attempts = UPDATE_ATTEMPTS } = {}) {
+    kvKey(key);
+    if (typeof fn !== 'function') throw new TypeError(`kv: update takes a function, got ${show(fn)}`);
+    let cas = this.call(() => this.bindings.atomics.Cas.new(this.handle, key));
+    for (let i = 0; i < attempts; i++) {
+      const current = this.casCurrent(cas);
+      let next;
+      try {
+        next = fn(current);
+      } catch (e) {
+        dropHandle(cas);
+        throw e;
+      }
+      if (next === undefined || next === null) {
+        dropHandle(cas);
+        return current;
+      }
+      const bytes = kvValue(next);
+      cas = this.swap(cas, bytes);
+      if (cas === null) return bytes;
+    }
+    dropHandle(cas);
+    const detail = `\`${key}\` kept changing: gave up after ${attempts} attempts`;
+    throw new KvError(`kv: bucket \`${this.name}\`: ${detail}`, 'other', this.name, detail);
+  }
+
+  /** `update` on JSON: `fn` gets the parsed value (`fallback` when the key is not there) and
+   * returns the value to store as JSON (undefined: leave it). Returns the value stored. */
+  updateJson(key, fn, fallback = null, options = {}) {
+    if (typeof fn !== 'function') throw new TypeError(`kv: updateJson takes a function, got ${show(fn)}`);
+    // A fresh copy of `fallback` for each attempt: `fn` may change it in place.
+    const fallbackText = jsonText(fallback);
+    const stored = this.update(
+      key,
+      (current) => {
+        const value = current === null ? JSON.parse(fallbackText) : this.parse(key, current);
+        const out = fn(value);
+        return out === undefined ? undefined : jsonText(out);
+      },
+      options,
+    );
+    return stored === null ? null : this.parse(key, stored);
+  }
+
+  casCurrent(cas) {
+    try {
+      return asBytes(cas.current());
+    } catch (e) {
+      dropHandle(cas);
+      throw storeError(this.name, thrownPayload(e));
+    }
+  }
+
+  /** null when swapped; the fresh CAS handle the host gives when the value changed. */
+  swap(cas, bytes) {
+    try {
+      this.bindings.atomics.swap(cas, bytes);
+      return null;
+    } catch (e) {
+      const err = thrownPayload(e);
+      const kind = variantCase(err, CAS_ERRORS);
+      if (kind === 'cas-failed') return err.val;
+      throw storeError(this.name, kind === 'store-error' ? err.val : err);
+    }
+  }
+
+  /** Release the bucket's handle now (it is released at the end of the call anyway). */
+  close() {
+    state.buckets.delete(this.name);
+    dropHandle(this.handle);
+  }
+}
+
+function jsonText(value) {
+  const text = JSON.stringify(value, bigintAsText);
+  if (text === undefined) throw new TypeError(`kv: ${show(value)} cannot be written as JSON`);
+  return text;
+}
+
+/** The bucket `name` (default 'default'), which the manifest requests and the operator grants.
+ * Throws a KvError if the host refuses it. */
+function openBucket(name = DEFAULT_BUCKET) {
+  if (typeof name !== 'string') throw new TypeError(`kv.open: a bucket name is a string, got ${show(name)}`);
+  let bucket = state.buckets.get(name);
+  if (!bucket) {
+    const bindings = backend().kv;
+    let handle;
+    try {
+      handle = bindings.store.open(name);
+    } catch (e) {
+      throw storeError(name, thrownPayload(e));
+    }
+    bucket = new Bucket(name, handle, bindings);
+    state.buckets.set(name, bucket);
+  }
+  return bucket;
+}
+
+const onDefault = (method) => (...args) => openBucket(DEFAULT_BUCKET)[method](...args);
+
+/**
+ * The plugin's key-value store, kept by the host between calls. `kv.open(name)` is a bucket the
+ * manifest requests (`capabilities: {kv: [name]}`) and the operator grants; `kv.get(key)`,
+ * `kv.set(key, value)`, … act on the bucket 'default'.
+ */
+export const kv = Object.freeze({
+  open: openBucket,
+  get: onDefault('get'),
+  getText: onDefault('getText'),
+  getJson: onDefault('getJson'),
+  set: onDefault('set'),
+  setJson: onDefault('setJson'),
+  delete: onDefault('delete'),
+  exists: onDefault('exists'),
+  keys: onDefault('keys'),
+  increment: onDefault('increment'),
+  getMany: onDefault('getMany'),
+  setMany: onDefault('setMany'),
+  deleteMany: onDefault('deleteMany'),
+  compareAndSwap: onDefault('compareAndSwap'),
+  update: onDefault('update'),
+  updateJson: onDefault('updateJson'),
+  KvError,
+  Bucket,
+  DEFAULT: DEFAULT_BUCKET,
+});
+
+/**
+ * An in-memory store shaped as componentize-qjs gives the three interfaces to a component (a
+ * result's error thrown as an Error with the WIT value as `payload`, variants as {tag, val}).
+ */
+class MemoryKv {
+  constructor({ buckets = null, denied = [], pageSize = 100 } = {}) {
+    this.buckets = buckets === null ? null : [...buckets];
+    this.denied = [...denied];
+    this.pageSize = pageSize;
+    /** bucket → Map of key → Uint8Array */
+    this.data = new Map();
+    /** [operation, bucket, detail] of every host call, in order */
+    this.calls = [];
+    this.failure = null;
+    this.versions = new Map();
+    const memory = this;
+    const thrown = (payload) => Object.assign(new Error(`kv error (see error.payload)`), { payload });
+    const check = (op, bucket, detail) => {
+      memory.calls.push([op, bucket, detail]);
+      if (memory.failure !== null) throw thrown({ tag: 'other', val: memory.failure });
+    };
+    const mapOf = (name) => {
+      if (!memory.data.has(name)) memory.data.set(name, new Map());
+      return memory.data.get(name);
+    };
+    const bytes = (v) => (v instanceof Uint8Array ? Uint8Array.from(v) : Uint8Array.from(v));
+    class MemoryBucket {
+      constructor(name) {
+        this.name = name;
+      }
+      get(key) {
+        check('get', this.name, key);
+        return mapOf(this.name).get(key) ?? null;
+      }
+      set(key, value) {
+        check('set', this.name, key);
+        memory.write(this.name, key, bytes(value));
+      }
+      delete(key) {
+        check('delete', this.name, key);
+        if (mapOf(this.name).delete(key)) memory.bump(this.name, key);
+      }
+      exists(key) {
+        check('exists', this.name, key);
+        return mapOf(this.name).has(key);
+      }
+      listKeys(cursor) {
+        check('list-keys', this.name, cursor);
+        const names = [...mapOf(this.name).keys()].sort();
+        const start = cursor === null || cursor === undefined ? 0 : Number(cursor);
+        const page = names.slice(start, start + memory.pageSize);
+        const end = start + page.length;
+        return { keys: page, cursor: end < names.length ? String(end) : null };
+      }
+    }
+    class Cas {
+      constructor(bucket, key) {
+        this.bucket = bucket;
+        this.key = key;
+        this.version = memory.versions.get(`${bucket.name}\0${key}`) ?? 0;
+        this.consumed = false;
+      }
+      static new(bucket, key) {
+        check('cas.new', bucket.name, key);
+        return new Cas(bucket, key);
+      }
+      current() {
+        if (this.consumed) throw new Error('kv memory store: the CAS handle was used after it was consumed');
+        check('cas.current', this.bucket.name, this.key);
+        return mapOf(this.bucket.name).get(this.key) ?? null;
+      }
+    }
+    this.bindings = {
+      store: {
+        open(identifier) {
+          check('open', identifier);
+          if (memory.denied.includes(identifier)) throw thrown({ tag: 'access-denied' });
+          if (memory.buckets !== null && !memory.buckets.includes(identifier)) throw thrown({ tag: 'no-such-store' });
+          return new MemoryBucket(identifier);
+        },
+      },
+      atomics: {
+        Cas,
+        increment(bucket, key, delta) {
+          check('increment', bucket.name, key);
+          const old = mapOf(bucket.name).get(key);
+          const text = old === undefined ? '0' : utf8Decode(old);
+          if (!/^-?[0-9]+$/.test(text)) throw thrown({ tag: 'other', val: `the value of \`${key}\` is not a counter (decimal text)` });
+          const n = BigInt(text) + BigInt(delta);
+          if (n > 2n ** 63n - 1n || n < -(2n ** 63n)) throw thrown({ tag: 'other', val: `the counter \`${key}\` would overflow` });
+          memory.write(bucket.name, key, utf8Encode(n.toString()));
+          return Number(n);
+        },
+        swap(cas, value) {
+          if (cas.consumed) throw new Error('kv memory store: the CAS handle was used after it was consumed');
+          cas.consumed = true;
+          try {
+            check('swap', cas.bucket.name, cas.key);
+          } catch (e) {
+            throw thrown({ tag: 'store-error', val: e.payload });
+          }
+          if ((memory.versions.get(`${cas.bucket.name}\0${cas.key}`) ?? 0) !== cas.version) {
+            throw thrown({ tag: 'cas-failed', val: new Cas(cas.bucket, cas.key) });
+          }
+          memory.write(cas.bucket.name, cas.key, bytes(value));
+        },
+      },
+      batch: {
+        getMany(bucket, keys) {
+          check('get-many', bucket.name, keys.slice());
+          const m = mapOf(bucket.name);
+          return keys.map((k) => (m.has(k) ? [k, m.get(k)] : null));
+        },
+        setMany(bucket, pairs) {
+          check('set-many', bucket.name, pairs.map(([k]) => k));
+          for (const [k, v] of pairs) memory.write(bucket.name, k, bytes(v));
+        },
+        deleteMany(bucket, keys) {
+          check('delete-many', bucket.name, keys.slice());
+          for (const k of keys) if (mapOf(bucket.name).delete(k)) memory.bump(bucket.name, k);
+        },
+      },
+    };
+  }
+
+  bump(bucket, key) {
+    const id = `${bucket}\0${key}`;
+    this.versions.set(id, (this.versions.get(id) ?? 0) + 1);
+  }
+
+  write(bucket, key, value) {
+    if (!this.data.has(bucket)) this.data.set(bucket, new Map());
+    this.data.get(bucket).set(key, value);
+    this.bump(bucket, key);
+  }
+
+  /** Make every later operation fail with the host error `other(text)`; null: stop. */
+  fail(text) {
+    this.failure = text;
+  }
+
+  /** The text of every value of `bucket`, as a plain object (for assertions). */
+  texts(bucket = DEFAULT_BUCKET) {
+    return Object.fromEntries([...(this.data.get(bucket) ?? new Map())].map(([k, v]) => [k, utf8Decode(v)]));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // For tests under node.
 
 /** Helpers for testing tools under node, where there is no host. */
@@ -1986,6 +2531,18 @@ export const testing = Object.freeze({
       ? (program, args) => ({ code: 0, stdout: '', stderr: '', truncated: false, ...handler(program, args) })
       : null;
   },
+  /**
+   * Install an in-memory key-value store for `kv` under node and return it: `data` (bucket → Map
+   * of key → Uint8Array), `calls` (every host operation), `texts(bucket)` (the values as text),
+   * `fail(text)` (every later operation fails with the host error `other(text)`). `buckets`: the
+   * buckets that exist (null: any name opens); `denied`: buckets that answer access-denied;
+   * `pageSize`: keys per `list-keys` page. `testing.reset()` removes it.
+   */
+  memoryKv(options = {}) {
+    state.testKv = new MemoryKv(options);
+    state.buckets.clear();
+    return state.testKv;
+  },
   /** The lines logged so far under node: [{level, message}]. */
   get logs() {
     return state.logs.slice();
@@ -1994,12 +2551,14 @@ export const testing = Object.freeze({
   get progress() {
     return state.progress.slice();
   },
-  /** Forget logged lines, progress reports and the http and process stand-ins. */
+  /** Forget logged lines, progress reports and the http, process and kv stand-ins. */
   reset() {
     state.logs.length = 0;
     state.progress.length = 0;
     state.testHttp = null;
     state.testProcess = null;
+    state.testKv = null;
+    state.buckets.clear();
   },
 });
 
@@ -2022,6 +2581,11 @@ export const __internal = Object.freeze({
   warnings: () => state.warnings.slice(),
   setBackend(b) {
     state.backend = b;
+    state.buckets.clear();
+  },
+  /** The manifest's plugin name (the component's entry sets it), for kv's access-denied hint. */
+  setPluginName(name) {
+    state.pluginName = name;
   },
   reset() {
     state.plugin = null;
@@ -2041,6 +2605,9 @@ export const __internal = Object.freeze({
     state.backend = null;
     state.testHttp = null;
     state.testProcess = null;
+    state.testKv = null;
+    state.pluginName = null;
+    state.buckets.clear();
     state.logs.length = 0;
     state.progress.length = 0;
     state.errors.length = 0;

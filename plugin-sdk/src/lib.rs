@@ -91,6 +91,8 @@ pub mod __bindings {
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         runtime_path: "::toolhost_sdk::__private::wit_bindgen::rt",
+        // `wasi:keyvalue` (see `kv`) is a `wasi:` package: generated here like ours.
+        generate_all,
     });
 }
 
@@ -337,6 +339,8 @@ pub mod process {
         Ok(Output { code: o.code, stdout: o.stdout, stderr: o.stderr, truncated: o.truncated })
     }
 }
+
+pub mod kv;
 
 /// Re-exported so plugin authors need no direct dependency for JSON parameters.
 pub use serde;

@@ -12,10 +12,9 @@ use crate::mcp::{SERVE_ARGS, mcp_env};
 use crate::support::http::{self, header};
 use crate::support::mcp_http::{Stateless, form, open_session_as, post, session_headers, try_post};
 use crate::support::python::{mcp_script, run_passing};
-use crate::support::server::Killed;
+use crate::support::redis::{Redis, redis, redis_on};
 use crate::support::{Env, Server, free_port, root};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -25,59 +24,6 @@ use std::time::{Duration, Instant};
 const FLEET_KEY: &str = "fleet-test-key-5d0c4e1b9a7f3c2e8b6a1d4f0e9c7b35";
 /// The fleet's bearer token (`[mcp] tokens` of [`fleet_config`]), in every replica's environment.
 const FLEET_TOKEN: &str = "fleet-test-token-8c1e4a7d2b9f";
-
-/// `redis-server` on a free 127.0.0.1 port, killed on drop.
-struct Redis {
-    _process: Killed,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-fn redis_server_bin() -> PathBuf {
-    let bin = std::env::var_os("TOOLHOST_TEST_REDIS_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/redis-server"));
-    assert!(
-        bin.is_file(),
-        "the fleet tests need redis-server at {}: run `cargo xtask test` (it installs Debian's redis-server), \
-         `apt-get install redis-server`, or set TOOLHOST_TEST_REDIS_SERVER",
-        bin.display()
-    );
-    bin
-}
-
-fn redis() -> Redis {
-    redis_on(free_port())
-}
-
-fn redis_on(port: u16) -> Redis {
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(redis_server_bin())
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let redis = Redis { _process: Killed(child), port, _dir: dir };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let pong = TcpStream::connect(("127.0.0.1", port)).ok().and_then(|mut s| {
-            s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-            s.write_all(b"PING\r\n").ok()?;
-            let mut buf = [0u8; 7];
-            s.read_exact(&mut buf).ok()?;
-            Some(buf == *b"+PONG\r\n")
-        });
-        if pong == Some(true) {
-            return redis;
-        }
-        assert!(Instant::now() < deadline, "redis-server did not answer PING on 127.0.0.1:{port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The `Authorization` line of a client that may be asked to confirm: the replica's local key,
 /// or (configured with [`fleet_config`]) the fleet's token.

@@ -1017,3 +1017,34 @@ fn mcp_elicitation_asks_about_the_workspace() {
     );
     assert!(!env.at("toolhost.grants.toml").exists(), "nothing answered always");
 }
+
+/// Issue #59: a key-value bucket the manifest requests and the operator has not granted is
+/// asked about when a call opens it: "once" runs that call with it, "always" is written to the
+/// grants file as `kv BUCKET` and holds for the next process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_bucket_is_asked_about_when_a_call_opens_it() {
+    let mut env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    env.config.grants_file = env.at(toolhost_core::settings::grants::GRANTS_FILE);
+    let host = env.host();
+    let asker = Scripted::answering(&[GrantAnswer::Once, GrantAnswer::Always]);
+    assert!(host.executor.attach_grant_asker(asker.clone()));
+    assert_eq!(ok(&call(&host, "set", &["cache", "a", "1"]).await), "ok");
+    assert_eq!(asker.asked(), ["kvplain set kv cache"]);
+    let req = asker.asked.lock().unwrap()[0].clone();
+    assert_eq!(req.sentence(), "kvplain wants to keep data between calls in its key-value bucket `cache`");
+    assert_eq!(ok(&call(&host, "get", &["cache", "a"]).await), "1", "asked again, answered always");
+    let written = toolhost_core::settings::grants::load(&env.config.grants_file).unwrap();
+    assert_eq!(written[0].item, GrantItem::Kv("cache".into()));
+    // A bucket the manifest does not request is never asked about.
+    let e = err(&call(&host, "get", &["other", "a"]).await, ErrorKind::ToolError);
+    assert!(e.contains("no such store"), "{e}");
+    assert_eq!(asker.asked().len(), 2);
+    let mut env2 = Env::with(&[plugin_artifacts::KVPLAIN]);
+    env2.config.kv = env.config.kv.clone();
+    env2.config.asked = written;
+    let host2 = env2.host();
+    let nobody = Scripted::answering(&[]);
+    host2.executor.attach_grant_asker(nobody.clone());
+    assert_eq!(ok(&call(&host2, "get", &["cache", "a"]).await), "1");
+    assert!(nobody.asked().is_empty());
+}

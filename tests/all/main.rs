@@ -13,6 +13,7 @@ mod drain;
 mod fleet;
 mod grants;
 mod hostile;
+mod kv;
 mod limits;
 mod load;
 mod loading;

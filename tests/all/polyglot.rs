@@ -78,6 +78,7 @@ fn api(token: &'static str) -> u16 {
 fn api_env(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile) {
     let mut env = Env::with(&[wasm]);
     env.config.grant_workspace(plugin, toolhost_spec::manifest::FsMode::ReadWrite);
+    env.config.grant_kv(plugin, "default").unwrap();
     env.config.grant_net(plugin, "localhost").unwrap();
     env.config.plugins.get_mut(plugin).unwrap().net.private = true;
     let mut file = tempfile::NamedTempFile::new().unwrap();
@@ -98,6 +99,18 @@ fn api_env(wasm: &str, plugin: &str, port: u16) -> (Env, tempfile::NamedTempFile
 }
 
 const TOKEN: &str = "s3cret-polyglot-token";
+
+/// The `notes` plugin's checklist as it keeps it: the JSON text under `notes` in bucket
+/// `default` of its key-value store in `env`'s `[kv] dir` (empty when it has none yet).
+fn notes_kept(env: &Env) -> String {
+    let file = env.at("kv/notes.sqlite3");
+    if !file.is_file() {
+        return String::new();
+    }
+    let limits = toolhost_core::capability::kv::KvLimits::default();
+    let store = toolhost_core::capability::kv::SqliteStore::open("notes", &file, false, limits).unwrap();
+    String::from_utf8(store.get("default", "notes").unwrap().unwrap_or_default()).unwrap()
+}
 
 /// A progress sink that keeps what it gets.
 fn progress_sink() -> (
@@ -132,8 +145,8 @@ async fn python_plugin_through_the_executor() {
     assert_eq!((last.done, last.total, last.message.as_str()), (1, Some(1), "checked 1 of 1 notes"));
     let shown = ok(&call(&host, "show", &["work"]).await);
     assert!(shown.contains("call Bob") && !shown.contains("apples"), "{shown}");
-    let file = std::fs::read_to_string(env.ws("notes.md")).unwrap();
-    assert!(file.contains("buy apples, pears, plums") && file.contains("call Bob #work"), "{file}");
+    let kept = notes_kept(&env);
+    assert!(kept.contains("buy apples, pears, plums") && kept.contains("call Bob"), "{kept}");
     // A raised exception is the tool's error; bad JSON never reaches the code.
     let e = err(&call(&host, "add", &["[]"]).await, ErrorKind::ToolError);
     assert!(e.contains("`items` is empty"), "{e}");
@@ -200,7 +213,7 @@ async fn python_and_js_tools_through_text_and_openai() {
     let outs: Vec<_> = results.iter().filter_map(|(_, o)| o.clone()).collect();
     assert_eq!(outs.len(), 2, "{results:?}");
     assert_eq!(ok(&outs[0]), "noted as #1");
-    let notes = std::fs::read_to_string(env.ws("notes.md")).unwrap();
+    let notes = notes_kept(&env);
     assert!(notes.contains("milk") && notes.contains("eggs"), "{notes}");
     assert_eq!(ok(&outs[1]).trim(), "7");
 
@@ -226,7 +239,7 @@ async fn python_and_js_tools_through_text_and_openai() {
     .unwrap();
     let results = openai::execute(&host.executor, &msg).await;
     assert!(results.iter().all(|(_, o)| o.success), "{results:?}");
-    assert!(std::fs::read_to_string(env.ws("notes.md")).unwrap().contains("from openai"));
+    assert!(notes_kept(&env).contains("from openai"));
 }
 
 /// MCP over stdio with both plugins: list, a call each, an error.
@@ -234,8 +247,8 @@ async fn python_and_js_tools_through_text_and_openai() {
 fn python_and_js_tools_over_mcp() {
     let env = Env::with(&[&py(), &js()]);
     let mut child = env
-        .command()
-        .args(["--allow-write", "notes", "serve", "--mcp"])
+        .configured("[kv]\ndir = \"kv\"\n")
+        .args(["--allow-kv", "notes=default", "serve", "--mcp"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -281,7 +294,7 @@ fn python_and_js_tools_over_mcp() {
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert_eq!(r["result"]["content"][0]["text"], "noted as #1", "{r}");
-    assert!(std::fs::read_to_string(env.ws("notes.md")).unwrap().contains("over mcp, with commas"));
+    assert!(notes_kept(&env).contains("over mcp, with commas"));
     let r = ask(
         4,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"json_select","arguments":{"document":{"k":[1,2]},"pointer":"/k/1"}}}"#,
@@ -672,10 +685,7 @@ async fn a_dev_build_behaves_like_the_built_plugin() {
                 "{example}: {tool}{args:?}"
             );
         }
-        assert_eq!(
-            std::fs::read_to_string(built_env.ws("notes.md")).ok(),
-            std::fs::read_to_string(dev_env.ws("notes.md")).ok()
-        );
+        assert_eq!(notes_kept(&built_env), notes_kept(&dev_env), "{example}: the stores differ");
     }
 }
 

@@ -5,8 +5,20 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PLUGINS: &[&str] =
-    &["files", "text", "web", "hostile", "versioned", "liar", "system", "spy", "painter", "ticker"];
+const PLUGINS: &[&str] = &[
+    "files",
+    "text",
+    "web",
+    "hostile",
+    "versioned",
+    "liar",
+    "system",
+    "spy",
+    "painter",
+    "ticker",
+    "counter",
+    "kvplain",
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -23,6 +35,8 @@ fn main() {
         "plugins/spy",
         "plugins/painter",
         "plugins/ticker",
+        "plugins/counter",
+        "plugins/kvplain",
         "plugin-sdk/src",
         "plugin-sdk/macros/src",
         "plugin-sdk/Cargo.toml",

@@ -143,15 +143,37 @@ fn crates(root: &Path, target: &Path, version: &str, verify: bool) -> Result<()>
     // The SDK's bindings are generated from `plugin-sdk/wit` (a link to `wit/`) at build time;
     // the packaged crate must hold that WIT itself, identical to the workspace's.
     let sdk = target.join(format!("package/toolhost-sdk-{version}.crate"));
-    let wit = output(
-        Command::new("tar").arg("-xzOf").arg(&sdk).arg(format!("toolhost-sdk-{version}/wit/toolhost.wit")),
-    )
-    .context("toolhost-sdk: the packaged crate has no wit/toolhost.wit (its bindings would not build)")?;
-    let ours = std::fs::read(root.join("wit/toolhost.wit")).context("read wit/toolhost.wit")?;
-    if wit.stdout != ours {
-        bail!("toolhost-sdk: the packaged wit/toolhost.wit differs from the workspace's wit/toolhost.wit");
+    for rel in wit_files(&root.join("wit"))? {
+        let wit = output(
+            Command::new("tar").arg("-xzOf").arg(&sdk).arg(format!("toolhost-sdk-{version}/wit/{rel}")),
+        )
+        .with_context(|| {
+            format!("toolhost-sdk: the packaged crate has no wit/{rel} (its bindings would not build)")
+        })?;
+        let ours = std::fs::read(root.join("wit").join(&rel)).with_context(|| format!("read wit/{rel}"))?;
+        if wit.stdout != ours {
+            bail!("toolhost-sdk: the packaged wit/{rel} differs from the workspace's wit/{rel}");
+        }
     }
     Ok(())
+}
+
+/// Every `.wit` file under `dir`, relative to it (`toolhost.wit`, `deps/keyvalue/store.wit`).
+fn wit_files(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("read {}", d.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "wit") {
+                out.push(p.strip_prefix(dir)?.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// The file names an SDK's `FILES` lists (as `host/cli/build.rs` reads them).

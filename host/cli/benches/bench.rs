@@ -12,6 +12,8 @@ mod capacity;
 mod catalog;
 #[path = "independent/rows.rs"]
 mod independent;
+#[path = "kv/rows.rs"]
+mod kv;
 #[path = "languages/breakdown.rs"]
 mod lang_breakdown;
 #[path = "served/rows.rs"]
@@ -2073,6 +2075,9 @@ fn main() {
     }
     if want("served") {
         served::rows(&mut line, &tokio_rt, work.path(), n);
+    }
+    if want("kv") {
+        kv::rows(&mut line, &tokio_rt, work.path(), n);
     }
     if want("startup") {
         line(String::new());

@@ -36,6 +36,10 @@ pub struct GlobalArgs {
     /// false`
     #[arg(long = "allow-run", global = true, value_name = "PLUGIN=PROGRAM")]
     pub allow_run: Vec<String>,
+    /// Let PLUGIN open the key-value BUCKET (`default`, …) of its own store, if it requests it;
+    /// the data is kept between calls and runs, under `[kv] dir` (see `toolhost kv`)
+    #[arg(long = "allow-kv", global = true, value_name = "PLUGIN=BUCKET")]
+    pub allow_kv: Vec<String>,
     /// Do not read or write the compiled-code cache (default: ~/.cache/toolhost)
     #[arg(long, global = true)]
     pub no_cache: bool,

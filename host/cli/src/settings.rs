@@ -95,6 +95,13 @@ impl Settings {
             cfg.grant_run(plugin, program)?;
             named.push(("--allow-run", plugin.to_string()));
         }
+        for pb in &g.allow_kv {
+            let Some((plugin, bucket)) = pb.split_once('=') else {
+                bail!("--allow-kv takes PLUGIN=BUCKET, got {pb:?}");
+            };
+            cfg.grant_kv(plugin, bucket)?;
+            named.push(("--allow-kv", plugin.to_string()));
+        }
         if let Some(d) = g.danger {
             cfg.danger = d.into();
         }

@@ -16,6 +16,19 @@ wasmtime::component::bindgen!({
 
 pub use self::toolhost::plugin::{host, http, process};
 
+/// `wasi:keyvalue` 0.2.0-draft2 (`wit/deps/keyvalue`, vendored unchanged), which world
+/// `plugin-full` imports: the key-value capability implements its `Host` traits. Async, so a
+/// store on the network (Redis) is awaited like the `http` import.
+pub mod keyvalue {
+    wasmtime::component::bindgen!({
+        path: "../../wit/deps/keyvalue",
+        world: "imports",
+        imports: { default: async },
+    });
+}
+
+pub use self::keyvalue::wasi::keyvalue::{atomics, batch, store};
+
 /// The exports a plugin may have beyond `tools` (world `plugin-full`), each looked up in a
 /// component when it is used: a component of world `plugin` has none of them. The imports are
 /// the ones above.
@@ -27,6 +40,9 @@ pub mod full {
             "toolhost:plugin/host": super::host,
             "toolhost:plugin/http": super::http,
             "toolhost:plugin/process": super::process,
+            "wasi:keyvalue/store": super::store,
+            "wasi:keyvalue/atomics": super::atomics,
+            "wasi:keyvalue/batch": super::batch,
         },
         exports: { default: async },
     });

@@ -39,6 +39,12 @@ pub struct Usage {
     pub log_lines: u32,
     #[serde(default, skip_serializing_if = "is_zero32")]
     pub log_dropped: u32,
+    /// Key-value operations (`wasi:keyvalue`; each key of a batch counts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kv_ops: u64,
+    /// Bytes of values written to the key-value store.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kv_written_bytes: u64,
     /// The quota the call ran into, as the guest was told (`quota exceeded: …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<String>,

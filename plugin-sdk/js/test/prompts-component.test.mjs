@@ -83,9 +83,19 @@ const exportsOf = (wasm) => [...jco('wit', wasm).matchAll(/export (toolhost:plug
 function callTranspiled(wasm, dir, prelude = '') {
   const out = path.join(dir, 'transpiled');
   const stubs = { host: 'export function log() {}\nexport function progress() {}\n', http: "export function send() { throw 'no http'; }\n", process: "export function run() { throw 'no process'; }\n" };
-  const maps = Object.keys(stubs).flatMap((n) => ['--map', `toolhost:plugin/${n}@0.1.0=./stub-${n}.js`]);
+  // The world imports wasi:keyvalue too (unused here): stand-ins that refuse.
+  const kvStubs = {
+    store: "export class Bucket {}\nexport function open() { throw { payload: { tag: 'no-such-store' } }; }\n",
+    atomics: "export class Cas {}\nexport function increment() {}\nexport function swap() {}\n",
+    batch: 'export function getMany() {}\nexport function setMany() {}\nexport function deleteMany() {}\n',
+  };
+  const maps = [
+    ...Object.keys(stubs).flatMap((n) => ['--map', `toolhost:plugin/${n}@0.1.0=./stub-${n}.js`]),
+    ...Object.keys(kvStubs).flatMap((n) => ['--map', `wasi:keyvalue/${n}@0.2.0-draft2=./stub-kv-${n}.js`]),
+  ];
   jco('transpile', wasm, '-o', out, '--name', 'component', ...maps);
   for (const [n, src] of Object.entries(stubs)) fs.writeFileSync(path.join(out, `stub-${n}.js`), src);
+  for (const [n, src] of Object.entries(kvStubs)) fs.writeFileSync(path.join(out, `stub-kv-${n}.js`), src);
   fs.writeFileSync(path.join(out, 'package.json'), '{"type": "module"}');
   // The transpiled module imports @bytecodealliance/preview2-shim, which jco brings along.
   fs.symlinkSync(path.resolve(path.dirname(JCO), '..'), path.join(out, 'node_modules'));

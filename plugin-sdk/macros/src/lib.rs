@@ -45,7 +45,7 @@ fn ident_problem(what: &str, name: &str) -> Option<String> {
         .then(|| format!("{what} name {name:?} must match [A-Za-z_][A-Za-z0-9_]* (at most {MAX_NAME} chars)"))
 }
 
-/// Why `value` is not a capability request of `kind` (`env`, `net`, `secret`, `exec`), if it
+/// Why `value` is not a capability request of `kind` (`env`, `net`, `secret`, `exec`, `kv`), if it
 /// is not: the host refuses a manifest with a malformed `env` or `exec` entry, and a malformed
 /// `net` or `secret` entry could never be granted.
 fn request_problem(kind: &str, value: &str) -> Option<String> {
@@ -53,6 +53,7 @@ fn request_problem(kind: &str, value: &str) -> Option<String> {
         "env" => !toolhost_spec::env_name::is_valid(value),
         "net" => value.is_empty() || value.chars().any(char::is_whitespace),
         "secret" => value.trim().is_empty(),
+        "kv" => !toolhost_spec::manifest::is_bucket_name(value),
         _ => !toolhost_spec::manifest::is_exec_request(value),
     };
     bad.then(|| match kind {
@@ -61,6 +62,7 @@ fn request_problem(kind: &str, value: &str) -> Option<String> {
             "`net` entry {value:?} is not a host pattern such as \"api.example.com\", \"*.example.com\" or \"*\""
         ),
         "secret" => format!("`secret` entry {value:?} is not a secret name such as \"api_token\""),
+        "kv" => format!("`kv` entry {value:?} {}", toolhost_spec::manifest::BUCKET_RULE),
         _ => format!(
             "`exec` entry {value:?} is not a program name such as \"git\" (no paths: the operator decides which executable a name runs; \"*\" asks for any program the operator grants)"
         ),
@@ -274,7 +276,7 @@ fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::
                 given.push(opt);
             }
             "fs" => caps.fs.push(parse_fs(opt)?),
-            key @ ("env" | "net" | "secret" | "exec") => {
+            key @ ("env" | "net" | "secret" | "exec" | "kv") => {
                 let v = lit_str(opt)?;
                 if let Some(problem) = request_problem(key, &v) {
                     return Err(syn::Error::new_spanned(&opt.value, problem));
@@ -283,6 +285,7 @@ fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::
                     "env" => caps.env.push(v),
                     "net" => caps.net.push(v),
                     "secret" => caps.secrets.push(v),
+                    "kv" => caps.kv.push(v),
                     _ => caps.exec.push(v),
                 }
             }
@@ -290,7 +293,7 @@ fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::
                 return Err(syn::Error::new_spanned(
                     &opt.key,
                     format!(
-                        "unknown plugin option `{other}`; expected one of: name, version, description, fs, env, net, secret, exec"
+                        "unknown plugin option `{other}`; expected one of: name, version, description, fs, env, net, secret, exec, kv"
                     ),
                 ));
             }
@@ -469,6 +472,7 @@ struct Capabilities {
     net: Vec<String>,
     secrets: Vec<String>,
     exec: Vec<String>,
+    kv: Vec<String>,
 }
 
 impl Capabilities {
@@ -477,6 +481,9 @@ impl Capabilities {
         // Only when requested, so plugins that run nothing load on hosts that predate `exec`.
         if !self.exec.is_empty() {
             v["exec"] = json!(self.exec);
+        }
+        if !self.kv.is_empty() {
+            v["kv"] = json!(self.kv);
         }
         v
     }

@@ -93,6 +93,12 @@ STUBS = {
     "http": "export function send() { throw 'no http'; }\n",
     "process": "export function run() { throw 'no process'; }\n",
 }
+# The world imports wasi:keyvalue too (unused here): stand-ins that refuse.
+KV_STUBS = {
+    "store": "export class Bucket {}\nexport function open() { throw { payload: { tag: 'no-such-store' } }; }\n",
+    "atomics": "export class Cas {}\nexport function increment() {}\nexport function swap() {}\n",
+    "batch": "export function getMany() {}\nexport function setMany() {}\nexport function deleteMany() {}\n",
+}
 
 
 @unittest.skipUnless(CPY and JCO and NODE, "set TOOLHOST_COMPONENTIZE_PY and TOOLHOST_JCO (and have node) to build "
@@ -124,9 +130,13 @@ class Component(unittest.TestCase):
     def call(self, wasm, name, prelude=""):
         out = os.path.join(self.dir, name)
         maps = [a for n in STUBS for a in ("--map", f"toolhost:plugin/{n}@0.1.0=./stub-{n}.js")]
+        maps += [a for n in KV_STUBS for a in ("--map", f"wasi:keyvalue/{n}@0.2.0-draft2=./stub-kv-{n}.js")]
         self.jco("transpile", wasm, "-o", out, "--name", "component", *maps)
         for n, src in STUBS.items():
             with open(os.path.join(out, f"stub-{n}.js"), "w") as f:
+                f.write(src)
+        for n, src in KV_STUBS.items():
+            with open(os.path.join(out, f"stub-kv-{n}.js"), "w") as f:
                 f.write(src)
         with open(os.path.join(out, "package.json"), "w") as f:
             f.write('{"type": "module"}')

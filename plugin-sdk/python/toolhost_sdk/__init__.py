@@ -1,6 +1,6 @@
 """toolhost_sdk: write toolhost tool plugins as ordinary Python functions.
 
-    from toolhost_sdk import tool, plugin, log, http, process
+    from toolhost_sdk import tool, plugin, log, http, kv, process
 
     plugin(fs="workspace:ro")
 
@@ -27,15 +27,17 @@ a list of `user(...)`, `assistant(...)` and `resource_link(uri, name)` messages.
 description, signature and type hints → params, argCount, parseJson; decorator options →
 danger, readOnly, rest, outputLimit, category, timeoutMs, taskSupport); `progress(done, total,
 message)` says how far a long call has come; `process.run("git", [...])` runs a program the
-plugin requests and the operator grants; `python3 -m toolhost_sdk componentize DIR -o
-OUT.wasm --wit WIT` builds the component with componentize-py. See README.md.
+plugin requests and the operator grants; `kv.open("default")` is a bucket of the plugin's own
+key-value store, kept between calls (`plugin(kv="default")` requests it); `python3 -m
+toolhost_sdk componentize DIR -o OUT.wasm --wit WIT` builds the component with componentize-py.
+See README.md.
 """
 
-from . import http, log, process
+from . import http, kv, log, process
 from ._progress import progress
 from ._prompts import Message, ResourceLink, assistant, complete, prompt, resource_link, user
 from ._resources import resource, resource_template
 from ._spec import ToolError, plugin, tool
 
 __all__ = ["tool", "plugin", "resource", "resource_template", "prompt", "complete", "user", "assistant",
-           "resource_link", "Message", "ResourceLink", "log", "http", "process", "progress", "ToolError"]
+           "resource_link", "Message", "ResourceLink", "log", "http", "kv", "process", "progress", "ToolError"]

@@ -83,6 +83,13 @@ class Completion:
 '''
 
 
+def entry(module, name):
+    """The entry module for the project's `module`, knowing the plugin's `name` (for the
+    operator's hint in a `kv` access-denied error)."""
+    return (ENTRY.format(module=module) + "\n\n# The plugin's name, for toolhost_sdk.kv's errors.\n"
+            f"toolhost_sdk.kv.plugin_name = {name!r}\n")
+
+
 def _report(errors):
     for e in errors:
         print(e.render(), file=sys.stderr)
@@ -118,7 +125,7 @@ def cmd_componentize(args):
               + _count(m.get("prompts", []), "prompt"))
     print(f"toolhost_sdk: `{m['name']}` {m['version']}: {n} tool{'' if n == 1 else 's'} "
           f"({', '.join(t['name'] for t in m['tools'])}){served}", file=sys.stderr)
-    return _componentize(args, ENTRY.format(module=project.module), [project.root], started)
+    return _componentize(args, entry(project.module, m["name"]), [project.root], started)
 
 
 def _count(entries, noun):

@@ -89,9 +89,27 @@ def _load():
     """Import the author's module from the mapped sources (once per call's fresh instance)."""
     with open(os.path.join(SOURCES, SOURCES_FILE), encoding="utf-8") as f:
         module = json.load(f)["module"]
+    _name_for_kv()
     sys.path.insert(0, SOURCES)
     __import__(module)
     _guest.prepare()
+
+
+def _name_for_kv():
+    """The plugin's name from the mapped pyproject.toml, for the operator's hint in a `kv`
+    access-denied error (the full build writes it into the entry module); `plugin(name=...)`
+    is used when there is none."""
+    import tomllib
+
+    from . import kv
+
+    try:
+        with open(os.path.join(SOURCES, "pyproject.toml"), "rb") as f:
+            name = tomllib.load(f).get("project", {}).get("name")
+    except (OSError, ValueError):
+        return
+    if isinstance(name, str):
+        kv.project_name = name
 
 
 def _loaded():

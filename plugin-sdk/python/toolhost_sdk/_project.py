@@ -238,7 +238,7 @@ def _list_option(value, key, file, line, errors):
     return []
 
 
-_PLUGIN_OPTIONS = ("name", "version", "description", "fs", "env", "net", "secret", "secrets", "exec")
+_PLUGIN_OPTIONS = ("name", "version", "description", "fs", "env", "net", "secret", "secrets", "exec", "kv")
 
 
 def _plugin_fields(project):
@@ -247,6 +247,7 @@ def _plugin_fields(project):
     fields = {k: (v, project.pyproject, line) for k, (v, line) in project.meta.items()}
     caps = {"fs": [], "env": [], "net": [], "secrets": []}
     exec_ = []
+    kv = []
     if len(_spec._plugins) > 1:
         _, file, line = _spec._plugins[1]
         _, f0, l0 = _spec._plugins[0]
@@ -268,6 +269,13 @@ def _plugin_fields(project):
                                                          f"fs=\"workspace:rw\"; got {_spec.quoted(v)}"))
                     else:
                         caps["fs"].append({"path": name, "mode": mode})
+            elif key == "kv":
+                for v in _list_option(value, key, file, line, errors):
+                    problem = _spec.request_problem("kv", v)
+                    if problem:
+                        errors.append(Misuse(file, line, problem))
+                    else:
+                        kv.append(v)
             else:
                 target = {"secret": "secrets", "exec": None}.get(key, key)
                 for v in _list_option(value, key, file, line, errors):
@@ -282,6 +290,9 @@ def _plugin_fields(project):
     # that predate `exec`.
     if exec_:
         caps["exec"] = exec_
+    # The same for the buckets of the key-value store (`toolhost_sdk.kv`).
+    if kv:
+        caps["kv"] = kv
 
     out = {}
     for key in ("name", "version", "description"):

@@ -53,10 +53,13 @@ def plugin_name_problem(name):
 
 
 _PROGRAM = re.compile(r"[A-Za-z0-9._+-]+\Z")
+# A bucket of the key-value store a `kv` request names (the host's rule, `capabilities.kv`).
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+BUCKET_RULE = "is not a bucket name (1–64 letters, digits, '_', '-' or '.', starting with a letter or digit)"
 
 
 def request_problem(kind, value):
-    """Why `value` is not a request of `kind` (env, net, secret, exec), or None."""
+    """Why `value` is not a request of `kind` (env, net, secret, exec, kv), or None."""
     if kind == "env" and (not value or "=" in value or "\0" in value):
         return f"`env` entry {quoted(value)} is not an environment variable name"
     if kind == "net" and (not value or any(c.isspace() for c in value)):
@@ -69,6 +72,8 @@ def request_problem(kind, value):
     ):
         return (f"`exec` entry {quoted(value)} is not a program name such as \"git\" (no paths: the operator "
                 "decides which executable a name runs; \"*\" asks for any program the operator grants)")
+    if kind == "kv" and not _BUCKET.match(value):
+        return f"`kv` entry {quoted(value)} {BUCKET_RULE}"
     return None
 
 
@@ -204,7 +209,8 @@ def plugin(**options):
     """Declare the plugin: `name`, `version`, `description` (defaults: `[project]` in
     pyproject.toml) and capability requests `fs="workspace:rw"` (or `:ro`), `env="VAR"`,
     `net="host"`, `secret="NAME"`, `exec="git"` (a program run with `process.run`; `"*"`: any
-    program the operator grants); each request takes a string or a list of strings.
+    program the operator grants), `kv="default"` (a bucket of the key-value store, `kv.open`);
+    each request takes a string or a list of strings.
     A request is only a request: the operator grants."""
     file, line = _caller()
     _plugins.append((options, file, line))

@@ -1,17 +1,17 @@
-"""`notes`: a toolhost plugin in Python. Keeps a checklist in `notes.md` in the workspace and
-reads a JSON API with the operator's `api_token` secret (the host adds the token; this code
-never sees it)."""
+"""`notes`: a toolhost plugin in Python. Keeps a checklist in its key-value store (bucket
+`default`, kept by the host between calls, seen by no other plugin) and reads a JSON API with the
+operator's `api_token` secret (the host adds the token; this code never sees it)."""
 
 import dataclasses
 import json
-import os
 from typing import Optional, TypedDict
 
-from toolhost_sdk import ToolError, http, log, plugin, progress, tool
+from toolhost_sdk import ToolError, http, kv, log, plugin, progress, tool
 
-plugin(fs="workspace:rw", net="*", secret="api_token")
+plugin(net="*", secret="api_token", kv="default")
 
-NOTES = "notes.md"
+# The key holding the checklist: a JSON array of {"text", "tags", "done"}.
+NOTES = "notes"
 
 
 @dataclasses.dataclass
@@ -35,24 +35,28 @@ class Note:
         return Note(text, tags, line[3] == "x")
 
 
+def _notes(items):
+    return [Note(i["text"], list(i.get("tags", [])), bool(i.get("done", False))) for i in items]
+
+
 def _read():
-    try:
-        with open(NOTES, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return []
-    return [n for n in map(Note.parse, lines) if n is not None]
+    return _notes(kv.get_json(NOTES, default=[]))
 
 
-def _write(notes):
-    with open(NOTES + ".tmp", "w", encoding="utf-8") as f:
-        f.write("".join(n.line() + "\n" for n in notes))
-    os.replace(NOTES + ".tmp", NOTES)
+def _change(fn):
+    """Apply `fn` to the checklist (a list of Note, changed in place) atomically: when another
+    call changes it meanwhile, `fn` runs again on the newer list. Returns the list stored."""
+    def step(items):
+        notes = _notes(items)
+        fn(notes)
+        return [dataclasses.asdict(n) for n in notes]
+
+    return _notes(kv.update_json(NOTES, step, default=[]))
 
 
 @tool(rest=True, category="notes")
 def note(text: str) -> str:
-    """Add a note to the checklist in notes.md.
+    """Add a note to the checklist.
 
     Args:
         text: the note; commas are part of it, and words starting with `#` become tags
@@ -60,9 +64,7 @@ def note(text: str) -> str:
     parsed = Note.parse("- [ ] " + text.strip())
     if parsed is None or not parsed.text:
         raise ToolError("the note is empty: give its text")
-    notes = _read()
-    notes.append(parsed)
-    _write(notes)
+    notes = _change(lambda notes: notes.append(parsed))
     log.info(f"note {len(notes)} added")
     return f"noted as #{len(notes)}"
 
@@ -88,8 +90,7 @@ def add(items: list[Note]) -> Added:
             raise ToolError("a note has an empty `text`")
         # How far the check has come, for whoever waits (a long list takes a while).
         progress(i, len(items), f"checked {i} of {len(items)} notes")
-    notes = _read() + items
-    _write(notes)
+    notes = _change(lambda notes: notes.extend(items))
     return {"added": len(items), "total": len(notes)}
 
 
@@ -119,24 +120,24 @@ def done(number: int) -> str:
     Args:
         number: the note's number (1 is the first)
     """
-    notes = _read()
-    if not 1 <= number <= len(notes):
-        raise ToolError(f"there is no note #{number}; the checklist has {len(notes)} notes")
-    if notes[number - 1].done:
-        raise ToolError(f"note #{number} is already done")
-    notes[number - 1].done = True
-    _write(notes)
+    def mark(notes):
+        if not 1 <= number <= len(notes):
+            raise ToolError(f"there is no note #{number}; the checklist has {len(notes)} notes")
+        if notes[number - 1].done:
+            raise ToolError(f"note #{number} is already done")
+        notes[number - 1].done = True
+
+    notes = _change(mark)
     return f"#{number} done: {notes[number - 1].text}"
 
 
 @tool(danger=True, category="notes")
 def clear() -> str:
-    """Delete notes.md with every note in it."""
+    """Delete the checklist with every note in it."""
+    if not kv.exists(NOTES):
+        raise ToolError("there are no notes to clear")
     count = len(_read())
-    try:
-        os.remove(NOTES)
-    except FileNotFoundError:
-        raise ToolError("there are no notes to clear") from None
+    kv.delete(NOTES)
     return f"deleted {count} notes"
 
 

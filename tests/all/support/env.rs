@@ -7,7 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use toolhost_core::executor::{AlwaysConfirm, Confirm, NoConfirm};
-use toolhost_core::settings::Config;
+use toolhost_core::settings::{Config, KvSettings};
+
+/// The key-value settings of a test whose stores live in `dir/kv`.
+fn kv_in(dir: &Path) -> KvSettings {
+    let backend = toolhost_core::capability::kv::Backend::Sqlite { dir: dir.join("kv") };
+    KvSettings { backend, ..KvSettings::default() }
+}
 use toolhost_core::{Registry, Toolhost};
 
 /// A plugins folder, a workspace and the operator's folder, all temporary. The operator's
@@ -39,6 +45,8 @@ impl Env {
             ..Config::default()
         };
         config.set_workspace(workspace.path());
+        // Key-value stores of its own, in the operator's folder, never the user's.
+        config.kv = kv_in(dir.path());
         Env { plugins, workspace, dir, config }
     }
 
@@ -50,6 +58,9 @@ impl Env {
         cfg.plugins_dir = env.plugins.path().to_path_buf();
         cfg.cache_dir = None;
         cfg.set_workspace(env.workspace.path());
+        if cfg.kv.backend == KvSettings::default().backend {
+            cfg.kv.backend = kv_in(env.dir.path()).backend;
+        }
         env.config = cfg;
         env
     }

@@ -3,7 +3,7 @@
 //! suite's own cache and state folders ([`dirs`]), a server started and its address read
 //! ([`server`]), one raw HTTP client and loopback server ([`http`]) and MCP over it
 //! ([`mcp_http`]), free ports, child output read as it comes ([`lines`]), a scripted operator
-//! ([`Operator`]), the Python MCP clients ([`python`]), and plugins made from WAT ([`wasm`]).
+//! ([`Operator`]), the Python MCP clients ([`python`]), a `redis-server` of a test's own ([`redis`]), and plugins made from WAT ([`wasm`]).
 //! One engine serves every in-process host of the test binary.
 
 pub mod dirs;
@@ -14,6 +14,7 @@ pub mod mcp_http;
 mod operator;
 mod ports;
 pub mod python;
+pub mod redis;
 pub mod server;
 mod wasm;
 

@@ -14,6 +14,7 @@ pub mod get_prompt;
 pub mod inspect;
 pub mod install;
 pub mod keygen;
+pub mod kv;
 pub mod list;
 pub mod new;
 pub mod prompt;
@@ -82,6 +83,10 @@ pub enum Command {
     /// Print a resource the host serves (a plugin's skill file, skill://PLUGIN/SKILL/FILE, or a
     /// resource a plugin declares, read by running it), or write it to a file with --out
     Read(read::Args),
+    /// The plugins' key-value stores: list buckets and sizes, get, delete, export to JSON lines,
+    /// import, purge a removed plugin's data
+    #[command(after_help = kv::AFTER_HELP)]
+    Kv(kv::Args),
     /// Print one of the plugins' prompts with its arguments (NAME=VALUE), as MCP's
     /// prompts/get gives it: its messages, each under its role
     GetPrompt(get_prompt::Args),
@@ -166,6 +171,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(a) => run::run(g, a),
         Command::Prompt(a) => prompt::run(g, a),
         Command::Read(a) => read::run(g, a),
+        Command::Kv(a) => kv::run(g, a),
         Command::GetPrompt(a) => get_prompt::run(g, a),
         Command::Complete(a) => complete::run(g, a),
         Command::Schema(a) => schema::run(g, a),

@@ -42,8 +42,16 @@ PYTHONPATH="$here/lib${PYTHONPATH:+:$PYTHONPATH}" exec "${TOOLHOST_PYTHON3:-pyth
 /// Builds the build cache keeps (Python and JavaScript; a Python component is ~18 MiB).
 pub const BUILDS_KEPT: usize = 12;
 
-/// The WIT world every plugin targets.
-const WIT: &str = include_str!("../../../../wit/toolhost.wit");
+/// The WIT world every plugin targets, and the packages it imports (`wit/deps`), as paths
+/// relative to `wit/`.
+const WIT: &[(&str, &str)] = &[
+    ("toolhost.wit", include_str!("../../../../wit/toolhost.wit")),
+    ("deps/keyvalue/world.wit", include_str!("../../../../wit/deps/keyvalue/world.wit")),
+    ("deps/keyvalue/store.wit", include_str!("../../../../wit/deps/keyvalue/store.wit")),
+    ("deps/keyvalue/atomic.wit", include_str!("../../../../wit/deps/keyvalue/atomic.wit")),
+    ("deps/keyvalue/batch.wit", include_str!("../../../../wit/deps/keyvalue/batch.wit")),
+    ("deps/keyvalue/watch.wit", include_str!("../../../../wit/deps/keyvalue/watch.wit")),
+];
 
 /// The Python SDK, as shipped (paths relative to `plugin-sdk/python/`).
 const PYTHON_SDK: &[(&str, &str)] = sdk_files::PYTHON;
@@ -384,8 +392,7 @@ impl Toolchains {
     /// The bundled SDKs and WIT, written out once per content (the folder name is their hash).
     pub fn sdk(&self) -> Result<PathBuf> {
         let mut h = Sha256::new();
-        h.update(WIT);
-        for (path, text) in PYTHON_SDK.iter().chain(JS_SDK) {
+        for (path, text) in WIT.iter().chain(PYTHON_SDK).chain(JS_SDK) {
             h.update(path);
             h.update(text);
         }
@@ -401,7 +408,9 @@ impl Toolchains {
             std::fs::create_dir_all(p.parent().unwrap())?;
             std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
         };
-        write("wit/toolhost.wit", WIT)?;
+        for (rel, text) in WIT {
+            write(&format!("wit/{rel}"), text)?;
+        }
         for (rel, text) in PYTHON_SDK {
             write(&format!("python/{rel}"), text)?;
         }

@@ -96,6 +96,7 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
         .chain(p.grants.env.iter().map(|(k, _)| format!("env {k}")))
         .chain(net_granted(&p.grants.net))
         .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
+        .chain(p.grants.kv.granted.iter().map(|b| format!("kv {b}")))
         .collect();
     out.push_str(&format!(
         "{} {} ({})\n  requested: {}\n  granted:   {}\n",
@@ -268,6 +269,7 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                         "network": g.grant.network,
                         "detach": g.grant.detach,
                     })).collect::<Vec<_>>(),
+                    "kv": p.grants.kv.granted,
                 },
                 "missing": p.missing.iter().map(|m| json!({"what": m.what, "grant": m.how})).collect::<Vec<_>>(),
                 "tools": registered,

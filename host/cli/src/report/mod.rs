@@ -22,5 +22,6 @@ pub fn requests(m: &Manifest) -> String {
     parts.extend(c.net.iter().map(|n| format!("net {n}")));
     parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
     parts.extend(c.exec.iter().map(|e| format!("exec {e}")));
+    parts.extend(c.kv.iter().map(|b| format!("kv {b}")));
     if parts.is_empty() { "nothing".into() } else { term::line(&parts.join(", ")).into_owned() }
 }

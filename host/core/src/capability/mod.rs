@@ -14,10 +14,12 @@
 //! - [`process`]: programs run for a plugin (`process` import), confined by the kernel;
 //! - `quota`: the per-call disk quota inside `wasi:filesystem/types`;
 //! - `log`: the `log` import, capped per call and rate-limited per plugin;
-//! - [`progress`]: the `progress` import, the latest report of a running call for its front end.
+//! - [`progress`]: the `progress` import, the latest report of a running call for its front end;
+//! - [`kv`]: `wasi:keyvalue`, each plugin's key-value store, kept between calls.
 
 pub mod env;
 pub mod fs;
+pub mod kv;
 pub mod log;
 pub mod net;
 pub mod process;
@@ -45,6 +47,8 @@ pub enum MissingKind {
     Secret(String),
     /// A requested program.
     Exec(String),
+    /// A requested key-value bucket.
+    Kv(String),
 }
 
 /// A request refused because a capability is not granted (recorded by the `http` import for
@@ -58,6 +62,8 @@ pub enum Refusal {
     /// A program the manifest requests by this name and the operator has not granted under
     /// it, with the arguments of the refused `run`.
     Program { name: String, args: Vec<String> },
+    /// A bucket the manifest requests and the operator has not granted (`open`).
+    Bucket(String),
 }
 
 impl Missing {
@@ -70,15 +76,17 @@ impl Missing {
             }
             (MissingKind::Secret(a), Refusal::Secret(b)) => a == b,
             (MissingKind::Exec(a), Refusal::Program { name, .. }) => a == name,
+            (MissingKind::Kv(a), Refusal::Bucket(b)) => a == b,
             _ => false,
         }
     }
 
     /// Whether the host can see a refusal of this capability when it happens. Network and
-    /// secret use goes through the host's `http` import, which records every refusal; a
-    /// directory or variable that is not granted simply does not exist for the guest.
+    /// secret use goes through the host's `http` import, and buckets through `wasi:keyvalue`'s
+    /// `open`, which record every refusal; a directory or variable that is not granted simply
+    /// does not exist for the guest.
     pub fn observable(&self) -> bool {
-        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_))
+        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_) | MissingKind::Kv(_))
     }
 }
 
@@ -114,6 +122,8 @@ pub struct CallSetup<'a> {
     pub workspace: &'a std::sync::Arc<std::path::Path>,
     /// The plugin's log budget across its calls.
     pub log_bucket: Option<std::sync::Arc<log::LogBucket>>,
+    /// Every plugin's key-value store.
+    pub kv: &'a std::sync::Arc<kv::Stores>,
 }
 
 /// How the host functions are linked (what the engine was built for).
@@ -222,6 +232,7 @@ capabilities! {
     exec: process::Process,
     log: log::Log,
     progress: progress::ProgressCap,
+    kv: kv::Kv,
 }
 
 #[cfg(test)]

@@ -124,9 +124,11 @@ impl Executor {
             outside,
             self.config.workspace_writable(),
         );
+        let buckets = grant::askable_buckets(&plugin.grants.kv.requested, refused);
         let items = grant::askable(&plugin.grants.net.requested, secrets, &defined, refused)
             .into_iter()
             .chain(programs)
+            .chain(buckets)
             .chain(workspace);
         for item in items {
             let never = self.config.asked_for(&plugin.name).any(|g| {

@@ -125,6 +125,7 @@ impl Executor {
             config: &self.config,
             workspace: &self.workspace,
             log_bucket: Some(share.log.clone()),
+            kv: &self.kv,
         };
         let calls = Calls::prepare(&plugin.grants, &setup);
         let state = HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), calls);

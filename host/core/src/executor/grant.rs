@@ -10,6 +10,8 @@
 //! - a program ([`askable_programs`]): a `run` of a program the manifest requests by name
 //!   (never through `*`) and the operator has not granted under that name; the item is the
 //!   executable the operator's `PATH` resolves, with exactly the refused arguments;
+//! - a key-value bucket ([`askable_buckets`]): one the manifest requests and a call's `open`
+//!   was refused;
 //! - the workspace ([`askable_workspace`]): when the manifest requests it, the operator has
 //!   not granted it, and the failed call tried paths outside every directory granted to it
 //!   (the no-access directory saw them); the item is the workspace's path at the requested
@@ -129,7 +131,7 @@ pub fn askable(
                 }
                 continue;
             }
-            Refusal::Program { .. } => continue,
+            Refusal::Program { .. } | Refusal::Bucket(_) => continue,
         };
         let host = host.to_ascii_lowercase();
         if host.contains('*') || toolhost_spec::HostPattern::parse(&host).is_err() {
@@ -173,6 +175,20 @@ pub fn askable_programs(
         let Some(program) = resolve(name).and_then(|p| p.to_str().map(str::to_string)) else { continue };
         let item = GrantItem::Exec { program, args: args.clone() };
         if GrantItem::parse(&item.to_string()).as_ref() == Ok(&item) && !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The bucket items a call's refusals could be asked about: each bucket the manifest requests
+/// (`requested`) whose `open` was refused because the operator has not granted it.
+pub fn askable_buckets(requested: &[String], refused: &[Refusal]) -> Vec<GrantItem> {
+    let mut out = Vec::new();
+    for r in refused {
+        let Refusal::Bucket(b) = r else { continue };
+        let item = GrantItem::Kv(b.clone());
+        if requested.contains(b) && !out.contains(&item) {
             out.push(item);
         }
     }

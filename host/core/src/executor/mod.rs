@@ -81,6 +81,8 @@ pub struct Executor {
     workspace: Arc<std::path::Path>,
     /// The secrets redacted from exported arguments, read at the first export that needs them.
     redactions: std::sync::OnceLock<NetGrant>,
+    /// Every plugin's key-value store (`[kv]`).
+    kv: Arc<crate::capability::kv::Stores>,
 }
 
 impl Executor {
@@ -92,6 +94,7 @@ impl Executor {
     ) -> Self {
         let shares = Shares::new(&config);
         let workspace = Arc::from(config.workspace.as_path());
+        let kv = Arc::new(crate::capability::kv::Stores::new(config.kv.clone()));
         Executor {
             runtime,
             config,
@@ -103,7 +106,13 @@ impl Executor {
             session: grant::Session::default(),
             workspace,
             redactions: std::sync::OnceLock::new(),
+            kv,
         }
+    }
+
+    /// Every plugin's key-value store, as calls use them.
+    pub fn kv(&self) -> &Arc<crate::capability::kv::Stores> {
+        &self.kv
     }
 
     /// Ask `asker` about a grant a plugin requested and the operator did not give, when a call

@@ -71,6 +71,7 @@ impl Executor {
             config: &self.config,
             workspace: &self.workspace,
             log_bucket: Some(share.log.clone()),
+            kv: &self.kv,
         };
         // Moved once, into the store (the call's state is large: every move of it is a copy).
         let state =
@@ -145,6 +146,7 @@ impl Executor {
         let calls = &mut store.data_mut().calls;
         let mut refused = std::mem::take(&mut calls.net.refused);
         refused.append(&mut calls.exec.refused);
+        refused.append(&mut calls.kv.refused);
         let outside = std::mem::take(&mut calls.fs.paths);
         let net = calls.net.grant.clone();
         let memory_hit = store.data().limiter.hit;
@@ -249,6 +251,8 @@ impl Executor {
             http_received_bytes: calls.net.received_bytes,
             log_lines: log.lines,
             log_dropped: log.dropped_lines,
+            kv_ops: calls.kv.ops,
+            kv_written_bytes: calls.kv.written_bytes,
             quota: calls.quota.hit().map(|h| calls.quota.message(h)),
         }
     }

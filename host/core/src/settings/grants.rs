@@ -26,6 +26,8 @@ pub enum GrantItem {
     /// Run the executable at this absolute path with exactly these arguments (`exec PATH ARG…`;
     /// no argument holds whitespace, a control character or `*`, so the list is exact).
     Exec { program: String, args: Vec<String> },
+    /// Open the key-value bucket of this name in the plugin's own store (`kv BUCKET`).
+    Kv(String),
 }
 
 /// Whether `arg` may be one argument of an `exec` grant item: not empty, at most 256 bytes, no
@@ -65,8 +67,10 @@ pub enum ItemError {
     ExecPath { item: String, program: String },
     #[error("`{item}`: an exec item names at most {MAX_ITEM_ARGS} exact arguments (no `*`)")]
     ExecArgs { item: String },
+    #[error("`{item}`: {bucket:?} {}", toolhost_spec::manifest::BUCKET_RULE)]
+    Bucket { item: String, bucket: String },
     #[error(
-        "`{item}` is not a grant item (write `net HOST`, `secret NAME`, `fs ro|rw PATH` or `exec PATH ARG…`)"
+        "`{item}` is not a grant item (write `net HOST`, `secret NAME`, `fs ro|rw PATH`, `exec PATH ARG…` or `kv BUCKET`)"
     )]
     Unknown { item: String },
 }
@@ -139,6 +143,13 @@ impl GrantItem {
                 }
                 Ok(GrantItem::Exec { program: program.to_string(), args })
             }
+            Some(("kv", bucket)) => {
+                let bucket = bucket.trim();
+                if !toolhost_spec::manifest::is_bucket_name(bucket) {
+                    return Err(ItemError::Bucket { item: item(), bucket: bucket.to_string() });
+                }
+                Ok(GrantItem::Kv(bucket.to_string()))
+            }
             _ => Err(ItemError::Unknown { item: item() }),
         }
     }
@@ -159,6 +170,7 @@ impl GrantItem {
                 }
                 format!("run `{line}` ({program}, exactly these arguments)")
             }
+            GrantItem::Kv(bucket) => format!("keep data between calls in its key-value bucket `{bucket}`"),
         }
     }
 }
@@ -169,6 +181,7 @@ impl fmt::Display for GrantItem {
             GrantItem::Net(host) => write!(f, "net {host}"),
             GrantItem::Secret(name) => write!(f, "secret {name}"),
             GrantItem::Fs { path, write } => write!(f, "fs {} {path}", if *write { "rw" } else { "ro" }),
+            GrantItem::Kv(bucket) => write!(f, "kv {bucket}"),
             GrantItem::Exec { program, args } => {
                 write!(f, "exec {program}")?;
                 for a in args {

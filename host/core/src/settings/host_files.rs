@@ -102,6 +102,9 @@ impl Config {
         let cache = self.cache_dir.iter().cloned().chain(crate::files::cache_dir());
         out.extend(cache.map(|d| HostFile::dir("toolhost's cache folder", d)));
         out.extend(crate::files::state_dir().map(|d| HostFile::dir("toolhost's state folder", d)));
+        if let crate::capability::kv::Backend::Sqlite { dir } = &self.kv.backend {
+            out.push(HostFile::dir("the plugins' key-value stores ([kv] dir)", dir));
+        }
         out.extend(self.trust.key_files.iter().map(|k| HostFile::file("the trusted key", k)));
         for s in self.secrets.values() {
             if let SecretFrom::File(path) = &s.from {

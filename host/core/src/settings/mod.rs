@@ -2,7 +2,7 @@
 //! ([`ConfigFile`]: unknown keys are errors naming the key and the file), then resolved into
 //! absolute paths and checked values. The sections are defined by their owners — `[net]` and
 //! secret origins by `capability::net`, `exec` grants and `[process]` by `capability::process`,
-//! directories by `capability::fs`, `[trust]` by `registry::signing`, `[approvals]` by
+//! directories by `capability::fs`, `[kv]` and bucket grants by `capability::kv`, `[trust]` by `registry::signing`, `[approvals]` by
 //! `registry::approvals`, `[catalog]` and the catalog keys of `[plugin.NAME]` by `catalog`, `[telemetry]` by `telemetry` — and
 //! composed here; the front ends and the CLI take theirs (`[mcp]`,
 //! `[serve]`, `[audit]`, `[model]`, `[registry]`) from the same file in their own crates. Each
@@ -28,6 +28,8 @@ pub use secrets::{MAX_SECRET_BYTES, SecretError, SecretFrom, SecretSource};
 
 // The capabilities' own settings, re-exported where the config is read.
 pub use crate::capability::fs::settings::FsGrant;
+pub use crate::capability::kv::settings::KvSettings;
+use crate::capability::kv::settings::RawKv;
 pub use crate::capability::net::settings::NetSettings;
 pub use crate::capability::process::settings::{ExecGrant, ProcessSettings};
 
@@ -125,6 +127,8 @@ pub struct Config {
     pub catalog: CatalogSettings,
     /// `[telemetry]`: OpenTelemetry export (off unless `otlp_endpoint` is set).
     pub telemetry: TelemetrySettings,
+    /// `[kv]`: where plugins' key-value stores live, and their bounds.
+    pub kv: KvSettings,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -169,6 +173,7 @@ impl Default for Config {
             process: Default::default(),
             catalog: CatalogSettings::default(),
             telemetry: TelemetrySettings::default(),
+            kv: KvSettings::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
             extra_host_files: Vec::new(),
@@ -230,6 +235,7 @@ impl Config {
         cfg.process = Arc::new(file.section::<RawProcess>("process")?.resolve().map_err(invalid)?);
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
+        cfg.kv = file.section::<RawKv>("kv")?.resolve(base).map_err(invalid)?;
         cfg.grants_file = base.join(grants::GRANTS_FILE);
         cfg.asked = grants::load(&cfg.grants_file).map_err(|e| ConfigError::Flag(e.to_string()))?;
         Ok(cfg)
@@ -304,6 +310,21 @@ impl Config {
         Ok(())
     }
 
+    /// `--allow-kv PLUGIN=BUCKET`: grant `plugin` (or `*`) the bucket.
+    pub fn grant_kv(&mut self, plugin: &str, bucket: &str) -> Result<(), ConfigError> {
+        if !toolhost_spec::manifest::is_bucket_name(bucket) {
+            return Err(ConfigError::Flag(format!(
+                "--allow-kv: {bucket:?} {}",
+                toolhost_spec::manifest::BUCKET_RULE
+            )));
+        }
+        let entry = self.plugins.entry(plugin.to_string()).or_default();
+        if !entry.kv.iter().any(|b| b == bucket) {
+            entry.kv.push(bucket.to_string());
+        }
+        Ok(())
+    }
+
     /// Each plugin section's name and its `exec` grants.
     pub fn exec_grants(&self) -> impl Iterator<Item = (&str, &[ExecGrant])> {
         self.plugins.iter().map(|(name, p)| (name.as_str(), p.exec.as_slice()))
@@ -372,6 +393,11 @@ impl Config {
                     out.exec.push(g.clone());
                 }
             }
+            for b in &all.kv {
+                if !out.kv.contains(b) {
+                    out.kv.push(b.clone());
+                }
+            }
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
         }
@@ -394,6 +420,8 @@ impl Config {
                 let mode = if *write { FsMode::ReadWrite } else { FsMode::ReadOnly };
                 out.fs.push(self.workspace_grant(mode));
             }
+            GrantItem::Kv(bucket) if !out.kv.contains(bucket) => out.kv.push(bucket.clone()),
+            GrantItem::Kv(_) => {}
             GrantItem::Exec { program, args } => {
                 let pattern = crate::capability::process::ArgPattern::new(&args.join(" "));
                 let asked = crate::capability::process::ExecGrant {

@@ -28,6 +28,9 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     /// Programs it may run (see `capability::process`).
     #[serde(default)]
     exec: Vec<RawExec>,
+    /// Key-value buckets it may open (see `capability::kv`).
+    #[serde(default)]
+    kv: Vec<String>,
     /// Values the operator gives the plugin, seen by it as environment variables of these
     /// names (only names its manifest requests with `env`).
     #[serde(default)]
@@ -78,6 +81,8 @@ pub struct PluginConfig {
     pub net: NetConfig,
     /// Programs it may run (the process capability's).
     pub exec: Vec<ExecGrant>,
+    /// Key-value buckets (the key-value capability's).
+    pub kv: Vec<String>,
     pub limits: LimitOverrides,
     /// At most this many calls of the plugin at once (default: `[limits] plugin_concurrency`).
     pub concurrency: Option<u32>,
@@ -165,6 +170,7 @@ impl RawPlugin {
             },
             fs: Vec::new(),
             exec: Vec::new(),
+            kv: crate::capability::kv::settings::resolve_buckets(&format!("{key}.kv"), self.kv)?,
             on_missing: self.on_missing,
             asked_grants: self.asked_grants,
         };

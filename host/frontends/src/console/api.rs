@@ -83,6 +83,7 @@ fn requested(m: &Manifest) -> Vec<String> {
         .chain(c.net.iter().map(|n| format!("net {n}")))
         .chain(c.secrets.iter().map(|s| format!("secret {s}")))
         .chain(c.exec.iter().map(|e| format!("exec {e}")))
+        .chain(c.kv.iter().map(|b| format!("kv {b}")))
         .collect()
 }
 
@@ -105,6 +106,7 @@ fn granted(p: &LoadedPlugin) -> Vec<String> {
         .chain(private)
         .chain(net.secrets.iter().map(|s| format!("secret {}", s.name)))
         .chain(p.grants.exec.granted.iter().map(|g| format!("exec {}", g.grant.describe())))
+        .chain(p.grants.kv.granted.iter().map(|b| format!("kv {b}")))
         .collect()
 }
 

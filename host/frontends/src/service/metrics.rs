@@ -30,6 +30,8 @@ pub struct Metrics {
     waiting: Gauge,
     danger: Family<Labels, Counter>,
     reads: Family<Labels, Counter>,
+    kv_ops: Family<Labels, Counter>,
+    kv_written: Family<Labels, Counter>,
     reloads: Counter,
     reload_failures: Counter,
     plugins_loaded: Gauge,
@@ -67,6 +69,8 @@ impl Metrics {
             waiting: Gauge::default(),
             danger: Family::default(),
             reads: Family::default(),
+            kv_ops: Family::default(),
+            kv_written: Family::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             plugins_loaded: Gauge::default(),
@@ -102,6 +106,16 @@ impl Metrics {
             "Reads of resources the host serves (skills' files), by plugin, method (resources/read, skills/get, console) and outcome (ok, not_found)",
             m.reads.clone(),
         );
+        r.register(
+            "toolhost_kv_operations",
+            "Key-value store operations of plugins' calls (each key of a batch counts), by plugin",
+            m.kv_ops.clone(),
+        );
+        r.register(
+            "toolhost_kv_written_bytes",
+            "Bytes of values plugins' calls wrote to their key-value stores, by plugin",
+            m.kv_written.clone(),
+        );
         r.register("toolhost_reloads", "Registry swaps after the plugins folder changed", m.reloads.clone());
         r.register(
             "toolhost_reload_failures",
@@ -135,6 +149,13 @@ impl Metrics {
             ("outcome".into(), outcome.into()),
         ];
         self.reads.get_or_create(&labels).inc();
+    }
+
+    /// Count a call's key-value operations and the bytes it wrote, for `plugin`.
+    pub fn kv(&self, plugin: &str, ops: u64, written: u64) {
+        let labels: Labels = vec![("plugin".into(), plugin.into())];
+        self.kv_ops.get_or_create(&labels).inc_by(ops);
+        self.kv_written.get_or_create(&labels).inc_by(written);
     }
 
     /// Count one finished call.

@@ -333,6 +333,11 @@ impl Service {
             self.metrics.danger(d.decision.as_str(), d.by.as_str());
         }
         let plugin = rec.plugin.as_ref();
+        if let (Some(p), Some(u)) = (plugin, &o.usage)
+            && u.kv_ops > 0
+        {
+            self.metrics.kv(&p.name, u.kv_ops, u.kv_written_bytes);
+        }
         // Built only while someone listens: with no subscriber a call pays one short lock.
         if self.calls.receiver_count() > 0 {
             let _ = self.calls.send(Arc::new(CallEvent {

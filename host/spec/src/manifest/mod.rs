@@ -18,8 +18,9 @@ mod validate;
 pub use embed::embed;
 pub use read::{find_section, parse, parse_checked_before, parse_file_text, read};
 pub use rules::{
-    JSON_TYPES, MAX_NAME, MAX_PROGRAM, Text, TextProblem, icon_problem, is_exec_request, is_plugin_name,
-    is_tool_name, schema_too_large, text_problem, type_name, type_phrase, value_has_type, value_kind,
+    BUCKET_RULE, JSON_TYPES, MAX_BUCKET, MAX_NAME, MAX_PROGRAM, Text, TextProblem, icon_problem,
+    is_bucket_name, is_exec_request, is_plugin_name, is_tool_name, schema_too_large, text_problem, type_name,
+    type_phrase, value_has_type, value_kind,
 };
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +125,9 @@ pub struct Capabilities {
     /// the operator maps each name to an executable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exec: Vec<String>,
+    /// Key-value buckets (`wasi:keyvalue`) by name, e.g. `default`; the operator grants each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kv: Vec<String>,
 }
 
 /// A filesystem request: a logical directory and an access mode.

@@ -39,6 +39,21 @@ pub fn is_exec_request(e: &str) -> bool {
             && e.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)))
 }
 
+/// The longest key-value bucket name.
+pub const MAX_BUCKET: usize = 64;
+
+/// What a bucket name that is not one is told (the SDKs say the same).
+pub const BUCKET_RULE: &str =
+    "is not a bucket name (1–64 letters, digits, '_', '-' or '.', starting with a letter or digit)";
+
+/// Whether `b` may name a key-value bucket (`capabilities.kv`, `[plugin.NAME] kv`, `open`): 1 to
+/// [`MAX_BUCKET`] ASCII letters, digits, `_`, `-` or `.`, starting with a letter or digit.
+pub fn is_bucket_name(b: &str) -> bool {
+    b.len() <= MAX_BUCKET
+        && b.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && b.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
 /// `48x48` or `any`: an icon size.
 pub(super) fn is_icon_size(s: &str) -> bool {
     let digits = |d: &str| !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit());

@@ -63,7 +63,7 @@ fn plugin_fields(m: &Manifest) -> Result<(), ManifestError> {
 }
 
 /// What the plugin asks for: directories by a non-empty name, environment variable names,
-/// program names.
+/// program names, key-value bucket names.
 fn requests(caps: &Capabilities) -> Result<(), ManifestError> {
     for (i, f) in caps.fs.iter().enumerate() {
         if f.path.trim().is_empty() {
@@ -85,6 +85,14 @@ fn requests(caps: &Capabilities) -> Result<(), ManifestError> {
                 format!(
                     "{e:?} is not a program name (no paths: the operator decides where `git` is; `*` asks for whatever the operator grants)"
                 ),
+            ));
+        }
+    }
+    for (i, b) in caps.kv.iter().enumerate() {
+        if !super::rules::is_bucket_name(b) {
+            return Err(field(
+                format!("capabilities.kv[{i}]"),
+                format!("{b:?} {}", super::rules::BUCKET_RULE),
             ));
         }
     }

@@ -86,6 +86,7 @@ mod tests {
             config: &config,
             workspace: &workspace,
             log_bucket: None,
+            kv: &Arc::new(crate::capability::kv::Stores::new(config.kv.clone())),
         };
         let mut calls = Calls::prepare(&grants, &setup);
         let (progress, rx) = ProgressCall::watched();

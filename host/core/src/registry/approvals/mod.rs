@@ -86,8 +86,9 @@ pub fn lock_entry(m: &Manifest, file: &Path, hash: &[u8; 32], sha256: bool) -> S
     if sha256 {
         out.push_str(&format!("sha256 = \"{}\"\n", hex::encode(hash)));
     }
+    let kv = if c.kv.is_empty() { String::new() } else { format!(", kv = {}", strings(&c.kv)) };
     out.push_str(&format!(
-        "request = {{ fs = [{}], env = {}, net = {}, secrets = {}, exec = {} }}\n",
+        "request = {{ fs = [{}], env = {}, net = {}, secrets = {}, exec = {}{kv} }}\n",
         fs.join(", "),
         strings(&c.env),
         strings(&c.net),
@@ -341,6 +342,11 @@ pub fn extra(requested: &Capabilities, approved: &Capabilities) -> Vec<String> {
     for e in &requested.exec {
         if !approved.exec.iter().any(|a| a == e || a == "*") {
             out.push(format!("exec {e}"));
+        }
+    }
+    for b in &requested.kv {
+        if !approved.kv.contains(b) {
+            out.push(format!("kv {b}"));
         }
     }
     out

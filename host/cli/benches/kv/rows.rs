@@ -1,0 +1,135 @@
+//! Issue #59: a call that does one key-value operation — `get`, `set`, `increment` — as a ratio
+//! to `echo` in the same run (targets: get ≤ 1.3×; a durable set ≤ 2× plus one fsync), on each
+//! backend: SQLite (by default, and with `[kv] fsync = true`) and Redis (a `redis-server` of
+//! the bench's own on loopback, when Debian's is installed).
+
+use super::{AlwaysConfirm, host_case, interleaved, us};
+use super::{Config, Registry, Runtime, ToolCall, Toolhost};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost_core::capability::kv::Backend;
+
+/// A host over `plugins` with `kvplain`'s `default` bucket granted, its stores on `backend`.
+fn host(plugins: &Path, backend: Backend, fsync: bool) -> Arc<Toolhost> {
+    let mut config = Config { plugins_dir: plugins.to_path_buf(), cache_dir: None, ..Config::default() };
+    config.kv.backend = backend;
+    config.kv.fsync = fsync;
+    config.grant_kv("kvplain", "default").unwrap();
+    let runtime = Runtime::for_config(&config).unwrap();
+    let registry = Registry::load(&runtime, &config).unwrap();
+    Arc::new(Toolhost::from_parts(runtime, Arc::new(config), registry, Arc::new(AlwaysConfirm)))
+}
+
+/// One `fdatasync` of a small file just written in `dir`, the median of 50.
+fn fsync_cost(dir: &Path) -> Duration {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("fsync-probe")).unwrap();
+    let mut took: Vec<Duration> = (0..50)
+        .map(|_| {
+            f.write_all(b"x").unwrap();
+            let t = Instant::now();
+            f.sync_data().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    took.sort();
+    took[25]
+}
+
+/// `redis-server` on a free loopback port, if Debian's is installed (killed by the caller).
+fn redis(work: &Path) -> Option<(std::process::Child, String)> {
+    let bin = Path::new("/usr/bin/redis-server");
+    if !bin.is_file() {
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let child = Command::new(bin)
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some((child, format!("redis://127.0.0.1:{port}")))
+}
+
+/// The section, on plugins of its own under `work`, `n` samples per case.
+pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &Path, n: usize) {
+    let plugins = work.join("kv-plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
+    std::fs::copy(plugin_artifacts::KVPLAIN, plugins.join("kvplain.wasm")).unwrap();
+    let dir = work.join("kv-stores");
+    let mut backends = vec![
+        ("SQLite", host(&plugins, Backend::Sqlite { dir: dir.join("normal") }, false)),
+        ("SQLite, `fsync = true`", host(&plugins, Backend::Sqlite { dir: dir.join("durable") }, true)),
+    ];
+    let server = redis(work);
+    if let Some((_, url)) = &server {
+        backends.push(("Redis (loopback)", host(&plugins, Backend::Redis { url: url.clone() }, false)));
+    }
+    let fsync = fsync_cost(work);
+    line(String::new());
+    line("## The key-value store (issue #59)".into());
+    line(String::new());
+    line(format!(
+        "A call of `kvplain` (plain `wit-bindgen`, no SDK) doing one operation on bucket `default`, beside `echo` of `text` in the same host, interleaved ({n} samples each). Targets: `get` ≤ 1.3× echo; a durable `set` (SQLite with `fsync = true`) ≤ 2× echo plus one `fdatasync`, which on this disk took {} (median of 50).{}",
+        us(fsync),
+        if server.is_none() {
+            " No `redis-server` on this machine: the Redis rows are left out."
+        } else {
+            ""
+        }
+    ));
+    line(String::new());
+    line("| backend | operation | p50 | p99 | ÷ echo | target |".into());
+    line("|---|---|---|---|---|---|".into());
+    for (name, h) in &backends {
+        rt.block_on(async {
+            let o = h.call(&ToolCall::new("set", ["default", "k", "v"])).await;
+            assert!(o.success, "{name}: {o:?}");
+        });
+        let mut cases = vec![
+            host_case(h, ToolCall::new("echo", ["hello"])),
+            host_case(h, ToolCall::new("get", ["default", "k"])),
+            host_case(h, ToolCall::new("set", ["default", "k", "v"])),
+            host_case(h, ToolCall::new("incr", ["n"])),
+        ];
+        let m = interleaved(rt, &mut cases, n);
+        let echo = m[0].stats.p50.as_secs_f64();
+        let durable = name.contains("fsync");
+        for (i, op) in [(1, "get"), (2, "set"), (3, "increment")] {
+            let r = m[i].stats.p50.as_secs_f64() / echo;
+            let target = match (op, durable) {
+                ("get", _) => format!("≤ 1.3×: {}", if r <= 1.3 { "met" } else { "**not met**" }),
+                ("set", true) => {
+                    let less = (m[i].stats.p50.as_secs_f64() - fsync.as_secs_f64()) / echo;
+                    format!(
+                        "≤ 2× + fsync: {less:.2}× without it, {}",
+                        if less <= 2.0 { "met" } else { "**not met**" }
+                    )
+                }
+                _ => "—".into(),
+            };
+            line(format!(
+                "| {name} | `{op}` | {} | {} | {r:.2}× | {target} |",
+                us(m[i].stats.p50),
+                us(m[i].stats.p99)
+            ));
+        }
+    }
+    if let Some((mut child, _)) = server {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

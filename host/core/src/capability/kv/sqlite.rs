@@ -1,0 +1,461 @@
+//! The embedded backend: one SQLite file per plugin (`DIR/PLUGIN.sqlite3`), in WAL mode.
+//!
+//! Why SQLite: every write is one transaction, so an acknowledged write survives a kill of the
+//! host (the WAL holds it before `COMMIT` returns) and a batch is all or nothing; a file that
+//! is not a database is refused when it is opened, naming it; a full disk fails the write and
+//! rolls it back. `synchronous = NORMAL` by default (a power failure may lose the last
+//! writes), `FULL` under `[kv] fsync = true` (each write synced before it is acknowledged).
+//!
+//! The store's usage (keys, bytes of keys and values) is kept in a row of its own, updated in
+//! the write's transaction, so the bounds are checked without a scan and hold across
+//! processes sharing the file.
+
+use super::error::KvError;
+use super::settings::{KvLimits, Limit};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Keys returned by one `list-keys` page.
+pub const KEYS_PER_PAGE: usize = 1000;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS kv (
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (bucket, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    keys INTEGER NOT NULL,
+    bytes INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO usage (id, keys, bytes) VALUES (1, 0, 0);
+";
+
+/// A key and its value.
+pub type Pair = (String, Vec<u8>);
+
+/// What a compare-and-swap came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Swapped {
+    Done,
+    /// Not swapped: the key holds this now (`None`: absent).
+    Holds(Option<Vec<u8>>),
+}
+
+/// A bucket of a store, for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BucketInfo {
+    pub name: String,
+    pub keys: u64,
+    /// Bytes of its keys and values.
+    pub bytes: u64,
+}
+
+/// One plugin's SQLite store.
+#[derive(Debug)]
+pub struct SqliteStore {
+    plugin: String,
+    path: PathBuf,
+    limits: KvLimits,
+    conn: Mutex<Connection>,
+}
+
+/// What a write changes in the store's usage.
+#[derive(Default)]
+struct Delta {
+    keys: i64,
+    bytes: i64,
+}
+
+impl SqliteStore {
+    /// Open (or create) the store of `plugin` at `path`. A file that is not a store is refused
+    /// here, naming it, and left as it is.
+    pub fn open(plugin: &str, path: &Path, fsync: bool, limits: KvLimits) -> Result<SqliteStore, KvError> {
+        let unavailable =
+            |why: String| KvError::Unavailable { plugin: plugin.into(), at: path.display().to_string(), why };
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir)
+                .map_err(|e| unavailable(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| unavailable(e.to_string()))?;
+        let setup = || -> rusqlite::Result<()> {
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                tracing::warn!("{}: SQLite kept journal mode {mode}", path.display());
+            }
+            conn.execute_batch(if fsync {
+                "PRAGMA synchronous = FULL;"
+            } else {
+                "PRAGMA synchronous = NORMAL;"
+            })?;
+            conn.execute_batch(SCHEMA)
+        };
+        setup().map_err(|e| {
+            let hint = match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+                    "; move the file away (it may be restored from a backup) and the plugin starts with an empty store"
+                }
+                _ => "",
+            };
+            unavailable(format!("{e}{hint}"))
+        })?;
+        Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn failed(&self, e: rusqlite::Error) -> KvError {
+        KvError::Unavailable {
+            plugin: self.plugin.clone(),
+            at: self.path.display().to_string(),
+            why: e.to_string(),
+        }
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")
+            .map_err(|e| self.failed(e))?;
+        st.query_row(params![bucket, key], |r| r.get(0)).optional().map_err(|e| self.failed(e))
+    }
+
+    pub fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached("SELECT 1 FROM kv WHERE bucket = ?1 AND key = ?2")
+            .map_err(|e| self.failed(e))?;
+        st.exists(params![bucket, key]).map_err(|e| self.failed(e))
+    }
+
+    /// Up to `limit` keys of `bucket` after `after`, in order, and the cursor of the next
+    /// page (the last key given) when there may be more.
+    pub fn list_keys(
+        &self,
+        bucket: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>), KvError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached("SELECT key FROM kv WHERE bucket = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3")
+            .map_err(|e| self.failed(e))?;
+        let rows = st
+            .query_map(params![bucket, after, limit as i64 + 1], |r| r.get::<_, String>(0))
+            .map_err(|e| self.failed(e))?;
+        let mut keys = rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.failed(e))?;
+        let more = keys.len() > limit;
+        keys.truncate(limit);
+        let cursor = if more { keys.last().cloned() } else { None };
+        Ok((keys, cursor))
+    }
+
+    pub fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), KvError> {
+        self.write(|tx, d| put(tx, d, bucket, key, value))
+    }
+
+    pub fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        self.write(|tx, d| remove(tx, d, bucket, key))
+    }
+
+    pub fn get_many(&self, bucket: &str, keys: &[String]) -> Result<Vec<Option<Pair>>, KvError> {
+        keys.iter().map(|k| Ok(self.get(bucket, k)?.map(|v| (k.clone(), v)))).collect()
+    }
+
+    /// Every pair or none.
+    pub fn set_many(&self, bucket: &str, pairs: &[Pair]) -> Result<(), KvError> {
+        self.write(|tx, d| pairs.iter().try_for_each(|(k, v)| put(tx, d, bucket, k, v)))
+    }
+
+    /// Every key or none.
+    pub fn delete_many(&self, bucket: &str, keys: &[String]) -> Result<(), KvError> {
+        self.write(|tx, d| keys.iter().try_for_each(|k| remove(tx, d, bucket, k)))
+    }
+
+    /// Add `delta` to the counter at `key` (absent: 0), kept as decimal text.
+    pub fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        self.write(|tx, d| {
+            let now = match read(tx, bucket, key)? {
+                None => 0,
+                Some(v) => super::counter(key, &v)?,
+            };
+            let next = now.checked_add(delta).ok_or_else(|| KvError::Overflow { key: key.into(), delta })?;
+            put(tx, d, bucket, key, next.to_string().as_bytes())?;
+            Ok(next)
+        })
+    }
+
+    /// Set `key` to `value` if it still holds `expected` (`None`: still absent).
+    pub fn swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<Swapped, KvError> {
+        self.write(|tx, d| {
+            let now = read(tx, bucket, key)?;
+            if now.as_deref() != expected {
+                return Ok(Swapped::Holds(now));
+            }
+            put(tx, d, bucket, key, value)?;
+            Ok(Swapped::Done)
+        })
+    }
+
+    /// The buckets that hold keys, with their sizes.
+    pub fn buckets(&self) -> Result<Vec<BucketInfo>, KvError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare("SELECT bucket, count(*), sum(length(CAST(key AS BLOB)) + length(value)) FROM kv GROUP BY bucket ORDER BY bucket")
+            .map_err(|e| self.failed(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(BucketInfo {
+                    name: r.get(0)?,
+                    keys: r.get::<_, i64>(1)? as u64,
+                    bytes: r.get::<_, i64>(2)? as u64,
+                })
+            })
+            .map_err(|e| self.failed(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.failed(e))
+    }
+
+    /// Every pair of `bucket` (or of every bucket), in order, with its bucket.
+    pub fn entries(&self, bucket: Option<&str>) -> Result<Vec<(String, Pair)>, KvError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare("SELECT bucket, key, value FROM kv WHERE ?1 IS NULL OR bucket = ?1 ORDER BY bucket, key")
+            .map_err(|e| self.failed(e))?;
+        let rows = st
+            .query_map(params![bucket], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+            .map_err(|e| self.failed(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.failed(e))
+    }
+
+    /// Set every entry (bucket, key, value), in one transaction: all or none (`toolhost kv
+    /// import`). The bounds hold as for a plugin's writes.
+    pub fn import(&self, entries: &[(String, Pair)]) -> Result<(), KvError> {
+        self.write(|tx, d| entries.iter().try_for_each(|(b, (k, v))| put(tx, d, b, k, v)))
+    }
+
+    /// Keys and bytes the store holds.
+    pub fn usage(&self) -> Result<(u64, u64), KvError> {
+        let conn = self.conn();
+        conn.query_row("SELECT keys, bytes FROM usage WHERE id = 1", [], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        })
+        .map_err(|e| self.failed(e))
+    }
+
+    /// Run `f` in one immediate transaction, then check and record what it changed: over a
+    /// bound, nothing of it is kept.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>, &mut Delta) -> Result<T, Failure>,
+    ) -> Result<T, KvError> {
+        let mut conn = self.conn();
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.failed(e))?;
+        let mut delta = Delta::default();
+        let out = f(&tx, &mut delta).map_err(|e| self.failure(e))?;
+        if delta.keys != 0 || delta.bytes != 0 {
+            let (keys, bytes): (i64, i64) = tx
+                .query_row("SELECT keys, bytes FROM usage WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.failed(e))?;
+            let (keys, bytes) = (keys + delta.keys, bytes + delta.bytes);
+            let l = &self.limits;
+            if delta.keys > 0 && keys as u64 > l.max_keys {
+                let what = format!(
+                    "plugin `{}`'s store would hold {keys} keys, over its limit of {}",
+                    self.plugin, l.max_keys
+                );
+                return Err(KvError::Limit { limit: Limit::Keys, what });
+            }
+            if delta.bytes > 0 && bytes as u64 > l.max_total_bytes {
+                let what = format!(
+                    "plugin `{}`'s store would hold {bytes} bytes, over its limit of {}",
+                    self.plugin, l.max_total_bytes
+                );
+                return Err(KvError::Limit { limit: Limit::TotalBytes, what });
+            }
+            tx.execute(
+                "UPDATE usage SET keys = ?1, bytes = ?2 WHERE id = 1",
+                params![keys.max(0), bytes.max(0)],
+            )
+            .map_err(|e| self.failed(e))?;
+        }
+        tx.commit().map_err(|e| self.failed(e))?;
+        Ok(out)
+    }
+
+    fn failure(&self, f: Failure) -> KvError {
+        match f {
+            Failure::Sql(e) => self.failed(e),
+            Failure::Kv(e) => e,
+        }
+    }
+}
+
+/// A write's failure inside its transaction.
+enum Failure {
+    Sql(rusqlite::Error),
+    Kv(KvError),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Failure {
+        Failure::Sql(e)
+    }
+}
+
+impl From<KvError> for Failure {
+    fn from(e: KvError) -> Failure {
+        Failure::Kv(e)
+    }
+}
+
+fn read(tx: &Transaction<'_>, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+    let mut st = tx.prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")?;
+    Ok(st.query_row(params![bucket, key], |r| r.get(0)).optional()?)
+}
+
+fn put(tx: &Transaction<'_>, d: &mut Delta, bucket: &str, key: &str, value: &[u8]) -> Result<(), Failure> {
+    let old: Option<i64> = tx
+        .prepare_cached("SELECT length(value) FROM kv WHERE bucket = ?1 AND key = ?2")?
+        .query_row(params![bucket, key], |r| r.get(0))
+        .optional()?;
+    tx.prepare_cached(
+        "INSERT INTO kv (bucket, key, value) VALUES (?1, ?2, ?3) ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![bucket, key, value])?;
+    match old {
+        None => {
+            d.keys += 1;
+            d.bytes += (key.len() + value.len()) as i64;
+        }
+        Some(old) => d.bytes += value.len() as i64 - old,
+    }
+    Ok(())
+}
+
+fn remove(tx: &Transaction<'_>, d: &mut Delta, bucket: &str, key: &str) -> Result<(), Failure> {
+    let old: Option<i64> = tx
+        .prepare_cached("SELECT length(value) FROM kv WHERE bucket = ?1 AND key = ?2")?
+        .query_row(params![bucket, key], |r| r.get(0))
+        .optional()?;
+    if let Some(old) = old {
+        tx.prepare_cached("DELETE FROM kv WHERE bucket = ?1 AND key = ?2")?.execute(params![bucket, key])?;
+        d.keys -= 1;
+        d.bytes -= key.len() as i64 + old;
+    }
+    Ok(())
+}
+
+/// `dir` and its parents, the last one readable by its owner only.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &Path, limits: KvLimits) -> SqliteStore {
+        SqliteStore::open("notes", &dir.join("notes.sqlite3"), false, limits).unwrap()
+    }
+
+    #[test]
+    fn writes_are_kept_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), KvLimits::default());
+        s.set("default", "a", b"one").unwrap();
+        s.set("default", "a", b"three").unwrap();
+        s.set("other", "a", b"x").unwrap();
+        assert_eq!(s.get("default", "a").unwrap().as_deref(), Some(&b"three"[..]));
+        assert_eq!(s.usage().unwrap(), (2, 1 + 5 + 1 + 1));
+        s.delete("default", "a").unwrap();
+        s.delete("default", "missing").unwrap();
+        assert_eq!(s.usage().unwrap(), (1, 2));
+        assert!(!s.exists("default", "a").unwrap() && s.exists("other", "a").unwrap());
+        drop(s);
+        let s = store(dir.path(), KvLimits::default());
+        assert_eq!(s.get("other", "a").unwrap().as_deref(), Some(&b"x"[..]), "kept when reopened");
+    }
+
+    #[test]
+    fn counters_and_swaps() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), KvLimits::default());
+        assert_eq!(s.increment("b", "n", 5).unwrap(), 5);
+        assert_eq!(s.increment("b", "n", -7).unwrap(), -2);
+        assert_eq!(s.get("b", "n").unwrap().as_deref(), Some(&b"-2"[..]));
+        s.set("b", "text", b"hello").unwrap();
+        assert!(matches!(s.increment("b", "text", 1), Err(KvError::NotANumber { .. })));
+        s.set("b", "max", i64::MAX.to_string().as_bytes()).unwrap();
+        assert!(matches!(s.increment("b", "max", 1), Err(KvError::Overflow { .. })));
+        assert_eq!(s.swap("b", "c", None, b"1").unwrap(), Swapped::Done);
+        assert_eq!(s.swap("b", "c", None, b"2").unwrap(), Swapped::Holds(Some(b"1".to_vec())));
+        assert_eq!(s.swap("b", "c", Some(b"1"), b"2").unwrap(), Swapped::Done);
+        assert_eq!(s.get("b", "c").unwrap().as_deref(), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn bounds_keep_nothing_of_a_write_over_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = KvLimits { max_keys: 2, max_total_bytes: 100, ..KvLimits::default() };
+        let s = store(dir.path(), limits);
+        let pairs: Vec<(String, Vec<u8>)> = (0..3).map(|i| (format!("k{i}"), vec![b'x'])).collect();
+        let e = s.set_many("b", &pairs).unwrap_err();
+        assert!(e.to_string().contains("kv.max_keys"), "{e}");
+        assert_eq!(s.usage().unwrap(), (0, 0), "the batch is all or nothing");
+        s.set("b", "k", &[0; 90]).unwrap();
+        let e = s.set("b", "j", &[0; 20]).unwrap_err();
+        assert!(e.to_string().contains("kv.max_total_mb"), "{e}");
+        s.set("b", "k", &[0; 10]).unwrap();
+        s.set("b", "j", &[0; 20]).unwrap();
+    }
+
+    #[test]
+    fn keys_come_a_page_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), KvLimits::default());
+        for k in ["", "a", "b", "c"] {
+            s.set("b", k, b"v").unwrap();
+        }
+        let (page, cursor) = s.list_keys("b", None, 2).unwrap();
+        assert_eq!(page, ["", "a"]);
+        let (page, cursor) = s.list_keys("b", cursor.as_deref(), 2).unwrap();
+        assert_eq!((page, cursor), (vec!["b".to_string(), "c".into()], None));
+        assert_eq!(s.buckets().unwrap()[0].keys, 4);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_store_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.sqlite3");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let e = SqliteStore::open("notes", &path, false, KvLimits::default()).unwrap_err().to_string();
+        assert!(e.contains("notes.sqlite3") && e.contains("move the file away"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), vec![0x5a; 8192], "left as it is");
+    }
+}

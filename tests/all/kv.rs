@@ -1,0 +1,302 @@
+//! Issue #59: each plugin's key-value store (`wasi:keyvalue`), kept between calls and runs,
+//! deny by default, bounded, durable, one store per plugin. `kvplain` reaches it through plain
+//! `wit-bindgen` bindings (no toolhost SDK), `counter` through the Rust SDK's `kv`.
+
+use crate::support::redis::{Redis, redis};
+use crate::support::{Env, call, err, ok};
+use std::sync::Arc;
+use toolhost_core::ErrorKind;
+use toolhost_core::capability::kv::Backend;
+use toolhost_core::executor::NoConfirm;
+
+/// `plugins` with the buckets granted to their plugins (`kvplain`: `default` only).
+fn env(plugins: &[&str]) -> Env {
+    let mut env = Env::with(plugins);
+    for (plugin, bucket) in [("kvplain", "default"), ("counter", "default")] {
+        env.config.grant_kv(plugin, bucket).unwrap();
+    }
+    env
+}
+
+/// The backends every behaviour is checked on: SQLite (the default; `None`) and a
+/// `redis-server` of the test's own.
+fn backends() -> [Option<Redis>; 2] {
+    [None, Some(redis())]
+}
+
+/// [`env`] on `backend`.
+fn env_on(plugins: &[&str], backend: &Option<Redis>) -> Env {
+    let mut env = env(plugins);
+    if let Some(r) = backend {
+        env.config.kv.backend = Backend::Redis { url: r.url() };
+    }
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_keeps_its_values_between_calls_and_hosts() {
+    for backend in backends() {
+        keeps_values(&backend).await;
+    }
+}
+
+async fn keeps_values(backend: &Option<Redis>) {
+    let env = env_on(&[plugin_artifacts::KVPLAIN], backend);
+    let host = env.host();
+    assert_eq!(ok(&call(&host, "get", &["default", "greeting"]).await), "(none)");
+    assert_eq!(ok(&call(&host, "set", &["default", "greeting", "héllo"]).await), "ok");
+    assert_eq!(ok(&call(&host, "get", &["default", "greeting"]).await), "héllo");
+    assert_eq!(ok(&call(&host, "incr", &["calls"]).await), "1");
+    assert_eq!(ok(&call(&host, "incr", &["calls"]).await), "2");
+    let o = call(&host, "append", &["log", "ab"]).await;
+    assert_eq!(ok(&o), "ab");
+    let usage = o.usage.as_ref().expect("usage");
+    assert!(usage.kv_ops >= 3 && usage.kv_written_bytes == 2, "{usage:?}");
+    drop(host);
+    // A new host (another executor, the store opened afresh) finds what the first one wrote.
+    let host = env.host();
+    assert_eq!(ok(&call(&host, "get", &["default", "greeting"]).await), "héllo");
+    assert_eq!(ok(&call(&host, "keys", &["default"]).await), "calls\ngreeting\nlog");
+    assert_eq!(ok(&call(&host, "append", &["log", "c"]).await), "abc");
+    assert_eq!(ok(&call(&host, "drop_many", &["log,calls"]).await), "ok");
+    assert_eq!(ok(&call(&host, "keys", &["default"]).await), "greeting");
+    assert_eq!(env.at("kv/kvplain.sqlite3").is_file(), backend.is_none(), "one file per plugin in [kv] dir");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_not_granted_is_refused_and_the_grant_named() {
+    let env = env(&[plugin_artifacts::KVPLAIN]);
+    let host = env.host();
+    // Requested by the manifest, not granted by the operator.
+    let e = err(&call(&host, "get", &["cache", "a"]).await, ErrorKind::ToolError);
+    assert!(e.contains("open cache: access denied"), "{e}");
+    assert!(e.contains("[plugin.kvplain] kv = [\"cache\"]") && e.contains("--allow-kv kvplain=cache"), "{e}");
+    // Not requested at all: no grant could give it.
+    let e = err(&call(&host, "get", &["secrets", "a"]).await, ErrorKind::ToolError);
+    assert!(e.contains("open secrets: no such store") && !e.contains("--allow-kv"), "{e}");
+    let list = env.registry();
+    let p = list.plugins().iter().find(|p| &*p.name == "kvplain").unwrap();
+    assert_eq!(p.grants.kv.granted, ["default"]);
+    assert_eq!(p.missing.iter().map(|m| m.what.as_str()).collect::<Vec<_>>(), ["kv cache"]);
+}
+
+/// Each bound refuses with its setting named, and nothing of a refused write is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bound_names_its_setting_and_keeps_nothing_of_the_write() {
+    for backend in backends() {
+        bounds(&backend).await;
+    }
+}
+
+async fn bounds(backend: &Option<Redis>) {
+    let mut env = env_on(&[plugin_artifacts::KVPLAIN], backend);
+    let limits = &mut env.config.kv.limits;
+    (limits.max_value_bytes, limits.max_keys, limits.max_key_bytes, limits.max_ops_per_call) =
+        (1024, 4, 16, 50);
+    let host = env.host();
+    let e = err(&call(&host, "big", &["v", "2000"]).await, ErrorKind::ToolError);
+    assert!(e.contains("2000 bytes") && e.contains("kv.max_value_kb"), "{e}");
+    let e = err(&call(&host, "set", &["default", &"k".repeat(17), "x"]).await, ErrorKind::ToolError);
+    assert!(e.contains("17 bytes") && e.contains("kv.max_key_bytes"), "{e}");
+    let e = err(&call(&host, "many", &["5", "no"]).await, ErrorKind::ToolError);
+    assert!(e.contains("5 keys") && e.contains("kv.max_keys"), "{e}");
+    assert_eq!(ok(&call(&host, "keys", &["default"]).await), "", "the batch is all or nothing");
+    let e = err(&call(&host, "many", &["60", "no"]).await, ErrorKind::ToolError);
+    assert!(e.contains("kv.max_ops_per_call"), "{e}");
+    assert_eq!(ok(&call(&host, "many", &["4", "no"]).await), "set 4");
+}
+
+/// A batch the host acknowledged is kept whole even when the plugin traps right after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_traps_after_a_batch_keeps_all_of_it() {
+    for backend in backends() {
+        let env = env_on(&[plugin_artifacts::KVPLAIN], &backend);
+        let host = env.host();
+        let o = call(&host, "many", &["5", "yes"]).await;
+        assert!(!o.success, "{o:?}");
+        assert_eq!(ok(&call(&host, "keys", &["default"]).await), "k0\nk1\nk2\nk3\nk4");
+    }
+}
+
+/// With the Redis backend and the server gone, a call fails naming the server; nothing falls
+/// back to another store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_unreachable_fails_the_call_naming_the_server() {
+    let gone = Some(redis());
+    let env = env_on(&[plugin_artifacts::KVPLAIN], &gone);
+    let url = gone.as_ref().unwrap().url();
+    drop(gone);
+    let host = env.host();
+    let e = err(&call(&host, "set", &["default", "a", "1"]).await, ErrorKind::ToolError);
+    assert!(e.contains(&url) && e.contains("cannot be used"), "{e}");
+    assert!(!env.at("kv").exists(), "no SQLite store instead");
+}
+
+/// Issue #59, item 5: 100 increments from 4 clients at once (each a host of its own, with its
+/// own connection to the store) count exactly 100; appends by compare-and-swap lose none.
+#[test]
+fn concurrent_increments_from_four_clients_count_exactly() {
+    for backend in backends() {
+        concurrent_increments(&backend);
+    }
+}
+
+fn concurrent_increments(backend: &Option<Redis>) {
+    let env = env_on(&[plugin_artifacts::COUNTER, plugin_artifacts::KVPLAIN], backend);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    rt.block_on(async {
+        let hosts: Vec<Arc<toolhost_core::Toolhost>> =
+            (0..4).map(|_| Arc::new(env.host_with(Arc::new(NoConfirm)))).collect();
+        let mut tasks = Vec::new();
+        for host in &hosts {
+            for _ in 0..25 {
+                let host = host.clone();
+                tasks.push(tokio::spawn(async move {
+                    ok(&call(&host, "count", &["hits"]).await);
+                    ok(&call(&host, "append", &["trail", "x"]).await);
+                }));
+            }
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let counters = ok(&call(&hosts[0], "counters", &[]).await);
+        assert_eq!(counters, "hits: 100");
+        let trail = ok(&call(&hosts[1], "get", &["default", "trail"]).await);
+        assert_eq!(trail, "x".repeat(100));
+    });
+}
+
+/// Stores are per plugin: `counter` never sees `kvplain`'s keys, and a corrupt store fails
+/// only its own plugin's calls, naming its file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_store_fails_only_its_plugin_naming_the_file() {
+    let env = env(&[plugin_artifacts::COUNTER, plugin_artifacts::KVPLAIN]);
+    let host = env.host();
+    ok(&call(&host, "set", &["default", "mine", "1"]).await);
+    assert_eq!(ok(&call(&host, "counters", &[]).await), "no counters yet");
+    drop(host);
+    let file = env.at("kv/kvplain.sqlite3");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    std::fs::write(&file, vec![0x5a; 8192]).unwrap();
+    let host = env.host();
+    let e = err(&call(&host, "get", &["default", "mine"]).await, ErrorKind::ToolError);
+    assert!(e.contains(&file.display().to_string()) && e.contains("not a database"), "{e}");
+    assert_eq!(ok(&call(&host, "count", &["n"]).await), "1", "other plugins are unharmed");
+    assert_eq!(std::fs::read(&file).unwrap(), vec![0x5a; 8192], "the file is left for the operator");
+}
+
+/// A write answered to an MCP client survives `SIGKILL` of the server (no drain, no sync at
+/// exit): the next run reads it.
+#[test]
+fn an_answered_write_survives_a_sigkill() {
+    use crate::support::wait_line;
+    use std::io::Write;
+    let extra = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\n";
+    let d = crate::service::Deployment::new(&[plugin_artifacts::KVPLAIN], extra);
+    let (mut child, mut stdin, out) = d.serve_stdio();
+    let mut seen = Vec::new();
+    let mut send = |line: String| {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"killed","version":"0"}}}"#.into());
+    wait_line(&out, r#""id":1"#, 60, &mut seen);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+    for i in 0..5 {
+        let id = 10 + i;
+        send(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"set","arguments":{{"bucket":"default","key":"k{i}","value":"v{i}"}}}}}}"#
+        ));
+        let line = wait_line(&out, &format!(r#""id":{id}"#), 30, &mut seen);
+        assert!(line.contains(r#""text":"ok""#), "{line}");
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let o = d.command().args(["call", "keys", "default"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout.trim(), "k0\nk1\nk2\nk3\nk4");
+}
+
+/// `list` shows the buckets requested, granted and missing; `--allow-kv` grants one.
+#[test]
+fn list_shows_buckets_and_allow_kv_grants_them() {
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let o = env
+        .configured("[kv]\ndir = \"kv\"\n")
+        .args(["--allow-kv", "kvplain=default", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("requested: kv default, kv cache"), "{text}");
+    assert!(text.contains("granted:   kv default"), "{text}");
+    assert!(text.contains("missing:   kv cache — grant with [plugin.kvplain] kv = [\"cache\"]"), "{text}");
+    let o = env.configured("").args(["--allow-kv", "kvplain=bad bucket", "list"]).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("--allow-kv") && e.contains("is not a bucket name"), "{e}");
+    let o = env.configured("[plugin.kvplain]\nkv = [\"ok\", \"../x\"]\n").arg("list").output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("plugin.kvplain.kv[1]") && e.contains("toolhost.toml"), "{e}");
+}
+
+/// `toolhost kv`: the operator lists, reads, exports, imports (all or nothing), deletes and
+/// purges a plugin's store without loading the plugin.
+#[test]
+fn the_operator_lists_exports_imports_and_purges_a_store() {
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let kv = |args: &[&str]| {
+        let o = env.configured("[kv]\ndir = \"kv\"\n").arg("kv").args(args).output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (okay, out, _) = kv(&["list"]);
+    assert!(okay && out.contains("no key-value stores"), "{out}");
+    let call = |args: &[&str]| {
+        let o = env
+            .configured("[kv]\ndir = \"kv\"\n")
+            .args(["--allow-kv", "kvplain=default", "call"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    call(&["set", "default", "a", "one"]);
+    call(&["big", "b", "3"]);
+    let (okay, out, e) = kv(&["list"]);
+    assert!(
+        okay && out.contains("kvplain (2 keys, 8 bytes;") && out.contains("  default: 2 keys, 8 bytes"),
+        "{out}{e}"
+    );
+    assert_eq!(kv(&["get", "kvplain", "default", "a"]).1, "one\n");
+    let (okay, _, e) = kv(&["get", "kvplain", "default", "zz"]);
+    assert!(!okay && e.contains("no key \"zz\""), "{e}");
+    let (_, export, _) = kv(&["export", "kvplain"]);
+    assert_eq!(
+        export,
+        "{\"bucket\":\"default\",\"key\":\"a\",\"value\":\"one\"}\n{\"bucket\":\"default\",\"key\":\"b\",\"value\":\"xxx\"}\n"
+    );
+    // A bad line imports nothing; a good file sets every line.
+    let file = env.at("in.jsonl");
+    std::fs::write(&file, "{\"bucket\":\"default\",\"key\":\"c\",\"base64\":\"AP8=\"}\n{\"bucket\":\"default\",\"key\":\"d\"}\n").unwrap();
+    let (okay, _, e) = kv(&["import", "kvplain", file.to_str().unwrap()]);
+    assert!(!okay && e.contains("in.jsonl line 2") && e.contains("\"value\""), "{e}");
+    std::fs::write(&file, "{\"bucket\":\"default\",\"key\":\"c\",\"base64\":\"AP8=\"}\n{\"bucket\":\"other\",\"key\":\"d\",\"value\":\"4\"}\n").unwrap();
+    let (okay, _, e) = kv(&["import", "kvplain", file.to_str().unwrap()]);
+    assert!(okay && e.contains("imported 2 pairs"), "{e}");
+    assert_eq!(kv(&["get", "kvplain", "default", "c"]).1, "AP8=\n", "bytes come back as base64");
+    assert!(kv(&["list", "kvplain"]).1.contains("  other: 1 keys, 2 bytes"));
+    let (okay, _, e) = kv(&["delete", "kvplain", "other", "d"]);
+    assert!(okay && e.contains("deleted \"d\""), "{e}");
+    let (okay, _, e) = kv(&["purge", "kvplain"]);
+    assert!(okay && e.contains("deleted plugin `kvplain`'s key-value store"), "{e}");
+    assert!(!env.at("kv/kvplain.sqlite3").exists());
+    let (okay, _, e) = kv(&["purge", "kvplain"]);
+    assert!(!okay && e.contains("has no key-value store"), "{e}");
+}
