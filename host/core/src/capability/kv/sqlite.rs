@@ -148,7 +148,9 @@ impl SqliteStore {
     ) -> Result<(Vec<String>, Option<String>), KvError> {
         let conn = self.conn();
         let mut st = conn
-            .prepare_cached("SELECT key FROM kv WHERE bucket = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3")
+            .prepare_cached(
+                "SELECT key FROM kv WHERE bucket = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3",
+            )
             .map_err(|e| self.failed(e))?;
         let rows = st
             .query_map(params![bucket, after, limit as i64 + 1], |r| r.get::<_, String>(0))
