@@ -300,3 +300,64 @@ fn the_operator_lists_exports_imports_and_purges_a_store() {
     let (okay, _, e) = kv(&["purge", "kvplain"]);
     assert!(!okay && e.contains("has no key-value store"), "{e}");
 }
+
+/// A full disk fails the write in progress and keeps nothing of it; what was written before
+/// is intact (a 256 KiB tmpfs, mounted in a user and mount namespace of the test's own).
+#[test]
+fn a_full_disk_fails_the_write_and_keeps_the_store_whole() {
+    let probe = std::process::Command::new("unshare").args(["-Urm", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        panic!("this test needs `unshare -Urm` (user namespaces): the kernel or the sandbox refuses them");
+    }
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let disk = env.at("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    std::fs::write(
+        env.at("toolhost.toml"),
+        format!("[kv]\ndir = {:?}\n\n[plugin.kvplain]\nkv = [\"default\"]\n", disk.join("kv")),
+    )
+    .unwrap();
+    let line = |args: &str| {
+        let cmd = env.command();
+        let mut words: Vec<String> = vec![cmd.get_program().to_string_lossy().into_owned()];
+        words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+        words.extend(["--config".into(), env.at("toolhost.toml").display().to_string()]);
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        format!("{} {args}", quoted.join(" "))
+    };
+    let script = format!(
+        "mount -t tmpfs -o size=256k none '{}' && {} && echo STEP1 && {} ; echo STEP2 $? && {} && {}",
+        disk.display(),
+        line("call set default a keep"),
+        line("call big b 400000"),
+        line("call get default a"),
+        line("call keys default"),
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-Urm", "sh", "-c", &script])
+        .envs(crate::support::test_dirs())
+        .current_dir(env.dir.path())
+        .output()
+        .unwrap();
+    let (out, e) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}\n{e}");
+    assert!(out.contains("STEP1") && out.contains("STEP2 1"), "the big write failed: {out}\n{e}");
+    assert!(e.contains("disk is full") && e.contains("kvplain"), "{e}");
+    let after: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("STEP2")).skip(1).collect();
+    assert_eq!(after, ["keep", "a"], "the store is whole, without the failed write: {out}");
+}
+
+/// The console's plugins page shows a plugin's buckets with their sizes.
+#[test]
+fn the_console_shows_a_plugins_buckets_and_sizes() {
+    use crate::console::{Server, json};
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let config = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\n";
+    let o = env.configured(config).args(["call", "set", "default", "a", "one"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let server = Server::start(&env, config);
+    let plugins = json(&server.get("/console/api/plugins", None));
+    let p = &plugins["plugins"][0];
+    assert_eq!(p["name"], "kvplain", "{plugins}");
+    assert_eq!(p["kv"], serde_json::json!({"buckets": [{"name": "default", "keys": 1, "bytes": 4}]}), "{p}");
+}

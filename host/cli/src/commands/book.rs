@@ -13,6 +13,7 @@ pub const CHAPTERS: &[(&str, &str)] = &[
     ("run", "text-protocol.md"),
     ("prompt", "text-protocol.md"),
     ("read", "resources.md"),
+    ("kv", "key-value.md"),
     ("get-prompt", "prompts.md"),
     ("complete", "prompts.md"),
     ("schema", "openai.md"),

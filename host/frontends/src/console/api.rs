@@ -117,6 +117,20 @@ fn file_facts(path: &Path, max: u64) -> Option<(Vec<u8>, [u8; 32])> {
     Some((bytes, hash))
 }
 
+/// A plugin's key-value buckets with their keys and bytes (`[]`: no store yet), or what
+/// keeps its store from opening.
+async fn kv_buckets(c: &Console, plugin: &str) -> Value {
+    let buckets = match c.executor.kv().existing(plugin) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(store)) => store.buckets().await,
+        Err(e) => Err(e),
+    };
+    match buckets {
+        Ok(b) => json!({ "buckets": b }),
+        Err(e) => json!({ "error": e.to_string() }),
+    }
+}
+
 /// Whether the config, not the approvals file, decides about `plugin`.
 fn pinned_in_config(c: &Console, plugin: &str) -> bool {
     let a = &c.executor.config().approvals;
@@ -125,9 +139,13 @@ fn pinned_in_config(c: &Console, plugin: &str) -> bool {
 
 /// `GET /console/api/plugins`: each plugin with its file, grants and signer; the versions held
 /// for approval (with the config entry that would pin them); the files that failed to load.
-pub fn plugins(c: &Console) -> Value {
+pub async fn plugins(c: &Console) -> Value {
     let config = c.executor.config();
     let reg = c.executor.registry();
+    let mut stores = std::collections::HashMap::new();
+    for p in reg.plugins().iter().filter(|p| !p.grants.kv.granted.is_empty()) {
+        stores.insert(p.name.clone(), kv_buckets(c, &p.name).await);
+    }
     let plugins: Vec<Value> = reg
         .plugins()
         .iter()
@@ -153,6 +171,7 @@ pub fn plugins(c: &Console) -> Value {
                 "missing": p.missing.iter().map(|m| json!({ "what": m.what, "grant": m.how })).collect::<Vec<_>>(),
                 "warnings": reg.shared_write_notes(p, &config.workspace),
                 "tools": tools,
+                "kv": stores.get(&p.name),
             })
         })
         .collect();

@@ -55,12 +55,21 @@ function pluginCard(p) {
       ['Tools', p.tools.join(', ') || 'none'],
       ['Requested', p.requested.length ? p.requested.join(', ') : 'nothing'],
       ['Granted', p.granted.length ? p.granted.join(', ') : 'nothing'],
+      ['Key-value store', kvText(p.kv)],
     ]),
     p.missing.length ? [
       h('h4', {}, 'Requested but not granted'),
       p.missing.map((m) => h('div', {}, h('p', {}, m.what), pre(m.grant, `How to grant ${m.what}`))),
     ] : null,
     p.warnings.length ? list(p.warnings, '') : null);
+}
+
+/** A plugin's key-value buckets and their sizes (null: it has none granted). */
+function kvText(kv) {
+  if (!kv) return null;
+  if (kv.error) return kv.error;
+  if (!kv.buckets.length) return 'empty';
+  return kv.buckets.map((b) => `${b.name}: ${b.keys} key${b.keys === 1 ? '' : 's'}, ${bytes(b.bytes)}`).join('; ');
 }
 
 function pendingCard(p) {
