@@ -361,3 +361,61 @@ fn the_console_shows_a_plugins_buckets_and_sizes() {
     assert_eq!(p["name"], "kvplain", "{plugins}");
     assert_eq!(p["kv"], serde_json::json!({"buckets": [{"name": "default", "keys": 1, "bytes": 4}]}), "{p}");
 }
+
+/// Issue #59, item 4: with `kv_scope = "session"` each MCP session has buckets of its own (one
+/// session never reads another's keys); a call outside any session cannot open them.
+#[test]
+fn buckets_scoped_per_session_keep_sessions_apart() {
+    use crate::support::mcp_http::{open_session, post, session_headers};
+    use serde_json::json;
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let config = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\nkv_scope = \"session\"\n";
+    let server = crate::support::Server::start(env.configured(config).args([
+        "serve",
+        "--mcp",
+        "--http",
+        "127.0.0.1:0",
+    ]));
+    let url = server.url.clone();
+    let (a, b) =
+        (open_session(&url, "2025-06-18", json!({}), "a"), open_session(&url, "2025-06-18", json!({}), "b"));
+    let call = |session: &str, tool: &str, args: serde_json::Value| -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+        let (status, head, messages) = post(&url, &session_headers(session, "2025-06-18"), &body);
+        assert_eq!(status, 200, "{head}");
+        let r = messages.iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("{messages:?}"));
+        r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{r}")).to_string()
+    };
+    assert_eq!(call(&a, "set", json!({"bucket": "default", "key": "pad", "value": "a's"})), "ok");
+    assert_eq!(call(&b, "get", json!({"bucket": "default", "key": "pad"})), "(none)");
+    assert_eq!(call(&b, "set", json!({"bucket": "default", "key": "pad", "value": "b's"})), "ok");
+    assert_eq!(call(&a, "get", json!({"bucket": "default", "key": "pad"})), "a's");
+    assert_eq!(call(&b, "get", json!({"bucket": "default", "key": "pad"})), "b's");
+    drop(server);
+    // The CLI belongs to no session: refused, naming the setting.
+    let o = env.configured(config).args(["call", "get", "default", "pad"]).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("kv_scope = \"session\"") && e.contains("no session"), "{e}");
+    // Stored apart, never under a session's id.
+    let o = env.configured(config).args(["kv", "list", "kvplain"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(listed.lines().filter(|l| l.trim_start().starts_with("default@")).count(), 2, "{listed}");
+    assert!(!listed.contains(&a) && !listed.contains(&b), "{listed}");
+}
+
+/// A store that cannot be opened is said at start, naming its file; the server serves on.
+#[test]
+fn serve_names_a_corrupt_store_at_start_and_serves_on() {
+    use crate::support::{lines::spawn_piped, wait_line};
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    std::fs::create_dir_all(env.at("kv")).unwrap();
+    std::fs::write(env.at("kv/kvplain.sqlite3"), vec![0x5a; 8192]).unwrap();
+    let config = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\n";
+    let (mut child, _stdin, _out, err) = spawn_piped(env.configured(config).args(["serve", "--mcp"]));
+    let mut seen = Vec::new();
+    let line = wait_line(&err, "kvplain.sqlite3", 60, &mut seen);
+    assert!(line.contains("not a database") && line.contains("other plugins are unaffected"), "{line}");
+    assert!(child.try_wait().unwrap().is_none(), "it serves on");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -177,7 +177,10 @@ fn read_import(file: &std::path::Path) -> Result<Vec<(String, Pair)>> {
         let (Some(bucket), Some(key)) = (text("bucket"), text("key")) else {
             bail!("{}: needs \"bucket\" and \"key\" (text)", at());
         };
-        if !toolhost_spec::manifest::is_bucket_name(&bucket) {
+        // A bucket of one MCP session is stored as `NAME@` and 16 hex digits.
+        let (name, session) = bucket.split_once('@').unwrap_or((&bucket, "0000000000000000"));
+        let session_ok = session.len() == 16 && session.bytes().all(|b| b.is_ascii_hexdigit());
+        if !toolhost_spec::manifest::is_bucket_name(name) || !session_ok {
             bail!("{}: bucket {bucket:?} {}", at(), toolhost_spec::manifest::BUCKET_RULE);
         }
         let value = match (text("value"), text("base64")) {

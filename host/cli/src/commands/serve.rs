@@ -222,6 +222,13 @@ async fn serve_mcp(
     let load = async {
         first_loaded(&host, first, eprint_change).await?;
         unknown_flag_plugins(&flag_plugins, &host.registry.load(), &host.config.plugins_dir)?;
+        let registry = host.registry.load();
+        let with_kv = registry.plugins().iter().filter(|p| !p.grants.kv.granted.is_empty());
+        for e in host.executor.kv().check(with_kv.map(|p| &*p.name)) {
+            toolhost_frontends::say!(
+                "toolhost: {e}; its calls that use the store fail until then, other plugins are unaffected"
+            );
+        }
         // Reloads are counted from here: the first load is not one.
         service.watch_reloads(&reloader);
         let mut changes = reloader.subscribe();

@@ -124,6 +124,8 @@ pub struct CallSetup<'a> {
     pub log_bucket: Option<std::sync::Arc<log::LogBucket>>,
     /// Every plugin's key-value store.
     pub kv: &'a std::sync::Arc<kv::Stores>,
+    /// The MCP session the call belongs to, if any (see `CallContext::session`).
+    pub session: Option<&'a std::sync::Arc<str>>,
 }
 
 /// How the host functions are linked (what the engine was built for).

@@ -126,6 +126,9 @@ impl Executor {
             workspace: &self.workspace,
             log_bucket: Some(share.log.clone()),
             kv: &self.kv,
+            // A read, a prompt or a completion belongs to no session: buckets scoped per
+            // session are refused to it.
+            session: None,
         };
         let calls = Calls::prepare(&plugin.grants, &setup);
         let state = HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), calls);

@@ -59,7 +59,7 @@ pub use toolhost_spec::call::ToolCall;
 
 /// The context of a call no front end describes ([`CallContext::default`], as a static).
 static NO_CONTEXT: CallContext =
-    CallContext { front_end: None, client: None, token: None, peer: None, trace_parent: None };
+    CallContext { front_end: None, client: None, token: None, peer: None, session: None, trace_parent: None };
 /// The control of a call nobody steers ([`CallControl::default`], as a static).
 static NO_CONTROL: CallControl = CallControl { cancel: None, gone: None, progress: None };
 

@@ -21,6 +21,10 @@ pub struct CallContext {
     pub token: Option<String>,
     /// The IP address the HTTP request came from (`None`: not over HTTP).
     pub peer: Option<std::net::IpAddr>,
+    /// The MCP session the call belongs to (a 2025 HTTP session's id; one per process over
+    /// stdio); `None`: no session (a CLI call, a 2026-07-28 stateless request). What a bucket
+    /// scoped per session (`[plugin.NAME] kv_scope = "session"`) is keyed by.
+    pub session: Option<std::sync::Arc<str>>,
     /// The caller's span (W3C `traceparent` from the HTTP request or MCP `_meta`): the call's
     /// span continues its trace when telemetry is on.
     pub trace_parent: Option<crate::telemetry::TraceParent>,

@@ -72,6 +72,7 @@ impl Executor {
             workspace: &self.workspace,
             log_bucket: Some(share.log.clone()),
             kv: &self.kv,
+            session: watch.ctx.session.as_ref(),
         };
         // Moved once, into the store (the call's state is large: every move of it is a copy).
         let state =

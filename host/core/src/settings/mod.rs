@@ -400,6 +400,7 @@ impl Config {
             }
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
+            out.kv_scope = out.kv_scope.or(all.kv_scope);
         }
         out
     }

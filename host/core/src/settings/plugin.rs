@@ -31,6 +31,9 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     /// Key-value buckets it may open (see `capability::kv`).
     #[serde(default)]
     kv: Vec<String>,
+    /// `shared` (default: every caller sees the same buckets) or `session` (each MCP session
+    /// its own).
+    kv_scope: Option<crate::capability::kv::settings::KvScope>,
     /// Values the operator gives the plugin, seen by it as environment variables of these
     /// names (only names its manifest requests with `env`).
     #[serde(default)]
@@ -83,6 +86,8 @@ pub struct PluginConfig {
     pub exec: Vec<ExecGrant>,
     /// Key-value buckets (the key-value capability's).
     pub kv: Vec<String>,
+    /// Whose buckets they are: every caller's, or each MCP session's.
+    pub kv_scope: Option<crate::capability::kv::settings::KvScope>,
     pub limits: LimitOverrides,
     /// At most this many calls of the plugin at once (default: `[limits] plugin_concurrency`).
     pub concurrency: Option<u32>,
@@ -171,6 +176,7 @@ impl RawPlugin {
             fs: Vec::new(),
             exec: Vec::new(),
             kv: crate::capability::kv::settings::resolve_buckets(&format!("{key}.kv"), self.kv)?,
+            kv_scope: self.kv_scope,
             on_missing: self.on_missing,
             asked_grants: self.asked_grants,
         };

@@ -354,6 +354,8 @@ pub async fn call(
         client: None,
         token: caller.token.clone(),
         peer: None,
+        // The console is no MCP session: buckets scoped per session are refused to it.
+        session: None,
         trace_parent,
     };
     let prepared = match c.executor.prepare(CallRequest::Named { name: &tool, args: arguments }, &ctx).await {

@@ -438,7 +438,18 @@ pub(super) fn caller_of(
         client,
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
         peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
+        session: session_of(parts),
         trace_parent: trace_parent(meta, parts),
+    }
+}
+
+/// The MCP session of a request: over HTTP its `Mcp-Session-Id` (none for a 2026-07-28
+/// stateless request), over stdio this process's one session.
+fn session_of(parts: Option<&hyper::http::request::Parts>) -> Option<std::sync::Arc<str>> {
+    static STDIO: std::sync::OnceLock<std::sync::Arc<str>> = std::sync::OnceLock::new();
+    match parts {
+        Some(p) => p.headers.get("mcp-session-id")?.to_str().ok().map(|s| format!("http:{s}").into()),
+        None => Some(STDIO.get_or_init(|| format!("stdio:{}", std::process::id()).into()).clone()),
     }
 }
 

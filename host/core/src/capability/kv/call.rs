@@ -4,7 +4,7 @@
 //! operation budget) before its store sees it.
 
 use super::sqlite::{Pair, Swapped};
-use super::{KvError, KvGrant, PluginStore, Stores};
+use super::{KvError, KvGrant, KvScope, PluginStore, Stores};
 use crate::bindings::atomics::{self, Cas, CasError};
 use crate::bindings::batch;
 use crate::bindings::store::{self, Bucket, Error, KeyResponse};
@@ -24,6 +24,8 @@ pub struct KvCall {
     plugin: Arc<str>,
     grant: Arc<KvGrant>,
     stores: Arc<Stores>,
+    /// The call's MCP session (what a session-scoped bucket is keyed by).
+    session: Option<Arc<str>>,
     /// The plugin's store, once a bucket was opened.
     store: Option<Arc<PluginStore>>,
     /// Open buckets by handle (`None`: dropped).
@@ -38,11 +40,17 @@ pub struct KvCall {
 }
 
 impl KvCall {
-    pub fn new(plugin: Arc<str>, grant: Arc<KvGrant>, stores: Arc<Stores>) -> KvCall {
+    pub fn new(
+        plugin: Arc<str>,
+        grant: Arc<KvGrant>,
+        stores: Arc<Stores>,
+        session: Option<Arc<str>>,
+    ) -> KvCall {
         KvCall {
             plugin,
             grant,
             stores,
+            session,
             store: None,
             buckets: Vec::new(),
             cas: Vec::new(),
@@ -63,10 +71,15 @@ impl KvCall {
             self.refused.push(Refusal::Bucket(b.clone()));
             return Err(KvError::NotGranted { plugin, bucket: b });
         }
+        let stored = match (self.grant.scope, &self.session) {
+            (KvScope::Shared, _) => b,
+            (KvScope::Session, Some(s)) => scoped(&b, s),
+            (KvScope::Session, None) => return Err(KvError::NoSession { plugin: self.plugin.to_string() }),
+        };
         if self.store.is_none() {
             self.store = Some(self.stores.of(&self.plugin)?);
         }
-        self.buckets.push(Some(b));
+        self.buckets.push(Some(stored));
         Ok((self.buckets.len() - 1) as u32)
     }
 
@@ -145,6 +158,15 @@ impl KvCall {
         self.written_bytes += pairs.iter().map(|(_, v)| v.len() as u64).sum::<u64>();
         Ok(())
     }
+}
+
+/// The stored name of `bucket` for `session`: `BUCKET@` and 16 hex digits of the session id's
+/// SHA-256 (the id itself, a bearer of the session over HTTP, is never stored). `@` is not in
+/// any bucket name a plugin can open, so no plugin reaches a session's bucket by name.
+fn scoped(bucket: &str, session: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(session.as_bytes());
+    format!("{bucket}@{}", hex::encode(&digest[..8]))
 }
 
 /// What the guest is told: a bucket its manifest does not request is `no-such-store`, one the

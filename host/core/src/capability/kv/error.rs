@@ -14,6 +14,11 @@ pub enum KvError {
     /// The manifest does not request the bucket (no grant can give it).
     #[error("plugin `{plugin}` does not request bucket `{bucket}` (its manifest's capabilities.kv)")]
     NotRequested { plugin: String, bucket: String },
+    /// The bucket is scoped per MCP session and the call belongs to none.
+    #[error(
+        "plugin `{plugin}`'s buckets are kept per MCP session ([plugin.{plugin}] kv_scope = \"session\") and this call belongs to no session"
+    )]
+    NoSession { plugin: String },
     /// A bound of `[kv]` was reached: `what` says how far, the setting is named.
     #[error("{what} ({})", KvSettings::key_of(*.limit))]
     Limit { limit: Limit, what: String },

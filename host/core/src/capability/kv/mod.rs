@@ -26,7 +26,7 @@ pub mod sqlite;
 
 pub use call::KvCall;
 pub use error::KvError;
-pub use settings::{Backend, KvLimits, KvSettings, Limit};
+pub use settings::{Backend, KvLimits, KvScope, KvSettings, Limit};
 pub use sqlite::{BucketInfo, Pair, SqliteStore, Swapped};
 
 use crate::capability::{
@@ -43,11 +43,12 @@ use wasmtime::component::{HasSelf, Linker};
 pub struct KvGrant {
     pub requested: Vec<String>,
     pub granted: Vec<String>,
+    pub scope: KvScope,
 }
 
 /// Request ∩ grant: a bucket is given only if the manifest requests it.
 pub fn effective(plugin: &str, requested: &[String], granted: &[String]) -> (KvGrant, Vec<Missing>) {
-    let mut out = KvGrant { requested: requested.to_vec(), granted: Vec::new() };
+    let mut out = KvGrant { requested: requested.to_vec(), granted: Vec::new(), scope: KvScope::Shared };
     let mut missing = Vec::new();
     for b in requested {
         if granted.contains(b) {
@@ -172,6 +173,12 @@ impl Stores {
         Ok(store)
     }
 
+    /// Open the existing stores of `plugins` now (at start), and say which cannot be: each
+    /// such plugin's calls fail on its store, naming the file, and no other plugin's.
+    pub fn check<'a>(&self, plugins: impl IntoIterator<Item = &'a str>) -> Vec<KvError> {
+        plugins.into_iter().filter_map(|p| self.existing(p).err()).collect()
+    }
+
     /// `plugin`'s store if it exists (never created: for the operator's commands).
     pub fn existing(&self, plugin: &str) -> Result<Option<Arc<PluginStore>>, KvError> {
         if matches!(self.settings.backend, Backend::Sqlite { .. }) && !self.location(plugin).is_file() {
@@ -247,7 +254,8 @@ impl Capability for Kv {
     type Call = KvCall;
 
     fn effective(cx: &GrantContext<'_>) -> (Arc<KvGrant>, Vec<Missing>) {
-        let (grant, missing) = effective(cx.plugin, &cx.request.kv, &cx.grant.kv);
+        let (mut grant, missing) = effective(cx.plugin, &cx.request.kv, &cx.grant.kv);
+        grant.scope = cx.grant.kv_scope.unwrap_or_default();
         (Arc::new(grant), missing)
     }
 
@@ -270,7 +278,7 @@ impl Capability for Kv {
     }
 
     fn prepare(grant: &Arc<KvGrant>, setup: &CallSetup<'_>) -> KvCall {
-        KvCall::new(setup.plugin.clone(), grant.clone(), setup.kv.clone())
+        KvCall::new(setup.plugin.clone(), grant.clone(), setup.kv.clone(), setup.session.cloned())
     }
 
     fn add_to_linker<S: CallState>(linker: &mut Linker<S>, _: LinkOptions) -> wasmtime::Result<()> {

@@ -28,6 +28,18 @@ pub struct RawKv {
     max_ops_per_call: Option<u64>,
 }
 
+/// Whose a plugin's buckets are (`[plugin.NAME] kv_scope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvScope {
+    /// Every caller's: one bucket of each name.
+    #[default]
+    Shared,
+    /// Each MCP session's own: a session never sees another's keys; a call outside a session
+    /// (the CLI, a stateless request, a resource read) cannot open them.
+    Session,
+}
+
 /// Where the stores live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {

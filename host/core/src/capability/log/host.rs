@@ -87,6 +87,7 @@ mod tests {
             workspace: &workspace,
             log_bucket: None,
             kv: &Arc::new(crate::capability::kv::Stores::new(config.kv.clone())),
+            session: None,
         };
         let mut calls = Calls::prepare(&grants, &setup);
         let (progress, rx) = ProgressCall::watched();
