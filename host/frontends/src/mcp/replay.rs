@@ -61,18 +61,9 @@ pub struct RedisStore {
     conn: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
 }
 
-/// `url` with any password replaced, fit for a log line or an error.
-pub fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) => "(an unparsable URL)".into(),
-    }
-}
+/// `url` with any password replaced, fit for a log line or an error (the one rule, shared with
+/// the key-value store's Redis backend).
+pub use toolhost_core::capability::kv::redis::shown as redacted;
 
 impl ReplayStore {
     /// This process's memory: right for one process, blind to replays on another replica.
