@@ -192,27 +192,15 @@ async fn a_corrupt_store_fails_only_its_plugin_naming_the_file() {
 /// exit): the next run reads it.
 #[test]
 fn an_answered_write_survives_a_sigkill() {
-    use crate::support::wait_line;
-    use std::io::Write;
     let extra = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\n";
     let d = crate::service::Deployment::new(&[plugin_artifacts::KVPLAIN], extra);
-    let (mut child, mut stdin, out) = d.serve_stdio();
-    let mut seen = Vec::new();
-    let mut send = |line: String| {
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"killed","version":"0"}}}"#.into());
-    wait_line(&out, r#""id":1"#, 60, &mut seen);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
-    for i in 0..5 {
-        let id = 10 + i;
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"set","arguments":{{"bucket":"default","key":"k{i}","value":"v{i}"}}}}}}"#
-        ));
-        let line = wait_line(&out, &format!(r#""id":{id}"#), 30, &mut seen);
+    let mut session = d.stdio_session();
+    for i in 0..5u64 {
+        let args = serde_json::json!({"bucket": "default", "key": format!("k{i}"), "value": format!("v{i}")});
+        let line = session.call(10 + i, "set", args);
         assert!(line.contains(r#""text":"ok""#), "{line}");
     }
+    let mut child = session.child;
     child.kill().unwrap();
     let _ = child.wait();
     let o = d.command().args(["call", "keys", "default"]).output().unwrap();

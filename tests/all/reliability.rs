@@ -603,29 +603,16 @@ async fn grant_rows(
 /// exit) after N answered calls leaves N lines.
 #[test]
 fn after_n_answered_calls_a_sigkill_leaves_n_audit_lines() {
-    use crate::support::wait_line;
-    use std::io::Write;
     // No setting (the default, "interval"), then each other choice.
     for setting in ["", "fsync = \"always\"\n", "fsync = \"never\"\n"] {
         // The deployment's config ends in its `[audit]` table: the setting lands there.
         let d = crate::service::Deployment::new(&[plugin_artifacts::TEXT], setting);
-        let (mut child, mut stdin, out) = d.serve_stdio();
-        let mut seen = Vec::new();
-        let mut send = |line: String| {
-            writeln!(stdin, "{line}").unwrap();
-            stdin.flush().unwrap();
-        };
-        send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"killed","version":"0"}}}"#.into());
-        wait_line(&out, r#""id":1"#, 60, &mut seen);
-        send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+        let mut session = d.stdio_session();
         const N: usize = 7;
         for i in 0..N {
-            let id = 10 + i;
-            send(format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"call {i}"}}}}}}"#
-            ));
-            wait_line(&out, &format!(r#""id":{id}"#), 30, &mut seen);
+            session.call(10 + i as u64, "echo", serde_json::json!({"text": format!("call {i}")}));
         }
+        let mut child = session.child;
         child.kill().unwrap();
         let _ = child.wait();
         let audit = d.audit();

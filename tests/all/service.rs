@@ -69,9 +69,46 @@ impl Deployment {
         (child, stdin, out)
     }
 
+    /// `serve --mcp` over stdio, its session initialized (2025-06-18).
+    pub(crate) fn stdio_session(&self) -> StdioSession {
+        let (child, stdin, out) = self.serve_stdio();
+        let mut s = StdioSession { child, stdin, out, seen: Vec::new() };
+        s.ask(1, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s
+    }
+
     /// `serve --mcp --http 127.0.0.1:0`.
     pub(crate) fn serve_http(&self) -> Server {
         Server::start(self.command().args(["serve", "--mcp", "--http", "127.0.0.1:0"]))
+    }
+}
+
+/// A raw MCP client of a server over stdio: lines written, answers read as they come.
+pub(crate) struct StdioSession {
+    pub(crate) child: Child,
+    stdin: std::process::ChildStdin,
+    out: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl StdioSession {
+    pub(crate) fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Send the request `line` (of `id`) and wait for its answer line.
+    pub(crate) fn ask(&mut self, id: u64, line: &str) -> String {
+        self.send(line);
+        wait_line(&self.out, &format!(r#""id":{id}"#), 60, &mut self.seen)
+    }
+
+    /// `tools/call` of `tool` with `arguments`, as request `id`: its answer line.
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) -> String {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        self.ask(id, &body.to_string())
     }
 }
 

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod executor;
 pub mod files;
 pub mod parallel;
+pub mod redis_link;
 pub mod registry;
 pub mod sandbox;
 pub mod settings;

@@ -47,23 +47,19 @@ impl std::fmt::Debug for ReplayStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReplayStore::Memory(_) => f.write_str("ReplayStore::Memory"),
-            ReplayStore::Redis(r) => write!(f, "ReplayStore::Redis({})", r.shown),
+            ReplayStore::Redis(r) => write!(f, "ReplayStore::Redis({})", r.link.shown()),
         }
     }
 }
 
-/// A Redis reached through one multiplexed connection, opened on first use and again after a
-/// failure.
+/// A Redis every replica shares (see [`toolhost_core::redis_link`]).
 pub struct RedisStore {
-    client: redis::Client,
-    /// The URL without its password, for messages.
-    shown: String,
-    conn: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
+    link: toolhost_core::redis_link::RedisLink,
 }
 
 /// `url` with any password replaced, fit for a log line or an error (the one rule, shared with
 /// the key-value store's Redis backend).
-pub use toolhost_core::capability::kv::redis::shown as redacted;
+pub use toolhost_core::redis_link::shown as redacted;
 
 impl ReplayStore {
     /// This process's memory: right for one process, blind to replays on another replica.
@@ -78,11 +74,10 @@ impl ReplayStore {
         if !url.starts_with("redis://") {
             return Err(StoreError::NotRedis { shown });
         }
-        let client = match redis::Client::open(url) {
-            Ok(c) => c,
-            Err(error) => return Err(StoreError::BadUrl { shown, error }),
-        };
-        Ok(ReplayStore::Redis(Box::new(RedisStore { client, shown, conn: tokio::sync::Mutex::new(None) })))
+        match toolhost_core::redis_link::RedisLink::open(url, REDIS_TIMEOUT) {
+            Ok(link) => Ok(ReplayStore::Redis(Box::new(RedisStore { link }))),
+            Err(error) => Err(StoreError::BadUrl { shown, error }),
+        }
     }
 
     /// Record `nonce` as redeemed until `exp_ms` (unix ms): `Ok(true)` the first time,
@@ -105,37 +100,13 @@ impl ReplayStore {
 
 impl RedisStore {
     async fn redeem(&self, nonce: &str, ttl_ms: u64) -> Result<bool, StoreError> {
-        // The whole redemption, waiting for the connection included, within one deadline; the
-        // multiplexed connection is cloned out so concurrent redemptions do not queue on the lock.
-        let attempt = async {
-            let mut conn = {
-                let mut slot = self.conn.lock().await;
-                match slot.as_ref() {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = self.client.get_multiplexed_async_connection().await?;
-                        *slot = Some(c.clone());
-                        c
-                    }
-                }
-            };
-            redis::cmd("SET")
-                .arg(format!("{REDIS_PREFIX}{nonce}"))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl_ms)
-                .query_async::<Option<String>>(&mut conn)
-                .await
-        };
-        let failure = match tokio::time::timeout(REDIS_TIMEOUT, attempt).await {
-            Ok(Ok(reply)) => return Ok(reply.is_some()),
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("no answer within {} s", REDIS_TIMEOUT.as_secs()),
-        };
-        // Connect afresh next time.
-        *self.conn.lock().await = None;
-        Err(StoreError::Unreachable { shown: self.shown.clone(), why: failure })
+        // The whole redemption, waiting for the connection included, within one deadline.
+        let mut set = redis::cmd("SET");
+        set.arg(format!("{REDIS_PREFIX}{nonce}")).arg(1).arg("NX").arg("PX").arg(ttl_ms);
+        match self.link.query::<Option<String>>(&set).await {
+            Ok(reply) => Ok(reply.is_some()),
+            Err(why) => Err(StoreError::Unreachable { shown: self.link.shown().to_string(), why }),
+        }
     }
 }
 

@@ -13,7 +13,6 @@
 use super::error::KvError;
 use super::settings::{KvLimits, Limit};
 use super::sqlite::{BucketInfo, KEYS_PER_PAGE, Pair, Swapped};
-use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 
 /// How long one operation may wait for Redis.
@@ -98,33 +97,14 @@ return {'ok', now}
 "#;
 
 /// One plugin's store on a Redis server.
+#[derive(Debug)]
 pub struct RedisStore {
     plugin: String,
-    /// The URL without its password, for messages.
-    shown: String,
-    client: redis::Client,
+    link: crate::redis_link::RedisLink,
     limits: KvLimits,
-    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
 }
 
-impl std::fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RedisStore({}, {})", self.plugin, self.shown)
-    }
-}
-
-/// `url` with any password replaced, fit for a message.
-pub fn shown(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) => "(an unparsable URL)".into(),
-    }
-}
+pub use crate::redis_link::shown;
 
 /// The plugins with a store on the server at `url` (by their `…:usage` keys), in order.
 pub async fn plugins(url: &str) -> Result<Vec<String>, KvError> {
@@ -159,17 +139,16 @@ pub async fn plugins(url: &str) -> Result<Vec<String>, KvError> {
 impl RedisStore {
     /// `plugin`'s store at `url`; the server is first asked at the first operation.
     pub fn open(plugin: &str, url: &str, limits: KvLimits) -> Result<RedisStore, KvError> {
-        let shown = shown(url);
-        let client = redis::Client::open(url).map_err(|e| KvError::Unavailable {
+        let link = crate::redis_link::RedisLink::open(url, TIMEOUT).map_err(|e| KvError::Unavailable {
             plugin: plugin.into(),
-            at: shown.clone(),
+            at: shown(url),
             why: e.to_string(),
         })?;
-        Ok(RedisStore { plugin: plugin.into(), shown, client, limits, conn: tokio::sync::Mutex::new(None) })
+        Ok(RedisStore { plugin: plugin.into(), link, limits })
     }
 
     pub fn shown(&self) -> &str {
-        &self.shown
+        self.link.shown()
     }
 
     fn key(&self, what: &str) -> String {
@@ -181,33 +160,12 @@ impl RedisStore {
     }
 
     fn failed(&self, why: String) -> KvError {
-        KvError::Unavailable { plugin: self.plugin.clone(), at: self.shown.clone(), why }
+        KvError::Unavailable { plugin: self.plugin.clone(), at: self.link.shown().to_string(), why }
     }
 
-    /// Run `cmd` within [`TIMEOUT`] (connecting first if needed); a failure drops the
-    /// connection so the next operation connects afresh.
+    /// Run `cmd` on the link (see [`crate::redis_link::RedisLink::query`]).
     async fn query<T: redis::FromRedisValue>(&self, cmd: impl FnOnce() -> redis::Cmd) -> Result<T, KvError> {
-        let attempt = async {
-            let mut conn = {
-                let mut slot = self.conn.lock().await;
-                match slot.as_ref() {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = self.client.get_multiplexed_async_connection().await?;
-                        *slot = Some(c.clone());
-                        c
-                    }
-                }
-            };
-            cmd().query_async::<T>(&mut conn).await
-        };
-        let why = match tokio::time::timeout(TIMEOUT, attempt).await {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("no answer within {} s", TIMEOUT.as_secs()),
-        };
-        *self.conn.lock().await = None;
-        Err(self.failed(why))
+        self.link.query(&cmd()).await.map_err(|why| self.failed(why))
     }
 
     async fn script<T: redis::FromRedisValue>(
