@@ -30,7 +30,8 @@ pub mod keyvalue {
 pub use self::keyvalue::wasi::keyvalue::{atomics, batch, store};
 
 /// The exports a plugin may have beyond `tools` (world `plugin-full`), each looked up in a
-/// component when it is used: a component of world `plugin` has none of them. The imports are
+/// component once, when it links (`engine::Linked`): a component of world `plugin` has none
+/// of them. The imports are
 /// the ones above.
 pub mod full {
     wasmtime::component::bindgen!({

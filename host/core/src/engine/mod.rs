@@ -15,6 +15,30 @@ use wasmtime::{Config as WasmConfig, Engine};
 pub use crate::bindings::Plugin as PluginWorld;
 pub use crate::bindings::PluginPre;
 pub use crate::bindings::host::Level;
+use crate::bindings::{completion, prompts, resources};
+
+/// A plugin's code linked against the host's imports: its `tools` export ready to instantiate,
+/// and where its other exports are — each `None` when the component has none (one of world
+/// `plugin`). Looked up once, when the code links, rather than on every read, prompt or
+/// completion: each lookup finds names in the component's exports.
+pub struct Linked {
+    pub tools: PluginPre<HostState>,
+    pub resources: Option<resources::GuestIndices>,
+    pub prompts: Option<prompts::GuestIndices>,
+    pub completion: Option<completion::GuestIndices>,
+}
+
+impl Linked {
+    fn new(tools: PluginPre<HostState>) -> Linked {
+        let pre = tools.instance_pre();
+        Linked {
+            resources: resources::GuestIndices::new(pre).ok(),
+            prompts: prompts::GuestIndices::new(pre).ok(),
+            completion: completion::GuestIndices::new(pre).ok(),
+            tools,
+        }
+    }
+}
 
 /// Length of one epoch tick: deadlines are rounded up to it.
 pub const TICK: Duration = Duration::from_millis(5);
@@ -255,7 +279,7 @@ impl Runtime {
     /// Compile a component and link it against the host's imports. Fails with a readable
     /// message if the component imports something the host does not provide.
     /// `name` is only for progress messages.
-    pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<PluginPre<HostState>> {
+    pub fn prepare(&self, name: &str, bytes: &[u8]) -> anyhow::Result<Linked> {
         let code = toolhost_spec::sections::code_sha256(bytes, crate::discovery::content_hash(bytes));
         self.prepare_hashed(name, &code, || Ok(bytes.into()))
     }
@@ -269,7 +293,7 @@ impl Runtime {
         name: &str,
         key: &[u8; 32],
         bytes: impl FnOnce() -> anyhow::Result<std::borrow::Cow<'b, [u8]>>,
-    ) -> anyhow::Result<PluginPre<HostState>> {
+    ) -> anyhow::Result<Linked> {
         let key = *key;
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
         let (component, compiled_now) = match cached {
@@ -290,7 +314,7 @@ impl Runtime {
         if compiled_now {
             self.persist(&key, &component);
         }
-        Ok(pre)
+        Ok(Linked::new(pre))
     }
 
     /// Whether code compiled from bytes with this SHA-256 is cached (in memory, or on disk for

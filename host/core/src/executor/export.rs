@@ -1,8 +1,8 @@
 //! One run of a plugin's export other than a tool call — a resource read, a prompt got, an
 //! argument completed — in a fresh sandbox, as a tool call runs: the plugin's grants, the
 //! operator's `[plugin.NAME]` limits, a slot of its share, its deadline; no questions are
-//! asked. Each export is looked up in the component when it is used (a component of the world
-//! `plugin` has none of them).
+//! asked. Where each export is in the component was found when its code linked
+//! ([`crate::engine::Linked`]; a component of the world `plugin` has none of them).
 
 use super::*;
 use crate::bindings::{completion, prompts, resources};
@@ -25,21 +25,21 @@ impl Export {
         }
     }
 
-    /// The request with where its export is in `pre`'s component; `None`: it has none.
-    fn bind(self, pre: &wasmtime::component::InstancePre<HostState>) -> Option<Bound> {
+    /// The request with where its export is in `code`'s component; `None`: it has none.
+    fn bind(self, code: &crate::engine::Linked) -> Option<Bound<'_>> {
         Some(match self {
-            Export::Read(req) => Bound::Read(resources::GuestIndices::new(pre).ok()?, req),
-            Export::Get(req) => Bound::Get(prompts::GuestIndices::new(pre).ok()?, req),
-            Export::Complete(req) => Bound::Complete(completion::GuestIndices::new(pre).ok()?, req),
+            Export::Read(req) => Bound::Read(code.resources.as_ref()?, req),
+            Export::Get(req) => Bound::Get(code.prompts.as_ref()?, req),
+            Export::Complete(req) => Bound::Complete(code.completion.as_ref()?, req),
         })
     }
 }
 
 /// A request and its export, found.
-enum Bound {
-    Read(resources::GuestIndices, resources::ReadRequest),
-    Get(prompts::GuestIndices, prompts::GetRequest),
-    Complete(completion::GuestIndices, completion::CompleteRequest),
+enum Bound<'a> {
+    Read(&'a resources::GuestIndices, resources::ReadRequest),
+    Get(&'a prompts::GuestIndices, prompts::GetRequest),
+    Complete(&'a completion::GuestIndices, completion::CompleteRequest),
 }
 
 /// What the guest answered.
@@ -96,7 +96,7 @@ impl Executor {
         let pre = self.linked(plugin, || what.to_string()).await?;
         let failed = |kind, message| RunFailure { kind, message };
         let interface = export.interface();
-        let Some(bound) = export.bind(pre.instance_pre()) else {
+        let Some(bound) = export.bind(pre) else {
             let why =
                 format!("{what}: the plugin exports no `{interface}` interface (built before it existed?)");
             return Err(failed(ErrorKind::HostError, why));
@@ -133,7 +133,7 @@ impl Executor {
         let calls = Calls::prepare(&plugin.grants, &setup);
         let state = HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), calls);
         let (mut store, _) = self.new_store(state, false);
-        let run = Box::pin(invoke(&mut store, pre, bound));
+        let run = Box::pin(invoke(&mut store, &pre.tools, bound));
         let guard = tokio::time::Instant::from_std(deadline + run::WALL_CLOCK_GRACE);
         let (result, busy, ended) = BusyTimed::new(std::pin::pin!(tokio::time::timeout_at(guard, run))).await;
         let usage = self.usage(store.data(), &limits, busy, started - arrived, ended - started);
@@ -153,7 +153,7 @@ impl Executor {
 async fn invoke(
     store: &mut Store<HostState>,
     pre: &crate::engine::PluginPre<HostState>,
-    bound: Bound,
+    bound: Bound<'_>,
 ) -> wasmtime::Result<Result<Answer, String>> {
     let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
     Ok(match bound {

@@ -81,7 +81,7 @@ impl Executor {
         let (mut store, progress) = self.new_store(state, watched);
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
         let (result, busy, ended) =
-            run_guest(&mut store, pre, entry, args, deadline, forwarder.as_ref()).await;
+            run_guest(&mut store, &pre.tools, entry, args, deadline, forwarder.as_ref()).await;
         let times = (busy, started.duration_since(arrived), ended - started);
         let ran = self.ran(store, entry, &limits, result, times, (stdout, stderr));
         drop(slot);
@@ -94,7 +94,7 @@ impl Executor {
         &self,
         plugin: &'e Arc<LoadedPlugin>,
         what: impl FnOnce() -> String,
-    ) -> Result<&'e crate::engine::PluginPre<HostState>, Outcome> {
+    ) -> Result<&'e crate::engine::Linked, Outcome> {
         if !plugin.code.is_ready() {
             let p = plugin.clone();
             let _ = tokio::task::spawn_blocking(move || p.code.get().map(drop).map_err(str::to_string)).await;

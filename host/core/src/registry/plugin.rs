@@ -7,8 +7,7 @@ use super::chain;
 use crate::capability::Grants;
 use crate::capability::Missing;
 use crate::discovery::Candidate;
-use crate::engine::{PluginPre, Runtime};
-use crate::sandbox::HostState;
+use crate::engine::{Linked, Runtime};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use toolhost_spec::manifest::{Manifest, ToolSpec};
@@ -84,7 +83,7 @@ impl LoadedPlugin {
 /// first use or by [`Code::prepare_in_background`]: a start with a warm cache answers
 /// `tools/list` from the manifests alone, and a call waits only for its own plugin.
 pub struct Code {
-    pub(super) ready: OnceLock<Result<PluginPre<HostState>, String>>,
+    pub(super) ready: OnceLock<Result<Linked, String>>,
     /// What linking needs, until it is done.
     pub(super) source: Mutex<Option<Source>>,
 }
@@ -97,14 +96,14 @@ pub(super) struct Source {
 }
 
 impl Code {
-    pub(super) fn ready(pre: PluginPre<HostState>) -> Code {
+    pub(super) fn ready(pre: Linked) -> Code {
         Code { ready: OnceLock::from(Ok(pre)), source: Mutex::new(None) }
     }
 
     /// The linked code, linking it first if that has not been done (blocking: deserializing
     /// cached code takes about a millisecond; should the cache entry have become unusable, the
     /// plugin is compiled again, which takes longer).
-    pub fn get(&self) -> Result<&PluginPre<HostState>, &str> {
+    pub fn get(&self) -> Result<&Linked, &str> {
         self.ready
             .get_or_init(|| {
                 let source = self.source.lock().unwrap_or_else(|p| p.into_inner()).take();
