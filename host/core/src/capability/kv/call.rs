@@ -14,7 +14,7 @@ use wasmtime::component::Resource;
 
 /// A compare-and-swap handle: the key, and the value it held when the handle was made.
 struct CasState {
-    bucket: String,
+    bucket: Arc<str>,
     key: String,
     current: Option<Vec<u8>>,
 }
@@ -28,8 +28,8 @@ pub struct KvCall {
     session: Option<Arc<str>>,
     /// The plugin's store, once a bucket was opened.
     store: Option<Arc<PluginStore>>,
-    /// Open buckets by handle (`None`: dropped).
-    buckets: Vec<Option<String>>,
+    /// Open buckets by handle, by their stored names (`None`: dropped).
+    buckets: Vec<Option<Arc<str>>>,
     cas: Vec<Option<CasState>>,
     /// Operations made (each key of a batch counts).
     pub ops: u64,
@@ -63,17 +63,19 @@ impl KvCall {
     /// Open `bucket`: requested, granted, and the plugin's store usable.
     pub fn open(&mut self, bucket: &str) -> Result<u32, KvError> {
         self.charge(1)?;
-        let (plugin, b) = (self.plugin.to_string(), bucket.to_string());
+        let named = || (self.plugin.to_string(), bucket.to_string());
         if !self.grant.requested.iter().any(|r| r == bucket) {
-            return Err(KvError::NotRequested { plugin, bucket: b });
+            let (plugin, bucket) = named();
+            return Err(KvError::NotRequested { plugin, bucket });
         }
         if !self.grant.granted.iter().any(|g| g == bucket) {
-            self.refused.push(Refusal::Bucket(b.clone()));
-            return Err(KvError::NotGranted { plugin, bucket: b });
+            let (plugin, bucket) = named();
+            self.refused.push(Refusal::Bucket(bucket.clone()));
+            return Err(KvError::NotGranted { plugin, bucket });
         }
         let stored = match (self.grant.scope, &self.session) {
-            (KvScope::Shared, _) => b,
-            (KvScope::Session, Some(s)) => scoped(&b, s),
+            (KvScope::Shared, _) => Arc::from(bucket),
+            (KvScope::Session, Some(s)) => Arc::from(scoped(bucket, s)),
             (KvScope::Session, None) => return Err(KvError::NoSession { plugin: self.plugin.to_string() }),
         };
         if self.store.is_none() {
@@ -119,7 +121,7 @@ impl KvCall {
         rep: u32,
         n: usize,
         keys: impl IntoIterator<Item = &'k str>,
-    ) -> Result<(Arc<PluginStore>, String), KvError> {
+    ) -> Result<(Arc<PluginStore>, Arc<str>), KvError> {
         self.charge(n)?;
         for k in keys {
             self.check_key(k)?;
@@ -239,7 +241,7 @@ impl atomics::Host for KvCall {
         let Some(state) = self.cas.get_mut(cas.rep() as usize).and_then(Option::take) else {
             return Err(CasError::StoreError(Error::Other("no such compare-and-swap handle".into())));
         };
-        let rep = self.buckets.iter().position(|b| b.as_deref() == Some(state.bucket.as_str()));
+        let rep = self.buckets.iter().position(|b| b.as_deref() == Some(&*state.bucket));
         let checked = match rep {
             Some(rep) => self.bucket(rep as u32, 1, [state.key.as_str()]).and_then(|sb| {
                 self.check_value(&state.key, &value)?;

@@ -12,9 +12,12 @@
 
 use super::error::KvError;
 use super::settings::{KvLimits, Limit};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// Statements a store's connection keeps prepared: more than its operations use.
+const STATEMENT_CACHE: usize = 32;
 
 /// Keys returned by one `list-keys` page.
 pub const KEYS_PER_PAGE: usize = 1000;
@@ -81,6 +84,8 @@ impl SqliteStore {
                 .map_err(|e| unavailable(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| unavailable(e.to_string()))?;
+        // Every statement of an operation is cached (a dozen, with a transaction's own).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let setup = || -> rusqlite::Result<()> {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -262,18 +267,15 @@ impl SqliteStore {
 
     /// Run `f` in one immediate transaction, then check and record what it changed: over a
     /// bound, nothing of it is kept.
-    fn write<T>(
-        &self,
-        f: impl FnOnce(&Transaction<'_>, &mut Delta) -> Result<T, Failure>,
-    ) -> Result<T, KvError> {
-        let mut conn = self.conn();
-        let tx =
-            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.failed(e))?;
+    fn write<T>(&self, f: impl FnOnce(&Connection, &mut Delta) -> Result<T, Failure>) -> Result<T, KvError> {
+        let conn = self.conn();
+        let tx = Immediate::begin(&conn).map_err(|e| self.failed(e))?;
         let mut delta = Delta::default();
         let out = f(&tx, &mut delta).map_err(|e| self.failure(e))?;
         if delta.keys != 0 || delta.bytes != 0 {
             let (keys, bytes): (i64, i64) = tx
-                .query_row("SELECT keys, bytes FROM usage WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .prepare_cached("SELECT keys, bytes FROM usage WHERE id = 1")
+                .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
                 .map_err(|e| self.failed(e))?;
             let (keys, bytes) = (keys + delta.keys, bytes + delta.bytes);
             let l = &self.limits;
@@ -291,11 +293,9 @@ impl SqliteStore {
                 );
                 return Err(KvError::Limit { limit: Limit::TotalBytes, what });
             }
-            tx.execute(
-                "UPDATE usage SET keys = ?1, bytes = ?2 WHERE id = 1",
-                params![keys.max(0), bytes.max(0)],
-            )
-            .map_err(|e| self.failed(e))?;
+            tx.prepare_cached("UPDATE usage SET keys = ?1, bytes = ?2 WHERE id = 1")
+                .and_then(|mut st| st.execute(params![keys.max(0), bytes.max(0)]))
+                .map_err(|e| self.failed(e))?;
         }
         tx.commit().map_err(|e| self.failed(e))?;
         Ok(out)
@@ -307,6 +307,49 @@ impl SqliteStore {
             Failure::Kv(e) => e,
         }
     }
+}
+
+/// One `BEGIN IMMEDIATE` transaction, rolled back when dropped uncommitted. Its statements
+/// (`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) come from the connection's statement cache, as
+/// every statement of a call's operation does: rusqlite's `Transaction` parses them again on
+/// each use, a visible part of a write of a few microseconds.
+struct Immediate<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Immediate<'c> {
+    fn begin(conn: &'c Connection) -> rusqlite::Result<Immediate<'c>> {
+        run_cached(conn, "BEGIN IMMEDIATE")?;
+        Ok(Immediate { conn, open: true })
+    }
+
+    /// Commit; on failure the transaction is rolled back when dropped (if still open).
+    fn commit(mut self) -> rusqlite::Result<()> {
+        run_cached(self.conn, "COMMIT")?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Immediate<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Immediate<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit() {
+            let _ = run_cached(self.conn, "ROLLBACK");
+        }
+    }
+}
+
+/// Run a statement of no parameters and no rows, prepared once per connection.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// A write's failure inside its transaction.
@@ -327,12 +370,12 @@ impl From<KvError> for Failure {
     }
 }
 
-fn read(tx: &Transaction<'_>, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+fn read(tx: &Connection, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, Failure> {
     let mut st = tx.prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")?;
     Ok(st.query_row(params![bucket, key], |r| r.get(0)).optional()?)
 }
 
-fn put(tx: &Transaction<'_>, d: &mut Delta, bucket: &str, key: &str, value: &[u8]) -> Result<(), Failure> {
+fn put(tx: &Connection, d: &mut Delta, bucket: &str, key: &str, value: &[u8]) -> Result<(), Failure> {
     let old: Option<i64> = tx
         .prepare_cached("SELECT length(value) FROM kv WHERE bucket = ?1 AND key = ?2")?
         .query_row(params![bucket, key], |r| r.get(0))
@@ -351,7 +394,7 @@ fn put(tx: &Transaction<'_>, d: &mut Delta, bucket: &str, key: &str, value: &[u8
     Ok(())
 }
 
-fn remove(tx: &Transaction<'_>, d: &mut Delta, bucket: &str, key: &str) -> Result<(), Failure> {
+fn remove(tx: &Connection, d: &mut Delta, bucket: &str, key: &str) -> Result<(), Failure> {
     let old: Option<i64> = tx
         .prepare_cached("SELECT length(value) FROM kv WHERE bucket = ?1 AND key = ?2")?
         .query_row(params![bucket, key], |r| r.get(0))
@@ -430,6 +473,7 @@ mod tests {
         let e = s.set_many("b", &pairs).unwrap_err();
         assert!(e.to_string().contains("kv.max_keys"), "{e}");
         assert_eq!(s.usage().unwrap(), (0, 0), "the batch is all or nothing");
+        assert_eq!(s.get("b", "k0").unwrap(), None, "rolled back, not left open");
         s.set("b", "k", &[0; 90]).unwrap();
         let e = s.set("b", "j", &[0; 20]).unwrap_err();
         assert!(e.to_string().contains("kv.max_total_mb"), "{e}");
