@@ -16,12 +16,6 @@ use toolhost_spec::manifest::Manifest;
 /// A plugin's requests on one line (`fs workspace:rw, env HOME, net example.com`), or
 /// `nothing`.
 pub fn requests(m: &Manifest) -> String {
-    let c = &m.capabilities;
-    let mut parts: Vec<String> = c.fs.iter().map(|f| format!("fs {}:{}", f.path, f.mode)).collect();
-    parts.extend(c.env.iter().map(|e| format!("env {e}")));
-    parts.extend(c.net.iter().map(|n| format!("net {n}")));
-    parts.extend(c.secrets.iter().map(|s| format!("secret {s}")));
-    parts.extend(c.exec.iter().map(|e| format!("exec {e}")));
-    parts.extend(c.kv.iter().map(|b| format!("kv {b}")));
+    let parts = m.capabilities.described();
     if parts.is_empty() { "nothing".into() } else { term::line(&parts.join(", ")).into_owned() }
 }

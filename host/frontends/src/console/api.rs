@@ -75,18 +75,6 @@ pub fn tools(c: &Console) -> Value {
 }
 
 /// What a manifest requests, one line per item (`fs workspace:rw`, `net example.com`, …).
-fn requested(m: &Manifest) -> Vec<String> {
-    let c = &m.capabilities;
-    c.fs.iter()
-        .map(|f| format!("fs {}:{}", f.path, f.mode))
-        .chain(c.env.iter().map(|e| format!("env {e}")))
-        .chain(c.net.iter().map(|n| format!("net {n}")))
-        .chain(c.secrets.iter().map(|s| format!("secret {s}")))
-        .chain(c.exec.iter().map(|e| format!("exec {e}")))
-        .chain(c.kv.iter().map(|b| format!("kv {b}")))
-        .collect()
-}
-
 /// What a plugin is granted (request ∩ grant), one line per item; names only, never a value.
 fn granted(p: &LoadedPlugin) -> Vec<String> {
     let net = &p.grants.net;
@@ -166,7 +154,7 @@ pub async fn plugins(c: &Console) -> Value {
                 "sha256": hex::encode(p.hash),
                 "size": std::fs::metadata(&p.file).ok().map(|m| m.len()),
                 "signer": p.signer.as_ref().map(|s| s.to_string()),
-                "requested": requested(&p.manifest),
+                "requested": p.manifest.capabilities.described(),
                 "granted": granted(p),
                 "missing": p.missing.iter().map(|m| json!({ "what": m.what, "grant": m.how })).collect::<Vec<_>>(),
                 "warnings": reg.shared_write_notes(p, &config.workspace),
@@ -193,7 +181,7 @@ pub async fn plugins(c: &Console) -> Value {
                 "sha256": facts.as_ref().map(|(_, h)| hex::encode(h)),
                 "size": facts.as_ref().map(|(b, _)| b.len()),
                 "extra": held.extra,
-                "requested": manifest.as_ref().map(requested),
+                "requested": manifest.as_ref().map(|m| m.capabilities.described()),
                 "pinnedInConfig": pinned_in_config(c, &held.plugin),
                 "entry": entry,
                 "alsoServing": reg.plugins().iter().any(|p| p.file == held.file),

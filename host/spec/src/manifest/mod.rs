@@ -130,6 +130,23 @@ pub struct Capabilities {
     pub kv: Vec<String>,
 }
 
+impl Capabilities {
+    /// Each request as its kind and what it names (`fs workspace:ro`, `net api.example.com`,
+    /// `kv default`), in the manifest's order, kind by kind: what `list`, `inspect` and the
+    /// console show a plugin asking for.
+    pub fn described(&self) -> Vec<String> {
+        self.fs
+            .iter()
+            .map(|f| format!("fs {}:{}", f.path, f.mode))
+            .chain(self.env.iter().map(|e| format!("env {e}")))
+            .chain(self.net.iter().map(|n| format!("net {n}")))
+            .chain(self.secrets.iter().map(|s| format!("secret {s}")))
+            .chain(self.exec.iter().map(|e| format!("exec {e}")))
+            .chain(self.kv.iter().map(|b| format!("kv {b}")))
+            .collect()
+    }
+}
+
 /// A filesystem request: a logical directory and an access mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

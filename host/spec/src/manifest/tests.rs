@@ -212,3 +212,19 @@ fn non_wasm_inputs_are_named() {
     // A valid, empty component.
     assert_eq!(find_section(b"\0asm\x0d\0\x01\0"), Err(ManifestError::Missing));
 }
+
+#[test]
+fn requests_are_described_kind_by_kind() {
+    let m = check(|v| {
+        v["capabilities"] = serde_json::json!({
+            "kv": ["default"], "net": ["api.example.com"],
+            "fs": [{"path": "workspace", "mode": "ro"}], "env": ["HOME"]
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        m.capabilities.described(),
+        ["fs workspace:ro", "env HOME", "net api.example.com", "kv default"]
+    );
+    assert!(check(|_| {}).unwrap().capabilities.described().is_empty());
+}
