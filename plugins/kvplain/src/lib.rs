@@ -16,6 +16,7 @@ const MANIFEST: &str = r#"{"format":1,"name":"kvplain","version":"0.1.0","descri
 {"name":"many","description":"Set keys k0..k(n-1) of bucket default in one batch, then trap if asked.","params":[{"name":"n","type":"string","description":"how many"},{"name":"trap","type":"string","description":"yes to trap after the batch"}],"argCount":2,"parseJson":[false,false]},
 {"name":"keys","description":"The keys of a bucket, one per line.","params":[{"name":"bucket","type":"string","description":"the bucket"}],"argCount":1,"parseJson":[false]},
 {"name":"append","description":"Append text to a value of bucket default with compare-and-swap.","params":[{"name":"key","type":"string","description":"the key"},{"name":"text","type":"string","description":"what to append"}],"argCount":2,"parseJson":[false,false]},
+{"name":"noop","description":"Answer nothing, opening no bucket (the bench's baseline for this component).","params":[],"argCount":0,"parseJson":[]},
 {"name":"drop_many","description":"Delete keys of bucket default in one batch.","params":[{"name":"keys","type":"string","description":"comma-separated keys"}],"argCount":1,"parseJson":[false]}
 ]}"#;
 
@@ -111,6 +112,7 @@ impl Guest for Kv {
                     }
                 }
             }
+            "noop" => Ok(String::new()),
             "drop_many" => {
                 let b = open("default")?;
                 let keys: Vec<String> = arg(0).split(',').map(str::to_string).collect();

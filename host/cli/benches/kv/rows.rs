@@ -63,6 +63,31 @@ fn redis(work: &Path) -> Option<(std::process::Child, String)> {
     Some((child, format!("redis://127.0.0.1:{port}")))
 }
 
+/// A `GET` of an absent key to the Redis server at `url` over a blocking TCP socket and its
+/// answer (`$-1`, one line) read back: the median of 2000 round trips, after 200 of warm-up.
+fn redis_round_trip(url: &str) -> Duration {
+    use std::io::{Read, Write};
+    let port = url.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()).expect("redis://127.0.0.1:PORT");
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut buf = [0u8; 64];
+    let mut took: Vec<Duration> = (0..2200)
+        .map(|_| {
+            let t = Instant::now();
+            s.write_all(b"GET toolhost-bench-absent\r\n").unwrap();
+            let mut got = 0;
+            while !buf[..got].ends_with(b"\r\n") {
+                got += s.read(&mut buf[got..]).unwrap();
+            }
+            assert_eq!(&buf[..got], b"$-1\r\n");
+            t.elapsed()
+        })
+        .skip(200)
+        .collect();
+    took.sort();
+    took[took.len() / 2]
+}
+
 /// The section, on plugins of its own under `work`, `n` samples per case.
 pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &Path, n: usize) {
     let plugins = work.join("kv-plugins");
@@ -110,16 +135,34 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
                 assert!(o.success, "{o:?}");
             })
         });
+        // The store alone: the same `get`, asked of the plugin's store in this process.
+        let store_get: super::Case<'_> = Box::new(|| {
+            Box::pin(async move {
+                let store = h.executor.kv().of("kvplain").unwrap();
+                assert!(store.get("default", "k").await.unwrap().is_some());
+            })
+        });
         let mut cases = vec![
             host_case(h, ToolCall::new("echo", ["hello"])),
             host_case(h, ToolCall::new("get", ["default", "k"])),
             set,
             host_case(h, ToolCall::new("incr", ["n"])),
+            // The component alone: a call of `kvplain` that opens no bucket, so the rows above
+            // it split into the component's own cost and the store's.
+            host_case(h, ToolCall::new("noop", Vec::<String>::new())),
+            store_get,
         ];
         let m = interleaved(rt, &mut cases, n);
         let echo = m[0].stats.p50.as_secs_f64();
         let durable = name.contains("fsync");
-        for (i, op) in [(1, "get"), (2, "set"), (3, "increment")] {
+        let ops = [
+            (1, "get", "`get`"),
+            (2, "set", "`set`"),
+            (3, "increment", "`increment`"),
+            (4, "", "none (`noop`: the component alone, no bucket opened)"),
+            (5, "", "the store's `get` alone, in this process (no call, no sandbox)"),
+        ];
+        for (i, op, label) in ops {
             let r = m[i].stats.p50.as_secs_f64() / echo;
             let target = match (op, durable) {
                 ("get", _) => format!("≤ 1.3×: {}", if r <= 1.3 { "met" } else { "**not met**" }),
@@ -134,11 +177,19 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
                 _ => "—".into(),
             };
             line(format!(
-                "| {name} | `{op}` | {} | {} | {r:.2}× | {target} |",
+                "| {name} | {label} | {} | {} | {r:.2}× | {target} |",
                 us(m[i].stats.p50),
                 us(m[i].stats.p99)
             ));
         }
+    }
+    if let Some((_, url)) = &server {
+        let rtt = redis_round_trip(url);
+        line(String::new());
+        line(format!(
+            "The Redis server's own round trip, the floor of every Redis row: a `GET` written to a plain TCP socket from this process and its answer read back (no client library, no async runtime), median of 2000: {}.",
+            us(rtt)
+        ));
     }
     if let Some((mut child, _)) = server {
         let _ = child.kill();
