@@ -124,7 +124,9 @@ impl Direct {
         let run = tokio::spawn(async move {
             let _held = held;
             let _forget = forget;
-            server.run_direct(&call.prepared, call.who, cancel, gone).await
+            // On the heap: the call's future is several KiB, and the task would otherwise hold
+            // (and `spawn` copy) all of it.
+            Box::pin(server.run_direct(&call.prepared, call.who, cancel, gone)).await
         });
         // From here the call is answered here, whatever happens: never run again by rmcp.
         joined(run.await, &tool)

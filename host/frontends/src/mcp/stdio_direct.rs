@@ -127,7 +127,10 @@ impl StdioDirect {
         tokio::spawn(async move {
             let _forget = forget;
             let server = &answer.direct.server;
-            let result = server.run_direct(&call.prepared, call.who, cancel.clone(), None).await;
+            // On the heap: the call's future is several KiB, and the task would otherwise hold
+            // (and `spawn` copy) all of it.
+            let run = Box::pin(server.run_direct(&call.prepared, call.who, cancel.clone(), None));
+            let result = run.await;
             // A request its client cancelled is not answered (as rmcp does, and as the spec
             // asks); nor is one cut off by the end of the session.
             answer.write((!cancel.is_cancelled()).then_some(Ok(result))).await;
