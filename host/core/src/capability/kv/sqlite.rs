@@ -311,8 +311,8 @@ impl SqliteStore {
 
 /// One `BEGIN IMMEDIATE` transaction, rolled back when dropped uncommitted. Its statements
 /// (`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) come from the connection's statement cache, as
-/// every statement of a call's operation does: rusqlite's `Transaction` parses them again on
-/// each use, a visible part of a write of a few microseconds.
+/// every statement of a call's operation does (rusqlite's `Transaction` parses them again on
+/// each use).
 struct Immediate<'c> {
     conn: &'c Connection,
     open: bool,
