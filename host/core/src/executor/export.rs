@@ -93,10 +93,10 @@ impl Executor {
         label: &str,
         export: Export,
     ) -> Result<ExportRan, RunFailure> {
-        let pre = self.linked(plugin, || what.to_string()).await?;
+        let code = self.linked(plugin, || what.to_string()).await?;
         let failed = |kind, message| RunFailure { kind, message };
         let interface = export.interface();
-        let Some(bound) = export.bind(pre) else {
+        let Some(bound) = export.bind(code) else {
             let why =
                 format!("{what}: the plugin exports no `{interface}` interface (built before it existed?)");
             return Err(failed(ErrorKind::HostError, why));
@@ -133,7 +133,7 @@ impl Executor {
         let calls = Calls::prepare(&plugin.grants, &setup);
         let state = HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), calls);
         let (mut store, _) = self.new_store(state, false);
-        let run = Box::pin(invoke(&mut store, &pre.tools, bound));
+        let run = Box::pin(invoke(&mut store, &code.tools, bound));
         let guard = tokio::time::Instant::from_std(deadline + run::WALL_CLOCK_GRACE);
         let (result, busy, ended) = BusyTimed::new(std::pin::pin!(tokio::time::timeout_at(guard, run))).await;
         let usage = self.usage(store.data(), &limits, busy, started - arrived, ended - started);

@@ -41,8 +41,8 @@ impl Executor {
                 plugin.grants.with_asked(&Asked { items: extra, workspace, secrets: &self.config.secrets })
             }
         };
-        let pre = match self.linked(plugin, || format!("tool `{}`", entry.spec().name)).await {
-            Ok(pre) => pre,
+        let code = match self.linked(plugin, || format!("tool `{}`", entry.spec().name)).await {
+            Ok(code) => code,
             Err(o) => return Ran::only(o),
         };
         let (stdout, stderr) = CappedPipe::pair(STDIO_CAPTURE_BYTES);
@@ -81,7 +81,7 @@ impl Executor {
         let (mut store, progress) = self.new_store(state, watched);
         let forwarder = progress.map(|rx| control::Forwarder::new(rx, move |p: Progress| watch.deliver(p)));
         let (result, busy, ended) =
-            run_guest(&mut store, &pre.tools, entry, args, deadline, forwarder.as_ref()).await;
+            run_guest(&mut store, &code.tools, entry, args, deadline, forwarder.as_ref()).await;
         let times = (busy, started.duration_since(arrived), ended - started);
         let ran = self.ran(store, entry, &limits, result, times, (stdout, stderr));
         drop(slot);
