@@ -53,7 +53,8 @@ tasks:
             docker-registry if missing (for the distribution tests), redis-server and nginx
             if missing (the fleet tests' replay store and load balancer), and for the console's
             browser tests Debian's chromium if missing, Playwright into target/console-env
-            and axe-core into target/console-npm (pinned; no browser download), rustfmt check, clippy
+            and axe-core into target/console-npm (pinned; no browser download), for the OAuth
+            tests oidc-provider into target/oauth-server (pinned), rustfmt check, clippy
             with warnings as errors, the layer, package and deploy checks, the Python and JS SDK tests, then every
             unit and integration test (the test build compiles the Rust plugins itself; the
             Python/JS ones are built with toolchains it installs into target/toolchains);
@@ -356,6 +357,7 @@ fn test() -> Result<()> {
     ensure_registry()?;
     ensure_fleet_parts()?;
     let console = ensure_console_browser()?;
+    let oidc_provider = ensure_oauth_server()?;
     run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
     run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     eprintln!("\n== layers ==");
@@ -379,7 +381,8 @@ fn test() -> Result<()> {
         .env("TOOLHOST_PYTHON2", &python2)
         .env("TOOLHOST_CONSOLE_PYTHON", &console.python)
         .env("TOOLHOST_CHROMIUM", &console.chromium)
-        .env("TOOLHOST_AXE", &console.axe))?;
+        .env("TOOLHOST_AXE", &console.axe)
+        .env("TOOLHOST_TEST_OIDC_PROVIDER", &oidc_provider))?;
     print_reliability_summary(&summaries);
     print_summary("MCP checks per SDK generation, mode and transport", &mcp_checks);
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
@@ -639,6 +642,31 @@ fn ensure_console_browser() -> Result<ConsoleBrowser> {
         std::fs::write(&stamp, AXE_CORE)?;
     }
     Ok(ConsoleBrowser { python, chromium, axe })
+}
+
+/// oidc-provider (npm), the authorization server the OAuth tests start (tests/oauth/server.mjs),
+/// pinned. Its engine warns on Node 20 (it asks for 22) but runs: tests/oauth/selfcheck.py passes.
+const OIDC_PROVIDER: &str = "9.13.3";
+
+/// oidc-provider into target/oauth-server at the pinned version (again when the pin changes); the
+/// node_modules folder holding it, which tests/oauth/server.mjs imports it from.
+fn ensure_oauth_server() -> Result<PathBuf> {
+    let npm = root().join("target/oauth-server");
+    let modules = npm.join("node_modules");
+    let stamp = npm.join("installed-oidc-provider.txt");
+    let installed = modules.join("oidc-provider/package.json").is_file()
+        && std::fs::read_to_string(&stamp).ok().as_deref() == Some(OIDC_PROVIDER);
+    if !installed {
+        eprintln!("installing oidc-provider {OIDC_PROVIDER} into {} …", npm.display());
+        std::fs::create_dir_all(&npm)?;
+        run(Command::new("npm")
+            .current_dir(&npm)
+            .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix", "."])
+            .arg(format!("oidc-provider@{OIDC_PROVIDER}")))
+        .context("npm install oidc-provider (the OAuth tests' authorization server)")?;
+        std::fs::write(&stamp, OIDC_PROVIDER)?;
+    }
+    Ok(modules)
 }
 
 /// Debian's `package`, providing `bin`, installed with apt when missing and we are root;
