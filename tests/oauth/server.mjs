@@ -98,11 +98,17 @@ async function loadProvider() {
 }
 
 /// A private signing JWK of `alg` named `kid`, freshly generated.
+///
+/// The key generation itself encodes it as a JWK: on Node 20, `generateKeyPairSync(...)` followed
+/// by `privateKey.export({ format: 'jwk' })` deadlocks now and then (one start in twenty here),
+/// when a garbage collection during the export finalizes the finished key generation job, whose
+/// destructor waits for the lock the export holds.
 function privateJwk(alg, kid) {
+  const encoding = { privateKeyEncoding: { format: 'jwk' }, publicKeyEncoding: { format: 'jwk' } };
   const { privateKey } = alg === 'ES256'
-    ? crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
-    : crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
+    ? crypto.generateKeyPairSync('ec', { namedCurve: 'P-256', ...encoding })
+    : crypto.generateKeyPairSync('rsa', { modulusLength: 2048, ...encoding });
+  return { ...privateKey, kid, alg, use: 'sig' };
 }
 
 /// What a JWKS may show of a private JWK: its public members.
