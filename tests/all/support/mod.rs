@@ -3,7 +3,8 @@
 //! suite's own cache and state folders ([`dirs`]), a server started and its address read
 //! ([`server`]), one raw HTTP client and loopback server ([`http`]) and MCP over it
 //! ([`mcp_http`]), free ports, child output read as it comes ([`lines`]), a scripted operator
-//! ([`Operator`]), the Python MCP clients ([`python`]), a `redis-server` of a test's own ([`redis`]), and plugins made from WAT ([`wasm`]).
+//! ([`Operator`]), the Python MCP clients ([`python`]), a `redis-server` of a test's own ([`redis`]),
+//! an OAuth authorization server of a test's own ([`oauth`]), and plugins made from WAT ([`wasm`]).
 //! One engine serves every in-process host of the test binary.
 
 pub mod dirs;
@@ -11,6 +12,7 @@ mod env;
 pub mod http;
 pub mod lines;
 pub mod mcp_http;
+pub mod oauth;
 mod operator;
 mod ports;
 pub mod python;
