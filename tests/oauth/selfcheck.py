@@ -290,10 +290,10 @@ def check_authorization_code(issuer, discovery, jwks):
 def check_registration(issuer, discovery):
     metadata = {"redirect_uris": ["http://127.0.0.1:33418/callback"], "token_endpoint_auth_method": "none",
                 "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-                "client_name": "selfcheck"}
+                "client_name": "selfcheck", "scope": "mcp:tools"}
     status, body = fetch_json(discovery["registration_endpoint"], body=json.dumps(metadata).encode(),
                               headers={"Content-Type": "application/json"})
-    check("dynamic client registration: 201 and a client_id", status == 201 and "client_id" in body, body)
+    check("dynamic client registration (with an MCP scope, as the MCP SDK does): 201 and a client_id", status == 201 and "client_id" in body, body)
 
 
 def main():

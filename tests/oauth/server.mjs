@@ -38,6 +38,10 @@
 // audience the resource itself; and `urn:toolhost:opaque`, whose tokens are opaque whoever asks.
 // Any other resource is refused (invalid_target).
 //
+// Checked by hand, outside the suite: tests/oauth/selfcheck.py (tokens, introspection, rotation,
+// registration, a code flow) and tests/oauth/flowcheck.py (tests/mcp/oauth_flow.py, the MCP SDK's
+// OAuth flow, against a stand-in resource server).
+//
 // Users (authorization code flow, through the development login and consent pages): any login
 // name is an account whose `sub` is that name; `alice` is in group `ops`, everyone else in
 // `users`; the JWT access tokens of users carry that `groups` claim.
@@ -195,6 +199,10 @@ function configuration(keys, errors) {
     jwks: { keys: [...keys.es256, keys.rs256] },
     // The session and interaction cookies' signing key; any value will do for one run.
     cookies: { keys: [crypto.randomBytes(32).toString('hex')] },
+    // The resource scopes are also the server's own: an MCP client registers dynamically with
+    // the scope it read in the resource's metadata (`mcp:tools`), and oidc-provider accepts in a
+    // registration only scopes of this list.
+    scopes: ['openid', 'offline_access', ...SCOPES.split(' ')],
     pkce: { required: () => true },
     clientBasedCORS: () => true,
     async findAccount(ctx, sub) {
