@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_wire;
 mod message_limit;
 mod net;
+mod oauth;
 mod polyglot;
 mod process;
 mod prompts;

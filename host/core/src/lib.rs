@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod engine;
 pub mod executor;
 pub mod files;
+pub mod identity;
 pub mod parallel;
 pub mod redis_link;
 pub mod registry;

@@ -6,6 +6,7 @@
 //! Embeddable by another Rust program; nothing here names the CLI.
 
 pub mod agent;
+pub mod auth;
 pub mod console;
 pub mod local_key;
 pub mod mcp;

@@ -3,6 +3,7 @@
 //! (`agent::settings`), `[console]` (`console::settings`). Read from the same file as core's ([`ConfigFile`]), claimed there.
 
 use crate::agent::settings::{ModelConfig, RawModel};
+use crate::auth::{AuthSettings, RawAuth};
 use crate::console::settings::{ConsoleSettings, RawConsole};
 use crate::mcp::settings::{McpSettings, RawMcp};
 use crate::service::settings::{AuditSettings, RawAudit, RawServe, ServeSettings};
@@ -17,6 +18,8 @@ pub struct Settings {
     pub audit: AuditSettings,
     pub model: ModelConfig,
     pub console: ConsoleSettings,
+    /// `[auth]`: MCP over HTTP as an OAuth resource server; `None` without the section.
+    pub auth: Option<AuthSettings>,
 }
 
 impl Settings {
@@ -35,6 +38,11 @@ impl Settings {
             .map_err(invalid)?,
             model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
             console: ConsoleSettings::resolve(file.section::<RawConsole>("console")?).map_err(invalid)?,
+            auth: file
+                .section::<Option<RawAuth>>("auth")?
+                .map(|a| a.resolve(&core.secrets, &file.base))
+                .transpose()
+                .map_err(invalid)?,
         })
     }
 
@@ -45,7 +53,15 @@ impl Settings {
             crate::mcp::settings::StoreUrl::Secret(s) => Some(s),
             crate::mcp::settings::StoreUrl::Plain(_) => None,
         });
-        self.mcp.tokens.iter().map(|(_, s)| s).chain(&self.mcp.approval_key).chain(store)
+        let introspection =
+            self.auth.iter().flat_map(|a| &a.issuers).filter_map(|i| i.introspection.as_ref());
+        self.mcp
+            .tokens
+            .iter()
+            .map(|(_, s)| s)
+            .chain(&self.mcp.approval_key)
+            .chain(store)
+            .chain(introspection.map(|i| &i.secret))
     }
 
     /// The host's own files these sections name (the audit trail, the files tokens and keys are

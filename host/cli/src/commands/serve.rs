@@ -170,17 +170,25 @@ fn serve_on(
         } else {
             Vec::new()
         };
+        let auth = settings
+            .frontends
+            .auth
+            .clone()
+            .filter(|_| http.is_some())
+            .map(|a| Arc::new(toolhost_frontends::auth::Verifier::new(a)));
+        let authenticated = !tokens.is_empty() || auth.is_some();
         if let Some(addr) = http {
-            toolhost_frontends::mcp::check_exposure(addr, &tokens, allow_unauthenticated_remote)?;
+            toolhost_frontends::mcp::check_exposure(addr, authenticated, allow_unauthenticated_remote)?;
         }
-        // Without tokens, what only the person who started the server holds: the console's
-        // login link and the bearer token of MCP clients that may be asked questions.
-        let local_key = (http.is_some() && tokens.is_empty())
+        // Without tokens or [auth], what only the person who started the server holds: the
+        // console's login link and the bearer token of MCP clients that may be asked questions.
+        let local_key = (http.is_some() && !authenticated)
             .then(|| Arc::new(toolhost_frontends::local_key::LocalKey::generate()));
         let options = toolhost_frontends::mcp::HttpOptions {
             allowed_hosts: allow_host,
             allowed_origins: allow_origin,
             tokens,
+            auth,
             service: None,
             limits: settings.frontends.serve.http,
             console: None,
@@ -213,7 +221,7 @@ async fn serve_mcp(
     let (host, reloader, first) = unloaded_host(start)?;
     let service = start_service(&host, &frontends, options.local_key.as_deref())?;
     let stopped = stop_on_signal(signals, service.clone());
-    let private = http.is_some() && !options.tokens.is_empty();
+    let private = http.is_some() && (!options.tokens.is_empty() || options.auth.is_some());
     let server =
         McpServer::from_settings(host.executor.clone(), Some(reloader.clone()), &frontends.mcp, private)?;
     let tasks = server.tasks();
@@ -432,13 +440,23 @@ fn announce_access(
     options: &toolhost_frontends::mcp::HttpOptions,
     fleet: (bool, bool),
 ) {
+    if let Some(auth) = &options.auth {
+        let s = auth.settings();
+        let issuers: Vec<&str> = s.issuers.iter().map(|i| i.issuer.as_str()).collect();
+        toolhost_frontends::say!(
+            "toolhost: MCP over HTTP requires an OAuth access token for {} from {} (metadata: {})",
+            s.resource,
+            issuers.join(", "),
+            toolhost_frontends::auth::metadata_url(s)
+        );
+    }
     if !options.tokens.is_empty() {
         let names: Vec<&str> = options.tokens.iter().map(|t| t.name.as_str()).collect();
         toolhost_frontends::say!(
             "toolhost: MCP over HTTP requires a bearer token (accepting: {})",
             names.join(", ")
         );
-    } else if !bound.ip().is_loopback() {
+    } else if options.auth.is_none() && !bound.ip().is_loopback() {
         tracing::warn!(
             "MCP over HTTP on {bound}, which is not a loopback address: anyone who can reach it can call the tools"
         );

@@ -58,8 +58,15 @@ pub use read::{Body, Read, ReadError};
 pub use toolhost_spec::call::ToolCall;
 
 /// The context of a call no front end describes ([`CallContext::default`], as a static).
-static NO_CONTEXT: CallContext =
-    CallContext { front_end: None, client: None, token: None, peer: None, session: None, trace_parent: None };
+static NO_CONTEXT: CallContext = CallContext {
+    front_end: None,
+    client: None,
+    token: None,
+    principal: None,
+    peer: None,
+    session: None,
+    trace_parent: None,
+};
 /// The control of a call nobody steers ([`CallControl::default`], as a static).
 static NO_CONTROL: CallControl = CallControl { cancel: None, gone: None, progress: None };
 
@@ -242,7 +249,9 @@ impl Executor {
             record
         };
         // Telemetry off: one check, nothing else (see `telemetry`).
-        let Some(span) = CallSpan::start(&call.name, ctx.front_end, ctx.trace_parent.as_ref()) else {
+        let Some(span) =
+            CallSpan::start(&call.name, ctx.front_end, ctx.trace_parent.as_ref(), ctx.principal.as_deref())
+        else {
             let record = self.observer.get().map(|_| new_record());
             return self.call_observed(call, ctx, id, record, work).await;
         };

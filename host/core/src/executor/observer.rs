@@ -19,6 +19,9 @@ pub struct CallContext {
     pub client: Option<String>,
     /// The name of the `[mcp] tokens` entry the HTTP request authenticated with.
     pub token: Option<String>,
+    /// Who the request authenticated as (a static token's principal, or an OAuth access
+    /// token's); `None`: nobody proved anything (stdio, the CLI, a tokenless HTTP server).
+    pub principal: Option<std::sync::Arc<crate::identity::Principal>>,
     /// The IP address the HTTP request came from (`None`: not over HTTP).
     pub peer: Option<std::net::IpAddr>,
     /// The MCP session the call belongs to (a 2025 HTTP session's id; one per process over

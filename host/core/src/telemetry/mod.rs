@@ -144,12 +144,13 @@ pub struct CallSpan {
 }
 
 impl CallSpan {
-    /// A call's span, a child of `parent` (the caller's span) if there is one; `None` when
-    /// telemetry is off.
+    /// A call's span, a child of `parent` (the caller's span) if there is one, saying `who`
+    /// called (`enduser.id`, and the issuer that vouched for it); `None` when telemetry is off.
     pub fn start(
         tool: &str,
         front_end: Option<&'static str>,
         parent: Option<&TraceParent>,
+        who: Option<&crate::identity::Principal>,
     ) -> Option<CallSpan> {
         let active = ACTIVE.get()?;
         let parent_cx = match parent {
@@ -163,14 +164,21 @@ impl CallSpan {
             )),
         };
         let front_end = front_end.unwrap_or("embedded");
+        let mut attributes = vec![
+            KeyValue::new("toolhost.tool", tool.to_string()),
+            KeyValue::new("toolhost.front_end", front_end),
+        ];
+        if let Some(who) = who {
+            attributes.push(KeyValue::new("enduser.id", who.subject.clone()));
+            if let Some(iss) = &who.issuer {
+                attributes.push(KeyValue::new("toolhost.principal.issuer", iss.clone()));
+            }
+        }
         let span = active
             .tracer
             .span_builder(format!("tools/call {tool}"))
             .with_kind(SpanKind::Server)
-            .with_attributes([
-                KeyValue::new("toolhost.tool", tool.to_string()),
-                KeyValue::new("toolhost.front_end", front_end),
-            ])
+            .with_attributes(attributes)
             .start_with_context(&active.tracer, &parent_cx);
         Some(CallSpan {
             cx: parent_cx.with_span(span),

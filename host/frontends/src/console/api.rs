@@ -337,15 +337,7 @@ pub async fn call(
         Some(Value::Object(o)) => o,
         Some(_) => return json_error(StatusCode::BAD_REQUEST, "`arguments` must be a JSON object"),
     };
-    let ctx = CallContext {
-        front_end: Some("console"),
-        client: None,
-        token: caller.token.clone(),
-        peer: None,
-        // The console is no MCP session: buckets scoped per session are refused to it.
-        session: None,
-        trace_parent,
-    };
+    let ctx = CallContext { trace_parent, ..caller.context() };
     let prepared = match c.executor.prepare(CallRequest::Named { name: &tool, args: arguments }, &ctx).await {
         Ok(p) => p,
         Err(outcome) => return json(StatusCode::OK, &json!({ "outcome": outcome })),

@@ -57,6 +57,22 @@ pub struct Caller {
     pub csrf: String,
 }
 
+impl Caller {
+    /// The context of a call, read or prompt this caller makes from the console: who it is (a
+    /// token's principal), and no MCP session (buckets scoped per session are refused to it).
+    pub fn context(&self) -> toolhost_core::executor::CallContext {
+        toolhost_core::executor::CallContext {
+            front_end: Some("console"),
+            token: self.token.clone(),
+            principal: self
+                .token
+                .as_ref()
+                .map(|t| std::sync::Arc::new(toolhost_core::identity::Principal::token(t.clone()))),
+            ..Default::default()
+        }
+    }
+}
+
 /// Why a request is not let in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {

@@ -6,7 +6,7 @@ use super::auth::Caller;
 use super::{Body, Console, json, json_error};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
-use toolhost_core::executor::{CallContext, CompleteError, PromptContent, PromptError, Role};
+use toolhost_core::executor::{CompleteError, PromptContent, PromptError, Role};
 use toolhost_core::registry::prompts::{self, Target};
 
 /// A query string's pairs, decoded.
@@ -53,8 +53,7 @@ pub async fn get(c: &Console, caller: &Caller, q: Option<&str>) -> Response<Body
             "missing `name`: /console/api/prompt?name=NAME&arg.ARG=VALUE",
         );
     };
-    let ctx =
-        CallContext { front_end: Some("console"), token: caller.token.clone(), ..CallContext::default() };
+    let ctx = caller.context();
     match c.executor.get_prompt(name, &arguments, "console", &ctx).await {
         Ok(got) => {
             let messages: Vec<Value> = got

@@ -8,7 +8,7 @@ use super::{Body, Console, json, json_error};
 use base64::Engine as _;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
-use toolhost_core::executor::{Body as ReadBody, CallContext, ReadError};
+use toolhost_core::executor::{Body as ReadBody, ReadError};
 use toolhost_core::registry::{resources, skills};
 use toolhost_spec::skills::SKILL_MD;
 
@@ -61,8 +61,7 @@ pub async fn read(c: &Console, caller: &Caller, query: Option<&str>) -> Response
     if uri.is_empty() {
         return json_error(StatusCode::BAD_REQUEST, "missing `uri`: /console/api/resource?uri=URI");
     }
-    let ctx =
-        CallContext { front_end: Some("console"), token: caller.token.clone(), ..CallContext::default() };
+    let ctx = caller.context();
     match c.executor.read(&uri, "console", &ctx).await {
         Ok(read) => {
             let mut v = json!({ "uri": uri, "mimeType": read.mime_type, "size": read.body.len(),

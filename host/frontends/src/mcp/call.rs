@@ -323,8 +323,8 @@ pub(super) fn handed_on(context: &RequestContext<RoleServer>, tool: &str) -> Opt
 /// name: another local client can claim any name.
 pub(super) fn owner(context: &RequestContext<RoleServer>) -> String {
     let parts = context.extensions.get::<hyper::http::request::Parts>();
-    if let Some(t) = parts.and_then(|p| p.extensions.get::<http::TokenName>()) {
-        return format!("token:{}", t.0);
+    if let Some(who) = parts.and_then(|p| p.extensions.get::<http::Identity>()) {
+        return who.0.key();
     }
     let Some(parts) = parts else {
         return match context.client_info() {
@@ -437,6 +437,7 @@ pub(super) fn caller_of(
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client,
         token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
+        principal: parts.and_then(|p| p.extensions.get::<http::Identity>()).map(|i| i.0.clone()),
         peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         session: session_of(parts),
         trace_parent: trace_parent(meta, parts),

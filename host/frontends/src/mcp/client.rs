@@ -2,8 +2,22 @@
 //! door (`http.rs`) puts in each request's extensions for the handler, the direct path and the
 //! session manager (which read them back from rmcp's `http::request::Parts`).
 
+use super::http::{Identity, LocalOperator, TokenName};
 use crate::service::places::Peer;
+use std::sync::Arc;
 use toolhost_core::executor::Cancel;
+use toolhost_core::identity::Principal;
+
+/// Who a request proved it is, as the front door found (`http::FrontDoor::identify`).
+#[derive(Debug, Clone)]
+pub(crate) enum Who {
+    /// One of `[mcp] tokens`, by name, and its principal.
+    Token(String, Arc<Principal>),
+    /// An OAuth access token's principal (`[auth]`).
+    Oauth(Arc<Principal>),
+    /// Without tokens or `[auth]`: the process's local key.
+    LocalOperator,
+}
 
 /// The IP address the request came from.
 #[derive(Debug, Clone, Copy)]
@@ -31,17 +45,34 @@ impl Drop for GoneOnDrop {
     }
 }
 
-/// Put who the request comes from (`ip`, and the name of the `token` it authenticated with) in
-/// its extensions, and for a `post` what fires when its client is gone: the guard to hold
-/// until its answer is done.
+/// Put who the request comes from (`ip`, and `who` it proved it is) in its extensions, and for a
+/// `post` what fires when its client is gone: the guard to hold until its answer is done.
 pub(crate) fn mark(
     extensions: &mut hyper::http::Extensions,
     ip: std::net::IpAddr,
-    token: Option<&str>,
+    who: Option<Who>,
     post: bool,
 ) -> Option<GoneOnDrop> {
     extensions.insert(PeerAddr(ip));
-    extensions.insert(Client(Peer::of(token, Some(ip))));
+    let peer = match &who {
+        Some(Who::Token(name, _)) => Peer::Token(name.clone()),
+        Some(Who::Oauth(p)) => Peer::Principal(p.key()),
+        Some(Who::LocalOperator) | None => Peer::Address(ip),
+    };
+    extensions.insert(Client(Some(peer)));
+    match who {
+        Some(Who::Token(name, p)) => {
+            extensions.insert(TokenName(name));
+            extensions.insert(Identity(p));
+        }
+        Some(Who::Oauth(p)) => {
+            extensions.insert(Identity(p));
+        }
+        Some(Who::LocalOperator) => {
+            extensions.insert(LocalOperator);
+        }
+        None => {}
+    }
     post.then(|| {
         let gone = Cancel::new();
         extensions.insert(ClientGone(gone.clone()));

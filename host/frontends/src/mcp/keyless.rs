@@ -6,7 +6,7 @@
 //! but its dangerous calls are refused as when no one can be asked, its grant questions are not
 //! asked, and a 2026-07-28 retry carrying answers (`requestState`, `inputResponses`) is refused.
 
-use super::http::{LocalOperator, TokenName};
+use super::http::{Identity, LocalOperator};
 use std::future::Future;
 use std::pin::Pin;
 use toolhost_core::executor::{
@@ -21,7 +21,7 @@ const HOW: &str = "without [mcp] tokens only a client that sends the key toolhos
 /// questions and answer them.
 pub(crate) fn may_ask(parts: Option<&hyper::http::request::Parts>) -> bool {
     parts.is_none_or(|p| {
-        p.extensions.get::<TokenName>().is_some() || p.extensions.get::<LocalOperator>().is_some()
+        p.extensions.get::<Identity>().is_some() || p.extensions.get::<LocalOperator>().is_some()
     })
 }
 
@@ -81,7 +81,7 @@ mod tests {
     fn only_stdio_a_token_or_the_key_may_be_asked() {
         assert!(may_ask(None), "stdio");
         assert!(may_ask(Some(&parts(|e| {
-            e.insert(TokenName("ci".into()));
+            e.insert(Identity(std::sync::Arc::new(toolhost_core::identity::Principal::token("ci"))));
         }))));
         assert!(may_ask(Some(&parts(|e| {
             e.insert(LocalOperator);

@@ -80,7 +80,7 @@ enum RawKey {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawSecretRef {
+pub(crate) struct RawSecretRef {
     secret: Option<String>,
     env: Option<String>,
     file: Option<PathBuf>,
@@ -365,7 +365,7 @@ fn resolve_replay_store(
 
 /// Where the value of `key` comes from: a `[secrets]` entry, an env var or a file under `base`;
 /// never the config itself (`what` names the value in the message).
-fn secret_source(
+pub(crate) fn secret_source(
     key: &str,
     own: String,
     what: &str,

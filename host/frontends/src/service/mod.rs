@@ -102,6 +102,8 @@ pub struct CallEvent {
     pub front_end: &'static str,
     pub client: Option<String>,
     pub token: Option<String>,
+    /// Who the caller authenticated as (a static token's or an OAuth principal).
+    pub who: Option<Arc<toolhost_core::identity::Principal>>,
     /// `ok` or the error kind.
     pub outcome: &'static str,
     pub duration: Duration,
@@ -115,7 +117,7 @@ pub struct CallEvent {
 impl serde::Serialize for CallEvent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("CallEvent", 13)?;
+        let mut st = s.serialize_struct("CallEvent", 14)?;
         st.serialize_field("id", &self.id)?;
         st.serialize_field("time", &audit::rfc3339(self.time))?;
         st.serialize_field("tool", &self.tool)?;
@@ -124,6 +126,7 @@ impl serde::Serialize for CallEvent {
         st.serialize_field("front_end", self.front_end)?;
         st.serialize_field("client", &self.client)?;
         st.serialize_field("token", &self.token)?;
+        st.serialize_field("who", &self.who)?;
         st.serialize_field("outcome", self.outcome)?;
         st.serialize_field("duration_ms", &((self.duration.as_secs_f64() * 1e6).round() / 1e3))?;
         st.serialize_field("danger", &self.danger)?;
@@ -347,6 +350,7 @@ impl Service {
                 front_end: ctx.front_end.unwrap_or(self.front_end),
                 client: ctx.client.clone(),
                 token: ctx.token.clone(),
+                who: ctx.principal.clone(),
                 outcome,
                 duration: took,
                 danger: rec.danger,
@@ -375,6 +379,9 @@ impl Service {
             tool: &'a str,
             truncated: bool,
             version: Option<&'a str>,
+            /// Who the caller authenticated as.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            who: Option<&'a toolhost_core::identity::Principal>,
         }
         audit.append(&Line {
             args: AuditArgs { service: self, args: &call.args },
@@ -391,6 +398,7 @@ impl Service {
             tool: &call.name,
             truncated: o.truncated,
             version: plugin.map(|p| p.manifest.version.as_str()),
+            who: ctx.principal.as_deref(),
         })
     }
 
@@ -528,7 +536,7 @@ impl CallObserver for Service {
     /// A call may wait for a slot while the caps of waiting calls allow (each holds its
     /// arguments, and over HTTP its request, in memory); past them it is answered `busy` at once.
     fn wait(&self, call: &ToolCall, ctx: &CallContext) -> Result<Option<Box<dyn Send>>, String> {
-        let peer = places::Peer::of(ctx.token.as_deref(), ctx.peer);
+        let peer = places::Peer::of(ctx);
         match self.waiting.take(peer.clone()) {
             Ok(place) => Ok(Some(Box::new((place, self.metrics.waiting())))),
             Err(places::Full::Total { max }) => Err(format!(

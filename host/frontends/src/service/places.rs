@@ -15,18 +15,21 @@ use std::sync::{Arc, Mutex};
 pub enum Peer {
     /// The name of the `[mcp] tokens` entry the requests authenticated with.
     Token(String),
+    /// The key of the OAuth principal the requests authenticated as (`Principal::key`).
+    Principal(String),
     /// The IP address an unauthenticated request came from.
     Address(IpAddr),
 }
 
 impl Peer {
-    /// The client of a request that authenticated with `token` (if any) from `address` (if
-    /// known).
-    pub fn of(token: Option<&str>, address: Option<IpAddr>) -> Option<Peer> {
-        match (token, address) {
-            (Some(t), _) => Some(Peer::Token(t.to_string())),
-            (None, Some(a)) => Some(Peer::Address(a)),
-            (None, None) => None,
+    /// The client of a call: the static token it authenticated with, else the OAuth principal
+    /// it authenticated as, else the address it came from (if known).
+    pub fn of(ctx: &toolhost_core::executor::CallContext) -> Option<Peer> {
+        match (&ctx.token, &ctx.principal, ctx.peer) {
+            (Some(t), _, _) => Some(Peer::Token(t.clone())),
+            (None, Some(p), _) => Some(Peer::Principal(p.key())),
+            (None, None, Some(a)) => Some(Peer::Address(a)),
+            (None, None, None) => None,
         }
     }
 }
@@ -35,6 +38,7 @@ impl std::fmt::Display for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Peer::Token(name) => write!(f, "token `{name}`"),
+            Peer::Principal(key) => write!(f, "principal `{key}`"),
             Peer::Address(a) => write!(f, "{a}"),
         }
     }
@@ -127,8 +131,12 @@ mod tests {
     #[test]
     fn places_are_capped_in_all_and_per_client_and_freed_when_dropped() {
         let places = Places::new(3, 2);
-        let a = Peer::of(None, Some("127.0.0.2".parse().unwrap()));
-        let b = Peer::of(None, Some("127.0.0.3".parse().unwrap()));
+        let from = |ip: &str| toolhost_core::executor::CallContext {
+            peer: Some(ip.parse().unwrap()),
+            ..Default::default()
+        };
+        let a = Peer::of(&from("127.0.0.2"));
+        let b = Peer::of(&from("127.0.0.3"));
         let a1 = places.take(a.clone()).unwrap();
         let _a2 = places.take(a.clone()).unwrap();
         assert_eq!(places.take(a.clone()).unwrap_err(), Full::Peer { max: 2 });
@@ -139,7 +147,18 @@ mod tests {
         drop(a1);
         assert!(places.room(a.as_ref()).is_ok());
         let _a3 = places.take(a).unwrap();
-        let token = Peer::of(Some("ci"), Some("127.0.0.2".parse().unwrap()));
+        let token =
+            Peer::of(&toolhost_core::executor::CallContext { token: Some("ci".into()), ..from("127.0.0.2") });
         assert_eq!(token, Some(Peer::Token("ci".into())), "a token names the client, not its address");
+        let alice = toolhost_core::identity::Principal {
+            issuer: Some("https://as".into()),
+            via: toolhost_core::identity::Via::Oauth,
+            ..toolhost_core::identity::Principal::token("alice")
+        };
+        let oauth = Peer::of(&toolhost_core::executor::CallContext {
+            principal: Some(std::sync::Arc::new(alice)),
+            ..from("127.0.0.2")
+        });
+        assert_eq!(oauth, Some(Peer::Principal("oauth:https://as#alice".into())), "an OAuth principal too");
     }
 }

@@ -27,6 +27,8 @@ impl Service {
             token: Option<&'a str>,
             uri: &'a str,
             version: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            who: Option<&'a toolhost_core::identity::Principal>,
         }
         let ctx = read.ctx;
         let line = audit.append(&Line {
@@ -43,6 +45,7 @@ impl Service {
             // A URI is the client's text: cut like a long argument, secrets redacted.
             uri: &self.audit_arg(read.uri),
             version: plugin.map(|p| p.manifest.version.as_str()),
+            who: ctx.principal.as_deref(),
         });
         self.durable(line).await;
     }

@@ -1,5 +1,6 @@
 //! Who may use `/mcp`: the bearer tokens of `[mcp] tokens` (held as SHA-256 digests, compared in
-//! constant time), the local key's mark without them, and the `401` for everyone else.
+//! constant time), OAuth access tokens under `[auth]` (checked by [`crate::auth::Verifier`]),
+//! the local key's mark without either, and the `401`/`403` for everyone else.
 
 use super::Body;
 use super::requests::text;
@@ -61,18 +62,20 @@ pub fn load_tokens(mcp: &crate::mcp::settings::McpSettings) -> anyhow::Result<Ve
     Ok(out)
 }
 
-/// Refuse to expose unauthenticated MCP beyond this machine unless the operator said so.
+/// Refuse to expose unauthenticated MCP beyond this machine unless the operator said so
+/// (`authenticated`: static tokens or `[auth]` are configured).
 pub fn check_exposure(
     addr: SocketAddr,
-    tokens: &[McpToken],
+    authenticated: bool,
     allow_unauthenticated: bool,
 ) -> anyhow::Result<()> {
-    if addr.ip().is_loopback() || !tokens.is_empty() || allow_unauthenticated {
+    if addr.ip().is_loopback() || authenticated || allow_unauthenticated {
         return Ok(());
     }
     anyhow::bail!(
         "refusing to serve MCP on {addr} without authentication: anyone who can reach it could run the tools. \
-         Configure a token ([mcp] tokens = [{{ name = \"ci\", env = \"TOOLHOST_MCP_TOKEN\" }}] in toolhost.toml), \
+         Configure a token ([mcp] tokens = [{{ name = \"ci\", env = \"TOOLHOST_MCP_TOKEN\" }}] in toolhost.toml) \
+         or an authorization server ([auth]), \
          bind a loopback address (127.0.0.1), or pass --allow-unauthenticated-remote to accept the risk"
     )
 }
@@ -96,6 +99,11 @@ pub(super) fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) ->
 /// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
+
+/// Who a request authenticated as (a static token's principal or an OAuth access token's), put
+/// in its extensions for the handler, the direct path and the caps.
+#[derive(Debug, Clone)]
+pub struct Identity(pub std::sync::Arc<toolhost_core::identity::Principal>);
 
 /// Put in a request's extensions, without `[mcp] tokens`, when it carries the process's local
 /// key as its bearer token: only such a client is asked (and may answer) a danger or grant
@@ -121,6 +129,51 @@ pub(super) fn unauthorized(peer: SocketAddr, what: &str, had_header: bool) -> hy
     );
     resp.headers_mut()
         .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static(challenge));
+    resp
+}
+
+/// The answer to a request `[auth]` refused: its status and challenge (`auth::challenge`), and
+/// a body saying what to do. The reason is logged; the token never is.
+pub(super) fn refused(
+    settings: &crate::auth::AuthSettings,
+    refusal: &crate::auth::Refusal,
+    peer: SocketAddr,
+    what: &str,
+) -> hyper::Response<Body> {
+    use crate::auth::Refusal;
+    match refusal {
+        Refusal::Unavailable(e) => tracing::warn!("{what} request from {peer} refused: {refusal} ({e})"),
+        _ => tracing::info!("{what} request from {peer} refused: {refusal}"),
+    }
+    let (status, challenge) = crate::auth::challenge(settings, refusal);
+    let status = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::UNAUTHORIZED);
+    let body = match refusal {
+        Refusal::Missing => "unauthorized: send Authorization: Bearer <access token> from the authorization \
+                             server named in the resource metadata\n"
+            .to_string(),
+        Refusal::Unavailable(_) => "the token cannot be checked now: try again shortly\n".to_string(),
+        other => format!("{other}\n"),
+    };
+    let mut resp = text(status, body);
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, v);
+    }
+    if matches!(refusal, Refusal::Unavailable(_)) {
+        resp.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("5"));
+    }
+    resp
+}
+
+/// The Protected Resource Metadata document (RFC 9728), readable from any origin: it is public,
+/// and a browser-based client must read it before it has a token.
+pub(super) fn metadata(settings: &crate::auth::AuthSettings) -> hyper::Response<Body> {
+    use http_body_util::{BodyExt, Full};
+    let doc = crate::auth::metadata(settings).to_string();
+    let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from(doc)).boxed());
+    let h = resp.headers_mut();
+    h.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    h.insert(hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN, hyper::header::HeaderValue::from_static("*"));
+    h.insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("max-age=300"));
     resp
 }
 
@@ -151,10 +204,11 @@ mod tests {
     pub(super) fn non_loopback_without_a_token_needs_the_explicit_flag() {
         let lan: SocketAddr = "0.0.0.0:8765".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:8765".parse().unwrap();
-        let e = check_exposure(lan, &[], false).unwrap_err().to_string();
+        let e = check_exposure(lan, false, false).unwrap_err().to_string();
         assert!(e.contains("--allow-unauthenticated-remote") && e.contains("[mcp] tokens"), "{e}");
-        assert!(check_exposure(lan, &[], true).is_ok());
-        assert!(check_exposure(lan, &[McpToken::new("ci", "0123456789abcdef")], false).is_ok());
-        assert!(check_exposure(local, &[], false).is_ok());
+        assert!(e.contains("[auth]"), "{e}");
+        assert!(check_exposure(lan, false, true).is_ok());
+        assert!(check_exposure(lan, true, false).is_ok());
+        assert!(check_exposure(local, false, false).is_ok());
     }
 }

@@ -24,8 +24,12 @@ pub struct HttpOptions {
     /// Browser origins allowed to call (`http://localhost:3000`); none by default, so any request
     /// carrying an `Origin` header is refused (DNS-rebinding protection).
     pub allowed_origins: Vec<String>,
-    /// Accepted bearer tokens; empty means no authentication (see [`check_exposure`]).
+    /// Accepted bearer tokens; empty (and no `auth`) means no authentication (see
+    /// [`check_exposure`]).
     pub tokens: Vec<McpToken>,
+    /// `[auth]`: OAuth access tokens accepted besides the static tokens, and the Protected
+    /// Resource Metadata served.
+    pub auth: Option<Arc<crate::auth::Verifier>>,
     /// With a service: `/healthz`, `/readyz` and `/metrics` are served, and a shutdown drains
     /// the calls in flight (see `service::shutdown`) before the server returns.
     pub service: Option<Arc<crate::service::Service>>,
@@ -51,8 +55,8 @@ mod guard;
 mod requests;
 
 pub(crate) use auth::LocalOperator;
-pub use auth::{McpToken, TokenName, check_exposure, load_tokens};
-use auth::{authenticate, unauthorized};
+pub use auth::{Identity, McpToken, TokenName, check_exposure, load_tokens};
+use auth::{authenticate, refused, unauthorized};
 use conn::{
     CLOSE_MAX, CLOSE_QUIET, Connections, DeadlineBody, FD_RESERVE, FLUSH_WAIT, OpenAnswers, held_by_body,
     raise_fd_limit, refuse_connection, stop_new_connections,
@@ -64,6 +68,7 @@ use requests::{
 };
 
 use super::McpServer;
+use super::client::Who;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -75,6 +80,7 @@ struct FrontDoor {
     service:
         rmcp::transport::streamable_http_server::StreamableHttpService<McpServer, super::idle::IdleSessions>,
     tokens: Arc<[McpToken]>,
+    auth: Option<Arc<crate::auth::Verifier>>,
     local_key: Option<Arc<crate::local_key::LocalKey>>,
     host_service: Option<Arc<crate::service::Service>>,
     console: Option<Arc<crate::console::Console>>,
@@ -105,18 +111,18 @@ impl FrontDoor {
             }
             return c.handle(req, peer).await;
         }
-        if let Some(answer) = self.probe(&req, peer) {
+        if let Some(answer) = self.probe((req.method(), req.uri().path()), req.headers(), peer).await {
             return answer;
         }
-        if let Some(refused) = self.authorize(&mut req, peer) {
-            return refused;
-        }
+        let who = match self.identify(req.headers(), peer, "MCP").await {
+            Ok(who) => who,
+            Err(refused) => return refused,
+        };
         // Who the request comes from, and (for a POST) whether they are still there: for the
         // caps on what one client may hold, and to drop a call still waiting for a slot when
         // its client is gone.
-        let token = req.extensions().get::<TokenName>().map(|t| t.0.clone());
         let post = req.method() == hyper::Method::POST;
-        let gone = super::client::mark(req.extensions_mut(), peer.ip(), token.as_deref(), post);
+        let gone = super::client::mark(req.extensions_mut(), peer.ip(), who, post);
         let timeout = self.limits.body_timeout;
         let req = req.map(|inner| http_body_util::Either::Left(DeadlineBody::new(inner, timeout)));
         let req = match self.admit(req, post).await {
@@ -139,42 +145,48 @@ impl FrontDoor {
         }
     }
 
-    /// The probes and `/metrics` (with a service), and `404` for anything but `/mcp`: `None`
-    /// to go on with an MCP request.
-    fn probe(
+    /// The probes and `/metrics` (with a service), the Protected Resource Metadata (with
+    /// `[auth]`), and `404` for anything but `/mcp`: `None` to go on with an MCP request.
+    async fn probe(
         &self,
-        req: &hyper::Request<hyper::body::Incoming>,
+        (method, path): (&hyper::Method, &str),
+        headers: &hyper::HeaderMap,
         peer: SocketAddr,
     ) -> Option<hyper::Response<Body>> {
-        let get = req.method() == hyper::Method::GET;
+        let get = method == hyper::Method::GET;
+        if let Some(auth) = &self.auth
+            && get
+            && crate::auth::metadata_paths(auth.settings()).iter().any(|p| p == path)
+        {
+            return Some(auth::metadata(auth.settings()));
+        }
         // Probes: unauthenticated, and they say nothing but the status.
-        match (req.uri().path(), &self.host_service) {
+        match (path, &self.host_service) {
             ("/healthz", Some(_)) if get => Some(text(hyper::StatusCode::OK, "ok\n")),
             ("/readyz", Some(s)) if get => Some(if s.lifecycle.is_ready() {
                 text(hyper::StatusCode::OK, "ready\n")
             } else {
                 text(hyper::StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
             }),
-            ("/metrics", Some(s)) if get => Some(self.metrics(req, peer, s)),
+            ("/metrics", Some(s)) if get => Some(self.metrics(headers, peer, s).await),
             ("/mcp", _) => None,
             _ => Some(text(hyper::StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp\n")),
         }
     }
 
     /// `/metrics`, behind the Host/Origin checks and the tokens.
-    fn metrics(
+    async fn metrics(
         &self,
-        req: &hyper::Request<hyper::body::Incoming>,
+        headers: &hyper::HeaderMap,
         peer: SocketAddr,
         s: &crate::service::Service,
     ) -> hyper::Response<Body> {
         use http_body_util::{BodyExt, Full};
-        if let Err((status, why)) = self.guard.check(req.headers()) {
+        if let Err((status, why)) = self.guard.check(headers) {
             return text(status, why);
         }
-        let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
-        if !self.tokens.is_empty() && authenticate(&self.tokens, auth).is_none() {
-            return unauthorized(peer, "metrics", auth.is_some());
+        if let Err(refused) = self.identify(headers, peer, "metrics").await {
+            return refused;
         }
         let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from(s.metrics_text())).boxed());
         resp.headers_mut().insert(
@@ -184,27 +196,30 @@ impl FrontDoor {
         resp
     }
 
-    /// With tokens, the request's token (its name marks the request), or the `401` that
-    /// refuses it; without, the local key's mark on a request that carries it.
-    fn authorize(
-        &self,
-        req: &mut hyper::Request<hyper::body::Incoming>,
-        peer: SocketAddr,
-    ) -> Option<hyper::Response<Body>> {
-        let auth = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
-        if !self.tokens.is_empty() {
-            let Some(token) = authenticate(&self.tokens, auth) else {
-                return Some(unauthorized(peer, "MCP", auth.is_some()));
-            };
-            tracing::debug!(token = token.name, "MCP {} from {peer}", req.method());
-            let name = TokenName(token.name.clone());
-            req.extensions_mut().insert(name);
-        } else if let Some(key) = &self.local_key
-            && key.is_bearer(auth)
-        {
-            req.extensions_mut().insert(LocalOperator);
+    /// Who the request is from, by its `Authorization`: a static token, else (with `[auth]`) an
+    /// OAuth access token; the answer refusing it when neither is good but one is required.
+    /// Without either configured: the local key's mark on a request that carries the key. What
+    /// it finds goes in the request's extensions.
+    async fn identify(&self, headers: &hyper::HeaderMap, peer: SocketAddr, what: &str) -> Step<Option<Who>> {
+        let auth = headers.get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+        if let Some(token) = authenticate(&self.tokens, auth) {
+            tracing::debug!(token = token.name, "{what} request from {peer}");
+            let principal = toolhost_core::identity::Principal::token(token.name.clone());
+            return Ok(Some(Who::Token(token.name.clone(), Arc::new(principal))));
         }
-        None
+        if let Some(verifier) = &self.auth {
+            return match verifier.verify(auth).await {
+                Ok(p) => Ok(Some(Who::Oauth(p))),
+                Err(r) => Err(refused(verifier.settings(), &r, peer, what)),
+            };
+        }
+        if !self.tokens.is_empty() {
+            return Err(unauthorized(peer, what, auth.is_some()));
+        }
+        match &self.local_key {
+            Some(key) if key.is_bearer(auth) => Ok(Some(Who::LocalOperator)),
+            _ => Ok(None),
+        }
     }
 
     /// While starting, nothing; while shutting down, nothing new. A new session's `initialize`
@@ -422,6 +437,7 @@ fn front_door(
     FrontDoor {
         service,
         tokens: options.tokens.clone().into(),
+        auth: options.auth.clone(),
         local_key: options.local_key.clone(),
         host_service: options.service.clone(),
         console: options.console.clone(),

@@ -200,9 +200,9 @@ pub(super) fn unavailable(starting: bool, post: bool) -> hyper::Response<Body> {
 
 pub(crate) use crate::mcp::UNAVAILABLE_CODE;
 
-pub(super) fn text(status: hyper::StatusCode, body: &'static str) -> hyper::Response<Body> {
+pub(super) fn text(status: hyper::StatusCode, body: impl Into<bytes::Bytes>) -> hyper::Response<Body> {
     use http_body_util::{BodyExt, Full};
-    let mut resp = hyper::Response::new(Full::new(bytes::Bytes::from_static(body.as_bytes())).boxed());
+    let mut resp = hyper::Response::new(Full::new(body.into()).boxed());
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
