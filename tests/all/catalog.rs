@@ -33,7 +33,7 @@ fn openai_names(host: &toolhost_core::Toolhost) -> Vec<String> {
 
 fn mcp_names(host: &toolhost_core::Toolhost) -> Vec<String> {
     let server = McpServer::new(host.executor.clone(), None).unwrap();
-    server.tools().into_iter().map(|t| t.name.to_string()).collect()
+    server.tools(&Default::default()).into_iter().map(|t| t.name.to_string()).collect()
 }
 
 /// Each MCP tool's `inputSchema` (built once per plugin, or per registry for `find_tools`) is the
@@ -41,7 +41,7 @@ fn mcp_names(host: &toolhost_core::Toolhost) -> Vec<String> {
 fn assert_listed_schemas_agree(host: &toolhost_core::Toolhost) {
     let openai = openai::tools(&host.registry.load(), &host.config).unwrap();
     let server = McpServer::new(host.executor.clone(), None).unwrap();
-    let tools = server.tools();
+    let tools = server.tools(&Default::default());
     assert!(!tools.is_empty());
     for t in tools {
         let name = toolhost_core::catalog::openai_name(&t.name);
@@ -111,7 +111,7 @@ async fn two_plugins_claiming_one_name_serve_neither_and_every_listing_says_so()
     assert!(prompt.contains("several plugins claim them): count_words."), "{prompt}");
     assert!(!openai_names(&host).contains(&"count_words".to_string()));
     let server = McpServer::new(host.executor.clone(), None).unwrap();
-    let listed = server.tools_result();
+    let listed = server.tools_result(&Default::default());
     assert!(listed.tools.iter().all(|t| t.name != "count_words"));
     let meta = serde_json::to_value(&listed).unwrap()["_meta"]["toolhost/conflicts"].clone();
     assert!(meta[0].as_str().unwrap().contains("plugin `text` (text.wasm)"), "{meta}");

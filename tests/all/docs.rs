@@ -149,11 +149,21 @@ fn every_toml_example_parses_with_the_real_config_parser() {
     // public key made by `toolhost keygen team.key`.
     toolhost_core::registry::signing::keygen(&base.path().join("team.key"), "team").unwrap();
     toolhost_core::registry::signing::keygen(&base.path().join("legacy.key"), "legacy").unwrap();
+    // The policy file the examples name (an empty one: no rule).
+    std::fs::write(base.path().join("toolhost.policy.toml"), "").unwrap();
     let mut checked = 0;
     for doc in docs() {
         let (blocks, _) = blocks(&doc.text).unwrap();
         for b in blocks.iter().filter(|b| b.lang == "toml") {
             checked += 1;
+            // A policy file's example is checked by the policy's own reader (CEL conditions
+            // compiled, positions in its errors).
+            if b.text.contains("[[rule]]") {
+                if let Err(e) = toolhost_core::policy::Policy::parse(&b.text, Path::new("example.toml")) {
+                    panic!("{}: the policy example at line {} does not load: {e}", doc.name, b.line);
+                }
+                continue;
+            }
             // Plugin projects' Cargo.toml / pyproject.toml snippets are not toolhost configs:
             // they only have to be TOML.
             if b.text.contains("[package]")

@@ -8,7 +8,7 @@
 use crate::support::http::header;
 use crate::support::mcp_http::{INITIALIZE, echo_in, mcp_post, open_session_as};
 use crate::support::oauth::{
-    AuthServer, CLIENT, INTROSPECTOR, OPAQUE_CLIENT, SHORT_CLIENT, auth_server, secret,
+    AuthServer, CLIENT, INTROSPECTOR, OPAQUE_CLIENT, RS256_CLIENT, SHORT_CLIENT, auth_server, secret,
 };
 use crate::support::python::mcp_script;
 use crate::support::{Env, Server, free_port};
@@ -40,10 +40,14 @@ impl Protected {
     }
 
     fn start_config(extra: &str, issuers: &str) -> Protected {
+        Protected::start_in(tempfile::tempdir().unwrap(), extra, issuers)
+    }
+
+    /// [`Protected::start`] in `dir` (which may hold files the config names).
+    fn start_in(dir: tempfile::TempDir, extra: &str, issuers: &str) -> Protected {
         let env = Env::with(&[plugin_artifacts::TEXT]);
         let port = free_port();
         let resource = format!("http://127.0.0.1:{port}/mcp");
-        let dir = tempfile::tempdir().unwrap();
         let config = format!(
             "{extra}\n[auth]\nresource = \"{resource}\"\nscopes = [\"{SCOPE}\"]\nclock_skew_s = 0\n{issuers}"
         );
@@ -55,7 +59,8 @@ impl Protected {
                 .args(["serve", "--mcp", "--http", &format!("127.0.0.1:{port}")])
                 .env("XDG_STATE_HOME", dir.path())
                 .env("TOOLHOST_TEST_STATIC_TOKEN", STATIC_TOKEN)
-                .env("TOOLHOST_TEST_INTROSPECTION_SECRET", secret(INTROSPECTOR)),
+                .env("TOOLHOST_TEST_INTROSPECTION_SECRET", secret(INTROSPECTOR))
+                .env("TOOLHOST_LOG", "info"),
         );
         Protected { server, resource, dir, _env: env }
     }
@@ -288,4 +293,71 @@ fn the_official_python_sdk_signs_in_and_calls_as_the_user() {
     let line = p.audit().into_iter().find(|l| l["tool"] == "echo").expect("the call's audit line");
     assert_eq!(line["who"]["sub"], "alice", "{line}");
     assert_eq!(line["who"]["groups"], json!(["ops"]), "{line}");
+}
+
+/// The tools `token` is shown by `tools/list` in a new session.
+fn listed(p: &Protected, token: &str) -> Vec<String> {
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let session = open_session_as(&p.server.url, &auth, "2025-06-18", json!({}), "policy-test");
+    let list = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#;
+    let (status, head, answer) = mcp_post(p.server.addr, Some(token), Some(&session), list);
+    assert_eq!(status, 200, "{head}");
+    let answer = answer.unwrap_or_else(|| panic!("no answer: {head}"));
+    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{answer}")).clone();
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// A call of `tool` with `token` in a new session: the JSON-RPC answer.
+fn call_as(p: &Protected, token: &str, tool: &str, args: Value) -> Value {
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let session = open_session_as(&p.server.url, &auth, "2025-06-18", json!({}), "policy-test");
+    let body = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+    let (status, head, answer) = mcp_post(p.server.addr, Some(token), Some(&session), &body.to_string());
+    assert_eq!(status, 200, "{head}");
+    answer.unwrap_or_else(|| panic!("no answer: {head}"))
+}
+
+/// The operator's policy decides per identity: one client sees and calls only `echo`, another
+/// everything; a refused call is `forbidden` without naming the rule (the log names it), runs
+/// nothing, and is audited; an edit of the policy file with an error keeps the rules in force,
+/// and a good edit takes effect without a restart.
+#[test]
+fn a_policy_decides_per_identity_what_is_listed_and_called() {
+    let a = auth_server();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    let rules = format!(
+        "[[rule]]\nid = \"echo-for-all\"\neffect = \"allow\"\nactions = [\"list\", \"call\"]\n\
+         when = 'resource.name == \"echo\"'\n\n\
+         [[rule]]\nid = \"rs256-client-anything\"\neffect = \"allow\"\nactions = [\"list\", \"call\"]\n\
+         when = 'principal.client_id == \"{RS256_CLIENT}\"'\n"
+    );
+    std::fs::write(&policy, &rules).unwrap();
+    let issuer = format!("[[auth.issuers]]\nissuer = \"{}\"\n", a.issuer);
+    let mut p = Protected::start_in(dir, "[policy]\nfile = \"policy.toml\"\n", &issuer);
+    let limited = a.token(CLIENT, &p.resource, SCOPE);
+    let trusted = a.token(RS256_CLIENT, &p.resource, SCOPE);
+    assert_eq!(listed(&p, &limited), ["echo"], "a caller sees only what it may call");
+    assert!(listed(&p, &trusted).len() > 2, "{:?}", listed(&p, &trusted));
+    let refused = call_as(&p, &limited, "count_words", json!({"text": "a b"}));
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text.contains("may not be called") && !text.contains("rs256-client"), "{text}");
+    let ok = call_as(&p, &trusted, "count_words", json!({"text": "a b"}));
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    let refusal =
+        p.audit().into_iter().find(|l| l["outcome"] == "forbidden").expect("the refusal is audited");
+    assert_eq!(refusal["tool"], "count_words", "{refusal}");
+    p.server.wait_line("no rule allows it", 10);
+    // A broken edit keeps the rules in force, and says where the error is.
+    let broken =
+        "[[rule]]\nid = \"x\"\neffect = \"allow\"\nactions = [\"call\"]\nwhen = 'resource.name =='\n";
+    std::fs::write(&policy, broken).unwrap();
+    p.server.wait_line("policy.toml:5:", 20);
+    assert_eq!(listed(&p, &limited), ["echo"], "the last good rules stay in force");
+    // A good edit takes effect without a restart: now every client may call everything.
+    std::fs::write(&policy, "[[rule]]\nid = \"all\"\neffect = \"allow\"\nactions = [\"list\", \"call\"]\n")
+        .unwrap();
+    p.server.wait_line("1 rules in force", 20);
+    assert_eq!(call_as(&p, &limited, "count_words", json!({"text": "a b"}))["result"]["isError"], false);
 }

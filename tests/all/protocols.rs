@@ -158,12 +158,13 @@ fn an_operator_danger_marking_reaches_every_front_end() {
 
     let host = env.host();
     let server = toolhost_frontends::mcp::McpServer::new(host.executor.clone(), None).expect("mcp server");
-    let tool = server.tools().into_iter().find(|t| t.name == "read").unwrap();
+    let tool = server.tools(&Default::default()).into_iter().find(|t| t.name == "read").unwrap();
     let a = tool.annotations.expect("annotations");
     assert_eq!(a.destructive_hint, Some(true), "{a:?}");
     assert_eq!(a.read_only_hint, Some(false), "a dangerous tool is not advertised read-only: {a:?}");
     // An unmarked read-only tool keeps its hints.
-    let ls = server.tools().into_iter().find(|t| t.name == "ls").unwrap().annotations.unwrap();
+    let ls =
+        server.tools(&Default::default()).into_iter().find(|t| t.name == "ls").unwrap().annotations.unwrap();
     assert_eq!((ls.read_only_hint, ls.destructive_hint), (Some(true), Some(false)));
 
     let listed = toolhost::commands::list::render_list(&registry, &env.config);

@@ -17,6 +17,7 @@ pub mod executor;
 pub mod files;
 pub mod identity;
 pub mod parallel;
+pub mod policy;
 pub mod redis_link;
 pub mod registry;
 pub mod sandbox;

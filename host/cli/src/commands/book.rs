@@ -19,6 +19,7 @@ pub const CHAPTERS: &[(&str, &str)] = &[
     ("schema", "openai.md"),
     ("serve", "service.md"),
     ("revoke", "network-and-secrets.md"),
+    ("policy", "identities.md"),
     ("console", "console.md"),
     ("dev", "hot-reload.md"),
     ("build", "plugins.md"),

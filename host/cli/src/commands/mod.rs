@@ -17,6 +17,7 @@ pub mod keygen;
 pub mod kv;
 pub mod list;
 pub mod new;
+pub mod policy;
 pub mod prompt;
 pub mod publish;
 pub mod read;
@@ -131,6 +132,9 @@ pub enum Command {
     /// Remove a grant allowed "always" (or a refusal answered "never") when toolhost asked, from
     /// toolhost.grants.toml beside the config: `toolhost revoke web net api.github.com`
     Revoke(revoke::Args),
+    /// The operator's rules ([policy] file): `toolhost policy check --sub alice --group ops
+    /// --tool delete --dangerous` decides one request offline and names the rule that decided
+    Policy(policy::Args),
     /// Talk to a model (OpenAI, or a local OpenAI-compatible server: Ollama, llama.cpp, vLLM,
     /// LM Studio) that uses the tools: the agent loop, streamed, with the registry kept live
     Chat(chat::ChatArgs),
@@ -183,6 +187,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::EmbedManifest(a) => embed_manifest::run(a),
         Command::Approve(a) => approve::run(g, a),
         Command::Revoke(a) => revoke::run(g, a),
+        Command::Policy(a) => policy::run(g, a),
         Command::Chat(a) => chat::run(g, a),
         Command::Publish(a) => publish::run(&Settings::resolve(g)?, &a),
         Command::Install(a) => install::run(&Settings::resolve(g)?, &a),

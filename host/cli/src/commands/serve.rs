@@ -219,6 +219,16 @@ async fn serve_mcp(
     let Settings { frontends, flag_plugins, .. } = settings;
     // The first load runs from here while the front end is set up.
     let (host, reloader, first) = unloaded_host(start)?;
+    // The operator's rules are read again when their file changes; one with an error keeps the
+    // rules in force and says where the error is.
+    let _policy_watch = host.config.policies.watch(debounce).context("cannot watch the policy file")?;
+    if let Some(p) = host.config.policies.current() {
+        toolhost_frontends::say!(
+            "toolhost: policy {} ({} rules) decides who may list, call and read",
+            p.file().display(),
+            p.len()
+        );
+    }
     let service = start_service(&host, &frontends, options.local_key.as_deref())?;
     let stopped = stop_on_signal(signals, service.clone());
     let private = http.is_some() && (!options.tokens.is_empty() || options.auth.is_some());

@@ -30,6 +30,7 @@ pub mod grant;
 mod notes;
 pub mod observer;
 mod outcome;
+mod permit;
 mod policy;
 mod prepare;
 mod prompt;

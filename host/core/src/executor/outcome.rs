@@ -15,6 +15,8 @@ pub enum ErrorKind {
     BadArguments,
     /// A dangerous tool was not confirmed.
     Denied,
+    /// The operator's policy (`[policy] file`) does not let this caller do it. Nothing ran.
+    Forbidden,
     /// The tool returned an error.
     ToolError,
     /// The call ran past its time limit.
@@ -47,6 +49,7 @@ impl ErrorKind {
             ErrorKind::UnknownTool => "unknown_tool",
             ErrorKind::BadArguments => "bad_arguments",
             ErrorKind::Denied => "denied",
+            ErrorKind::Forbidden => "forbidden",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::Timeout => "timeout",
             ErrorKind::MemoryLimit => "memory_limit",

@@ -157,8 +157,18 @@ impl Executor {
         ctx: &CallContext,
     ) -> Result<PreparedCall<'r>, Outcome> {
         let registry = self.registry.load_full();
-        match self.decide(&registry, request) {
-            Ok((target, call)) => Ok(self.prepared(registry, target, call)),
+        let decided = self.decide(&registry, request).and_then(|(target, call)| {
+            let prepared = self.prepared(registry, target, call);
+            match self.permit_call(&prepared, ctx) {
+                Ok(()) => Ok(prepared),
+                Err(why) => {
+                    let outcome = Outcome::err(ErrorKind::Forbidden, why);
+                    Err(Box::new(Refused(prepared.plugin().cloned(), outcome)))
+                }
+            }
+        });
+        match decided {
+            Ok(prepared) => Ok(prepared),
             Err(refused) => {
                 let Refused(plugin, outcome) = *refused;
                 // Boxed: the refusal's future is no part of a prepared call's.

@@ -133,6 +133,9 @@ impl Executor {
         let found = find(registry.plugins(), name);
         let result = match &found {
             Err(e) => Err(PromptError::NotFound(e.clone())),
+            Ok((plugin, _)) if let Err(message) = self.permit_read(name, &plugin.name, ctx) => {
+                Err(PromptError::Failed { kind: ErrorKind::Forbidden, message })
+            }
             Ok((plugin, spec)) => {
                 match arguments_problem(spec, arguments.iter().map(|(k, _)| k.as_str()), |n| {
                     arguments.iter().any(|(k, _)| k == n)

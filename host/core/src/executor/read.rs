@@ -90,8 +90,12 @@ impl Executor {
     pub async fn read(&self, uri: &str, method: &'static str, ctx: &CallContext) -> Result<Read, ReadError> {
         let registry = self.registry();
         let found = find(registry.plugins(), uri);
+        let forbidden = found.as_ref().ok().and_then(|f| self.permit_read(uri, &f.plugin().name, ctx).err());
         let result = match &found {
             Err(e) => Err(ReadError::NotFound(e.clone())),
+            Ok(_) if let Some(message) = forbidden => {
+                Err(ReadError::Failed { kind: ErrorKind::Forbidden, message })
+            }
             Ok(Found::Skill(plugin, file)) => Ok(Read {
                 plugin: plugin.name.clone(),
                 mime_type: Some(file.mime.to_string()),

@@ -106,6 +106,7 @@ impl Config {
             out.push(HostFile::dir("the plugins' key-value stores ([kv] dir)", dir));
         }
         out.extend(self.trust.key_files.iter().map(|k| HostFile::file("the trusted key", k)));
+        out.extend(self.policy_file.iter().map(|f| HostFile::file("the policy file ([policy] file)", f)));
         for s in self.secrets.values() {
             if let SecretFrom::File(path) = &s.from {
                 out.push(HostFile::file(format!("the file of secret `{}`", s.name), path));

@@ -86,6 +86,14 @@ struct RawCache {
     enabled: Option<bool>,
 }
 
+/// `[policy]`: the operator's rules deciding who may list, call and read what.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    /// The rules file (relative to the config's folder).
+    file: Option<PathBuf>,
+}
+
 /// The resolved core configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -129,6 +137,10 @@ pub struct Config {
     pub telemetry: TelemetrySettings,
     /// `[kv]`: where plugins' key-value stores live, and their bounds.
     pub kv: KvSettings,
+    /// `[policy] file`: the rules deciding who may do what (`crate::policy`); `None`: all allowed.
+    pub policy_file: Option<PathBuf>,
+    /// The policy read from it (checked when the config is read), reloaded when it changes.
+    pub policies: Arc<crate::policy::watch::Policies>,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -174,6 +186,8 @@ impl Default for Config {
             catalog: CatalogSettings::default(),
             telemetry: TelemetrySettings::default(),
             kv: KvSettings::default(),
+            policy_file: None,
+            policies: Arc::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
             extra_host_files: Vec::new(),
@@ -236,6 +250,11 @@ impl Config {
         cfg.catalog = file.section::<RawCatalog>("catalog")?.resolve().map_err(invalid)?;
         cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
         cfg.kv = file.section::<RawKv>("kv")?.resolve(base).map_err(invalid)?;
+        cfg.policy_file = file.section::<RawPolicy>("policy")?.file.map(|f| base.join(f));
+        cfg.policies = Arc::new(
+            crate::policy::watch::Policies::load(cfg.policy_file.as_deref())
+                .map_err(|e| ConfigError::Flag(e.to_string()))?,
+        );
         cfg.grants_file = base.join(grants::GRANTS_FILE);
         cfg.asked = grants::load(&cfg.grants_file).map_err(|e| ConfigError::Flag(e.to_string()))?;
         Ok(cfg)

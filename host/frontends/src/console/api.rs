@@ -19,11 +19,13 @@ use toolhost_core::view::ToolView;
 use toolhost_spec::manifest::Manifest;
 
 /// `GET /console/api/tools`: every tool as the executor presents and enforces it.
-pub fn tools(c: &Console) -> Value {
+pub fn tools(c: &Console, caller: &super::auth::Caller) -> Value {
     let config = c.executor.config();
     let reg = c.executor.registry();
+    let who = caller.context();
     let tools: Vec<Value> = reg
         .tools()
+        .filter(|t| c.executor.may_list(&ToolView::new(t, config), &who))
         .map(|t| {
             let v = ToolView::new(t, config);
             let s = v.spec;

@@ -170,7 +170,7 @@ impl Console {
             (Method::GET, "/") => assets::index_page(),
             (Method::POST, "/console/logout") => self.logout(&req, cookie),
             (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(caller)),
-            (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self)),
+            (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self, caller)),
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self).await),
             (Method::GET, "/console/api/resources") => json(StatusCode::OK, &resources::list(self)),
             (Method::GET, "/console/api/resource") => resources::read(self, caller, req.uri().query()).await,

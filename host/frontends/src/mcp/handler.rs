@@ -37,10 +37,10 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.first_load().await;
-        Ok(self.tools_result())
+        Ok(self.tools_result(&super::call::caller(&context)))
     }
 
     async fn list_skills(

@@ -298,7 +298,7 @@ impl McpServer {
     }
 
     /// The `tools/list` entries for the current registry, in name order.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub fn tools(&self, who: &toolhost_core::executor::CallContext) -> Vec<Tool> {
         let registry = self.executor.registry();
         let config = self.executor.config();
         let mut views = toolhost_core::view::listing(&registry, config);
@@ -315,14 +315,15 @@ impl McpServer {
             );
             views.sort_by(|a, b| a.name().cmp(b.name()));
         }
-        views.iter().map(tool).collect()
+        // The operator's policy: a caller never sees a tool it may not call.
+        views.iter().filter(|v| self.executor.may_list(v, who)).map(tool).collect()
     }
 
     /// The whole `tools/list` result. The caching hints (SEP-2549, required on 2026-07-28 and
     /// ignored before): the list is the same for every caller of this process, fresh for
     /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
-    pub fn tools_result(&self) -> ListToolsResult {
-        let mut result = ListToolsResult::with_all_items(self.tools())
+    pub fn tools_result(&self, who: &toolhost_core::executor::CallContext) -> ListToolsResult {
+        let mut result = ListToolsResult::with_all_items(self.tools(who))
             .with_ttl_ms(self.list_ttl())
             .with_cache_scope(self.cache_scope);
         let conflicts = toolhost_core::view::conflict_lines(&self.executor.registry());
