@@ -622,25 +622,13 @@ struct ConsoleBrowser {
 /// with the system Chromium: `PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD`, nothing else is fetched) and
 /// axe-core from npm into target/console-npm, both at pinned versions.
 fn ensure_console_browser() -> Result<ConsoleBrowser> {
-    let root = root();
     let chromium = PathBuf::from("/usr/bin/chromium");
     ensure_apt("/usr/bin/chromium", "chromium", "the console's browser tests")?;
     // pip installs Playwright's driver only; browsers would come from `playwright install`,
     // which is never run (the tests also set PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD).
     let python = ensure_python_venv("target/console-env", "tests/console/requirements.txt")?;
-    let npm = root.join("target/console-npm");
+    let npm = npm_install("target/console-npm", "axe-core", AXE_CORE, "the console's accessibility check")?;
     let axe = npm.join("node_modules/axe-core/axe.min.js");
-    let stamp = npm.join("installed-axe-core.txt");
-    if !axe.is_file() || std::fs::read_to_string(&stamp).ok().as_deref() != Some(AXE_CORE) {
-        eprintln!("installing axe-core {AXE_CORE} into {} …", npm.display());
-        std::fs::create_dir_all(&npm)?;
-        run(Command::new("npm")
-            .current_dir(&npm)
-            .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix", "."])
-            .arg(format!("axe-core@{AXE_CORE}")))
-        .context("npm install axe-core (the console's accessibility check)")?;
-        std::fs::write(&stamp, AXE_CORE)?;
-    }
     Ok(ConsoleBrowser { python, chromium, axe })
 }
 
@@ -651,22 +639,34 @@ const OIDC_PROVIDER: &str = "9.13.3";
 /// oidc-provider into target/oauth-server at the pinned version (again when the pin changes); the
 /// node_modules folder holding it, which tests/oauth/server.mjs imports it from.
 fn ensure_oauth_server() -> Result<PathBuf> {
-    let npm = root().join("target/oauth-server");
-    let modules = npm.join("node_modules");
-    let stamp = npm.join("installed-oidc-provider.txt");
-    let installed = modules.join("oidc-provider/package.json").is_file()
-        && std::fs::read_to_string(&stamp).ok().as_deref() == Some(OIDC_PROVIDER);
+    let npm = npm_install(
+        "target/oauth-server",
+        "oidc-provider",
+        OIDC_PROVIDER,
+        "the OAuth tests' authorization server",
+    )?;
+    Ok(npm.join("node_modules"))
+}
+
+/// npm's `package` at `version` in the folder `dir` (relative to the root), installed when missing
+/// or when the pin changed (a stamp file records the version installed); the folder. `why` needs
+/// it.
+fn npm_install(dir: &str, package: &str, version: &str, why: &str) -> Result<PathBuf> {
+    let npm = root().join(dir);
+    let stamp = npm.join(format!("installed-{package}.txt"));
+    let installed = npm.join("node_modules").join(package).join("package.json").is_file()
+        && std::fs::read_to_string(&stamp).ok().as_deref() == Some(version);
     if !installed {
-        eprintln!("installing oidc-provider {OIDC_PROVIDER} into {} …", npm.display());
+        eprintln!("installing {package} {version} into {} …", npm.display());
         std::fs::create_dir_all(&npm)?;
         run(Command::new("npm")
             .current_dir(&npm)
             .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix", "."])
-            .arg(format!("oidc-provider@{OIDC_PROVIDER}")))
-        .context("npm install oidc-provider (the OAuth tests' authorization server)")?;
-        std::fs::write(&stamp, OIDC_PROVIDER)?;
+            .arg(format!("{package}@{version}")))
+        .with_context(|| format!("npm install {package} ({why})"))?;
+        std::fs::write(&stamp, version)?;
     }
-    Ok(modules)
+    Ok(npm)
 }
 
 /// Debian's `package`, providing `bin`, installed with apt when missing and we are root;
