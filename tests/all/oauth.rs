@@ -361,3 +361,29 @@ fn a_policy_decides_per_identity_what_is_listed_and_called() {
     p.server.wait_line("1 rules in force", 20);
     assert_eq!(call_as(&p, &limited, "count_words", json!({"text": "a b"}))["result"]["isError"], false);
 }
+
+/// `[rate_limits]`: an identity over its calls a minute is refused (`rate_limited`, nothing run,
+/// a retry hint in `_meta`), and another identity is not slowed by it.
+#[test]
+fn an_identity_over_its_rate_limit_is_refused_and_another_is_not() {
+    let a = auth_server();
+    let p = Protected::start(
+        &[&a.issuer],
+        "[rate_limits]\nper_identity_tool = 3\n\n[mcp]\ntokens = [{ name = \"ci\", env = \"TOOLHOST_TEST_STATIC_TOKEN\" }]\n",
+    );
+    let oauth = a.token(CLIENT, &p.resource, SCOPE);
+    for _ in 0..3 {
+        assert_eq!(call_as(&p, &oauth, "echo", json!({"text": "x"}))["result"]["isError"], false);
+    }
+    let refused = call_as(&p, &oauth, "echo", json!({"text": "x"}));
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text.contains("rate_limits.per_identity_tool") && text.contains("[rate_limited]"), "{text}");
+    let retry = refused["result"]["_meta"]["toolhost/retryAfterMs"].as_u64().unwrap_or(0);
+    assert!(retry > 0 && retry <= 20_000, "a retry hint: {refused}");
+    // Another identity, and the same identity's other tool, are not held back.
+    assert_eq!(call_as(&p, STATIC_TOKEN, "echo", json!({"text": "x"}))["result"]["isError"], false);
+    assert_eq!(call_as(&p, &oauth, "count_words", json!({"text": "x"}))["result"]["isError"], false);
+    let audited = p.audit().into_iter().filter(|l| l["outcome"] == "rate_limited").count();
+    assert_eq!(audited, 1, "the refusal is audited, and nothing ran");
+}

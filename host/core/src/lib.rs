@@ -18,6 +18,7 @@ pub mod files;
 pub mod identity;
 pub mod parallel;
 pub mod policy;
+pub mod rate;
 pub mod redis_link;
 pub mod registry;
 pub mod sandbox;

@@ -91,6 +91,8 @@ pub struct Executor {
     redactions: std::sync::OnceLock<NetGrant>,
     /// Every plugin's key-value store (`[kv]`).
     kv: Arc<crate::capability::kv::Stores>,
+    /// Every identity's calls against `[rate_limits]`.
+    rate: crate::rate::RateLimits,
 }
 
 impl Executor {
@@ -103,6 +105,7 @@ impl Executor {
         let shares = Shares::new(&config);
         let workspace = Arc::from(config.workspace.as_path());
         let kv = Arc::new(crate::capability::kv::Stores::new(config.kv.clone()));
+        let rate = crate::rate::RateLimits::new(config.rate_limits);
         Executor {
             runtime,
             config,
@@ -114,6 +117,7 @@ impl Executor {
             session: grant::Session::default(),
             workspace,
             redactions: std::sync::OnceLock::new(),
+            rate,
             kv,
         }
     }

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     Denied,
     /// The operator's policy (`[policy] file`) does not let this caller do it. Nothing ran.
     Forbidden,
+    /// The caller made more calls than `[rate_limits]` allow it; nothing ran. A
+    /// [`Note::RetryAfter`] says when the next one would be let through.
+    RateLimited,
     /// The tool returned an error.
     ToolError,
     /// The call ran past its time limit.
@@ -50,6 +53,7 @@ impl ErrorKind {
             ErrorKind::BadArguments => "bad_arguments",
             ErrorKind::Denied => "denied",
             ErrorKind::Forbidden => "forbidden",
+            ErrorKind::RateLimited => "rate_limited",
             ErrorKind::ToolError => "tool_error",
             ErrorKind::Timeout => "timeout",
             ErrorKind::MemoryLimit => "memory_limit",
@@ -108,6 +112,8 @@ pub enum Note {
     Denied { plugin: String, items: Vec<String> },
     /// A disk quota stopped a write of `plugin`'s `tool`: which limit (`write_mb`, …) and how far.
     Quota { plugin: String, tool: String, limit: String },
+    /// A rate limit refused the call: the next one of this caller is let through after this.
+    RetryAfter(std::time::Duration),
 }
 
 impl std::fmt::Display for Note {
@@ -117,6 +123,7 @@ impl std::fmt::Display for Note {
             Note::Denied { plugin, items } => {
                 write!(f, "the operator denied plugin `{plugin}` {} for this session", items.join(", "))
             }
+            Note::RetryAfter(d) => write!(f, "retry after {} ms", d.as_millis().max(1)),
             Note::Quota { plugin, tool, limit } => write!(
                 f,
                 "{limit}; the operator can raise it with [limits], [plugin.{plugin}] or [tool.{tool}] write_mb / create_limit in toolhost.toml"

@@ -5,6 +5,7 @@
 
 use super::{CallContext, PreparedCall};
 use crate::policy::{Action, Request, Resource};
+use crate::rate::Limited;
 use crate::view::ToolView;
 
 impl super::Executor {
@@ -36,6 +37,19 @@ impl super::Executor {
         let who = who(ctx);
         tracing::info!(tool = view.name(), rule = decision.rule(), "call refused by the policy for {who}");
         Err(format!("`{}` may not be called by {who}: the operator's policy does not allow it", view.name()))
+    }
+
+    /// Whether `ctx`'s caller is within its `[rate_limits]` for a call of `prepared` (a caller
+    /// with no identity always is): the limit it is over otherwise.
+    pub(super) fn within_rate(&self, prepared: &PreparedCall<'_>, ctx: &CallContext) -> Result<(), Limited> {
+        let Some(who) = &ctx.principal else { return Ok(()) };
+        self.rate.check(&who.key(), prepared.name()).inspect_err(|l| {
+            tracing::info!(
+                tool = prepared.name(),
+                limit = l.key,
+                "call refused: {who} is over its rate limit"
+            );
+        })
     }
 
     /// Whether the policy lets `ctx`'s caller see `view` in a list.

@@ -159,13 +159,14 @@ impl Executor {
         let registry = self.registry.load_full();
         let decided = self.decide(&registry, request).and_then(|(target, call)| {
             let prepared = self.prepared(registry, target, call);
-            match self.permit_call(&prepared, ctx) {
-                Ok(()) => Ok(prepared),
-                Err(why) => {
-                    let outcome = Outcome::err(ErrorKind::Forbidden, why);
-                    Err(Box::new(Refused(prepared.plugin().cloned(), outcome)))
-                }
-            }
+            let refused = match self.permit_call(&prepared, ctx) {
+                Err(why) => Outcome::err(ErrorKind::Forbidden, why),
+                Ok(()) => match self.within_rate(&prepared, ctx) {
+                    Ok(()) => return Ok(prepared),
+                    Err(limited) => rate_limited(&limited, ctx),
+                },
+            };
+            Err(Box::new(Refused(prepared.plugin().cloned(), refused)))
         });
         match decided {
             Ok(prepared) => Ok(prepared),
@@ -255,6 +256,18 @@ impl Executor {
             },
         }
     }
+}
+
+/// The refusal of a call over a rate limit: what the limit is, when to retry (also as a typed
+/// note, which MCP answers carry as `_meta`).
+fn rate_limited(limited: &crate::rate::Limited, ctx: &CallContext) -> Outcome {
+    let who = ctx.principal.as_deref().map_or_else(|| "this caller".to_string(), |p| p.to_string());
+    let mut outcome = Outcome::err(
+        ErrorKind::RateLimited,
+        format!("{who} made more than {} calls a minute ({})", limited.per_minute, limited.key),
+    );
+    outcome.add_note(super::Note::RetryAfter(limited.retry_after));
+    outcome
 }
 
 /// A request refused before it was prepared: the plugin it names (if any) and the outcome.

@@ -141,6 +141,8 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     /// The policy read from it (checked when the config is read), reloaded when it changes.
     pub policies: Arc<crate::policy::watch::Policies>,
+    /// `[rate_limits]`: calls a minute per identity (`crate::rate`).
+    pub rate_limits: crate::rate::RateSettings,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -188,6 +190,7 @@ impl Default for Config {
             kv: KvSettings::default(),
             policy_file: None,
             policies: Arc::default(),
+            rate_limits: Default::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
             extra_host_files: Vec::new(),
@@ -251,6 +254,8 @@ impl Config {
         cfg.telemetry = file.section::<RawTelemetry>("telemetry")?.resolve().map_err(invalid)?;
         cfg.kv = file.section::<RawKv>("kv")?.resolve(base).map_err(invalid)?;
         cfg.policy_file = file.section::<RawPolicy>("policy")?.file.map(|f| base.join(f));
+        cfg.rate_limits =
+            file.section::<crate::rate::RawRateLimits>("rate_limits")?.resolve().map_err(invalid)?;
         cfg.policies = Arc::new(
             crate::policy::watch::Policies::load(cfg.policy_file.as_deref())
                 .map_err(|e| ConfigError::Flag(e.to_string()))?,

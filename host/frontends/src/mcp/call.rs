@@ -323,7 +323,7 @@ pub(super) fn handed_on(context: &RequestContext<RoleServer>, tool: &str) -> Opt
 /// name: another local client can claim any name.
 pub(super) fn owner(context: &RequestContext<RoleServer>) -> String {
     let parts = context.extensions.get::<hyper::http::request::Parts>();
-    if let Some(who) = parts.and_then(|p| p.extensions.get::<http::Identity>()) {
+    if let Some(who) = parts.and_then(|p| p.extensions.get::<client::Identity>()) {
         return who.0.key();
     }
     let Some(parts) = parts else {
@@ -384,14 +384,20 @@ impl ProgressSink for Both {
     }
 }
 
-/// A call's outcome as a `tools/call` result, with what it cost in `_meta`.
+/// A call's outcome as a `tools/call` result, with what it cost in `_meta` (and, refused by a
+/// rate limit, when to retry: `toolhost/retryAfterMs`).
 pub(super) fn result_of(outcome: Outcome) -> CallToolResult {
+    let mut m = serde_json::Map::new();
     // What the call cost, for the client's operator (not part of the content the model reads).
-    let meta = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()).map(|u| {
-        let mut m = serde_json::Map::new();
+    if let Some(u) = outcome.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()) {
         m.insert("toolhost/usage".into(), u);
-        rmcp::model::MetaObject(m)
-    });
+    }
+    for note in &outcome.notes {
+        if let toolhost_core::executor::Note::RetryAfter(d) = note {
+            m.insert("toolhost/retryAfterMs".into(), (d.as_millis().max(1) as u64).into());
+        }
+    }
+    let meta = (!m.is_empty()).then_some(rmcp::model::MetaObject(m));
     let mut result = call_result(outcome);
     result.meta = meta;
     result
@@ -436,8 +442,8 @@ pub(super) fn caller_of(
     CallContext {
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client,
-        token: parts.and_then(|p| p.extensions.get::<http::TokenName>()).map(|t| t.0.clone()),
-        principal: parts.and_then(|p| p.extensions.get::<http::Identity>()).map(|i| i.0.clone()),
+        token: parts.and_then(|p| p.extensions.get::<client::TokenName>()).map(|t| t.0.clone()),
+        principal: parts.and_then(|p| p.extensions.get::<client::Identity>()).map(|i| i.0.clone()),
         peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         session: session_of(parts),
         trace_parent: trace_parent(meta, parts),

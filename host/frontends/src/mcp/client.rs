@@ -2,11 +2,26 @@
 //! door (`http.rs`) puts in each request's extensions for the handler, the direct path and the
 //! session manager (which read them back from rmcp's `http::request::Parts`).
 
-use super::http::{Identity, LocalOperator, TokenName};
 use crate::service::places::Peer;
 use std::sync::Arc;
 use toolhost_core::executor::Cancel;
 use toolhost_core::identity::Principal;
+
+/// The name of the `[mcp] tokens` entry a request authenticated with, put in the request's
+/// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
+#[derive(Debug, Clone)]
+pub struct TokenName(pub String);
+
+/// Who a request authenticated as (a static token's principal or an OAuth access token's), put
+/// in its extensions for the handler, the direct path and the caps.
+#[derive(Debug, Clone)]
+pub struct Identity(pub std::sync::Arc<toolhost_core::identity::Principal>);
+
+/// Put in a request's extensions, without `[mcp] tokens`, when it carries the process's local
+/// key as its bearer token: only such a client is asked (and may answer) a danger or grant
+/// question (see `keyless.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalOperator;
 
 /// Who a request proved it is, as the front door found (`http::FrontDoor::identify`).
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 //! but its dangerous calls are refused as when no one can be asked, its grant questions are not
 //! asked, and a 2026-07-28 retry carrying answers (`requestState`, `inputResponses`) is refused.
 
-use super::http::{Identity, LocalOperator};
+use super::client::{Identity, LocalOperator};
 use std::future::Future;
 use std::pin::Pin;
 use toolhost_core::executor::{

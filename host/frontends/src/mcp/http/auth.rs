@@ -95,22 +95,6 @@ pub(super) fn authenticate<'a>(tokens: &'a [McpToken], header: Option<&[u8]>) ->
     found
 }
 
-/// The name of the `[mcp] tokens` entry a request authenticated with, put in the request's
-/// extensions for the MCP handler (which reads it back from rmcp's `http::request::Parts`).
-#[derive(Debug, Clone)]
-pub struct TokenName(pub String);
-
-/// Who a request authenticated as (a static token's principal or an OAuth access token's), put
-/// in its extensions for the handler, the direct path and the caps.
-#[derive(Debug, Clone)]
-pub struct Identity(pub std::sync::Arc<toolhost_core::identity::Principal>);
-
-/// Put in a request's extensions, without `[mcp] tokens`, when it carries the process's local
-/// key as its bearer token: only such a client is asked (and may answer) a danger or grant
-/// question (see `keyless.rs`).
-#[derive(Debug, Clone, Copy)]
-pub struct LocalOperator;
-
 /// `401` with a Bearer challenge; the header's value is never logged (it may be a real token
 /// typed wrong).
 pub(super) fn unauthorized(peer: SocketAddr, what: &str, had_header: bool) -> hyper::Response<Body> {

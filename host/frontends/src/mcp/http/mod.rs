@@ -54,8 +54,7 @@ mod conn;
 mod guard;
 mod requests;
 
-pub(crate) use auth::LocalOperator;
-pub use auth::{Identity, McpToken, TokenName, check_exposure, load_tokens};
+pub use auth::{McpToken, check_exposure, load_tokens};
 use auth::{authenticate, refused, unauthorized};
 use conn::{
     CLOSE_MAX, CLOSE_QUIET, Connections, DeadlineBody, FD_RESERVE, FLUSH_WAIT, OpenAnswers, held_by_body,
