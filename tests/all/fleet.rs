@@ -595,3 +595,50 @@ fn a_legacy_session_unused_for_session_idle_s_is_closed() {
     assert_eq!(list_in(&r.url, &unused), 404, "an unused session is closed");
     drop(stream);
 }
+
+/// #60: `[rate_limits]` shared through the fleet's Redis. One identity's calls, spread by nginx
+/// over three replicas, are counted once: exactly the limit runs, the rest are refused
+/// `rate_limited` (on whichever replica they land), and another identity keeps its own buckets.
+#[test]
+fn three_replicas_behind_nginx_share_an_identitys_rate_limit() {
+    let env = mcp_env();
+    let dir = tempfile::tempdir().unwrap();
+    let redis = redis();
+    // A second identity: the token `other`, read from a file beside the config.
+    const OTHER_TOKEN: &str = "fleet-test-other-token-3e9a1c7f";
+    std::fs::write(dir.path().join("other.token"), OTHER_TOKEN).unwrap();
+    let tokens = "tokens = [{ name = \"fleet\", env = \"TOOLHOST_TEST_FLEET_TOKEN\" }, \
+                  { name = \"other\", file = \"other.token\" }]";
+    let config = format!(
+        "{}\n[rate_limits]\nper_identity_tool = 4\nredis_url = \"redis://127.0.0.1:{}\"\n",
+        fleet_config(Some(redis.port))
+            .replace("tokens = [{ name = \"fleet\", env = \"TOOLHOST_TEST_FLEET_TOKEN\" }]", tokens),
+        redis.port
+    );
+    assert!(config.contains("other.token"), "{config}");
+    let fleet: Vec<Server> = (0..3).map(|_| replica(&env, dir.path(), "127.0.0.1:0", &config, &[])).collect();
+    let lb = nginx(&fleet);
+    let auth = fleet_auth();
+    let client = Stateless { url: &lb.url, auth: &auth, client: "fleet-rate", capabilities: json!({}) };
+    let answers: Vec<Value> =
+        (0..12).map(|i| client.call("echo", json!({"text": format!("call {i}")}), None)).collect();
+    let ok = answers.iter().filter(|a| a["result"]["isError"] == json!(false)).count();
+    let limited: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("[rate_limited]")))
+        .collect();
+    assert_eq!((ok, limited.len()), (4, 8), "4 calls a minute for the fleet, not per replica: {answers:?}");
+    assert!(
+        limited
+            .iter()
+            .all(|a| a["result"]["_meta"]["toolhost/retryAfterMs"].as_u64().is_some_and(|ms| ms > 0))
+    );
+    // The calls went to every replica (round robin for 2026-07-28), and the counts are shared.
+    let upstreams: std::collections::BTreeSet<String> = lb.log(12).into_iter().map(|(up, _, _)| up).collect();
+    assert_eq!(upstreams.len(), 3, "nginx spread the calls: {upstreams:?}");
+    // Another identity has its own buckets.
+    let auth = format!("Authorization: Bearer {OTHER_TOKEN}\r\n");
+    let other = Stateless { url: &lb.url, auth: &auth, client: "fleet-rate", capabilities: json!({}) };
+    let answer = other.call("echo", json!({"text": "mine"}), None);
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+}

@@ -105,7 +105,7 @@ impl Executor {
         let shares = Shares::new(&config);
         let workspace = Arc::from(config.workspace.as_path());
         let kv = Arc::new(crate::capability::kv::Stores::new(config.kv.clone()));
-        let rate = crate::rate::RateLimits::new(config.rate_limits);
+        let rate = crate::rate::RateLimits::new(config.rate_limits.clone());
         Executor {
             runtime,
             config,

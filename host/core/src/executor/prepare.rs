@@ -157,17 +157,16 @@ impl Executor {
         ctx: &CallContext,
     ) -> Result<PreparedCall<'r>, Outcome> {
         let registry = self.registry.load_full();
-        let decided = self.decide(&registry, request).and_then(|(target, call)| {
-            let prepared = self.prepared(registry, target, call);
-            let refused = match self.permit_call(&prepared, ctx) {
-                Err(why) => Outcome::err(ErrorKind::Forbidden, why),
-                Ok(()) => match self.within_rate(&prepared, ctx) {
-                    Ok(()) => return Ok(prepared),
-                    Err(limited) => rate_limited(&limited, ctx),
-                },
-            };
-            Err(Box::new(Refused(prepared.plugin().cloned(), refused)))
-        });
+        let decided = match self.decide(&registry, request) {
+            Ok((target, call)) => {
+                let prepared = self.prepared(registry, target, call);
+                match self.refusal(&prepared, ctx).await {
+                    None => Ok(prepared),
+                    Some(refused) => Err(Box::new(Refused(prepared.plugin().cloned(), refused))),
+                }
+            }
+            Err(refused) => Err(refused),
+        };
         match decided {
             Ok(prepared) => Ok(prepared),
             Err(refused) => {
@@ -255,6 +254,17 @@ impl Executor {
                 on_missing: None,
             },
         }
+    }
+}
+
+impl Executor {
+    /// Why `ctx`'s caller may not make the call `prepared` now (the operator's policy, then its
+    /// rate limits), if it may not.
+    async fn refusal(&self, prepared: &PreparedCall<'_>, ctx: &CallContext) -> Option<Outcome> {
+        if let Err(why) = self.permit_call(prepared, ctx) {
+            return Some(Outcome::err(ErrorKind::Forbidden, why));
+        }
+        self.within_rate(prepared, ctx).await.err().map(|limited| rate_limited(&limited, ctx))
     }
 }
 
