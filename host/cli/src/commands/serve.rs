@@ -405,6 +405,12 @@ impl Serving<'_> {
             "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
         );
         announce_console(bound, console.as_deref(), local_key.as_deref(), open);
+        if console.is_some() && options.tokens.is_empty() && options.auth.is_some() {
+            tracing::warn!(
+                "no one can sign in to the console: it takes an [mcp] tokens entry (signing in through the \
+                 authorization server of [auth] is not built yet); configure one for operators"
+            );
+        }
         let serving = tokio::spawn(toolhost_frontends::mcp::serve_http(server, listener, options, stopped()));
         let _watch = tokio::select! {
             w = load => w?,
