@@ -6,7 +6,7 @@
 //! nothing runs.
 
 use crate::support::http::header;
-use crate::support::mcp_http::{INITIALIZE, echo_in, mcp_post, open_session_as};
+use crate::support::mcp_http::{INITIALIZE, Stateless, echo_in, form, mcp_post, open_session_as};
 use crate::support::oauth::{
     AuthServer, CLIENT, INTROSPECTOR, OPAQUE_CLIENT, RS256_CLIENT, SHORT_CLIENT, auth_server, secret,
 };
@@ -45,7 +45,12 @@ impl Protected {
 
     /// [`Protected::start`] in `dir` (which may hold files the config names).
     fn start_in(dir: tempfile::TempDir, extra: &str, issuers: &str) -> Protected {
-        let env = Env::with(&[plugin_artifacts::TEXT]);
+        Protected::start_with(&[plugin_artifacts::TEXT], dir, extra, issuers)
+    }
+
+    /// [`Protected::start_in`] with the plugins `wasm`.
+    fn start_with(wasm: &[&str], dir: tempfile::TempDir, extra: &str, issuers: &str) -> Protected {
+        let env = Env::with(wasm);
         let port = free_port();
         let resource = format!("http://127.0.0.1:{port}/mcp");
         let config = format!(
@@ -386,4 +391,33 @@ fn an_identity_over_its_rate_limit_is_refused_and_another_is_not() {
     assert_eq!(call_as(&p, &oauth, "count_words", json!({"text": "x"}))["result"]["isError"], false);
     let audited = p.audit().into_iter().filter(|l| l["outcome"] == "rate_limited").count();
     assert_eq!(audited, 1, "the refusal is audited, and nothing ran");
+}
+
+/// The `answer` action: only a caller the policy lets answer is asked to confirm a dangerous
+/// call (a 2026-07-28 question); another caller's call is refused as when no one can be asked,
+/// and nothing runs.
+#[test]
+fn only_a_caller_the_policy_lets_answer_is_asked_to_confirm() {
+    let a = auth_server();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = format!(
+        "[[rule]]\nid = \"everyone-calls\"\neffect = \"allow\"\nactions = [\"list\", \"call\"]\n\n\
+         [[rule]]\nid = \"rs256-confirms\"\neffect = \"allow\"\nactions = [\"answer\"]\n\
+         when = 'principal.client_id == \"{RS256_CLIENT}\"'\n"
+    );
+    std::fs::write(dir.path().join("policy.toml"), rules).unwrap();
+    let issuer = format!("[[auth.issuers]]\nissuer = \"{}\"\n", a.issuer);
+    let extra = "[policy]\nfile = \"policy.toml\"\n\n[plugin.files]\nfs = [{ path = \"workspace\", mode = \"rw\" }]\n";
+    let p = Protected::start_with(&[plugin_artifacts::FILES], dir, extra, &issuer);
+    let ask = |client: &str| {
+        let auth = format!("Authorization: Bearer {}\r\n", a.token(client, &p.resource, SCOPE));
+        let c = Stateless { url: &p.server.url, auth: &auth, client: "policy-answer", capabilities: form() };
+        c.call("delete", json!({"path": "nothing-here.txt"}), None)
+    };
+    let asked = ask(RS256_CLIENT);
+    assert_eq!(asked["result"]["resultType"], "input_required", "the confirmer is asked: {asked}");
+    let refused = ask(CLIENT);
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text.contains("does not let this caller give"), "{text}");
 }

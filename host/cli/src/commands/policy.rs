@@ -30,7 +30,7 @@ pub struct CheckArgs {
     /// What the request asks to do
     #[arg(long, value_enum, default_value = "call")]
     pub action: ActionArg,
-    /// The tool (for `list` and `call`)
+    /// The tool (for `list`, `call` and `answer`)
     #[arg(long, required_unless_present = "uri")]
     pub tool: Option<String>,
     /// The resource URI or prompt name (for `read`)
@@ -73,6 +73,7 @@ pub enum ActionArg {
     List,
     Call,
     Read,
+    Answer,
 }
 
 fn name_value(s: &str) -> Result<(String, String), String> {
@@ -108,6 +109,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         ActionArg::List => Action::List,
         ActionArg::Call => Action::Call,
         ActionArg::Read => Action::Read,
+        ActionArg::Answer => Action::Answer,
     };
     let resource = match (&c.tool, &c.uri) {
         (Some(name), _) => {

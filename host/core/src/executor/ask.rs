@@ -101,7 +101,7 @@ impl Executor {
             Some(a) => a,
             None => &**self.asker.get()?,
         };
-        if !prepared.may_ask_grants(asker.by_default()) {
+        if !prepared.may_ask_grants(asker.by_default()) || !prepared.answerable() {
             return None;
         }
         let this_version =

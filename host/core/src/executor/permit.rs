@@ -56,6 +56,22 @@ impl super::Executor {
         })
     }
 
+    /// Whether the policy lets `ctx`'s caller answer a danger confirmation or a grant question
+    /// about `prepared` (the `answer` action).
+    pub(super) fn permit_answer(&self, prepared: &PreparedCall<'_>, ctx: &CallContext) -> bool {
+        let Some(policy) = self.config.policies.current() else { return true };
+        let super::prepare::Target::Tool(entry) = &prepared.target else { return true };
+        let view = ToolView::new(entry, &self.config);
+        let request = Request {
+            action: Action::Answer,
+            principal: ctx.principal.as_deref(),
+            front_end: ctx.front_end.unwrap_or("embedded"),
+            resource: tool(&view),
+            args: serde_json::Value::Null,
+        };
+        policy.decide(&request).allowed()
+    }
+
     /// Whether the policy lets `ctx`'s caller see `view` in a list.
     pub fn may_list(&self, view: &ToolView<'_>, ctx: &CallContext) -> bool {
         let Some(policy) = self.config.policies.current() else { return true };

@@ -40,6 +40,8 @@ impl Executor {
                     plugin_hash: plugin.hash,
                     notes: prepared.registry.shared_write_notes(plugin, &self.config.workspace),
                 };
+                // The operator's policy may not let this caller answer: no one is asked.
+                let confirm: &dyn Confirm = if prepared.answerable() { confirm } else { &NotThisCaller };
                 let decision = confirm.confirm(&req).await;
                 let by = confirm.decided_by();
                 if let Decision::Deny(why) = decision {
@@ -52,5 +54,27 @@ impl Executor {
                 None
             }
         }
+    }
+}
+
+/// A caller the operator's policy does not let answer questions (`answer`): a confirmation is
+/// refused as when no one can be asked.
+struct NotThisCaller;
+
+impl Confirm for NotThisCaller {
+    fn confirm<'a>(
+        &'a self,
+        req: &'a DangerRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            Decision::Deny(format!(
+                "tool `{}` is dangerous and needs confirmation, which the operator's policy does not let this caller give",
+                req.tool
+            ))
+        })
+    }
+
+    fn decided_by(&self) -> DecidedBy {
+        DecidedBy::NoOne
     }
 }

@@ -69,6 +69,9 @@ pub struct PreparedCall<'r> {
     task_support: TaskSupport,
     limits: Limits,
     on_missing: Option<OnMissing>,
+    /// The operator's policy lets its caller be asked (and answer) a danger confirmation or a
+    /// grant question about it (`answer`).
+    answerable: bool,
 }
 
 impl PreparedCall<'_> {
@@ -126,6 +129,13 @@ impl PreparedCall<'_> {
         self.needs_confirmation() || self.may_ask_grants(by_default)
     }
 
+    /// Whether the operator's policy lets its caller answer questions about it (the `answer`
+    /// action): when not, a confirmation it needs is refused as when no one can be asked, and
+    /// no grant question is asked.
+    pub fn answerable(&self) -> bool {
+        self.answerable
+    }
+
     /// Whether it may run as a task (see `view::ToolView::task_support`; `find_tools`: never).
     pub fn task_support(&self) -> TaskSupport {
         self.task_support
@@ -159,9 +169,12 @@ impl Executor {
         let registry = self.registry.load_full();
         let decided = match self.decide(&registry, request) {
             Ok((target, call)) => {
-                let prepared = self.prepared(registry, target, call);
+                let mut prepared = self.prepared(registry, target, call);
                 match self.refusal(&prepared, ctx).await {
-                    None => Ok(prepared),
+                    None => {
+                        prepared.answerable = self.permit_answer(&prepared, ctx);
+                        Ok(prepared)
+                    }
                     Some(refused) => Err(Box::new(Refused(prepared.plugin().cloned(), refused))),
                 }
             }
@@ -241,7 +254,17 @@ impl Executor {
                 let (policy, task_support, limits) = (view.call_policy, view.task_support(), view.limits);
                 let by_tool = view.policy.is_some();
                 let on_missing = config.on_missing(&entry.plugin.name);
-                PreparedCall { registry, target, call, policy, by_tool, task_support, limits, on_missing }
+                PreparedCall {
+                    registry,
+                    target,
+                    call,
+                    policy,
+                    by_tool,
+                    task_support,
+                    limits,
+                    on_missing,
+                    answerable: true,
+                }
             }
             Target::FindTools => PreparedCall {
                 registry,
@@ -252,6 +275,7 @@ impl Executor {
                 task_support: TaskSupport::Forbidden,
                 limits: config.limits,
                 on_missing: None,
+                answerable: true,
             },
         }
     }

@@ -62,7 +62,7 @@ pub(super) fn parse(text: &str, file: &Path, env: &Arc<Env>) -> Result<Vec<Rule>
         if r.actions.is_empty() {
             return Err(at(
                 start,
-                format!("rule `{}` has no actions; list what it is about (list, call, read)", r.id),
+                format!("rule `{}` has no actions; list what it is about (list, call, read, answer)", r.id),
             ));
         }
         let when = match r.when {

@@ -1,5 +1,5 @@
 //! Who may do what: the operator's rules (`[policy] file`). Each rule has an id, an effect
-//! (`allow` or `deny`), the actions it is about (`list`, `call`, `read`) and a condition in CEL
+//! (`allow` or `deny`), the actions it is about (`list`, `call`, `read`, `answer`) and a condition in CEL
 //! (Common Expression Language, the language of Kubernetes admission policies) over the request:
 //!
 //! - `principal`: `sub`, `iss`, `client_id`, `scopes`, `groups`, `via` (`token`, `oauth`, or
@@ -38,6 +38,8 @@ pub enum Action {
     Call,
     /// Read a resource (or get a prompt).
     Read,
+    /// Be asked, and answer, a danger confirmation or a grant question about a tool's call.
+    Answer,
 }
 
 impl Action {
@@ -46,6 +48,7 @@ impl Action {
             Action::List => "list",
             Action::Call => "call",
             Action::Read => "read",
+            Action::Answer => "answer",
         }
     }
 }
