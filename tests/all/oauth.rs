@@ -125,6 +125,13 @@ fn a_token_from_the_trusted_server_for_this_resource_is_its_principal() {
     assert_eq!(line["who"]["client_id"], CLIENT, "{line}");
     assert!(line["who"]["scopes"].as_array().unwrap().contains(&json!(SCOPE)), "{line}");
     assert_eq!(line["token"], Value::Null, "no static token: {line}");
+    // /metrics (behind the same door) counts the call under its identity.
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let metrics = p.server.request("GET", "/metrics", &auth, "");
+    assert_eq!(metrics.status, 200, "{}", metrics.body);
+    let series =
+        format!("toolhost_identity_calls_total{{identity=\"oauth:{}#{CLIENT}\",outcome=\"ok\"}} 1", a.issuer);
+    assert!(metrics.body.contains(&series), "{series} in:\n{}", metrics.body);
 }
 
 #[test]

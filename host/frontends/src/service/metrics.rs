@@ -3,7 +3,8 @@
 //!
 //! Label values are bounded: `tool` is a registered tool's name (a name no tool has is counted
 //! as `(unknown)`, so a client cannot grow the series without limit), `outcome` is `ok` or an
-//! [`ErrorKind`](toolhost_core::ErrorKind), `decision`/`by` come from fixed sets.
+//! [`ErrorKind`](toolhost_core::ErrorKind), `decision`/`by` come from fixed sets, and
+//! `identity` is one of the first [`MAX_IDENTITIES`] identities seen (the rest are `(other)`).
 
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
@@ -20,6 +21,12 @@ pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 /// The tool label of a call to a name no registered tool has.
 pub const UNKNOWN_TOOL: &str = "(unknown)";
 
+/// Identities given a series of their own in `toolhost_identity_calls_total`; later ones share
+/// [`OTHER_IDENTITY`]'s.
+pub const MAX_IDENTITIES: usize = 200;
+/// The identity label of the identities past [`MAX_IDENTITIES`].
+pub const OTHER_IDENTITY: &str = "(other)";
+
 /// Every metric `serve` exports.
 #[derive(Debug)]
 pub struct Metrics {
@@ -32,6 +39,9 @@ pub struct Metrics {
     reads: Family<Labels, Counter>,
     kv_ops: Family<Labels, Counter>,
     kv_written: Family<Labels, Counter>,
+    identity_calls: Family<Labels, Counter>,
+    /// The identities with a series of their own.
+    identities: std::sync::Mutex<std::collections::HashSet<String>>,
     reloads: Counter,
     reload_failures: Counter,
     plugins_loaded: Gauge,
@@ -71,6 +81,8 @@ impl Metrics {
             reads: Family::default(),
             kv_ops: Family::default(),
             kv_written: Family::default(),
+            identity_calls: Family::default(),
+            identities: Default::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
             plugins_loaded: Gauge::default(),
@@ -116,6 +128,11 @@ impl Metrics {
             "Bytes of values plugins' calls wrote to their key-value stores, by plugin",
             m.kv_written.clone(),
         );
+        r.register(
+            "toolhost_identity_calls",
+            "Tool calls finished, by the identity that made them (a static token's or an OAuth principal's key; the first 200, then (other)) and outcome",
+            m.identity_calls.clone(),
+        );
         r.register("toolhost_reloads", "Registry swaps after the plugins folder changed", m.reloads.clone());
         r.register(
             "toolhost_reload_failures",
@@ -156,6 +173,20 @@ impl Metrics {
         let labels: Labels = vec![("plugin".into(), plugin.into())];
         self.kv_ops.get_or_create(&labels).inc_by(ops);
         self.kv_written.get_or_create(&labels).inc_by(written);
+    }
+
+    /// Count one finished call made by `identity` (`Principal::key`).
+    pub fn identity_call(&self, identity: &str, outcome: &str) {
+        let label = {
+            let mut seen = self.identities.lock().unwrap_or_else(|p| p.into_inner());
+            if seen.contains(identity) || seen.len() < MAX_IDENTITIES && seen.insert(identity.to_string()) {
+                identity
+            } else {
+                OTHER_IDENTITY
+            }
+        };
+        let labels: Labels = vec![("identity".into(), label.into()), ("outcome".into(), outcome.into())];
+        self.identity_calls.get_or_create(&labels).inc();
     }
 
     /// Count one finished call.
@@ -253,5 +284,20 @@ mod tests {
         assert!(has(r#"toolhost_calls_total{tool="echo",outcome="timeout"} 1"#), "{text}");
         assert!(has(r#"toolhost_calls_total{tool="other",outcome="ok"} 1"#), "{text}");
         assert!(has(r#"toolhost_call_duration_seconds_count{tool="echo"} 4"#), "{text}");
+    }
+
+    #[test]
+    fn identities_past_the_cap_share_one_series() {
+        let m = Metrics::new();
+        for i in 0..MAX_IDENTITIES + 5 {
+            m.identity_call(&format!("token:t{i}"), "ok");
+        }
+        m.identity_call("token:t0", "ok");
+        let text = m.encode(&Registry::default());
+        let has = |l: &str| text.lines().any(|x| x == l);
+        assert!(has(r#"toolhost_identity_calls_total{identity="token:t0",outcome="ok"} 2"#), "{text}");
+        assert!(has(r#"toolhost_identity_calls_total{identity="(other)",outcome="ok"} 5"#), "{text}");
+        let series = text.lines().filter(|l| l.starts_with("toolhost_identity_calls_total{")).count();
+        assert_eq!(series, MAX_IDENTITIES + 1, "bounded: the first identities, then (other)");
     }
 }

@@ -332,6 +332,9 @@ impl Service {
         let outcome = o.kind.map_or("ok", ErrorKind::as_str);
         let tool = if rec.plugin.is_some() { call.name.as_str() } else { metrics::UNKNOWN_TOOL };
         self.metrics.call(tool, outcome, took.as_secs_f64());
+        if let Some(who) = &ctx.principal {
+            self.metrics.identity_call(&who.key(), outcome);
+        }
         if let Some(d) = rec.danger {
             self.metrics.danger(d.decision.as_str(), d.by.as_str());
         }
