@@ -10,7 +10,7 @@ use toolhost_core::registry::prompts;
 use toolhost_frontends::agent::Message;
 
 fn chat() -> CallContext {
-    CallContext { front_end: Some("chat"), ..Default::default() }
+    CallContext::local(Some("chat"))
 }
 
 /// `/read URI`: the resource as a user message for the conversation (sent with the next

@@ -11,6 +11,9 @@ pub enum Via {
     Token,
     /// An OAuth 2.1 access token issued by a trusted authorization server (`[auth]`).
     Oauth,
+    /// The operator's own process: the MCP client it started over stdio, the CLI, an
+    /// embedding program. The subject is the system user (`$USER`).
+    Local,
 }
 
 /// An authenticated caller.
@@ -48,12 +51,34 @@ impl Principal {
         }
     }
 
+    /// The operator's own process (see [`Via::Local`]), one for the process.
+    pub fn local() -> std::sync::Arc<Principal> {
+        static LOCAL: std::sync::OnceLock<std::sync::Arc<Principal>> = std::sync::OnceLock::new();
+        LOCAL
+            .get_or_init(|| {
+                let user =
+                    ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()));
+                std::sync::Arc::new(Principal {
+                    via: Via::Local,
+                    ..Principal::token(user.unwrap_or_else(|| "local".into()))
+                })
+            })
+            .clone()
+    }
+
+    /// Whether this is the operator's own process (not counted against rate limits or
+    /// per-client caps: it is the operator).
+    pub fn is_local(&self) -> bool {
+        self.via == Via::Local
+    }
+
     /// One string naming this principal and no other, for per-client caps and ownership:
-    /// `token:NAME`, or `oauth:ISSUER#SUBJECT` (two issuers may both have an `alice`).
+    /// `token:NAME`, `local:USER`, or `oauth:ISSUER#SUBJECT` (two issuers may both have an
+    /// `alice`).
     pub fn key(&self) -> String {
         match (&self.via, &self.issuer) {
-            (Via::Token, _) | (Via::Oauth, None) => format!("{}:{}", self.via_str(), self.subject),
             (Via::Oauth, Some(iss)) => format!("oauth:{iss}#{}", self.subject),
+            _ => format!("{}:{}", self.via_str(), self.subject),
         }
     }
 
@@ -61,6 +86,7 @@ impl Principal {
         match self.via {
             Via::Token => "token",
             Via::Oauth => "oauth",
+            Via::Local => "local",
         }
     }
 
@@ -74,6 +100,7 @@ impl std::fmt::Display for Principal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.via, &self.issuer) {
             (Via::Oauth, Some(iss)) => write!(f, "`{}` of {iss}", self.subject),
+            (Via::Local, _) => write!(f, "the local user `{}`", self.subject),
             _ => write!(f, "token `{}`", self.subject),
         }
     }

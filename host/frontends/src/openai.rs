@@ -141,7 +141,7 @@ pub async fn execute(executor: &Executor, message: &AssistantMessage) -> Vec<(To
 }
 
 async fn run_one(executor: &Executor, tc: &WireToolCall) -> Outcome {
-    let ctx = toolhost_core::executor::CallContext::default();
+    let ctx = toolhost_core::executor::CallContext::local(None);
     let prepared = match request(tc) {
         Ok(request) => executor.prepare(request, &ctx).await,
         Err(o) => return *o,

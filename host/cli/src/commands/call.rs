@@ -47,7 +47,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let control = CallControl::default().with_cancel(cancel.clone()).with_progress(shown.clone());
     let call = ToolCall { name: tool, args };
     let outcome = rt.block_on(async {
-        let ctx = CallContext::default();
+        let ctx = CallContext::local(None);
         let run = host.executor.call_controlled(&call, &*confirm, &ctx, &control);
         tokio::pin!(run);
         tokio::select! {

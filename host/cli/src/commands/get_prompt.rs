@@ -30,7 +30,7 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let arguments = crate::args::name_values(&a.arguments)?;
     let (host, _) =
         crate::session::open(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
-    let ctx = CallContext::default();
+    let ctx = CallContext::local(None);
     let got = super::async_runtime()?
         .block_on(host.executor.get_prompt(&a.name, &arguments, "toolhost get-prompt", &ctx))
         .map_err(|e| {

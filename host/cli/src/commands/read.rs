@@ -35,7 +35,7 @@ pub struct Args {
 pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let (host, _) =
         crate::session::open(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
-    let ctx = CallContext::default();
+    let ctx = CallContext::local(None);
     let read =
         super::async_runtime()?.block_on(host.executor.read(&a.uri, "toolhost read", &ctx)).map_err(|e| {
             anyhow::anyhow!("{} (`toolhost list` shows what each plugin serves)", term::line(&e.to_string()))

@@ -58,16 +58,8 @@ pub use prompt::{
 pub use read::{Body, Read, ReadError};
 pub use toolhost_spec::call::ToolCall;
 
-/// The context of a call no front end describes ([`CallContext::default`], as a static).
-static NO_CONTEXT: CallContext = CallContext {
-    front_end: None,
-    client: None,
-    token: None,
-    principal: None,
-    peer: None,
-    session: None,
-    trace_parent: None,
-};
+/// The context of a call no front end describes: the embedding process's own (the local user).
+static NO_CONTEXT: std::sync::LazyLock<CallContext> = std::sync::LazyLock::new(|| CallContext::local(None));
 /// The control of a call nobody steers ([`CallControl::default`], as a static).
 static NO_CONTROL: CallControl = CallControl { cancel: None, gone: None, progress: None };
 

@@ -33,6 +33,18 @@ pub struct CallContext {
     pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
+impl CallContext {
+    /// The context of a call the operator's own process makes (through `front_end`): the
+    /// local user's principal ([`crate::identity::Principal::local`]).
+    pub fn local(front_end: Option<&'static str>) -> CallContext {
+        CallContext {
+            front_end,
+            principal: Some(crate::identity::Principal::local()),
+            ..CallContext::default()
+        }
+    }
+}
+
 /// What the executor learned about a call while running it, for the audit trail.
 #[derive(Debug, Default, Clone)]
 pub struct CallRecord {

@@ -2,8 +2,9 @@
 //! (`allow` or `deny`), the actions it is about (`list`, `call`, `read`, `answer`) and a condition in CEL
 //! (Common Expression Language, the language of Kubernetes admission policies) over the request:
 //!
-//! - `principal`: `sub`, `iss`, `client_id`, `scopes`, `groups`, `via` (`token`, `oauth`, or
-//!   `none` when the caller proved nothing: stdio, the CLI, a tokenless HTTP server);
+//! - `principal`: `sub`, `iss`, `client_id`, `scopes`, `groups`, `via` (`token`, `oauth`,
+//!   `local` for the operator's own process: stdio, the CLI; or `none` when the caller proved
+//!   nothing: a tokenless HTTP server);
 //! - `resource`: a tool's `name`, `plugin`, `danger`, `read_only`; a read's `uri` and `plugin`;
 //! - `context`: `front_end`, and for a call its `args` (by parameter name).
 //!

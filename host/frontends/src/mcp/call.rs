@@ -443,7 +443,11 @@ pub(super) fn caller_of(
         front_end: Some(if parts.is_some() { "mcp-http" } else { "mcp-stdio" }),
         client,
         token: parts.and_then(|p| p.extensions.get::<client::TokenName>()).map(|t| t.0.clone()),
-        principal: parts.and_then(|p| p.extensions.get::<client::Identity>()).map(|i| i.0.clone()),
+        // Over stdio: the operator's own process (it started the client).
+        principal: match parts {
+            Some(p) => p.extensions.get::<client::Identity>().map(|i| i.0.clone()),
+            None => Some(toolhost_core::identity::Principal::local()),
+        },
         peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         session: session_of(parts),
         trace_parent: trace_parent(meta, parts),

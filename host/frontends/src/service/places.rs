@@ -25,7 +25,7 @@ impl Peer {
     /// The client of a call: the static token it authenticated with, else the OAuth principal
     /// it authenticated as, else the address it came from (if known).
     pub fn of(ctx: &toolhost_core::executor::CallContext) -> Option<Peer> {
-        match (&ctx.token, &ctx.principal, ctx.peer) {
+        match (&ctx.token, ctx.principal.as_ref().filter(|p| !p.is_local()), ctx.peer) {
             (Some(t), _, _) => Some(Peer::Token(t.clone())),
             (None, Some(p), _) => Some(Peer::Principal(p.key())),
             (None, None, Some(a)) => Some(Peer::Address(a)),
