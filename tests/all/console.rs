@@ -448,6 +448,44 @@ fn console_rejects_a_held_version() {
     assert_eq!(plugins["plugins"][0]["version"], "0.1.0", "the approved version keeps serving");
 }
 
+/// #60: the operator's policy decides who may approve or reject a held version (`approve`):
+/// the console's local operator (who proved nothing but the key: `via` none) is refused with
+/// 403 by a policy that lets only token holders approve, and the version stays held.
+#[test]
+fn the_policy_decides_who_may_approve_in_the_console() {
+    let env = Env::with(&[plugin_artifacts::VERSIONED]);
+    let rules = env.at("policy.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nid = \"all-see\"\neffect = \"allow\"\nactions = [\"list\", \"call\", \"read\"]\n\n\
+         [[rule]]\nid = \"tokens-approve\"\neffect = \"allow\"\nactions = [\"approve\"]\nwhen = 'principal.via == \"token\"'\n",
+    )
+    .unwrap();
+    let server = Server::start(&env, &format!("[policy]\nfile = {:?}\n", rules.display().to_string()));
+    let csrf = format!(
+        "X-CSRF-Token: {}\r\n",
+        json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap()
+    );
+    std::fs::copy(plugin_artifacts::VERSIONED_V3, env.plugins.path().join("versioned-next.wasm")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let plugins = json(&server.get("/console/api/plugins", None));
+        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
+            break p.clone();
+        }
+        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for action in ["approve", "reject"] {
+        let body = serde_json::json!({"plugin": "versioned", "sha256": held["sha256"]});
+        let a = server.post_json(&format!("/console/api/{action}"), &csrf, &body);
+        assert_eq!(a.status, 403, "{action}: {}", a.body);
+        assert!(a.body.contains("may not be approved or rejected"), "{}", a.body);
+    }
+    let plugins = json(&server.get("/console/api/plugins", None));
+    assert_eq!(plugins["pending"].as_array().unwrap().len(), 1, "still held: {plugins}");
+}
+
 /// `toolhost console` serves on a free loopback port, prints the login link (the only line
 /// that carries the key), and says so when there is no desktop to open it on — with a one-time
 /// link, good for one session, so the key never goes on a browser's command line.

@@ -31,14 +31,14 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "call")]
     pub action: ActionArg,
     /// The tool (for `list`, `call` and `answer`)
-    #[arg(long, required_unless_present = "uri")]
+    #[arg(long, required_unless_present_any = ["uri", "plugin"])]
     pub tool: Option<String>,
     /// The resource URI or prompt name (for `read`)
     #[arg(long, conflicts_with = "tool")]
     pub uri: Option<String>,
-    /// The plugin serving the tool or the resource
-    #[arg(long, default_value = "")]
-    pub plugin: String,
+    /// The plugin serving the tool or the resource (alone: the plugin, for `approve`)
+    #[arg(long)]
+    pub plugin: Option<String>,
     /// The tool is dangerous (`--danger` is the global option of the danger policy)
     #[arg(long)]
     pub dangerous: bool,
@@ -74,6 +74,7 @@ pub enum ActionArg {
     Call,
     Read,
     Answer,
+    Approve,
 }
 
 fn name_value(s: &str) -> Result<(String, String), String> {
@@ -110,13 +111,13 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         ActionArg::Call => Action::Call,
         ActionArg::Read => Action::Read,
         ActionArg::Answer => Action::Answer,
+        ActionArg::Approve => Action::Approve,
     };
+    let plugin = c.plugin.as_deref().unwrap_or("");
     let resource = match (&c.tool, &c.uri) {
-        (Some(name), _) => {
-            Resource::Tool { name, plugin: &c.plugin, danger: c.dangerous, read_only: c.read_only }
-        }
-        (None, Some(uri)) => Resource::Uri { uri, plugin: &c.plugin },
-        (None, None) => unreachable!("clap requires --tool or --uri"),
+        (Some(name), _) => Resource::Tool { name, plugin, danger: c.dangerous, read_only: c.read_only },
+        (None, Some(uri)) => Resource::Uri { uri, plugin },
+        (None, None) => Resource::Plugin { plugin },
     };
     let args: serde_json::Map<String, serde_json::Value> =
         c.args.iter().map(|(n, v)| (n.clone(), serde_json::Value::String(v.clone()))).collect();

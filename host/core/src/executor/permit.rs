@@ -108,6 +108,30 @@ impl super::Executor {
     }
 }
 
+impl super::Executor {
+    /// Whether the policy lets `ctx`'s caller approve or reject a held version of `plugin`:
+    /// the refusal's text otherwise.
+    pub fn permit_approve(&self, plugin: &str, ctx: &CallContext) -> Result<(), String> {
+        let Some(policy) = self.config.policies.current() else { return Ok(()) };
+        let request = Request {
+            action: Action::Approve,
+            principal: ctx.principal.as_deref(),
+            front_end: ctx.front_end.unwrap_or("embedded"),
+            resource: Resource::Plugin { plugin },
+            args: serde_json::Value::Null,
+        };
+        let decision = policy.decide(&request);
+        if decision.allowed() {
+            return Ok(());
+        }
+        let who = who(ctx);
+        tracing::info!(plugin, rule = decision.rule(), "approval refused by the policy for {who}");
+        Err(format!(
+            "plugin `{plugin}` may not be approved or rejected by {who}: the operator's policy does not allow it"
+        ))
+    }
+}
+
 fn tool<'a>(view: &'a ToolView<'a>) -> Resource<'a> {
     Resource::Tool {
         name: view.name(),

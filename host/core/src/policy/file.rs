@@ -62,7 +62,10 @@ pub(super) fn parse(text: &str, file: &Path, env: &Arc<Env>) -> Result<Vec<Rule>
         if r.actions.is_empty() {
             return Err(at(
                 start,
-                format!("rule `{}` has no actions; list what it is about (list, call, read, answer)", r.id),
+                format!(
+                    "rule `{}` has no actions; list what it is about (list, call, read, answer, approve)",
+                    r.id
+                ),
             ));
         }
         let when = match r.when {

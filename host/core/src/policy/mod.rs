@@ -1,5 +1,6 @@
 //! Who may do what: the operator's rules (`[policy] file`). Each rule has an id, an effect
-//! (`allow` or `deny`), the actions it is about (`list`, `call`, `read`, `answer`) and a condition in CEL
+//! (`allow` or `deny`), the actions it is about (`list`, `call`, `read`, `answer`, `approve`) and
+//! a condition in CEL
 //! (Common Expression Language, the language of Kubernetes admission policies) over the request:
 //!
 //! - `principal`: `sub`, `iss`, `client_id`, `scopes`, `groups`, `via` (`token`, `oauth`,
@@ -41,6 +42,8 @@ pub enum Action {
     Read,
     /// Be asked, and answer, a danger confirmation or a grant question about a tool's call.
     Answer,
+    /// Approve or reject a held plugin version (the console).
+    Approve,
 }
 
 impl Action {
@@ -50,6 +53,7 @@ impl Action {
             Action::Call => "call",
             Action::Read => "read",
             Action::Answer => "answer",
+            Action::Approve => "approve",
         }
     }
 }
@@ -73,8 +77,20 @@ struct Rule {
 /// What a request is about.
 #[derive(Debug, Clone)]
 pub enum Resource<'a> {
-    Tool { name: &'a str, plugin: &'a str, danger: bool, read_only: bool },
-    Uri { uri: &'a str, plugin: &'a str },
+    Tool {
+        name: &'a str,
+        plugin: &'a str,
+        danger: bool,
+        read_only: bool,
+    },
+    Uri {
+        uri: &'a str,
+        plugin: &'a str,
+    },
+    /// A plugin as a whole (`approve`).
+    Plugin {
+        plugin: &'a str,
+    },
 }
 
 /// A request to decide.
@@ -196,6 +212,9 @@ impl Policy {
             }
             Resource::Uri { uri, plugin } => {
                 json!({"name": "", "plugin": plugin, "danger": false, "read_only": true, "uri": uri})
+            }
+            Resource::Plugin { plugin } => {
+                json!({"name": "", "plugin": plugin, "danger": false, "read_only": false, "uri": ""})
             }
         };
         let context =

@@ -142,3 +142,26 @@ fn a_file_with_an_error_keeps_the_last_good_policy() {
     assert_eq!(policies.current().unwrap().len(), 1);
     assert!(Policies::load(None).unwrap().current().is_none(), "no file: no policy");
 }
+
+fn approve<'a>(who: &'a Principal, plugin: &'a str) -> Request<'a> {
+    Request {
+        action: Action::Approve,
+        principal: Some(who),
+        front_end: "console",
+        resource: Resource::Plugin { plugin },
+        args: serde_json::Value::Null,
+    }
+}
+
+#[test]
+fn approving_a_plugin_is_an_action_of_its_own() {
+    let p = policy(
+        "[[rule]]\nid = \"ops-approve\"\neffect = \"allow\"\nactions = [\"approve\"]\n\
+         when = '\"ops\" in principal.groups && resource.plugin != \"system\"'\n",
+    );
+    let (a, b) = (alice(), bob());
+    assert!(p.decide(&approve(&a, "web")).allowed());
+    assert!(!p.decide(&approve(&a, "system")).allowed());
+    assert!(!p.decide(&approve(&b, "web")).allowed());
+    assert!(!p.decide(&call(Some(&a), "read", false)).allowed(), "approve rules allow no call");
+}

@@ -425,12 +425,15 @@ async fn rescan(c: &Console) -> Result<(), String> {
 /// `POST /console/api/approve` `{plugin, sha256}`: what `toolhost approve PLUGIN` does, for the
 /// exact file the page showed, then a rescan so it serves at once. Under `[approvals]` pins
 /// nothing is written: the answer is the entry to paste into the config.
-pub async fn approve(c: &Console, body: Value) -> Response<Body> {
+pub async fn approve(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
     let (m, file, hash) = match held_version(c, &reg, &body) {
         Ok(v) => v,
         Err(resp) => return *resp,
     };
+    if let Err(why) = c.executor.permit_approve(&m.name, &caller.context()) {
+        return json_error(StatusCode::FORBIDDEN, &why);
+    }
     drop(reg);
     let config = c.executor.config();
     if pinned_in_config(c, &m.name) {
@@ -473,12 +476,15 @@ pub const REJECTED_DIR: &str = ".rejected";
 /// `POST /console/api/reject` `{plugin, sha256}`: move the held file out of the plugins folder
 /// (into `.rejected/`, named with its hash) and rescan, so it is no longer offered. Under
 /// `[approvals]` pins the folder may be read-only: nothing is moved.
-pub async fn reject(c: &Console, body: Value) -> Response<Body> {
+pub async fn reject(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
     let (m, file, hash) = match held_version(c, &reg, &body) {
         Ok(v) => v,
         Err(resp) => return *resp,
     };
+    if let Err(why) = c.executor.permit_approve(&m.name, &caller.context()) {
+        return json_error(StatusCode::FORBIDDEN, &why);
+    }
     drop(reg);
     if pinned_in_config(c, &m.name) {
         return json_error(

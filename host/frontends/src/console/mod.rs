@@ -201,11 +201,11 @@ impl Console {
                 }
             }
             (Method::POST, "/console/api/approve") => match self.body_json(req).await {
-                Ok(v) => api::approve(self, v).await,
+                Ok(v) => api::approve(self, caller, v).await,
                 Err(resp) => *resp,
             },
             (Method::POST, "/console/api/reject") => match self.body_json(req).await {
-                Ok(v) => api::reject(self, v).await,
+                Ok(v) => api::reject(self, caller, v).await,
                 Err(resp) => *resp,
             },
             (
