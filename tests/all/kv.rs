@@ -391,6 +391,44 @@ fn buckets_scoped_per_session_keep_sessions_apart() {
     assert!(!listed.contains(&a) && !listed.contains(&b), "{listed}");
 }
 
+/// Issue #59, item 4 (with #60's identities): with `kv_scope = "identity"` each identity has
+/// buckets of its own — two `[mcp] tokens` never read each other's keys over HTTP, the local
+/// user (the CLI) has its own — and a caller with no identity cannot open them.
+#[test]
+fn buckets_scoped_per_identity_keep_identities_apart() {
+    use crate::support::mcp_http::{Stateless, form};
+    use serde_json::json;
+    let env = Env::with(&[plugin_artifacts::KVPLAIN]);
+    let config = "[kv]\ndir = \"kv\"\n\n[plugin.kvplain]\nkv = [\"default\"]\nkv_scope = \"identity\"\n\n\
+                  [mcp]\ntokens = [{ name = \"ann\", env = \"TOOLHOST_TEST_ANN\" }, { name = \"ben\", env = \"TOOLHOST_TEST_BEN\" }]\n";
+    let (ann, ben) = ("ann-token-0123456789abcdef", "ben-token-0123456789abcdef");
+    let server = crate::support::Server::start(
+        env.configured(config)
+            .args(["serve", "--mcp", "--http", "127.0.0.1:0"])
+            .env("TOOLHOST_TEST_ANN", ann)
+            .env("TOOLHOST_TEST_BEN", ben),
+    );
+    let call = |token: &str, tool: &str, args: serde_json::Value| -> String {
+        let auth = format!("Authorization: Bearer {token}\r\n");
+        let c = Stateless { url: &server.url, auth: &auth, client: "kv-identity", capabilities: form() };
+        let r = c.call(tool, args, None);
+        r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{r}")).to_string()
+    };
+    assert_eq!(call(ann, "set", json!({"bucket": "default", "key": "pad", "value": "ann's"})), "ok");
+    assert_eq!(call(ben, "get", json!({"bucket": "default", "key": "pad"})), "(none)");
+    assert_eq!(call(ben, "set", json!({"bucket": "default", "key": "pad", "value": "ben's"})), "ok");
+    assert_eq!(call(ann, "get", json!({"bucket": "default", "key": "pad"})), "ann's");
+    assert_eq!(call(ben, "get", json!({"bucket": "default", "key": "pad"})), "ben's");
+    drop(server);
+    // The local user (the CLI) is an identity of its own: it sees neither token's pad.
+    let o = env.configured(config).args(["call", "get", "default", "pad"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "(none)", "{}", String::from_utf8_lossy(&o.stderr));
+    let o = env.configured(config).args(["kv", "list", "kvplain"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(listed.lines().filter(|l| l.trim_start().starts_with("default~")).count(), 2, "{listed}");
+    assert!(!listed.contains("ann") && !listed.contains("ben"), "who someone is is never stored: {listed}");
+}
+
 /// A store that cannot be opened is said at start, naming its file; the server serves on.
 #[test]
 fn serve_names_a_corrupt_store_at_start_and_serves_on() {

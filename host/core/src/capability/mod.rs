@@ -126,6 +126,8 @@ pub struct CallSetup<'a> {
     pub kv: &'a std::sync::Arc<kv::Stores>,
     /// The MCP session the call belongs to, if any (see `CallContext::session`).
     pub session: Option<&'a std::sync::Arc<str>>,
+    /// Who makes the call, if anyone proved it (see `CallContext::principal`).
+    pub principal: Option<&'a std::sync::Arc<crate::identity::Principal>>,
 }
 
 /// How the host functions are linked (what the engine was built for).

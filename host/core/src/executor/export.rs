@@ -129,6 +129,8 @@ impl Executor {
             // A read, a prompt or a completion belongs to no session: buckets scoped per
             // session are refused to it.
             session: None,
+            // Nor is it anyone's: buckets scoped per identity are refused to it.
+            principal: None,
         };
         let calls = Calls::prepare(&plugin.grants, &setup);
         let state = HostState::new(wasi, MemoryLimiter::new(limits.memory_mb), calls);

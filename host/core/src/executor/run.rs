@@ -73,6 +73,7 @@ impl Executor {
             log_bucket: Some(share.log.clone()),
             kv: &self.kv,
             session: watch.ctx.session.as_ref(),
+            principal: watch.ctx.principal.as_ref(),
         };
         // Moved once, into the store (the call's state is large: every move of it is a copy).
         let state =

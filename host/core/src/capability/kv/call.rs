@@ -24,8 +24,9 @@ pub struct KvCall {
     plugin: Arc<str>,
     grant: Arc<KvGrant>,
     stores: Arc<Stores>,
-    /// The call's MCP session (what a session-scoped bucket is keyed by).
-    session: Option<Arc<str>>,
+    /// What a scoped bucket is keyed by: the call's MCP session or its identity (`None`:
+    /// shared buckets, or a call that has none).
+    owner: Option<Arc<str>>,
     /// The plugin's store, once a bucket was opened.
     store: Option<Arc<PluginStore>>,
     /// Open buckets by handle, by their stored names (`None`: dropped).
@@ -44,13 +45,13 @@ impl KvCall {
         plugin: Arc<str>,
         grant: Arc<KvGrant>,
         stores: Arc<Stores>,
-        session: Option<Arc<str>>,
+        owner: Option<Arc<str>>,
     ) -> KvCall {
         KvCall {
             plugin,
             grant,
             stores,
-            session,
+            owner,
             store: None,
             buckets: Vec::new(),
             cas: Vec::new(),
@@ -73,10 +74,12 @@ impl KvCall {
             self.refused.push(Refusal::Bucket(bucket.clone()));
             return Err(KvError::NotGranted { plugin, bucket });
         }
-        let stored = match (self.grant.scope, &self.session) {
+        let stored = match (self.grant.scope, &self.owner) {
             (KvScope::Shared, _) => Arc::from(bucket),
-            (KvScope::Session, Some(s)) => Arc::from(scoped(bucket, s)),
+            (KvScope::Session, Some(s)) => Arc::from(scoped(bucket, '@', s)),
             (KvScope::Session, None) => return Err(KvError::NoSession { plugin: self.plugin.to_string() }),
+            (KvScope::Identity, Some(who)) => Arc::from(scoped(bucket, '~', who)),
+            (KvScope::Identity, None) => return Err(KvError::NoIdentity { plugin: self.plugin.to_string() }),
         };
         if self.store.is_none() {
             self.store = Some(self.stores.of(&self.plugin)?);
@@ -162,13 +165,14 @@ impl KvCall {
     }
 }
 
-/// The stored name of `bucket` for `session`: `BUCKET@` and 16 hex digits of the session id's
-/// SHA-256 (the id itself, a bearer of the session over HTTP, is never stored). `@` is not in
-/// any bucket name a plugin can open, so no plugin reaches a session's bucket by name.
-fn scoped(bucket: &str, session: &str) -> String {
+/// The stored name of `bucket` for `owner`: `BUCKET@` (a session) or `BUCKET~` (an identity)
+/// and 16 hex digits of the owner's SHA-256 (a session id, a bearer of the session over HTTP,
+/// is never stored, nor is who someone is). Neither `@` nor `~` is in any bucket name a plugin
+/// can open, so no plugin reaches another owner's bucket by name.
+fn scoped(bucket: &str, mark: char, owner: &str) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(session.as_bytes());
-    format!("{bucket}@{}", hex::encode(&digest[..8]))
+    let digest = sha2::Sha256::digest(owner.as_bytes());
+    format!("{bucket}{mark}{}", hex::encode(&digest[..8]))
 }
 
 /// What the guest is told: a bucket its manifest does not request is `no-such-store`, one the

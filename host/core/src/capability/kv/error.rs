@@ -19,6 +19,11 @@ pub enum KvError {
         "plugin `{plugin}`'s buckets are kept per MCP session ([plugin.{plugin}] kv_scope = \"session\") and this call belongs to no session"
     )]
     NoSession { plugin: String },
+    /// The bucket is scoped per identity and the call has none.
+    #[error(
+        "plugin `{plugin}`'s buckets are kept per identity ([plugin.{plugin}] kv_scope = \"identity\") and this call has no identity (an [mcp] tokens entry, an OAuth token, or the local user)"
+    )]
+    NoIdentity { plugin: String },
     /// A bound of `[kv]` was reached: `what` says how far, the setting is named.
     #[error("{what} ({})", KvSettings::key_of(*.limit))]
     Limit { limit: Limit, what: String },

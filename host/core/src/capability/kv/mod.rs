@@ -278,7 +278,14 @@ impl Capability for Kv {
     }
 
     fn prepare(grant: &Arc<KvGrant>, setup: &CallSetup<'_>) -> KvCall {
-        KvCall::new(setup.plugin.clone(), grant.clone(), setup.kv.clone(), setup.session.cloned())
+        // What a scoped bucket is keyed by: the session, or the identity (its key, made only
+        // for a plugin whose buckets are scoped so).
+        let owner = match grant.scope {
+            KvScope::Shared => None,
+            KvScope::Session => setup.session.cloned(),
+            KvScope::Identity => setup.principal.map(|p| Arc::from(p.key())),
+        };
+        KvCall::new(setup.plugin.clone(), grant.clone(), setup.kv.clone(), owner)
     }
 
     fn add_to_linker<S: CallState>(linker: &mut Linker<S>, _: LinkOptions) -> wasmtime::Result<()> {

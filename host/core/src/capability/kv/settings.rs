@@ -38,6 +38,10 @@ pub enum KvScope {
     /// Each MCP session's own: a session never sees another's keys; a call outside a session
     /// (the CLI, a stateless request, a resource read) cannot open them.
     Session,
+    /// Each identity's own (a static token, an OAuth principal, the local user): one user's
+    /// scratchpad is never another's; a call with no identity (a tokenless HTTP server, a
+    /// resource read) cannot open them.
+    Identity,
 }
 
 /// Where the stores live.

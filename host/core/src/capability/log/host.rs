@@ -88,6 +88,7 @@ mod tests {
             log_bucket: None,
             kv: &Arc::new(crate::capability::kv::Stores::new(config.kv.clone())),
             session: None,
+            principal: None,
         };
         let mut calls = Calls::prepare(&grants, &setup);
         let (progress, rx) = ProgressCall::watched();
