@@ -410,6 +410,19 @@ fn console_off_read_only_and_locked() {
     assert!(a.body.contains("changed since the page showed it"), "{}", a.body);
 }
 
+/// The first plugin version the console shows held, once one is (within 30 s).
+fn first_held(server: &Server) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let plugins = json(&server.get("/console/api/plugins", None));
+        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
+            return p.clone();
+        }
+        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Reject moves a held version's file out of the plugins folder (into `.rejected/`, named with
 /// its hash); the approved version keeps serving.
 #[test]
@@ -422,15 +435,7 @@ fn console_rejects_a_held_version() {
     );
     let v3 = env.plugins.path().join("versioned-next.wasm");
     std::fs::copy(plugin_artifacts::VERSIONED_V3, &v3).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let held = loop {
-        let plugins = json(&server.get("/console/api/plugins", None));
-        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
-            break p.clone();
-        }
-        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let held = first_held(&server);
     assert_eq!((held["plugin"].as_str(), held["version"].as_str()), (Some("versioned"), Some("0.3.0")));
     assert_eq!(held["alsoServing"], false);
     let a = server.post_json(
@@ -467,20 +472,12 @@ fn the_policy_decides_who_may_approve_in_the_console() {
         json(&server.get("/console/api/session", None))["csrf"].as_str().unwrap()
     );
     std::fs::copy(plugin_artifacts::VERSIONED_V3, env.plugins.path().join("versioned-next.wasm")).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let held = loop {
-        let plugins = json(&server.get("/console/api/plugins", None));
-        if let Some(p) = plugins["pending"].as_array().unwrap().first() {
-            break p.clone();
-        }
-        assert!(Instant::now() < deadline, "the new version was never held: {plugins}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let held = first_held(&server);
     for action in ["approve", "reject"] {
         let body = serde_json::json!({"plugin": "versioned", "sha256": held["sha256"]});
         let a = server.post_json(&format!("/console/api/{action}"), &csrf, &body);
         assert_eq!(a.status, 403, "{action}: {}", a.body);
-        assert!(a.body.contains("may not be approved or rejected"), "{}", a.body);
+        assert!(a.body.contains("approving or rejecting plugin `versioned` may not be done"), "{}", a.body);
     }
     let plugins = json(&server.get("/console/api/plugins", None));
     assert_eq!(plugins["pending"].as_array().unwrap().len(), 1, "still held: {plugins}");

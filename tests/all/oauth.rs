@@ -354,7 +354,10 @@ fn a_policy_decides_per_identity_what_is_listed_and_called() {
     let refused = call_as(&p, &limited, "count_words", json!({"text": "a b"}));
     let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
     assert_eq!(refused["result"]["isError"], true, "{refused}");
-    assert!(text.contains("may not be called") && !text.contains("rs256-client"), "{text}");
+    assert!(
+        text.contains("calling `count_words` may not be done") && !text.contains("rs256-client"),
+        "{text}"
+    );
     let ok = call_as(&p, &trusted, "count_words", json!({"text": "a b"}));
     assert_eq!(ok["result"]["isError"], false, "{ok}");
     let refusal =
