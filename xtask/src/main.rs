@@ -352,14 +352,24 @@ fn shell_quote(a: &str) -> String {
 fn test() -> Result<()> {
     ensure_target()?;
     let root = root();
+    run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
+    // Build every target once, linted as it compiles, while the test tools install (they
+    // mostly wait on the network and the disk).
+    let lint = clippy_as_compiler()?;
+    let mut build = cargo();
+    build.current_dir(&root).args(["test", "--workspace", "--all-targets", "--no-run"]).envs(lint.clone());
+    eprintln!("$ {} (in the background, with clippy -D warnings as the workspace's compiler)", shown(&build));
+    let mut building = build.spawn().with_context(|| format!("cannot run {}", shown(&build)))?;
     let python = ensure_python_mcp()?;
     let python2 = ensure_python_venv("target/pyenv2", "tests/mcp/requirements2.txt")?;
     ensure_registry()?;
     ensure_fleet_parts()?;
     let console = ensure_console_browser()?;
     let oidc_provider = ensure_oauth_server()?;
-    run(cargo().current_dir(&root).args(["fmt", "--all", "--check"]))?;
-    run(cargo().current_dir(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    let built = building.wait()?;
+    if !built.success() {
+        bail!("`{}` failed ({built}): a compile error or a clippy warning, above", shown(&build));
+    }
     eprintln!("\n== layers ==");
     layers::run(&root)?;
     eprintln!("\n== packages ==");
@@ -376,6 +386,8 @@ fn test() -> Result<()> {
     run(cargo()
         .current_dir(&root)
         .args(["test", "--workspace"])
+        // The same compiler as the build above, or cargo would build the workspace again.
+        .envs(lint)
         .env("TOOLHOST_PYTHON", &python)
         .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
         .env("TOOLHOST_PYTHON2", &python2)
@@ -388,6 +400,29 @@ fn test() -> Result<()> {
     // A short fuzz smoke run of both parsers (seconds each; long runs: `cargo xtask fuzz`).
     fuzz(None, 10)?;
     Ok(())
+}
+
+/// The environment that makes a cargo build lint the workspace's crates as it compiles them:
+/// what `cargo clippy -- -D warnings` sets for its `cargo check` (clippy-driver as the workspace
+/// wrapper, its arguments joined as cargo-clippy joins them), here for a build that also links
+/// and runs. One compile of the dependencies instead of two (a `check` and a build): on a fresh
+/// clone that is the 10+ minutes a separate clippy pass spends checking wasmtime. Cargo does not
+/// pass the wrapper to dependencies, and the builds tests start (guests for wasm32, `toolhost
+/// build`) drop it.
+fn clippy_as_compiler() -> Result<Vec<(&'static str, String)>> {
+    let out = Command::new("rustc").current_dir(root()).args(["--print", "sysroot"]).output()?;
+    anyhow::ensure!(out.status.success(), "`rustc --print sysroot` failed");
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let driver = sysroot.join("bin/clippy-driver");
+    anyhow::ensure!(
+        driver.is_file(),
+        "{} is missing: install clippy (`rustup component add clippy`; rust-toolchain.toml asks for it)",
+        driver.display()
+    );
+    Ok(vec![
+        ("RUSTC_WORKSPACE_WRAPPER", driver.display().to_string()),
+        ("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into()),
+    ])
 }
 
 /// The Python and JavaScript SDKs' own tests, and the tests of the example plugins and the

@@ -124,6 +124,10 @@ pub fn approve_own_build(plugins_dir: &Path, m: &toolhost_spec::manifest::Manife
     }
 }
 
-fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+/// Cargo, for a plugin crate: its own workspace, so a compiler wrapper set for the workspace
+/// toolhost runs in (`cargo clippy`'s, `cargo xtask test`'s) is not the plugin's.
+pub(super) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.env_remove("RUSTC_WORKSPACE_WRAPPER").env_remove("CLIPPY_ARGS");
+    cmd
 }

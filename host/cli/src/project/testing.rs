@@ -41,7 +41,7 @@ pub fn run_own_tests(project: &Project, tools: &Toolchains) -> Result<bool> {
     let dir = project.dir();
     let mut cmd = match project {
         Project::Rust(k) => {
-            let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            let mut c = super::cargo::cargo();
             c.args(["test", "--quiet", "--manifest-path"]).arg(&k.manifest);
             c
         }
