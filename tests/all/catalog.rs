@@ -27,7 +27,7 @@ fn text_and_hostile(toml: &str) -> Env {
 }
 
 fn openai_names(host: &toolhost_core::Toolhost) -> Vec<String> {
-    let tools = openai::tools(&host.registry.load(), &host.config).unwrap();
+    let tools = openai::tools(&toolhost_core::view::listing(&host.registry.load(), &host.config)).unwrap();
     tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
 }
 
@@ -39,7 +39,7 @@ fn mcp_names(host: &toolhost_core::Toolhost) -> Vec<String> {
 /// Each MCP tool's `inputSchema` (built once per plugin, or per registry for `find_tools`) is the
 /// one OpenAI's `parameters` derives from the exposed spec at each listing, and there is one.
 fn assert_listed_schemas_agree(host: &toolhost_core::Toolhost) {
-    let openai = openai::tools(&host.registry.load(), &host.config).unwrap();
+    let openai = openai::tools(&toolhost_core::view::listing(&host.registry.load(), &host.config)).unwrap();
     let server = McpServer::new(host.executor.clone(), None).unwrap();
     let tools = server.tools(&Default::default());
     assert!(!tools.is_empty());
@@ -106,7 +106,7 @@ async fn two_plugins_claiming_one_name_serve_neither_and_every_listing_says_so()
     assert!(o.error.as_deref().unwrap().contains("plugin `hostile`"), "{o:?}");
 
     // Every listing leaves it out and says why.
-    let prompt = text::prompt(&reg, &host.config);
+    let prompt = text::prompt(&reg, &toolhost_core::view::listing(&reg, &host.config));
     assert!(!prompt.contains("- count_words("), "{prompt}");
     assert!(prompt.contains("several plugins claim them): count_words."), "{prompt}");
     assert!(!openai_names(&host).contains(&"count_words".to_string()));
@@ -143,7 +143,10 @@ async fn a_prefix_makes_both_callable_on_text_and_openai() {
     assert!(ok(&outs[1]).contains("\"words\":1"), "{outs:?}");
     let names = openai_names(&host);
     assert!(names.contains(&"h_count_words".into()) && names.contains(&"count_words".into()), "{names:?}");
-    let prompt = text::prompt(&host.registry.load(), &host.config);
+    let prompt = text::prompt(
+        &host.registry.load(),
+        &toolhost_core::view::listing(&host.registry.load(), &host.config),
+    );
     assert!(prompt.contains("- h_count_words(text…)") && prompt.contains("- count_words(text…)"), "{prompt}");
     // Every hostile tool is prefixed; the plugin is still called by its own names.
     assert!(host.registry.load().get("snoop").is_none());
@@ -172,7 +175,7 @@ async fn selection_and_exclusion_with_globs_hide_tools_and_list_says_why() {
     err(&call(&host, "delete", &["x"]).await, ErrorKind::UnknownTool);
     assert_eq!(openai_names(&host), ["ls", "read", "write"]);
     assert_eq!(mcp_names(&host), ["ls", "read", "write"]);
-    assert!(!text::prompt(&reg, &host.config).contains("delete"));
+    assert!(!text::prompt(&reg, &toolhost_core::view::listing(&reg, &host.config)).contains("delete"));
     let list = toolhost::commands::list::render_list(&reg, &host.config);
     assert!(
         list.contains("HIDDEN\n") && list.contains("  rename (files): hidden, matches \"rename\""),
@@ -346,7 +349,7 @@ async fn search_mode_offers_find_tools_and_the_pinned_tools_on_every_front_end()
     assert_eq!(openai_names(&host), ["echo", "find_tools"]);
     assert_eq!(mcp_names(&host), ["echo", "find_tools"]);
     assert_listed_schemas_agree(&host);
-    let prompt = text::prompt(&reg, &host.config);
+    let prompt = text::prompt(&reg, &toolhost_core::view::listing(&reg, &host.config));
     assert!(prompt.contains("- find_tools(query…)") && prompt.contains("- echo(text…)"), "{prompt}");
     assert!(
         !prompt.contains("- read(") && prompt.contains("call find_tools(\"what you want to do\")"),

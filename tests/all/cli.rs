@@ -481,6 +481,9 @@ fn rust_mistakes_are_reported_at_the_authors_lines() {
             .args(["build", "--release", "--target", "wasm32-wasip2", "--message-format", "short"])
             .current_dir(krate.path())
             .env("CARGO_TARGET_DIR", support::root().join("target/plugins-build"))
+            // The SDK crate's own build, not linted as the host's workspace is.
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS")
             .output()
             .unwrap();
         assert!(!out.status.success());
@@ -504,5 +507,48 @@ fn rust_mistakes_are_reported_at_the_authors_lines() {
     assert!(
         errors.iter().any(|e| e.starts_with("src/lib.rs:5:") && e.contains("a tool cannot return `i32`")),
         "{errors:?}"
+    );
+}
+
+/// #60: the local user has the name `[identity] local_user` gives it, and what a model is
+/// offered for it — the `[TOOL]` prompt, OpenAI's `tools` — is what the operator's policy lets
+/// it list; a call it may not make is refused as over MCP.
+#[test]
+fn the_local_users_prompt_and_schema_offer_only_what_the_policy_lets_it_list() {
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    std::fs::write(
+        env.at("policy.toml"),
+        "[[rule]]\nid = \"alice-echoes\"\neffect = \"allow\"\nactions = [\"list\", \"call\"]\n\
+         when = 'principal.sub == \"ops-alice\" && principal.via == \"local\" && resource.name == \"echo\"'\n",
+    )
+    .unwrap();
+    let config = "[identity]\nlocal_user = \"ops-alice\"\n[policy]\nfile = \"policy.toml\"\n";
+    std::fs::write(env.at("toolhost.toml"), config).unwrap();
+    let prompt = toolhost(&env, &["prompt"]);
+    assert!(prompt.status.success(), "{}", stderr(&prompt));
+    let prompt = stdout(&prompt);
+    assert!(prompt.contains("- echo(") && !prompt.contains("count_words"), "{prompt}");
+    let schema = toolhost(&env, &["schema"]);
+    assert!(schema.status.success(), "{}", stderr(&schema));
+    let tools: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    let names: Vec<&str> =
+        tools.as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert_eq!(names, ["echo"], "{tools}");
+    let refused = toolhost(&env, &["call", "count_words", "a b"]);
+    assert!(!refused.status.success());
+    let said = stdout(&refused) + &stderr(&refused);
+    assert!(said.contains("calling `count_words` may not be done by the local user `ops-alice`"), "{said}");
+    // Someone else at the keyboard sees nothing.
+    std::fs::write(env.at("toolhost.toml"), config.replace("ops-alice", "bob")).unwrap();
+    let prompt = stdout(&toolhost(&env, &["prompt"]));
+    assert!(!prompt.contains("- echo("), "{prompt}");
+    // A name that is no user name is refused, naming the key.
+    std::fs::write(env.at("toolhost.toml"), "[identity]\nlocal_user = \"two words\"\n").unwrap();
+    let bad = toolhost(&env, &["list"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("identity.local_user = \"two words\" is not a user name"),
+        "{}",
+        stderr(&bad)
     );
 }

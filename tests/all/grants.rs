@@ -376,7 +376,7 @@ fn tool_policy_is_presented_by_the_one_view() {
     assert!(count.description_with_danger_note().contains("Disabled by the operator"));
     let listed = toolhost::commands::list::render_list(&reg, &env.config);
     assert!(listed.contains("policy:ask") && listed.contains("policy:deny"), "{listed}");
-    let prompt = toolhost_frontends::text::prompt(&reg, &env.config);
+    let prompt = toolhost_frontends::text::prompt(&reg, &toolhost_core::view::listing(&reg, &env.config));
     assert!(prompt.contains("DISABLED by the operator"), "{prompt}");
 }
 
@@ -388,7 +388,7 @@ fn terminal_env() -> Env {
     let env = Env::with(&[plugin_artifacts::WEB]);
     std::fs::write(
         env.at("toolhost.toml"),
-        "[plugin.web]\nnet_private = true\n[audit]\nfile = \"audit.jsonl\"\n",
+        "[plugin.web]\nnet_private = true\n[audit]\nfile = \"audit.jsonl\"\n[identity]\nlocal_user = \"ops-alice\"\n",
     )
     .unwrap();
     env
@@ -434,11 +434,17 @@ fn terminal_allow_once_always_list_revoke_and_deny() {
     let file = std::fs::read_to_string(env.at("toolhost.grants.toml")).unwrap();
     assert!(file.contains("plugin = \"web\"") && file.contains("item = \"net localhost\""), "{file}");
     assert!(file.contains("by = \"terminal\""), "{file}");
+    // By whom: the local user, under the name the config gives it.
+    assert!(file.contains("who = \"local:ops-alice\""), "{file}");
+    let audit = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!(last["who"], serde_json::json!({"sub": "ops-alice", "via": "local"}), "{last}");
     let (ok4, out) = call_answering(&env, port, None);
     assert!(ok4 && !out.contains("wants to"), "{out}");
     // `list` shows where the grant came from; `revoke` removes it.
     let listed = String::from_utf8_lossy(&plain(&env, &["list"]).stdout).into_owned();
     assert!(listed.contains("asked:     net localhost — allowed \"always\" on "), "{listed}");
+    assert!(listed.contains("(terminal, by local:ops-alice)"), "{listed}");
     assert!(listed.contains("toolhost.grants.toml") && listed.contains("toolhost revoke web net localhost"));
     assert!(listed.contains("net localhost"), "granted: {listed}");
     let revoked = plain(&env, &["revoke", "web", "net", "localhost"]);

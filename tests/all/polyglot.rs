@@ -217,14 +217,17 @@ async fn python_and_js_tools_through_text_and_openai() {
     assert!(notes.contains("milk") && notes.contains("eggs"), "{notes}");
     assert_eq!(ok(&outs[1]).trim(), "7");
 
-    let prompt = text::prompt(&host.registry.load(), &host.config);
+    let prompt = text::prompt(
+        &host.registry.load(),
+        &toolhost_core::view::listing(&host.registry.load(), &host.config),
+    );
     assert!(
         prompt.contains("- note(text…)") && prompt.contains("- json_select(document: json, pointer?)"),
         "{prompt}"
     );
     assert!(prompt.contains("clear() — ") && prompt.contains("DANGEROUS."), "{prompt}");
 
-    let tools = openai::tools(&host.registry.load(), &host.config).unwrap();
+    let tools = openai::tools(&toolhost_core::view::listing(&host.registry.load(), &host.config)).unwrap();
     let names: Vec<&str> =
         tools.as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     for n in ["note", "add", "json_select", "md_table"] {

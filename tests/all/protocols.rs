@@ -66,7 +66,7 @@ async fn text_reply_runs_in_order_and_feeds_back() {
 #[test]
 fn prompt_lists_every_tool_from_the_registry() {
     let env = env();
-    let prompt = text::prompt(&env.registry(), &env.config);
+    let prompt = text::prompt(&env.registry(), &toolhost_core::view::listing(&env.registry(), &env.config));
     assert_golden("prompt.golden", &prompt);
     for tool in ["ls", "read", "write", "split_task", "search", "count_words", "delete"] {
         assert!(prompt.contains(&format!("- {tool}(")), "{tool} missing from the prompt");
@@ -81,7 +81,7 @@ fn prompt_lists_every_tool_from_the_registry() {
 #[test]
 fn openai_schema_is_valid_json_schema() {
     let env = env();
-    let tools = openai::tools(&env.registry(), &env.config).unwrap();
+    let tools = openai::tools(&toolhost_core::view::listing(&env.registry(), &env.config)).unwrap();
     assert_golden("openai_tools.json", &(serde_json::to_string_pretty(&tools).unwrap() + "\n"));
     let tools = tools.as_array().unwrap();
     assert_eq!(tools.len(), 12);
@@ -148,11 +148,11 @@ fn an_operator_danger_marking_reaches_every_front_end() {
     env.config.tools.entry("read".into()).or_default().danger = Some(true);
     let registry = env.registry();
 
-    let prompt = text::prompt(&registry, &env.config);
+    let prompt = text::prompt(&registry, &toolhost_core::view::listing(&registry, &env.config));
     let line = prompt.lines().find(|l| l.starts_with("- read(")).expect("read in the prompt");
     assert!(line.ends_with("DANGEROUS."), "prompt line: {line}");
 
-    let tools = openai::tools(&registry, &env.config).unwrap();
+    let tools = openai::tools(&toolhost_core::view::listing(&registry, &env.config)).unwrap();
     let read = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "read").unwrap();
     assert!(read["function"]["description"].as_str().unwrap().contains("Dangerous"), "{read}");
 

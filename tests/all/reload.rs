@@ -234,6 +234,12 @@ async fn a_version_requesting_more_waits_for_approval() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("newly approved: net example.com"), "{said}");
     assert!(said.contains("not granted:    net example.com"), "approval is not a grant: {said}");
+    // The record says by whom: the local user of the `approve` process.
+    let record = std::fs::read_to_string(dir.join(toolhost_core::registry::approvals::FILE)).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let by = &record["approved_by"]["versioned"];
+    assert!(by["who"].as_str().is_some_and(|w| w.starts_with("local:")), "{record}");
+    assert!(by["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{record}");
     let c = l.next().await;
     assert_eq!(c.changed.len(), 2, "{c:?}");
     assert_eq!(l.which().await, "v3");

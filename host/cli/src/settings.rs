@@ -113,6 +113,12 @@ impl Settings {
         }
         // No grant may let a plugin or a program write the host's own files.
         cfg.check_host_files()?;
+        // The local user's name is the process's, fixed before its first call.
+        if let Some(name) = &cfg.identity.local_user
+            && let Err(named) = toolhost_core::identity::Principal::name_local_user(name)
+        {
+            bail!("identity.local_user = {name:?}: this process already calls as the local user {named:?}");
+        }
         // Programs are run confined or not at all (unless the operator opts out): say so now.
         use toolhost_core::capability::process::confine;
         confine::check_support(confine::landlock_abi(), &cfg.process, cfg.exec_grants())

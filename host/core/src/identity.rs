@@ -16,6 +16,43 @@ pub enum Via {
     Local,
 }
 
+/// The local user's principal, named once per process ([`Principal::local`]).
+static LOCAL: std::sync::OnceLock<std::sync::Arc<Principal>> = std::sync::OnceLock::new();
+
+/// `[identity]`: who the operator's own process is.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIdentity {
+    /// The local user's name in audit lines, policies and task ownership (default: `$USER`).
+    local_user: Option<String>,
+}
+
+/// The resolved `[identity]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdentitySettings {
+    /// `local_user`: the subject of calls over stdio and from the CLI; `None`: `$USER`.
+    pub local_user: Option<String>,
+}
+
+impl RawIdentity {
+    pub fn resolve(self) -> Result<IdentitySettings, crate::settings::invalid::Invalid> {
+        use crate::settings::invalid::Invalid;
+        if let Some(name) = &self.local_user {
+            let bad = name.trim().is_empty()
+                || name.len() > 128
+                || name.chars().any(|c| c.is_control() || c.is_whitespace());
+            if bad {
+                return Err(Invalid::value(
+                    "identity.local_user",
+                    format!("{name:?}"),
+                    "is not a user name (1 to 128 bytes, no whitespace or control characters)",
+                ));
+            }
+        }
+        Ok(IdentitySettings { local_user: self.local_user })
+    }
+}
+
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Principal {
@@ -51,19 +88,28 @@ impl Principal {
         }
     }
 
-    /// The operator's own process (see [`Via::Local`]), one for the process.
+    /// The operator's own process (see [`Via::Local`]), one for the process: named by
+    /// `[identity] local_user` ([`Principal::name_local_user`], at start), else `$USER`.
     pub fn local() -> std::sync::Arc<Principal> {
-        static LOCAL: std::sync::OnceLock<std::sync::Arc<Principal>> = std::sync::OnceLock::new();
         LOCAL
             .get_or_init(|| {
                 let user =
                     ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()));
-                std::sync::Arc::new(Principal {
-                    via: Via::Local,
-                    ..Principal::token(user.unwrap_or_else(|| "local".into()))
-                })
+                Principal::local_named(user.unwrap_or_else(|| "local".into()))
             })
             .clone()
+    }
+
+    fn local_named(name: String) -> std::sync::Arc<Principal> {
+        std::sync::Arc::new(Principal { via: Via::Local, ..Principal::token(name) })
+    }
+
+    /// Name the local user of this process `name` (`[identity] local_user`), once, before its
+    /// first call: a later different name is refused (`Err` with the name in use), since calls
+    /// may already have been made, audited and counted under it.
+    pub fn name_local_user(name: &str) -> Result<(), String> {
+        let named = LOCAL.get_or_init(|| Principal::local_named(name.to_string()));
+        if named.subject == name { Ok(()) } else { Err(named.subject.clone()) }
     }
 
     /// Whether this is the operator's own process (not counted against rate limits or
@@ -109,6 +155,16 @@ impl std::fmt::Display for Principal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_user_name_is_checked() {
+        let resolve = |n: &str| RawIdentity { local_user: Some(n.into()) }.resolve();
+        assert_eq!(resolve("ops-alice").unwrap().local_user.as_deref(), Some("ops-alice"));
+        for bad in ["", "two words", "tab\t", &"x".repeat(129)] {
+            let e = resolve(bad).unwrap_err().to_string();
+            assert!(e.starts_with("identity.local_user = "), "{e}");
+        }
+    }
 
     #[test]
     fn keys_tell_issuers_and_static_tokens_apart() {

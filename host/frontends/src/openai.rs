@@ -5,7 +5,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolhost_core::executor::{CallRequest, ErrorKind, Executor, Outcome};
-use toolhost_core::registry::Registry;
 
 /// A tool name OpenAI would refuse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -25,13 +24,12 @@ pub fn is_openai_name(name: &str) -> bool {
 
 pub use toolhost_spec::schema::{param_schema, parameters};
 
-/// The `tools` array for a chat completion request: what [`view::listing`] offers (every
-/// exposed tool, or in search mode `find_tools` and the pinned ones), under OpenAI names.
+/// The `tools` array for a chat completion request: `tools` under OpenAI names — what the
+/// caller is offered, [`Executor::listing`].
 ///
-/// [`view::listing`]: toolhost_core::view::listing
-pub fn tools(registry: &Registry, config: &toolhost_core::Config) -> Result<Value, NameError> {
-    let out: Result<Vec<Value>, NameError> =
-        toolhost_core::view::listing(registry, config).iter().map(function).collect();
+/// [`Executor::listing`]: toolhost_core::executor::Executor::listing
+pub fn tools(tools: &[toolhost_core::view::ToolView<'_>]) -> Result<Value, NameError> {
+    let out: Result<Vec<Value>, NameError> = tools.iter().map(function).collect();
     Ok(Value::Array(out?))
 }
 

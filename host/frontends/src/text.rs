@@ -37,8 +37,11 @@ pub fn results_json(results: &[(Segment, Option<Outcome>)]) -> serde_json::Value
     serde_json::json!({ "segments": items })
 }
 
-/// The prompt section that teaches a model the protocol and lists every registered tool.
-pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
+/// The prompt section that teaches a model the protocol and lists `tools` of `registry` — what
+/// the caller is offered, [`Executor::listing`].
+///
+/// [`Executor::listing`]: toolhost_core::executor::Executor::listing
+pub fn prompt(registry: &Registry, tools: &[toolhost_core::view::ToolView<'_>]) -> String {
     let mut out = String::from(
         "## Tools\n\n\
          You can call tools. To call one, write the call between markers, anywhere in your reply:\n\n\
@@ -52,7 +55,7 @@ pub fn prompt(registry: &Registry, config: &toolhost_core::Config) -> String {
          - Tools marked DANGEROUS need a human's confirmation and may be refused.\n\n\
          Available tools:\n",
     );
-    let mut tools = toolhost_core::view::listing(registry, config);
+    let mut tools = tools.to_vec();
     tools.sort_by(|a, b| {
         (a.spec.category.as_deref().unwrap_or("~"), a.name())
             .cmp(&(b.spec.category.as_deref().unwrap_or("~"), b.name()))

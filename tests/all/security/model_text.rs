@@ -136,8 +136,11 @@ fn an_8_mib_description_is_refused_at_load_naming_the_field() {
         );
         // Nothing of it reaches a prompt or a schema.
         assert!(registry.get("notes").is_none() && registry.get("echo").is_some());
-        assert!(!text::prompt(&registry, &env.config).contains("xxxx"));
-        let tools = toolhost_frontends::openai::tools(&registry, &env.config).unwrap();
+        assert!(
+            !text::prompt(&registry, &toolhost_core::view::listing(&registry, &env.config)).contains("xxxx")
+        );
+        let tools =
+            toolhost_frontends::openai::tools(&toolhost_core::view::listing(&registry, &env.config)).unwrap();
         assert!(!tools.to_string().contains("xxxx"));
     }
 }
@@ -162,7 +165,7 @@ fn a_description_cannot_forge_a_line_or_a_call_in_the_prompt() {
     let registry = env.registry();
     assert!(registry.failures().is_empty(), "{:?}", registry.failures());
     assert!(registry.get("notes").is_some() && registry.get("plan").is_some());
-    let prompt = text::prompt(&registry, &env.config);
+    let prompt = text::prompt(&registry, &toolhost_core::view::listing(&registry, &env.config));
     assert_one_line_per_tool(&prompt, &registry);
     let notes = prompt.lines().find(|l| l.starts_with("- notes(")).unwrap();
     // Folded onto the tool's own line, markers visibly escaped.

@@ -216,7 +216,10 @@ pub fn rows(
             size = text.len();
         }
         let openai =
-            toolhost_frontends::openai::tools(&h.registry.load(), &h.config).unwrap().to_string().len();
+            toolhost_frontends::openai::tools(&toolhost_core::view::listing(&h.registry.load(), &h.config))
+                .unwrap()
+                .to_string()
+                .len();
         (size, median(times), openai)
     };
     let (all_size, all_time, all_openai) = measure(&listing);

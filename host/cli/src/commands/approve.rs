@@ -69,7 +69,7 @@ fn approve(cfg: &Config, plugin: &str, print: Option<bool>) -> Result<()> {
     }
     let mut approvals = Approvals::load(&cfg.plugins_dir);
     let new = approvals.pending(&m);
-    approvals.approve(&m);
+    approvals.approve_by(&m, &toolhost_core::identity::Principal::local());
     approvals.save().with_context(|| {
         format!("cannot write {}", cfg.plugins_dir.join(toolhost_core::registry::approvals::FILE).display())
     })?;

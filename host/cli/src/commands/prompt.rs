@@ -20,7 +20,8 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let (host, _) =
         crate::session::open_reporting(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
     let registry = host.registry.load();
-    let mut prompt = toolhost_frontends::text::prompt(&registry, &host.config);
+    let offered = host.executor.listing(&registry, &toolhost_core::executor::CallContext::local(None));
+    let mut prompt = toolhost_frontends::text::prompt(&registry, &offered);
     if a.skills {
         prompt.push_str(&toolhost_frontends::text::skills_section(&registry, &host.config));
     }

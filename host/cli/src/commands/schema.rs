@@ -25,7 +25,9 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
     let SchemaFormat::Openai = a.format;
     let (host, _) =
         crate::session::open_reporting(Settings::resolve(g)?, Arc::new(toolhost_core::executor::NoConfirm))?;
-    let tools = toolhost_frontends::openai::tools(&host.registry.load(), &host.config)?;
+    let registry = host.registry.load();
+    let offered = host.executor.listing(&registry, &toolhost_core::executor::CallContext::local(None));
+    let tools = toolhost_frontends::openai::tools(&offered)?;
     println!("{}", term::to_json(&tools)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -111,11 +111,12 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     }
     for g in config.asked.iter().filter(|g| g.plugin == *p.name) {
         out.push_str(&format!(
-            "  asked:     {} — {} on {} ({}) in {}; undo with `toolhost revoke {} {}`\n",
+            "  asked:     {} — {} on {} ({}{}) in {}; undo with `toolhost revoke {} {}`\n",
             term::line(&g.item.to_string()),
             if g.deny { "refused \"never\"" } else { "allowed \"always\"" },
             term::line(&g.granted),
             term::line(&g.by),
+            g.who.as_deref().map(|w| format!(", by {}", term::line(w))).unwrap_or_default(),
             config.grants_file.display(),
             term::line(&g.plugin),
             term::line(&g.item.to_string()),
@@ -212,6 +213,7 @@ pub fn list_document(reg: &Registry, config: &Config) -> serde_json::Value {
                 "item": g.item.to_string(),
                 "granted": g.granted,
                 "by": g.by,
+                "who": g.who,
                 "answer": if g.deny { "never" } else { "always" },
                 "file": config.grants_file,
             })

@@ -41,7 +41,8 @@ impl Executor {
             );
             note(&|r| r.grants.push(record.clone()));
             if matches!(answer, GrantAnswer::Always | GrantAnswer::Never) {
-                self.keep_answer(plugin, &req.item, answer, record.by);
+                let who = watch.ctx.principal.as_deref().map(crate::identity::Principal::key);
+                self.keep_answer(plugin, &req.item, answer, record.by, who);
             }
             match answer {
                 GrantAnswer::Once => extra.push(req.item),
@@ -62,19 +63,22 @@ impl Executor {
     }
 
     /// An "always" or "never" answer, written to the grants file (beside the config) for the
-    /// next sessions; a file that cannot be written leaves it to this session.
+    /// next sessions with who gave it (`who`: the caller's principal, who answered the
+    /// question); a file that cannot be written leaves it to this session.
     fn keep_answer(
         &self,
         plugin: &LoadedPlugin,
         item: &crate::settings::GrantItem,
         answer: GrantAnswer,
         by: DecidedBy,
+        who: Option<String>,
     ) {
         let g = crate::settings::AskedGrant {
             plugin: plugin.name.to_string(),
             item: item.clone(),
             granted: crate::settings::grants::rfc3339(std::time::SystemTime::now()),
             by: by.as_str().to_string(),
+            who,
             deny: answer == GrantAnswer::Never,
             sha256: Some(hex::encode(plugin.hash)),
         };

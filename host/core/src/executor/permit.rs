@@ -88,6 +88,19 @@ impl super::Executor {
         })
     }
 
+    /// What `ctx`'s caller is offered: the catalog's listing ([`crate::view::listing`]: every
+    /// exposed tool, or in search mode `find_tools` and the pinned ones) without the tools the
+    /// policy does not let it list. The `[TOOL]` prompt and OpenAI's `tools` are built from it.
+    pub fn listing<'r>(
+        &self,
+        registry: &'r crate::registry::Registry,
+        ctx: &CallContext,
+    ) -> Vec<ToolView<'r>> {
+        let mut views = crate::view::listing(registry, self.config());
+        views.retain(|v| self.may_list(v, ctx));
+        views
+    }
+
     /// Whether the policy lets `ctx`'s caller see `view` in a list.
     pub fn may_list(&self, view: &ToolView<'_>, ctx: &CallContext) -> bool {
         self.policy_decision(Action::List, tool(view), serde_json::Value::Null, ctx)

@@ -202,6 +202,10 @@ pub struct AskedGrant {
     pub granted: String,
     /// Through which front end (`terminal`, …).
     pub by: String,
+    /// Who answered: the key of the caller's principal (`local:USER`, `token:NAME`,
+    /// `oauth:ISSUER#SUBJECT`; see `identity::Principal::key`); `None` in entries written
+    /// before identities existed.
+    pub who: Option<String>,
     /// "Never": refused from now on, never asked about again (a `[[deny]]` entry).
     pub deny: bool,
     /// SHA-256 (hex) of the plugin file the question was about; under `[plugin.NAME]
@@ -225,6 +229,8 @@ struct RawGrant {
     item: String,
     granted: String,
     by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    who: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sha256: Option<String>,
 }
@@ -254,7 +260,15 @@ pub fn load(path: &Path) -> Result<Vec<AskedGrant>, GrantsFileError> {
                 index,
                 error,
             })?;
-            Ok(AskedGrant { plugin: g.plugin, item, granted: g.granted, by: g.by, deny, sha256: g.sha256 })
+            Ok(AskedGrant {
+                plugin: g.plugin,
+                item,
+                granted: g.granted,
+                by: g.by,
+                who: g.who,
+                deny,
+                sha256: g.sha256,
+            })
         })
     };
     entries(raw.grant, "grant", false).chain(entries(raw.deny, "deny", true)).collect()
@@ -270,6 +284,7 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), GrantsFileError> {
                 item: g.item.to_string(),
                 granted: g.granted.clone(),
                 by: g.by.clone(),
+                who: g.who.clone(),
                 sha256: g.sha256.clone(),
             })
             .collect()
@@ -361,14 +376,17 @@ mod tests {
             plugin: "web".into(),
             item: GrantItem::Net("api.github.com".into()),
             granted: rfc3339(std::time::UNIX_EPOCH),
-            by: "terminal".into(),
+            by: "elicitation".into(),
+            who: Some("oauth:https://as.example#alice".into()),
             deny: false,
             sha256: Some("ab".repeat(32)),
         };
         add(&path, g.clone()).unwrap();
         add(&path, g.clone()).unwrap();
         assert_eq!(load(&path).unwrap(), vec![g.clone()], "once");
-        assert!(std::fs::read_to_string(&path).unwrap().starts_with("# Grants"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# Grants"));
+        assert!(text.contains("who = \"oauth:https://as.example#alice\""), "who answered: {text}");
         assert!(!revoke(&path, "other", &g.item).unwrap());
         assert!(revoke(&path, "web", &g.item).unwrap());
         assert!(load(&path).unwrap().is_empty());

@@ -143,6 +143,8 @@ pub struct Config {
     pub policies: Arc<crate::policy::watch::Policies>,
     /// `[rate_limits]`: calls a minute per identity (`crate::rate`).
     pub rate_limits: crate::rate::RateSettings,
+    /// `[identity]`: the local user's name (`crate::identity`).
+    pub identity: crate::identity::IdentitySettings,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -191,6 +193,7 @@ impl Default for Config {
             policy_file: None,
             policies: Arc::default(),
             rate_limits: Default::default(),
+            identity: Default::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
             extra_host_files: Vec::new(),
@@ -256,6 +259,8 @@ impl Config {
         cfg.policy_file = file.section::<RawPolicy>("policy")?.file.map(|f| base.join(f));
         cfg.rate_limits =
             file.section::<crate::rate::RawRateLimits>("rate_limits")?.resolve().map_err(invalid)?;
+        cfg.identity =
+            file.section::<crate::identity::RawIdentity>("identity")?.resolve().map_err(invalid)?;
         cfg.policies = Arc::new(
             crate::policy::watch::Policies::load(cfg.policy_file.as_deref())
                 .map_err(|e| ConfigError::Flag(e.to_string()))?,

@@ -150,6 +150,7 @@ fn on_missing_tool_policy_and_asked_grants_resolve() {
         item: GrantItem::Net("api.github.com".into()),
         granted: "2026-12-01T00:00:00Z".into(),
         by: "terminal".into(),
+        who: None,
         deny: false,
         sha256: Some("00".repeat(32)),
     });
@@ -158,6 +159,7 @@ fn on_missing_tool_policy_and_asked_grants_resolve() {
         item: GrantItem::Net("evil.example.net".into()),
         granted: "2026-12-01T00:00:00Z".into(),
         by: "terminal".into(),
+        who: None,
         deny: true,
         sha256: None,
     });
@@ -190,6 +192,7 @@ fn asked_programs_add_exact_arguments_and_never_borrow_an_operator_grant() {
         },
         granted: "2026-12-01T00:00:00Z".into(),
         by: "terminal".into(),
+        who: None,
         deny: false,
         sha256: None,
     };

@@ -294,7 +294,7 @@ impl Agent {
             Protocol::Text => format!(
                 "{}\n\n{}{skills}\nWhen you have the final answer, reply without any [TOOL] call.\n",
                 self.options.system.trim_end(),
-                text::prompt(registry, config)
+                text::prompt(registry, &self.executor.listing(registry, &Self::caller()))
             ),
             _ if skills.is_empty() => self.options.system.clone(),
             _ => format!("{}\n{skills}", self.options.system.trim_end()),
@@ -436,17 +436,24 @@ impl Agent {
         conv: &Conversation,
     ) -> Result<serde_json::Value, openai::NameError> {
         let config = self.executor.config();
-        let mut tools = openai::tools(registry, config)?;
-        if registry.search().is_some()
-            && let Some(list) = tools.as_array_mut()
-        {
-            let listed: Vec<String> =
-                toolhost_core::view::listing(registry, config).iter().map(|v| v.name().to_string()).collect();
-            for entry in conv.found.iter().filter(|n| !listed.contains(n)).filter_map(|n| registry.get(n)) {
-                list.push(openai::function(&toolhost_core::view::ToolView::new(entry, config))?);
-            }
+        let caller = Self::caller();
+        let mut views = self.executor.listing(registry, &caller);
+        if registry.search().is_some() {
+            let listed: Vec<String> = views.iter().map(|v| v.name().to_string()).collect();
+            let found = conv.found.iter().filter(|n| !listed.contains(n)).filter_map(|n| registry.get(n));
+            views.extend(
+                found
+                    .map(|entry| toolhost_core::view::ToolView::new(entry, config))
+                    .filter(|v| self.executor.may_list(v, &caller)),
+            );
         }
-        Ok(tools)
+        openai::tools(&views)
+    }
+
+    /// Who the conversation's calls are made as, and whose list of tools the model is offered:
+    /// the local user.
+    pub(super) fn caller() -> toolhost_core::executor::CallContext {
+        toolhost_core::executor::CallContext::local(None)
     }
 
     fn resolve(&self, p: Protocol) {

@@ -9,7 +9,7 @@ use crate::{openai, text};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost_core::executor::{self, CallContext, CallControl, Progress, ProgressSink};
+use toolhost_core::executor::{self, CallControl, Progress, ProgressSink};
 use toolhost_core::executor::{CallRequest, ErrorKind, Outcome, PreparedCall};
 
 impl Agent {
@@ -35,7 +35,7 @@ impl Agent {
                 }
                 return StepEnd::Stop(Stop::Cancelled);
             }
-            let ctx = CallContext::local(None);
+            let ctx = Agent::caller();
             let prepared = match openai::request(tc) {
                 Ok(request) => self.executor.prepare(request, &ctx).await.map_err(Box::new),
                 Err(refused) => Err(refused),
@@ -155,7 +155,7 @@ impl Agent {
         if cancel.is_cancelled() {
             return Outcome::err(ErrorKind::Cancelled, CANCELLED);
         }
-        match self.executor.prepare(CallRequest::Positional(call), &CallContext::local(None)).await {
+        match self.executor.prepare(CallRequest::Positional(call), &Agent::caller()).await {
             Ok(p) => self.call(id, &p, cancel, events).await,
             Err(refused) => refused,
         }
@@ -178,7 +178,7 @@ impl Agent {
         });
         let control = CallControl::default().with_cancel(stop.clone()).with_progress(sink);
         let confirm = self.confirm.clone().unwrap_or_else(|| self.executor.confirm().clone());
-        let ctx = CallContext::local(None);
+        let ctx = Agent::caller();
         let run = self.executor.run(prepared, &*confirm, &ctx, &control);
         tokio::pin!(run);
         let mut outcome = loop {

@@ -451,7 +451,10 @@ pub async fn approve(c: &Console, caller: &super::auth::Caller, body: Value) -> 
         );
     }
     let mut approvals = Approvals::load(&config.plugins_dir);
-    approvals.approve(&m);
+    match &caller.context().principal {
+        Some(who) => approvals.approve_by(&m, who),
+        None => approvals.approve(&m),
+    }
     if let Err(e) = approvals.save() {
         return json_error(
             StatusCode::INTERNAL_SERVER_ERROR,

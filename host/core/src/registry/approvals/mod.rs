@@ -124,6 +124,21 @@ struct Stored {
     /// before it has its presentation recorded the next time it is checked).
     #[serde(default)]
     presentation: BTreeMap<String, Presentation>,
+    /// Plugin name → who approved its recorded request with `toolhost approve` or the console
+    /// (absent: recorded on first sight, or before approvals said by whom).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    approved_by: BTreeMap<String, ApprovedBy>,
+}
+
+/// Who approved a plugin's request, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovedBy {
+    /// The approver's principal (`identity::Principal::key`: `local:USER`, `token:NAME`,
+    /// `oauth:ISSUER#SUBJECT`).
+    pub who: String,
+    /// When (RFC 3339, UTC).
+    pub at: String,
 }
 
 /// A plugin version held back until its request is approved.
@@ -264,7 +279,7 @@ impl Approvals {
     }
 
     /// Record `m`'s request and presentation as approved for its plugin (replacing what was
-    /// approved).
+    /// approved, and forgetting who approved that).
     pub fn approve(&mut self, m: &Manifest) {
         let presentation = Presentation::of(m);
         if self.stored.plugins.get(&m.name) != Some(&m.capabilities)
@@ -272,8 +287,23 @@ impl Approvals {
         {
             self.stored.plugins.insert(m.name.clone(), m.capabilities.clone());
             self.stored.presentation.insert(m.name.clone(), presentation);
+            self.stored.approved_by.remove(&m.name);
             self.dirty = true;
         }
+    }
+
+    /// [`Approvals::approve`] by a person (`toolhost approve`, the console): the record says
+    /// who and when.
+    pub fn approve_by(&mut self, m: &Manifest, who: &crate::identity::Principal) {
+        self.approve(m);
+        let at = crate::settings::grants::rfc3339(std::time::SystemTime::now());
+        self.stored.approved_by.insert(m.name.clone(), ApprovedBy { who: who.key(), at });
+        self.dirty = true;
+    }
+
+    /// Who approved `plugin`'s recorded request, if a person did.
+    pub fn approved_by(&self, plugin: &str) -> Option<&ApprovedBy> {
+        self.stored.approved_by.get(plugin)
     }
 
     /// What `m` would newly have approved beyond what is recorded for its plugin: extra
@@ -469,9 +499,20 @@ mod tests {
         a.save().unwrap();
         let mut a = Approvals::load(dir.path());
         assert_eq!(a.check(&m(&["example.com", "evil.com"])), Err(vec!["net evil.com".to_string()]));
-        a.approve(&m(&["example.com", "evil.com"]));
+        assert_eq!(a.approved_by("web"), None, "first sight is nobody's approval");
+        let alice = crate::identity::Principal {
+            issuer: Some("https://as.example".into()),
+            via: crate::identity::Via::Oauth,
+            ..crate::identity::Principal::token("alice")
+        };
+        a.approve_by(&m(&["example.com", "evil.com"]), &alice);
         a.save().unwrap();
-        assert!(Approvals::load(dir.path()).check(&m(&["evil.com"])).is_ok());
+        let mut a = Approvals::load(dir.path());
+        assert!(a.check(&m(&["evil.com"])).is_ok());
+        assert_eq!(a.approved_by("web").map(|b| b.who.as_str()), Some("oauth:https://as.example#alice"));
+        // A new request approved without a person forgets who approved the old one.
+        a.approve(&m(&["other.org"]));
+        assert_eq!(a.approved_by("web"), None);
     }
 
     fn tool(name: &str, danger: bool, read_only: bool) -> toolhost_spec::manifest::ToolSpec {
