@@ -11,6 +11,7 @@ mod decisions;
 mod distribution;
 mod docs;
 mod drain;
+mod fairness;
 mod fleet;
 mod grants;
 mod hostile;

@@ -10,6 +10,8 @@ mod alloc_count;
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "identities/rows.rs"]
+mod identities;
 #[path = "independent/rows.rs"]
 mod independent;
 #[path = "kv/rows.rs"]
@@ -1583,8 +1585,9 @@ fn main() {
     };
     let quick = std::env::var_os("TOOLHOST_BENCH_QUICK").is_some();
     // TOOLHOST_BENCH_ONLY=throughput,mcp,…: the latency table and only these sections
-    // (throughput, startup — memory, start-up and reload —, languages, mcp, long, served, catalog); all
-    // by default. `catalog` alone skips the latency table.
+    // (throughput, startup — memory, start-up and reload —, languages, mcp, long, served, kv,
+    // identities, catalog, …); all by default. `catalog`, `capacity` or `identities` alone skips the
+    // latency table.
     let only = std::env::var("TOOLHOST_BENCH_ONLY").ok();
     let want = |section: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == section));
     let n = if quick { 300 } else { 3000 };
@@ -1724,6 +1727,15 @@ fn main() {
     // TOOLHOST_BENCH_ONLY=catalog: the catalog rows alone (no latency table).
     if only.as_deref().is_some_and(|o| o.trim() == "catalog") {
         catalog::rows(&mut line, &tokio_rt, &host, quick);
+        if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
+            std::fs::write(PathBuf::from(out), report).unwrap();
+        }
+        return;
+    }
+
+    // TOOLHOST_BENCH_ONLY=identities: the identity rows alone (no latency table).
+    if only.as_deref().is_some_and(|o| o.trim() == "identities") {
+        identities::rows(&mut line, &tokio_rt, work.path(), n, if quick { 300 } else { 2000 });
         if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
             std::fs::write(PathBuf::from(out), report).unwrap();
         }
@@ -2078,6 +2090,9 @@ fn main() {
     }
     if want("kv") {
         kv::rows(&mut line, &tokio_rt, work.path(), n);
+    }
+    if want("identities") {
+        identities::rows(&mut line, &tokio_rt, work.path(), n, if quick { 300 } else { 2000 });
     }
     if want("startup") {
         line(String::new());

@@ -39,7 +39,7 @@ fn fsync_cost(dir: &Path) -> Duration {
 }
 
 /// `redis-server` on a free loopback port, if Debian's is installed (killed by the caller).
-fn redis(work: &Path) -> Option<(std::process::Child, String)> {
+pub(super) fn redis(work: &Path) -> Option<(std::process::Child, String)> {
     let bin = Path::new("/usr/bin/redis-server");
     if !bin.is_file() {
         return None;
@@ -65,7 +65,7 @@ fn redis(work: &Path) -> Option<(std::process::Child, String)> {
 
 /// A `GET` of an absent key to the Redis server at `url` over a blocking TCP socket and its
 /// answer (`$-1`, one line) read back: the median of 2000 round trips, after 200 of warm-up.
-fn redis_round_trip(url: &str) -> Duration {
+pub(super) fn redis_round_trip(url: &str) -> Duration {
     use std::io::{Read, Write};
     let port = url.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()).expect("redis://127.0.0.1:PORT");
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
