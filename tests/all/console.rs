@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "console-token-6f0e2b9d41c7";
+pub(crate) const TOKEN: &str = "console-token-6f0e2b9d41c7";
 const SECRET: &str = "console-secret-value-93ad7c";
 
 fn from_env_or(var: &str, default: PathBuf) -> PathBuf {
@@ -60,7 +60,7 @@ fn browser() -> Browser {
 }
 
 /// Run one scenario of `tests/console/browser.py` against `url`.
-fn run_browser(scenario: &str, url: &str, env: &[(&str, String)]) {
+pub(crate) fn run_browser(scenario: &str, url: &str, env: &[(&str, String)]) {
     let b = browser();
     let shots = root().join("target/console-shots");
     let out = Command::new(&b.python)

@@ -6,6 +6,7 @@ mod catalog;
 mod chat;
 mod cli;
 mod console;
+mod console_signin;
 mod core_tools;
 mod decisions;
 mod distribution;

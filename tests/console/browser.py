@@ -8,7 +8,9 @@ Run by tests/all/console.rs against a `toolhost serve --http` it started, as
   CHROMIUM      the system Chromium (no browser is ever downloaded)
   AXE_JS        axe-core's axe.min.js (npm, pinned, under target/)
   SHOTS         folder for the screenshots
-  and per scenario: EXPECTED_TOOLS, PLUGINS, WORKSPACE, V2, V3 (main); TOKEN (login).
+  and per scenario: EXPECTED_TOOLS, PLUGINS, WORKSPACE, V2, V3 (main); TOKEN (login);
+  LOGIN, ISSUER, EXPECTED_TOOLS, ABSENT_TOOLS (signin: a person signs in at the authorization
+  server's own login and consent pages).
 
 Every page must load without a console error, a page error or a failed request, and axe-core
 must find no serious or critical accessibility violation. Prints `N passed, 0 failed` (the
@@ -58,9 +60,12 @@ def passed(what):
 class Watch:
     """Console errors, page errors and failed requests of a page, for the whole scenario."""
 
-    def __init__(self, page, allowed_status=()):
+    def __init__(self, page, allowed_status=(), only=None):
         self.problems = []
         self.allowed = set(allowed_status)
+        # Only what happens on the console's own pages, when `only` is its URL (the
+        # authorization server's pages are not the console's to judge).
+        self.only = only
         self.calls = 0
         page.on("console", self.console)
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
@@ -72,8 +77,11 @@ class Watch:
         """A refusal this scenario provokes on purpose (the login page's 401, a POST's 403)."""
         return any(url == u and str(s) in text for u, s in self.allowed)
 
+    def ours(self, url):
+        return self.only is None or (url or "").startswith(self.only)
+
     def console(self, m):
-        if m.type != "error":
+        if m.type != "error" or not self.ours(m.location.get("url")):
             return
         if m.text.startswith("Failed to load resource") and self.expected(m.location.get("url"), m.text):
             return
@@ -82,12 +90,12 @@ class Watch:
     def failed(self, r):
         # The feed's stream is cut when the browser navigates or closes: not a failure; nor is
         # the body of a refusal provoked on purpose, left unread when the page moves on.
-        if "/console/api/events" in r.url or any(r.url == u for u, _ in self.allowed):
+        if "/console/api/events" in r.url or any(r.url == u for u, _ in self.allowed) or not self.ours(r.url):
             return
         self.problems.append(f"request failed: {r.method} {r.url}: {r.failure}")
 
     def response(self, r):
-        if r.status >= 400 and (r.request.url, r.status) not in self.allowed:
+        if r.status >= 400 and (r.request.url, r.status) not in self.allowed and self.ours(r.url):
             self.problems.append(f"request failed: {r.request.method} {r.url}: HTTP {r.status}")
 
     def request(self, r):
@@ -452,7 +460,66 @@ def login_scenario(p):
     browser.close()
 
 
-SCENARIOS = {"main": main_scenario, "login": login_scenario}
+def signin_scenario(p):
+    """A person signs in at the authorization server (its real login and consent pages), sees
+    the tools the operator's policy lets them list, runs one; a replayed return is refused."""
+    browser = launch(p)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    watch = Watch(page, allowed_status={(URL, 401)}, only=URL)
+    returns = []
+    page.on("request", lambda r: returns.append(r.url) if "/console/callback" in r.url else None)
+    r = page.goto(URL)
+    check(r.status == 401, f"without a session / offers the sign-in (HTTP {r.status})")
+    link = page.locator("#signin")
+    expect(link).to_have_text(f"Sign in with {os.environ['ISSUER']}")
+    check(page.locator("#token").count() == 0, "no token form without [mcp] tokens")
+    axe(page, "sign-in page")
+    link.click()
+    # The authorization server's development login page, then its consent page.
+    page.wait_for_selector("input[name=login]")
+    check(page.url.startswith(os.environ["ISSUER"]), f"the browser is at the authorization server: {page.url}")
+    page.fill("input[name=login]", os.environ["LOGIN"])
+    page.fill("input[name=password]", "any password")
+    page.click("button[type=submit]")
+    page.click("button:has-text('Continue')")
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#who")).to_have_text(f"Signed in as {os.environ['LOGIN']}")
+    check(page.url == URL, f"the sign-in lands on the console: {page.url}")
+    cookie = next(c for c in context.cookies() if c["name"] == "toolhost_console")
+    check(cookie["httpOnly"] and cookie["sameSite"] == "Strict", f"the session cookie is HttpOnly, SameSite=Strict: {cookie}")
+    # The tools the policy lets this person list, and no other.
+    page.wait_for_selector("#tool-list button[data-tool]")
+    listed = set(page.eval_on_selector_all("#tool-list button[data-tool]", "bs => bs.map(b => b.dataset.tool)"))
+    expected = {t for t in os.environ["EXPECTED_TOOLS"].split(",") if t}
+    absent = {t for t in os.environ["ABSENT_TOOLS"].split(",") if t}
+    check(expected <= listed, f"lists {sorted(expected)}: {sorted(listed)}")
+    check(not (absent & listed), f"does not list {sorted(absent)}: {sorted(listed)}")
+    pick(page, "count_words")
+    page.fill("#arg-0", "one two three")
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    passed("count_words ran as the signed-in person")
+    shot(page, f"signin-{os.environ['LOGIN']}")
+    watch.assert_clean("the signed-in console")
+    # The return, replayed in another browser holding its state cookie: refused, no session.
+    back = next(u for u in returns if "code=" in u)
+    state = dict(kv.split("=", 1) for kv in back.split("?", 1)[1].split("&"))["state"]
+    other = browser.new_context()
+    other.add_cookies([{"name": "toolhost_signin", "value": state, "url": URL.rstrip("/") + "/console/callback"}])
+    replay = other.new_page()
+    r = replay.goto(back)
+    check(r.status == 400, f"a replayed return is refused (HTTP {r.status})")
+    expect(replay.locator("#signin-failed")).to_contain_text("already used")
+    check(
+        not any(c["name"] == "toolhost_console" for c in other.cookies()),
+        "a replayed return opens no session",
+    )
+    browser.close()
+
+
+SCENARIOS = {"main": main_scenario, "login": login_scenario, "signin": signin_scenario}
 
 if __name__ == "__main__":
     SHOTS.mkdir(parents=True, exist_ok=True)

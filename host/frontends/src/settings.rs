@@ -3,6 +3,7 @@
 //! (`agent::settings`), `[console]` (`console::settings`). Read from the same file as core's ([`ConfigFile`]), claimed there.
 
 use crate::agent::settings::{ModelConfig, RawModel};
+use crate::auth::settings::{RawSignIn, SignInSettings};
 use crate::auth::{AuthSettings, RawAuth};
 use crate::console::settings::{ConsoleSettings, RawConsole};
 use crate::mcp::settings::{McpSettings, RawMcp};
@@ -20,6 +21,9 @@ pub struct Settings {
     pub console: ConsoleSettings,
     /// `[auth]`: MCP over HTTP as an OAuth resource server; `None` without the section.
     pub auth: Option<AuthSettings>,
+    /// `[console] oauth_client_id` and the rest: the console signs people in at an issuer of
+    /// `[auth]`; `None` without it.
+    pub console_sign_in: Option<SignInSettings>,
 }
 
 impl Settings {
@@ -27,6 +31,18 @@ impl Settings {
     /// key may name.
     pub fn from_file(file: &ConfigFile, core: &Config) -> Result<Settings, ConfigError> {
         let invalid = |e: Invalid| file.invalid_key(e);
+        let mut console = file.section::<RawConsole>("console")?;
+        let sign_in = RawSignIn {
+            client_id: console.oauth_client_id.take(),
+            issuer: console.oauth_issuer.take(),
+            scopes: console.oauth_scopes.take(),
+            redirect_uri: console.oauth_redirect_uri.take(),
+        };
+        let auth = file
+            .section::<Option<RawAuth>>("auth")?
+            .map(|a| a.resolve(&core.secrets, &file.base))
+            .transpose()
+            .map_err(invalid)?;
         Ok(Settings {
             mcp: file.section::<RawMcp>("mcp")?.resolve(&core.secrets, &file.base).map_err(invalid)?,
             serve: ServeSettings::resolve(file.section::<RawServe>("serve")?).map_err(invalid)?,
@@ -37,12 +53,9 @@ impl Settings {
             )
             .map_err(invalid)?,
             model: file.section::<RawModel>("model")?.resolve(&core.secrets).map_err(invalid)?,
-            console: ConsoleSettings::resolve(file.section::<RawConsole>("console")?).map_err(invalid)?,
-            auth: file
-                .section::<Option<RawAuth>>("auth")?
-                .map(|a| a.resolve(&core.secrets, &file.base))
-                .transpose()
-                .map_err(invalid)?,
+            console: ConsoleSettings::resolve(console).map_err(invalid)?,
+            console_sign_in: sign_in.resolve(auth.as_ref()).map_err(invalid)?,
+            auth,
         })
     }
 

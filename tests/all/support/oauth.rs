@@ -228,6 +228,29 @@ impl AuthServer {
         assert_eq!(answer.status, 200, "revocation by {client}: {}", answer.body);
     }
 
+    /// A public client (no secret; authorization code with PKCE) registered now (RFC 7591, the
+    /// server's open registration), sending people back to `redirect_uri`: its client id. A
+    /// test registers its own, with its own port.
+    #[track_caller]
+    pub fn register_public_client(&self, redirect_uri: &str) -> String {
+        let body = serde_json::json!({
+            "redirect_uris": [redirect_uri],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+        });
+        let headers = "Content-Type: application/json\r\n";
+        let answer = http::request(
+            self.addr(),
+            "POST",
+            &self.endpoint("registration_endpoint"),
+            headers,
+            &body.to_string(),
+        );
+        assert_eq!(answer.status, 201, "registration of a public client: {}", answer.body);
+        answer.json()["client_id"].as_str().expect("a client_id").to_string()
+    }
+
     /// The key set at the `jwks_uri` of the discovery document.
     #[track_caller]
     pub fn jwks(&self) -> Value {

@@ -28,8 +28,9 @@ a form to try each one), plugins (grants, approvals), the live activity feed, th
 and metrics. With [mcp] tokens it asks for a token once and keeps a session cookie; without
 tokens it opens with the login link printed at start (it carries a key drawn at start; loopback
 only), and only MCP clients that send that key (Authorization: Bearer KEY) are asked to confirm
-dangerous tools or grants. [console] enabled = false turns it off, read_only = true hides Run,
-Approve and Reject.
+dangerous tools or grants. With [auth] and [console] oauth_client_id, people sign in at the
+authorization server instead (code + PKCE) and the console acts as them. [console] enabled =
+false turns it off, read_only = true hides Run, Approve and Reject.
 
 As a service (--mcp): GET /healthz (alive), /readyz (loaded, not shutting down) and /metrics
 (Prometheus text format, behind the token when tokens are configured) over HTTP. On SIGTERM or
@@ -271,6 +272,7 @@ async fn serve_mcp(
                 reloader: &reloader,
                 service: &service,
                 console: frontends.console,
+                sign_in: frontends.console_sign_in.clone(),
                 fleet,
             };
             serving.over_http(server, addr, options, open, load, stopped, &plugins).await?
@@ -371,6 +373,8 @@ struct Serving<'a> {
     reloader: &'a Arc<toolhost_core::registry::reload::Reloader>,
     service: &'a Arc<toolhost_frontends::service::Service>,
     console: toolhost_frontends::console::settings::ConsoleSettings,
+    /// `[console] oauth_client_id`: people sign in to the console at an issuer of `[auth]`.
+    sign_in: Option<toolhost_frontends::auth::SignInSettings>,
     /// Whether `[mcp]` gives a shared approval key and a shared replay store.
     fleet: (bool, bool),
 }
@@ -405,10 +409,13 @@ impl Serving<'_> {
             "toolhost: listening on http://{bound} (/healthz, /readyz; /mcp once the plugins are loaded)"
         );
         announce_console(bound, console.as_deref(), local_key.as_deref(), open);
-        if console.is_some() && options.tokens.is_empty() && options.auth.is_some() {
+        if console.as_ref().is_some_and(|c| c.sign_in_issuer().is_none())
+            && options.tokens.is_empty()
+            && options.auth.is_some()
+        {
             tracing::warn!(
-                "no one can sign in to the console: it takes an [mcp] tokens entry (signing in through the \
-                 authorization server of [auth] is not built yet); configure one for operators"
+                "no one can sign in to the console: configure [console] oauth_client_id (people sign in at the \
+                 authorization server of [auth]) or an [mcp] tokens entry"
             );
         }
         let serving = tokio::spawn(toolhost_frontends::mcp::serve_http(server, listener, options, stopped()));
@@ -436,13 +443,20 @@ impl Serving<'_> {
             Some(key) => Access::LocalKey(key.clone()),
             None => Access::Tokens(Arc::new(options.tokens.clone())),
         };
+        let sign_in = match (&self.sign_in, &options.auth) {
+            (Some(s), Some(verifier)) => {
+                Some(Arc::new(toolhost_frontends::auth::SignIn::new(s.clone(), verifier.clone())))
+            }
+            _ => None,
+        };
         self.console.enabled.then(|| {
-            Console::start(
+            Console::start_signing_in(
                 self.host.executor.clone(),
                 self.reloader.clone(),
                 self.service.clone(),
                 self.console,
                 access,
+                sign_in,
                 options.limits.body_timeout,
             )
         })
@@ -499,9 +513,10 @@ fn announce_console(
             if bound.ip().is_loopback() { "" } else { ", on this machine only" },
             key = key.value()
         ),
-        (Some(_), None) => {
-            toolhost_frontends::say!("toolhost: console at {base} (sign in with an [mcp] token)")
-        }
+        (Some(c), None) => match c.sign_in_issuer() {
+            Some(issuer) => toolhost_frontends::say!("toolhost: console at {base} (sign in at {issuer})"),
+            None => toolhost_frontends::say!("toolhost: console at {base} (sign in with an [mcp] token)"),
+        },
         (None, Some(key)) => toolhost_frontends::say!(
             "toolhost: MCP clients that must confirm dangerous tools send Authorization: Bearer {} \
              (or configure [mcp] tokens)",

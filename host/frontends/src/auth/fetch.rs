@@ -1,5 +1,6 @@
 //! What the host asks of an authorization server over HTTP: its metadata (RFC 8414, else
-//! OpenID discovery), its key set, and — for opaque tokens — an introspection (RFC 7662). Every
+//! OpenID discovery), its key set, for opaque tokens an introspection (RFC 7662), and for the
+//! console's sign-in the exchange of an authorization code at its token endpoint. Every
 //! answer is bounded in time and size, and a document that names another issuer than the one
 //! asked about is refused (RFC 8414 §3.3: otherwise one server could pass off another's keys).
 
@@ -17,6 +18,9 @@ pub enum FetchError {
     Request { url: String, why: String },
     #[error("{url}: answered {status}")]
     Status { url: String, status: u16 },
+    /// An error answer in OAuth's shape (RFC 6749 §5.2): its `error` code and description.
+    #[error("{url}: answered {status}: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Oauth { url: String, status: u16, error: String, description: Option<String> },
     #[error("{url}: the answer is over {MAX_BODY} bytes")]
     TooLarge { url: String },
     #[error("{url}: not a JSON object ({why})")]
@@ -27,9 +31,13 @@ pub enum FetchError {
     NoJwks { issuer: String },
 }
 
-/// An issuer's metadata, as far as the host uses it.
+/// An issuer's metadata, as far as the host uses it: each endpoint the document names with a
+/// usable URL (https, or the scheme the metadata came over).
+#[derive(Debug, Clone)]
 pub struct Metadata {
-    pub jwks_uri: url::Url,
+    pub jwks_uri: Option<url::Url>,
+    pub authorization_endpoint: Option<url::Url>,
+    pub token_endpoint: Option<url::Url>,
 }
 
 /// The one HTTP client of `[auth]`.
@@ -67,6 +75,16 @@ impl Fetch {
         self.send(url, req).await
     }
 
+    /// POST `form` to `url` as a public client (its `client_id` in the form, no secret),
+    /// answered with a JSON object.
+    pub async fn post_form_public(
+        &self,
+        url: &url::Url,
+        form: &[(&str, &str)],
+    ) -> Result<serde_json::Value, FetchError> {
+        self.send(url, self.client.post(url.clone()).form(form)).await
+    }
+
     async fn send(
         &self,
         url: &url::Url,
@@ -78,20 +96,15 @@ impl Fetch {
             .send()
             .await
             .map_err(|e| FetchError::Request { url: shown(), why: e.without_url().to_string() })?;
-        if !resp.status().is_success() {
-            return Err(FetchError::Status { url: shown(), status: resp.status().as_u16() });
+        let status = resp.status().as_u16();
+        let body = read_capped(&mut resp, &shown).await;
+        if !(200..300).contains(&status) {
+            return Err(match body.ok().and_then(|b| oauth_error(&b)) {
+                Some((error, description)) => FetchError::Oauth { url: shown(), status, error, description },
+                None => FetchError::Status { url: shown(), status },
+            });
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| FetchError::Request { url: shown(), why: e.without_url().to_string() })?
-        {
-            if body.len() + chunk.len() > MAX_BODY {
-                return Err(FetchError::TooLarge { url: shown() });
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = body?;
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(v) if v.is_object() => Ok(v),
             Ok(_) => Err(FetchError::NotJson { url: shown(), why: "not an object".into() }),
@@ -125,6 +138,38 @@ fn metadata_urls(issuer: &str) -> Vec<url::Url> {
     vec![rfc8414, oidc]
 }
 
+/// A body, whole, up to [`MAX_BODY`].
+async fn read_capped(
+    resp: &mut reqwest::Response,
+    shown: &impl Fn() -> String,
+) -> Result<Vec<u8>, FetchError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| FetchError::Request { url: shown(), why: e.without_url().to_string() })?
+    {
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(FetchError::TooLarge { url: shown() });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The `error` and `error_description` of an OAuth error answer, if the body is one (their
+/// text kept short and printable: it is shown to a person).
+fn oauth_error(body: &[u8]) -> Option<(String, Option<String>)> {
+    let doc: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let text = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(printable);
+    Some((text("error")?, text("error_description")))
+}
+
+/// At most 200 characters of `s`, without control characters.
+pub fn printable(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
 fn read_metadata(issuer: &str, url: &url::Url, doc: &serde_json::Value) -> Result<Metadata, FetchError> {
     let found = doc.get("issuer").and_then(|i| i.as_str()).unwrap_or_default();
     if found != issuer {
@@ -134,13 +179,17 @@ fn read_metadata(issuer: &str, url: &url::Url, doc: &serde_json::Value) -> Resul
             wanted: issuer.into(),
         });
     }
-    let jwks_uri = doc
-        .get("jwks_uri")
-        .and_then(|u| u.as_str())
-        .and_then(|u| url::Url::parse(u).ok())
-        .filter(|u| u.scheme() == "https" || u.scheme() == url.scheme())
-        .ok_or_else(|| FetchError::NoJwks { issuer: issuer.to_string() })?;
-    Ok(Metadata { jwks_uri })
+    let endpoint = |name: &str| {
+        doc.get(name)
+            .and_then(|u| u.as_str())
+            .and_then(|u| url::Url::parse(u).ok())
+            .filter(|u| u.scheme() == "https" || u.scheme() == url.scheme())
+    };
+    Ok(Metadata {
+        jwks_uri: endpoint("jwks_uri"),
+        authorization_endpoint: endpoint("authorization_endpoint"),
+        token_endpoint: endpoint("token_endpoint"),
+    })
 }
 
 #[cfg(test)]
@@ -169,6 +218,17 @@ mod tests {
         let doc = serde_json::json!({"issuer": "https://evil", "jwks_uri": "https://evil/jwks"});
         assert!(matches!(read_metadata("https://as", &url, &doc), Err(FetchError::OtherIssuer { .. })));
         let doc = serde_json::json!({"issuer": "https://as", "jwks_uri": "https://as/jwks"});
-        assert_eq!(read_metadata("https://as", &url, &doc).unwrap().jwks_uri.as_str(), "https://as/jwks");
+        let m = read_metadata("https://as", &url, &doc).unwrap();
+        assert_eq!(m.jwks_uri.unwrap().as_str(), "https://as/jwks");
+        assert!(m.authorization_endpoint.is_none() && m.token_endpoint.is_none());
+        let doc = serde_json::json!({"issuer": "https://as", "authorization_endpoint": "https://as/auth",
+            "token_endpoint": "http://as/token"});
+        let m = read_metadata("https://as", &url, &doc).unwrap();
+        assert_eq!(m.authorization_endpoint.unwrap().as_str(), "https://as/auth");
+        assert!(m.token_endpoint.is_none(), "plain http from https metadata is not used");
+        assert_eq!(
+            oauth_error(br#"{"error": "invalid_grant", "error_description": "grant\nrequest is invalid"}"#),
+            Some(("invalid_grant".into(), Some("grantrequest is invalid".into())))
+        );
     }
 }

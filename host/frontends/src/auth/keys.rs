@@ -109,7 +109,11 @@ impl IssuerKeys {
     async fn fetch_set(&self, fetch: &Fetch) -> Result<KeySet, FetchError> {
         let uri = match &self.settings.jwks_uri {
             Some(u) => u.clone(),
-            None => fetch.metadata(&self.settings.issuer).await?.jwks_uri,
+            None => fetch
+                .metadata(&self.settings.issuer)
+                .await?
+                .jwks_uri
+                .ok_or_else(|| FetchError::NoJwks { issuer: self.settings.issuer.clone() })?,
         };
         let doc = fetch.json(&uri).await?;
         let keys = usable_keys(&doc);

@@ -2,15 +2,20 @@
 //! RFC 8707). `[auth]` names the authorization servers it trusts and the resource it is
 //! ([`settings`]); their keys are fetched and kept ([`keys`], over [`fetch`]); an access token
 //! becomes a [`Principal`](toolhost_core::identity::Principal) or a [`Refusal`] ([`verify`]);
+//! the console's sign-in at one of those servers ([`signin`], its states in [`pending`]);
 //! and here, what a client is told: the Protected Resource Metadata document and where it is
 //! served, and the `WWW-Authenticate` challenge of each refusal.
 
 mod fetch;
 mod keys;
+mod pending;
 pub mod settings;
+mod signin;
 mod verify;
 
-pub use settings::{AuthSettings, RawAuth};
+pub use pending::TTL as SIGN_IN_TTL;
+pub use settings::{AuthSettings, RawAuth, SignInSettings};
+pub use signin::{SignIn, SignInError, SignedIn, Started};
 pub use verify::{MAX_TOKEN_BYTES, Refusal, Verifier, Why};
 
 /// The well-known prefix of Protected Resource Metadata (RFC 9728 §3).

@@ -120,12 +120,97 @@ impl RawAuth {
         Ok(AuthSettings {
             resource,
             issuers,
-            scopes: resolve_scopes(self.scopes)?,
+            scopes: resolve_scopes("auth.scopes", self.scopes)?,
             algorithms: resolve_algorithms(self.algorithms)?,
             clock_skew: Duration::from_secs(range("clock_skew_s", self.clock_skew_s, 60, 0, 600)?),
             groups_claim: self.groups_claim.unwrap_or_else(|| "groups".into()),
             jwks_max_age: Duration::from_secs(range("jwks_max_age_s", self.jwks_max_age_s, 600, 10, 86_400)?),
         })
+    }
+}
+
+/// The path the console's sign-in returns to (the `redirect_uri`'s path).
+pub const CALLBACK_PATH: &str = "/console/callback";
+
+/// The console's sign-in through an authorization server of `[auth]` (`[console] oauth_…`),
+/// as the operator wrote it.
+#[derive(Debug, Default)]
+pub struct RawSignIn {
+    pub client_id: Option<String>,
+    pub issuer: Option<String>,
+    pub scopes: Option<Vec<String>>,
+    pub redirect_uri: Option<String>,
+}
+
+/// The console as a public OAuth client (authorization code + PKCE) of one trusted issuer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// Its client id at the authorization server (registered without a secret).
+    pub client_id: String,
+    /// The issuer people sign in at: one of `[auth] issuers`.
+    pub issuer: String,
+    /// The scopes asked for (by default `[auth] scopes`).
+    pub scopes: Vec<String>,
+    /// Where the authorization server sends the person back: `[console] oauth_redirect_uri`,
+    /// else the origin of `[auth] resource` and [`CALLBACK_PATH`].
+    pub redirect_uri: url::Url,
+    /// `[auth] resource`: the token is asked for this resource (RFC 8707).
+    pub resource: String,
+}
+
+impl RawSignIn {
+    /// Resolve the console's sign-in against `[auth]`: `None` without `oauth_client_id`.
+    pub fn resolve(self, auth: Option<&AuthSettings>) -> Result<Option<SignInSettings>, Invalid> {
+        let Some(client_id) = self.client_id else {
+            if self.issuer.is_some() || self.scopes.is_some() || self.redirect_uri.is_some() {
+                return Err(Invalid::says(
+                    "console.oauth_client_id",
+                    "is missing: the other console.oauth_… keys need the console's client id at the authorization server",
+                ));
+            }
+            return Ok(None);
+        };
+        if client_id.is_empty() || client_id.chars().any(|c| c.is_control()) {
+            return Err(Invalid::value("console.oauth_client_id", client_id.as_str(), "is not a client id"));
+        }
+        let Some(auth) = auth else {
+            return Err(Invalid::says(
+                "console.oauth_client_id",
+                "needs [auth]: the console signs people in at one of its issuers, and checks their tokens as MCP requests are checked",
+            ));
+        };
+        let issuer = match self.issuer {
+            None => auth.issuers[0].issuer.clone(),
+            Some(i) if auth.issuers.iter().any(|o| o.issuer == i) => i,
+            Some(i) => {
+                return Err(Invalid::value(
+                    "console.oauth_issuer",
+                    i.as_str(),
+                    "is not one of [auth] issuers",
+                ));
+            }
+        };
+        let redirect_uri = match self.redirect_uri {
+            Some(u) => endpoint_url("console.oauth_redirect_uri", &u)?,
+            None => {
+                let mut u = endpoint_url("auth.resource", &auth.resource)?;
+                u.set_path(CALLBACK_PATH);
+                u.set_query(None);
+                u
+            }
+        };
+        if redirect_uri.path() != CALLBACK_PATH || redirect_uri.query().is_some() {
+            return Err(Invalid::value(
+                "console.oauth_redirect_uri",
+                redirect_uri.as_str(),
+                format!("must end in {CALLBACK_PATH}, without a query: the console answers there"),
+            ));
+        }
+        let scopes = match self.scopes {
+            Some(s) => resolve_scopes("console.oauth_scopes", s)?,
+            None => auth.scopes.clone(),
+        };
+        Ok(Some(SignInSettings { client_id, issuer, scopes, redirect_uri, resource: auth.resource.clone() }))
     }
 }
 
@@ -192,11 +277,11 @@ fn endpoint_url(key: &str, value: &str) -> Result<url::Url, Invalid> {
     }
 }
 
-fn resolve_scopes(scopes: Vec<String>) -> Result<Vec<String>, Invalid> {
+fn resolve_scopes(key: &str, scopes: Vec<String>) -> Result<Vec<String>, Invalid> {
     for (i, s) in scopes.iter().enumerate() {
         if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c == '"' || c == '\\' || c.is_control()) {
             return Err(Invalid::value(
-                format!("auth.scopes[{i}]"),
+                format!("{key}[{i}]"),
                 s.as_str(),
                 "is not a scope token (RFC 6749 §3.3)",
             ));
@@ -270,6 +355,44 @@ mod tests {
         assert!(e.to_string().contains("auth.algorithms[0]") && e.to_string().contains("symmetric"), "{e}");
         let e = with("https://as", serde_json::json!(["none"])).unwrap_err();
         assert!(e.to_string().contains("not a JWS algorithm"), "{e}");
+    }
+
+    #[test]
+    fn the_consoles_sign_in_is_checked_against_auth() {
+        let auth =
+            resolve(serde_json::json!({"resource": "https://tools.example/mcp", "scopes": ["mcp:tools"],
+            "issuers": [{"issuer": "https://as"}, {"issuer": "https://other"}]}))
+            .unwrap();
+        let raw = |id: Option<&str>| RawSignIn { client_id: id.map(str::to_string), ..Default::default() };
+        assert_eq!(raw(None).resolve(Some(&auth)).unwrap(), None);
+        let s = raw(Some("console")).resolve(Some(&auth)).unwrap().unwrap();
+        assert_eq!(s.issuer, "https://as", "the first issuer by default");
+        assert_eq!(s.redirect_uri.as_str(), "https://tools.example/console/callback");
+        assert_eq!(
+            (s.scopes, s.resource.as_str()),
+            (vec!["mcp:tools".to_string()], "https://tools.example/mcp")
+        );
+        let e = raw(Some("console")).resolve(None).unwrap_err().to_string();
+        assert!(e.contains("console.oauth_client_id") && e.contains("[auth]"), "{e}");
+        let e = RawSignIn { scopes: Some(vec![]), ..Default::default() }.resolve(Some(&auth)).unwrap_err();
+        assert!(e.to_string().contains("console.oauth_client_id"), "{e}");
+        let with = |k: &str, v: &str| {
+            let mut r = raw(Some("console"));
+            match k {
+                "issuer" => r.issuer = Some(v.into()),
+                _ => r.redirect_uri = Some(v.into()),
+            }
+            r.resolve(Some(&auth))
+        };
+        assert_eq!(with("issuer", "https://other").unwrap().unwrap().issuer, "https://other");
+        let e = with("issuer", "https://evil").unwrap_err().to_string();
+        assert!(e.contains("console.oauth_issuer") && e.contains("https://evil"), "{e}");
+        let e = with("redirect_uri", "http://tools.example/console/callback").unwrap_err().to_string();
+        assert!(e.contains("console.oauth_redirect_uri") && e.contains("https"), "{e}");
+        let e = with("redirect_uri", "https://tools.example/callback").unwrap_err().to_string();
+        assert!(e.contains("console.oauth_redirect_uri") && e.contains(CALLBACK_PATH), "{e}");
+        let ok = with("redirect_uri", "https://console.example/console/callback").unwrap().unwrap();
+        assert_eq!(ok.redirect_uri.as_str(), "https://console.example/console/callback");
     }
 
     #[test]

@@ -101,6 +101,11 @@ impl Verifier {
         &self.settings
     }
 
+    /// The one HTTP client of `[auth]` (the console's sign-in uses it too).
+    pub(super) fn fetch(&self) -> &Fetch {
+        &self.fetch
+    }
+
     /// The principal an `Authorization` header value proves, or why it proves none.
     pub async fn verify(&self, authorization: Option<&[u8]>) -> Result<Arc<Principal>, Refusal> {
         let token = bearer(authorization)?;
@@ -227,8 +232,9 @@ impl Verifier {
     }
 }
 
-/// A JWT's claims before its signature is checked: only to pick the issuer whose keys check it.
-fn unverified_claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+/// A JWT's claims before its signature is checked: only to pick the issuer whose keys check it
+/// (or, once [`Verifier::verify`] has accepted the token, to read a claim it checked).
+pub(super) fn unverified_claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     use base64::Engine;
     let payload = token.split('.').nth(1)?;
     let bytes =

@@ -26,6 +26,18 @@ const FILES: &[(&str, &str, &[u8])] = &[
 
 const INDEX: &str = include_str!("assets/index.html");
 const LOGIN: &str = include_str!("assets/login.html");
+const SIGNED_IN: &str = include_str!("assets/signed-in.html");
+
+/// What opens this console, for its login page to offer.
+#[derive(Debug, Clone, Copy)]
+pub struct Doors<'a> {
+    /// `[mcp] tokens`: the form asks for one.
+    pub tokens: bool,
+    /// No tokens: the local key's link opens it (and the form asks for the key).
+    pub key: bool,
+    /// `[console] oauth_client_id`: "Sign in with" this issuer.
+    pub issuer: Option<&'a str>,
+}
 
 fn etags() -> &'static Vec<String> {
     static TAGS: OnceLock<Vec<String>> = OnceLock::new();
@@ -64,12 +76,40 @@ pub fn index_page() -> Response<Body> {
     full(StatusCode::OK, "text/html; charset=utf-8", INDEX)
 }
 
-/// The sign-in form (with the "not a token" message after a failed attempt), for a host with
-/// `[mcp] tokens` or, `by_key`, for one that opens with its local key's link.
-pub fn login_page(status: StatusCode, failed: bool, by_key: bool) -> Response<Body> {
-    let (keep, drop) = if by_key { ("key", "tokens") } else { ("tokens", "key") };
-    let mut page = without_part(LOGIN, drop);
-    if by_key {
+/// The sign-in page, offering what `doors` open (with the "not a token" message after a failed
+/// attempt at the form).
+pub fn login_page(status: StatusCode, failed: bool, doors: Doors) -> Response<Body> {
+    full(status, "text/html; charset=utf-8", render_login(failed, None, doors))
+}
+
+/// The sign-in page after a sign-in at the authorization server failed, saying why.
+pub fn sign_in_failed_page(status: StatusCode, reason: &str, doors: Doors) -> Response<Body> {
+    full(status, "text/html; charset=utf-8", render_login(false, Some(reason), doors))
+}
+
+/// The page a sign-in at the authorization server lands on: it opens the console at once (a
+/// navigation of the console's own page, so the browser sends its `SameSite=Strict` cookie,
+/// which it does not on the redirect back from the authorization server's site).
+pub fn signed_in_page() -> Response<Body> {
+    full(StatusCode::OK, "text/html; charset=utf-8", SIGNED_IN)
+}
+
+fn render_login(failed: bool, reason: Option<&str>, doors: Doors) -> String {
+    let mut page = LOGIN.to_string();
+    let parts = [
+        ("oauth", doors.issuer.is_some()),
+        ("tokens", doors.tokens),
+        ("key", doors.key && !doors.tokens),
+        ("form", doors.tokens || doors.key || doors.issuer.is_none()),
+    ];
+    for (name, keep) in parts {
+        page = if keep {
+            page.replace(&format!("  <!-- {name} -->\n"), "").replace(&format!("  <!-- /{name} -->\n"), "")
+        } else {
+            without_part(&page, name)
+        };
+    }
+    if doors.key && !doors.tokens {
         page = page
             .replace(">Token</label>", ">Key</label>")
             .replace("That is not a configured token.", "That is not the key of this toolhost process.");
@@ -77,8 +117,26 @@ pub fn login_page(status: StatusCode, failed: bool, by_key: bool) -> Response<Bo
     if failed {
         page = page.replace("<p id=\"failed\" hidden", "<p id=\"failed\"");
     }
-    page = page.replace(&format!("  <!-- {keep} -->\n"), "").replace(&format!("  <!-- /{keep} -->\n"), "");
-    full(status, "text/html; charset=utf-8", page)
+    if let Some(reason) = reason {
+        page = page
+            .replace("<p id=\"signin-failed\" hidden", "<p id=\"signin-failed\"")
+            .replace(">REASON<", &format!(">Sign-in failed: {}<", escape_html(reason)));
+    }
+    page.replace("Sign in with ISSUER", &format!("Sign in with {}", escape_html(doors.issuer.unwrap_or(""))))
+}
+
+/// `s` as HTML text.
+fn escape_html(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '"' => "&quot;".to_string(),
+            '\'' => "&#39;".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// `page` without the lines between `<!-- NAME -->` and `<!-- /NAME -->` (both included).
@@ -99,18 +157,49 @@ mod tests {
         String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
     }
 
+    const TOKENS: Doors = Doors { tokens: true, key: false, issuer: None };
+
     #[tokio::test]
     async fn the_login_page_says_what_opens_this_console() {
-        let tokens = text(login_page(StatusCode::UNAUTHORIZED, false, false)).await;
+        let tokens = text(login_page(StatusCode::UNAUTHORIZED, false, TOKENS)).await;
         assert!(
             tokens.contains("[mcp] tokens")
                 && !tokens.contains("console/login?key")
                 && !tokens.contains("<!--")
+                && !tokens.contains("/console/signin")
         );
-        let key = text(login_page(StatusCode::UNAUTHORIZED, true, true)).await;
+        let key = text(login_page(
+            StatusCode::UNAUTHORIZED,
+            true,
+            Doors { tokens: false, key: true, issuer: None },
+        ))
+        .await;
         assert!(key.contains("console/login?key=") && !key.contains("[mcp] tokens"), "{key}");
         assert!(
             key.contains(">Key</label>") && key.contains("<p id=\"failed\" role") && !key.contains("<!--")
+        );
+        let oauth = Doors { tokens: false, key: false, issuer: Some("https://login.example") };
+        let page = text(login_page(StatusCode::UNAUTHORIZED, false, oauth)).await;
+        assert!(
+            page.contains(">Sign in with https://login.example</a>")
+                && page.contains("href=\"/console/signin\"")
+        );
+        assert!(
+            !page.contains("<form") && !page.contains("[mcp] tokens") && !page.contains("<!--"),
+            "{page}"
+        );
+        assert!(page.contains("<p id=\"signin-failed\" hidden"), "no reason shown: {page}");
+        let both = text(login_page(StatusCode::UNAUTHORIZED, false, Doors { tokens: true, ..oauth })).await;
+        assert!(both.contains("/console/signin") && both.contains("<form") && both.contains("[mcp] tokens"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_sign_in_says_why_as_text() {
+        let oauth = Doors { tokens: false, key: false, issuer: Some("https://login.example") };
+        let page = text(sign_in_failed_page(StatusCode::BAD_REQUEST, "<b>no</b> & \"x\"", oauth)).await;
+        assert!(
+            page.contains("<p id=\"signin-failed\" role=\"alert\" class=\"error\">Sign-in failed: &lt;b&gt;no&lt;/b&gt; &amp; &quot;x&quot;</p>"),
+            "{page}"
         );
     }
 }

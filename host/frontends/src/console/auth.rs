@@ -1,5 +1,7 @@
 //! Who may use the console: with `[mcp] tokens`, whoever types one of them into the login
-//! form; without tokens, whoever opens the login link `serve --http` printed at start (it
+//! form; with `[console] oauth_client_id`, whoever signs in at the authorization server
+//! (`signin.rs`: the session is that person's principal, and ends when their access token
+//! expires); without either, whoever opens the login link `serve --http` printed at start (it
 //! carries the process's [`LocalKey`]), from loopback only. Either way the browser then keeps a
 //! session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` behind TLS), and every
 //! state-changing request carries the session's CSRF token.
@@ -10,6 +12,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_core::identity::Principal;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "toolhost_console";
@@ -27,6 +30,11 @@ const MAX_ONE_TIME: usize = 16;
 pub trait Tokens: Send + Sync {
     /// The name of the configured token `value` is, if any (compared in constant time).
     fn name_of(&self, value: &str) -> Option<String>;
+
+    /// Whether any token is configured (without, the login form is not offered).
+    fn any(&self) -> bool {
+        true
+    }
 }
 
 /// What opens a console session.
@@ -51,23 +59,27 @@ impl std::fmt::Debug for Access {
 /// Who a request is, once let in.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    /// The `[mcp] tokens` entry the session was opened with (`None`: the local key).
+    /// The `[mcp] tokens` entry the session was opened with (`None`: the local key, or a
+    /// sign-in at the authorization server).
     pub token: Option<String>,
+    /// The person who signed in at the authorization server, as their access token says.
+    pub principal: Option<Arc<Principal>>,
     /// The CSRF token the page must send back.
     pub csrf: String,
 }
 
 impl Caller {
-    /// The context of a call, read or prompt this caller makes from the console: who it is (a
-    /// token's principal), and no MCP session (buckets scoped per session are refused to it).
+    /// The context of a call, read or prompt this caller makes from the console: who it is (the
+    /// signed-in person's principal, or a token's), and no MCP session (buckets scoped per
+    /// session are refused to it).
     pub fn context(&self) -> toolhost_core::executor::CallContext {
         toolhost_core::executor::CallContext {
             front_end: Some("console"),
             token: self.token.clone(),
             principal: self
-                .token
-                .as_ref()
-                .map(|t| std::sync::Arc::new(toolhost_core::identity::Principal::token(t.clone()))),
+                .principal
+                .clone()
+                .or_else(|| self.token.as_ref().map(|t| Arc::new(Principal::token(t.clone())))),
             ..Default::default()
         }
     }
@@ -84,8 +96,17 @@ pub enum Refused {
 
 struct Session {
     token: Option<String>,
+    principal: Option<Arc<Principal>>,
+    /// When the session ends however busy (the signed-in person's access token expires).
+    until: Option<Instant>,
     csrf: String,
     last_used: Instant,
+}
+
+impl Session {
+    fn live(&self, now: Instant, idle: Duration) -> bool {
+        now.duration_since(self.last_used) < idle && self.until.is_none_or(|u| now < u)
+    }
 }
 
 /// What opens a session, the open sessions and the unused one-time login links.
@@ -112,6 +133,11 @@ impl Sessions {
         matches!(self.access, Access::LocalKey(_))
     }
 
+    /// Whether sessions open with one of the `[mcp] tokens` (at least one is configured).
+    pub fn by_token(&self) -> bool {
+        matches!(&self.access, Access::Tokens(t) if t.any())
+    }
+
     /// Whether `peer` may use the console at all: anyone with tokens, loopback only without.
     pub fn reachable_by(&self, peer: SocketAddr) -> Result<(), Refused> {
         let ip = peer.ip().to_canonical();
@@ -129,9 +155,9 @@ impl Sessions {
         let key = digest(id);
         let now = Instant::now();
         match open.get_mut(&key) {
-            Some(s) if now.duration_since(s.last_used) < self.idle => {
+            Some(s) if s.live(now, self.idle) => {
                 s.last_used = now;
-                Ok(Caller { token: s.token.clone(), csrf: s.csrf.clone() })
+                Ok(Caller { token: s.token.clone(), principal: s.principal.clone(), csrf: s.csrf.clone() })
             }
             Some(_) => {
                 open.remove(&key);
@@ -150,7 +176,13 @@ impl Sessions {
             Access::LocalKey(key) if key.matches(value.as_bytes()) => None,
             Access::LocalKey(_) => return None,
         };
-        Some(self.open_session(token))
+        Some(self.open_session(token, None, None))
+    }
+
+    /// Open a session for `principal`, signed in at the authorization server, ending at `until`
+    /// at the latest (when their access token expires): the new session id.
+    pub fn signed_in(&self, principal: Arc<Principal>, until: Instant) -> String {
+        self.open_session(None, Some(principal), Some(until))
     }
 
     /// A one-time login code (without tokens): good for one session within ten minutes, so a
@@ -178,20 +210,25 @@ impl Sessions {
         let at = once.iter().position(|(c, _)| bool::from(c.as_slice().ct_eq(d.as_slice())))?;
         once.remove(at);
         drop(once);
-        Some(self.open_session(None))
+        Some(self.open_session(None, None, None))
     }
 
-    fn open_session(&self, token: Option<String>) -> String {
+    fn open_session(
+        &self,
+        token: Option<String>,
+        principal: Option<Arc<Principal>>,
+        until: Option<Instant>,
+    ) -> String {
         let id = random_hex();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        open.retain(|_, s| now.duration_since(s.last_used) < self.idle);
+        open.retain(|_, s| s.live(now, self.idle));
         if open.len() >= MAX_SESSIONS
             && let Some(oldest) = open.iter().min_by_key(|(_, s)| s.last_used).map(|(k, _)| *k)
         {
             open.remove(&oldest);
         }
-        open.insert(digest(&id), Session { token, csrf: random_hex(), last_used: now });
+        open.insert(digest(&id), Session { token, principal, until, csrf: random_hex(), last_used: now });
         id
     }
 
@@ -304,6 +341,32 @@ mod tests {
         assert_eq!(s.caller(remote, Some(&cookie)).unwrap_err(), Refused::Login);
         let c = set_cookie(&id, true, Duration::from_secs(60));
         assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.ends_with("; Secure"), "{c}");
+    }
+
+    #[test]
+    fn a_signed_in_session_is_the_persons_and_ends_with_their_token() {
+        let s = tokens(vec![], Duration::from_secs(60));
+        let alice = Arc::new(Principal {
+            subject: "alice".into(),
+            issuer: Some("https://as".into()),
+            client_id: Some("console".into()),
+            scopes: vec![],
+            groups: vec!["ops".into()],
+            via: toolhost_core::identity::Via::Oauth,
+        });
+        let id = s.signed_in(alice.clone(), Instant::now() + Duration::from_millis(30));
+        let cookie = format!("{COOKIE}={id}");
+        let caller = s.caller(peer("192.0.2.7"), Some(&cookie)).unwrap();
+        assert_eq!(caller.token, None);
+        let ctx = caller.context();
+        assert_eq!(ctx.principal.as_deref(), Some(&*alice), "calls are made as the person");
+        assert_eq!(ctx.token, None);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(
+            s.caller(peer("192.0.2.7"), Some(&cookie)).unwrap_err(),
+            Refused::Login,
+            "not past the token's expiry, however busy"
+        );
     }
 
     #[test]

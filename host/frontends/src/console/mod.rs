@@ -10,6 +10,7 @@
 //! | `GET /` | the page (or, without a session, the login form) |
 //! | `GET /console/login?key=…` | without tokens: the login link printed at start (or `once=…`) |
 //! | `POST /console/login`, `/console/logout` | open or end a session (see [`auth`]) |
+//! | `GET /console/signin`, `/console/callback` | with `[console] oauth_client_id`: sign in at the authorization server (`signin.rs`) |
 //! | `GET /console/api/session` | who the caller is, the CSRF token, read-only or not |
 //! | `GET /console/api/tools`, `plugins` | the registry as the executor sees it (`api.rs`) |
 //! | `POST /console/api/call` | run a tool through the executor (front end `console`) |
@@ -35,6 +36,7 @@ mod feed;
 mod prompts;
 mod resources;
 pub mod settings;
+mod signin;
 
 use crate::service::Service;
 pub use auth::Access;
@@ -73,6 +75,8 @@ pub struct Console {
     service: Arc<Service>,
     settings: ConsoleSettings,
     sessions: Sessions,
+    /// `[console] oauth_client_id`: people sign in at the authorization server.
+    sign_in: Option<Arc<crate::auth::SignIn>>,
     charts: charts::Charts,
     body_timeout: Duration,
 }
@@ -95,9 +99,24 @@ impl Console {
         access: Access,
         body_timeout: Duration,
     ) -> Arc<Console> {
+        Console::start_signing_in(executor, reloader, service, settings, access, None, body_timeout)
+    }
+
+    /// [`Console::start`], and with `sign_in` people also sign in at the authorization server
+    /// (`GET /console/signin`), their session their principal.
+    pub fn start_signing_in(
+        executor: Arc<Executor>,
+        reloader: Arc<Reloader>,
+        service: Arc<Service>,
+        settings: ConsoleSettings,
+        access: Access,
+        sign_in: Option<Arc<crate::auth::SignIn>>,
+        body_timeout: Duration,
+    ) -> Arc<Console> {
         let console = Arc::new(Console {
             executor,
             reloader,
+            sign_in,
             sessions: Sessions::new(access, settings.session_idle),
             charts: charts::Charts::default(),
             service,
@@ -112,6 +131,11 @@ impl Console {
     /// to hand a browser where the key itself should not go (a command line).
     pub fn one_time_login(&self) -> Option<String> {
         self.sessions.one_time_code().map(|code| format!("/console/login?once={code}"))
+    }
+
+    /// The issuer people sign in at (`[console] oauth_client_id`), if any.
+    pub fn sign_in_issuer(&self) -> Option<&str> {
+        self.sign_in.as_ref().map(|s| s.settings().issuer.as_str())
     }
 
     /// Whether `path` is the console's (the front door hands those over).
@@ -138,6 +162,10 @@ impl Console {
         let cookie = req.headers().get(header::COOKIE).and_then(|c| c.to_str().ok()).map(str::to_string);
         match (&method, path.as_str()) {
             (&Method::POST | &Method::GET, "/console/login") => return self.login(req, peer).await,
+            (&Method::GET, "/console/signin") => return signin::start(self, req.headers(), peer).await,
+            (&Method::GET, "/console/callback") => {
+                return signin::finish(self, req.headers(), req.uri().query(), peer).await;
+            }
             (&Method::GET, "/console") => return redirect("/"),
             _ => {}
         }
@@ -244,6 +272,7 @@ impl Console {
         serde_json::json!({
             "csrf": caller.csrf,
             "token": caller.token,
+            "who": caller.principal.as_ref().map(|p| serde_json::json!({ "sub": p.subject, "iss": p.issuer })),
             "signIn": true,
             "readOnly": self.settings.read_only,
             "version": env!("CARGO_PKG_VERSION"),
@@ -271,18 +300,29 @@ impl Console {
         };
         Err(Box::new(match refused {
             Refused::NotLoopback => self.refused(refused, peer),
-            Refused::Login if page => {
-                assets::login_page(StatusCode::UNAUTHORIZED, false, self.sessions.by_key())
-            }
+            Refused::Login if page => assets::login_page(StatusCode::UNAUTHORIZED, false, self.doors()),
             Refused::Login if self.sessions.by_key() => json_error(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: open the console with the link toolhost printed when it started \
                  (http://HOST:PORT/console/login?key=…)",
             ),
+            Refused::Login if self.sign_in.is_some() => json_error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: sign in to the console (/console/signin, at the authorization server)",
+            ),
             Refused::Login => {
                 json_error(StatusCode::UNAUTHORIZED, "unauthorized: sign in to the console with a token")
             }
         }))
+    }
+
+    /// What opens this console, for its login page.
+    fn doors(&self) -> assets::Doors<'_> {
+        assets::Doors {
+            tokens: self.sessions.by_token(),
+            key: self.sessions.by_key(),
+            issuer: self.sign_in.as_ref().map(|s| s.settings().issuer.as_str()),
+        }
     }
 
     /// The answer to a peer that may not use the console at all.
@@ -342,7 +382,7 @@ impl Console {
             }
             None => {
                 tracing::info!("console sign-in from {peer} refused: not a configured token or the key");
-                assets::login_page(StatusCode::UNAUTHORIZED, true, self.sessions.by_key())
+                assets::login_page(StatusCode::UNAUTHORIZED, true, self.doors())
             }
         }
     }
@@ -411,4 +451,11 @@ fn redirect(to: &'static str) -> Response<Body> {
     let mut resp = full(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
     resp.headers_mut().insert(header::LOCATION, HeaderValue::from_static(to));
     resp
+}
+
+/// Add a `Set-Cookie` line to `resp` (a value that is not a header value is left out).
+fn add_cookie(resp: &mut Response<Body>, cookie: &str) {
+    if let Ok(v) = HeaderValue::from_str(cookie) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
 }

@@ -1,5 +1,7 @@
 //! `[console]`: whether `serve --http` serves the web console at `/`, whether it may change
-//! anything, and its session cookie. A leaf: it imports nothing of the crate.
+//! anything, and its session cookie. A leaf: it imports nothing of the crate. Its `oauth_…`
+//! keys (signing in through an authorization server of `[auth]`) are read here and resolved
+//! against `[auth]` by `auth::settings::RawSignIn`.
 
 use serde::Deserialize;
 use std::time::Duration;
@@ -13,6 +15,14 @@ pub struct RawConsole {
     read_only: Option<bool>,
     secure_cookie: Option<bool>,
     session_idle_minutes: Option<u64>,
+    /// The console's client id at the authorization server (sign-in through `[auth]`).
+    pub oauth_client_id: Option<String>,
+    /// Which of `[auth] issuers` people sign in at (the first by default).
+    pub oauth_issuer: Option<String>,
+    /// The scopes asked for (`[auth] scopes` by default).
+    pub oauth_scopes: Option<Vec<String>>,
+    /// Where the authorization server sends people back (`…/console/callback`).
+    pub oauth_redirect_uri: Option<String>,
 }
 
 /// `[console]`, resolved.

@@ -52,6 +52,12 @@ async function main() {
   const session = await get('/console/api/session');
   setCsrf(session.csrf);
   document.getElementById('version').textContent = `v${session.version}`;
+  if (session.who) {
+    const who = document.getElementById('who');
+    who.textContent = `Signed in as ${session.who.sub}`;
+    who.title = session.who.iss ?? '';
+    who.hidden = false;
+  }
   const signout = document.getElementById('signout');
   if (session.signIn) {
     signout.hidden = false;

@@ -42,6 +42,10 @@ impl crate::console::Tokens for Vec<McpToken> {
         }
         found
     }
+
+    fn any(&self) -> bool {
+        !self.is_empty()
+    }
 }
 
 /// Read the `[mcp] tokens` values (from their secrets, env vars or files) now.
