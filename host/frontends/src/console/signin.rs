@@ -20,17 +20,24 @@ use std::time::{Instant, SystemTime};
 /// The cookie holding the `state` of the browser's sign-in under way.
 const STATE_COOKIE: &str = "toolhost_signin";
 
-/// `GET /console/signin`: to the authorization server.
-pub async fn start(c: &Console, headers: &hyper::HeaderMap, peer: SocketAddr) -> Response<Body> {
+/// The console's sign-in, if it has one and `peer` may use the console: else the answer.
+fn signing_in(c: &Console, peer: SocketAddr) -> Result<&crate::auth::SignIn, Box<Response<Body>>> {
     let Some(sign_in) = &c.sign_in else {
-        return status_text(
+        return Err(Box::new(status_text(
             StatusCode::NOT_FOUND,
             "not found: this console has no [console] oauth_client_id",
-        );
+        )));
     };
-    if let Err(why) = c.sessions.reachable_by(peer) {
-        return c.refused(why, peer);
-    }
+    c.sessions.reachable_by(peer).map_err(|why| Box::new(c.refused(why, peer)))?;
+    Ok(sign_in)
+}
+
+/// `GET /console/signin`: to the authorization server.
+pub async fn start(c: &Console, headers: &hyper::HeaderMap, peer: SocketAddr) -> Response<Body> {
+    let sign_in = match signing_in(c, peer) {
+        Ok(s) => s,
+        Err(refused) => return *refused,
+    };
     match sign_in.start().await {
         Ok(started) => {
             let mut resp = full(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
@@ -54,15 +61,10 @@ pub async fn finish(
     query: Option<&str>,
     peer: SocketAddr,
 ) -> Response<Body> {
-    let Some(sign_in) = &c.sign_in else {
-        return status_text(
-            StatusCode::NOT_FOUND,
-            "not found: this console has no [console] oauth_client_id",
-        );
+    let sign_in = match signing_in(c, peer) {
+        Ok(s) => s,
+        Err(refused) => return *refused,
     };
-    if let Err(why) = c.sessions.reachable_by(peer) {
-        return c.refused(why, peer);
-    }
     let secure = c.secure(headers);
     let cookies = headers.get_all(header::COOKIE);
     let browser = cookies.iter().filter_map(|v| v.to_str().ok()).find_map(|h| cookie(h, STATE_COOKIE));
