@@ -5,6 +5,7 @@ mod auth_server;
 mod catalog;
 mod chat;
 mod cli;
+mod code_mode;
 mod console;
 mod console_signin;
 mod core_tools;

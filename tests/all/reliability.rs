@@ -106,6 +106,26 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
     );
     let quota_case =
         |promise, tool, args: &[&str], expect| Case { host: 2, ..case(promise, tool, args, expect) };
+    // Issue #61: hostile scripts, in code mode's own sandbox, calling the hostile plugin.
+    let script_cfg = {
+        let mut c = env.config.clone();
+        c.code_mode = toolhost_core::script::CodeModeSettings {
+            enabled: true,
+            max_calls: 20,
+            timeout_ms: 1_500,
+            memory_mb: 32,
+            ..Default::default()
+        };
+        c
+    };
+    let scripts = Toolhost::from_parts(
+        crate::support::runtime(),
+        std::sync::Arc::new(script_cfg.clone()),
+        toolhost_core::Registry::load(&crate::support::runtime(), &script_cfg).unwrap(),
+        std::sync::Arc::new(toolhost_core::executor::NoConfirm),
+    );
+    let script_case =
+        |promise, code: &str, expect| Case { host: 3, ..case(promise, "run_script", &[code], expect) };
     let nested = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let huge = "x".repeat(1024 * 1024 + 1);
 
@@ -334,8 +354,63 @@ async fn hostile_plugins_and_bad_input_never_take_the_host_down() {
             &["http://127.0.0.1:9/", "100"],
             Fail(ErrorKind::ToolError, "max_request_kb"),
         ),
+        script_case(
+            "a script's syntax error names its line and column",
+            "\n  return (1 +",
+            Fail(ErrorKind::ToolError, "script line 3, column 1: SyntaxError"),
+        ),
+        script_case(
+            "a script's busy loop stops at its own time limit",
+            "for (;;) {}",
+            Fail(ErrorKind::Timeout, "1500 ms ([code_mode] timeout_ms)"),
+        ),
+        script_case(
+            "a script's 1 GiB allocation stops at its own memory limit",
+            "const b = new ArrayBuffer(1 << 30); return b.byteLength",
+            Fail(ErrorKind::MemoryLimit, "32 MiB ([code_mode] memory_mb)"),
+        ),
+        script_case(
+            "a script's 10,000 inner calls stop at max_calls",
+            "for (let i = 0; i < 10000; i++) await tools.echo('x')",
+            Fail(ErrorKind::ToolError, "at most 20 tool calls ([code_mode] max_calls)"),
+        ),
+        script_case(
+            "a tool that crashes inside a script is a ToolError the script can catch",
+            "try { await tools.crash() } catch (e) { return e.kind + ' then ' + await tools.echo('on') }",
+            Ok("trap then on", false),
+        ),
+        script_case(
+            "a tool's infinite loop inside a script ends in that tool's timeout",
+            "try { await tools.spin() } catch (e) { return e.kind }",
+            Ok("timeout", false),
+        ),
+        script_case(
+            "a script calling an unknown tool gets the tool's name in its error",
+            "await tools.no_such_tool()",
+            Fail(ErrorKind::ToolError, "unknown tool `no_such_tool`"),
+        ),
+        script_case(
+            "a script returning a cyclic object gets a clear error",
+            "const a = []; a.push(a); return a",
+            Fail(ErrorKind::ToolError, "the script's result is not JSON"),
+        ),
+        script_case(
+            "a script cannot import modules",
+            "const fs = await import('node:fs'); return 1",
+            Fail(ErrorKind::ToolError, "cannot import modules"),
+        ),
+        script_case(
+            "a script's eval reaches nothing of the host's",
+            "return eval('[typeof process, typeof require, typeof host, typeof fetch].join()')",
+            Ok("undefined,undefined,undefined,undefined", false),
+        ),
+        script_case(
+            "a script cannot run a script",
+            "return await tools.run_script({code: 'return 1'})",
+            Fail(ErrorKind::ToolError, "a script cannot run a script"),
+        ),
     ];
-    let hosts = [&plain, &strict, &quota];
+    let hosts = [&plain, &strict, &quota, &scripts];
     let (mut run_n, mut survived, mut lost) = (0, 0, 0);
     let mut failures = Vec::new();
     for c in cases.drain(..) {

@@ -48,6 +48,11 @@ tasks:
             (setuptools pinned, kept in target/package-check), `npm pack --dry-run` of
             plugin-sdk/js (exactly its FILES), all at one version; seconds. --verify also
             compiles each packaged crate on its own (minutes)
+  script-runner
+            rebuild host/core/script-runner/script-runner.wasm (code mode's sandbox) from
+            runner.js and script.wit, with the jco and componentize-qjs `toolhost build`
+            installs into target/toolchains (a JavaScript build installs them first); a core
+            unit test fails while the committed component is older than its sources
   test      the whole suite, as CI runs it: installs the MCP Python SDK 1.x into
             target/pyenv and 2.x into target/pyenv2 (for the MCP tests), Debian's
             docker-registry if missing (for the distribution tests), redis-server and nginx
@@ -69,6 +74,7 @@ fn main() -> Result<()> {
         "test" => test(),
         "bench" => bench(std::env::args().nth(2).as_deref() == Some("--last-run")),
         "layers" => layers::run(&root()),
+        "script-runner" => script_runner(),
         "deploy" => deploy::validate(&root()),
         "docs" => docs::run(&root()),
         "packages" => match std::env::args().nth(2).as_deref() {
@@ -163,6 +169,42 @@ fn plugins() -> Result<PathBuf> {
     Ok(out)
 }
 
+/// Rebuild code mode's script runner (see HELP) with the pinned jco `toolhost build` installs.
+fn script_runner() -> Result<()> {
+    ensure_target()?;
+    let root = root();
+    let toolchains = root.join("target/toolchains");
+    let find_jco = || -> Option<PathBuf> {
+        let dirs = std::fs::read_dir(&toolchains).ok()?;
+        dirs.flatten()
+            .map(|d| d.path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("jco-")))
+            .map(|p| p.join("node_modules"))
+    };
+    if find_jco().is_none() {
+        eprintln!("installing the JavaScript toolchain with a build of plugins/js/datakit …");
+        run(cargo().current_dir(&root).args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"]))?;
+        let out = tempfile_dir(&root)?;
+        run(Command::new(root.join("target/debug/toolhost"))
+            .arg("build")
+            .arg(root.join("plugins/js/datakit"))
+            .arg("--install")
+            .arg(&out)
+            .env("TOOLHOST_TOOLCHAINS", &toolchains))?;
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    let modules = find_jco().context("jco is not in target/toolchains after a JavaScript build")?;
+    let dir = root.join("host/core/script-runner");
+    run(Command::new("node").arg(dir.join("build.mjs")).arg(&modules).arg(dir.join("script-runner.wasm")))
+}
+
+/// A scratch folder under target/.
+fn tempfile_dir(root: &Path) -> Result<PathBuf> {
+    let dir = root.join(format!("target/tmp/xtask-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
 fn demo() -> Result<()> {
     let plugins = plugins()?;
     let root = root();
@@ -253,9 +295,13 @@ fn bench(last_run: bool) -> Result<()> {
             out.display()
         );
     } else {
+        // The code-mode rows count tokens with js-tiktoken (o200k_base, bundled: no download).
+        let tokenizer =
+            npm_install("target/tokenizer", "js-tiktoken", JS_TIKTOKEN, "the code-mode token rows")?;
         run(cargo()
             .current_dir(&root)
             .env("TOOLHOST_BENCH_OUT", &out)
+            .env("TOOLHOST_BENCH_TOKENIZER", tokenizer.join("node_modules"))
             // The Python and JavaScript plugins are built with the toolchains the tests use.
             .env("TOOLHOST_TOOLCHAINS", root.join("target/toolchains"))
             .args(["bench", "-p", "toolhost", "--bench", "bench"]))?;
@@ -667,6 +713,8 @@ fn ensure_console_browser() -> Result<ConsoleBrowser> {
     Ok(ConsoleBrowser { python, chromium, axe })
 }
 
+/// js-tiktoken, for the code-mode bench's token counts (o200k_base ships in the package).
+const JS_TIKTOKEN: &str = "1.0.21";
 /// oidc-provider (npm), the authorization server the OAuth tests start (tests/oauth/server.mjs),
 /// pinned. Its engine warns on Node 20 (it asks for 22) but runs: tests/oauth/selfcheck.py passes.
 const OIDC_PROVIDER: &str = "9.13.3";

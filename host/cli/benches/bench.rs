@@ -10,6 +10,8 @@ mod alloc_count;
 mod capacity;
 #[path = "catalog/rows.rs"]
 mod catalog;
+#[path = "code_mode/rows.rs"]
+mod code_mode;
 #[path = "identities/rows.rs"]
 mod identities;
 #[path = "independent/rows.rs"]
@@ -1733,6 +1735,15 @@ fn main() {
         return;
     }
 
+    // TOOLHOST_BENCH_ONLY=code_mode: the code-mode rows alone (no latency table).
+    if only.as_deref().is_some_and(|o| o.trim() == "code_mode") {
+        code_mode::rows(&mut line, &tokio_rt, work.path(), n);
+        if let Some(out) = std::env::var_os("TOOLHOST_BENCH_OUT") {
+            std::fs::write(PathBuf::from(out), report).unwrap();
+        }
+        return;
+    }
+
     // TOOLHOST_BENCH_ONLY=identities: the identity rows alone (no latency table).
     if only.as_deref().is_some_and(|o| o.trim() == "identities") {
         identities::rows(&mut line, &tokio_rt, work.path(), n, if quick { 300 } else { 2000 });
@@ -2093,6 +2104,9 @@ fn main() {
     }
     if want("identities") {
         identities::rows(&mut line, &tokio_rt, work.path(), n, if quick { 300 } else { 2000 });
+    }
+    if want("code_mode") {
+        code_mode::rows(&mut line, &tokio_rt, work.path(), n);
     }
     if want("startup") {
         line(String::new());

@@ -22,6 +22,7 @@ pub mod rate;
 pub mod redis_link;
 pub mod registry;
 pub mod sandbox;
+pub mod script;
 pub mod settings;
 pub mod telemetry;
 pub mod usage;

@@ -45,6 +45,9 @@ pub struct Usage {
     /// Bytes of values written to the key-value store.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub kv_written_bytes: u64,
+    /// Tool calls a code-mode script made (each also audited as its own call).
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub inner_calls: u32,
     /// The quota the call ran into, as the guest was told (`quota exceeded: …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<String>,

@@ -80,6 +80,22 @@ impl<'a> ToolView<'a> {
         }
     }
 
+    /// The view of the host's own `run_script` (code mode). Its time limit is the script's.
+    pub fn script(script: &'a crate::registry::ScriptTool, config: &Config) -> ToolView<'a> {
+        ToolView {
+            spec: &script.spec,
+            plugin: "toolhost",
+            version: None,
+            dangerous: false,
+            policy: None,
+            call_policy: None,
+            read_only: false,
+            open_world: false,
+            limits: Limits { timeout_ms: config.code_mode.timeout_ms, ..config.limits },
+            schemas: &script.schemas,
+        }
+    }
+
     /// Whether a call may run as a task (MCP tasks): the manifest's `taskSupport`, except that a
     /// call a person must confirm (its policy `ask`) never runs as an optional task, where nobody
     /// could be asked, and a call its policy refuses (`deny`) never as any task: it is refused
@@ -222,11 +238,11 @@ impl<'a> ToolView<'a> {
 }
 
 /// What the front ends offer, in name order: every exposed tool — or, when the catalog is
-/// searched, `find_tools` and the tools `[catalog] pin` names.
+/// searched, `find_tools` and the tools `[catalog] pin` names — and in code mode `run_script`.
 pub fn listing<'a>(registry: &'a Registry, config: &Config) -> Vec<ToolView<'a>> {
     // Background linking waits for the first listing (see `registry::Code`).
     crate::registry::Code::listed();
-    match registry.search() {
+    let mut out: Vec<ToolView<'a>> = match registry.search() {
         None => registry.tools().map(|e| ToolView::new(e, config)).collect(),
         Some(search) => {
             let mut out: Vec<ToolView<'a>> = registry
@@ -235,10 +251,16 @@ pub fn listing<'a>(registry: &'a Registry, config: &Config) -> Vec<ToolView<'a>>
                 .map(|e| ToolView::new(e, config))
                 .collect();
             out.push(ToolView::find_tools(search, config));
-            out.sort_by(|a, b| a.name().cmp(b.name()));
             out
         }
+    };
+    if let Some(script) = registry.script() {
+        out.push(ToolView::script(script, config));
     }
+    if registry.search().is_some() || registry.script().is_some() {
+        out.sort_by(|a, b| a.name().cmp(b.name()));
+    }
+    out
 }
 
 /// One line per exposed name several plugins claim, for a listing (empty: no conflict).

@@ -294,16 +294,37 @@ impl Runtime {
         key: &[u8; 32],
         bytes: impl FnOnce() -> anyhow::Result<std::borrow::Cow<'b, [u8]>>,
     ) -> anyhow::Result<Linked> {
+        let pre = self.compiled_then(name, key, bytes, |component| {
+            Ok(PluginPre::new(self.linker()?.instantiate_pre(component)?)?)
+        })?;
+        Ok(Linked::new(pre))
+    }
+
+    /// A component of the host's own (the code-mode script runner), compiled once: from the
+    /// compile caches like a plugin's code, linked by its owner.
+    pub fn component(&self, name: &str, bytes: &[u8]) -> anyhow::Result<Component> {
+        let key = crate::discovery::content_hash(bytes);
+        self.compiled_then(name, &key, || Ok(bytes.into()), |c| Ok(c.clone()))
+    }
+
+    /// The component compiled from the bytes with SHA-256 `key` (cached, or compiled now),
+    /// made into what `link` makes of it. Code is remembered (in memory, and when just compiled
+    /// on disk) only once it links, so `is_cached` means "these bytes loaded before": deferring
+    /// their linking to the first call (`registry::Code`) cannot hide a load failure.
+    fn compiled_then<'b, T>(
+        &self,
+        name: &str,
+        key: &[u8; 32],
+        bytes: impl FnOnce() -> anyhow::Result<std::borrow::Cow<'b, [u8]>>,
+        link: impl FnOnce(&Component) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
         let key = *key;
         let cached = self.compiled.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
         let (component, compiled_now) = match cached {
             Some(c) => (c, false),
             None => self.load_or_compile(name, &key, bytes)?,
         };
-        let pre = PluginPre::new(self.linker()?.instantiate_pre(&component)?)?;
-        // Code is remembered (in memory, and when just compiled on disk) only once it links, so
-        // `is_cached` means "these bytes loaded before": deferring their linking to the first
-        // call (`registry::Code`) cannot hide a load failure.
+        let linked = link(&component)?;
         {
             let mut cache = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
             if cache.len() >= COMPILED_CACHE {
@@ -314,7 +335,7 @@ impl Runtime {
         if compiled_now {
             self.persist(&key, &component);
         }
-        Ok(Linked::new(pre))
+        Ok(linked)
     }
 
     /// Whether code compiled from bytes with this SHA-256 is cached (in memory, or on disk for

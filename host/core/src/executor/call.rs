@@ -17,8 +17,10 @@ impl Executor {
         rec: Option<observer::SharedRecord>,
         control: &CallControl,
     ) -> Outcome {
-        let Target::Tool(entry) = &prepared.target else {
-            return self.find_tools(&prepared.registry, &prepared.call);
+        let entry = match &prepared.target {
+            Target::Tool(entry) => entry,
+            Target::FindTools => return self.find_tools(&prepared.registry, &prepared.call),
+            Target::Script => return self.run_script(prepared, confirm, ctx, id, control).await,
         };
         let note = |f: &dyn Fn(&mut CallRecord)| {
             if let Some(rec) = &rec {

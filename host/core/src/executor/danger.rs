@@ -40,6 +40,13 @@ pub trait Confirm: Send + Sync {
         false
     }
 
+    /// Whether a question is answered while the call waits (a terminal, an MCP elicitation,
+    /// the console, a flag), rather than by a retry of the whole request (2026-07-28 MCP): a
+    /// code-mode script's inner call is asked only then (a retry would run the script again).
+    fn asks_in_the_moment(&self) -> bool {
+        true
+    }
+
     /// Who asks this call's front end's human about a missing grant (see `grant`), in place
     /// of the executor's attached asker: an MCP client with elicitation.
     fn grants(&self) -> Option<&dyn super::grant::AskGrant> {

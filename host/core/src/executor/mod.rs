@@ -36,6 +36,7 @@ mod prepare;
 mod prompt;
 mod read;
 mod run;
+mod script;
 mod slots;
 
 pub use crate::capability::progress::Progress;
@@ -85,6 +86,8 @@ pub struct Executor {
     kv: Arc<crate::capability::kv::Stores>,
     /// Every identity's calls against `[rate_limits]`.
     rate: crate::rate::RateLimits,
+    /// Code mode's script runner, compiled and linked on the first script (or why it cannot be).
+    script: std::sync::OnceLock<Result<Arc<script::Runner>, String>>,
 }
 
 impl Executor {
@@ -111,6 +114,7 @@ impl Executor {
             redactions: std::sync::OnceLock::new(),
             rate,
             kv,
+            script: std::sync::OnceLock::new(),
         }
     }
 

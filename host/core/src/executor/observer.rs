@@ -31,6 +31,9 @@ pub struct CallContext {
     /// The caller's span (W3C `traceparent` from the HTTP request or MCP `_meta`): the call's
     /// span continues its trace when telemetry is on.
     pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// The number of the code-mode script's call ([`CallRecord::id`]) this call is an inner
+    /// call of; `None`: the caller made it.
+    pub parent: Option<u64>,
 }
 
 impl CallContext {

@@ -53,6 +53,8 @@ pub(super) enum Target {
     Tool(ToolEntry),
     /// The host's own `find_tools` (search mode).
     FindTools,
+    /// The host's own `run_script` (code mode).
+    Script,
 }
 
 /// A call decided once (see the module docs): ready to run ([`Executor::run`]), or to be
@@ -85,11 +87,11 @@ impl PreparedCall<'_> {
         &self.call.name
     }
 
-    /// The plugin serving it (`None`: `find_tools`).
+    /// The plugin serving it (`None`: the host's `find_tools` or `run_script`).
     pub fn plugin(&self) -> Option<&Arc<LoadedPlugin>> {
         match &self.target {
             Target::Tool(entry) => Some(&entry.plugin),
-            Target::FindTools => None,
+            Target::FindTools | Target::Script => None,
         }
     }
 
@@ -124,9 +126,9 @@ impl PreparedCall<'_> {
     }
 
     /// Whether running it may ask a person anything, with an asker of grants that asks by
-    /// default or not.
+    /// default or not. A code-mode script may: its inner calls are asked like any call.
     pub fn may_ask(&self, by_default: bool) -> bool {
-        self.needs_confirmation() || self.may_ask_grants(by_default)
+        self.needs_confirmation() || self.may_ask_grants(by_default) || matches!(self.target, Target::Script)
     }
 
     /// Whether the operator's policy lets its caller answer questions about it (the `answer`
@@ -210,9 +212,10 @@ impl Executor {
             Served::Ambiguous(c) => {
                 return Err(Box::new(Refused(None, Outcome::err(ErrorKind::UnknownTool, c.message()))));
             }
-            Served::Nobody => match registry.search().filter(|_| name == crate::catalog::FIND_TOOLS) {
-                Some(search) => (Target::FindTools, &search.spec),
-                None => {
+            Served::Nobody => match (registry.search(), registry.script()) {
+                (Some(search), _) if name == crate::catalog::FIND_TOOLS => (Target::FindTools, &search.spec),
+                (_, Some(script)) if name == crate::script::RUN_SCRIPT => (Target::Script, &script.spec),
+                _ => {
                     let outcome = Outcome::err(ErrorKind::UnknownTool, unknown_tool_message(registry, name));
                     return Err(Box::new(Refused(None, outcome)));
                 }
@@ -220,7 +223,7 @@ impl Executor {
         };
         let plugin = || match &target {
             Target::Tool(entry) => Some(entry.plugin.clone()),
-            Target::FindTools => None,
+            Target::FindTools | Target::Script => None,
         };
         let refused = |e: String| Box::new(Refused(plugin(), Outcome::err(ErrorKind::BadArguments, e)));
         let call = match request {
@@ -266,14 +269,17 @@ impl Executor {
                     answerable: true,
                 }
             }
-            Target::FindTools => PreparedCall {
+            Target::FindTools | Target::Script => PreparedCall {
                 registry,
+                limits: match target {
+                    Target::Script => Limits { timeout_ms: config.code_mode.timeout_ms, ..config.limits },
+                    _ => config.limits,
+                },
                 target,
                 call,
                 policy: None,
                 by_tool: false,
                 task_support: TaskSupport::Forbidden,
-                limits: config.limits,
                 on_missing: None,
                 answerable: true,
             },

@@ -256,6 +256,7 @@ impl Executor {
             kv_ops: calls.kv.ops,
             kv_written_bytes: calls.kv.written_bytes,
             quota: calls.quota.hit().map(|h| calls.quota.message(h)),
+            inner_calls: 0,
         }
     }
 }

@@ -34,7 +34,9 @@ impl Registry {
         let searching = config.catalog.searching(claims.len());
         for (key, claimants) in claims {
             if searching && key == crate::catalog::FIND_TOOLS {
-                reg.hide_find_tools(claimants);
+                reg.hide_host_tool(claimants, "the host's catalog search in search mode");
+            } else if config.code_mode.enabled && key == crate::script::RUN_SCRIPT {
+                reg.hide_host_tool(claimants, "the host's code mode (`[code_mode] enabled`)");
             } else {
                 reg.serve(key, claimants, previous);
             }
@@ -49,6 +51,9 @@ impl Registry {
             let spec = crate::catalog::find_tools_spec(reg.tools.len(), config.catalog.results);
             let schemas = ToolSchemas::of(&spec);
             reg.search = Some(Search { index, spec, schemas });
+        }
+        if config.code_mode.enabled {
+            reg.script = Some(reg.script_tool(config));
         }
         reg.plugins = accepted;
         reg
@@ -122,14 +127,26 @@ impl Registry {
         claims
     }
 
-    /// In search mode, `find_tools` is the host's: the plugin tools exposed under it are hidden.
-    fn hide_find_tools(&mut self, claimants: Vec<Claimant>) {
-        for (_, p, i) in claimants {
+    /// Code mode's `run_script`, declaring the tools the front ends list (in search mode the
+    /// pinned ones, the others found with `find_tools`). Under a policy (`[policy] file`) each
+    /// caller may list other tools, so the description names none.
+    fn script_tool(&self, config: &Config) -> super::ScriptTool {
+        let searched = self.search.is_some();
+        let listed = self.tools.values().filter(|e| !searched || config.catalog.pinned(e.name()));
+        let declared = config.policy_file.is_none();
+        let spec = crate::script::spec(listed.map(|e| e.spec()), &config.code_mode, declared, searched);
+        let schemas = ToolSchemas::of(&spec);
+        super::ScriptTool { spec, schemas }
+    }
+
+    /// In search mode `find_tools`, in code mode `run_script`, is the host's (`whose`): the
+    /// plugin tools exposed under it are hidden.
+    fn hide_host_tool(&mut self, claimants: Vec<Claimant>, whose: &str) {
+        for (name, p, i) in claimants {
             let tool = p.manifest.tools[i].name.clone();
             self.hidden.push(HiddenTool {
                 why: format!(
-                    "`{}` is the host's catalog search in search mode; give it another name with [plugin.{}.tool.{tool}] name = \"…\"",
-                    crate::catalog::FIND_TOOLS,
+                    "`{name}` is {whose}; give it another name with [plugin.{}.tool.{tool}] name = \"…\"",
                     p.name
                 ),
                 plugin: p.name.clone(),

@@ -58,6 +58,14 @@ pub struct Search {
     pub schemas: ToolSchemas,
 }
 
+/// Code mode: the host's `run_script` entry (`crate::script::spec`).
+#[derive(Debug)]
+pub struct ScriptTool {
+    pub spec: ToolSpec,
+    /// The meta-tool's listed schemas, as each plugin tool's.
+    pub schemas: ToolSchemas,
+}
+
 /// One immutable snapshot of what is loaded.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -71,6 +79,8 @@ pub struct Registry {
     hidden: Vec<HiddenTool>,
     /// Set when the catalog is searched rather than listed.
     search: Option<Search>,
+    /// Set when code mode is on (`[code_mode] enabled`): the host's `run_script`.
+    script: Option<ScriptTool>,
     /// Versions held back until the operator approves their larger request.
     pending: Vec<Pending>,
 }
@@ -114,6 +124,11 @@ impl Registry {
     /// Set when the catalog is searched (`find_tools`) rather than listed.
     pub fn search(&self) -> Option<&Search> {
         self.search.as_ref()
+    }
+
+    /// Set when code mode is on: the host's `run_script`.
+    pub fn script(&self) -> Option<&ScriptTool> {
+        self.script.as_ref()
     }
 
     /// A tool by its exposed name or, for a namespaced tool, by its OpenAI function name.

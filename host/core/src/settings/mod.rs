@@ -145,6 +145,8 @@ pub struct Config {
     pub rate_limits: crate::rate::RateSettings,
     /// `[identity]`: the local user's name (`crate::identity`).
     pub identity: crate::identity::IdentitySettings,
+    /// `[code_mode]`: the host's `run_script` tool and a script's limits (`crate::script`).
+    pub code_mode: crate::script::CodeModeSettings,
     /// Where "always" answers are written: `toolhost.grants.toml` beside the config.
     pub grants_file: PathBuf,
     /// The grants read from it, merged into each plugin's in [`Config::plugin`].
@@ -194,6 +196,7 @@ impl Default for Config {
             policies: Arc::default(),
             rate_limits: Default::default(),
             identity: Default::default(),
+            code_mode: Default::default(),
             grants_file: PathBuf::from(grants::GRANTS_FILE),
             asked: Vec::new(),
             extra_host_files: Vec::new(),
@@ -261,6 +264,8 @@ impl Config {
             file.section::<crate::rate::RawRateLimits>("rate_limits")?.resolve().map_err(invalid)?;
         cfg.identity =
             file.section::<crate::identity::RawIdentity>("identity")?.resolve().map_err(invalid)?;
+        cfg.code_mode =
+            file.section::<crate::script::RawCodeMode>("code_mode")?.resolve().map_err(invalid)?;
         cfg.policies = Arc::new(
             crate::policy::watch::Policies::load(cfg.policy_file.as_deref())
                 .map_err(|e| ConfigError::Flag(e.to_string()))?,

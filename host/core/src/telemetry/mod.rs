@@ -282,6 +282,22 @@ impl HostSpan {
     }
 }
 
+/// The span the current task runs under (a call's, inside [`in_context`]) as a parent for
+/// another call: a code-mode script's inner calls are its children. `None` when telemetry is
+/// off or no span is current.
+pub fn current_parent() -> Option<TraceParent> {
+    use opentelemetry::trace::TraceContextExt as _;
+    ACTIVE.get()?;
+    let cx = Context::current();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| TraceParent {
+        trace_id: sc.trace_id().to_bytes(),
+        span_id: sc.span_id().to_bytes(),
+        flags: sc.trace_flags().to_u8(),
+    })
+}
+
 /// Run `fut` inside the call's context, so host calls made while it runs find their parent.
 pub fn in_context<F: std::future::Future>(cx: Context, fut: F) -> impl Future<Output = F::Output> {
     use opentelemetry::context::FutureExt as _;

@@ -415,6 +415,11 @@ impl MrtrConfirm<'_> {
 }
 
 impl Confirm for MrtrConfirm<'_> {
+    /// Answered by the retry of the whole request, never while the call waits.
+    fn asks_in_the_moment(&self) -> bool {
+        false
+    }
+
     fn confirm<'a>(&'a self, req: &'a DangerRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
             let unused = !self.used.swap(true, std::sync::atomic::Ordering::SeqCst);

@@ -451,6 +451,7 @@ pub(super) fn caller_of(
         peer: parts.and_then(|p| p.extensions.get::<client::PeerAddr>()).map(|p| p.0),
         session: session_of(parts),
         trace_parent: trace_parent(meta, parts),
+        parent: None,
     }
 }
 

@@ -112,13 +112,16 @@ pub struct CallEvent {
     pub usage: Option<toolhost_core::usage::Usage>,
     /// The call's number: the [`RunningEvent`]s with this `id` were about this call.
     pub id: u64,
+    /// The code-mode script's call this call was made by.
+    pub parent: Option<u64>,
 }
 
 impl serde::Serialize for CallEvent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("CallEvent", 14)?;
+        let mut st = s.serialize_struct("CallEvent", 15)?;
         st.serialize_field("id", &self.id)?;
+        st.serialize_field("parent", &self.parent)?;
         st.serialize_field("time", &audit::rfc3339(self.time))?;
         st.serialize_field("tool", &self.tool)?;
         st.serialize_field("plugin", &self.plugin.as_ref().map(|p| &*p.name))?;
@@ -360,6 +363,7 @@ impl Service {
                 truncated: o.truncated,
                 usage: o.usage.clone(),
                 id: rec.id,
+                parent: ctx.parent,
             }));
         }
         let Some(audit) = &self.audit else { return 0 };
@@ -374,7 +378,12 @@ impl Service {
             /// The grant questions asked during the call: item, answer, who answered.
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             grants: &'a [toolhost_core::executor::GrantRecord],
+            /// The call's number in this process (a script's inner calls name it as `parent`).
+            id: u64,
             outcome: &'a str,
+            /// The code-mode script's call this call was made by.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            parent: Option<u64>,
             plugin: Option<&'a str>,
             sha256: Option<HexHash<'a>>,
             time: Rfc3339Millis,
@@ -393,7 +402,9 @@ impl Service {
             duration_ms: (took.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
             front_end: ctx.front_end.unwrap_or(self.front_end),
             grants: &rec.grants,
+            id: rec.id,
             outcome,
+            parent: ctx.parent,
             plugin: plugin.map(|p| &*p.name),
             sha256: plugin.map(|p| HexHash(&p.hash)),
             time: Rfc3339Millis(std::time::SystemTime::now()),

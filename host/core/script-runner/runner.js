@@ -1,0 +1,490 @@
+// The code-mode sandbox's program (`[code_mode]`): it runs a model's script whose only door is
+// `tools.NAME(args)`, each an inner call the host makes through its executor.
+//
+// Built by `cargo xtask script-runner` (rolldown bundles this file with acorn, jco's QuickJS
+// backend makes the component, WASI stubbed out: the component imports nothing but
+// `toolhost:script/tools`). The host embeds script-runner.wasm and checks that it was built
+// from this file and script.wit.
+//
+// QuickJS as this component runs it never drains its job queue between calls, so a native
+// `await` would never resume. The script is therefore rewritten before it runs (acorn parses
+// it; line numbers are kept): every `async` function becomes a generator driven synchronously
+// by `__async`, every `await x` a `yield x`, and `Promise` is `SyncPromise`, whose callbacks run
+// as soon as it settles. Inner calls run one at a time: `Promise.all` over tool calls works,
+// with a concurrency of one.
+
+import host from 'toolhost:script/tools';
+import { parse } from 'acorn';
+
+/** Bytes of console output a script keeps (the host cuts further to its own limit). */
+const LOG_BYTES = 65536;
+const HEADER = 'async function __script(tools, console) {';
+const RUN_HEADER = 'function* __script(tools, console) {';
+
+// ---- SyncPromise: a Promise whose callbacks run as soon as it settles ---------------------
+
+const PENDING = 0;
+const FULFILLED = 1;
+const REJECTED = 2;
+
+class SyncPromise {
+  constructor(executor) {
+    if (typeof executor !== 'function') throw new TypeError('Promise resolver is not a function');
+    this._state = PENDING;
+    this._value = undefined;
+    this._waiting = [];
+    let done = false;
+    const resolve = (v) => {
+      if (!done) {
+        done = true;
+        this._resolve(v);
+      }
+    };
+    const reject = (e) => {
+      if (!done) {
+        done = true;
+        this._settle(REJECTED, e);
+      }
+    };
+    try {
+      executor(resolve, reject);
+    } catch (e) {
+      reject(e);
+    }
+  }
+
+  _resolve(v) {
+    if (v === this) return this._settle(REJECTED, new TypeError('a promise cannot resolve to itself'));
+    if (v instanceof SyncPromise) {
+      if (v._state === PENDING) v._waiting.push(() => this._settle(v._state, v._value));
+      else this._settle(v._state, v._value);
+      return;
+    }
+    if (v !== null && (typeof v === 'object' || typeof v === 'function')) {
+      let then;
+      try {
+        then = v.then;
+      } catch (e) {
+        return this._settle(REJECTED, e);
+      }
+      if (typeof then === 'function') {
+        let called = false;
+        try {
+          then.call(
+            v,
+            (x) => {
+              if (!called) {
+                called = true;
+                this._resolve(x);
+              }
+            },
+            (e) => {
+              if (!called) {
+                called = true;
+                this._settle(REJECTED, e);
+              }
+            },
+          );
+        } catch (e) {
+          if (!called) this._settle(REJECTED, e);
+        }
+        return;
+      }
+    }
+    this._settle(FULFILLED, v);
+  }
+
+  _settle(state, value) {
+    if (this._state !== PENDING) return;
+    this._state = state;
+    this._value = value;
+    const waiting = this._waiting;
+    this._waiting = [];
+    for (const w of waiting) w();
+  }
+
+  then(onFulfilled, onRejected) {
+    return new SyncPromise((resolve, reject) => {
+      const run = () => {
+        const f = this._state === FULFILLED ? onFulfilled : onRejected;
+        if (typeof f !== 'function') {
+          (this._state === FULFILLED ? resolve : reject)(this._value);
+          return;
+        }
+        try {
+          resolve(f(this._value));
+        } catch (e) {
+          reject(e);
+        }
+      };
+      if (this._state === PENDING) this._waiting.push(run);
+      else run();
+    });
+  }
+
+  catch(onRejected) {
+    return this.then(undefined, onRejected);
+  }
+
+  finally(f) {
+    return this.then(
+      (v) => SyncPromise.resolve(f()).then(() => v),
+      (e) =>
+        SyncPromise.resolve(f()).then(() => {
+          throw e;
+        }),
+    );
+  }
+
+  static resolve(v) {
+    return v instanceof SyncPromise ? v : new SyncPromise((resolve) => resolve(v));
+  }
+
+  static reject(e) {
+    return new SyncPromise((_, reject) => reject(e));
+  }
+
+  static withResolvers() {
+    let resolve, reject;
+    const promise = new SyncPromise((a, b) => {
+      resolve = a;
+      reject = b;
+    });
+    return { promise, resolve, reject };
+  }
+
+  static all(items) {
+    return SyncPromise._gather(items, (p, i, out, ok, fail) => p.then((v) => ok(i, v), fail));
+  }
+
+  static allSettled(items) {
+    return SyncPromise._gather(items, (p, i, out, ok) =>
+      p.then(
+        (value) => ok(i, { status: 'fulfilled', value }),
+        (reason) => ok(i, { status: 'rejected', reason }),
+      ),
+    );
+  }
+
+  static race(items) {
+    return new SyncPromise((resolve, reject) => {
+      for (const p of items) SyncPromise.resolve(p).then(resolve, reject);
+    });
+  }
+
+  static any(items) {
+    return new SyncPromise((resolve, reject) => {
+      const list = [...items];
+      const errors = [];
+      let left = list.length;
+      if (left === 0) reject(new AggregateError([], 'All promises were rejected'));
+      list.forEach((p, i) =>
+        SyncPromise.resolve(p).then(resolve, (e) => {
+          errors[i] = e;
+          if (--left === 0) reject(new AggregateError(errors, 'All promises were rejected'));
+        }),
+      );
+    });
+  }
+
+  static _gather(items, each) {
+    return new SyncPromise((resolve, reject) => {
+      const list = [...items];
+      const out = new Array(list.length);
+      let left = list.length;
+      if (left === 0) resolve(out);
+      const ok = (i, v) => {
+        out[i] = v;
+        if (--left === 0) resolve(out);
+      };
+      list.forEach((p, i) => each(SyncPromise.resolve(p), i, out, ok, reject));
+    });
+  }
+}
+
+/** Drive the generator a rewritten `async` function became: a SyncPromise of its result. */
+function __async(gen) {
+  return drive(gen, 'next', undefined);
+}
+
+/** Resume `gen` with `method(arg)` until it returns, throws or awaits something pending. */
+function drive(gen, method, arg) {
+  return new SyncPromise((resolve, reject) => {
+    // A loop, not recursion: ten thousand awaits must not grow the stack.
+    for (;;) {
+      let step;
+      try {
+        step = gen[method](arg);
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      if (step.done) {
+        resolve(step.value);
+        return;
+      }
+      const p = SyncPromise.resolve(step.value);
+      if (p._state === PENDING) {
+        // Awaiting something the script settles later itself: go on when it does.
+        p.then(
+          (v) => drive(gen, 'next', v).then(resolve, reject),
+          (e) => drive(gen, 'throw', e).then(resolve, reject),
+        );
+        return;
+      }
+      method = p._state === FULFILLED ? 'next' : 'throw';
+      arg = p._value;
+    }
+  });
+}
+
+// ---- the rewrite ------------------------------------------------------------------------
+
+/** A script error: its kind (`syntax`, `unsupported`, `runtime`, `tool`, `result`), where. */
+class ScriptFailure extends Error {
+  constructor(kind, message, line, column) {
+    super(message);
+    this.kind = kind;
+    this.line = line;
+    this.column = column;
+  }
+}
+
+/** The 1-based column in the model's script of `column` (0-based) on `line` of the source. */
+function scriptColumn(line, column, header) {
+  return line === 1 ? Math.max(1, column - header.length + 1) : column + 1;
+}
+
+function unsupported(node, what) {
+  const { line, column } = node.loc.start;
+  return new ScriptFailure('unsupported', what, line, scriptColumn(line, column, HEADER));
+}
+
+/** Every node of `ast`, parents first, with its depth. */
+function walk(node, depth, visit) {
+  if (!node || typeof node.type !== 'string') return;
+  visit(node, depth);
+  for (const key of Object.keys(node)) {
+    if (key === 'loc') continue;
+    const v = node[key];
+    if (Array.isArray(v)) {
+      for (const c of v) if (c && typeof c.type === 'string') walk(c, depth + 1, visit);
+    } else if (v && typeof v.type === 'string') {
+      walk(v, depth + 1, visit);
+    }
+  }
+}
+
+/** `code` as the generator-driven program QuickJS runs (see the file's head). */
+function rewrite(code) {
+  const src = `${HEADER}${code}\n}`;
+  let ast;
+  try {
+    ast = parse(src, { ecmaVersion: 'latest', sourceType: 'script', locations: true });
+  } catch (e) {
+    const line = e.loc ? e.loc.line : 1;
+    const column = e.loc ? scriptColumn(line, e.loc.column, HEADER) : 1;
+    const message = String(e.message).replace(/ \(\d+:\d+\)$/, '');
+    throw new ScriptFailure('syntax', `SyntaxError: ${message}`, line, column);
+  }
+  const edits = [];
+  const at = (pos, text, depth, closing, remove = 0) => edits.push({ pos, text, depth, closing, remove });
+  const dropAsync = (from, to, depth) => {
+    const i = src.slice(from, to).search(/\basync\b/);
+    if (i >= 0) at(from + i, '', depth, false, 5);
+  };
+  const wrapBody = (fn, depth) => {
+    if (fn.generator) throw unsupported(fn, 'async generators are not supported in scripts');
+    const args = '.apply(this, arguments)';
+    if (fn.body.type === 'BlockStatement') {
+      at(fn.body.start + 1, ' return __async(function* () {', depth, false);
+      at(fn.body.end - 1, `}${args}); `, depth, true);
+    } else {
+      at(fn.body.start, '__async(function* () { return (', depth, false);
+      at(fn.body.end, `); }${args})`, depth, true);
+    }
+  };
+  const top = ast.body[0];
+  walk(top.body, 0, (node, depth) => {
+    switch (node.type) {
+      case 'AwaitExpression':
+        at(node.start, '(yield', depth, false, 5);
+        at(node.end, ')', depth, true);
+        break;
+      case 'ForOfStatement':
+        if (node.await) throw unsupported(node, '`for await` is not supported in scripts; await each value');
+        break;
+      case 'ImportExpression':
+        throw unsupported(node, 'a script cannot import modules: it has only `tools` and `console`');
+      case 'MetaProperty':
+        if (node.meta.name === 'import') throw unsupported(node, 'a script is not a module: `import.meta` is absent');
+        break;
+      case 'Property':
+      case 'MethodDefinition':
+        if (node.value && node.value.type === 'FunctionExpression' && node.value.async) {
+          dropAsync(node.start, node.key.start, depth);
+          node.value.__method = true;
+        }
+        break;
+      case 'FunctionDeclaration':
+      case 'FunctionExpression':
+      case 'ArrowFunctionExpression':
+        if (node.async) {
+          if (!node.__method) dropAsync(node.start, node.start + 5, depth);
+          wrapBody(node, depth);
+        }
+        break;
+      default:
+    }
+  });
+  // Applied from the end: at one position, openings of outer nodes end up left of inner ones
+  // and closings of inner nodes left of outer ones.
+  edits.sort((a, b) => b.pos - a.pos || (a.closing ? a.depth - b.depth : b.depth - a.depth));
+  let out = src.slice(HEADER.length);
+  for (const e of edits) {
+    const p = e.pos - HEADER.length;
+    out = out.slice(0, p) + e.text + out.slice(p + e.remove);
+  }
+  return `${RUN_HEADER}${out}`;
+}
+
+// ---- the script's world -----------------------------------------------------------------
+
+/** An inner call that did not return a value: `kind` is its outcome's (`forbidden`, …). */
+class ToolError extends Error {
+  constructor(tool, kind, message) {
+    super(`${tool}: ${message}`);
+    this.name = 'ToolError';
+    this.tool = tool;
+    this.kind = kind;
+  }
+}
+
+function isPlainObject(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** `tools.NAME(args)`: one inner call, its value or its ToolError as a settled promise. */
+function callTool(name, args) {
+  let payload;
+  try {
+    payload = args.length === 1 && isPlainObject(args[0]) ? JSON.stringify(args[0]) : JSON.stringify(args);
+  } catch (e) {
+    return SyncPromise.reject(new TypeError(`${name}: its arguments are not JSON: ${e.message}`));
+  }
+  let answer;
+  try {
+    answer = host.call(name, payload);
+  } catch (e) {
+    // The import's `err` arrives as an Error carrying the `failure` record as its payload.
+    const failure = e && e.payload !== undefined ? e.payload : e;
+    return SyncPromise.reject(new ToolError(name, failure.kind, failure.message));
+  }
+  return SyncPromise.resolve(JSON.parse(answer));
+}
+
+const tools = new Proxy(Object.create(null), {
+  get(_, name) {
+    // `then`: a script may `await tools` by mistake; a Proxy answering it would hang it.
+    if (typeof name !== 'string' || name === 'then') return undefined;
+    return (...args) => callTool(name, args);
+  },
+  has: () => true,
+});
+
+function shown(v) {
+  if (typeof v === 'string') return v;
+  if (v instanceof Error) return `${v.name}: ${v.message}`;
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? String(v) : s;
+  } catch {
+    return String(v);
+  }
+}
+
+function makeConsole(logs) {
+  let bytes = 0;
+  let cut = false;
+  const write = (level) => (...args) => {
+    if (cut) return;
+    const line = (level === 'log' || level === 'info' ? '' : `${level}: `) + args.map(shown).join(' ');
+    bytes += line.length + 1;
+    if (bytes > LOG_BYTES) {
+      cut = true;
+      logs.push(`… console output cut at ${LOG_BYTES} bytes`);
+      return;
+    }
+    logs.push(line);
+  };
+  return { log: write('log'), info: write('info'), warn: write('warn'), error: write('error'), debug: write('debug') };
+}
+
+/** Where in the model's script `e` was thrown: the first frame of the script's code. */
+function whereThrown(e) {
+  const stack = e && typeof e.stack === 'string' ? e.stack : '';
+  const m = /<input>:(\d+)(?::(\d+))?/.exec(stack);
+  if (!m) return {};
+  const line = Number(m[1]);
+  const column = m[2] === undefined ? undefined : scriptColumn(line, Number(m[2]) - 1, RUN_HEADER);
+  return { line, column };
+}
+
+function failure(e) {
+  if (e instanceof ScriptFailure) {
+    return { kind: e.kind, message: e.message, line: e.line, column: e.column };
+  }
+  const where = whereThrown(e);
+  if (e instanceof ToolError) {
+    return { kind: 'tool', message: e.message, tool: e.tool, toolKind: e.kind, ...where };
+  }
+  if (e instanceof Error) return { kind: 'runtime', message: `${e.name}: ${e.message}`, ...where };
+  return { kind: 'runtime', message: `uncaught ${shown(e)}` };
+}
+
+globalThis.Promise = SyncPromise;
+globalThis.__async = __async;
+globalThis.ToolError = ToolError;
+// No clock but the host's monotonic one, counted from the script's start.
+globalThis.performance = { now: () => host.now() };
+const NativeDate = Date;
+globalThis.Date = function Date(...args) {
+  if (args.length === 0) {
+    throw new TypeError('a script has no wall clock: use performance.now() for elapsed time');
+  }
+  return new.target ? new NativeDate(...args) : new NativeDate(...args).toString();
+};
+globalThis.Date.now = () => {
+  throw new TypeError('a script has no wall clock: use performance.now() for elapsed time');
+};
+globalThis.Date.parse = NativeDate.parse;
+globalThis.Date.UTC = NativeDate.UTC;
+globalThis.Date.prototype = NativeDate.prototype;
+
+export function run(code) {
+  const logs = [];
+  const console = makeConsole(logs);
+  try {
+    const program = (0, eval)(`${rewrite(code)}\n;__script`);
+    const result = __async(program(tools, console));
+    if (result._state === PENDING) {
+      throw new ScriptFailure(
+        'runtime',
+        'the script never finished: it awaits a promise nothing settles (code made by eval or Function cannot await)',
+      );
+    }
+    if (result._state === REJECTED) throw result._value;
+    let value;
+    try {
+      value = JSON.stringify(result._value === undefined ? null : result._value);
+    } catch (e) {
+      throw new ScriptFailure('result', `the script's result is not JSON: ${e.message}`);
+    }
+    if (value === undefined) value = 'null';
+    return `{"ok":true,"value":${value},"logs":${JSON.stringify(logs)}}`;
+  } catch (e) {
+    return JSON.stringify({ ok: false, error: failure(e), logs });
+  }
+}
