@@ -242,3 +242,37 @@ fn a_stateless_request_is_not_asked_mid_script_and_the_model_is_told_to_call_the
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
     server.terminate(10);
 }
+
+#[tokio::test]
+async fn a_script_reports_its_progress_and_cancelling_it_stops_it() {
+    use std::sync::{Arc, Mutex};
+    use toolhost_core::executor::{CallContext, CallControl, Cancel, NoConfirm, Progress};
+    let env = code_env(&toml("", ""));
+    let host = env.host();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = {
+        let seen = seen.clone();
+        Arc::new(move |p: &Progress| seen.lock().unwrap().push(p.message.clone()))
+    };
+    let cancel = Cancel::new();
+    let control = CallControl::default().with_cancel(cancel.clone()).with_progress(sink);
+    let call = toolhost_core::ToolCall::new(
+        "run_script",
+        ["await tools.echo('a'); await tools.count_words('b c'); for (;;) {}"],
+    );
+    let executor = host.executor.clone();
+    let task = tokio::spawn(async move {
+        executor.call_controlled(&call, &NoConfirm, &CallContext::local(None), &control).await
+    });
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while seen.lock().unwrap().len() < 2 && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    cancel.cancel("the test");
+    let o = task.await.unwrap();
+    err(&o, ErrorKind::Cancelled);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["1 tool call made; the last: echo", "2 tool calls made; the last: count_words"]
+    );
+}

@@ -25,6 +25,8 @@ const HEADER_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333
 const PROCESS_PARENT: &str = "00-6e0c63257de34c926f9efcd03899b0a1-2a9c7e3f5b1d4c60-01";
 /// What the console's caller sends as the HTTP header.
 const CONSOLE_PARENT: &str = "00-5b8aa5a2d2c872e8321cf37308d69df2-051581bf3cb55c13-01";
+/// The caller of a code-mode script (#61): its inner calls are the script's children.
+const SCRIPT_PARENT: &str = "00-7d1e4c2a9b3f5e6071829a3b4c5d6e7f-3c4d5e6f708192a3-01";
 /// In the argument of every call: never in a span or a metric.
 const MARKER: &str = "argument-value-7c41d2";
 
@@ -145,7 +147,7 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     let env = Env::with(&[plugin_artifacts::HOSTILE, plugin_artifacts::SYSTEM]);
     let echo = toolhost_core::capability::process::resolve_in_path("echo").unwrap();
     let config = format!(
-        "[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n[tool.run]\ndanger = false\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
+        "[plugin.sys]\nexec = [{{ program = \"{}\" }}]\n[tool.run]\ndanger = false\n\n[code_mode]\nenabled = true\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\nservice_name = \"toolhost-test\"\nmetrics_interval_ms = 200\n",
         echo.display(),
         receiver.port
     );
@@ -161,6 +163,9 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     // A program run for a plugin is a child span too.
     let run = json!({"program": "echo", "args": MARKER});
     tools_call(&mcp, "run", run, json!({ "traceparent": PROCESS_PARENT }), "");
+    // A script's inner calls are its children.
+    let code = json!({"code": "return await tools.run({program: 'echo', args: 'inner'})"});
+    tools_call(&mcp, "run_script", code, json!({ "traceparent": SCRIPT_PARENT }), "");
     let metrics_in = |lines: &[Value]| {
         lines.iter().any(|l| {
             l["metric"] == "toolhost.calls"
@@ -175,7 +180,7 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     let lines = receiver.wait_until(metrics_in);
     assert!(metrics_in(&lines), "no toolhost.calls = 2 for net_probe: {lines:#?}");
     stop(server);
-    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT, PROCESS_PARENT];
+    let parents = [META_PARENT, HEADER_PARENT, CONSOLE_PARENT, PROCESS_PARENT, SCRIPT_PARENT];
     let lines = receiver.wait_until(|l| parents.iter().all(|p| spans_of(l, &p[3..35]).len() >= 2));
 
     for (parent, front_end) in
@@ -209,6 +214,11 @@ fn a_traced_call_continues_the_callers_trace_with_its_http_request_and_the_metri
     assert_eq!(process["parent_span_id"], call["span_id"], "the program is the call's child: {process}");
     assert_eq!(process["attributes"]["process.executable.name"], "echo", "{process}");
     assert_eq!(process["attributes"]["process.exit.code"], 0, "{process}");
+    let spans = spans_of(&lines, &SCRIPT_PARENT[3..35]);
+    let script = named(&spans, "tools/call run_script");
+    assert_eq!(script["parent_span_id"], &SCRIPT_PARENT[36..52], "{script}");
+    let inner = named(&spans, "tools/call run");
+    assert_eq!(inner["parent_span_id"], script["span_id"], "the inner call is the script's child: {inner}");
     assert!(
         lines.iter().any(|l| l["metric"] == "toolhost.call.duration"),
         "no duration histogram: {lines:#?}"

@@ -80,7 +80,8 @@ impl Executor {
             while let Some(call) = rx.recv().await {
                 let answer = self.inner_call(&call, &inner, &parent, &mut tally).await;
                 let _ = call.reply.send(answer);
-                let message = format!("{} tool calls made; the last: {}", tally.calls, call.name);
+                let plural = if tally.calls == 1 { "" } else { "s" };
+                let message = format!("{} tool call{plural} made; the last: {}", tally.calls, call.name);
                 if let Some(sink) = &control.progress {
                     sink.report(&Progress { done: u64::from(tally.calls), total: None, message }).await;
                 }
