@@ -276,3 +276,21 @@ async fn a_script_reports_its_progress_and_cancelling_it_stops_it() {
         ["1 tool call made; the last: echo", "2 tool calls made; the last: count_words"]
     );
 }
+
+#[tokio::test]
+async fn in_a_searched_catalog_a_script_finds_tools_with_find_tools() {
+    let env = code_env(&toml("", "\n[catalog]\nmode = \"search\"\npin = [\"read\"]\n"));
+    let host = env.host();
+    let registry = host.registry.load();
+    let views = toolhost_core::view::listing(&registry, &host.config);
+    let d = &views.iter().find(|v| v.name() == "run_script").expect("listed").spec.description;
+    assert!(d.contains("tools.find_tools({query:"), "{d}");
+    assert!(
+        d.contains("read(args:") && !d.contains("count_words(args:"),
+        "only the pinned tools are declared: {d}"
+    );
+    let code = "const found = await tools.find_tools({query: 'count the words of a text'});\n\
+                const name = found.tools[0].name;\n\
+                return [name, (await tools[name]({text: 'a b c'})).words];";
+    assert_eq!(answer(&script(&host, code).await)["result"], serde_json::json!(["count_words", 3]));
+}
