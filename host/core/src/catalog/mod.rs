@@ -24,7 +24,7 @@ pub mod settings;
 use crate::settings::Config;
 use settings::{MAX_EXPOSED, Namespace};
 use std::borrow::Cow;
-use toolhost_spec::manifest::{ParamSpec, ToolSpec};
+use toolhost_spec::manifest::ToolSpec;
 
 /// The meta-tool that searches the catalog in search mode.
 pub const FIND_TOOLS: &str = "find_tools";
@@ -104,32 +104,15 @@ pub fn openai_name(exposed: &str) -> Cow<'_, str> {
 
 /// The `find_tools` meta-tool, for a catalog of `total` tools.
 pub fn find_tools_spec(total: usize, results: usize) -> ToolSpec {
+    let description = format!(
+        "Search the {total} available tools by what you want to do, in plain words. Returns the {results} best \
+         matches with their descriptions and parameters; then call the one you need by its name. Only a few \
+         tools are listed directly: use this to find the others."
+    );
+    let about = "what you want to do, e.g. \"read a file\" or \"send an email\"";
     ToolSpec {
-        name: FIND_TOOLS.into(),
-        description: format!(
-            "Search the {total} available tools by what you want to do, in plain words. Returns the {results} best \
-             matches with their descriptions and parameters; then call the one you need by its name. Only a few \
-             tools are listed directly: use this to find the others."
-        ),
-        params: vec![ParamSpec {
-            name: "query".into(),
-            ty: serde_json::json!("string"),
-            description: "what you want to do, e.g. \"read a file\" or \"send an email\"".into(),
-            optional: false,
-            default: None,
-        }],
-        arg_count: 1,
-        parse_json: vec![false],
-        rest: true,
-        output_limit: None,
-        danger: false,
         read_only: true,
-        category: None,
-        output_schema: None,
-        timeout_ms: None,
-        task_support: None,
-        title: Some("Find tools".into()),
         idempotent: true,
-        icons: Vec::new(),
+        ..ToolSpec::host_tool(FIND_TOOLS, "Find tools", description, "query", about)
     }
 }

@@ -11,7 +11,7 @@ pub mod settings;
 
 pub use settings::{CodeModeSettings, RawCodeMode};
 
-use toolhost_spec::manifest::{ParamSpec, ToolSpec};
+use toolhost_spec::manifest::ToolSpec;
 
 /// The meta-tool's name.
 pub const RUN_SCRIPT: &str = "run_script";
@@ -56,30 +56,10 @@ pub fn spec<'a>(
         description
             .push_str(" The tools it can call are the ones you can call directly, with the same parameters.");
     }
+    let about = "the script: the body of an async JavaScript function of `tools` and `console`";
     ToolSpec {
-        name: RUN_SCRIPT.into(),
-        description,
-        params: vec![ParamSpec {
-            name: "code".into(),
-            ty: serde_json::json!("string"),
-            description: "the script: the body of an async JavaScript function of `tools` and `console`"
-                .into(),
-            optional: false,
-            default: None,
-        }],
-        arg_count: 1,
-        parse_json: vec![false],
-        rest: true,
-        output_limit: None,
-        danger: false,
-        read_only: false,
-        category: None,
-        output_schema: None,
         timeout_ms: Some(settings.timeout_ms),
-        task_support: None,
-        title: Some("Run a script".into()),
-        idempotent: false,
-        icons: Vec::new(),
+        ..ToolSpec::host_tool(RUN_SCRIPT, "Run a script", description, "code", about)
     }
 }
 

@@ -293,6 +293,35 @@ pub struct ParamSpec {
 }
 
 impl ToolSpec {
+    /// A tool of the host's own (`find_tools`, `run_script`): one text parameter that takes the
+    /// rest of the arguments, nothing else declared.
+    pub fn host_tool(name: &str, title: &str, description: String, param: &str, about: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description,
+            params: vec![ParamSpec {
+                name: param.into(),
+                ty: Value::String("string".into()),
+                description: about.into(),
+                optional: false,
+                default: None,
+            }],
+            arg_count: 1,
+            parse_json: vec![false],
+            rest: true,
+            output_limit: None,
+            danger: false,
+            read_only: false,
+            category: None,
+            output_schema: None,
+            timeout_ms: None,
+            task_support: None,
+            title: Some(title.into()),
+            idempotent: false,
+            icons: Vec::new(),
+        }
+    }
+
     /// Whether argument `i` must be JSON.
     pub fn is_json(&self, i: usize) -> bool {
         self.parse_json.get(i).copied().unwrap_or(false)
