@@ -294,3 +294,18 @@ async fn in_a_searched_catalog_a_script_finds_tools_with_find_tools() {
                 return [name, (await tools[name]({text: 'a b c'})).words];";
     assert_eq!(answer(&script(&host, code).await)["result"], serde_json::json!(["count_words", 3]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_beyond_their_concurrency_wait_within_their_time_limit() {
+    let env = code_env(&toml("concurrency = 1\ntimeout_ms = 1500", ""));
+    let host = env.host();
+    let (busy_loop, waiting) = tokio::join!(script(&host, "for (;;) {}"), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        script(&host, "return 1").await
+    });
+    err(&busy_loop, ErrorKind::Timeout);
+    // The second waited for the one sandbox (its wait counted in its wall time), then ran.
+    assert_eq!(answer(&waiting)["result"], 1);
+    assert!(waiting.usage.as_ref().unwrap().wall_us >= 1_000_000, "{waiting:?}");
+    assert_eq!(answer(&script(&host, "return 2").await)["result"], 2, "the sandbox is free again");
+}

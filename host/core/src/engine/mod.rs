@@ -178,9 +178,9 @@ impl Runtime {
     }
 
     /// The engine `config` asks for: its stack limit, compile cache and an instance pool sized
-    /// by `limits.concurrency` and the largest memory limit.
+    /// by [`crate::Config::pool_calls`] and the largest memory limit.
     pub fn for_config(config: &crate::Config) -> anyhow::Result<Arc<Runtime>> {
-        let pool = Pool { concurrent_calls: config.concurrency, max_memory_mb: config.max_memory_mb() };
+        let pool = Pool { concurrent_calls: config.pool_calls(), max_memory_mb: config.max_memory_mb() };
         Self::with_options(config.stack_kb, config.cache_dir.as_deref(), Some(pool))
     }
 

@@ -88,6 +88,8 @@ pub struct Executor {
     rate: crate::rate::RateLimits,
     /// Code mode's script runner, compiled and linked on the first script (or why it cannot be).
     script: std::sync::OnceLock<Result<Arc<script::Runner>, String>>,
+    /// Scripts running at once (`[code_mode] concurrency`: their share of the instance pool).
+    scripts: tokio::sync::Semaphore,
 }
 
 impl Executor {
@@ -101,6 +103,7 @@ impl Executor {
         let workspace = Arc::from(config.workspace.as_path());
         let kv = Arc::new(crate::capability::kv::Stores::new(config.kv.clone()));
         let rate = crate::rate::RateLimits::new(config.rate_limits.clone());
+        let scripts = tokio::sync::Semaphore::new(config.code_mode.concurrency as usize);
         Executor {
             runtime,
             config,
@@ -115,6 +118,7 @@ impl Executor {
             rate,
             kv,
             script: std::sync::OnceLock::new(),
+            scripts,
         }
     }
 

@@ -53,6 +53,16 @@ impl Executor {
         };
         let started = std::time::Instant::now();
         let deadline = started + Duration::from_millis(settings.timeout_ms);
+        // A sandbox of the pool's share for scripts; waiting for one is part of the time limit.
+        let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline.into(), self.scripts.acquire()).await else {
+            return Outcome::err(
+                ErrorKind::Busy,
+                format!(
+                    "all {} script sandboxes stayed busy for the script's time limit ([code_mode] concurrency)",
+                    settings.concurrency
+                ),
+            );
+        };
         let (tx, mut rx) = mpsc::channel::<InnerCall>(1);
         let state =
             ScriptState { calls: tx, started, deadline, limiter: MemoryLimiter::new(settings.memory_mb) };

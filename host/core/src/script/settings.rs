@@ -18,6 +18,9 @@ pub struct CodeModeSettings {
     pub log_bytes: usize,
     /// Bytes of the meta-tool's description (its `tools` declarations are cut to fit).
     pub description_bytes: usize,
+    /// Scripts that may run at once (each holds a sandbox of the instance pool, besides the
+    /// `[limits] concurrency` of tool calls); more wait for one to end, within their time limit.
+    pub concurrency: u32,
 }
 
 impl Default for CodeModeSettings {
@@ -29,6 +32,7 @@ impl Default for CodeModeSettings {
             memory_mb: 64,
             log_bytes: 16 * 1024,
             description_bytes: 16 * 1024,
+            concurrency: 4,
         }
     }
 }
@@ -46,6 +50,7 @@ pub struct RawCodeMode {
     memory_mb: Option<u64>,
     log_bytes: Option<usize>,
     description_bytes: Option<usize>,
+    concurrency: Option<u32>,
 }
 
 impl RawCodeMode {
@@ -76,6 +81,10 @@ impl RawCodeMode {
                 1 << 20,
             ));
         }
+        let concurrency = self.concurrency.unwrap_or(d.concurrency);
+        if !(1..=64).contains(&concurrency) {
+            return Err(Invalid::out_of_range("code_mode.concurrency", concurrency, 1, 64));
+        }
         Ok(CodeModeSettings {
             enabled: self.enabled.unwrap_or(d.enabled),
             max_calls,
@@ -83,6 +92,7 @@ impl RawCodeMode {
             memory_mb,
             log_bytes,
             description_bytes,
+            concurrency,
         })
     }
 }
@@ -106,6 +116,7 @@ mod tests {
         assert!(parse("memory_mb = 8").unwrap_err().contains("code_mode.memory_mb"));
         assert!(parse("timeout_ms = 10").unwrap_err().contains("code_mode.timeout_ms"));
         assert!(parse("description_bytes = 10").unwrap_err().contains("code_mode.description_bytes"));
+        assert!(parse("concurrency = 0").unwrap_err().contains("code_mode.concurrency"));
         assert!(parse("nope = 1").unwrap_err().contains("nope"));
     }
 }

@@ -551,7 +551,15 @@ impl Config {
     pub fn max_memory_mb(&self) -> u64 {
         let overrides = self.plugins.values().filter_map(|p| p.limits.memory_mb);
         let tools = self.tools.values().filter_map(|t| t.limits.memory_mb);
-        overrides.chain(tools).fold(self.limits.memory_mb, u64::max)
+        let scripts = self.code_mode.enabled.then_some(self.code_mode.memory_mb);
+        overrides.chain(tools).chain(scripts).fold(self.limits.memory_mb, u64::max)
+    }
+
+    /// Sandboxes that may be live at once: `[limits] concurrency` tool calls, and in code mode
+    /// `[code_mode] concurrency` scripts (what the instance pool is sized for).
+    pub fn pool_calls(&self) -> u32 {
+        let scripts = if self.code_mode.enabled { self.code_mode.concurrency } else { 0 };
+        self.concurrency.saturating_add(scripts)
     }
 
     /// How many calls of `plugin` may run at once: its `[plugin.X] concurrency`, else
