@@ -64,18 +64,12 @@ impl Executor {
             );
         };
         let (tx, mut rx) = mpsc::channel::<InnerCall>(1);
-        let state =
-            ScriptState { calls: tx, started, deadline, limiter: MemoryLimiter::new(settings.memory_mb) };
-        let mut store = Store::new(&self.runtime.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.epoch_deadline_callback(|s| {
-            Ok(if std::time::Instant::now() >= s.data().deadline {
-                UpdateDeadline::Interrupt
-            } else {
-                UpdateDeadline::Yield(1)
-            })
+        let mut store = self.script_store(ScriptState {
+            calls: tx,
+            started,
+            deadline,
+            limiter: MemoryLimiter::new(settings.memory_mb),
         });
-        store.set_epoch_deadline(1);
         let guest = std::pin::pin!(BusyTimed::new(Box::pin(async move {
             let ran = run_runner(&mut store, &runner.pre, code).await;
             (ran, store.data().limiter.hit, store.data().limiter.peak_bytes())
@@ -115,7 +109,7 @@ impl Executor {
             Err(_) => return self.script_timeout(&tally),
         };
         let mut outcome = match ran {
-            Ok(answer) => self.script_answer(answer, &tally),
+            Ok(answer) => self.script_answer(answer, memory_hit, &tally),
             Err(e) => self.script_trapped(&e, memory_hit, &tally),
         };
         outcome.usage = Some(Usage {
@@ -126,6 +120,22 @@ impl Executor {
             ..Usage::default()
         });
         outcome
+    }
+
+    /// A store for one script: its memory limit, and its deadline checked at each epoch tick
+    /// (a busy script yields to the other tasks in between).
+    fn script_store(&self, state: ScriptState) -> Store<ScriptState> {
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_callback(|s| {
+            Ok(if std::time::Instant::now() >= s.data().deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        store.set_epoch_deadline(1);
+        store
     }
 
     /// The runner, compiled and linked on the first script (off the async workers: compiling
@@ -212,7 +222,7 @@ impl Executor {
 
     /// A script's answer as the meta-tool's outcome: its value, console output and calls; or
     /// its error with its line and column.
-    fn script_answer(&self, answer: String, tally: &Tally) -> Outcome {
+    fn script_answer(&self, answer: String, memory_hit: bool, tally: &Tally) -> Outcome {
         let answer: Answer = match serde_json::from_str(&answer) {
             Ok(a) => a,
             Err(e) => {
@@ -223,6 +233,10 @@ impl Executor {
             }
         };
         let (console, _) = truncate(answer.logs.join("\n"), self.config.code_mode.log_bytes);
+        if !answer.ok && memory_hit {
+            // QuickJS turned the refused growth into an exception the script did not survive.
+            return self.script_out_of_memory(tally);
+        }
         if !answer.ok {
             let Some(error) = answer.error else {
                 return Outcome::err(
@@ -254,15 +268,8 @@ impl Executor {
     /// The script's sandbox trapped: its memory or time limit, or a crash of the runner.
     fn script_trapped(&self, e: &wasmtime::Error, memory_hit: bool, tally: &Tally) -> Outcome {
         let settings = &self.config.code_mode;
-        let calls = tally.calls;
         if memory_hit || e.downcast_ref::<MemoryLimitExceeded>().is_some() {
-            return Outcome::err(
-                ErrorKind::MemoryLimit,
-                format!(
-                    "the script was stopped: it went past its memory limit of {} MiB ([code_mode] memory_mb) after {calls} tool calls",
-                    settings.memory_mb
-                ),
-            );
+            return self.script_out_of_memory(tally);
         }
         if let Some(Trap::Interrupt) = e.downcast_ref::<Trap>() {
             return self.script_timeout(tally);
@@ -270,6 +277,16 @@ impl Executor {
         let limits =
             Limits { timeout_ms: settings.timeout_ms, memory_mb: settings.memory_mb, ..self.config.limits };
         super::run::classify_trap("the script", limits, e, false, "")
+    }
+
+    fn script_out_of_memory(&self, tally: &Tally) -> Outcome {
+        Outcome::err(
+            ErrorKind::MemoryLimit,
+            format!(
+                "the script was stopped: it went past its memory limit of {} MiB ([code_mode] memory_mb) after {} tool calls",
+                self.config.code_mode.memory_mb, tally.calls
+            ),
+        )
     }
 
     fn script_timeout(&self, tally: &Tally) -> Outcome {
