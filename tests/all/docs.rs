@@ -164,6 +164,18 @@ fn every_toml_example_parses_with_the_real_config_parser() {
                 }
                 continue;
             }
+            // An app's `app.toml` (its first line names the file) is read by the apps rules.
+            if b.text.starts_with("# apps/") {
+                let folder = tempfile::tempdir().unwrap();
+                let app = folder.path().join("example");
+                std::fs::create_dir_all(&app).unwrap();
+                std::fs::write(app.join("index.html"), "<!doctype html><p>example</p>").unwrap();
+                std::fs::write(app.join("app.toml"), &b.text).unwrap();
+                if let Err(e) = toolhost_spec::apps::collect_dir(folder.path()) {
+                    panic!("{}: the app.toml example at line {} does not read: {e}", doc.name, b.line);
+                }
+                continue;
+            }
             // Plugin projects' Cargo.toml / pyproject.toml snippets are not toolhost configs:
             // they only have to be TOML.
             if b.text.contains("[package]")

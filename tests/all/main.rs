@@ -1,6 +1,7 @@
 //! Integration tests for toolhost: one binary (wasmtime is linked once), a module per area.
 //! The plugins under test are built from source by `plugin-artifacts`' build script.
 
+mod apps;
 mod auth_server;
 mod catalog;
 mod chat;

@@ -38,6 +38,11 @@ pub struct ToolView<'a> {
     pub limits: Limits,
     /// The schemas built when the plugin was read (or the registry was, for `find_tools`).
     schemas: &'a crate::registry::ToolSchemas,
+    /// The page (MCP Apps) that shows its results: its `ui://` URI.
+    pub app: Option<&'a str>,
+    /// For its plugin's apps only: callable, never offered to a model (MCP Apps visibility
+    /// `["app"]`).
+    pub app_only: bool,
 }
 
 impl<'a> ToolView<'a> {
@@ -61,6 +66,8 @@ impl<'a> ToolView<'a> {
             open_world,
             limits: config.limits_for_tool(&entry.plugin.name, spec),
             schemas: entry.schemas(),
+            app: crate::registry::apps::of_tool(&entry.plugin, entry.own_name()).map(|a| a.uri.as_str()),
+            app_only: crate::registry::apps::app_only(&entry.plugin, entry.own_name()),
         }
     }
 
@@ -77,6 +84,8 @@ impl<'a> ToolView<'a> {
             open_world: false,
             limits: config.limits,
             schemas: &search.schemas,
+            app: None,
+            app_only: false,
         }
     }
 
@@ -93,6 +102,8 @@ impl<'a> ToolView<'a> {
             open_world: false,
             limits: Limits { timeout_ms: config.code_mode.timeout_ms, ..config.limits },
             schemas: &script.schemas,
+            app: None,
+            app_only: false,
         }
     }
 
@@ -180,6 +191,17 @@ impl<'a> ToolView<'a> {
         );
         if let Some(p) = self.policy {
             m.insert("toolhost/policy".into(), p.to_string().into());
+        }
+        // MCP Apps: the page that shows its results, and who may call it.
+        let mut ui = serde_json::Map::new();
+        if let Some(uri) = self.app {
+            ui.insert("resourceUri".into(), uri.into());
+        }
+        if self.app_only {
+            ui.insert("visibility".into(), serde_json::json!(["app"]));
+        }
+        if !ui.is_empty() {
+            m.insert("ui".into(), ui.into());
         }
         m
     }

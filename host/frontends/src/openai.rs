@@ -29,7 +29,8 @@ pub use toolhost_spec::schema::{param_schema, parameters};
 ///
 /// [`Executor::listing`]: toolhost_core::executor::Executor::listing
 pub fn tools(tools: &[toolhost_core::view::ToolView<'_>]) -> Result<Value, NameError> {
-    let out: Result<Vec<Value>, NameError> = tools.iter().map(function).collect();
+    // A tool for its plugin's apps only is never offered to a model (MCP Apps visibility).
+    let out: Result<Vec<Value>, NameError> = tools.iter().filter(|v| !v.app_only).map(function).collect();
     Ok(Value::Array(out?))
 }
 

@@ -55,7 +55,8 @@ pub fn prompt(registry: &Registry, tools: &[toolhost_core::view::ToolView<'_>]) 
          - Tools marked DANGEROUS need a human's confirmation and may be refused.\n\n\
          Available tools:\n",
     );
-    let mut tools = tools.to_vec();
+    // A tool for its plugin's apps only is never offered to a model (MCP Apps visibility).
+    let mut tools: Vec<_> = tools.iter().filter(|v| !v.app_only).cloned().collect();
     tools.sort_by(|a, b| {
         (a.spec.category.as_deref().unwrap_or("~"), a.name())
             .cmp(&(b.spec.category.as_deref().unwrap_or("~"), b.name()))

@@ -1,6 +1,6 @@
 //! toolhost-spec: what a plugin and a model write, and the rules for it — with no engine, no
-//! async runtime and no I/O beyond reading bytes (and a project's `skills/` folder, for a
-//! build). The lowest layer of toolhost (see ARCHITECTURE.md): the host's crates, the fuzz targets and the SDK macro depend on it, and it
+//! async runtime and no I/O beyond reading bytes (and a project's `skills/` and `apps/`
+//! folders, for a build). The lowest layer of toolhost (see ARCHITECTURE.md): the host's crates, the fuzz targets and the SDK macro depend on it, and it
 //! builds for `wasm32-wasip2` as well.
 //!
 //! - [`manifest`]: the manifest embedded in a plugin file — types, reading the custom section
@@ -12,12 +12,16 @@
 //! - [`digest`]: SHA-256 and hex; [`env_name`]: the rule for environment variable names;
 //! - [`skills`]: a plugin's skills (MCP's skills extension) — the `toolhost-skills` section, its
 //!   rules, the skills and their front matter; and a project's `skills/` folder collected;
+//! - [`apps`]: a plugin's apps (MCP Apps, `io.modelcontextprotocol/ui`) — the `toolhost-apps`
+//!   section of HTML pages, its rules, the origins a page may reach and the Content-Security-Policy
+//!   built from them; and a project's `apps/` folder collected;
 //! - [`prompts`]: a plugin's prompts and their arguments, and their rules;
 //! - [`resources`]: a plugin's resources and resource templates, their rules, and the matching
 //!   of a URI against a template;
 //! - [`sections`]: a named custom section found in a component; its top-level sections: the
 //!   digest of its code, the `toolhost dev` marker.
 
+pub mod apps;
 pub mod call;
 pub mod digest;
 pub mod env_name;

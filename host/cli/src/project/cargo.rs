@@ -104,6 +104,7 @@ impl PluginCrate {
         matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "toml" | "wit" | "json"))
             || name == "Cargo.lock"
             || path.strip_prefix(self.dir()).is_ok_and(super::skills::is_skill_file)
+            || path.strip_prefix(self.dir()).is_ok_and(super::apps::is_app_file)
     }
 }
 

@@ -118,7 +118,8 @@ impl Project {
             .map_err(|e| anyhow::anyhow!("{}", unsnap(&format!("{e:#}"), snap.path(), self.dir())))?;
         let runtime = tools.dev_runtime(self.lang())?;
         before_install(&manifest)?;
-        let to = place_dev_build(plugins_dir, &manifest, section.as_ref(), &runtime, sources)?;
+        let sections = (section.as_ref(), snap.path());
+        let to = place_dev_build(plugins_dir, &manifest, sections, &runtime, sources)?;
         Ok(DevInstall::Installed {
             manifest: Box::new(manifest),
             to,
@@ -191,13 +192,13 @@ impl Project {
 }
 
 /// Move `sources` into place as `PLUGINS/.toolhost-dev/NAME-ID` (unless that snapshot is there
-/// already), write the runtime with `manifest`, the skills (if the project has any) and the dev
-/// marker embedded as `NAME.wasm` (when it changed), and drop the plugin's older snapshots;
-/// returns the file written.
+/// already), write the runtime with `manifest`, the skills and apps (if the project, snapshot
+/// at `project`, has any) and the dev marker embedded as `NAME.wasm` (when it changed), and
+/// drop the plugin's older snapshots; returns the file written.
 fn place_dev_build(
     plugins_dir: &Path,
     manifest: &Manifest,
-    section: Option<&toolhost_spec::skills::SkillsSection>,
+    (section, project): (Option<&toolhost_spec::skills::SkillsSection>, &Path),
     runtime: &Path,
     sources: tempfile::TempDir,
 ) -> Result<PathBuf> {
@@ -214,6 +215,7 @@ fn place_dev_build(
     if let Some(section) = section {
         bytes = skills::embed(bytes, section)?;
     }
+    let bytes = super::apps::embed_project(bytes, project, manifest)?;
     let bytes = embed_dev_marker(&bytes, &DevMarker { sources: id.clone() });
     let to = plugins_dir.join(format!("{}.wasm", manifest.name));
     if std::fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
@@ -268,7 +270,7 @@ fn relative(p: &Path) -> Option<String> {
 /// build outputs, dependencies' caches or dotfiles. Every file of `skills/` but dotfiles goes
 /// in, whatever its name (a skill's `scripts/test_x.py` is the skill's, not a test).
 pub fn is_input(lang: Lang, rel: &Path) -> bool {
-    if skills::is_skill_file(rel) {
+    if skills::is_skill_file(rel) || super::apps::is_app_file(rel) {
         return rel.components().all(|c| !c.as_os_str().to_string_lossy().starts_with('.'));
     }
     let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).peekable();

@@ -13,6 +13,7 @@
 
 use cargo::PluginCrate;
 use toolhost_spec::manifest::{self, Manifest};
+pub mod apps;
 pub mod cargo;
 pub mod dev;
 pub mod scaffold;
@@ -160,7 +161,7 @@ impl Project {
     }
 
     /// Whether a changed path goes into the plugin, so `toolhost dev` rebuilds: sources,
-    /// project files and every file of `skills/`, never tests (`test_*.py`, `*.test.js`), build
+    /// project files and every file of `skills/` and `apps/`, never tests (`test_*.py`, `*.test.js`), build
     /// outputs or dotfiles.
     pub fn is_source(&self, path: &Path) -> bool {
         match self {
@@ -170,7 +171,7 @@ impl Project {
                 if !dev::is_input(self.lang(), rel) {
                     return false;
                 }
-                if skills::is_skill_file(rel) {
+                if skills::is_skill_file(rel) || apps::is_app_file(rel) {
                     return true;
                 }
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -215,6 +216,8 @@ impl Project {
             }
             Project::Python { .. } | Project::Js { .. } => self.build_snapshot(tools)?,
         };
+        // The apps, the same way in every language (none of the toolchains knows them).
+        let bytes = apps::embed_project(bytes, self.dir(), &manifest)?;
         Ok(Built { bytes, manifest, seconds: started.elapsed().as_secs_f64(), cached })
     }
 

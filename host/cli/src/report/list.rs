@@ -131,7 +131,33 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
     for s in p.skills.iter() {
         out.push_str(&format!("  {}\n", skill_line(&s.name, s.files.len(), s.size())));
     }
+    for a in p.apps.iter() {
+        out.push_str(&app_lines(a));
+    }
     out.push_str(&served_lines(&p.manifest, Some(&p.prompt_names)));
+}
+
+/// An app (MCP Apps) as `list` shows it: its page, the tools it shows and those only it calls,
+/// and the origins it declared, each as allowed or withheld (`[plugin.NAME] app_domains`).
+fn app_lines(a: &toolhost_core::registry::apps::LoadedApp) -> String {
+    let mut out =
+        format!("  app:       {} — shows {}", term::line(&a.uri), term::line(&a.spec.tools.join(", ")));
+    if !a.spec.app_only.is_empty() {
+        out.push_str(&format!("; calls {} (app-only)", term::line(&a.spec.app_only.join(", "))));
+    }
+    out.push('\n');
+    for (list, origins) in a.csp.lists() {
+        for o in origins {
+            out.push_str(&format!("    {list}: {} (allowed)\n", term::line(o)));
+        }
+    }
+    for o in &a.withheld {
+        out.push_str(&format!(
+            "    withheld:  {} (declared; allow it with [plugin.NAME] app_domains)\n",
+            term::line(o)
+        ));
+    }
+    out
 }
 
 /// A manifest's resources, templates and prompts as `list` and `inspect` show them, a line
@@ -282,6 +308,18 @@ pub fn list_json(reg: &Registry) -> serde_json::Value {
                     "description": s.description,
                     "files": s.files.len(),
                     "bytes": s.size(),
+                })).collect::<Vec<_>>(),
+                "apps": p.apps.iter().map(|a| json!({
+                    "name": a.spec.name,
+                    "uri": a.uri,
+                    "title": a.spec.title,
+                    "description": a.spec.description,
+                    "tools": a.spec.tools,
+                    "appOnly": a.spec.app_only,
+                    "declared": a.spec.csp,
+                    "allowed": a.csp,
+                    "withheld": a.withheld,
+                    "bytes": a.spec.html.len(),
                 })).collect::<Vec<_>>(),
                 "resources": p.manifest.resources,
                 "resourceTemplates": p.manifest.resource_templates,

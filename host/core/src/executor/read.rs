@@ -46,6 +46,9 @@ pub struct Read {
     pub truncated: bool,
     /// What the plugin's run cost (`None`: nothing ran).
     pub usage: Option<Usage>,
+    /// An app's page: its `_meta.ui` (the origins it may reach, its border), which MCP serves
+    /// with the page.
+    pub ui: Option<serde_json::Value>,
 }
 
 /// Why a read gave nothing.
@@ -105,6 +108,15 @@ impl Executor {
                 },
                 truncated: false,
                 usage: None,
+                ui: None,
+            }),
+            Ok(Found::App(plugin, app)) => Ok(Read {
+                plugin: plugin.name.clone(),
+                mime_type: Some(toolhost_spec::apps::MIME_TYPE.to_string()),
+                body: Body::Text(app.spec.html.clone()),
+                truncated: false,
+                usage: None,
+                ui: Some(app.ui_meta()),
             }),
             Ok(Found::Plugin(r)) => self.read_plugin(r, uri).await,
         };
@@ -149,7 +161,7 @@ impl Executor {
             },
         };
         let mime_type = r.declared.mime_type().map(str::to_string);
-        Ok(Read { plugin: plugin.clone(), mime_type, body, truncated, usage: Some(ran.usage) })
+        Ok(Read { plugin: plugin.clone(), mime_type, body, truncated, usage: Some(ran.usage), ui: None })
     }
 }
 

@@ -132,7 +132,9 @@ impl Registry {
     /// caller may list other tools, so the description names none.
     fn script_tool(&self, config: &Config) -> super::ScriptTool {
         let searched = self.search.is_some();
-        let listed = self.tools.values().filter(|e| !searched || config.catalog.pinned(e.name()));
+        let offered = |e: &&ToolEntry| !super::apps::app_only(&e.plugin, e.own_name());
+        let listed =
+            self.tools.values().filter(|e| !searched || config.catalog.pinned(e.name())).filter(offered);
         let declared = config.policy_file.is_none();
         let spec = crate::script::spec(listed.map(|e| e.spec()), &config.code_mode, declared, searched);
         let schemas = ToolSchemas::of(&spec);

@@ -40,6 +40,9 @@ pub struct Entry {
     /// before skills were read is rebuilt, rather than taken to say "no skills".
     #[serde(deserialize_with = "serde::Deserialize::deserialize")]
     pub(crate) skills: Option<String>,
+    /// Its `toolhost-apps` section, if it has one; required like `skills`.
+    #[serde(deserialize_with = "serde::Deserialize::deserialize")]
+    pub(crate) apps: Option<String>,
     /// Its `toolhost-dev` section, if it is a `toolhost dev` build.
     pub(crate) dev: Option<DevMarker>,
 }
@@ -50,7 +53,7 @@ impl Entry {
     pub(crate) fn new(
         c: &Candidate,
         manifest: Vec<u8>,
-        skills: Option<String>,
+        (skills, apps): (Option<String>, Option<String>),
         dev: Option<DevMarker>,
     ) -> Option<Entry> {
         Some(Entry {
@@ -59,6 +62,7 @@ impl Entry {
             code: hex::encode(c.code),
             manifest: String::from_utf8(manifest).ok()?,
             skills,
+            apps,
             dev,
         })
     }
@@ -185,11 +189,15 @@ mod tests {
             code: "00".into(),
             manifest: "{}".into(),
             skills: None,
+            apps: None,
             dev: None,
         };
-        let mut json = serde_json::to_value(&entry).unwrap();
+        let json = serde_json::to_value(&entry).unwrap();
         assert_eq!(serde_json::from_value::<Entry>(json.clone()).unwrap(), entry);
-        json.as_object_mut().unwrap().remove("skills");
-        assert!(serde_json::from_value::<Entry>(json).is_err());
+        for field in ["skills", "apps"] {
+            let mut old = json.clone();
+            old.as_object_mut().unwrap().remove(field);
+            assert!(serde_json::from_value::<Entry>(old).is_err(), "{field}");
+        }
     }
 }

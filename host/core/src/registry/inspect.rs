@@ -1,4 +1,4 @@
-//! The half of loading a file that needs no engine: its manifest (and skills) read and checked,
+//! The half of loading a file that needs no engine: its manifest (skills, apps) read and checked,
 //! its signature judged, its grants resolved; and reading one file's manifest for `inspect`.
 
 use super::dev::dev_sources;
@@ -21,6 +21,9 @@ pub struct Inspected {
     pub(super) grants: Grants,
     pub(super) missing: Vec<Missing>,
     pub(super) skills: super::skills::Skills,
+    /// Its apps as its `toolhost-apps` section declares them (checked against its tools when
+    /// it loads).
+    pub(super) apps: Vec<toolhost_spec::apps::AppSpec>,
 }
 
 /// The half of loading a file (`c`, whose bytes are `bytes`) that needs no engine
@@ -46,14 +49,15 @@ pub(super) fn inspect_indexing(
     // A bad skills section refuses the plugin, as a bad manifest does: what it would serve is
     // not what its author wrote.
     let (skills, skills_text) = super::skills::from_file(bytes).map_err(|e| fail(e.to_string()))?;
+    let (apps, apps_text) = super::apps::from_file(bytes).map_err(|e| fail(e.to_string()))?;
     let marker = toolhost_spec::sections::dev_marker(bytes).map_err(fail)?;
     let entry = match signer {
-        None => index::Entry::new(c, section, skills_text, marker.clone())
+        None => index::Entry::new(c, section, (skills_text, apps_text), marker.clone())
             .map_or(index::Indexed::Not, index::Indexed::New),
         Some(_) => index::Indexed::Not,
     };
     let mut inspected = checked(config, c, manifest, signer, marker)?;
-    inspected.skills = skills;
+    (inspected.skills, inspected.apps) = (skills, apps);
     Ok((inspected, entry))
 }
 
@@ -75,8 +79,12 @@ pub(super) fn inspect_indexed(
         Some(text) => super::skills::from_section(text.as_bytes()).map_err(|e| fail(e.to_string()))?,
         None => Default::default(),
     };
+    let apps = match &entry.apps {
+        Some(text) => super::apps::from_section(text.as_bytes()).map_err(|e| fail(e.to_string()))?,
+        None => Vec::new(),
+    };
     let mut inspected = checked(config, c, manifest, None, entry.dev.clone())?;
-    inspected.skills = skills;
+    (inspected.skills, inspected.apps) = (skills, apps);
     Ok(inspected)
 }
 
@@ -101,7 +109,7 @@ fn checked(
     let (mut grants, missing) = Grants::effective(&cx);
     grants.fs.extend(dev_sources);
     let schemas = manifest.tools.iter().map(ToolSchemas::of).collect();
-    Ok(Inspected { manifest, schemas, signer, grants, missing, skills: Default::default() })
+    Ok(Inspected { manifest, schemas, signer, grants, missing, skills: Default::default(), apps: Vec::new() })
 }
 
 /// Why [`inspect_file`] read no manifest (the file is named by the caller).

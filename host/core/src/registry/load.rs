@@ -20,8 +20,11 @@ fn link(
     c: &Candidate,
     inspected: Inspected,
 ) -> Result<LoadedPlugin, LoadFailure> {
-    let Inspected { mut manifest, schemas, signer, grants, missing, skills } = inspected;
-    let exposure = config.plugin(&manifest.name).exposure;
+    let Inspected { mut manifest, schemas, signer, grants, missing, skills, apps } = inspected;
+    let plugin_config = config.plugin(&manifest.name);
+    let apps = super::apps::loaded(apps, &manifest, &plugin_config.app_domains)
+        .map_err(|reason| LoadFailure { file: c.path.clone(), reason })?;
+    let exposure = plugin_config.exposure;
     let skills = super::skills::selected(skills, &exposure);
     let prompt_names = super::prompts::served(&mut manifest, config);
     super::resources::served(&mut manifest, &exposure);
@@ -55,6 +58,7 @@ fn link(
         hash: c.hash,
         signer,
         skills,
+        apps,
         prompt_names,
     })
 }

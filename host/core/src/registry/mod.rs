@@ -18,6 +18,7 @@
 //!   failure.
 
 pub mod approvals;
+pub mod apps;
 mod build;
 mod conflict;
 mod dev;

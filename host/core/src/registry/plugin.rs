@@ -28,6 +28,9 @@ pub struct LoadedPlugin {
     /// Its skills (its `toolhost-skills` section; empty without one), as `[plugin.NAME]
     /// skills` selects them.
     pub skills: super::skills::Skills,
+    /// Its apps (its `toolhost-apps` section; empty without one), each with the origins the
+    /// operator allows it.
+    pub apps: super::apps::Apps,
     /// Per prompt of `manifest.prompts`: the name it is served under (see
     /// [`crate::catalog::expose_prompt`]). The manifest's `prompts`, `resources` and
     /// `resourceTemplates` hold only those `[plugin.NAME]` selects.

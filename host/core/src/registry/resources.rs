@@ -1,5 +1,5 @@
 //! Which plugin serves a URI: the one lookup of a resource, for every front end. A `skill://`
-//! URI is a skill's file (`skills.rs`); any other is a plugin's static resource or matches one
+//! URI is a skill's file (`skills.rs`), a `ui://` URI an app's page (`apps.rs`); any other is a plugin's static resource or matches one
 //! of its templates, as its manifest declares them. Two plugins claiming one URI serve neither:
 //! the lookup says so, naming both.
 
@@ -47,6 +47,8 @@ pub struct PluginResource<'r> {
 pub enum Found<'r> {
     /// A skill's file: served from the plugin's section, nothing runs.
     Skill(&'r LoadedPlugin, &'r SkillFile),
+    /// An app's page (`ui://`): served from the plugin's section, nothing runs.
+    App(&'r LoadedPlugin, &'r super::apps::LoadedApp),
     /// Read by running the plugin.
     Plugin(PluginResource<'r>),
 }
@@ -55,7 +57,7 @@ impl Found<'_> {
     /// The plugin serving it.
     pub fn plugin(&self) -> &LoadedPlugin {
         match self {
-            Found::Skill(p, _) => p,
+            Found::Skill(p, _) | Found::App(p, _) => p,
             Found::Plugin(r) => r.plugin,
         }
     }
@@ -68,9 +70,14 @@ pub enum NoResource {
     Skill(#[from] skills::NoResource),
     #[error("no resource {0}: no loaded plugin declares it or a template it matches")]
     Unknown(String),
+    #[error("no resource {0}: no loaded plugin has that app (ui://PLUGIN/APP)")]
+    UnknownApp(String),
     #[error("resource {uri} is claimed by plugins {}: neither serves it (rename one in its plugin, or deselect it)", .plugins.join(" and "))]
     Conflict { uri: String, plugins: Vec<String> },
 }
+
+/// The URI scheme of apps' pages (MCP Apps reserves it).
+pub const APP_SCHEME: &str = "ui://";
 
 /// What serves `uri` among `plugins`: a plugin's static resource wins over templates (its own
 /// and others'); one plugin's first matching template serves it; two plugins claiming it serve
@@ -79,6 +86,11 @@ pub fn find<'r>(plugins: &'r [Arc<LoadedPlugin>], uri: &str) -> Result<Found<'r>
     if uri.get(..skills::SCHEME.len()).is_some_and(|s| s.eq_ignore_ascii_case(skills::SCHEME)) {
         let (plugin, file) = skills::resource(plugins, uri)?;
         return Ok(Found::Skill(plugin, file));
+    }
+    if uri.get(..APP_SCHEME.len()).is_some_and(|s| s.eq_ignore_ascii_case(APP_SCHEME)) {
+        let (plugin, app) =
+            super::apps::find(plugins, uri).ok_or_else(|| NoResource::UnknownApp(uri.to_string()))?;
+        return Ok(Found::App(plugin, app));
     }
     let statics: Vec<PluginResource<'r>> = plugins
         .iter()

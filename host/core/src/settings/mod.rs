@@ -432,6 +432,11 @@ impl Config {
                     out.kv.push(b.clone());
                 }
             }
+            for d in &all.app_domains {
+                if !out.app_domains.contains(d) {
+                    out.app_domains.push(d.clone());
+                }
+            }
             out.on_missing = out.on_missing.or(all.on_missing);
             out.asked_grants = out.asked_grants.or(all.asked_grants);
             out.kv_scope = out.kv_scope.or(all.kv_scope);

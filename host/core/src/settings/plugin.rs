@@ -65,6 +65,9 @@ for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[se
     on_missing: Option<OnMissing>,
     /// Whether grants answered "always"/"never" survive a new file of the plugin.
     asked_grants: Option<AskedGrants>,
+    /// Origins its apps (MCP Apps pages) may reach, of those their `csp` declares.
+    #[serde(default)]
+    app_domains: Vec<String>,
 });
 
 for_each_limit!(section_with_limits; #[derive(Debug, Default, Deserialize)] #[serde(deny_unknown_fields)] pub(crate) struct RawTool {
@@ -98,6 +101,9 @@ pub struct PluginConfig {
     pub on_missing: Option<OnMissing>,
     /// `asked_grants` (unset: `keep`).
     pub asked_grants: Option<AskedGrants>,
+    /// Origins its apps may reach (normalized): a page's declared origin not among them is left
+    /// out of the policy it is served with.
+    pub app_domains: Vec<String>,
 }
 
 /// `[plugin.NAME] asked_grants`: what becomes of the answers in `toolhost.grants.toml` when the
@@ -179,7 +185,15 @@ impl RawPlugin {
             kv_scope: self.kv_scope,
             on_missing: self.on_missing,
             asked_grants: self.asked_grants,
+            app_domains: Vec::new(),
         };
+        for (i, d) in self.app_domains.iter().enumerate() {
+            let origin = toolhost_spec::apps::check_domain(d)
+                .map_err(|why| Invalid::says(format!("{key}.app_domains[{i}]"), why))?;
+            if !grant.app_domains.contains(&origin) {
+                grant.app_domains.push(origin);
+            }
+        }
         for (i, e) in self.exec.into_iter().enumerate() {
             grant.exec.push(e.resolve(&format!("{key}.exec[{i}]"), cx.base)?);
         }

@@ -1,5 +1,5 @@
-//! Resources over MCP: `resources/list` (each skill's `SKILL.md`, then the plugins' static
-//! resources), `resources/templates/list` (the plugins' templates) and `resources/read` of
+//! Resources over MCP: `resources/list` (each skill's `SKILL.md`, each app's page (`ui://`,
+//! MCP Apps, with its `_meta.ui`), then the plugins' static resources), `resources/templates/list` (the plugins' templates) and `resources/read` of
 //! any of them — the read is the executor's (`Executor::read`: looked up once, run in the
 //! plugin's sandbox when it is a plugin's, audited and counted); this file only shapes it.
 
@@ -20,7 +20,7 @@ impl McpServer {
     /// `resources/list` from `cursor`: each skill's `SKILL.md`, named and described by its front
     /// matter, then each plugin's static resources as its manifest declares them, a page at a
     /// time.
-    pub(crate) fn resources_result(&self, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    pub fn resources_result(&self, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
         let registry = self.executor.registry();
         let plugins = registry.plugins();
         let skills = all(plugins).into_iter().map(|(p, s)| {
@@ -37,7 +37,18 @@ impl McpServer {
             out.description = (!r.description.is_empty()).then(|| r.description.clone());
             out
         });
-        let all = skills.chain(declared).collect();
+        let apps = plugins.iter().flat_map(|p| p.apps.iter().map(move |a| (&*p.name, a))).map(|(p, a)| {
+            let mut meta = plugin_meta(p);
+            meta.0.insert("ui".into(), a.ui_meta());
+            let mut out = Resource::new(&a.uri, &a.spec.name)
+                .with_description(&a.spec.description)
+                .with_mime_type(toolhost_spec::apps::MIME_TYPE)
+                .with_size(a.spec.html.len() as u64)
+                .with_meta(meta);
+            out.title = a.spec.title.clone();
+            out
+        });
+        let all = skills.chain(apps).chain(declared).collect();
         let (listed, next) = super::pages::page(all, |r: &Resource| &r.uri, cursor, self.page_size)?;
         let mut out = ListResourcesResult::with_all_items(listed);
         out.next_cursor = next;
@@ -70,11 +81,7 @@ impl McpServer {
     /// `_meta` (`toolhost/truncated`). An unknown URI is resource-not-found (-32002, which rmcp
     /// turns into -32602 for 2026-07-28 clients); a plugin's refusal invalid params; a failed
     /// run an internal error naming what failed.
-    pub(crate) async fn read_result(
-        &self,
-        uri: &str,
-        who: &CallContext,
-    ) -> Result<ReadResourceResult, ErrorData> {
+    pub async fn read_result(&self, uri: &str, who: &CallContext) -> Result<ReadResourceResult, ErrorData> {
         let read = self.executor.read(uri, "resources/read", who).await.map_err(|e| match e {
             ReadError::NotFound(_) => ErrorData::resource_not_found(e.to_string(), None),
             ReadError::Refused { .. } | ReadError::NotText { .. } => {
@@ -92,6 +99,9 @@ impl McpServer {
             contents = contents.with_mime_type(mime);
         }
         let mut meta = plugin_meta(&read.plugin);
+        if let Some(ui) = read.ui {
+            meta.0.insert("ui".into(), ui);
+        }
         if read.truncated {
             meta.0.insert("toolhost/truncated".into(), true.into());
         }

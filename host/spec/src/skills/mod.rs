@@ -252,8 +252,8 @@ pub fn embed(component: &[u8], section: &SkillsSection) -> Result<Vec<u8>, Skill
 
 /// Entries of a `skills/` folder that are not part of a skill: hidden ones (`.DS_Store`, `.git`)
 /// and editors' backup and autosave files (`SKILL.md~`, `#SKILL.md#`), which would otherwise
-/// break the build the moment an editor saves.
-fn is_left_out(name: &str) -> bool {
+/// break the build the moment an editor saves. (Apps' folders are read the same way.)
+pub(crate) fn is_left_out(name: &str) -> bool {
     name.starts_with('.')
         || name.ends_with('~')
         || (name.len() > 1 && name.starts_with('#') && name.ends_with('#'))
