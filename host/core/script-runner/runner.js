@@ -137,11 +137,14 @@ class SyncPromise {
   }
 
   static resolve(v) {
-    return v instanceof SyncPromise ? v : new SyncPromise((resolve) => resolve(v));
+    if (v instanceof SyncPromise) return v;
+    // A plain value settles at once: no executor, no closures (every awaited tool call's value).
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function')) return settled(FULFILLED, v);
+    return new SyncPromise((resolve) => resolve(v));
   }
 
   static reject(e) {
-    return new SyncPromise((_, reject) => reject(e));
+    return settled(REJECTED, e);
   }
 
   static withResolvers() {
@@ -200,6 +203,15 @@ class SyncPromise {
       list.forEach((p, i) => each(SyncPromise.resolve(p), i, out, ok, reject));
     });
   }
+}
+
+/** A promise already settled with `state` and `value`. */
+function settled(state, value) {
+  const p = Object.create(SyncPromise.prototype);
+  p._state = state;
+  p._value = value;
+  p._waiting = null;
+  return p;
 }
 
 /** Drive the generator a rewritten `async` function became: a SyncPromise of its result. */
@@ -372,7 +384,7 @@ function callTool(name, args) {
   try {
     payload = args.length === 1 && isPlainObject(args[0]) ? JSON.stringify(args[0]) : JSON.stringify(args);
   } catch (e) {
-    return SyncPromise.reject(new TypeError(`${name}: its arguments are not JSON: ${e.message}`));
+    return settled(REJECTED, new TypeError(`${name}: its arguments are not JSON: ${e.message}`));
   }
   let answer;
   try {
@@ -380,16 +392,22 @@ function callTool(name, args) {
   } catch (e) {
     // The import's `err` arrives as an Error carrying the `failure` record as its payload.
     const failure = e && e.payload !== undefined ? e.payload : e;
-    return SyncPromise.reject(new ToolError(name, failure.kind, failure.message));
+    return settled(REJECTED, new ToolError(name, failure.kind, failure.message));
   }
-  return SyncPromise.resolve(JSON.parse(answer));
+  return settled(FULFILLED, JSON.parse(answer));
 }
 
+const toolFunctions = new Map();
 const tools = new Proxy(Object.create(null), {
   get(_, name) {
     // `then`: a script may `await tools` by mistake; a Proxy answering it would hang it.
     if (typeof name !== 'string' || name === 'then') return undefined;
-    return (...args) => callTool(name, args);
+    let f = toolFunctions.get(name);
+    if (f === undefined) {
+      f = (...args) => callTool(name, args);
+      toolFunctions.set(name, f);
+    }
+    return f;
   },
   has: () => true,
 });

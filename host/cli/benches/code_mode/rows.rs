@@ -27,9 +27,14 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
     let empty = ToolCall::new("run_script", ["return 1"]);
     let code = format!("for (let i = 0; i < {INNER}; i++) await tools.echo('x'); return 1");
     let scripted = ToolCall::new("run_script", [code.as_str()]);
-    let (echo, empty, scripted) = (&echo, &empty, &scripted);
+    // Where an inner call's time goes: the script's await alone, a host call alone.
+    let awaits = format!("for (let i = 0; i < {INNER}; i++) await null; return 1");
+    let awaits = ToolCall::new("run_script", [awaits.as_str()]);
+    let clock = format!("let t = 0; for (let i = 0; i < {INNER}; i++) t += performance.now(); return 1");
+    let clock = ToolCall::new("run_script", [clock.as_str()]);
+    let (echo, empty, scripted, awaits, clock) = (&echo, &empty, &scripted, &awaits, &clock);
     // Every case must succeed: a failing script would be measured as fast.
-    for c in [echo, empty, scripted] {
+    for c in [echo, empty, scripted, awaits, clock] {
         let o = rt.block_on(host.call(c));
         assert!(o.success, "{}: {o:?}", c.name);
     }
@@ -37,6 +42,8 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
         Box::new(move || Box::pin(async move { drop(host.call(echo).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(empty).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(scripted).await) })),
+        Box::new(move || Box::pin(async move { drop(host.call(awaits).await) })),
+        Box::new(move || Box::pin(async move { drop(host.call(clock).await) })),
     ];
     // The scripted case makes 50 calls: a tenth of the samples keeps it within the others' time.
     let m = interleaved(rt, &mut cases, (n / 10).max(100));
@@ -67,6 +74,15 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
         "| one inner call: (that − the empty script) ÷ {INNER} | {} | — | {ratio:.2}× `echo` | ≤ 1.2×: {} |",
         us(per_inner),
         met(ratio <= 1.2)
+    ));
+    let per = |i: usize| us(m[i].stats.p50.saturating_sub(start) / INNER as u32);
+    line(format!(
+        "| where it goes, per call: the script's `await` alone (50 × `await null`) | {} | — | — | — |",
+        per(3)
+    ));
+    line(format!(
+        "| … a host call alone (50 × `performance.now()`: the runner's `now` import) | {} | — | — | — |",
+        per(4)
     ));
     token_rows(line, work);
 }
