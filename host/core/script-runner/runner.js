@@ -9,8 +9,8 @@
 // QuickJS as this component runs it never drains its job queue between calls, so a native
 // `await` would never resume. The script is therefore rewritten before it runs (acorn parses
 // it; line numbers are kept): every `async` function becomes a generator driven synchronously
-// by `__async`, every `await x` a `yield x`, and `Promise` is `SyncPromise`, whose callbacks run
-// as soon as it settles. Inner calls run one at a time: `Promise.all` over tool calls works,
+// by `__async`, every `await x` takes a settled value at once and `yield`s only a pending one,
+// and `Promise` is `SyncPromise`, whose callbacks run as soon as it settles. Inner calls run one at a time: `Promise.all` over tool calls works,
 // with a concurrency of one.
 
 import host from 'toolhost:script/tools';
@@ -214,6 +214,21 @@ function settled(state, value) {
   return p;
 }
 
+/** Whether an awaited value can be taken without suspending: a settled SyncPromise, or a
+ * value that is no thenable. (`__t` holds it only between its assignment and this test: a
+ * suspended function reads its value from the resumption, so one global serves them all.) */
+function __ready(v) {
+  if (v instanceof SyncPromise) return v._state !== PENDING;
+  return v === null || (typeof v !== 'object' && typeof v !== 'function') || typeof v.then !== 'function';
+}
+
+/** The value of a ready awaited value: a rejected promise throws its reason. */
+function __value(v) {
+  if (!(v instanceof SyncPromise)) return v;
+  if (v._state === REJECTED) throw v._value;
+  return v._value;
+}
+
 /** Drive the generator a rewritten `async` function became: a SyncPromise of its result. */
 function __async(gen) {
   return drive(gen, 'next', undefined);
@@ -320,8 +335,9 @@ function rewrite(code) {
   walk(top.body, 0, (node, depth) => {
     switch (node.type) {
       case 'AwaitExpression':
-        at(node.start, '(yield', depth, false, 5);
-        at(node.end, ')', depth, true);
+        // A settled value (every tool call's) is taken at once; only a pending one suspends.
+        at(node.start, '(__t =', depth, false, 5);
+        at(node.end, ', __ready(__t) ? __value(__t) : (yield __t))', depth, true);
         break;
       case 'ForOfStatement':
         if (node.await) throw unsupported(node, '`for await` is not supported in scripts; await each value');
@@ -464,6 +480,9 @@ function failure(e) {
 
 globalThis.Promise = SyncPromise;
 globalThis.__async = __async;
+globalThis.__ready = __ready;
+globalThis.__value = __value;
+globalThis.__t = undefined;
 globalThis.ToolError = ToolError;
 // No clock but the host's monotonic one, counted from the script's start.
 globalThis.performance = { now: () => host.now() };
