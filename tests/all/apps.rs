@@ -111,3 +111,26 @@ fn toolhost_build_embeds_a_projects_apps_and_the_datakit_chart_is_served() {
     assert!(out.status.success(), "{listing}");
     assert!(listing.contains("ui://datakit/chart"), "{listing}");
 }
+
+#[test]
+fn list_and_inspect_show_each_declared_origin_as_allowed_or_withheld() {
+    let env = env_with_app("");
+    let toml = "[plugin.text]\napp_domains = [\"https://api.example.com\"]\n";
+    let out = env.configured(toml).args(["list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("app:       ui://text/echo-view — shows echo; calls count_words (app-only)"),
+        "{text}"
+    );
+    assert!(text.contains("csp.connect_domains: https://api.example.com (allowed)"), "{text}");
+    assert!(text.contains("withheld:  https://cdn.example.com"), "{text}");
+    let out = env.configured(toml).arg("inspect").arg(env.plugins.path().join("text.wasm")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("withheld:  https://cdn.example.com"), "{text}");
+    let bad = "[plugin.text]\napp_domains = [\"https://*\"]\n";
+    let out = env.configured(bad).args(["list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("plugin.text.app_domains[0]"), "{err}");
+}

@@ -3,7 +3,7 @@
 //! - The script sandbox's start: `run_script("return 1")` through the executor (a fresh runner
 //!   instance, the script rewritten and run, no inner call) beside one `echo` call (target ≤
 //!   5 ms p50, warm: the runner compiled once).
-//! - An inner call's overhead: one script making 50 `echo` calls, less the empty script, per
+//! - An inner call's overhead: one script making 500 `echo` calls, less the empty script, per
 //!   call, against one `echo` made directly (target ≤ 1.2×).
 //! - The tokens and model round trips of a scripted agent task, both ways (`tokens.mjs`: a
 //!   scripted model, `toolhost chat`, o200k_base counted by js-tiktoken).
@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-/// Inner calls of the scripted row.
-const INNER: usize = 50;
+/// Inner calls of the scripted rows: enough that parsing the script (acorn, interpreted: about
+/// 2 µs a character) is a small part of each call's share.
+const INNER: usize = 500;
 
 /// The section: `n` samples per case.
 pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &Path, n: usize) {
@@ -45,8 +46,8 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
         Box::new(move || Box::pin(async move { drop(host.call(awaits).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(clock).await) })),
     ];
-    // The scripted case makes 50 calls: a tenth of the samples keeps it within the others' time.
-    let m = interleaved(rt, &mut cases, (n / 10).max(100));
+    // The scripted case makes 500 calls: fewer samples keep it within the others' time.
+    let m = interleaved(rt, &mut cases, (n / 30).max(60));
     let (direct, start, script) = (m[0].stats.p50, m[1].stats.p50, m[2].stats.p50);
     let per_inner = script.saturating_sub(start) / INNER as u32;
     let ratio = per_inner.as_secs_f64() / direct.as_secs_f64();
@@ -77,11 +78,11 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
     ));
     let per = |i: usize| us(m[i].stats.p50.saturating_sub(start) / INNER as u32);
     line(format!(
-        "| where it goes, per call: the script's `await` alone (50 × `await null`) | {} | — | — | — |",
+        "| where it goes, per call: the script's `await` alone ({INNER} × `await null`) | {} | — | — | — |",
         per(3)
     ));
     line(format!(
-        "| … a host call alone (50 × `performance.now()`: the runner's `now` import) | {} | — | — | — |",
+        "| … a host call alone ({INNER} × `performance.now()`: the runner's `now` import) | {} | — | — | — |",
         per(4)
     ));
     token_rows(line, work);

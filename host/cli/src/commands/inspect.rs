@@ -1,4 +1,4 @@
-//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its resources, its skills,
+//! `toolhost inspect FILE`: the manifest embedded in a plugin file, its resources, its skills and apps,
 //! its signature and SHA-256 (reads the file; never compiles or runs it). The report itself is [`crate::report`]'s.
 
 use crate::args::GlobalArgs;
@@ -35,11 +35,22 @@ pub fn run(g: &GlobalArgs, a: Args) -> Result<ExitCode> {
         print!("{}", report::render_manifest(&manifest));
         print!("{}", report::served_lines(&manifest, None));
         print!("{}", skills(&bytes));
+        print!("{}", apps(&bytes, &manifest, &cfg));
         println!("time limits here: {}", report::time_limits(&manifest, &cfg));
         println!("{}", term::text(&signature));
         println!("file: {digest}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The file's apps as `list` shows a loaded plugin's, with the origins this config allows: a
+/// section the host would refuse (and with it the plugin) says why.
+fn apps(bytes: &[u8], manifest: &toolhost_spec::Manifest, cfg: &toolhost_core::Config) -> String {
+    let allowed = cfg.plugin(&manifest.name).app_domains;
+    match toolhost_core::registry::apps::of_file(bytes, manifest, &allowed) {
+        Ok(apps) => apps.iter().map(report::app_lines).collect(),
+        Err(e) => format!("apps:      refused, and with them the plugin: {}\n", term::line(&e)),
+    }
 }
 
 /// The file's skills as `list` shows a loaded plugin's, checked by the host's rules: a section

@@ -139,7 +139,7 @@ fn plugin_entry(reg: &Registry, config: &Config, p: &LoadedPlugin, out: &mut Str
 
 /// An app (MCP Apps) as `list` shows it: its page, the tools it shows and those only it calls,
 /// and the origins it declared, each as allowed or withheld (`[plugin.NAME] app_domains`).
-fn app_lines(a: &toolhost_core::registry::apps::LoadedApp) -> String {
+pub fn app_lines(a: &toolhost_core::registry::apps::LoadedApp) -> String {
     let mut out =
         format!("  app:       {} — shows {}", term::line(&a.uri), term::line(&a.spec.tools.join(", ")));
     if !a.spec.app_only.is_empty() {

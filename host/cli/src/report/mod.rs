@@ -7,7 +7,7 @@
 mod list;
 mod manifest;
 
-pub use list::{list_document, list_json, render_list, served_lines, skill_line};
+pub use list::{app_lines, list_document, list_json, render_list, served_lines, skill_line};
 pub use manifest::{render_manifest, time_limits};
 
 use crate::term;

@@ -77,6 +77,13 @@ pub(super) fn loaded(specs: Vec<AppSpec>, manifest: &Manifest, allowed: &[String
     Ok(Arc::new(out))
 }
 
+/// The apps of a plugin file's `bytes` (its manifest `manifest`) as a host allowing the origins
+/// `allowed` would serve them (`inspect`), or why the host would refuse the plugin.
+pub fn of_file(bytes: &[u8], manifest: &Manifest, allowed: &[String]) -> Result<Apps, String> {
+    let (specs, _) = from_file(bytes).map_err(|e| e.to_string())?;
+    loaded(specs, manifest, allowed)
+}
+
 /// The origins of `declared` that `allowed` holds, and the others.
 fn granted(declared: &AppCsp, allowed: &[String]) -> (AppCsp, Vec<String>) {
     let mut withheld = Vec::new();
