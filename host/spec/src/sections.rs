@@ -56,6 +56,54 @@ pub fn find_named<'a>(bytes: &'a [u8], name: &str) -> Result<Vec<&'a [u8]>, NotC
     Ok(found)
 }
 
+/// A section of toolhost's that is JSON with rules of its own (skills, apps): how it is named,
+/// written, read back and refused, so that [`read_json_section`] and [`embed_json_section`]
+/// are written once for all of them.
+pub trait JsonSection: Sized + PartialEq {
+    /// The custom section's name.
+    const NAME: &'static str;
+    type Error: From<NotComponent>;
+    fn encode(&self) -> Vec<u8>;
+    /// Decoded and checked by the section's rules.
+    fn decode(bytes: &[u8]) -> Result<Self, Self::Error>;
+    /// A component with `n` such sections (at most one is allowed).
+    fn duplicate(n: usize) -> Self::Error;
+    /// [`embed_json_section`] into a component that has one.
+    fn already_embedded() -> Self::Error;
+    /// [`embed_json_section`] read back something else.
+    fn read_back() -> Self::Error;
+}
+
+/// The section `S` of a component (in it or in a module nested in it), decoded; `None` when it
+/// has none.
+pub fn read_json_section<S: JsonSection>(component: &[u8]) -> Result<Option<S>, S::Error> {
+    let found = find_named(component, S::NAME)?;
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => S::decode(one).map(Some),
+        more => Err(S::duplicate(more.len())),
+    }
+}
+
+/// Append `section` as a top-level custom section of a component that has none, and read it
+/// back the way the host will.
+pub fn embed_json_section<S: JsonSection>(component: &[u8], section: &S) -> Result<Vec<u8>, S::Error> {
+    if read_json_section::<S>(component)?.is_some() {
+        return Err(S::already_embedded());
+    }
+    let json = section.encode();
+    S::decode(&json)?;
+    let mut out = component.to_vec();
+    wasm_encoder::Section::append_to(
+        &wasm_encoder::CustomSection { name: S::NAME.into(), data: json.as_slice().into() },
+        &mut out,
+    );
+    if read_json_section::<S>(&out)?.as_ref() != Some(section) {
+        return Err(S::read_back());
+    }
+    Ok(out)
+}
+
 /// The prefix of toolhost's own custom sections.
 pub const TOOLHOST_PREFIX: &str = "toolhost-";
 /// The custom section that marks a `toolhost dev` build.

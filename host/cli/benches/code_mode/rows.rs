@@ -155,6 +155,7 @@ fn host(work: &Path) -> Toolhost {
     let mut config =
         Config { plugins_dir: plugins, cache_dir: Some(work.join("code-mode-cache")), ..Config::default() };
     config.code_mode.enabled = true;
+    config.code_mode.max_calls = INNER as u32;
     let runtime = Runtime::for_config(&config).expect("engine");
     let registry = Registry::load(&runtime, &config).expect("registry");
     Toolhost::from_parts(runtime, Arc::new(config), registry, Arc::new(AlwaysConfirm))

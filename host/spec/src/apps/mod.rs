@@ -274,29 +274,31 @@ pub fn decode(bytes: &[u8]) -> Result<AppsSection, AppsError> {
 /// The apps section of a component (in it or in a module nested in it), decoded; `None` when
 /// it has none.
 pub fn read(component: &[u8]) -> Result<Option<AppsSection>, AppsError> {
-    let found = crate::sections::find_named(component, SECTION)?;
-    match found.as_slice() {
-        [] => Ok(None),
-        [one] => decode(one).map(Some),
-        more => Err(AppsError::Duplicate(more.len())),
-    }
+    crate::sections::read_json_section(component)
 }
 
-/// Append `section` as a top-level `toolhost-apps` section of a component that has none, and
+/// Append `section` as a top-level section of its own of a component that has none, and
 /// read it back the way the host will.
 pub fn embed(component: &[u8], section: &AppsSection) -> Result<Vec<u8>, AppsError> {
-    if read(component)?.is_some() {
-        return Err(AppsError::AlreadyEmbedded);
+    crate::sections::embed_json_section(component, section)
+}
+
+impl crate::sections::JsonSection for AppsSection {
+    const NAME: &'static str = SECTION;
+    type Error = AppsError;
+    fn encode(&self) -> Vec<u8> {
+        encode(self)
     }
-    let json = encode(section);
-    decode(&json)?;
-    let mut out = component.to_vec();
-    wasm_encoder::Section::append_to(
-        &wasm_encoder::CustomSection { name: SECTION.into(), data: json.as_slice().into() },
-        &mut out,
-    );
-    if read(&out)?.as_ref() != Some(section) {
-        return Err(AppsError::ReadBack);
+    fn decode(bytes: &[u8]) -> Result<Self, AppsError> {
+        decode(bytes)
     }
-    Ok(out)
+    fn duplicate(n: usize) -> AppsError {
+        AppsError::Duplicate(n)
+    }
+    fn already_embedded() -> AppsError {
+        AppsError::AlreadyEmbedded
+    }
+    fn read_back() -> AppsError {
+        AppsError::ReadBack
+    }
 }

@@ -223,31 +223,33 @@ pub fn decode(bytes: &[u8]) -> Result<SkillsSection, SkillsError> {
 /// The skills section of a component (in it or in a module nested in it), decoded; `None` when
 /// it has none.
 pub fn read(component: &[u8]) -> Result<Option<SkillsSection>, SkillsError> {
-    let found = crate::sections::find_named(component, SECTION)?;
-    match found.as_slice() {
-        [] => Ok(None),
-        [one] => decode(one).map(Some),
-        more => Err(SkillsError::Duplicate(more.len())),
-    }
+    crate::sections::read_json_section(component)
 }
 
-/// Append `section` as a top-level `toolhost-skills` section of a component that has none, and
+/// Append `section` as a top-level section of its own of a component that has none, and
 /// read it back the way the host will.
 pub fn embed(component: &[u8], section: &SkillsSection) -> Result<Vec<u8>, SkillsError> {
-    if read(component)?.is_some() {
-        return Err(SkillsError::AlreadyEmbedded);
+    crate::sections::embed_json_section(component, section)
+}
+
+impl crate::sections::JsonSection for SkillsSection {
+    const NAME: &'static str = SECTION;
+    type Error = SkillsError;
+    fn encode(&self) -> Vec<u8> {
+        encode(self)
     }
-    let json = encode(section);
-    decode(&json)?;
-    let mut out = component.to_vec();
-    wasm_encoder::Section::append_to(
-        &wasm_encoder::CustomSection { name: SECTION.into(), data: json.as_slice().into() },
-        &mut out,
-    );
-    if read(&out)?.as_ref() != Some(section) {
-        return Err(SkillsError::ReadBack);
+    fn decode(bytes: &[u8]) -> Result<Self, SkillsError> {
+        decode(bytes)
     }
-    Ok(out)
+    fn duplicate(n: usize) -> SkillsError {
+        SkillsError::Duplicate(n)
+    }
+    fn already_embedded() -> SkillsError {
+        SkillsError::AlreadyEmbedded
+    }
+    fn read_back() -> SkillsError {
+        SkillsError::ReadBack
+    }
 }
 
 /// Entries of a `skills/` folder that are not part of a skill: hidden ones (`.DS_Store`, `.git`)
