@@ -5,7 +5,8 @@
 //! origins the operator allowed — never more than it declared. `toolhost build` embeds a
 //! project's `apps/` folder (the JavaScript example `datakit` ships a chart).
 
-use crate::support::{Env, call, ok};
+use crate::support::mcp_http::{open_session_as, post, session_headers};
+use crate::support::{Env, Server, call, ok};
 use std::path::Path;
 use toolhost_frontends::{mcp::McpServer, openai, text};
 use toolhost_spec::apps;
@@ -133,4 +134,29 @@ fn list_and_inspect_show_each_declared_origin_as_allowed_or_withheld() {
     let out = env.configured(bad).args(["list"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("plugin.text.app_domains[0]"), "{err}");
+}
+
+#[test]
+fn over_mcp_a_tool_for_apps_only_is_listed_only_to_clients_that_show_apps() {
+    let env = env_with_app("");
+    let mut cmd = env.configured("");
+    cmd.args(["serve", "--mcp", "--http", "127.0.0.1:0"]);
+    let mut server = Server::start(&mut cmd);
+    let auth = format!("Authorization: Bearer {}\r\n", server.key.clone().expect("the local key"));
+    let names = |capabilities: serde_json::Value| {
+        let session = open_session_as(&server.url, &auth, "2025-11-25", capabilities, "apps-test");
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let headers = format!("{auth}{}", session_headers(&session, "2025-11-25"));
+        let (status, head, messages) = post(&server.url, &headers, &list);
+        assert_eq!(status, 200, "{head}");
+        let tools = messages[0]["result"]["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let plain = names(serde_json::json!({}));
+    assert!(plain.contains(&"echo".to_string()) && !plain.contains(&"count_words".to_string()), "{plain:?}");
+    let apps_client =
+        serde_json::json!({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [apps::MIME_TYPE]}}});
+    let shown = names(apps_client);
+    assert!(shown.contains(&"count_words".to_string()), "{shown:?}");
+    server.terminate(10);
 }

@@ -111,7 +111,7 @@ async fn two_plugins_claiming_one_name_serve_neither_and_every_listing_says_so()
     assert!(prompt.contains("several plugins claim them): count_words."), "{prompt}");
     assert!(!openai_names(&host).contains(&"count_words".to_string()));
     let server = McpServer::new(host.executor.clone(), None).unwrap();
-    let listed = server.tools_result(&Default::default());
+    let listed = server.tools_result(&Default::default(), true);
     assert!(listed.tools.iter().all(|t| t.name != "count_words"));
     let meta = serde_json::to_value(&listed).unwrap()["_meta"]["toolhost/conflicts"].clone();
     assert!(meta[0].as_str().unwrap().contains("plugin `text` (text.wasm)"), "{meta}");

@@ -211,7 +211,7 @@ pub fn rows(
         let mut size = 0;
         for _ in 0..n {
             let t = Instant::now();
-            let text = serde_json::to_string(&server.tools_result(&Default::default())).unwrap();
+            let text = serde_json::to_string(&server.tools_result(&Default::default(), true)).unwrap();
             times.push(t.elapsed());
             size = text.len();
         }

@@ -426,6 +426,15 @@ pub(super) fn call_result(outcome: Outcome) -> CallToolResult {
     result
 }
 
+/// Whether the client shows MCP Apps: it advertised the `io.modelcontextprotocol/ui` extension
+/// (at `initialize`, or in a 2026-07-28 request's `_meta`).
+pub(super) fn shows_apps(context: &RequestContext<RoleServer>) -> bool {
+    let caps = context.client_capabilities();
+    caps.as_ref()
+        .and_then(|c| c.extensions.as_ref())
+        .is_some_and(|e| e.contains_key(toolhost_spec::apps::EXTENSION))
+}
+
 /// Who is calling: the transport, the client's own name, and over HTTP the token it presented.
 pub(super) fn caller(context: &RequestContext<RoleServer>) -> CallContext {
     let parts = context.extensions.get::<hyper::http::request::Parts>();

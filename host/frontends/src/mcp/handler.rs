@@ -40,7 +40,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.first_load().await;
-        Ok(self.tools_result(&super::call::caller(&context)))
+        Ok(self.tools_result(&super::call::caller(&context), super::call::shows_apps(&context)))
     }
 
     async fn list_skills(

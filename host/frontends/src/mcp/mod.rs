@@ -299,6 +299,14 @@ impl McpServer {
 
     /// The `tools/list` entries for the current registry, in name order.
     pub fn tools(&self, who: &toolhost_core::executor::CallContext) -> Vec<Tool> {
+        self.tools_for(who, true)
+    }
+
+    /// [`McpServer::tools`] for a client that shows MCP Apps (`shows_apps`: it advertised the
+    /// `io.modelcontextprotocol/ui` extension) or not: a tool for apps only is listed to the
+    /// first, with `visibility: ["app"]`, and kept from the others, whose models would be
+    /// offered it.
+    pub fn tools_for(&self, who: &toolhost_core::executor::CallContext, shows_apps: bool) -> Vec<Tool> {
         let registry = self.executor.registry();
         let config = self.executor.config();
         let mut views = toolhost_core::view::listing(&registry, config);
@@ -316,16 +324,27 @@ impl McpServer {
             views.sort_by(|a, b| a.name().cmp(b.name()));
         }
         // The operator's policy: a caller never sees a tool it may not call.
-        views.iter().filter(|v| self.executor.may_list(v, who)).map(tool).collect()
+        let shown = |v: &&toolhost_core::view::ToolView<'_>| shows_apps || !v.app_only;
+        views.iter().filter(shown).filter(|v| self.executor.may_list(v, who)).map(tool).collect()
     }
 
     /// The whole `tools/list` result. The caching hints (SEP-2549, required on 2026-07-28 and
     /// ignored before): the list is the same for every caller of this process, fresh for
     /// `LIVE_LIST_TTL_MS` while the folder is watched, and `public` unless HTTP tokens guard it.
-    pub fn tools_result(&self, who: &toolhost_core::executor::CallContext) -> ListToolsResult {
-        let mut result = ListToolsResult::with_all_items(self.tools(who))
+    /// A client that does not show apps is not listed the tools for apps only (see
+    /// [`McpServer::tools_for`]): while there are any, the list is private to its client.
+    pub fn tools_result(
+        &self,
+        who: &toolhost_core::executor::CallContext,
+        shows_apps: bool,
+    ) -> ListToolsResult {
+        let registry = self.executor.registry();
+        let app_only =
+            registry.tools().any(|e| toolhost_core::registry::apps::app_only(&e.plugin, e.own_name()));
+        let scope = if app_only { CacheScope::Private } else { self.cache_scope };
+        let mut result = ListToolsResult::with_all_items(self.tools_for(who, shows_apps))
             .with_ttl_ms(self.list_ttl())
-            .with_cache_scope(self.cache_scope);
+            .with_cache_scope(scope);
         let conflicts = toolhost_core::view::conflict_lines(&self.executor.registry());
         if !conflicts.is_empty() {
             let mut m = serde_json::Map::new();

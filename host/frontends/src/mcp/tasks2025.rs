@@ -169,7 +169,7 @@ impl McpServer {
             "tools/call" => self.call_as_task_2025(params, context).await,
             "tools/list" => {
                 self.first_load().await;
-                self.tools_2025(&super::call::caller(context))
+                self.tools_2025(&super::call::caller(context), super::call::shows_apps(context))
             }
             "tasks/get" => {
                 task_id(params).and_then(|id| self.tasks.detailed(&who(), &id)).map(|t| task_json(&t))
@@ -230,8 +230,8 @@ impl McpServer {
     }
 
     /// `tools/list`, each tool with the standard `execution.taskSupport` of 2025-11-25.
-    fn tools_2025(&self, who: &toolhost_core::executor::CallContext) -> Result<Value, ErrorData> {
-        let mut v = legacy(ServerResult::ListToolsResult(self.tools_result(who)))?;
+    fn tools_2025(&self, who: &toolhost_core::executor::CallContext, apps: bool) -> Result<Value, ErrorData> {
+        let mut v = legacy(ServerResult::ListToolsResult(self.tools_result(who, apps)))?;
         for tool in v.get_mut("tools").and_then(Value::as_array_mut).into_iter().flatten() {
             let support = tool
                 .pointer("/_meta/toolhost~1taskSupport")
