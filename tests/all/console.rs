@@ -201,6 +201,19 @@ fn xtask_plugins() -> Vec<String> {
     wasm
 }
 
+/// A tool's app (MCP Apps) in Chromium: running `word_freq` shows datakit's chart in a frame
+/// sandboxed to an opaque origin, and from inside that frame the page can read neither the
+/// console's cookie nor its page, fetch nothing (not the console's API, not another origin),
+/// not navigate the console, and call through the bridge only its own plugin's tools.
+#[test]
+fn an_app_renders_in_the_console_and_reaches_nothing_else() {
+    let datakit = crate::polyglot::built("js/datakit").display().to_string();
+    let env = Env::with(&[datakit.as_str(), plugin_artifacts::FILES]);
+    let server = Server::start_with(&env, "", &["--allow-write", "files"]);
+    let url = server.console_url.clone().expect("the console's URL is printed");
+    run_browser("apps", &server.base(), &[("LOGIN_URL", url)]);
+}
+
 /// Every page in Chromium: each loads clean and passes axe; the tools page lists every tool of
 /// `cargo xtask plugins`; the try form runs `count_words`, refuses bad JSON in the page and
 /// shows a refused call's config line; a dangerous tool waits for its confirmation; a new

@@ -519,7 +519,62 @@ def signin_scenario(p):
     browser.close()
 
 
-SCENARIOS = {"main": main_scenario, "login": login_scenario, "signin": signin_scenario}
+def apps_scenario(p):
+    """A tool's app: datakit's chart of word_freq, in a sandboxed frame that reaches nothing."""
+    import re
+
+    browser = launch(p)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    page.goto(os.environ["LOGIN_URL"])
+    expect(page.locator("#live")).to_have_text("live")
+    page.wait_for_selector("#tool-list button[data-tool=word_freq]")
+    pick(page, "word_freq")
+    page.fill("#arg-0", "apple pear apple plum apple pear")
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    expect(page.locator("#app-frame")).to_have_attribute("sandbox", "allow-scripts")
+    app = page.frame_locator("#app-frame")
+    expect(app.locator(".bar")).to_have_count(3)
+    expect(app.locator("#status")).to_have_text("3 words")
+    passed("running word_freq shows datakit's chart of its result in a sandboxed frame")
+    shot(page, "app")
+    frame = next(f for f in page.frames if re.search(r"/console/app\?uri=", f.url))
+
+    def inside(script):
+        return frame.evaluate(script)
+
+    got = inside("() => { try { return 'read: ' + document.cookie } catch (e) { return 'blocked: ' + e.name } }")
+    check(got.startswith("blocked"), f"the app cannot read the console's cookie: {got}")
+    got = inside("() => { try { return 'read: ' + parent.document.title } catch (e) { return 'blocked: ' + e.name } }")
+    check(got.startswith("blocked"), f"the app cannot reach the console's page (its CSRF token): {got}")
+    got = inside("() => fetch('/console/api/session').then(() => 'fetched', () => 'blocked')")
+    check(got == "blocked", f"the app cannot call the console's API: {got}")
+    got = inside("() => fetch('https://example.com/').then(() => 'fetched', () => 'blocked')")
+    check(got == "blocked", f"the app cannot fetch an origin it did not declare: {got}")
+    before = page.url
+    inside("() => { try { top.location.href = 'https://example.com/' } catch (e) {} }")
+    page.wait_for_timeout(500)
+    check(page.url == before, f"the app cannot navigate the console away: {page.url}")
+    ask = """([id, method, params]) => new Promise((resolve) => {
+        addEventListener('message', (e) => { if (e.data && e.data.id === id) resolve(e.data) });
+        parent.postMessage({jsonrpc: '2.0', id, method, params}, '*');
+    })"""
+    got = frame.evaluate(ask, [901, "tools/call", {"name": "delete", "arguments": {"path": "x"}}])
+    check("error" in got and "own plugin" in got["error"]["message"], f"the app cannot call another plugin's tool: {got}")
+    got = frame.evaluate(ask, [902, "tools/call", {"name": "word_freq", "arguments": {"text": "a a b"}}])
+    text = got.get("result", {}).get("content", [{}])[0].get("text", "")
+    check("2\ta" in text and got["result"]["isError"] is False, f"the app calls its own plugin's tool through the bridge: {got}")
+    got = frame.evaluate(ask, [903, "ui/open-link", {"url": "https://example.com/"}])
+    check("error" in got, f"the console opens no link for an app: {got}")
+    got = frame.evaluate(ask, [904, "no/such-method", {}])
+    check(got.get("error", {}).get("code") == -32601, f"an unknown bridge method is an error: {got}")
+    got = frame.evaluate(ask, [905, "tools/call", {"name": "word_freq", "arguments": {"text": "x" * (1 << 20)}}])
+    check("too large" in got.get("error", {}).get("message", ""), f"an oversized bridge message is refused: {str(got)[:200]}")
+    browser.close()
+
+
+SCENARIOS = {"main": main_scenario, "login": login_scenario, "signin": signin_scenario, "apps": apps_scenario}
 
 if __name__ == "__main__":
     SHOTS.mkdir(parents=True, exist_ok=True)

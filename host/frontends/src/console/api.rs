@@ -54,6 +54,8 @@ pub fn tools(c: &Console, caller: &super::auth::Caller) -> Value {
                 "flags": v.flags(),
                 "dangerous": v.dangerous,
                 "readOnly": v.read_only,
+                "app": v.app,
+                "appOnly": v.app_only,
                 "rest": s.rest,
                 "params": params,
                 "inputSchema": crate::openai::parameters(s),

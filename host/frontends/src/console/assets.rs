@@ -15,6 +15,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("api.js", "text/javascript; charset=utf-8", include_bytes!("assets/api.js")),
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("assets/dom.js")),
     ("tools.js", "text/javascript; charset=utf-8", include_bytes!("assets/tools.js")),
+    ("apps.js", "text/javascript; charset=utf-8", include_bytes!("assets/apps.js")),
     ("plugins.js", "text/javascript; charset=utf-8", include_bytes!("assets/plugins.js")),
     ("resources.js", "text/javascript; charset=utf-8", include_bytes!("assets/resources.js")),
     ("prompts.js", "text/javascript; charset=utf-8", include_bytes!("assets/prompts.js")),

@@ -13,6 +13,7 @@
 //! | `GET /console/signin`, `/console/callback` | with `[console] oauth_client_id`: sign in at the authorization server (`signin.rs`) |
 //! | `GET /console/api/session` | who the caller is, the CSRF token, read-only or not |
 //! | `GET /console/api/tools`, `plugins` | the registry as the executor sees it (`api.rs`) |
+//! | `GET /console/app?uri=ui://…` | a tool's app (MCP Apps) for the page's sandboxed frame (`apps.rs`) |
 //! | `POST /console/api/call` | run a tool through the executor (front end `console`) |
 //! | `POST /console/api/approve`, `reject` | decide about a held plugin version |
 //! | `GET /console/api/events` | Server-Sent Events: reloads, running calls with their progress, finished calls (`feed.rs`) |
@@ -28,6 +29,7 @@
 //! executor.
 
 mod api;
+mod apps;
 mod assets;
 mod audit_view;
 pub mod auth;
@@ -64,9 +66,13 @@ type Early = Box<Response<Body>>;
 const MAX_BODY: usize = 2 * 1024 * 1024;
 
 /// What every console answer says about itself: no inline script or style, no framing, no
-/// caching, no sniffing, no referrer to other sites.
+/// caching, no sniffing, no referrer to other sites (an app's page says its own, see
+/// [`apps`]).
+/// The one frame it shows is an app's page, from `/console/app` (`frame-src 'self'`), which
+/// answers with a policy of its own: a sandbox without its origin, and the page's origins.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                   connect-src 'self'; form-action 'self'; frame-src 'self'; frame-ancestors 'none'; \
+                   base-uri 'none'";
 
 /// The console of one running host.
 pub struct Console {
@@ -199,6 +205,7 @@ impl Console {
             (Method::POST, "/console/logout") => self.logout(&req, cookie),
             (Method::GET, "/console/api/session") => json(StatusCode::OK, &self.session_json(caller)),
             (Method::GET, "/console/api/tools") => json(StatusCode::OK, &api::tools(self, caller)),
+            (Method::GET, "/console/app") => apps::page(self, caller, req.uri().query()).await,
             (Method::GET, "/console/api/plugins") => json(StatusCode::OK, &api::plugins(self).await),
             (Method::GET, "/console/api/resources") => json(StatusCode::OK, &resources::list(self)),
             (Method::GET, "/console/api/resource") => resources::read(self, caller, req.uri().query()).await,
@@ -419,8 +426,10 @@ impl Console {
 }
 
 fn secure_headers(h: &mut hyper::HeaderMap) {
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // An app's page (`apps::page`) brings its own policy and framing rule; every other answer
+    // gets the console's.
+    h.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(CSP));
+    h.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));

@@ -1,8 +1,9 @@
 // Tools: every tool with its plugin, flags, description and limits; search and filter; a try
 // form generated from the tool's input schema, checked in the page before anything is sent;
-// the outcome as the executor returned it.
+// the outcome as the executor returned it, and the tool's app when it has one (`apps.js`).
 
 import { get, post } from './api.js';
+import { showApp, closeApp } from './apps.js';
 import { h, fill, facts, pre, usageLine, confirmDialog, ms } from './dom.js';
 
 let session = {};
@@ -77,6 +78,7 @@ function typeOf(p) {
 }
 
 function renderDetail(t) {
+  closeApp();
   const detail = document.getElementById('tool-detail');
   if (!t) {
     fill(detail, h('p', { class: 'muted' }, selected ? `Tool ${selected} is gone (the plugin was reloaded).` : 'Pick a tool.'));
@@ -205,12 +207,15 @@ async function run(t, args, confirm, grant) {
   const result = document.getElementById('result');
   const button = document.getElementById('run');
   button.disabled = true;
+  closeApp();
   fill(result, h('p', { class: 'muted' }, `Running ${t.name}…`));
   try {
     const r = await post('/console/api/call', { tool: t.name, arguments: args, confirm, grant: grant || null });
     // A grant question: the card's answer runs the same call again with it.
     const answer = (q, a) => run(t, args, confirm, { item: q.item, sha256: q.sha256, answer: a });
     renderOutcome(result, r, answer);
+    // A tool with an app (MCP Apps): its page shows the result too.
+    if (t.app && !r.grantQuestion) showApp(result, t, args, r, tools);
   } catch (e) {
     fill(result, h('p', { class: 'error', role: 'alert' }, `The console could not run it: ${e.message}`));
   } finally {
