@@ -214,6 +214,33 @@ fn an_app_renders_in_the_console_and_reaches_nothing_else() {
     run_browser("apps", &server.base(), &[("LOGIN_URL", url)]);
 }
 
+/// A hostile app (`tests/fixtures/apps/inspector`, embedded in a copy of `files`, shown for
+/// `ls`): from the console's frame its page can read neither the cookie, the console's page nor
+/// storage, reach neither the console's API nor the network, open no window, call no other
+/// plugin's tool, and run the dangerous `delete` only if the person confirms (here: declined,
+/// the file stays); its app-only `mkdir` works through the bridge.
+#[test]
+fn a_hostile_app_in_the_console_fails_at_every_attempt() {
+    let section = toolhost_spec::apps::collect_dir(&root().join("tests/fixtures/apps")).unwrap();
+    let files = std::fs::read(plugin_artifacts::FILES).unwrap();
+    let env = Env::with(&[plugin_artifacts::TEXT]);
+    std::fs::write(
+        env.plugins.path().join("files.wasm"),
+        toolhost_spec::apps::embed(&files, &section).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(env.ws("precious.txt"), "keep me").unwrap();
+    let server = Server::start_with(&env, "", &["--allow-write", "files"]);
+    let url = server.console_url.clone().expect("the console's URL is printed");
+    run_browser("hostile_app", &server.base(), &[("LOGIN_URL", url)]);
+    assert_eq!(
+        std::fs::read_to_string(env.ws("precious.txt")).unwrap(),
+        "keep me",
+        "the declined delete ran"
+    );
+    assert!(env.ws("made-by-app").is_dir(), "the app-only mkdir did not run");
+}
+
 /// Every page in Chromium: each loads clean and passes axe; the tools page lists every tool of
 /// `cargo xtask plugins`; the try form runs `count_words`, refuses bad JSON in the page and
 /// shows a refused call's config line; a dangerous tool waits for its confirmation; a new

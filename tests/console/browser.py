@@ -574,7 +574,46 @@ def apps_scenario(p):
     browser.close()
 
 
-SCENARIOS = {"main": main_scenario, "login": login_scenario, "signin": signin_scenario, "apps": apps_scenario}
+def hostile_app_scenario(p):
+    """tests/fixtures/apps/inspector: a page that tries everything from the console's frame."""
+    import re
+
+    browser = launch(p)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    page.goto(os.environ["LOGIN_URL"])
+    expect(page.locator("#live")).to_have_text("live")
+    page.wait_for_selector("#tool-list button[data-tool=ls]")
+    pick(page, "ls")
+    page.fill("#arg-0", ".")
+    page.click("#run")
+    expect(page.locator("#result h3")).to_contain_text("success")
+    expect(page.locator("#app h4")).to_contain_text("plugin files")
+    # Its call of the dangerous `delete` waits for the person, who declines.
+    expect(page.locator("#confirm")).to_be_visible()
+    expect(page.locator("#confirm-title")).to_contain_text("The app asks to run delete")
+    page.click("#confirm-cancel")
+    expect(page.frame_locator("#app-frame").locator("#state")).to_have_text("done")
+    frame = next(f for f in page.frames if re.search(r"/console/app\?uri=", f.url))
+    r = frame.evaluate("() => window.results")
+    for attempt in ["cookie", "parent", "storage", "api", "network", "popup"]:
+        check(str(r.get(attempt, "")).startswith("blocked"), f"the hostile app's {attempt} attempt is blocked: {r.get(attempt)}")
+    check("error" in r["foreign"] and "own plugin" in r["foreign"]["error"]["message"], f"no other plugin's tool: {r['foreign']}")
+    check(r["appOnly"].get("result", {}).get("isError") is False, f"its app-only tool runs: {r['appOnly']}")
+    dangerous = r["dangerous"].get("result", {})
+    check(dangerous.get("isError") is True and "did not confirm" in dangerous["content"][0]["text"], f"the declined delete did not run: {r['dangerous']}")
+    check(page.url.startswith(os.environ["CONSOLE_URL"].rstrip("/")), f"the console was not navigated away: {page.url}")
+    check(len(browser.contexts[0].pages) == 1, "no window was opened")
+    browser.close()
+
+
+SCENARIOS = {
+    "main": main_scenario,
+    "login": login_scenario,
+    "signin": signin_scenario,
+    "apps": apps_scenario,
+    "hostile_app": hostile_app_scenario,
+}
 
 if __name__ == "__main__":
     SHOTS.mkdir(parents=True, exist_ok=True)
