@@ -160,3 +160,23 @@ fn over_mcp_a_tool_for_apps_only_is_listed_only_to_clients_that_show_apps() {
     assert!(shown.contains(&"count_words".to_string()), "{shown:?}");
     server.terminate(10);
 }
+
+#[tokio::test]
+async fn a_page_calls_its_plugins_tools_by_their_own_names_whatever_the_catalog_exposes() {
+    let env = env_with_app("[catalog]\nnamespace = \"plugin\"\n");
+    let host = env.host();
+    // The catalog exposes `text.echo` and `text.count_words`; the page was built with `echo`
+    // and `count_words`, and both run (as the exposed tools: the audit names those).
+    let server = McpServer::new(host.executor.clone(), None).unwrap();
+    let tools = server.tools(&Default::default());
+    let echo = tools.iter().find(|t| t.name == "text.echo").expect("namespaced");
+    assert_eq!(
+        serde_json::to_value(echo.meta.as_ref().unwrap()).unwrap()["ui"]["resourceUri"],
+        "ui://text/echo-view"
+    );
+    assert_eq!(ok(&call(&host, "echo", &["hi"]).await), "hi");
+    assert!(ok(&call(&host, "count_words", &["a b"]).await).contains("\"words\":2"));
+    // A tool no app names keeps its exposed name only.
+    let search = call(&host, "search", &["x"]).await;
+    assert_eq!(search.kind, Some(toolhost_core::ErrorKind::UnknownTool), "{search:?}");
+}

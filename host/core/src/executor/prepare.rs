@@ -202,8 +202,11 @@ impl Executor {
     ) -> Result<(Target, Cow<'r, ToolCall>), Box<Refused>> {
         let name = request.name();
         let served = match registry.who_serves(name) {
-            // OpenAI writes a namespace's `.` as `__`: the exposed name is what runs.
-            Served::Nobody => registry.lookup(name).map_or(Served::Nobody, Served::By),
+            // OpenAI writes a namespace's `.` as `__`: the exposed name is what runs. An app's page
+            // calls its plugin's tools by their own names (`Registry::app_tool`).
+            Served::Nobody => {
+                (registry.lookup(name).or_else(|| registry.app_tool(name))).map_or(Served::Nobody, Served::By)
+            }
             served => served,
         };
         let (target, spec) = match served {

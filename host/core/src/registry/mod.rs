@@ -146,6 +146,19 @@ impl Registry {
         self.tools.values()
     }
 
+    /// The tool an app's page calls by the name its plugin gave it (`own`), when the catalog
+    /// exposes it under another (a prefix, a namespace, a rename): a page calls the names it was
+    /// built with. Only a tool some app of its plugin names, and only when one plugin has it.
+    pub fn app_tool(&self, own: &str) -> Option<&ToolEntry> {
+        let mut found = self.tools.values().filter(|e| {
+            e.own_name() == own
+                && e.name() != own
+                && e.plugin.apps.iter().any(|a| a.spec.tools.iter().chain(&a.spec.app_only).any(|t| t == own))
+        });
+        let one = found.next()?;
+        found.next().is_none().then_some(one)
+    }
+
     pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
         &self.plugins
     }

@@ -56,6 +56,7 @@ pub fn tools(c: &Console, caller: &super::auth::Caller) -> Value {
                 "readOnly": v.read_only,
                 "app": v.app,
                 "appOnly": v.app_only,
+                "ownName": t.own_name(),
                 "rest": s.rest,
                 "params": params,
                 "inputSchema": crate::openai::parameters(s),

@@ -123,7 +123,10 @@ function onMessage(state, e) {
 async function callFromApp(state, m) {
   const name = m.params?.name;
   const args = m.params?.arguments ?? {};
-  const target = state.tools.find((t) => t.name === name && t.plugin === state.tool.plugin);
+  // A page calls its plugin's tools by the names it was built with: the plugin's own, which
+  // the catalog may expose under others (a prefix, a namespace).
+  const mine = state.tools.filter((t) => t.plugin === state.tool.plugin);
+  const target = mine.find((t) => t.ownName === name) ?? mine.find((t) => t.name === name);
   if (!target || typeof args !== 'object' || Array.isArray(args)) {
     reply(state, m.id, null, {
       code: -32602,
@@ -144,7 +147,7 @@ async function callFromApp(state, m) {
     }
   }
   try {
-    const r = await post('/console/api/call', { tool: name, arguments: args, confirm, grant: null });
+    const r = await post('/console/api/call', { tool: target.name, arguments: args, confirm, grant: null });
     reply(state, m.id, callResult(r));
   } catch (e) {
     reply(state, m.id, null, { code: -32603, message: `the console could not run it: ${e.message}` });
