@@ -98,7 +98,12 @@ fn an_app_naming_a_tool_its_plugin_lacks_refuses_the_plugin_and_says_which() {
 }
 
 #[test]
-fn toolhost_build_embeds_a_projects_apps_and_the_datakit_chart_is_served() {
+fn toolhost_build_embeds_a_projects_apps_in_python_and_javascript() {
+    // The same folder, embedded the same way, whatever the language: Python's `notes` too.
+    let notes = std::fs::read(crate::polyglot::built("python/notes")).unwrap();
+    let section = apps::read(&notes).unwrap().expect("notes carries its apps");
+    assert_eq!(section.apps[0].name, "checklist");
+    assert_eq!(section.apps[0].tools, ["show"]);
     let built = crate::polyglot::built("js/datakit");
     let bytes = std::fs::read(&built).unwrap();
     let section = apps::read(&bytes).unwrap().expect("datakit carries its apps");
