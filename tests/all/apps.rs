@@ -6,6 +6,7 @@
 //! project's `apps/` folder (the JavaScript example `datakit` ships a chart).
 
 use crate::support::mcp_http::{open_session_as, post, session_headers};
+use crate::support::python::{mcp_script, run_passing};
 use crate::support::{Env, Server, call, ok};
 use std::path::Path;
 use toolhost_frontends::{mcp::McpServer, openai, text};
@@ -184,4 +185,13 @@ async fn a_page_calls_its_plugins_tools_by_their_own_names_whatever_the_catalog_
     // A tool no app names keeps its exposed name only.
     let search = call(&host, "search", &["x"]).await;
     assert_eq!(search.kind, Some(toolhost_core::ErrorKind::UnknownTool), "{search:?}");
+}
+
+#[test]
+fn an_official_mcp_client_finds_and_reads_an_app() {
+    let datakit = crate::polyglot::built("js/datakit");
+    let env = Env::with(&[datakit.to_str().unwrap()]);
+    let mut cmd = mcp_script(1, "apps.py", &env);
+    cmd.arg("stdio").args(env.command_line()).args(["serve", "--mcp"]);
+    run_passing(&mut cmd, "apps checks passed");
 }
