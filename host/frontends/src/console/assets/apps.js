@@ -4,8 +4,8 @@
 // the origins the operator allows. It talks to the console over the extension's JSON-RPC
 // bridge (postMessage), which answers only that frame's window: the handshake, the tool's input
 // and result, size changes, and `tools/call` of its own plugin's tools — a dangerous one only
-// after the person confirms, every call through the console's API like a Run. Links are not
-// opened for it.
+// after the person confirms, a grant it needs only if the person allows it once, every call
+// through the console's API like a Run. Links are not opened for it.
 
 import { post } from './api.js';
 import { h, pre, confirmDialog } from './dom.js';
@@ -147,7 +147,19 @@ async function callFromApp(state, m) {
     }
   }
   try {
-    const r = await post('/console/api/call', { tool: target.name, arguments: args, confirm, grant: null });
+    let grant = null;
+    let r = await post('/console/api/call', { tool: target.name, arguments: args, confirm, grant });
+    // A grant the plugin requested and the operator has not given: the person answers for this
+    // one call (once or deny; "always" is the Run's card's to give), and it runs again.
+    if (r.grantQuestion) {
+      const q = r.grantQuestion;
+      const yes = await confirmDialog(`The app's call of ${name} needs a grant`, [
+        h('p', {}, q.question),
+        pre(`plugin ${q.plugin}, tool ${q.tool}, item ${q.item}`, 'Grant'),
+      ], 'Allow once');
+      grant = { item: q.item, sha256: q.sha256, answer: yes ? 'once' : 'deny' };
+      r = await post('/console/api/call', { tool: target.name, arguments: args, confirm, grant });
+    }
     reply(state, m.id, callResult(r));
   } catch (e) {
     reply(state, m.id, null, { code: -32603, message: `the console could not run it: ${e.message}` });
