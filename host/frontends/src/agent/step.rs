@@ -243,6 +243,8 @@ fn note_found(conv: &mut Conversation, name: &str, outcome: &Outcome) {
     }
 }
 
+/// The outcome as the model reads it: the seed contract, without the operator's `usage` (what
+/// OpenAI's `tool` messages carry too).
 fn outcome_json(o: &Outcome) -> String {
-    serde_json::to_string(o).unwrap_or_else(|_| "{\"success\":false}".into())
+    o.model_json()
 }
