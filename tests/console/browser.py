@@ -519,27 +519,38 @@ def signin_scenario(p):
     browser.close()
 
 
-def apps_scenario(p):
-    """A tool's app: datakit's chart of word_freq, in a sandboxed frame that reaches nothing."""
-    import re
-
+def run_with_app(p, tool, arg):
+    """Signed in by the printed link, `tool` run with `arg` from its form: the browser and page."""
     browser = launch(p)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
     page.goto(os.environ["LOGIN_URL"])
     expect(page.locator("#live")).to_have_text("live")
-    page.wait_for_selector("#tool-list button[data-tool=word_freq]")
-    pick(page, "word_freq")
-    page.fill("#arg-0", "apple pear apple plum apple pear")
+    page.wait_for_selector(f"#tool-list button[data-tool={tool}]")
+    pick(page, tool)
+    page.fill("#arg-0", arg)
     page.click("#run")
     expect(page.locator("#result h3")).to_contain_text("success")
+    return browser, page
+
+
+def app_frame(page):
+    """The Playwright frame of the app shown under the outcome."""
+    import re
+
+    return next(f for f in page.frames if re.search(r"/console/app\?uri=", f.url))
+
+
+def apps_scenario(p):
+    """A tool's app: datakit's chart of word_freq, in a sandboxed frame that reaches nothing."""
+    browser, page = run_with_app(p, "word_freq", "apple pear apple plum apple pear")
     expect(page.locator("#app-frame")).to_have_attribute("sandbox", "allow-scripts")
     app = page.frame_locator("#app-frame")
     expect(app.locator(".bar")).to_have_count(3)
     expect(app.locator("#status")).to_have_text("3 words")
     passed("running word_freq shows datakit's chart of its result in a sandboxed frame")
     shot(page, "app")
-    frame = next(f for f in page.frames if re.search(r"/console/app\?uri=", f.url))
+    frame = app_frame(page)
 
     def inside(script):
         return frame.evaluate(script)
@@ -576,25 +587,14 @@ def apps_scenario(p):
 
 def hostile_app_scenario(p):
     """tests/fixtures/apps/inspector: a page that tries everything from the console's frame."""
-    import re
-
-    browser = launch(p)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.set_default_timeout(TIMEOUT)
-    page.goto(os.environ["LOGIN_URL"])
-    expect(page.locator("#live")).to_have_text("live")
-    page.wait_for_selector("#tool-list button[data-tool=ls]")
-    pick(page, "ls")
-    page.fill("#arg-0", ".")
-    page.click("#run")
-    expect(page.locator("#result h3")).to_contain_text("success")
+    browser, page = run_with_app(p, "ls", ".")
     expect(page.locator("#app h4")).to_contain_text("plugin files")
     # Its call of the dangerous `delete` waits for the person, who declines.
     expect(page.locator("#confirm")).to_be_visible()
     expect(page.locator("#confirm-title")).to_contain_text("The app asks to run delete")
     page.click("#confirm-cancel")
     expect(page.frame_locator("#app-frame").locator("#state")).to_have_text("done")
-    frame = next(f for f in page.frames if re.search(r"/console/app\?uri=", f.url))
+    frame = app_frame(page)
     r = frame.evaluate("() => window.results")
     for attempt in ["cookie", "parent", "storage", "api", "network", "popup"]:
         check(str(r.get(attempt, "")).startswith("blocked"), f"the hostile app's {attempt} attempt is blocked: {r.get(attempt)}")
