@@ -1,7 +1,8 @@
-//! Issue #56's decision matrix: a 2025 session's `tools/call` that the HTTP front door answers
-//! itself (`mcp::direct`, "the direct path") gets the decision rmcp's session gives the same
-//! call ("rmcp's path"), for every danger policy × `[tool.NAME] policy` × `on_missing` × task
-//! support × client capabilities.
+//! Issue #56's decision matrix: a 2025 session's `tools/call`, or a 2026-07-28 stateless one,
+//! that the HTTP front door answers itself (`mcp::direct`, `mcp::stateless`: "the direct path")
+//! gets the decision rmcp gives the same call ("rmcp's path": its session, or its per-request
+//! service), for every danger policy × `[tool.NAME] policy` × `on_missing` × task support ×
+//! client capabilities.
 //!
 //! Each call is sent twice in one session: (a) as clients send it, which the direct path may
 //! answer, and (b) with a `progressToken`, which only rmcp serves. Both must get the same
@@ -121,7 +122,7 @@ fn clients() -> Vec<Client> {
     CLIENTS.iter().copied().chain(keyless).collect()
 }
 
-const CLIENTS: [Client; 12] = [
+const CLIENTS: [Client; 15] = [
     client("2025-03-26", false, Tasks::No),
     client("2025-03-26", true, Tasks::No),
     client("2025-06-18", false, Tasks::No),
@@ -134,14 +135,21 @@ const CLIENTS: [Client; 12] = [
     client("2025-11-25", true, Tasks::Capability2025),
     client("2025-11-25", false, Tasks::Extension),
     client("2025-11-25", true, Tasks::Extension),
+    // Stateless: no session, everything in each request's `_meta`; questions as MRTR answers.
+    client(STATELESS, false, Tasks::No),
+    client(STATELESS, true, Tasks::No),
+    client(STATELESS, true, Tasks::Extension),
 ];
+
+/// The revision without sessions.
+const STATELESS: &str = "2026-07-28";
 
 impl Client {
     fn capabilities(&self) -> Value {
         let mut caps = json!({});
         if self.elicitation {
             // 2025-11-25 names the form mode; before it, an empty object means form.
-            caps["elicitation"] = if self.revision == "2025-11-25" { json!({"form": {}}) } else { json!({}) };
+            caps["elicitation"] = if self.revision >= "2025-11-25" { json!({"form": {}}) } else { json!({}) };
         }
         match self.tasks {
             Tasks::No => {}
@@ -149,6 +157,18 @@ impl Client {
             Tasks::Capability2025 => caps["tasks"] = json!({"requests": {"tools": {"call": {}}}}),
         }
         caps
+    }
+
+    /// A request's `_meta` as this client sends it: on the stateless revision, who it is.
+    fn meta(&self, name: &str) -> Value {
+        if self.revision != STATELESS {
+            return json!({});
+        }
+        json!({
+            "io.modelcontextprotocol/protocolVersion": STATELESS,
+            "io.modelcontextprotocol/clientCapabilities": self.capabilities(),
+            "io.modelcontextprotocol/clientInfo": {"name": name, "version": "0"},
+        })
     }
 
     /// Whether the person behind it approves a dangerous call: on 2025-11-25 yes (the call runs
@@ -259,12 +279,13 @@ impl std::fmt::Display for Seen {
     }
 }
 
-/// `value` with every task id and time replaced by a placeholder.
+/// `value` with every task id and time, and every sealed `requestState` (its nonce differs),
+/// replaced by a placeholder.
 fn without_task_ids(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                if ["taskId", "createdAt", "lastUpdatedAt"].contains(&k.as_str()) {
+                if ["taskId", "createdAt", "lastUpdatedAt", "requestState"].contains(&k.as_str()) {
                     *v = json!("…");
                 } else {
                     without_task_ids(v);
@@ -358,16 +379,34 @@ fn run(env: &Env, config: Config) -> Vec<Row> {
     let _server = Killed(child);
     let mut log = Log { lines: keep_reading(err), read: 0, fences: 0 };
     let mut rows = Vec::new();
+    // A stateless request's fences go to a session of their own.
+    let fences = session_headers(&open_session(&url, "2025-06-18", json!({}), "fences"), "2025-06-18");
     for (n, client) in clients().iter().enumerate() {
-        let session = open_session(&url, client.revision, client.capabilities(), &format!("matrix-{n}"));
-        let mut headers = session_headers(&session, client.revision);
+        let name = format!("matrix-{n}");
+        let stateless = client.revision == STATELESS;
+        let mut headers = if stateless {
+            format!("MCP-Protocol-Version: {STATELESS}\r\n")
+        } else {
+            session_headers(
+                &open_session(&url, client.revision, client.capabilities(), &name),
+                client.revision,
+            )
+        };
         if client.keyed {
             headers.push_str(&format!("Authorization: Bearer {key}\r\n"));
         }
+        let fence_headers = if stateless { &fences } else { &headers };
         for (id, support) in (1..).zip(SUPPORTS) {
-            let params = json!({"name": support.tool(), "arguments": support.arguments()});
+            let mut params = json!({"name": support.tool(), "arguments": support.arguments()});
+            if stateless {
+                params["_meta"] = client.meta(&name);
+            }
             let mut seen = |params: Value| {
                 let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+                let headers = match stateless {
+                    true => format!("{headers}Mcp-Method: tools/call\r\nMcp-Name: {}\r\n", support.tool()),
+                    false => headers.clone(),
+                };
                 let (status, head, messages) = exchange(&url, &headers, &request, |r| client.reply(r));
                 let (questions, answers): (Vec<Value>, Vec<Value>) = messages
                     .into_iter()
@@ -376,12 +415,12 @@ fn run(env: &Env, config: Config) -> Vec<Row> {
                 let questions = questions.into_iter().map(question).collect();
                 let mut answer = without_usage(answers.into_iter().next().unwrap_or_else(|| json!(head)));
                 without_task_ids(&mut answer);
-                let direct = log.direct_since_last(&url, &headers);
+                let direct = log.direct_since_last(&url, fence_headers);
                 (Seen { status, questions, answer }, direct)
             };
             let (a, direct_a) = seen(params.clone());
             let mut with_token = params;
-            with_token["_meta"] = json!({"progressToken": format!("p{id}")});
+            with_token["_meta"]["progressToken"] = json!(format!("p{id}"));
             let (b, direct_b) = seen(with_token);
             rows.push(Row { config, support, client: *client, direct: (direct_a, direct_b), a, b });
         }
@@ -435,6 +474,8 @@ fn the_direct_path_and_rmcp_take_the_same_decision_on_every_combination() {
     {
         assert!(labels.iter().any(|l| l.contains(kind)), "no decision `{kind}` in:\n{HEADER}\n{}", table());
     }
+    let stateless = rows.iter().filter(|r| r.client.revision == STATELESS && r.direct.0).count();
+    assert!(stateless > 0, "no stateless call answered directly:\n{}", table());
     let direct = rows.iter().filter(|r| r.direct.0).count();
     assert!(direct > 0 && direct < rows.len(), "{direct} of {} answered directly:\n{}", rows.len(), table());
 }

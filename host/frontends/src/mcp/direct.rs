@@ -101,9 +101,49 @@ impl Direct {
             Decision::Answer(answer) => Some(answer),
             Decision::Run(call) => {
                 let id = call.id.clone();
-                Some(encode(Ok(self.run(session, parts, call).await), id))
+                Some(encode(Ok(self.run(session, parts, call).await), id, &session.client.revision))
             }
         }
+    }
+
+    /// The JSON answer to `body`, a 2026-07-28 stateless POST (see `stateless.rs`), when it is a
+    /// call answered here; `None` when rmcp must serve it (prepared here once and handed on, as
+    /// [`Direct::answer`] does).
+    pub(crate) async fn answer_stateless(
+        &self,
+        parts: &mut hyper::http::request::Parts,
+        body: &[u8],
+    ) -> Option<Vec<u8>> {
+        let JsonRpcMessage::Request(request) = super::decode::tools_call(body)? else { return None };
+        let client = super::stateless::client(&parts.headers, &request)?;
+        match self.server.decide_direct(&request, &client, Some(parts)).await {
+            Decision::Rmcp(None) => None,
+            Decision::Rmcp(Some(prepared)) => {
+                parts.extensions.insert(Prepared(Arc::new(Mutex::new(Some(prepared)))));
+                None
+            }
+            Decision::Answer(answer) => Some(answer),
+            Decision::Run(call) => {
+                let id = call.id.clone();
+                Some(encode(Ok(self.run_stateless(parts, call).await), id, &client.revision))
+            }
+        }
+    }
+
+    /// Run a stateless call on a task of its own, cancelled if its client goes away (this
+    /// request dropped, as rmcp cancels a stateless request's handler): it still ends with its
+    /// outcome and its audit line.
+    async fn run_stateless(&self, parts: &hyper::http::request::Parts, call: DirectCall) -> CallToolResult {
+        let gone = super::client_gone(Some(parts));
+        let cancel = Cancel::new();
+        let _on_drop = CancelOnDrop(cancel.clone());
+        let server = self.server.clone();
+        let tool = call.prepared.name().to_string();
+        let run =
+            tokio::spawn(
+                async move { Box::pin(server.run_direct(&call.prepared, call.who, cancel, gone)).await },
+            );
+        joined(run.await, &tool)
     }
 
     /// Run `prepared` on a task of its own: a client that goes away does not stop the call (as
@@ -145,6 +185,15 @@ impl Direct {
         let ClientNotification::CancelledNotification(c) = n.notification else { return };
         let Some(id) = c.params.request_id else { return };
         self.running.cancel(&(session.id.clone(), id), "the client");
+    }
+}
+
+/// Cancels a stateless call when its request is dropped before the call ends (a no-op after).
+struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel("the client");
     }
 }
 
@@ -241,7 +290,12 @@ impl McpServer {
         let ClientRequest::CallToolRequest(call) = &request.request else { return Decision::Rmcp(None) };
         let empty_meta = rmcp::model::RequestMetaObject::default();
         let meta = call.extensions.get::<rmcp::model::RequestMetaObject>().unwrap_or(&empty_meta);
-        if meta.0.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
+        let stateless = client.revision == super::stateless::REVISION;
+        let protocol_field = |k: &str| {
+            k.starts_with("io.modelcontextprotocol/")
+                && !(stateless && super::stateless::LIFECYCLE_KEYS.contains(&k))
+        };
+        if meta.0.keys().any(|k| k == "progressToken" || protocol_field(k)) {
             return Decision::Rmcp(None);
         }
         if self.loaded.as_ref().is_some_and(|l| !*l.borrow()) {
@@ -255,7 +309,13 @@ impl McpServer {
             match self.executor.prepare(CallRequest::Named { name: &params.name, args }, &who).await {
                 Ok(prepared) => prepared.into_owned(),
                 // Refused and audited: answered as rmcp's handler answers it.
-                Err(outcome) => return Decision::Answer(encode(super::refused(outcome), request.id.clone())),
+                Err(outcome) => {
+                    return Decision::Answer(encode(
+                        super::refused(outcome),
+                        request.id.clone(),
+                        &client.revision,
+                    ));
+                }
             };
         if !super::answered_directly(&prepared, super::plan(&prepared, client.tasks, None)) {
             return Decision::Rmcp(Some(prepared));
@@ -265,13 +325,17 @@ impl McpServer {
     }
 }
 
-/// The JSON answer to request `id`, as a handshake session's handler gives it.
-pub(crate) fn encode(result: Result<CallToolResult, ErrorData>, id: RequestId) -> Vec<u8> {
+/// The JSON answer to request `id` of a client on `revision`, as rmcp's handler gives it: on a
+/// handshake revision without what 2026-07-28 added (`resultType`, non-object structured
+/// content), on 2026-07-28 as it is.
+pub(crate) fn encode(result: Result<CallToolResult, ErrorData>, id: RequestId, revision: &str) -> Vec<u8> {
     let message = match result {
         Ok(result) => {
             let mut result = ServerResult::CallToolResult(result);
-            result.strip_result_type_for_legacy_peer();
-            result.strip_non_object_output_for_legacy_peer();
+            if revision != super::stateless::REVISION {
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+            }
             ServerJsonRpcMessage::response(result, id)
         }
         Err(e) => ServerJsonRpcMessage::error(e, Some(id)),

@@ -75,6 +75,7 @@ pub(crate) mod settings;
 mod skills;
 #[doc(hidden)]
 pub mod stages;
+mod stateless;
 mod stdio;
 mod stdio_direct;
 mod subscriptions;

@@ -172,7 +172,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Answer<W> {
     async fn write(&mut self, result: Option<Result<CallToolResult, rmcp::ErrorData>>) {
         let Some(id) = self.id.take() else { return };
         if let Some(result) = result {
-            let mut line = encode(result, id);
+            let revision = self.direct.client.get().map_or("", |c| c.revision.as_str());
+            let mut line = encode(result, id, revision);
             line.push(b'\n');
             let mut w = self.write.lock().await;
             if w.write_all(&line).await.is_ok() {

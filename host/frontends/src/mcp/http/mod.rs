@@ -261,24 +261,32 @@ impl FrontDoor {
         Ok(if accepts_json { super::plain_json::plain_json(resp).await } else { resp })
     }
 
-    /// A session's call that needs nothing of its session is answered here (`Err`, the answer);
-    /// otherwise the request goes on. Its Host and Origin are checked as rmcp checks them; if
-    /// refused, rmcp answers.
+    /// A session's call that needs nothing of its session, and a 2026-07-28 stateless call that
+    /// needs nothing of rmcp, are answered here (`Err`, the answer); otherwise the request goes
+    /// on. Its Host and Origin are checked as rmcp checks them; if refused, rmcp answers.
     async fn answer_directly(&self, req: hyper::Request<McpBody>) -> Step<hyper::Request<McpBody>> {
         let ready = self.host_service.as_ref().is_none_or(|s| s.lifecycle.is_ready());
         let eligible = ready
             && declared_within(req.headers(), self.max_message)
             && accepts_both(req.headers())
             && self.guard.check(req.headers()).is_ok();
-        let Some(session) = (if eligible { self.direct.session(req.headers()).await } else { None }) else {
+        if !eligible {
             return Ok(req);
-        };
+        }
+        let session = self.direct.session(req.headers()).await;
+        if session.is_none() && !super::stateless::request(req.headers()) {
+            return Ok(req);
+        }
         let (mut parts, body) = req.into_parts();
         let body = read_body(body, self.max_message).await?;
-        if let Some(message) = self.direct.answer(&session, &mut parts, &body).await {
-            return Err(json(message));
+        let answer = match &session {
+            Some(session) => self.direct.answer(session, &mut parts, &body).await,
+            None => self.direct.answer_stateless(&mut parts, &body).await,
+        };
+        match answer {
+            Some(message) => Err(json(message)),
+            None => Ok(with_body(parts, body)),
         }
-        Ok(with_body(parts, body))
     }
 }
 
