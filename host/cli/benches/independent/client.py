@@ -8,8 +8,11 @@ independent/rows.rs) runs this script once per server process:
     client.py stdio CALLS WARMUP -- COMMAND...     # the server on this process's stdin/stdout
     client.py http CALLS WARMUP stdout|stderr -- COMMAND...
                                                    # the server prints its http://…/mcp URL there
+    client.py http-stateless CALLS WARMUP stdout|stderr -- COMMAND...
+                                                   # the same, 2026-07-28 stateless calls
 
-It pins itself to CPU 0 (the server it starts inherits that), opens a 2025-06-18 session, makes
+It pins itself to CPU 0 (the server it starts inherits that), opens a 2025-06-18 session (or, for
+`http-stateless`, none: each call carries the 2026-07-28 headers and `_meta`), makes
 WARMUP then CALLS sequential `tools/call`s of `echo`, checks every answer, and prints one JSON
 line: {"p50_us": …, "p99_us": …, "calls": CALLS}.
 """
@@ -37,13 +40,15 @@ INITIALIZE = {
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
-def call(i):
-    return {
-        "jsonrpc": "2.0",
-        "id": i,
-        "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": "hello"}},
-    }
+def call(i, stateless=False):
+    params = {"name": "echo", "arguments": {"text": "hello"}}
+    if stateless:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "independent-bench", "version": "0"},
+        }
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
 
 
 def check(answer, i):
@@ -89,7 +94,7 @@ def over_stdio(command, calls, warmup):
         server.wait()
 
 
-def over_http(command, calls, warmup, url_on):
+def over_http(command, calls, warmup, url_on, stateless):
     where = subprocess.PIPE
     server = subprocess.Popen(
         command,
@@ -109,13 +114,13 @@ def over_http(command, calls, warmup, url_on):
             raise SystemExit("the server exited before printing its URL")
         # Keep reading the stream: a full pipe would stall the server, not measure it.
         threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
-        return http_calls(urllib.parse.urlsplit(url), calls, warmup)
+        return http_calls(urllib.parse.urlsplit(url), calls, warmup, stateless)
     finally:
         server.kill()
         server.wait()
 
 
-def http_calls(url, calls, warmup):
+def http_calls(url, calls, warmup, stateless):
     conn = http.client.HTTPConnection(url.hostname, url.port)
     conn.connect()
     # One small request per call: without TCP_NODELAY, Nagle's algorithm holds it.
@@ -132,14 +137,17 @@ def http_calls(url, calls, warmup):
         body = response.read()
         return response, body
 
-    response, _ = post(INITIALIZE)
-    session = response.getheader("mcp-session-id")
-    if session:
-        headers["mcp-session-id"] = session
-    post(INITIALIZED)
+    if stateless:
+        headers.update({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"})
+    else:
+        response, _ = post(INITIALIZE)
+        session = response.getheader("mcp-session-id")
+        if session:
+            headers["mcp-session-id"] = session
+        post(INITIALIZED)
     samples = []
     for i in range(1, warmup + calls + 1):
-        message = call(i)
+        message = call(i, stateless)
         start = time.perf_counter_ns()
         response, body = post(message)
         elapsed = time.perf_counter_ns() - start
@@ -162,10 +170,10 @@ def main(argv):
         os.sched_setaffinity(0, {0})
     if transport == "stdio":
         samples = over_stdio(command, calls, warmup)
-    elif transport == "http":
-        samples = over_http(command, calls, warmup, head[3])
+    elif transport in ("http", "http-stateless"):
+        samples = over_http(command, calls, warmup, head[3], transport == "http-stateless")
     else:
-        raise SystemExit(f"unknown transport {transport!r}: stdio or http")
+        raise SystemExit(f"unknown transport {transport!r}: stdio, http or http-stateless")
     p50, p99 = percentiles(samples)
     print(json.dumps({"p50_us": p50, "p99_us": p99, "calls": len(samples)}))
 

@@ -1,7 +1,7 @@
 //! Issue #57's own method: an MCP client that shares no code with toolhost (`client.py`,
 //! Python's standard library), client and server pinned to one CPU, 3 rounds × 2 processes
 //! (the do-nothing server, then `toolhost serve --mcp` with no config) × 2,000 calls, over stdio
-//! and over streamable HTTP.
+//! and over streamable HTTP (a session, and 2026-07-28 stateless calls).
 //!
 //! The bench's own Rust client (the MCP round-trip tables) asks more of the server: its round
 //! trip to the do-nothing server is a few microseconds, so what toolhost adds weighs more in its
@@ -76,10 +76,11 @@ pub fn rows(
     let warmup = (calls / 10).to_string();
     let calls = calls.to_string();
     let mut measured = Vec::new();
-    for transport in ["stdio", "http"] {
+    for transport in ["stdio", "http", "http-stateless"] {
+        let http = transport != "stdio";
         let head = |url_on: &str| {
             let mut h = vec![transport.to_string(), calls.clone(), warmup.clone()];
-            if transport == "http" {
+            if http {
                 h.push(url_on.to_string());
             }
             h
@@ -88,8 +89,8 @@ pub fn rows(
         for _ in 0..rounds {
             // The do-nothing HTTP server prints its URL on stdout, toolhost on stderr.
             let (Some(n), Some(h)) = (
-                client(&head("stdout"), &noop(transport)),
-                client(&head("stderr"), &host(transport == "http")),
+                client(&head("stdout"), &noop(if http { "http" } else { "stdio" })),
+                client(&head("stderr"), &host(http)),
             ) else {
                 line(String::new());
                 line(format!(
@@ -108,7 +109,7 @@ pub fn rows(
     ));
     line(String::new());
     line(format!(
-        "`host/cli/benches/independent/client.py` (Python's standard library, no code shared with toolhost) pinned with the server it starts to CPU 0, a 2025-06-18 session, sequential `echo` calls after {warmup} of warm-up; the do-nothing server, then `toolhost serve --mcp` with no config, in each round; the median of the rounds' p50s, and of each run's p99 ÷ its p50."
+        "`host/cli/benches/independent/client.py` (Python's standard library, no code shared with toolhost) pinned with the server it starts to CPU 0, a 2025-06-18 session (or 2026-07-28 stateless calls, each with its `_meta` and SEP-2243 headers), sequential `echo` calls after {warmup} of warm-up; the do-nothing server, then `toolhost serve --mcp` with no config, in each round; the median of the rounds' p50s, and of each run's p99 ÷ its p50."
     ));
     line(String::new());
     line("| transport | do-nothing server p50 | toolhost p50 (default configuration) | ÷ do-nothing | toolhost p99 ÷ p50 | do-nothing p99 ÷ p50 |".into());
@@ -116,23 +117,31 @@ pub fn rows(
     for (transport, r) in &measured {
         let (noop, host) = (Rounds::p50(&r.noop), Rounds::p50(&r.host));
         let (host_tail, noop_tail) = (Rounds::tail(&r.host), Rounds::tail(&r.noop));
-        let name = if *transport == "http" { "streamable HTTP" } else { "stdio" };
+        let name = match *transport {
+            "http" => "streamable HTTP (a 2025-06-18 session)",
+            "http-stateless" => "streamable HTTP (2026-07-28, stateless)",
+            _ => "stdio",
+        };
         line(format!(
             "| {name} | {noop:.1} µs | {host:.1} µs | {:.2}× | {host_tail:.2}× | {noop_tail:.2}× |",
             host / noop
         ));
-        let (p50, baseline, tail) = if *transport == "http" {
-            (
+        let (p50, baseline, tail) = match *transport {
+            "http" => (
                 targets::INDEPENDENT_HTTP_P50,
                 targets::INDEPENDENT_HTTP_NOOP_P50,
                 targets::INDEPENDENT_HTTP_P99_RATIO,
-            )
-        } else {
-            (
+            ),
+            "http-stateless" => (
+                targets::INDEPENDENT_STATELESS_P50,
+                targets::INDEPENDENT_HTTP_NOOP_P50,
+                targets::INDEPENDENT_STATELESS_P99_RATIO,
+            ),
+            _ => (
                 targets::INDEPENDENT_STDIO_P50,
                 targets::INDEPENDENT_STDIO_NOOP_P50,
                 targets::INDEPENDENT_STDIO_P99_RATIO,
-            )
+            ),
         };
         targets::record(p50, host);
         targets::record(baseline, noop);

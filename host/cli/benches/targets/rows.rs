@@ -55,6 +55,10 @@ pub const INDEPENDENT_HTTP_P50: &str = "independent client: mcp http echo p50 µ
 pub const INDEPENDENT_HTTP_NOOP_P50: &str = "independent client: http do-nothing p50 µs";
 pub const INDEPENDENT_HTTP_P99_RATIO: &str =
     "independent client: mcp http echo p99 ÷ p50, default configuration";
+pub const INDEPENDENT_STATELESS_P50: &str =
+    "independent client: mcp http stateless echo p50 µs, default configuration";
+pub const INDEPENDENT_STATELESS_P99_RATIO: &str =
+    "independent client: mcp http stateless echo p99 ÷ p50, default configuration";
 pub const FDATASYNC_P50: &str = "fdatasync of one audit line p50 µs";
 pub const MCP_HTTP_P50: &str = "mcp http echo p50 µs";
 pub const MCP_HTTP_NOOP_P50: &str = "mcp http do-nothing p50 µs";
@@ -289,6 +293,11 @@ fn default_rows() -> Vec<Row> {
             target: "MCP streamable HTTP `echo` p50 ≤ 2× the do-nothing server — issue #57's method (independent client, 2025-06-18 session)",
             check: independent(INDEPENDENT_HTTP_P50, INDEPENDENT_HTTP_NOOP_P50),
             bound: f(INDEPENDENT_HTTP_P99_RATIO).map(|r| format!("its p99 ÷ p50: {r:.2}×")).unwrap_or_default(),
+        },
+        Row {
+            target: "MCP streamable HTTP `echo` p50 ≤ 2× the do-nothing server — issue #57's method (independent client, 2026-07-28 stateless)",
+            check: independent(INDEPENDENT_STATELESS_P50, INDEPENDENT_HTTP_NOOP_P50),
+            bound: f(INDEPENDENT_STATELESS_P99_RATIO).map(|r| format!("its p99 ÷ p50: {r:.2}×")).unwrap_or_default(),
         },
         Row {
             target: "MCP stdio `echo` p50 ≤ 2× the do-nothing server — the bench's Rust client",

@@ -9,7 +9,7 @@ use super::prepare::PreparedCall;
 use super::*;
 use crate::script::{Answer, Failure, InnerCall};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 use tokio::sync::mpsc;
 use wasmtime::component::{InstancePre, Linker};
@@ -80,29 +80,29 @@ impl Executor {
         // OpenTelemetry the children of its span).
         let trace_parent = crate::telemetry::current_parent().or(ctx.trace_parent);
         let parent = CallContext { parent: Some(id), trace_parent, ..ctx.clone() };
-        let driver = async {
-            while let Some(call) = rx.recv().await {
-                let answer = self.inner_call(&call, &inner, &parent, &mut tally).await;
-                let _ = call.reply.send(answer);
-                let plural = if tally.calls == 1 { "" } else { "s" };
-                let message = format!("{} tool call{plural} made; the last: {}", tally.calls, call.name);
-                if let Some(sink) = &control.progress {
-                    sink.report(&Progress { done: u64::from(tally.calls), total: None, message }).await;
+        let answered = AtomicU64::new(0);
+        // In a block of its own: the driver's borrow of the tally ends with the script.
+        let ran = {
+            let driver = std::pin::pin!(async {
+                while let Some(call) = rx.recv().await {
+                    let answer = self.inner_call(&call, &inner, &parent, &mut tally).await;
+                    let _ = call.reply.send(answer);
+                    answered.fetch_add(1, Ordering::Relaxed);
+                    if let Some(sink) = &control.progress {
+                        let plural = if tally.calls == 1 { "" } else { "s" };
+                        let message =
+                            format!("{} tool call{plural} made; the last: {}", tally.calls, call.name);
+                        sink.report(&Progress { done: u64::from(tally.calls), total: None, message }).await;
+                    }
                 }
-            }
-            std::future::pending::<()>().await;
+                std::future::pending::<()>().await;
+            });
+            tokio::time::timeout(
+                Duration::from_millis(settings.timeout_ms) + super::run::WALL_CLOCK_GRACE,
+                one_task(guest, driver, &answered),
+            )
+            .await
         };
-        let ran = tokio::time::timeout(
-            Duration::from_millis(settings.timeout_ms) + super::run::WALL_CLOCK_GRACE,
-            async {
-                tokio::select! {
-                    biased;
-                    ran = guest => ran,
-                    () = driver => unreachable!("the driver never ends while the script runs"),
-                }
-            },
-        )
-        .await;
         let wall = started.elapsed();
         let ((ran, memory_hit, peak), busy, _) = match ran {
             Ok(ran) => ran,
@@ -298,6 +298,32 @@ impl Executor {
             ),
         )
     }
+}
+
+/// The script and its driver polled as one future: when the driver has answered an inner call,
+/// the script is resumed at once, in the same poll, rather than woken through the scheduler
+/// (each inner call would otherwise cost a trip back to the runtime and down every future that
+/// holds this one). The script still yields at its epoch ticks.
+async fn one_task<T>(
+    mut guest: std::pin::Pin<&mut impl Future<Output = T>>,
+    mut driver: std::pin::Pin<&mut impl Future<Output = ()>>,
+    answered: &AtomicU64,
+) -> T {
+    std::future::poll_fn(|cx| {
+        loop {
+            if let std::task::Poll::Ready(ran) = guest.as_mut().poll(cx) {
+                return std::task::Poll::Ready(ran);
+            }
+            let before = answered.load(Ordering::Relaxed);
+            if driver.as_mut().poll(cx).is_ready() {
+                unreachable!("the driver never ends while the script runs");
+            }
+            if answered.load(Ordering::Relaxed) == before {
+                return std::task::Poll::Pending;
+            }
+        }
+    })
+    .await
 }
 
 /// What a script's store holds: the way to its inner calls, its clock, its deadline and its
