@@ -233,9 +233,61 @@ fn a_stateless_request_is_not_asked_mid_script_and_the_model_is_told_to_call_the
     let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("call `delete` directly (not from run_script)"), "{text}");
     assert!(env.ws("a.txt").exists());
+    assert!(text.contains("// confirm: delete"), "the model is told how to declare it: {text}");
     // Called directly, the same client is asked.
     let r = client.call("delete", serde_json::json!({"path": "a.txt"}), None);
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    server.terminate(10);
+}
+
+#[test]
+fn a_stateless_script_that_declares_its_dangerous_tools_is_asked_about_them_before_it_runs() {
+    use serde_json::json;
+    let env = code_env(&toml("", ""));
+    let mut cmd = env.configured(&toml("", ""));
+    cmd.args(["serve", "--mcp", "--http", "127.0.0.1:0"]);
+    let mut server = Server::start(&mut cmd);
+    let auth = format!("Authorization: Bearer {}\r\n", server.key.clone().expect("the local key"));
+    let client = Stateless { url: &server.url, auth: &auth, client: "code-mode", capabilities: form() };
+    let code = "// confirm: delete\nconst n = await tools.count_words({text: 'a b'});\n\
+                await tools.delete({path: 'a.txt'}); return n";
+    // Asked before anything runs: one question about the script, naming the declared tool.
+    let r = client.call("run_script", json!({"code": code}), None);
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let question = r["result"]["inputRequests"]["confirm"].to_string();
+    assert!(question.contains("delete") && question.contains("run_script"), "{question}");
+    let state = r["result"]["requestState"].as_str().expect("a sealed state").to_string();
+    assert!(env.ws("a.txt").exists(), "nothing ran before the answer");
+    let accept = json!({"action": "accept", "content": {"approve": true}});
+    // The approval is for that script: another script with the same state is refused.
+    let other = code.replace("a.txt", "b.txt");
+    let r = client.call("run_script", json!({"code": other}), Some((&state, "confirm", accept.clone())));
+    assert!(r.get("error").is_some() || r["result"]["isError"] == true, "another script approved: {r}");
+    assert!(env.ws("b.txt").exists());
+    // Approved, the script runs and its declared call is not asked again.
+    let state = {
+        let r = client.call("run_script", json!({"code": code}), None);
+        r["result"]["requestState"].as_str().expect("asked again").to_string()
+    };
+    let r = client.call("run_script", json!({"code": code}), Some((&state, "confirm", accept)));
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        serde_json::from_str::<serde_json::Value>(text)
+            .is_ok_and(|v| v["result"]["words"] == 2 && v["calls"] == 2),
+        "{text}"
+    );
+    assert!(!env.ws("a.txt").exists(), "the declared, approved delete ran");
+    // A declined question runs nothing.
+    let undeclared = "// confirm: delete\nreturn await tools.delete({path: 'b.txt'})";
+    let state = {
+        let r = client.call("run_script", json!({"code": undeclared}), None);
+        r["result"]["requestState"].as_str().expect("asked").to_string()
+    };
+    let decline = json!({"action": "decline"});
+    let r = client.call("run_script", json!({"code": undeclared}), Some((&state, "confirm", decline)));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(env.ws("b.txt").exists(), "declined: nothing deleted");
     server.terminate(10);
 }
 

@@ -17,14 +17,20 @@ impl Executor {
         rec: Option<observer::SharedRecord>,
         control: &CallControl,
     ) -> Outcome {
-        let entry = match &prepared.target {
-            Target::Tool(entry) => entry,
-            Target::FindTools => return self.find_tools(&prepared.registry, &prepared.call),
-            Target::Script => return self.run_script(prepared, confirm, ctx, id, control).await,
-        };
         let note = |f: &dyn Fn(&mut CallRecord)| {
             if let Some(rec) = &rec {
                 f(&mut rec.lock().unwrap_or_else(|p| p.into_inner()));
+            }
+        };
+        let entry = match &prepared.target {
+            Target::Tool(entry) => entry,
+            Target::FindTools => return self.find_tools(&prepared.registry, &prepared.call),
+            Target::Script => {
+                let approved = match self.confirm_declared(prepared, confirm, &note).await {
+                    Ok(approved) => approved,
+                    Err(refused) => return refused,
+                };
+                return self.run_script(prepared, confirm, ctx, id, control, approved).await;
             }
         };
         if let Some(refused) = self.apply_policy(prepared, entry, confirm, &note).await {

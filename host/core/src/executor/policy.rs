@@ -59,7 +59,7 @@ impl Executor {
 
 /// A caller the operator's policy does not let answer questions (`answer`): a confirmation is
 /// refused as when no one can be asked.
-struct NotThisCaller;
+pub(super) struct NotThisCaller;
 
 impl Confirm for NotThisCaller {
     fn confirm<'a>(

@@ -33,8 +33,65 @@ impl Executor {
         ctx: &'a CallContext,
         id: u64,
         control: &'a CallControl,
+        approved: HashSet<String>,
     ) -> std::pin::Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
-        Box::pin(self.script_call(prepared, confirm, ctx, id, control))
+        Box::pin(self.script_call(prepared, confirm, ctx, id, control, approved))
+    }
+
+    /// Where no one can be asked while a script runs (`Confirm::asks_in_the_moment` is false:
+    /// a 2026-07-28 stateless request), the tools its first lines declare (`// confirm: a, b`)
+    /// that would be asked about ([`crate::view::ToolView`]'s policy is `ask`) are asked about
+    /// once, before it runs: one question, bound to the exact script and runner. The tools
+    /// approved are then not asked about again in this script (each is still under the rest of
+    /// its policy, and a tool it calls undeclared is refused). Elsewhere nothing is asked here:
+    /// each dangerous inner call is asked when the script makes it.
+    pub(super) async fn confirm_declared(
+        &self,
+        prepared: &PreparedCall<'_>,
+        confirm: &dyn Confirm,
+        note: &Noter<'_>,
+    ) -> Result<HashSet<String>, Outcome> {
+        if confirm.asks_in_the_moment() {
+            return Ok(HashSet::new());
+        }
+        let code = prepared.call.args.first().map(String::as_str).unwrap_or_default();
+        let asked: Vec<String> = crate::script::declared_tools(code)
+            .into_iter()
+            .filter(|name| {
+                prepared.registry.lookup(name).is_some_and(|entry| {
+                    crate::view::ToolView::new(entry, &self.config).call_policy == Some(DangerPolicy::Ask)
+                })
+            })
+            .collect();
+        if asked.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let req = DangerRequest {
+            tool: crate::script::RUN_SCRIPT.into(),
+            plugin: "toolhost".into(),
+            args: prepared.call.args.clone(),
+            plugin_hash: crate::script::runner_hash(),
+            notes: vec![format!(
+                "the script declares these tools, which need your confirmation; approved, it may call them \
+                 without asking again: {}",
+                asked.join(", ")
+            )],
+        };
+        let confirm: &dyn Confirm =
+            if prepared.answerable() { confirm } else { &super::policy::NotThisCaller };
+        let decision = confirm.confirm(&req).await;
+        let by = confirm.decided_by();
+        let decided = |decision| note(&|r| r.danger = Some(DangerRecord { decision, by }));
+        match decision {
+            Decision::Deny(why) => {
+                decided(if confirm.pending() { DangerDecision::Asked } else { DangerDecision::Deny });
+                Err(Outcome::err(ErrorKind::Denied, why))
+            }
+            Decision::Allow => {
+                decided(DangerDecision::Allow);
+                Ok(asked.into_iter().collect())
+            }
+        }
     }
 
     async fn script_call(
@@ -44,6 +101,7 @@ impl Executor {
         ctx: &CallContext,
         id: u64,
         control: &CallControl,
+        approved: HashSet<String>,
     ) -> Outcome {
         let settings = &self.config.code_mode;
         let code = prepared.call.args.first().map(String::as_str).unwrap_or_default();
@@ -75,7 +133,7 @@ impl Executor {
             (ran, store.data().limiter.hit, store.data().limiter.peak_bytes())
         })));
         let mut tally = Tally::default();
-        let inner = InnerConfirm { outer: confirm, refused_here: AtomicBool::new(false) };
+        let inner = InnerConfirm { outer: confirm, approved, refused_here: AtomicBool::new(false) };
         // Its inner calls: the same caller, this call their parent (in the audit trail, and in
         // OpenTelemetry the children of its span).
         let trace_parent = crate::telemetry::current_parent().or(ctx.trace_parent);
@@ -396,6 +454,8 @@ fn inner_value(outcome: &Outcome) -> String {
 /// itself. A script never answers: it has no way to.
 struct InnerConfirm<'a> {
     outer: &'a dyn Confirm,
+    /// The tools the person approved before the script ran (see `Executor::confirm_declared`).
+    approved: HashSet<String>,
     /// This inner call was refused here, not by the front end.
     refused_here: AtomicBool,
 }
@@ -405,12 +465,16 @@ impl Confirm for InnerConfirm<'_> {
         &'a self,
         req: &'a DangerRequest,
     ) -> std::pin::Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        if self.approved.contains(&req.tool) {
+            return Box::pin(std::future::ready(Decision::Allow));
+        }
         if !self.outer.asks_in_the_moment() {
             self.refused_here.store(true, Ordering::Relaxed);
             let why = format!(
                 "`{}` needs a person's confirmation, which cannot be asked in the middle of a script here; \
-                 call `{}` directly (not from run_script)",
-                req.tool, req.tool
+                 call `{}` directly (not from run_script), or declare it in the script's first line \
+                 (`// confirm: {}`) to have it asked about before the script runs",
+                req.tool, req.tool, req.tool
             );
             return Box::pin(std::future::ready(Decision::Deny(why)));
         }

@@ -38,7 +38,10 @@ pub fn spec<'a>(
          (arguments by parameter name; `tools[\"a.b\"](…)` for a name with a dot) and gives its result (JSON \
          results as objects, text as a string); a failed call throws a ToolError with `.kind` and `.message`. \
          `return` the answer (JSON). console.log output comes back too. The script has no files, network, \
-         modules or wall clock (performance.now() only): only the tools. At most {} tool calls, {} s.",
+         modules or wall clock (performance.now() only): only the tools. At most {} tool calls, {} s. \
+         A tool that needs a person's confirmation is asked about when the script calls it; where that cannot \
+         be done during a script, it fails unless the script's first lines declare it (`// confirm: NAME, \
+         NAME`): the person is then asked about those tools once, before the script runs.",
         settings.max_calls,
         settings.timeout_ms / 1000,
     );
@@ -61,6 +64,31 @@ pub fn spec<'a>(
         timeout_ms: Some(settings.timeout_ms),
         ..ToolSpec::host_tool(RUN_SCRIPT, "Run a script", description, "code", about)
     }
+}
+
+/// The tools a script declares it will call that may need a person's confirmation: its leading
+/// comment lines `// confirm: NAME, NAME` (names apart by commas or spaces), in order, once
+/// each. Only the comments before the first line of code count.
+pub fn declared_tools(code: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in code.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Some(comment) = line.strip_prefix("//") else { break };
+        let Some(names) = comment.trim().strip_prefix("confirm:") else { continue };
+        for name in names.split([',', ' ']).map(str::trim).filter(|n| !n.is_empty()) {
+            if !out.iter().any(|o| o == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// SHA-256 of the runner component: a confirmation of a script is bound to the runner that
+/// will run it, as a tool's is to its plugin file.
+pub fn runner_hash() -> [u8; 32] {
+    use sha2::Digest;
+    static HASH: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| sha2::Sha256::digest(RUNNER).into())
 }
 
 /// One `tools.NAME(args)`: the tool, its arguments as JSON text, where the answer goes.
@@ -124,6 +152,19 @@ impl std::fmt::Display for ScriptError {
 pub fn runner_source_digest(wasm: &[u8]) -> Option<String> {
     let found = toolhost_spec::sections::find_named(wasm, SOURCE_SECTION).ok()?;
     found.last().and_then(|b| std::str::from_utf8(b).ok().map(str::to_string))
+}
+
+#[cfg(test)]
+mod declared_tests {
+    use super::declared_tools;
+
+    #[test]
+    fn only_the_leading_comments_declare() {
+        let code = "// reads and deletes\n// confirm: delete_file, send_mail\n\n//confirm: send_mail rm\nawait tools.x()\n// confirm: late";
+        assert_eq!(declared_tools(code), ["delete_file", "send_mail", "rm"]);
+        assert!(declared_tools("await tools.x() // confirm: a").is_empty());
+        assert!(declared_tools("").is_empty());
+    }
 }
 
 #[cfg(test)]
