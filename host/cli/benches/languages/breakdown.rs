@@ -57,6 +57,8 @@ impl Raw1 {
         toolhost_core::bindings::http::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
         toolhost_core::bindings::process::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
+        // The key-value store the Python and JavaScript SDKs import (#59), stubbed the same way.
+        linker.define_unknown_imports_as_traps(&component).unwrap();
         let pre = toolhost_core::engine::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
         Raw1 { engine, pre, tool: tool.into(), arg: arg.into() }
     }

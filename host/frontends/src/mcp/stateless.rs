@@ -46,9 +46,7 @@ pub(crate) fn request(headers: &hyper::HeaderMap) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     header("mcp-session-id").is_none()
         && header("mcp-protocol-version") == Some(REVISION)
-        && header(hyper::header::CONTENT_TYPE.as_str()).is_some_and(|t| {
-            t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
-        })
+        && super::direct::sends_json(headers)
 }
 
 /// The client of a stateless `tools/call` that every check rmcp makes of it would accept (see
