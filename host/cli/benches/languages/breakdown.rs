@@ -42,6 +42,38 @@ pub struct Breakdown {
     pub image_kib: u64,
 }
 
+/// Link every `wasi:keyvalue` import of `component` to a function that traps. Only those:
+/// wasmtime's `define_unknown_imports_as_traps` also stubs a WASI import at a newer patch
+/// version than wasmtime-wasi's (`wasi:cli/environment@0.2.9`), shadowing the semver match the
+/// linker would otherwise make.
+fn stub_keyvalue(
+    engine: &wasmtime::Engine,
+    linker: &mut wasmtime::component::Linker<Raw>,
+    component: &wasmtime::component::Component,
+) {
+    use wasmtime::component::types::ComponentItem;
+    for (name, import) in component.component_type().imports(engine) {
+        let ComponentItem::ComponentInstance(instance) = import.ty else { continue };
+        if !name.starts_with("wasi:keyvalue/") {
+            continue;
+        }
+        let mut stubs = linker.instance(name).unwrap();
+        for (item, export) in instance.exports(engine) {
+            match export.ty {
+                ComponentItem::ComponentFunc(_) => stubs
+                    .func_new(item, |_, _, _, _| {
+                        Err(wasmtime::Error::msg("the bench links no key-value store"))
+                    })
+                    .unwrap(),
+                ComponentItem::Resource(_) => stubs
+                    .resource(item, wasmtime::component::ResourceType::host::<()>(), |_, _| Ok(()))
+                    .unwrap(),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The engine and linked component of one plugin.
 pub struct Raw1 {
     engine: wasmtime::Engine,
@@ -58,7 +90,7 @@ impl Raw1 {
         toolhost_core::bindings::process::add_to_linker::<Raw, HasSelf<Raw>>(&mut linker, |s| s).unwrap();
         let component = wasmtime::component::Component::new(&engine, component).unwrap();
         // The key-value store the Python and JavaScript SDKs import (#59), stubbed the same way.
-        linker.define_unknown_imports_as_traps(&component).unwrap();
+        stub_keyvalue(&engine, &mut linker, &component);
         let pre = toolhost_core::engine::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
         Raw1 { engine, pre, tool: tool.into(), arg: arg.into() }
     }

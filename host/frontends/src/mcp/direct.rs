@@ -196,9 +196,10 @@ impl Drop for CancelOnDrop {
 
 /// Whether a request's body is JSON, by its `Content-Type`.
 pub(crate) fn sends_json(headers: &hyper::HeaderMap) -> bool {
-    headers.get(hyper::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| {
-        t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
-    })
+    headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The calls answered here, by key (a session's and a request's id), so a
