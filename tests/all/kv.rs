@@ -132,6 +132,47 @@ async fn redis_unreachable_fails_the_call_naming_the_server() {
     assert!(!env.at("kv").exists(), "no SQLite store instead");
 }
 
+/// With the Redis backend a `get` may be answered from the host's client-side cache, which
+/// Redis keeps true: a value another host changes is read anew as soon as the server's
+/// invalidation arrives (with the other host's own reply), and a host whose server went away
+/// fails the call within moments instead of answering from what it remembered (the cache
+/// would otherwise serve it for `CACHE_TTL`, 10 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_redis_value_follows_other_hosts_and_dies_with_the_server() {
+    let server = Some(redis());
+    let url = server.as_ref().unwrap().url();
+    let env = env_on(&[plugin_artifacts::KVPLAIN], &server);
+    let (a, b) = (env.host(), env.host());
+    assert_eq!(read(&a).await, "(none)");
+    for value in ["1", "2", "three"] {
+        assert_eq!(read(&a).await, read(&a).await, "a value A keeps");
+        assert_eq!(ok(&call(&b, "set", &["default", "k", value]).await), "ok");
+        let since = std::time::Instant::now();
+        while read(&a).await != value {
+            assert!(since.elapsed() < std::time::Duration::from_secs(1), "A still reads a stale value of k");
+        }
+    }
+    drop(server);
+    let since = std::time::Instant::now();
+    loop {
+        let o = call(&a, "get", &["default", "k"]).await;
+        if !o.success {
+            let e = err(&o, ErrorKind::ToolError);
+            assert!(e.contains(&url) && e.contains("cannot be used"), "{e}");
+            break;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(1),
+            "answered from the cache with Redis gone"
+        );
+    }
+}
+
+/// `k` of bucket `default`, as `host`'s `kvplain` reads it.
+async fn read(host: &toolhost_core::Toolhost) -> String {
+    ok(&call(host, "get", &["default", "k"]).await)
+}
+
 /// Issue #59, item 5: 100 increments from 4 clients at once (each a host of its own, with its
 /// own connection to the store) count exactly 100; appends by compare-and-swap lose none.
 #[test]

@@ -1,8 +1,26 @@
 //! One Redis server reached through one multiplexed connection, opened at the first query and
 //! again after a failure, each query bounded in time (connecting included). The key-value
 //! store's Redis backend and the MCP replay store both talk to Redis through it.
+//!
+//! A link opened with [`RedisLink::open_cached`] also keeps what [`RedisLink::hget_cached`]
+//! read, true because the server says when it is not: the connection speaks RESP3 with
+//! `CLIENT TRACKING ON`, so Redis pushes an invalidation of every key it served us the moment
+//! anyone else changes it (any client, a Lua script, an expiry); what this link changes itself
+//! through [`RedisLink::query`] is forgotten when that query is answered (the server tells the
+//! client that made a change only after its reply). A reply is kept only if no
+//! invalidation arrived between its request and its keeping (the push may overtake the reply
+//! on its way to the caller); what is kept is dropped with its connection — on a failed query,
+//! or as soon as the connection closes (the library's `Disconnection` push), so a link that
+//! lost its server never answers from memory — and served for at most [`CACHE_TTL`] in any
+//! case, for a connection that silently stopped hearing.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest a kept value is served without asking the server again.
+pub const CACHE_TTL: Duration = Duration::from_secs(10);
 
 /// A Redis server and the connection to it.
 pub struct RedisLink {
@@ -10,7 +28,91 @@ pub struct RedisLink {
     /// The URL without its password, for messages.
     shown: String,
     timeout: Duration,
-    conn: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
+    /// Bytes of hash fields and values a connection may keep (0: none).
+    cache_bytes: usize,
+    conn: tokio::sync::Mutex<Option<Live>>,
+}
+
+/// An open connection, whether the library has since seen it close, and what it keeps.
+struct Live {
+    conn: redis::aio::MultiplexedConnection,
+    closed: Arc<AtomicBool>,
+    cache: Option<Arc<Cache>>,
+}
+
+/// A hash's fields as read: each value (`None`: absent) and when it was read.
+type Fields = HashMap<Vec<u8>, (Option<Vec<u8>>, Instant)>;
+
+/// The values a tracked connection read, by hash.
+#[derive(Default)]
+struct Kept {
+    by_hash: HashMap<Vec<u8>, Fields>,
+    bytes: usize,
+    /// Invalidations heard so far.
+    epoch: u64,
+}
+
+struct Cache {
+    budget: usize,
+    kept: Mutex<Kept>,
+}
+
+impl Cache {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, hash: &str, field: &str) -> Option<Option<Vec<u8>>> {
+        let kept = self.kept();
+        let (value, at) = kept.by_hash.get(hash.as_bytes())?.get(field.as_bytes())?;
+        (at.elapsed() < CACHE_TTL).then(|| value.clone())
+    }
+
+    fn epoch(&self) -> u64 {
+        self.kept().epoch
+    }
+
+    /// Keep `value`, read after `epoch` invalidations, unless another came since (it may have
+    /// been about this very value) or it does not fit the budget. Over the budget, everything
+    /// kept goes: a cache is never a reason to hold more than its budget.
+    fn keep(&self, hash: &str, field: &str, value: &Option<Vec<u8>>, epoch: u64) {
+        let size = hash.len() + field.len() + value.as_ref().map_or(0, Vec::len);
+        let mut kept = self.kept();
+        if kept.epoch != epoch || size > self.budget {
+            return;
+        }
+        if kept.bytes + size > self.budget {
+            kept.by_hash.clear();
+            kept.bytes = 0;
+        }
+        let fields = kept.by_hash.entry(hash.as_bytes().to_vec()).or_default();
+        let old = fields.insert(field.as_bytes().to_vec(), (value.clone(), Instant::now()));
+        let freed = old.map_or(0, |(v, _)| hash.len() + field.len() + v.map_or(0, |v| v.len()));
+        kept.bytes = kept.bytes + size - freed;
+    }
+
+    /// The server's word that `keys` changed (`None`: all of them, after a `FLUSHALL`).
+    fn invalidate(&self, keys: Option<Vec<Vec<u8>>>) {
+        let mut kept = self.kept();
+        kept.epoch += 1;
+        match keys {
+            None => {
+                kept.by_hash.clear();
+                kept.bytes = 0;
+            }
+            Some(keys) => {
+                for key in keys {
+                    if let Some(fields) = kept.by_hash.remove(&key) {
+                        let freed: usize = fields
+                            .iter()
+                            .map(|(f, (v, _))| key.len() + f.len() + v.as_ref().map_or(0, Vec::len))
+                            .sum();
+                        kept.bytes -= freed;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisLink {
@@ -36,7 +138,23 @@ impl RedisLink {
     /// The server at `url`, each query within `timeout`; only the URL is checked here.
     pub fn open(url: &str, timeout: Duration) -> Result<RedisLink, redis::RedisError> {
         let client = redis::Client::open(url)?;
-        Ok(RedisLink { client, shown: shown(url), timeout, conn: tokio::sync::Mutex::new(None) })
+        let conn = tokio::sync::Mutex::new(None);
+        Ok(RedisLink { client, shown: shown(url), timeout, cache_bytes: 0, conn })
+    }
+
+    /// [`open`](Self::open), keeping up to `cache_bytes` of what [`hget_cached`](Self::hget_cached)
+    /// reads while the server tracks it (RESP3 client tracking: Redis 6 or later).
+    pub fn open_cached(
+        url: &str,
+        timeout: Duration,
+        cache_bytes: usize,
+    ) -> Result<RedisLink, redis::RedisError> {
+        use redis::IntoConnectionInfo;
+        let info = url.into_connection_info()?;
+        let resp3 = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        let client = redis::Client::open(info.set_redis_settings(resp3))?;
+        let conn = tokio::sync::Mutex::new(None);
+        Ok(RedisLink { client, shown: shown(url), timeout, cache_bytes, conn })
     }
 
     /// The URL without its password.
@@ -44,24 +162,49 @@ impl RedisLink {
         &self.shown
     }
 
-    /// Run `cmd` (connecting first if needed) within the link's timeout; `Err` says why it
-    /// failed, and the connection is dropped so the next query connects afresh. The connection
-    /// is cloned out of the lock, so concurrent queries do not queue on it.
-    pub async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, String> {
-        let attempt = async {
-            let mut conn = {
-                let mut slot = self.conn.lock().await;
-                match slot.as_ref() {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = self.client.get_multiplexed_async_connection().await?;
-                        *slot = Some(c.clone());
-                        c
-                    }
+    /// A new connection; with a cache, the server told to track what it reads, and every
+    /// invalidation it pushes applied to the cache.
+    async fn connect(&self) -> redis::RedisResult<Live> {
+        let closed = Arc::new(AtomicBool::new(false));
+        let cache = (self.cache_bytes > 0)
+            .then(|| Arc::new(Cache { budget: self.cache_bytes, kept: Mutex::new(Kept::default()) }));
+        let mut config = redis::AsyncConnectionConfig::new();
+        // Pushes come only over RESP3, which only a link that keeps values speaks.
+        if let Some(heard) = cache.clone() {
+            let flag = closed.clone();
+            config = config.set_push_sender(move |push: redis::PushInfo| {
+                match push.kind {
+                    redis::PushKind::Disconnection => flag.store(true, Ordering::Release),
+                    redis::PushKind::Invalidate => heard.invalidate(invalidated(&push.data)),
+                    _ => {}
                 }
-            };
-            cmd.query_async::<T>(&mut conn).await
-        };
+                Ok::<(), std::convert::Infallible>(())
+            });
+        }
+        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
+        if cache.is_some() {
+            redis::cmd("CLIENT").arg("TRACKING").arg("ON").query_async::<()>(&mut conn).await?;
+        }
+        Ok(Live { conn, closed, cache })
+    }
+
+    /// The open connection (connecting if there is none, or it closed) and its cache.
+    async fn connection(
+        &self,
+    ) -> redis::RedisResult<(redis::aio::MultiplexedConnection, Option<Arc<Cache>>)> {
+        let mut slot = self.conn.lock().await;
+        if let Some(live) = slot.as_ref().filter(|l| !l.closed.load(Ordering::Acquire)) {
+            return Ok((live.conn.clone(), live.cache.clone()));
+        }
+        let live = self.connect().await?;
+        let out = (live.conn.clone(), live.cache.clone());
+        *slot = Some(live);
+        Ok(out)
+    }
+
+    /// `attempt` within the link's timeout; `Err` says why it failed, and the connection (and
+    /// all it kept) is dropped so the next query connects afresh.
+    async fn bounded<T>(&self, attempt: impl Future<Output = redis::RedisResult<T>>) -> Result<T, String> {
         let why = match tokio::time::timeout(self.timeout, attempt).await {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => e.to_string(),
@@ -70,10 +213,97 @@ impl RedisLink {
         *self.conn.lock().await = None;
         Err(why)
     }
+
+    /// Run `cmd` (connecting first if needed) within the link's timeout (see
+    /// [`bounded`](Self::bounded)). The connection is cloned out of the lock, so concurrent
+    /// queries do not queue on it.
+    /// On a link that keeps values, any such query forgets them all once it is answered: it may
+    /// have changed them, and Redis tells the client that made a change only after its reply.
+    pub async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, String> {
+        self.bounded(async {
+            let (mut conn, cache) = self.connection().await?;
+            let out = cmd.query_async::<T>(&mut conn).await;
+            if let Some(cache) = cache {
+                cache.invalidate(None);
+            }
+            out
+        })
+        .await
+    }
+
+    /// `HGET hash field`, answered from what this connection kept while the server has not
+    /// said it changed (on a link opened with [`open_cached`](Self::open_cached)).
+    pub async fn hget_cached(&self, hash: &str, field: &str) -> Result<Option<Vec<u8>>, String> {
+        self.bounded(async {
+            let (mut conn, cache) = self.connection().await?;
+            let hget = || redis::cmd("HGET").arg(hash).arg(field).clone();
+            let Some(cache) = cache else { return hget().query_async(&mut conn).await };
+            if let Some(value) = cache.get(hash, field) {
+                return Ok(value);
+            }
+            let epoch = cache.epoch();
+            let value: Option<Vec<u8>> = hget().query_async(&mut conn).await?;
+            cache.keep(hash, field, &value, epoch);
+            Ok(value)
+        })
+        .await
+    }
+}
+
+/// The keys an `invalidate` push names (`None`: every key, after a `FLUSHALL` or `FLUSHDB`).
+fn invalidated(data: &[redis::Value]) -> Option<Vec<Vec<u8>>> {
+    match data.first() {
+        Some(redis::Value::Array(keys)) => Some(
+            keys.iter()
+                .filter_map(|k| match k {
+                    redis::Value::BulkString(b) => Some(b.clone()),
+                    redis::Value::SimpleString(s) => Some(s.as_bytes().to_vec()),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::{Cache, Kept};
+    use std::sync::Mutex;
+
+    fn cache(budget: usize) -> Cache {
+        Cache { budget, kept: Mutex::new(Kept::default()) }
+    }
+
+    #[test]
+    fn a_reply_overtaken_by_an_invalidation_is_not_kept() {
+        let c = cache(1000);
+        let epoch = c.epoch();
+        c.invalidate(Some(vec![b"h".to_vec()]));
+        c.keep("h", "f", &Some(b"old".to_vec()), epoch);
+        assert_eq!(c.get("h", "f"), None);
+        c.keep("h", "f", &Some(b"new".to_vec()), c.epoch());
+        assert_eq!(c.get("h", "f"), Some(Some(b"new".to_vec())));
+        c.keep("h", "g", &None, c.epoch());
+        assert_eq!(c.get("h", "g"), Some(None), "an absent value is kept too");
+    }
+
+    #[test]
+    fn an_invalidation_drops_every_field_of_its_key_and_the_budget_holds() {
+        let c = cache(20);
+        c.keep("h", "a", &Some(b"12345".to_vec()), 0);
+        c.keep("h", "b", &Some(b"12345".to_vec()), 0);
+        c.keep("i", "a", &Some(b"1".to_vec()), 0);
+        assert_eq!(c.kept().bytes, 7 + 7 + 3);
+        c.invalidate(Some(vec![b"h".to_vec()]));
+        assert_eq!((c.get("h", "a"), c.kept().bytes), (None, 3));
+        c.keep("j", "a", &Some(vec![b'x'; 30]), c.epoch());
+        assert_eq!(c.get("j", "a"), None, "larger than the budget");
+        c.keep("j", "a", &Some(vec![b'x'; 17]), c.epoch());
+        assert_eq!((c.get("i", "a"), c.kept().bytes), (None, 19), "over the budget, the rest goes");
+        c.invalidate(None);
+        assert_eq!(c.kept().bytes, 0);
+    }
     #[test]
     fn passwords_stay_out_of_messages() {
         let s = super::shown("redis://u:hunter2@cache:6379/0");

@@ -142,6 +142,16 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
                 assert!(store.get("default", "k").await.unwrap().is_some());
             })
         });
+        // A `get` of a key read for the first time: nothing kept from it (Redis: the round trip).
+        let fresh = std::sync::atomic::AtomicU64::new(0);
+        let first_get: super::Case<'_> = Box::new(|| {
+            let (h, fresh) = (h, &fresh);
+            Box::pin(async move {
+                let key = format!("unread-{}", fresh.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+                let o = h.call(&ToolCall::new("get", ["default", key.as_str()])).await;
+                assert!(o.success, "{o:?}");
+            })
+        });
         let mut cases = vec![
             host_case(h, ToolCall::new("echo", ["hello"])),
             host_case(h, ToolCall::new("get", ["default", "k"])),
@@ -151,12 +161,14 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
             // it split into the component's own cost and the store's.
             host_case(h, ToolCall::new("noop", Vec::<String>::new())),
             store_get,
+            first_get,
         ];
         let m = interleaved(rt, &mut cases, n);
         let echo = m[0].stats.p50.as_secs_f64();
         let durable = name.contains("fsync");
         let ops = [
-            (1, "get", "`get`"),
+            (1, "get", "`get` (the same key again: Redis answers from what the host kept)"),
+            (6, "", "`get` of a key never read before (Redis: nothing kept, the round trip)"),
             (2, "set", "`set`"),
             (3, "increment", "`increment`"),
             (4, "", "none (`noop`: the component alone, no bucket opened)"),

@@ -68,7 +68,7 @@ pub fn effective(plugin: &str, requested: &[String], granted: &[String]) -> (KvG
 #[derive(Debug)]
 pub enum PluginStore {
     Sqlite(SqliteStore),
-    Redis(redis::RedisStore),
+    Redis(Box<redis::RedisStore>),
 }
 
 /// `PluginStore::$name(args…)` on either backend (SQLite's are synchronous and quick).
@@ -167,7 +167,9 @@ impl Stores {
                 self.settings.fsync,
                 limits,
             )?),
-            Backend::Redis { url } => PluginStore::Redis(redis::RedisStore::open(plugin, url, limits)?),
+            Backend::Redis { url } => {
+                PluginStore::Redis(Box::new(redis::RedisStore::open(plugin, url, limits)?))
+            }
         });
         open.insert(plugin.to_string(), store.clone());
         Ok(store)

@@ -96,7 +96,12 @@ redis.call('SADD', KEYS[2], ARGV[1])
 return {'ok', now}
 "#;
 
-/// One plugin's store on a Redis server.
+/// Bytes of values one plugin's store may keep from its `get`s (see [`crate::redis_link`]).
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
+
+/// One plugin's store on a Redis server. A `get` is answered from the link's client-side cache
+/// while Redis has not said the value changed (see [`crate::redis_link`]); every write, atomic
+/// and batch goes to the server.
 #[derive(Debug)]
 pub struct RedisStore {
     plugin: String,
@@ -139,10 +144,8 @@ pub async fn plugins(url: &str) -> Result<Vec<String>, KvError> {
 impl RedisStore {
     /// `plugin`'s store at `url`; the server is first asked at the first operation.
     pub fn open(plugin: &str, url: &str, limits: KvLimits) -> Result<RedisStore, KvError> {
-        let link = crate::redis_link::RedisLink::open(url, TIMEOUT).map_err(|e| KvError::Unavailable {
-            plugin: plugin.into(),
-            at: shown(url),
-            why: e.to_string(),
+        let link = crate::redis_link::RedisLink::open_cached(url, TIMEOUT, CACHE_BYTES).map_err(|e| {
+            KvError::Unavailable { plugin: plugin.into(), at: shown(url), why: e.to_string() }
         })?;
         Ok(RedisStore { plugin: plugin.into(), link, limits })
     }
@@ -186,7 +189,7 @@ impl RedisStore {
     }
 
     pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        self.query(|| redis::cmd("HGET").arg(self.hash(bucket)).arg(key).clone()).await
+        self.link.hget_cached(&self.hash(bucket), key).await.map_err(|why| self.failed(why))
     }
 
     pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {

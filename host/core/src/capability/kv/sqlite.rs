@@ -99,7 +99,19 @@ impl SqliteStore {
             })?;
             conn.execute_batch(SCHEMA)
         };
-        setup().map_err(|e| {
+        // Hosts opening one new store at once (a fleet on one disk, tests) may find it locked
+        // where SQLite does not wait (the switch to WAL, a schema read turned write): setup
+        // is idempotent, so it is tried again for as long as the busy timeout.
+        let since = std::time::Instant::now();
+        let mut done = setup();
+        while let Err(e) = &done
+            && e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+            && since.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            done = setup();
+        }
+        done.map_err(|e| {
             let hint = match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
                     "; move the file away (it may be restored from a backup) and the plugin starts with an empty store"
