@@ -18,12 +18,17 @@ pub use self::toolhost::plugin::{host, http, process};
 
 /// `wasi:keyvalue` 0.2.0-draft2 (`wit/deps/keyvalue`, vendored unchanged), which world
 /// `plugin-full` imports: the key-value capability implements its `Host` traits. Async, so a
-/// store on the network (Redis) is awaited like the `http` import.
+/// store on the network (Redis) is awaited like the `http` import — except opening a bucket
+/// and dropping its handle, which never reach a store and are cheaper called directly.
 pub mod keyvalue {
     wasmtime::component::bindgen!({
         path: "../../wit/deps/keyvalue",
         world: "imports",
-        imports: { default: async },
+        imports: {
+            "wasi:keyvalue/store.open": trappable,
+            "wasi:keyvalue/store.[drop]bucket": trappable,
+            default: async,
+        },
     });
 }
 

@@ -197,8 +197,8 @@ fn own<T: 'static>(rep: u32) -> Resource<T> {
 }
 
 impl store::Host for KvCall {
-    async fn open(&mut self, identifier: String) -> Result<Resource<Bucket>, Error> {
-        self.open(&identifier).map(own).map_err(wit)
+    fn open(&mut self, identifier: String) -> wasmtime::Result<Result<Resource<Bucket>, Error>> {
+        Ok(self.open(&identifier).map(own).map_err(wit))
     }
 }
 
@@ -227,7 +227,7 @@ impl store::HostBucket for KvCall {
         Ok(KeyResponse { keys, cursor })
     }
 
-    async fn drop(&mut self, b: Resource<Bucket>) -> wasmtime::Result<()> {
+    fn drop(&mut self, b: Resource<Bucket>) -> wasmtime::Result<()> {
         if let Some(slot) = self.buckets.get_mut(b.rep() as usize) {
             *slot = None;
         }
