@@ -67,7 +67,7 @@ impl Direct {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let revision = header("mcp-protocol-version").filter(|r| REVISIONS.contains(r))?;
         let id: SessionId = header("mcp-session-id")?.to_string().into();
-        if !sends_json(headers) {
+        if !super::stateless::sends_json(headers) {
             return None;
         }
         let client = self.sessions.client(&id).await?;
@@ -192,14 +192,6 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel("the client");
     }
-}
-
-/// Whether a request's body is JSON, by its `Content-Type`.
-pub(crate) fn sends_json(headers: &hyper::HeaderMap) -> bool {
-    headers
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The calls answered here, by key (a session's and a request's id), so a

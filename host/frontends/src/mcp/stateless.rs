@@ -46,7 +46,15 @@ pub(crate) fn request(headers: &hyper::HeaderMap) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     header("mcp-session-id").is_none()
         && header("mcp-protocol-version") == Some(REVISION)
-        && super::direct::sends_json(headers)
+        && sends_json(headers)
+}
+
+/// Whether a request's body is JSON, by its `Content-Type` (a session's direct call asks too).
+pub(crate) fn sends_json(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The client of a stateless `tools/call` that every check rmcp makes of it would accept (see
