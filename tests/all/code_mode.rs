@@ -217,13 +217,19 @@ fn an_official_mcp_client_runs_a_script_and_confirms_its_dangerous_call() {
     assert!(env.ws("a.txt").exists(), "the declined one did not");
 }
 
-#[test]
-fn a_stateless_request_is_not_asked_mid_script_and_the_model_is_told_to_call_the_tool() {
+/// A code-mode host served over streamable HTTP, and the `Authorization` line of its local key.
+fn stateless_server() -> (Env, Server, String) {
     let env = code_env(&toml("", ""));
     let mut cmd = env.configured(&toml("", ""));
     cmd.args(["serve", "--mcp", "--http", "127.0.0.1:0"]);
-    let mut server = Server::start(&mut cmd);
+    let server = Server::start(&mut cmd);
     let auth = format!("Authorization: Bearer {}\r\n", server.key.clone().expect("the local key"));
+    (env, server, auth)
+}
+
+#[test]
+fn a_stateless_request_is_not_asked_mid_script_and_the_model_is_told_to_call_the_tool() {
+    let (env, mut server, auth) = stateless_server();
     let client = Stateless { url: &server.url, auth: &auth, client: "code-mode", capabilities: form() };
     // Asking would mean a retry of the whole request: the script's earlier calls again.
     let code =
@@ -243,11 +249,7 @@ fn a_stateless_request_is_not_asked_mid_script_and_the_model_is_told_to_call_the
 #[test]
 fn a_stateless_script_that_declares_its_dangerous_tools_is_asked_about_them_before_it_runs() {
     use serde_json::json;
-    let env = code_env(&toml("", ""));
-    let mut cmd = env.configured(&toml("", ""));
-    cmd.args(["serve", "--mcp", "--http", "127.0.0.1:0"]);
-    let mut server = Server::start(&mut cmd);
-    let auth = format!("Authorization: Bearer {}\r\n", server.key.clone().expect("the local key"));
+    let (env, mut server, auth) = stateless_server();
     let client = Stateless { url: &server.url, auth: &auth, client: "code-mode", capabilities: form() };
     let code = "// confirm: delete\nconst n = await tools.count_words({text: 'a b'});\n\
                 await tools.delete({path: 'a.txt'}); return n";

@@ -89,17 +89,30 @@ impl Direct {
             return None;
         };
         let JsonRpcMessage::Request(request) = message else { return None };
-        match self.server.decide_direct(&request, &session.client, Some(parts)).await {
-            Decision::Rmcp(None) => None,
+        let call = match self.decide(&request, &session.client, parts).await {
+            Ok(call) => call,
+            Err(answer) => return answer,
+        };
+        let id = call.id.clone();
+        Some(encode(Ok(self.run(session, parts, call).await), id, &session.client.revision))
+    }
+
+    /// The call to run here, as `decide_direct` has it; `Err`: all there is to do — its answer,
+    /// or `None` for rmcp (a call prepared here handed on with the request).
+    async fn decide(
+        &self,
+        request: &JsonRpcRequest<ClientRequest>,
+        client: &SessionClient,
+        parts: &mut hyper::http::request::Parts,
+    ) -> Result<DirectCall, Option<Vec<u8>>> {
+        match self.server.decide_direct(request, client, Some(parts)).await {
+            Decision::Rmcp(None) => Err(None),
             Decision::Rmcp(Some(prepared)) => {
                 parts.extensions.insert(Prepared(Arc::new(Mutex::new(Some(prepared)))));
-                None
+                Err(None)
             }
-            Decision::Answer(answer) => Some(answer),
-            Decision::Run(call) => {
-                let id = call.id.clone();
-                Some(encode(Ok(self.run(session, parts, call).await), id, &session.client.revision))
-            }
+            Decision::Answer(answer) => Err(Some(answer)),
+            Decision::Run(call) => Ok(call),
         }
     }
 
@@ -113,18 +126,12 @@ impl Direct {
     ) -> Option<Vec<u8>> {
         let JsonRpcMessage::Request(request) = super::decode::tools_call(body)? else { return None };
         let client = super::stateless::client(&parts.headers, &request)?;
-        match self.server.decide_direct(&request, &client, Some(parts)).await {
-            Decision::Rmcp(None) => None,
-            Decision::Rmcp(Some(prepared)) => {
-                parts.extensions.insert(Prepared(Arc::new(Mutex::new(Some(prepared)))));
-                None
-            }
-            Decision::Answer(answer) => Some(answer),
-            Decision::Run(call) => {
-                let id = call.id.clone();
-                Some(encode(Ok(self.run_stateless(parts, call).await), id, &client.revision))
-            }
-        }
+        let call = match self.decide(&request, &client, parts).await {
+            Ok(call) => call,
+            Err(answer) => return answer,
+        };
+        let id = call.id.clone();
+        Some(encode(Ok(self.run_stateless(parts, call).await), id, &client.revision))
     }
 
     /// Run a stateless call on a task of its own, cancelled if its client goes away (this
