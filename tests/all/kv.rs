@@ -168,6 +168,24 @@ async fn a_cached_redis_value_follows_other_hosts_and_dies_with_the_server() {
     }
 }
 
+/// A Redis that will not track keys for the host — here an ACL without `CLIENT`, as some
+/// managed services have — still serves every operation: the host keeps nothing and asks the
+/// server each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_will_not_track_is_used_keeping_nothing() {
+    let server = redis();
+    assert_eq!(server.command("ACL SETUSER default -client"), "+OK");
+    let server = Some(server);
+    let env = env_on(&[plugin_artifacts::KVPLAIN], &server);
+    let (a, b) = (env.host(), env.host());
+    for value in ["1", "2"] {
+        assert_eq!(ok(&call(&b, "set", &["default", "k", value]).await), "ok");
+        assert_eq!(read(&a).await, value, "read from the server at once");
+        assert_eq!(read(&a).await, value);
+    }
+    assert_eq!(ok(&call(&a, "incr", &["n"]).await), "1");
+}
+
 /// `k` of bucket `default`, as `host`'s `kvplain` reads it.
 async fn read(host: &toolhost_core::Toolhost) -> String {
     ok(&call(host, "get", &["default", "k"]).await)

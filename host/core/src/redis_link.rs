@@ -25,10 +25,12 @@ pub const CACHE_TTL: Duration = Duration::from_secs(10);
 /// A Redis server and the connection to it.
 pub struct RedisLink {
     client: redis::Client,
+    /// The same server over RESP3, for a link that keeps values (see [`RedisLink::open_cached`]).
+    tracked: Option<redis::Client>,
     /// The URL without its password, for messages.
     shown: String,
     timeout: Duration,
-    /// Bytes of hash fields and values a connection may keep (0: none).
+    /// Bytes of hash fields and values a tracked connection may keep.
     cache_bytes: usize,
     conn: tokio::sync::Mutex<Option<Live>>,
 }
@@ -139,11 +141,13 @@ impl RedisLink {
     pub fn open(url: &str, timeout: Duration) -> Result<RedisLink, redis::RedisError> {
         let client = redis::Client::open(url)?;
         let conn = tokio::sync::Mutex::new(None);
-        Ok(RedisLink { client, shown: shown(url), timeout, cache_bytes: 0, conn })
+        Ok(RedisLink { client, tracked: None, shown: shown(url), timeout, cache_bytes: 0, conn })
     }
 
     /// [`open`](Self::open), keeping up to `cache_bytes` of what [`hget_cached`](Self::hget_cached)
-    /// reads while the server tracks it (RESP3 client tracking: Redis 6 or later).
+    /// reads while the server tracks it (RESP3 client tracking: Redis 6 or later). A server
+    /// that will not track — an older Redis, an ACL without `CLIENT`, a proxy without RESP3 — is
+    /// used without keeping anything, with a warning.
     pub fn open_cached(
         url: &str,
         timeout: Duration,
@@ -152,9 +156,8 @@ impl RedisLink {
         use redis::IntoConnectionInfo;
         let info = url.into_connection_info()?;
         let resp3 = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(resp3))?;
-        let conn = tokio::sync::Mutex::new(None);
-        Ok(RedisLink { client, shown: shown(url), timeout, cache_bytes, conn })
+        let tracked = Some(redis::Client::open(info.set_redis_settings(resp3))?);
+        Ok(RedisLink { tracked, cache_bytes, ..RedisLink::open(url, timeout)? })
     }
 
     /// The URL without its password.
@@ -162,30 +165,47 @@ impl RedisLink {
         &self.shown
     }
 
-    /// A new connection; with a cache, the server told to track what it reads, and every
-    /// invalidation it pushes applied to the cache.
+    /// A new connection: tracked, with a cache, on a link that keeps values and a server
+    /// that tracks; plain otherwise.
     async fn connect(&self) -> redis::RedisResult<Live> {
-        let closed = Arc::new(AtomicBool::new(false));
-        let cache = (self.cache_bytes > 0)
-            .then(|| Arc::new(Cache { budget: self.cache_bytes, kept: Mutex::new(Kept::default()) }));
-        let mut config = redis::AsyncConnectionConfig::new();
-        // Pushes come only over RESP3, which only a link that keeps values speaks.
-        if let Some(heard) = cache.clone() {
-            let flag = closed.clone();
-            config = config.set_push_sender(move |push: redis::PushInfo| {
-                match push.kind {
-                    redis::PushKind::Disconnection => flag.store(true, Ordering::Release),
-                    redis::PushKind::Invalidate => heard.invalidate(invalidated(&push.data)),
-                    _ => {}
+        if let Some(tracked) = &self.tracked {
+            match self.connect_tracked(tracked).await {
+                Ok(live) => return Ok(live),
+                Err(e)
+                    if e.is_io_error()
+                        || e.is_timeout()
+                        || e.is_connection_refusal()
+                        || e.is_connection_dropped() =>
+                {
+                    return Err(e);
                 }
-                Ok::<(), std::convert::Infallible>(())
-            });
+                Err(e) => tracing::warn!(
+                    "Redis at {} does not track keys for this client ({e}): every key-value `get` asks the server",
+                    self.shown
+                ),
+            }
         }
-        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
-        if cache.is_some() {
-            redis::cmd("CLIENT").arg("TRACKING").arg("ON").query_async::<()>(&mut conn).await?;
-        }
-        Ok(Live { conn, closed, cache })
+        let conn = self.client.get_multiplexed_async_connection().await?;
+        Ok(Live { conn, closed: Arc::new(AtomicBool::new(false)), cache: None })
+    }
+
+    /// A RESP3 connection whose server tracks what it reads, every invalidation it pushes
+    /// applied to a new cache, and its closing noted.
+    async fn connect_tracked(&self, client: &redis::Client) -> redis::RedisResult<Live> {
+        let closed = Arc::new(AtomicBool::new(false));
+        let cache = Arc::new(Cache { budget: self.cache_bytes, kept: Mutex::new(Kept::default()) });
+        let (flag, heard) = (closed.clone(), cache.clone());
+        let config = redis::AsyncConnectionConfig::new().set_push_sender(move |push: redis::PushInfo| {
+            match push.kind {
+                redis::PushKind::Disconnection => flag.store(true, Ordering::Release),
+                redis::PushKind::Invalidate => heard.invalidate(invalidated(&push.data)),
+                _ => {}
+            }
+            Ok::<(), std::convert::Infallible>(())
+        });
+        let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+        redis::cmd("CLIENT").arg("TRACKING").arg("ON").query_async::<()>(&mut conn).await?;
+        Ok(Live { conn, closed, cache: Some(cache) })
     }
 
     /// The open connection (connecting if there is none, or it closed) and its cache.

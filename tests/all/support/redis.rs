@@ -67,4 +67,19 @@ impl Redis {
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
+
+    /// `line` sent as an inline command on a connection of its own; the first line of the
+    /// answer (`+OK`, `-ERR …`).
+    pub fn command(&self, line: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n") {
+            s.read_exact(&mut byte).unwrap();
+            answer.push(byte[0]);
+        }
+        String::from_utf8_lossy(&answer[..answer.len() - 2]).into_owned()
+    }
 }
