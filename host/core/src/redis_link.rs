@@ -237,6 +237,7 @@ impl RedisLink {
     /// Run `cmd` (connecting first if needed) within the link's timeout (see
     /// [`bounded`](Self::bounded)). The connection is cloned out of the lock, so concurrent
     /// queries do not queue on it.
+    ///
     /// On a link that keeps values, any such query forgets them all once it is answered: it may
     /// have changed them, and Redis tells the client that made a change only after its reply.
     pub async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, String> {
