@@ -168,6 +168,27 @@ async fn a_cached_redis_value_follows_other_hosts_and_dies_with_the_server() {
     }
 }
 
+/// SQLite keeps true across processes: a value the host kept gives way at once to a change
+/// another process commits to the store's file — here `toolhost kv`, as an operator's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_sqlite_value_gives_way_to_another_processs_commit() {
+    let env = env(&[plugin_artifacts::KVPLAIN]);
+    let host = env.host();
+    assert_eq!(ok(&call(&host, "set", &["default", "k", "one"]).await), "ok");
+    assert_eq!(read(&host).await, "one");
+    assert_eq!(read(&host).await, "one", "read again: from what the host kept");
+    let kv = |args: &[&str]| {
+        let o = env.configured("[kv]\ndir = \"kv\"\n").arg("kv").args(args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    kv(&["delete", "kvplain", "default", "k"]);
+    assert_eq!(read(&host).await, "(none)");
+    let file = env.at("in.jsonl");
+    std::fs::write(&file, "{\"bucket\":\"default\",\"key\":\"k\",\"value\":\"two\"}\n").unwrap();
+    kv(&["import", "kvplain", file.to_str().unwrap()]);
+    assert_eq!(read(&host).await, "two");
+}
+
 /// A Redis that will not track keys for the host — here an ACL without `CLIENT`, as some
 /// managed services have — still serves every operation: the host keeps nothing and asks the
 /// server each time.

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod executor;
 pub mod files;
 pub mod identity;
+pub mod kept;
 pub mod parallel;
 pub mod policy;
 pub mod rate;

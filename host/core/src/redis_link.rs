@@ -14,10 +14,10 @@
 //! lost its server never answers from memory — and served for at most [`CACHE_TTL`] in any
 //! case, for a connection that silently stopped hearing.
 
-use std::collections::HashMap;
+use crate::kept::Kept;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest a kept value is served without asking the server again.
 pub const CACHE_TTL: Duration = Duration::from_secs(10);
@@ -39,82 +39,7 @@ pub struct RedisLink {
 struct Live {
     conn: redis::aio::MultiplexedConnection,
     closed: Arc<AtomicBool>,
-    cache: Option<Arc<Cache>>,
-}
-
-/// A hash's fields as read: each value (`None`: absent) and when it was read.
-type Fields = HashMap<Vec<u8>, (Option<Vec<u8>>, Instant)>;
-
-/// The values a tracked connection read, by hash.
-#[derive(Default)]
-struct Kept {
-    by_hash: HashMap<Vec<u8>, Fields>,
-    bytes: usize,
-    /// Invalidations heard so far.
-    epoch: u64,
-}
-
-struct Cache {
-    budget: usize,
-    kept: Mutex<Kept>,
-}
-
-impl Cache {
-    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn get(&self, hash: &str, field: &str) -> Option<Option<Vec<u8>>> {
-        let kept = self.kept();
-        let (value, at) = kept.by_hash.get(hash.as_bytes())?.get(field.as_bytes())?;
-        (at.elapsed() < CACHE_TTL).then(|| value.clone())
-    }
-
-    fn epoch(&self) -> u64 {
-        self.kept().epoch
-    }
-
-    /// Keep `value`, read after `epoch` invalidations, unless another came since (it may have
-    /// been about this very value) or it does not fit the budget. Over the budget, everything
-    /// kept goes: a cache is never a reason to hold more than its budget.
-    fn keep(&self, hash: &str, field: &str, value: &Option<Vec<u8>>, epoch: u64) {
-        let size = hash.len() + field.len() + value.as_ref().map_or(0, Vec::len);
-        let mut kept = self.kept();
-        if kept.epoch != epoch || size > self.budget {
-            return;
-        }
-        if kept.bytes + size > self.budget {
-            kept.by_hash.clear();
-            kept.bytes = 0;
-        }
-        let fields = kept.by_hash.entry(hash.as_bytes().to_vec()).or_default();
-        let old = fields.insert(field.as_bytes().to_vec(), (value.clone(), Instant::now()));
-        let freed = old.map_or(0, |(v, _)| hash.len() + field.len() + v.map_or(0, |v| v.len()));
-        kept.bytes = kept.bytes + size - freed;
-    }
-
-    /// The server's word that `keys` changed (`None`: all of them, after a `FLUSHALL`).
-    fn invalidate(&self, keys: Option<Vec<Vec<u8>>>) {
-        let mut kept = self.kept();
-        kept.epoch += 1;
-        match keys {
-            None => {
-                kept.by_hash.clear();
-                kept.bytes = 0;
-            }
-            Some(keys) => {
-                for key in keys {
-                    if let Some(fields) = kept.by_hash.remove(&key) {
-                        let freed: usize = fields
-                            .iter()
-                            .map(|(f, (v, _))| key.len() + f.len() + v.as_ref().map_or(0, Vec::len))
-                            .sum();
-                        kept.bytes -= freed;
-                    }
-                }
-            }
-        }
-    }
+    cache: Option<Arc<Kept>>,
 }
 
 impl std::fmt::Debug for RedisLink {
@@ -193,7 +118,7 @@ impl RedisLink {
     /// applied to a new cache, and its closing noted.
     async fn connect_tracked(&self, client: &redis::Client) -> redis::RedisResult<Live> {
         let closed = Arc::new(AtomicBool::new(false));
-        let cache = Arc::new(Cache { budget: self.cache_bytes, kept: Mutex::new(Kept::default()) });
+        let cache = Arc::new(Kept::new(self.cache_bytes, CACHE_TTL));
         let (flag, heard) = (closed.clone(), cache.clone());
         let config = redis::AsyncConnectionConfig::new().set_push_sender(move |push: redis::PushInfo| {
             match push.kind {
@@ -209,9 +134,7 @@ impl RedisLink {
     }
 
     /// The open connection (connecting if there is none, or it closed) and its cache.
-    async fn connection(
-        &self,
-    ) -> redis::RedisResult<(redis::aio::MultiplexedConnection, Option<Arc<Cache>>)> {
+    async fn connection(&self) -> redis::RedisResult<(redis::aio::MultiplexedConnection, Option<Arc<Kept>>)> {
         let mut slot = self.conn.lock().await;
         if let Some(live) = slot.as_ref().filter(|l| !l.closed.load(Ordering::Acquire)) {
             return Ok((live.conn.clone(), live.cache.clone()));
@@ -289,42 +212,6 @@ fn invalidated(data: &[redis::Value]) -> Option<Vec<Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Cache, Kept};
-    use std::sync::Mutex;
-
-    fn cache(budget: usize) -> Cache {
-        Cache { budget, kept: Mutex::new(Kept::default()) }
-    }
-
-    #[test]
-    fn a_reply_overtaken_by_an_invalidation_is_not_kept() {
-        let c = cache(1000);
-        let epoch = c.epoch();
-        c.invalidate(Some(vec![b"h".to_vec()]));
-        c.keep("h", "f", &Some(b"old".to_vec()), epoch);
-        assert_eq!(c.get("h", "f"), None);
-        c.keep("h", "f", &Some(b"new".to_vec()), c.epoch());
-        assert_eq!(c.get("h", "f"), Some(Some(b"new".to_vec())));
-        c.keep("h", "g", &None, c.epoch());
-        assert_eq!(c.get("h", "g"), Some(None), "an absent value is kept too");
-    }
-
-    #[test]
-    fn an_invalidation_drops_every_field_of_its_key_and_the_budget_holds() {
-        let c = cache(20);
-        c.keep("h", "a", &Some(b"12345".to_vec()), 0);
-        c.keep("h", "b", &Some(b"12345".to_vec()), 0);
-        c.keep("i", "a", &Some(b"1".to_vec()), 0);
-        assert_eq!(c.kept().bytes, 7 + 7 + 3);
-        c.invalidate(Some(vec![b"h".to_vec()]));
-        assert_eq!((c.get("h", "a"), c.kept().bytes), (None, 3));
-        c.keep("j", "a", &Some(vec![b'x'; 30]), c.epoch());
-        assert_eq!(c.get("j", "a"), None, "larger than the budget");
-        c.keep("j", "a", &Some(vec![b'x'; 17]), c.epoch());
-        assert_eq!((c.get("i", "a"), c.kept().bytes), (None, 19), "over the budget, the rest goes");
-        c.invalidate(None);
-        assert_eq!(c.kept().bytes, 0);
-    }
     #[test]
     fn passwords_stay_out_of_messages() {
         let s = super::shown("redis://u:hunter2@cache:6379/0");

@@ -19,10 +19,15 @@
 //!   counted and a counter read as text.
 
 mod call;
+mod commits;
 mod error;
 pub mod redis;
 pub mod settings;
 pub mod sqlite;
+
+/// Bytes of values one plugin's store may keep from its `get`s, on either backend (see
+/// [`crate::kept`]).
+const KEPT_BYTES: usize = 16 * 1024 * 1024;
 
 pub use call::KvCall;
 pub use error::KvError;
@@ -68,7 +73,7 @@ pub fn effective(plugin: &str, requested: &[String], granted: &[String]) -> (KvG
 #[derive(Debug)]
 pub enum PluginStore {
     Sqlite(SqliteStore),
-    Redis(Box<redis::RedisStore>),
+    Redis(redis::RedisStore),
 }
 
 /// `PluginStore::$name(args…)` on either backend (SQLite's are synchronous and quick).
@@ -167,9 +172,7 @@ impl Stores {
                 self.settings.fsync,
                 limits,
             )?),
-            Backend::Redis { url } => {
-                PluginStore::Redis(Box::new(redis::RedisStore::open(plugin, url, limits)?))
-            }
+            Backend::Redis { url } => PluginStore::Redis(redis::RedisStore::open(plugin, url, limits)?),
         });
         open.insert(plugin.to_string(), store.clone());
         Ok(store)

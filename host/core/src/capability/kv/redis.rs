@@ -96,9 +96,6 @@ redis.call('SADD', KEYS[2], ARGV[1])
 return {'ok', now}
 "#;
 
-/// Bytes of values one plugin's store may keep from its `get`s (see [`crate::redis_link`]).
-const CACHE_BYTES: usize = 16 * 1024 * 1024;
-
 /// One plugin's store on a Redis server. A `get` is answered from the link's client-side cache
 /// while Redis has not said the value changed (see [`crate::redis_link`]); every write, atomic
 /// and batch goes to the server.
@@ -144,9 +141,10 @@ pub async fn plugins(url: &str) -> Result<Vec<String>, KvError> {
 impl RedisStore {
     /// `plugin`'s store at `url`; the server is first asked at the first operation.
     pub fn open(plugin: &str, url: &str, limits: KvLimits) -> Result<RedisStore, KvError> {
-        let link = crate::redis_link::RedisLink::open_cached(url, TIMEOUT, CACHE_BYTES).map_err(|e| {
-            KvError::Unavailable { plugin: plugin.into(), at: shown(url), why: e.to_string() }
-        })?;
+        let link =
+            crate::redis_link::RedisLink::open_cached(url, TIMEOUT, super::KEPT_BYTES).map_err(|e| {
+                KvError::Unavailable { plugin: plugin.into(), at: shown(url), why: e.to_string() }
+            })?;
         Ok(RedisStore { plugin: plugin.into(), link, limits })
     }
 

@@ -8,8 +8,10 @@
 //!
 //! The store's usage (keys, bytes of keys and values) is kept in a row of its own, updated in
 //! the write's transaction, so the bounds are checked without a scan and hold across
-//! processes sharing the file.
+//! processes sharing the file. A `get` is answered from what an earlier one read while no
+//! connection has committed since, as the store's wal-index tells (`commits.rs`).
 
+use super::commits::Commits;
 use super::error::KvError;
 use super::settings::{KvLimits, Limit};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -64,6 +66,8 @@ pub struct SqliteStore {
     path: PathBuf,
     limits: KvLimits,
     conn: Mutex<Connection>,
+    /// What `get`s read, while no one commits (`None`: every `get` asks SQLite).
+    commits: Option<Commits>,
 }
 
 /// What a write changes in the store's usage.
@@ -120,7 +124,8 @@ impl SqliteStore {
             };
             unavailable(format!("{e}{hint}"))
         })?;
-        Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn) })
+        let commits = Commits::open(path, super::KEPT_BYTES);
+        Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn), commits })
     }
 
     pub fn path(&self) -> &Path {
@@ -139,7 +144,22 @@ impl SqliteStore {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The value of `key`: kept from an earlier `get` while no one committed since (see
+    /// `commits.rs`), or read.
     pub fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        match &self.commits {
+            Some(commits) => commits.get(bucket, key, || self.select(bucket, key)),
+            None => self.select(bucket, key),
+        }
+    }
+
+    /// What `get`s keep, if they do.
+    #[cfg(test)]
+    pub(super) fn commits(&self) -> Option<&Commits> {
+        self.commits.as_ref()
+    }
+
+    fn select(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
         let conn = self.conn();
         let mut st = conn
             .prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")
