@@ -1624,7 +1624,7 @@ fn main() {
     // TOOLHOST_BENCH_PROFILE=TOOL: call TOOL (echo, read; `raw`: the raw floor, `raw-limits`
     // with the sandbox's limits; `echo*N`: N concurrent echo callers on one worker;
     // `echo-served`: echo observed by the service as `serve` has it, metrics and an audit line
-    // with `fsync = false`) for 5 s and stop (run under `perf record` to see where a call's
+    // with `fsync = false`; `script`: code mode's inner calls) for 5 s and stop (run under `perf record` to see where a call's
     // time goes).
     if let Ok(tool) = std::env::var("TOOLHOST_BENCH_PROFILE") {
         // `load-ten`: the ten plugins' folder loaded again and again from a warm compile cache
@@ -1677,6 +1677,24 @@ fn main() {
                 total
             });
             eprintln!("{done} calls by {callers} callers on one worker in 5 s");
+            return;
+        }
+        // `script`: code mode, a script of 500 inner `echo` calls again and again.
+        if tool == "script" {
+            let host = code_mode::host(work.path());
+            let code = "for (let i = 0; i < 500; i++) await tools.echo('x'); return 1";
+            let call = ToolCall::new("run_script", [code]);
+            // The first compiles the runner: not what is profiled.
+            assert!(tokio_rt.block_on(host.call(&call)).success);
+            let until = Instant::now() + Duration::from_secs(5);
+            let mut scripts = 0u64;
+            tokio_rt.block_on(async {
+                while Instant::now() < until {
+                    assert!(host.call(&call).await.success);
+                    scripts += 1;
+                }
+            });
+            eprintln!("{scripts} scripts of 500 inner calls in 5 s");
             return;
         }
         let served = tool == "echo-served";

@@ -148,7 +148,7 @@ fn tokenizer() -> Option<PathBuf> {
 }
 
 /// A host serving `text` with code mode on (confirming nothing: no tool here is dangerous).
-fn host(work: &Path) -> Toolhost {
+pub(super) fn host(work: &Path) -> Toolhost {
     let plugins = work.join("code-mode-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(plugin_artifacts::TEXT, plugins.join("text.wasm")).unwrap();
