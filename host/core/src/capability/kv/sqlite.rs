@@ -90,10 +90,12 @@ impl SqliteStore {
         let conn = Connection::open(path).map_err(|e| unavailable(e.to_string()))?;
         // Every statement of an operation is cached (a dozen, with a transaction's own).
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let setup = || -> rusqlite::Result<()> {
+        // Whether the store is in WAL mode.
+        let setup = || -> rusqlite::Result<bool> {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
+            let wal = mode.eq_ignore_ascii_case("wal");
+            if !wal {
                 tracing::warn!("{}: SQLite kept journal mode {mode}", path.display());
             }
             conn.execute_batch(if fsync {
@@ -101,7 +103,8 @@ impl SqliteStore {
             } else {
                 "PRAGMA synchronous = NORMAL;"
             })?;
-            conn.execute_batch(SCHEMA)
+            conn.execute_batch(SCHEMA)?;
+            Ok(wal)
         };
         // Hosts opening one new store at once (a fleet on one disk, tests) may find it locked
         // where SQLite does not wait (the switch to WAL, a schema read turned write): setup
@@ -115,7 +118,7 @@ impl SqliteStore {
             std::thread::sleep(std::time::Duration::from_millis(5));
             done = setup();
         }
-        done.map_err(|e| {
+        let wal = done.map_err(|e| {
             let hint = match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
                     "; move the file away (it may be restored from a backup) and the plugin starts with an empty store"
@@ -124,7 +127,8 @@ impl SqliteStore {
             };
             unavailable(format!("{e}{hint}"))
         })?;
-        let commits = Commits::open(path, super::KEPT_BYTES);
+        // Out of WAL mode a `-shm` file left from before is no one's index: nothing is kept.
+        let commits = if wal { Commits::open(path, super::KEPT_BYTES) } else { None };
         Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn), commits })
     }
 
