@@ -8,10 +8,13 @@
 //! nothing was committed in between. So a `get` first reads those 96 bytes with one `pread` of
 //! the file (SQLite maps it shared; a read of the file sees the same pages): if they are what
 //! they were when the value was kept, the value is still the store's. Otherwise everything
-//! kept goes and the store is asked; its answer is kept only if the header read after the
-//! query is still the one read before it (no commit came between, so the query read that
-//! state). A header being written (its copies differ) or unreadable keeps nothing and asks.
-//! Writes go to SQLite as ever; this process's own commits change the header like anyone's.
+//! kept goes and the store is asked, and its answer is kept under the header read before the
+//! query. That is true: the query read the state of that header or a later one, and a later
+//! one has a header of its own, which the next `get` finds changed (and so forgets what was
+//! kept) — a kept value is served only while the header is the one read before its query,
+//! that is while the store is in the very state the query read. A header being written (its
+//! copies differ) or unreadable keeps nothing and asks. Writes go to SQLite as ever; this
+//! process's own commits change the header like anyone's.
 
 use crate::kept::Kept;
 use std::fs::File;
@@ -59,8 +62,7 @@ impl Commits {
         Some(self.kept.epoch())
     }
 
-    /// `key` of `bucket`: kept, or `read` from the store and kept if nothing was committed
-    /// while it read.
+    /// `key` of `bucket`: kept, or `read` from the store and kept under the header read before.
     pub(super) fn get<E>(
         &self,
         bucket: &str,
@@ -72,9 +74,7 @@ impl Commits {
             return Ok(value);
         }
         let value = read()?;
-        if self.now() == Some(epoch) {
-            self.kept.keep(bucket, key, &value, epoch);
-        }
+        self.kept.keep(bucket, key, &value, epoch);
         Ok(value)
     }
 }
@@ -123,6 +123,24 @@ mod tests {
             b.delete("default", "k").unwrap();
             assert_eq!(a.get("default", "k").unwrap(), None);
         }
+        // Another connection writing while this one reads: a `get` begun after a write was
+        // acknowledged never answers with a value from before it.
+        let done = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for n in 1..=300u64 {
+                    b.set("race", "k", n.to_string().as_bytes()).unwrap();
+                    done.store(n, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+            while done.load(std::sync::atomic::Ordering::SeqCst) < 300 {
+                let acknowledged = done.load(std::sync::atomic::Ordering::SeqCst);
+                let read =
+                    a.get("race", "k").unwrap().map_or(0, |v| String::from_utf8(v).unwrap().parse().unwrap());
+                assert!(read >= acknowledged, "read {read} after {acknowledged} was acknowledged");
+            }
+        });
+        assert_eq!(a.get("race", "k").unwrap().as_deref(), Some(&b"300"[..]));
         // A write that changes nothing commits nothing, and what was kept is still true.
         a.set("other", "x", b"1").unwrap();
         assert_eq!(b.get("other", "x").unwrap().as_deref(), Some(&b"1"[..]));
