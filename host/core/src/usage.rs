@@ -8,7 +8,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// The cost of one call that ran (calls refused before running have none).
+/// The cost of one call that ran (calls refused before running have none). Serialized, a
+/// count that is zero is left out: `busy_us`, `wall_us` and `peak_memory_kb` are always there.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Wall time inside the polls of the call's future: the guest's code and the host
@@ -27,15 +28,21 @@ pub struct Usage {
     /// Largest total linear memory of the instance, KiB.
     pub peak_memory_kb: u64,
     /// Bytes written to granted directories (writes, appends, `set-size` growth).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub written_bytes: u64,
     /// Files, directories and links created in granted directories.
+    #[serde(default, skip_serializing_if = "is_zero32")]
     pub created: u32,
+    #[serde(default, skip_serializing_if = "is_zero32")]
     pub http_requests: u32,
     /// HTTP request bodies sent, bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub http_sent_bytes: u64,
     /// HTTP response bodies received, bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub http_received_bytes: u64,
     /// `log` lines that reached the host log, and lines dropped by the limits.
+    #[serde(default, skip_serializing_if = "is_zero32")]
     pub log_lines: u32,
     #[serde(default, skip_serializing_if = "is_zero32")]
     pub log_dropped: u32,

@@ -60,7 +60,7 @@ export function usageLine(u) {
   if (u.queued_us) parts.push(`queued ${ms(u.queued_us)}`);
   if (u.written_bytes) parts.push(`wrote ${bytes(u.written_bytes)}`);
   if (u.created) parts.push(`created ${u.created}`);
-  if (u.http_requests) parts.push(`${u.http_requests} HTTP request${u.http_requests === 1 ? '' : 's'} (${bytes(u.http_sent_bytes)} out, ${bytes(u.http_received_bytes)} in)`);
+  if (u.http_requests) parts.push(`${u.http_requests} HTTP request${u.http_requests === 1 ? '' : 's'} (${bytes(u.http_sent_bytes ?? 0)} out, ${bytes(u.http_received_bytes ?? 0)} in)`);
   if (u.log_lines) parts.push(`${u.log_lines} log lines`);
   return parts.join(' · ');
 }
