@@ -108,6 +108,15 @@ impl<F: Future + Unpin> Future for BusyTimed<F> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_count_that_is_zero_is_left_out_and_read_back_as_zero() {
+        let u = Usage { busy_us: 3, wall_us: 5, http_requests: 1, ..Usage::default() };
+        let json = serde_json::to_value(&u).unwrap();
+        let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["busy_us", "http_requests", "peak_memory_kb", "wall_us"]);
+        assert_eq!(serde_json::from_value::<Usage>(json).unwrap(), u);
+    }
+
     #[tokio::test]
     async fn busy_time_counts_work_not_sleeps() {
         let busy = async {
