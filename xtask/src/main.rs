@@ -372,8 +372,10 @@ fn bench(last_run: bool) -> Result<()> {
          language (pinned toolchains in `target/toolchains`). MCP rows: one client, sequential\n\
          `echo` calls over stdio and over streamable HTTP, against `toolhost serve --mcp` and\n\
          against a do-nothing JSON-RPC server (the benchmark binary itself) over the same\n\
-         transport, alternating runs. Start-up spawns the release `toolhost` binary (`call\n\
-         count_words` with 10 distinct plugins; `serve --mcp` to its `tools/list` answer) with an\n\
+         transport, alternating runs; over stdio also against that server running `echo` on raw\n\
+         wasmtime for each call (no toolhost code: the floor of any WebAssembly host). Start-up\n\
+         spawns the release `toolhost` binary (`call count_words` with 10 distinct plugins;\n\
+         `serve --mcp` to its `tools/list` answer) with an\n\
          empty compile cache and then with a warm one, beside `toolhost --version` (the floor of\n\
          any start); the manifest scan reads, hashes, parses and validates 100 plugin files\n\
          without compiling; reload writes a new version of a plugin into a watched\n\

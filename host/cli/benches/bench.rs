@@ -443,46 +443,51 @@ impl RawFloor {
     fn case(&self) -> Case<'_> {
         Box::new(move || {
             Box::pin(async move {
-                use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-                let mut builder = WasiCtx::builder();
-                builder.allow_blocking_current_thread(true);
-                let pipes = self.sandboxed.then(|| {
-                    let pipes = (MemoryOutputPipe::new(64 * 1024), MemoryOutputPipe::new(64 * 1024));
-                    builder.stdout(pipes.0.clone()).stderr(pipes.1.clone());
-                    pipes
-                });
-                let mut wasi = builder.build();
-                if let Some(fs) = &self.fs {
-                    *wasi.filesystem() = fs.clone();
-                }
-                let limits =
-                    self.sandboxed.then(|| wasmtime::StoreLimitsBuilder::new().memory_size(64 << 20).build());
-                let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new(), limits });
-                if self.sandboxed {
-                    store.limiter(|s| s.limits.as_mut().expect("a sandboxed floor has limits"));
-                }
-                store.set_epoch_deadline(u64::MAX / 2);
-                let call = async {
-                    let inst = self.pre.instantiate_async(&mut store).await.unwrap();
-                    inst.toolhost_plugin_tools()
-                        .call_call(&mut store, self.tool, std::slice::from_ref(&self.arg))
-                        .await
-                        .unwrap()
-                };
-                let out = if self.sandboxed {
-                    tokio::time::timeout(Duration::from_secs(30), call).await.expect("the call timed out")
-                } else {
-                    call.await
-                };
-                if let Some((stdout, stderr)) = pipes {
-                    std::hint::black_box((stdout.contents(), stderr.contents()));
-                }
-                let out = out.unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+                let out = self.output(&self.arg).await;
                 if let Some(want) = &self.expect {
                     assert_eq!(&out, want);
                 }
             })
         })
+    }
+
+    /// One call of the floor's tool with `arg`: a fresh store and instance, its answer.
+    async fn output(&self, arg: &String) -> String {
+        use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+        let mut builder = WasiCtx::builder();
+        builder.allow_blocking_current_thread(true);
+        let pipes = self.sandboxed.then(|| {
+            let pipes = (MemoryOutputPipe::new(64 * 1024), MemoryOutputPipe::new(64 * 1024));
+            builder.stdout(pipes.0.clone()).stderr(pipes.1.clone());
+            pipes
+        });
+        let mut wasi = builder.build();
+        if let Some(fs) = &self.fs {
+            *wasi.filesystem() = fs.clone();
+        }
+        let limits =
+            self.sandboxed.then(|| wasmtime::StoreLimitsBuilder::new().memory_size(64 << 20).build());
+        let mut store = Store::new(&self.engine, Raw { wasi, table: ResourceTable::new(), limits });
+        if self.sandboxed {
+            store.limiter(|s| s.limits.as_mut().expect("a sandboxed floor has limits"));
+        }
+        store.set_epoch_deadline(u64::MAX / 2);
+        let call = async {
+            let inst = self.pre.instantiate_async(&mut store).await.unwrap();
+            inst.toolhost_plugin_tools()
+                .call_call(&mut store, self.tool, std::slice::from_ref(arg))
+                .await
+                .unwrap()
+        };
+        let out = if self.sandboxed {
+            tokio::time::timeout(Duration::from_secs(30), call).await.expect("the call timed out")
+        } else {
+            call.await
+        };
+        if let Some((stdout, stderr)) = pipes {
+            std::hint::black_box((stdout.contents(), stderr.contents()));
+        }
+        out.unwrap_or_else(|e| panic!("{}: {e}", self.tool))
     }
 }
 
@@ -637,17 +642,39 @@ fn noop_server(mode: &str) {
         .unwrap();
         return;
     }
-    let answer = |body: &[u8]| -> Option<String> {
+    // `stdio-wasm`: the same, but each `tools/call` runs `echo` of text.wasm on raw wasmtime (a
+    // fresh store and instance on toolhost's engine settings and pool tuning, no toolhost code)
+    // and answers with its text: the floor of any WebAssembly host measured this way.
+    let wasm: Option<&'static (RawFloor, tokio::runtime::Runtime)> = (mode == "stdio-wasm").then(|| {
+        let config = Config::default();
+        let pool = toolhost_core::engine::Pool {
+            concurrent_calls: config.concurrency,
+            max_memory_mb: config.max_memory_mb(),
+        };
+        let text = std::fs::read(plugin_artifacts::TEXT).unwrap();
+        let floor = RawFloor::new(config.stack_kb, pool, Tuning::for_this_machine(), &text);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        &*Box::leak(Box::new((floor, rt)))
+    });
+    let answer = move |body: &[u8]| -> Option<String> {
         let v: serde_json::Value = serde_json::from_slice(body).ok()?;
         let id = v.get("id")?;
-        Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string())
+        let result = match wasm {
+            Some((floor, rt)) if v["method"] == "tools/call" => {
+                let text = v["params"]["arguments"]["text"].as_str()?.to_string();
+                let out = rt.block_on(floor.output(&text));
+                serde_json::json!({"content": [{"type": "text", "text": out}]})
+            }
+            _ => serde_json::json!({}),
+        };
+        Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
     };
     // `stdio-busy:N`: the same, spinning N µs before each answer: a server that does nothing
     // but take as long as toolhost's call, for the tail the machine alone puts on that time.
     let busy = mode
         .strip_prefix("stdio-busy:")
         .map(|n| Duration::from_nanos((n.parse::<f64>().unwrap() * 1e3) as u64));
-    if mode == "stdio" || busy.is_some() {
+    if mode == "stdio" || wasm.is_some() || busy.is_some() {
         let mut out = std::io::stdout().lock();
         for l in std::io::stdin().lock().lines() {
             let Ok(l) = l else { return };
@@ -790,6 +817,12 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", "stdio");
         c
     };
+    // The same server running `echo` on raw wasmtime for each call: any WebAssembly host's floor.
+    let wasm_noop = || {
+        let mut c = pinned(&me);
+        c.env("TOOLHOST_BENCH_NOOP", "stdio-wasm");
+        c
+    };
     // The same server as users start it (no config: `[audit] fsync = "interval"`), with its
     // audit trail off, with its lines written but never synced by toolhost, and with each line
     // synced before its answer, to show what the trail's line per call and its syncs cost.
@@ -821,7 +854,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         c.env("TOOLHOST_BENCH_NOOP", format!("rmcp-{transport}"));
         c
     };
-    let (mut rmcp_stdio, mut reads) = (Vec::new(), Vec::new());
+    let (mut rmcp_stdio, mut reads, mut wasm_floor) = (Vec::new(), Vec::new(), Vec::new());
     let (mut a, mut b, mut c, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // The default configuration's runs (for its p99 ÷ p50), and `fsync = "always"`'s p50s.
     let (mut b_runs, mut always): (Vec<Stats>, Vec<Duration>) = (Vec::new(), Vec::new());
@@ -841,6 +874,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         d.push(stdio_p50(host(None), &ping).p50);
         reads.push(stdio_p50(host(None), &read).p50);
         rmcp_stdio.push(stdio_p50(rmcp_alone("stdio"), &call).p50);
+        wasm_floor.push(stdio_p50(wasm_noop(), &call).p50);
         let s = stdio_p50(host(Some(&no_fsync)), &call);
         // The bounds of its p99 (issue #33), when pinned: a do-nothing server spinning as long
         // as this call took (the machine's own tail on that much time), and toolhost with its
@@ -870,6 +904,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     let always = median(always);
     let rmcp_stdio = median(rmcp_stdio);
     let reads = median(reads);
+    let wasm_floor = median(wasm_floor);
     if before.is_some() {
         let (oc, op) = (median(old_call), median(old_ping));
         line(format!(
@@ -930,6 +965,12 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
         us(rmcp_stdio),
         rmcp_stdio.as_secs_f64() / a.as_secs_f64()
     ));
+    line(format!(
+        "| stdio, the do-nothing server running `echo` (text.wasm) on raw wasmtime for each call (a fresh store and instance, toolhost's engine settings, no toolhost code: any WebAssembly host's floor) | {} | {} | {:.2}× | — |",
+        us(a),
+        us(wasm_floor),
+        wasm_floor.as_secs_f64() / a.as_secs_f64()
+    ));
 
     // Issue #33's stdio targets read these (the targets table, last in the report).
     let e_p99 = e_runs.iter().find(|s| s.p50 == e).map_or(e, |s| s.p99);
@@ -937,6 +978,7 @@ fn mcp_rows(line: &mut impl FnMut(String), plugins: &Path, calls: usize, runs: u
     targets::record(targets::MCP_EXECUTOR_ECHO_P50, executor_echo.as_secs_f64() * 1e6);
     targets::record(targets::MCP_PING_P50, d.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_NOOP_P50, a.as_secs_f64() * 1e6);
+    targets::record(targets::MCP_STDIO_WASM_P50, wasm_floor.as_secs_f64() * 1e6);
     targets::record(targets::MCP_RMCP_STDIO_P50, rmcp_stdio.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P50, e.as_secs_f64() * 1e6);
     targets::record(targets::MCP_STDIO_P99, e_p99.as_secs_f64() * 1e6);

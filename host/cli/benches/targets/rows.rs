@@ -49,6 +49,9 @@ pub const MCP_HTTP_DEFAULT_P50: &str = "mcp http echo p50 µs, default configura
 /// configuration's p50 and its do-nothing baseline per transport, and stdio's p99 ÷ p50.
 pub const INDEPENDENT_STDIO_P50: &str = "independent client: mcp stdio echo p50 µs, default configuration";
 pub const INDEPENDENT_STDIO_NOOP_P50: &str = "independent client: stdio do-nothing p50 µs";
+/// The do-nothing stdio server running `echo` on raw wasmtime for each call (no toolhost code).
+pub const INDEPENDENT_STDIO_WASM_P50: &str =
+    "independent client: stdio do-nothing running echo on raw wasmtime p50 µs";
 pub const INDEPENDENT_STDIO_P99_RATIO: &str =
     "independent client: mcp stdio echo p99 ÷ p50, default configuration";
 pub const INDEPENDENT_HTTP_P50: &str = "independent client: mcp http echo p50 µs, default configuration";
@@ -65,6 +68,8 @@ pub const MCP_HTTP_NOOP_P50: &str = "mcp http do-nothing p50 µs";
 pub const MCP_HTTP_PING_P50: &str = "mcp http ping p50 µs";
 pub const MCP_HTTP_RMCP_P50: &str = "mcp http call answered by rmcp alone p50 µs";
 pub const MCP_STDIO_NOOP_P50: &str = "mcp stdio do-nothing p50 µs";
+/// The do-nothing stdio server running `echo` on raw wasmtime for each call (no toolhost code).
+pub const MCP_STDIO_WASM_P50: &str = "mcp stdio do-nothing running echo on raw wasmtime p50 µs";
 /// The call timed inside the server (its audit line's `duration_ms`), median of the runs.
 pub const MCP_STDIO_INSIDE: &str = "mcp stdio echo inside the server µs";
 pub const MCP_HTTP_INSIDE: &str = "mcp http echo inside the server µs";
@@ -281,7 +286,14 @@ fn default_rows() -> Vec<Row> {
         Row {
             target: "MCP stdio `echo` p50 ≤ 2× the do-nothing server — issue #57's method (independent client)",
             check: independent(INDEPENDENT_STDIO_P50, INDEPENDENT_STDIO_NOOP_P50),
-            bound: "the bench's own Rust client (a faster baseline, so a stricter ratio) in the next rows".into(),
+            bound: (|| {
+                let (noop, wasm) = (f(INDEPENDENT_STDIO_NOOP_P50)?, f(INDEPENDENT_STDIO_WASM_P50)?);
+                Some(format!(
+                    "the do-nothing server running the same `echo` on raw wasmtime per call (no toolhost code: any WebAssembly host's floor): {}; the bench's own Rust client (a stricter ratio) in the next rows",
+                    ratio(wasm, noop)
+                ))
+            })()
+            .unwrap_or_default(),
         },
         Row {
             target: "MCP stdio `echo` p99 ≤ 2× its p50 — issue #57's method (independent client)",
@@ -310,8 +322,11 @@ fn default_rows() -> Vec<Row> {
                 let inside = f(MCP_STDIO_INSIDE).map_or(String::new(), |i| {
                     format!("; the call alone, timed inside the server (executor and observer): {i:.0} µs = {:.2}×", i / noop)
                 });
+                let wasm = f(MCP_STDIO_WASM_P50).map_or(String::new(), |w| {
+                    format!("; the do-nothing server running the same `echo` on raw wasmtime per call (no toolhost code): {}", ratio(w, noop))
+                });
                 Some(format!(
-                    "tuned beside it: `fsync = \"never\"` {:.2}×, `fsync = \"always\"` (the default before issue #57) {:.2}×{inside}",
+                    "tuned beside it: `fsync = \"never\"` {:.2}×, `fsync = \"always\"` (the default before issue #57) {:.2}×{inside}{wasm}",
                     never / noop,
                     always / noop
                 ))
