@@ -9,10 +9,11 @@ use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::quote;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, ExprLit, Item, ItemMod, Lit, Meta, Token};
+use syn::{Attribute, Expr, ExprLit, Item, ItemFn, ItemMod, Lit, Meta, Token};
 
 mod prompts;
 mod resources;
@@ -251,6 +252,79 @@ fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::
         ));
     };
 
+    let mut plugin = plugin_fields(package, attr)?;
+
+    let mod_name = &module.ident;
+    let mut tools_json = Vec::new();
+    let mut arms = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut declared = resources::Resources::default();
+    let mut offered = prompts::Prompts::default();
+    // Every mistake of the module at once, each at its own line (the compiler shows them all).
+    let mut errors: Option<syn::Error> = None;
+    let mut report = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for item in items.iter_mut() {
+        let Item::Fn(func) = item else { continue };
+        if let Some(pos) =
+            func.attrs.iter().position(|a| resources::ATTRS.iter().any(|r| a.path().is_ident(r)))
+        {
+            if let Err(e) = declared.add(mod_name, func, pos) {
+                report(e);
+            }
+            continue;
+        }
+        if let Some(pos) = func.attrs.iter().position(|a| prompts::ATTRS.iter().any(|r| a.path().is_ident(r)))
+        {
+            if let Err(e) = offered.add(mod_name, func, pos) {
+                report(e);
+            }
+            continue;
+        }
+        let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
+            // A `pub fn` here looks like a tool to its author and is none to the model.
+            if matches!(func.vis, syn::Visibility::Public(_))
+                && !func.attrs.iter().any(|a| a.path().is_ident("cfg"))
+            {
+                report(syn::Error::new_spanned(
+                    &func.sig.ident,
+                    format!(
+                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`, `#[prompt]`, `#[complete]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
+                        func.sig.ident
+                    ),
+                ));
+            }
+            continue;
+        };
+        match tool_of(func, pos, &mut seen) {
+            Ok(tool) => {
+                tools_json.push(tool.manifest());
+                arms.push(tool.dispatch_arm(mod_name, &func.sig.ident, &func.sig.output));
+            }
+            Err(e) => report(e),
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    if tools_json.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &module.ident,
+            "this plugin declares no tools: mark at least one `pub fn` in the module with `#[tool]`",
+        ));
+    }
+    plugin.insert("tools".into(), Value::Array(tools_json));
+    // What is completed is marked on the templates before they are written.
+    offered.manifest(&mut plugin, &mut declared)?;
+    declared.manifest(&mut plugin)?;
+    Ok(Derived { module, manifest: Value::Object(plugin), arms, resources: declared, prompts: offered })
+}
+
+/// The plugin's own manifest fields: `format`, `name`, `version` and `description` (Cargo.toml's
+/// unless `#[plugin(...)]` sets them), and the `capabilities` its options request.
+fn plugin_fields(package: &Package, attr: TokenStream2) -> syn::Result<Map<String, Value>> {
     let mut plugin = Map::new();
     plugin.insert("format".into(), json!(FORMAT));
     plugin.insert("name".into(), json!(package.name));
@@ -314,102 +388,36 @@ fn derive_in(package: &Package, attr: TokenStream2, item: TokenStream2) -> syn::
         }
     }
     plugin.insert("capabilities".into(), caps.to_json());
+    Ok(plugin)
+}
 
-    let mod_name = &module.ident;
-    let mut tools_json = Vec::new();
-    let mut arms = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    let mut declared = resources::Resources::default();
-    let mut offered = prompts::Prompts::default();
-    // Every mistake of the module at once, each at its own line (the compiler shows them all).
-    let mut errors: Option<syn::Error> = None;
-    let mut report = |e: syn::Error| match &mut errors {
-        Some(all) => all.combine(e),
-        None => errors = Some(e),
-    };
-    for item in items.iter_mut() {
-        let Item::Fn(func) = item else { continue };
-        if let Some(pos) =
-            func.attrs.iter().position(|a| resources::ATTRS.iter().any(|r| a.path().is_ident(r)))
-        {
-            if let Err(e) = declared.add(mod_name, func, pos) {
-                report(e);
-            }
-            continue;
-        }
-        if let Some(pos) = func.attrs.iter().position(|a| prompts::ATTRS.iter().any(|r| a.path().is_ident(r)))
-        {
-            if let Err(e) = offered.add(mod_name, func, pos) {
-                report(e);
-            }
-            continue;
-        }
-        let Some(pos) = func.attrs.iter().position(|a| a.path().is_ident("tool")) else {
-            // A `pub fn` here looks like a tool to its author and is none to the model.
-            if matches!(func.vis, syn::Visibility::Public(_))
-                && !func.attrs.iter().any(|a| a.path().is_ident("cfg"))
-            {
-                report(syn::Error::new_spanned(
-                    &func.sig.ident,
-                    format!(
-                        "`pub fn {}` in a `#[toolhost_sdk::plugin]` module is not a tool: add `#[tool]` to make it one (or `#[resource]`, `#[resource_template]`, `#[prompt]`, `#[complete]`), or make it private (`fn`, or `pub(crate) fn`) if it is a helper",
-                        func.sig.ident
-                    ),
-                ));
-            }
-            continue;
-        };
-        let tool_attr = func.attrs.remove(pos);
-        if let Some(cfg) =
-            func.attrs.iter().find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
-        {
-            report(syn::Error::new_spanned(
-                cfg,
-                "`#[cfg]` on a tool is not supported (the manifest is written before cfg is known); put the whole `#[toolhost_sdk::plugin]` module behind `#[cfg]` instead",
-            ));
-            continue;
-        }
-        let tool = match Tool::from_fn(func, &tool_attr) {
-            Ok(t) => t,
-            Err(e) => {
-                report(e);
-                continue;
-            }
-        };
-        if !seen.insert(tool.name.clone()) {
-            report(syn::Error::new_spanned(
-                &func.sig.ident,
-                format!(
-                    "tool `{}` is defined twice in this plugin; rename one with `#[tool(name = \"…\")]`",
-                    tool.name
-                ),
-            ));
-            continue;
-        }
-        if !matches!(func.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_)) {
-            report(syn::Error::new_spanned(
-                &func.sig.ident,
-                "a `#[tool]` function must be visible to the plugin: write `pub fn` (or `pub(crate) fn`)",
-            ));
-            continue;
-        }
-        tools_json.push(tool.manifest());
-        arms.push(tool.dispatch_arm(mod_name, &func.sig.ident, &func.sig.output));
-    }
-    if let Some(e) = errors {
-        return Err(e);
-    }
-    if tools_json.is_empty() {
+/// The tool of `func`, whose `#[tool]` attribute is at `pos` (taken off): one the plugin can
+/// call, with a name no earlier tool of the module has (`seen` holds theirs).
+fn tool_of(func: &mut ItemFn, pos: usize, seen: &mut BTreeSet<String>) -> syn::Result<Tool> {
+    let tool_attr = func.attrs.remove(pos);
+    if let Some(cfg) = func.attrs.iter().find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr")) {
         return Err(syn::Error::new_spanned(
-            &module.ident,
-            "this plugin declares no tools: mark at least one `pub fn` in the module with `#[tool]`",
+            cfg,
+            "`#[cfg]` on a tool is not supported (the manifest is written before cfg is known); put the whole `#[toolhost_sdk::plugin]` module behind `#[cfg]` instead",
         ));
     }
-    plugin.insert("tools".into(), Value::Array(tools_json));
-    // What is completed is marked on the templates before they are written.
-    offered.manifest(&mut plugin, &mut declared)?;
-    declared.manifest(&mut plugin)?;
-    Ok(Derived { module, manifest: Value::Object(plugin), arms, resources: declared, prompts: offered })
+    let tool = Tool::from_fn(func, &tool_attr)?;
+    if !seen.insert(tool.name.clone()) {
+        return Err(syn::Error::new_spanned(
+            &func.sig.ident,
+            format!(
+                "tool `{}` is defined twice in this plugin; rename one with `#[tool(name = \"…\")]`",
+                tool.name
+            ),
+        ));
+    }
+    if !matches!(func.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_)) {
+        return Err(syn::Error::new_spanned(
+            &func.sig.ident,
+            "a `#[tool]` function must be visible to the plugin: write `pub fn` (or `pub(crate) fn`)",
+        ));
+    }
+    Ok(tool)
 }
 
 fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {

@@ -3,7 +3,7 @@
 //! `call` dispatch.
 
 use super::{
-    TASK_SUPPORT, doc_lines, doc_span, flag, ident_problem, lit_str, lit_u64, output_schema, parse_opts,
+    Opt, TASK_SUPPORT, doc_lines, doc_span, flag, ident_problem, lit_str, lit_u64, output_schema, parse_opts,
     schema_problem, split_docs, text_problem, timeout_ms,
 };
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -77,77 +77,8 @@ impl Tool {
         let mut named = false;
         if let Meta::List(list) = &attr.meta {
             for opt in parse_opts(list.tokens.clone())? {
-                match opt.key.to_string().as_str() {
-                    "name" => {
-                        let n = lit_str(&opt)?;
-                        if let Some(problem) = ident_problem("tool", &n) {
-                            return Err(syn::Error::new_spanned(&opt.value, problem));
-                        }
-                        tool.name = n;
-                        named = true;
-                    }
-                    "danger" => tool.danger = flag(&opt)?,
-                    "read_only" => tool.read_only = flag(&opt)?,
-                    "rest" => tool.rest = flag(&opt)?,
-                    "output_limit" => tool.output_limit = Some(lit_u64(&opt)?),
-                    "category" => {
-                        let c = lit_str(&opt)?;
-                        if c.trim().is_empty() {
-                            return Err(syn::Error::new_spanned(&opt.value, "`category` must not be empty"));
-                        }
-                        if let Some(problem) = text_problem(&c, MAX_LABEL, false) {
-                            return Err(syn::Error::new_spanned(&opt.value, format!("`category` {problem}")));
-                        }
-                        tool.category = Some(c);
-                    }
-                    "output_schema" => tool.output_schema = Some(output_schema(&opt)?),
-                    "timeout_ms" => tool.timeout_ms = Some(timeout_ms(&opt)?),
-                    "task_support" => {
-                        let v = lit_str(&opt)?;
-                        if !TASK_SUPPORT.contains(&v.as_str()) {
-                            return Err(syn::Error::new_spanned(
-                                &opt.value,
-                                format!(
-                                    "`task_support` must be one of {}, got {v:?}",
-                                    TASK_SUPPORT.join(", ")
-                                ),
-                            ));
-                        }
-                        tool.task_support = Some(v);
-                    }
-                    "title" => {
-                        let t = lit_str(&opt)?;
-                        if t.trim().is_empty() {
-                            return Err(syn::Error::new_spanned(&opt.value, "`title` must not be empty"));
-                        }
-                        if let Some(problem) = text_problem(&t, MAX_TITLE, false) {
-                            return Err(syn::Error::new_spanned(&opt.value, format!("`title` {problem}")));
-                        }
-                        tool.title = Some(t);
-                    }
-                    "idempotent" => tool.idempotent = flag(&opt)?,
-                    "icon" => {
-                        let src = lit_str(&opt)?;
-                        if let Some(problem) = toolhost_spec::manifest::icon_problem(&src) {
-                            return Err(syn::Error::new_spanned(&opt.value, format!("`icon` {problem}")));
-                        }
-                        if tool.icons.len() == MAX_ICONS {
-                            return Err(syn::Error::new_spanned(
-                                &opt.key,
-                                format!("a tool has at most {MAX_ICONS} icons"),
-                            ));
-                        }
-                        tool.icons.push(src);
-                    }
-                    other => {
-                        return Err(syn::Error::new_spanned(
-                            &opt.key,
-                            format!(
-                                "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema, timeout_ms, task_support, title, idempotent, icon"
-                            ),
-                        ));
-                    }
-                }
+                tool.apply_option(&opt)?;
+                named |= opt.key == "name";
             }
         }
         if !named && let Some(problem) = ident_problem("tool", &tool.name) {
@@ -187,136 +118,8 @@ impl Tool {
         tool.description = description;
 
         for input in func.sig.inputs.iter_mut() {
-            let FnArg::Typed(pat_ty) = input else {
-                return Err(syn::Error::new_spanned(input, "a tool is a free function: no `self`"));
-            };
-            let Pat::Ident(pat_ident) = &*pat_ty.pat else {
-                return Err(syn::Error::new_spanned(
-                    &pat_ty.pat,
-                    "tool parameters must be plain names (`path: String`), not patterns",
-                ));
-            };
-            let name = pat_ident.ident.to_string().trim_start_matches("r#").to_string();
-            if let Some(problem) = ident_problem("parameter", &name) {
-                return Err(syn::Error::new_spanned(&pat_ident.ident, problem));
-            }
-            if tool.params.iter().any(|p| p.name == name) {
-                return Err(syn::Error::new_spanned(
-                    &pat_ident.ident,
-                    format!("param `{name}` is declared twice"),
-                ));
-            }
-            // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type;
-            // `#[default = 10]` gives the value a left-off argument takes.
-            let mut schema_override = None;
-            let mut default = None;
-            let mut kept = Vec::new();
-            for a in pat_ty.attrs.drain(..) {
-                if a.path().is_ident("default") {
-                    let Meta::NameValue(nv) = &a.meta else {
-                        return Err(syn::Error::new_spanned(&a, "write `#[default = 10]` (a literal)"));
-                    };
-                    let lit = match &nv.value {
-                        Expr::Lit(ExprLit { lit, .. }) => lit.clone(),
-                        Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
-                            Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => {
-                                Lit::Int(syn::LitInt::new(&format!("-{}", i.base10_digits()), i.span()))
-                            }
-                            Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => {
-                                Lit::Float(syn::LitFloat::new(&format!("-{}", f.base10_digits()), f.span()))
-                            }
-                            other => {
-                                return Err(syn::Error::new_spanned(
-                                    other,
-                                    "a default is a literal: a string, a number or a bool",
-                                ));
-                            }
-                        },
-                        other => {
-                            return Err(syn::Error::new_spanned(
-                                other,
-                                "a default is a literal: a string, a number or a bool",
-                            ));
-                        }
-                    };
-                    let value = match &lit {
-                        Lit::Str(s) => json!(s.value()),
-                        Lit::Bool(b) => json!(b.value),
-                        Lit::Int(i) => json!(i.base10_parse::<i64>()?),
-                        Lit::Float(f) => json!(f.base10_parse::<f64>()?),
-                        other => {
-                            return Err(syn::Error::new_spanned(
-                                other,
-                                "a default is a literal: a string, a number or a bool",
-                            ));
-                        }
-                    };
-                    default = Some((value, lit));
-                } else if a.path().is_ident("schema") {
-                    let Meta::NameValue(nv) = &a.meta else {
-                        return Err(syn::Error::new_spanned(&a, "write `#[schema = r#\"{…}\"#]`"));
-                    };
-                    let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value else {
-                        return Err(syn::Error::new_spanned(
-                            &nv.value,
-                            "`schema` takes a string literal holding JSON",
-                        ));
-                    };
-                    let v: Value = serde_json::from_str(&s.value()).map_err(|e| {
-                        syn::Error::new_spanned(s, format!("`schema` is not valid JSON: {e}"))
-                    })?;
-                    if let Some(problem) = schema_problem(&v) {
-                        return Err(syn::Error::new_spanned(s, format!("`schema` {problem}")));
-                    }
-                    schema_override = Some(v);
-                } else {
-                    kept.push(a);
-                }
-            }
-            pat_ty.attrs = kept;
-            let (kind, mut optional, mut schema) = classify(&pat_ty.ty)?;
-            if let Some((_, lit)) = &default {
-                if optional {
-                    return Err(syn::Error::new_spanned(
-                        &pat_ty.ty,
-                        format!(
-                            "`{name}` has a default, so it is never missing: write its type without `Option<…>`"
-                        ),
-                    ));
-                }
-                let text = kind == ParamKind::Text;
-                if text != matches!(lit, Lit::Str(_)) {
-                    return Err(syn::Error::new_spanned(
-                        lit,
-                        if text {
-                            format!("`{name}` is text (`String`), so its default is a string literal")
-                        } else {
-                            format!("`{name}` is a JSON parameter, so its default is a number or a bool")
-                        },
-                    ));
-                }
-                optional = true;
-            }
-            if let Some(s) = schema_override {
-                if kind == ParamKind::Text {
-                    return Err(syn::Error::new_spanned(
-                        &pat_ty.ty,
-                        "`#[schema]` is for JSON parameters; a `String` parameter is always plain text",
-                    ));
-                }
-                schema = s;
-            }
-            let description =
-                param_docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone()).unwrap_or_default();
-            tool.params.push(Param {
-                name,
-                description,
-                kind,
-                optional,
-                schema,
-                span: pat_ty.ty.span(),
-                default,
-            });
+            let param = Param::from_input(input, &tool.params, &param_docs)?;
+            tool.params.push(param);
         }
         for (doc_name, _) in &param_docs {
             if !tool.params.iter().any(|p| &p.name == doc_name) {
@@ -329,9 +132,88 @@ impl Tool {
                 ));
             }
         }
+        tool.check_params(&func.sig)?;
+        Ok(tool)
+    }
+
+    /// Apply one option of the `#[tool(...)]` attribute.
+    fn apply_option(&mut self, opt: &Opt) -> syn::Result<()> {
+        match opt.key.to_string().as_str() {
+            "name" => {
+                let n = lit_str(opt)?;
+                if let Some(problem) = ident_problem("tool", &n) {
+                    return Err(syn::Error::new_spanned(&opt.value, problem));
+                }
+                self.name = n;
+            }
+            "danger" => self.danger = flag(opt)?,
+            "read_only" => self.read_only = flag(opt)?,
+            "rest" => self.rest = flag(opt)?,
+            "output_limit" => self.output_limit = Some(lit_u64(opt)?),
+            "category" => {
+                let c = lit_str(opt)?;
+                if c.trim().is_empty() {
+                    return Err(syn::Error::new_spanned(&opt.value, "`category` must not be empty"));
+                }
+                if let Some(problem) = text_problem(&c, MAX_LABEL, false) {
+                    return Err(syn::Error::new_spanned(&opt.value, format!("`category` {problem}")));
+                }
+                self.category = Some(c);
+            }
+            "output_schema" => self.output_schema = Some(output_schema(opt)?),
+            "timeout_ms" => self.timeout_ms = Some(timeout_ms(opt)?),
+            "task_support" => {
+                let v = lit_str(opt)?;
+                if !TASK_SUPPORT.contains(&v.as_str()) {
+                    return Err(syn::Error::new_spanned(
+                        &opt.value,
+                        format!("`task_support` must be one of {}, got {v:?}", TASK_SUPPORT.join(", ")),
+                    ));
+                }
+                self.task_support = Some(v);
+            }
+            "title" => {
+                let t = lit_str(opt)?;
+                if t.trim().is_empty() {
+                    return Err(syn::Error::new_spanned(&opt.value, "`title` must not be empty"));
+                }
+                if let Some(problem) = text_problem(&t, MAX_TITLE, false) {
+                    return Err(syn::Error::new_spanned(&opt.value, format!("`title` {problem}")));
+                }
+                self.title = Some(t);
+            }
+            "idempotent" => self.idempotent = flag(opt)?,
+            "icon" => {
+                let src = lit_str(opt)?;
+                if let Some(problem) = toolhost_spec::manifest::icon_problem(&src) {
+                    return Err(syn::Error::new_spanned(&opt.value, format!("`icon` {problem}")));
+                }
+                if self.icons.len() == MAX_ICONS {
+                    return Err(syn::Error::new_spanned(
+                        &opt.key,
+                        format!("a tool has at most {MAX_ICONS} icons"),
+                    ));
+                }
+                self.icons.push(src);
+            }
+            other => {
+                return Err(syn::Error::new_spanned(
+                    &opt.key,
+                    format!(
+                        "unknown tool option `{other}`; expected one of: name, danger, read_only, rest, output_limit, category, output_schema, timeout_ms, task_support, title, idempotent, icon"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parameter list as a whole: optional parameters only trail, and with `rest` the last one
+    /// is a required `String`.
+    fn check_params(&self, sig: &syn::Signature) -> syn::Result<()> {
         // Optional parameters may only trail: the model leaves them off the end.
         let mut seen_optional = false;
-        for p in &tool.params {
+        for p in &self.params {
             if p.optional {
                 seen_optional = true;
             } else if seen_optional {
@@ -341,11 +223,11 @@ impl Tool {
                 ));
             }
         }
-        if tool.rest {
-            match tool.params.last() {
+        if self.rest {
+            match self.params.last() {
                 None => {
                     return Err(syn::Error::new_spanned(
-                        &func.sig,
+                        sig,
                         "`rest` needs at least one parameter: the last one takes the remaining arguments",
                     ));
                 }
@@ -358,7 +240,7 @@ impl Tool {
                 Some(_) => {}
             }
         }
-        Ok(tool)
+        Ok(())
     }
 
     pub(crate) fn manifest(&self) -> Value {
@@ -469,6 +351,142 @@ impl Tool {
             }
         }
     }
+}
+
+impl Param {
+    /// The parameter `input` of a tool whose earlier parameters are `before`, described by the
+    /// doc comment's `param_docs`; its `#[schema]` and `#[default]` attributes are taken off.
+    fn from_input(input: &mut FnArg, before: &[Param], param_docs: &[(String, String)]) -> syn::Result<Self> {
+        let FnArg::Typed(pat_ty) = input else {
+            return Err(syn::Error::new_spanned(input, "a tool is a free function: no `self`"));
+        };
+        let Pat::Ident(pat_ident) = &*pat_ty.pat else {
+            return Err(syn::Error::new_spanned(
+                &pat_ty.pat,
+                "tool parameters must be plain names (`path: String`), not patterns",
+            ));
+        };
+        let name = pat_ident.ident.to_string().trim_start_matches("r#").to_string();
+        if let Some(problem) = ident_problem("parameter", &name) {
+            return Err(syn::Error::new_spanned(&pat_ident.ident, problem));
+        }
+        if before.iter().any(|p| p.name == name) {
+            return Err(syn::Error::new_spanned(
+                &pat_ident.ident,
+                format!("param `{name}` is declared twice"),
+            ));
+        }
+        // `#[schema = "…"]` on a parameter overrides the JSON Schema derived from its type;
+        // `#[default = 10]` gives the value a left-off argument takes.
+        let mut schema_override = None;
+        let mut default = None;
+        let mut kept = Vec::new();
+        for a in pat_ty.attrs.drain(..) {
+            if a.path().is_ident("default") {
+                default = Some(default_of(&a)?);
+            } else if a.path().is_ident("schema") {
+                schema_override = Some(schema_of(&a)?);
+            } else {
+                kept.push(a);
+            }
+        }
+        pat_ty.attrs = kept;
+        let (kind, mut optional, mut schema) = classify(&pat_ty.ty)?;
+        if let Some((_, lit)) = &default {
+            if optional {
+                return Err(syn::Error::new_spanned(
+                    &pat_ty.ty,
+                    format!(
+                        "`{name}` has a default, so it is never missing: write its type without `Option<…>`"
+                    ),
+                ));
+            }
+            let text = kind == ParamKind::Text;
+            if text != matches!(lit, Lit::Str(_)) {
+                return Err(syn::Error::new_spanned(
+                    lit,
+                    if text {
+                        format!("`{name}` is text (`String`), so its default is a string literal")
+                    } else {
+                        format!("`{name}` is a JSON parameter, so its default is a number or a bool")
+                    },
+                ));
+            }
+            optional = true;
+        }
+        if let Some(s) = schema_override {
+            if kind == ParamKind::Text {
+                return Err(syn::Error::new_spanned(
+                    &pat_ty.ty,
+                    "`#[schema]` is for JSON parameters; a `String` parameter is always plain text",
+                ));
+            }
+            schema = s;
+        }
+        let description =
+            param_docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone()).unwrap_or_default();
+        Ok(Param { name, description, kind, optional, schema, span: pat_ty.ty.span(), default })
+    }
+}
+
+/// `#[default = LIT]` on a parameter: the value a left-off argument takes, and the literal that
+/// gives it.
+fn default_of(a: &Attribute) -> syn::Result<(Value, Lit)> {
+    let Meta::NameValue(nv) = &a.meta else {
+        return Err(syn::Error::new_spanned(a, "write `#[default = 10]` (a literal)"));
+    };
+    let lit = match &nv.value {
+        Expr::Lit(ExprLit { lit, .. }) => lit.clone(),
+        Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
+            Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => {
+                Lit::Int(syn::LitInt::new(&format!("-{}", i.base10_digits()), i.span()))
+            }
+            Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => {
+                Lit::Float(syn::LitFloat::new(&format!("-{}", f.base10_digits()), f.span()))
+            }
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "a default is a literal: a string, a number or a bool",
+                ));
+            }
+        },
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "a default is a literal: a string, a number or a bool",
+            ));
+        }
+    };
+    let value = match &lit {
+        Lit::Str(s) => json!(s.value()),
+        Lit::Bool(b) => json!(b.value),
+        Lit::Int(i) => json!(i.base10_parse::<i64>()?),
+        Lit::Float(f) => json!(f.base10_parse::<f64>()?),
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "a default is a literal: a string, a number or a bool",
+            ));
+        }
+    };
+    Ok((value, lit))
+}
+
+/// `#[schema = r#"{…}"#]` on a parameter: the JSON Schema that overrides the one its type gives.
+fn schema_of(a: &Attribute) -> syn::Result<Value> {
+    let Meta::NameValue(nv) = &a.meta else {
+        return Err(syn::Error::new_spanned(a, "write `#[schema = r#\"{…}\"#]`"));
+    };
+    let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value else {
+        return Err(syn::Error::new_spanned(&nv.value, "`schema` takes a string literal holding JSON"));
+    };
+    let v: Value = serde_json::from_str(&s.value())
+        .map_err(|e| syn::Error::new_spanned(s, format!("`schema` is not valid JSON: {e}")))?;
+    if let Some(problem) = schema_problem(&v) {
+        return Err(syn::Error::new_spanned(s, format!("`schema` {problem}")));
+    }
+    Ok(v)
 }
 
 /// How a parameter's Rust type maps onto the manifest: text or JSON, optional, and its schema.
