@@ -142,6 +142,19 @@ async fn inner_calls_keep_the_catalog_and_the_danger_policy_and_refusals_stick()
     let e = err(&script(&host, "\n\nawait tools.read({path: 'nope.txt'})").await, ErrorKind::ToolError);
     assert!(e.starts_with("script line 3"), "{e}");
     assert!(e.contains("an uncaught failure of `read`: tool_error"), "{e}");
+
+    // The column is the script's, where the rewrite of `async` and `await` moved the text.
+    for (code, at) in [
+        ("let a = 1; null.x", "script line 1, column 12:"),
+        ("const a = await tools.echo('x'); null.y", "script line 1, column 34:"),
+        (
+            "let b = 1;\nconst f = async () => { await tools.echo('x'); null.y };\nawait f()",
+            "script line 2, column 48:",
+        ),
+    ] {
+        let e = err(&script(&host, code).await, ErrorKind::ToolError);
+        assert!(e.starts_with(at), "{code}: {e}");
+    }
 }
 
 #[tokio::test]

@@ -8,10 +8,11 @@
 //
 // QuickJS as this component runs it never drains its job queue between calls, so a native
 // `await` would never resume. The script is therefore rewritten before it runs (acorn parses
-// it; line numbers are kept): every `async` function becomes a generator driven synchronously
-// by `__async`, every `await x` takes a settled value at once and `yield`s only a pending one,
-// and `Promise` is `SyncPromise`, whose callbacks run as soon as it settles. Inner calls run one at a time: `Promise.all` over tool calls works,
-// with a concurrency of one.
+// it; line numbers are kept, and an error's column is mapped back past the rewrite's text): every
+// `async` function becomes a generator driven synchronously by `__async`, every `await x` takes
+// a settled value at once and `yield`s only a pending one, and `Promise` is `SyncPromise`, whose
+// callbacks run as soon as it settles. Inner calls run one at a time: `Promise.all` over tool
+// calls works, with a concurrency of one.
 
 import host from 'toolhost:script/tools';
 import { parse } from 'acorn';
@@ -19,7 +20,9 @@ import { parse } from 'acorn';
 /** Bytes of console output a script keeps (the host cuts further to its own limit). */
 const LOG_BYTES = 65536;
 const HEADER = 'async function __script(tools, console) {';
-const RUN_HEADER = 'function* __script(tools, console) {';
+// The script's program: a function of the helpers its rewrite calls, so each is a closure
+// variable (a slot) rather than a global looked up by name, and `__t` a local of each function.
+const RUN_HEADER = '(function (__async, __ready, __value, __SP) { return function* __script(tools, console) { var __t;';
 
 // ---- SyncPromise: a Promise whose callbacks run as soon as it settles ---------------------
 
@@ -315,7 +318,10 @@ function rewrite(code) {
     throw new ScriptFailure('syntax', `SyntaxError: ${message}`, line, column);
   }
   const edits = [];
-  const at = (pos, text, depth, closing, remove = 0) => edits.push({ pos, text, depth, closing, remove });
+  // `origin`: where in the script an error thrown by the edit's text is reported (its own place
+  // unless said).
+  const at = (pos, text, depth, closing, remove = 0, origin = pos) =>
+    edits.push({ pos, text, depth, closing, remove, origin });
   const dropAsync = (from, to, depth) => {
     const i = src.slice(from, to).search(/\basync\b/);
     if (i >= 0) at(from + i, '', depth, false, 5);
@@ -324,10 +330,10 @@ function rewrite(code) {
     if (fn.generator) throw unsupported(fn, 'async generators are not supported in scripts');
     const args = '.apply(this, arguments)';
     if (fn.body.type === 'BlockStatement') {
-      at(fn.body.start + 1, ' return __async(function* () {', depth, false);
+      at(fn.body.start + 1, ' return __async(function* () { var __t;', depth, false);
       at(fn.body.end - 1, `}${args}); `, depth, true);
     } else {
-      at(fn.body.start, '__async(function* () { return (', depth, false);
+      at(fn.body.start, '__async(function* () { var __t; return (', depth, false);
       at(fn.body.end, `); }${args})`, depth, true);
     }
   };
@@ -336,8 +342,17 @@ function rewrite(code) {
     switch (node.type) {
       case 'AwaitExpression':
         // A settled value (every tool call's) is taken at once; only a pending one suspends.
-        at(node.start, '(__t =', depth, false, 5);
-        at(node.end, ', __ready(__t) ? __value(__t) : (yield __t))', depth, true);
+        // A fulfilled SyncPromise, the common case, is taken without a call.
+        at(node.start, '((__t =', depth, false, 5);
+        // A rejected value throws from here: reported at the `await`.
+        at(
+          node.end,
+          ') instanceof __SP && __t._state === 1 ? __t._value : __ready(__t) ? __value(__t) : (yield __t))',
+          depth,
+          true,
+          0,
+          node.start,
+        );
         break;
       case 'ForOfStatement':
         if (node.await) throw unsupported(node, '`for await` is not supported in scripts; await each value');
@@ -373,7 +388,50 @@ function rewrite(code) {
     const p = e.pos - HEADER.length;
     out = out.slice(0, p) + e.text + out.slice(p + e.remove);
   }
-  return `${RUN_HEADER}${out}`;
+  return { program: `${RUN_HEADER}${out} })`, shifts: shiftsOf(src, edits) };
+}
+
+/** Where the rewrite moved each line's text: per line, its edits in the order they stand in
+ * the program (the reverse of the order they were applied in), each with the column it stands
+ * at in the program's line (`at`, past the run header on line 1), the column of the script it
+ * took the place of (`col`), the length of its text, and how far it moves what follows it
+ * (`after`: the sum of the line's changes up to it). No edit adds or removes a line. */
+function shiftsOf(src, edits) {
+  const starts = [0];
+  for (let i = 0; i < src.length; i++) if (src.charCodeAt(i) === 10) starts.push(i + 1);
+  const shifts = new Map();
+  let line = 1;
+  let moved = 0;
+  for (let i = edits.length - 1; i >= 0; i--) {
+    const e = edits[i];
+    while (line < starts.length && starts[line] <= e.pos) {
+      line++;
+      moved = 0;
+    }
+    const start = line === 1 ? HEADER.length : starts[line - 1];
+    const col = e.pos - start;
+    const at = col + moved;
+    moved += e.text.length - e.remove;
+    if (!shifts.has(line)) shifts.set(line, []);
+    // An origin on an earlier line (an `await` broken over lines) is reported at the edit.
+    const origin = e.origin >= start ? e.origin - start : col;
+    shifts.get(line).push({ at, col: origin, len: e.text.length, after: moved });
+  }
+  return shifts;
+}
+
+/** The 1-based column in the model's script of QuickJS's `column` on `line` of the program.
+ * QuickJS counts the first line's columns from 0 and every later line's from 1. */
+function programColumn(shifts, line, column) {
+  const col = line === 1 ? column - RUN_HEADER.length : column - 1;
+  let moved = 0;
+  for (const s of shifts.get(line) ?? []) {
+    if (col < s.at) break;
+    // Inside text the rewrite wrote: the place of the script it stands for.
+    if (col < s.at + s.len) return s.col + 1;
+    moved = s.after;
+  }
+  return Math.max(1, col - moved + 1);
 }
 
 // ---- the script's world -----------------------------------------------------------------
@@ -413,20 +471,20 @@ function callTool(name, args) {
   return settled(FULFILLED, JSON.parse(answer));
 }
 
-const toolFunctions = new Map();
-const tools = new Proxy(Object.create(null), {
-  get(_, name) {
-    // `then`: a script may `await tools` by mistake; a Proxy answering it would hang it.
-    if (typeof name !== 'string' || name === 'then') return undefined;
-    let f = toolFunctions.get(name);
-    if (f === undefined) {
-      f = (...args) => callTool(name, args);
-      toolFunctions.set(name, f);
-    }
-    return f;
-  },
-  has: () => true,
-});
+// `tools.NAME` is found by a Proxy behind a plain object: the first read of a name makes its
+// function and keeps it as the object's own property, so later reads never reach the Proxy.
+const tools = Object.create(
+  new Proxy(Object.create(null), {
+    get(_, name, receiver) {
+      // `then`: a script may `await tools` by mistake; a Proxy answering it would hang it.
+      if (typeof name !== 'string' || name === 'then') return undefined;
+      const f = (...args) => callTool(name, args);
+      Reflect.defineProperty(receiver, name, { value: f, writable: true, enumerable: true, configurable: true });
+      return f;
+    },
+    has: () => true,
+  }),
+);
 
 function shown(v) {
   if (typeof v === 'string') return v;
@@ -462,7 +520,7 @@ function whereThrown(e) {
   const m = /<input>:(\d+)(?::(\d+))?/.exec(stack);
   if (!m) return {};
   const line = Number(m[1]);
-  const column = m[2] === undefined ? undefined : scriptColumn(line, Number(m[2]) - 1, RUN_HEADER);
+  const column = m[2] === undefined ? undefined : programColumn(shifts, line, Number(m[2]));
   return { line, column };
 }
 
@@ -479,10 +537,6 @@ function failure(e) {
 }
 
 globalThis.Promise = SyncPromise;
-globalThis.__async = __async;
-globalThis.__ready = __ready;
-globalThis.__value = __value;
-globalThis.__t = undefined;
 globalThis.ToolError = ToolError;
 // No clock but the host's monotonic one, counted from the script's start.
 globalThis.performance = { now: () => host.now() };
@@ -500,11 +554,16 @@ globalThis.Date.parse = NativeDate.parse;
 globalThis.Date.UTC = NativeDate.UTC;
 globalThis.Date.prototype = NativeDate.prototype;
 
+/** The running script's shifts (see `shiftsOf`): one script per sandbox. */
+let shifts = new Map();
+
 export function run(code) {
   const logs = [];
   const console = makeConsole(logs);
   try {
-    const program = (0, eval)(`${rewrite(code)}\n;__script`);
+    const rewritten = rewrite(code);
+    shifts = rewritten.shifts;
+    const program = (0, eval)(rewritten.program)(__async, __ready, __value, SyncPromise);
     const result = __async(program(tools, console));
     if (result._state === PENDING) {
       throw new ScriptFailure(
