@@ -181,6 +181,8 @@ async fn hostile_scripts_fail_clearly_and_leave_the_host_unharmed() {
         ("await tools.run_script({code: 'return 1'})", ErrorKind::ToolError, "a script cannot run a script"),
         ("for await (const x of []) {}", ErrorKind::ToolError, "`for await` is not supported"),
         ("throw 'plain'", ErrorKind::ToolError, "uncaught plain"),
+        // The rewrite puts nothing before the script's first statement: strict mode holds.
+        ("'use strict'; undeclared = 1", ErrorKind::ToolError, "ReferenceError: undeclared is not defined"),
     ];
     for (code, kind, says) in cases {
         let o = script(&host, code).await;

@@ -20,9 +20,10 @@ import { parse } from 'acorn';
 /** Bytes of console output a script keeps (the host cuts further to its own limit). */
 const LOG_BYTES = 65536;
 const HEADER = 'async function __script(tools, console) {';
-// The script's program: a function of the helpers its rewrite calls, so each is a closure
-// variable (a slot) rather than a global looked up by name, and `__t` a local of each function.
-const RUN_HEADER = '(function (__async, __ready, __value, __SP) { return function* __script(tools, console) { var __t;';
+// The script's program: a function of the helpers its rewrite calls and of `__t`, so each is a
+// closure variable (a slot) rather than a global looked up by name. Nothing comes before the
+// script's first statement: a `'use strict'` there still applies.
+const RUN_HEADER = '(function (__async, __ready, __value, __SP, __t) { return function* __script(tools, console) {';
 
 // ---- SyncPromise: a Promise whose callbacks run as soon as it settles ---------------------
 
@@ -330,10 +331,10 @@ function rewrite(code) {
     if (fn.generator) throw unsupported(fn, 'async generators are not supported in scripts');
     const args = '.apply(this, arguments)';
     if (fn.body.type === 'BlockStatement') {
-      at(fn.body.start + 1, ' return __async(function* () { var __t;', depth, false);
+      at(fn.body.start + 1, ' return __async(function* () {', depth, false);
       at(fn.body.end - 1, `}${args}); `, depth, true);
     } else {
-      at(fn.body.start, '__async(function* () { var __t; return (', depth, false);
+      at(fn.body.start, '__async(function* () { return (', depth, false);
       at(fn.body.end, `); }${args})`, depth, true);
     }
   };
