@@ -150,16 +150,7 @@ impl Tool {
             "read_only" => self.read_only = flag(opt)?,
             "rest" => self.rest = flag(opt)?,
             "output_limit" => self.output_limit = Some(lit_u64(opt)?),
-            "category" => {
-                let c = lit_str(opt)?;
-                if c.trim().is_empty() {
-                    return Err(syn::Error::new_spanned(&opt.value, "`category` must not be empty"));
-                }
-                if let Some(problem) = text_problem(&c, MAX_LABEL, false) {
-                    return Err(syn::Error::new_spanned(&opt.value, format!("`category` {problem}")));
-                }
-                self.category = Some(c);
-            }
+            "category" => self.category = Some(short_text(opt, "category", MAX_LABEL)?),
             "output_schema" => self.output_schema = Some(output_schema(opt)?),
             "timeout_ms" => self.timeout_ms = Some(timeout_ms(opt)?),
             "task_support" => {
@@ -172,16 +163,7 @@ impl Tool {
                 }
                 self.task_support = Some(v);
             }
-            "title" => {
-                let t = lit_str(opt)?;
-                if t.trim().is_empty() {
-                    return Err(syn::Error::new_spanned(&opt.value, "`title` must not be empty"));
-                }
-                if let Some(problem) = text_problem(&t, MAX_TITLE, false) {
-                    return Err(syn::Error::new_spanned(&opt.value, format!("`title` {problem}")));
-                }
-                self.title = Some(t);
-            }
+            "title" => self.title = Some(short_text(opt, "title", MAX_TITLE)?),
             "idempotent" => self.idempotent = flag(opt)?,
             "icon" => {
                 let src = lit_str(opt)?;
@@ -538,4 +520,16 @@ fn classify(ty: &Type) -> syn::Result<(ParamKind, bool, Value)> {
         _ => json!("object"),
     };
     Ok((ParamKind::Json, false, schema))
+}
+
+/// `NAME = "…"`, a short text the model reads: not blank, and within the host's cap `max`.
+fn short_text(opt: &Opt, name: &str, max: usize) -> syn::Result<String> {
+    let text = lit_str(opt)?;
+    if text.trim().is_empty() {
+        return Err(syn::Error::new_spanned(&opt.value, format!("`{name}` must not be empty")));
+    }
+    if let Some(problem) = text_problem(&text, max, false) {
+        return Err(syn::Error::new_spanned(&opt.value, format!("`{name}` {problem}")));
+    }
+    Ok(text)
 }
