@@ -29,6 +29,27 @@ fn metric(addr: SocketAddr, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in /metrics:\n{body}"))
 }
 
+/// Wait until exactly `n` calls wait for a slot; past 30 s, fail with what the server shows:
+/// its calls in flight and waiting, and its audit trail (a call that ran or failed instead).
+#[track_caller]
+fn waiting_reach(server: &HttpServer, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(server.addr, "toolhost_calls_waiting") != n as f64 {
+        if Instant::now() > deadline {
+            let (in_flight, waiting) = (
+                metric(server.addr, "toolhost_calls_in_flight"),
+                metric(server.addr, "toolhost_calls_waiting"),
+            );
+            let audit: Vec<String> = server.audit().iter().map(|l| l.to_string()).collect();
+            panic!(
+                "after 30 s, {waiting} calls wait for a slot, not {n}; {in_flight} in flight; audit:\n{}",
+                audit.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `/healthz` answers within a second.
 fn healthz_within_a_second(addr: SocketAddr) {
     let started = Instant::now();
@@ -147,7 +168,7 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
     let session = open_session_as(&server.url, "", "2025-06-18", serde_json::json!({}), "raw");
     let quiet = || metric(addr, "toolhost_calls_waiting") == 0.0;
     // `ticker`'s one slot is taken by a call that runs until its (2026-07-28) client leaves.
-    let (head, body) = tick(addr, Path::Stateless, &session, 600, 100, "");
+    let (head, body) = tick(addr, Path::Stateless, &session, 1000, 100, "");
     let holder = send(HERE, addr, &head, &body);
     poll(30, "the holder to run", || {
         (metric(addr, "toolhost_calls_in_flight") == 1.0 && quiet()).then_some(())
@@ -160,15 +181,15 @@ fn calls_waiting_for_a_slot_are_capped_and_dropped_when_their_client_leaves() {
         send(from, addr, &head, &body)
     };
     let mut waiting = vec![wait([127, 0, 0, 2]), wait([127, 0, 0, 2])];
-    poll(10, "two calls waiting", || (metric(addr, "toolhost_calls_waiting") == 2.0).then_some(()));
+    waiting_reach(&server, 2);
     refused_at_once([127, 0, 0, 2], addr, &session, "[serve] max_waiting_calls_per_peer = 2");
     waiting.push(wait([127, 0, 0, 3]));
     waiting.push(wait([127, 0, 0, 3]));
-    poll(10, "four calls waiting", || (metric(addr, "toolhost_calls_waiting") == 4.0).then_some(()));
+    waiting_reach(&server, 4);
     refused_at_once([127, 0, 0, 4], addr, &session, "[serve] max_waiting_calls = 4");
     // Their clients leave: the calls stop waiting.
     drop(waiting);
-    poll(10, "the calls whose clients left to stop waiting", || quiet().then_some(()));
+    waiting_reach(&server, 0);
 
     // Ten times the total cap on each path, with 900 kB arguments, and their clients leave. A
     // first round warms the allocator up: what it keeps for reuse is not what clients hold.
