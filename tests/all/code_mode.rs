@@ -364,6 +364,9 @@ async fn in_a_searched_catalog_a_script_finds_tools_with_find_tools() {
 async fn scripts_beyond_their_concurrency_wait_within_their_time_limit() {
     let env = code_env(&toml("concurrency = 1\ntimeout_ms = 1500", ""));
     let host = env.host();
+    // The runner is made ready at the first script, before it takes a sandbox: made here, so
+    // that the busy loop below takes the one sandbox first.
+    assert_eq!(answer(&script(&host, "return 0").await)["result"], 0);
     let (busy_loop, waiting) = tokio::join!(script(&host, "for (;;) {}"), async {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         script(&host, "return 1").await
