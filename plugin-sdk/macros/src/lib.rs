@@ -169,7 +169,8 @@ fn timeout_ms(opt: &Opt) -> syn::Result<u64> {
     }
 }
 
-fn lit_u64(opt: &Opt) -> syn::Result<u64> {
+/// A whole number of `unit`, at least 1 (`output_limit = 1000`).
+fn lit_u64(opt: &Opt, unit: &str) -> syn::Result<u64> {
     match &opt.value {
         Some(Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))
             if i.base10_parse::<u64>().is_ok_and(|n| n >= 1) =>
@@ -178,7 +179,7 @@ fn lit_u64(opt: &Opt) -> syn::Result<u64> {
         }
         Some(other) => Err(syn::Error::new_spanned(
             other,
-            format!("`{}` must be a whole number of characters, at least 1", opt.key),
+            format!("`{}` must be a whole number of {unit}, at least 1", opt.key),
         )),
         None => Err(syn::Error::new_spanned(
             &opt.key,

@@ -149,7 +149,7 @@ impl Tool {
             "danger" => self.danger = flag(opt)?,
             "read_only" => self.read_only = flag(opt)?,
             "rest" => self.rest = flag(opt)?,
-            "output_limit" => self.output_limit = Some(lit_u64(opt)?),
+            "output_limit" => self.output_limit = Some(lit_u64(opt, "characters")?),
             "category" => self.category = Some(short_text(opt, "category", MAX_LABEL)?),
             "output_schema" => self.output_schema = Some(output_schema(opt)?),
             "timeout_ms" => self.timeout_ms = Some(timeout_ms(opt)?),
@@ -417,6 +417,9 @@ fn default_of(a: &Attribute) -> syn::Result<(Value, Lit)> {
     let Meta::NameValue(nv) = &a.meta else {
         return Err(syn::Error::new_spanned(a, "write `#[default = 10]` (a literal)"));
     };
+    let not_literal = |what: &dyn quote::ToTokens| {
+        syn::Error::new_spanned(what, "a default is a literal: a string, a number or a bool")
+    };
     let lit = match &nv.value {
         Expr::Lit(ExprLit { lit, .. }) => lit.clone(),
         Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => match &**expr {
@@ -426,31 +429,16 @@ fn default_of(a: &Attribute) -> syn::Result<(Value, Lit)> {
             Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => {
                 Lit::Float(syn::LitFloat::new(&format!("-{}", f.base10_digits()), f.span()))
             }
-            other => {
-                return Err(syn::Error::new_spanned(
-                    other,
-                    "a default is a literal: a string, a number or a bool",
-                ));
-            }
+            other => return Err(not_literal(other)),
         },
-        other => {
-            return Err(syn::Error::new_spanned(
-                other,
-                "a default is a literal: a string, a number or a bool",
-            ));
-        }
+        other => return Err(not_literal(other)),
     };
     let value = match &lit {
         Lit::Str(s) => json!(s.value()),
         Lit::Bool(b) => json!(b.value),
         Lit::Int(i) => json!(i.base10_parse::<i64>()?),
         Lit::Float(f) => json!(f.base10_parse::<f64>()?),
-        other => {
-            return Err(syn::Error::new_spanned(
-                other,
-                "a default is a literal: a string, a number or a bool",
-            ));
-        }
+        other => return Err(not_literal(other)),
     };
     Ok((value, lit))
 }
