@@ -114,6 +114,10 @@ async fn busy_guests_do_not_starve_other_calls() {
     let mut env = hostile_env();
     env.config.limits.timeout_ms = 3000;
     let host = std::sync::Arc::new(env.host());
+    // Both plugins linked first (a plugin's code is linked at its first call, off this
+    // thread): spinners still linking would spin nothing while the quick call is served.
+    call(&host, "snoop", &[]).await;
+    still_serving(&host).await;
     let spinners: Vec<_> = (0..2)
         .map(|_| {
             let h = host.clone();

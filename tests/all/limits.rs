@@ -232,8 +232,12 @@ fn share_env(plugin_concurrency: u32) -> Env {
     env
 }
 
-/// Start `n` `doze(ms)` calls on `hostile` and give them time to take their slots.
+/// Start `n` `doze(ms)` calls on `hostile` and give them time to take their slots. A first
+/// `doze` is made before them: a plugin's code is linked at its first call, before the call
+/// takes a slot, and naps still linking would let the calls under test take the slots.
 async fn saturate(host: &Arc<Toolhost>, n: usize, ms: u32) -> Vec<tokio::task::JoinHandle<Outcome>> {
+    let first = host.call(&ToolCall::new("doze", ["1"])).await;
+    assert!(first.success, "{first:?}");
     let naps = (0..n)
         .map(|_| {
             let h = host.clone();
@@ -291,6 +295,7 @@ async fn fair_share_and_quota_cases_keep_other_plugins_served() {
 
     // The control: without a per-plugin cap below the global one, the same load starves echo.
     let host_unfair = Arc::new(share_env(4).host());
+    assert!(host_unfair.call(&ToolCall::new("echo", ["linked"])).await.success);
     let naps = saturate(&host_unfair, 8, 1000).await;
     let (starved, _) = timed(&host_unfair, "echo", &["ping"]).await;
     check(
