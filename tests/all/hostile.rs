@@ -116,7 +116,7 @@ async fn busy_guests_do_not_starve_other_calls() {
     let host = std::sync::Arc::new(env.host());
     // Both plugins linked first (a plugin's code is linked at its first call, off this
     // thread): spinners still linking would spin nothing while the quick call is served.
-    call(&host, "snoop", &[]).await;
+    ok(&call(&host, "snoop", &[]).await);
     still_serving(&host).await;
     let spinners: Vec<_> = (0..2)
         .map(|_| {

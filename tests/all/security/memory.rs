@@ -12,7 +12,7 @@ use crate::support::http::{self, get, header, read_answer};
 use crate::support::mcp_http::{
     INITIALIZE, echo_in, echo_over_mcp, json_rpc, mcp_headers, mcp_post, open_session_as,
 };
-use crate::support::{HttpServer, connect_from, poll};
+use crate::support::{HttpServer, connect_from, poll, poll_showing};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -33,21 +33,22 @@ fn metric(addr: SocketAddr, name: &str) -> f64 {
 /// its calls in flight and waiting, and its audit trail (a call that ran or failed instead).
 #[track_caller]
 fn waiting_reach(server: &HttpServer, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(server.addr, "toolhost_calls_waiting") != n as f64 {
-        if Instant::now() > deadline {
-            let (in_flight, waiting) = (
-                metric(server.addr, "toolhost_calls_in_flight"),
-                metric(server.addr, "toolhost_calls_waiting"),
-            );
+    let addr = server.addr;
+    let waiting = || metric(addr, "toolhost_calls_waiting");
+    poll_showing(
+        30,
+        &format!("{n} calls waiting for a slot"),
+        || (waiting() == n as f64).then_some(()),
+        || {
             let audit: Vec<String> = server.audit().iter().map(|l| l.to_string()).collect();
-            panic!(
-                "after 30 s, {waiting} calls wait for a slot, not {n}; {in_flight} in flight; audit:\n{}",
+            format!(
+                "{} waiting, {} in flight; audit:\n{}",
+                waiting(),
+                metric(addr, "toolhost_calls_in_flight"),
                 audit.join("\n")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            )
+        },
+    );
 }
 
 /// `/healthz` answers within a second.

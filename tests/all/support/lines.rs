@@ -46,13 +46,26 @@ pub fn next_line(
 
 /// Poll `f` every 20 ms until it returns `Some`, or fail after `secs` naming `what`.
 #[track_caller]
-pub fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn poll<T>(secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    poll_showing(secs, what, f, String::new)
+}
+
+/// [`poll`], failing with what `seen` says of the state at that moment as well.
+#[track_caller]
+pub fn poll_showing<T>(
+    secs: u64,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+    seen: impl FnOnce() -> String,
+) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out after {secs} s waiting for {what}\n{}", seen());
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }

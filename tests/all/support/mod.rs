@@ -22,7 +22,7 @@ mod wasm;
 
 pub use dirs::{BIN, cache_home, root, test_dirs, toolhost};
 pub use env::Env;
-pub use lines::{lines, poll, wait_line};
+pub use lines::{lines, poll, poll_showing, wait_line};
 pub use operator::Operator;
 pub use ports::{connect_from, free_port};
 pub use server::{HttpServer, Server};
