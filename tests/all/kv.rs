@@ -189,6 +189,43 @@ async fn a_kept_sqlite_value_gives_way_to_another_processs_commit() {
     assert_eq!(read(&host).await, "two");
 }
 
+/// A write that must wait for another process's (here a connection of the test's own holds
+/// `BEGIN IMMEDIATE`, as a long `toolhost kv import` does) waits off the async workers: with
+/// more such calls than workers, another plugin's call is still answered, and the writes go
+/// through once the other transaction ends. Waiting on the workers, the writes held them until
+/// SQLite gave up (`database is locked`), and nothing else ran meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_waiting_for_another_process_leave_the_workers_free() {
+    let env = env(&[plugin_artifacts::KVPLAIN, plugin_artifacts::TEXT]);
+    let host = Arc::new(env.host());
+    // Both plugins linked first, the store created.
+    assert_eq!(ok(&call(&host, "set", &["default", "k", "0"]).await), "ok");
+    assert_eq!(ok(&call(&host, "echo", &["linked"]).await), "linked");
+    let other = rusqlite::Connection::open(env.at("kv/kvplain.sqlite3")).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let writes: Vec<_> = (1..=3)
+        .map(|n| {
+            let host = host.clone();
+            tokio::spawn(async move { call(&host, "set", &["default", "k", &n.to_string()]).await })
+        })
+        .collect();
+    // The writes reach SQLite within milliseconds; an echo sent before they did would prove
+    // nothing (the test then passes either way, never fails for it).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let echo = {
+        let host = host.clone();
+        tokio::spawn(async move { call(&host, "echo", &["still served"]).await })
+    };
+    let echoed = tokio::time::timeout(std::time::Duration::from_secs(60), echo).await;
+    let writing = writes.iter().filter(|w| !w.is_finished()).count();
+    other.execute_batch("COMMIT").unwrap();
+    assert_eq!(ok(&echoed.expect("the echo was answered").unwrap()), "still served");
+    assert_eq!(writing, 3, "the writes still waited for the other transaction when the echo was answered");
+    for w in writes {
+        assert_eq!(ok(&w.await.unwrap()), "ok", "a write made once the other transaction ended");
+    }
+}
+
 /// A Redis that will not track keys for the host — here an ACL without `CLIENT`, as some
 /// managed services have — still serves every operation: the host keeps nothing and asks the
 /// server each time.

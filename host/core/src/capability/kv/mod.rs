@@ -76,7 +76,20 @@ pub enum PluginStore {
     Redis(redis::RedisStore),
 }
 
-/// `PluginStore::$name(args…)` on either backend (SQLite's are synchronous and quick).
+/// Run `f`, which may block, without holding up an async worker: on a multi-threaded runtime
+/// the worker hands its other tasks to another thread first (`block_in_place`, some
+/// microseconds); elsewhere (a command's own runtime of one thread, no runtime) `f` just runs.
+fn off_the_worker<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// `PluginStore::$name(args…)` on either backend (SQLite's are synchronous: quick, or waiting
+/// off the workers, see [`SqliteStore`]).
 macro_rules! both {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
         impl PluginStore {
@@ -166,12 +179,10 @@ impl Stores {
         }
         let limits = self.settings.limits;
         let store = Arc::new(match &self.settings.backend {
-            Backend::Sqlite { .. } => PluginStore::Sqlite(SqliteStore::open(
-                plugin,
-                &self.location(plugin),
-                self.settings.fsync,
-                limits,
-            )?),
+            // Opening may wait for another connection (its setup, a lock): off the workers.
+            Backend::Sqlite { .. } => PluginStore::Sqlite(off_the_worker(|| {
+                SqliteStore::open(plugin, &self.location(plugin), self.settings.fsync, limits)
+            })?),
             Backend::Redis { url } => PluginStore::Redis(redis::RedisStore::open(plugin, url, limits)?),
         });
         open.insert(plugin.to_string(), store.clone());

@@ -10,6 +10,11 @@
 //! the write's transaction, so the bounds are checked without a scan and hold across
 //! processes sharing the file. A `get` is answered from what an earlier one read while no
 //! connection has committed since, as the store's wal-index tells (`commits.rs`).
+//!
+//! An operation runs on the async worker that serves its call only while it need not wait
+//! ([`SqliteStore::with_conn`]): one that must wait — for this host's connection, held by
+//! another call, or for another connection's write (a second host, `toolhost kv import`) —
+//! waits off the workers, so a store that is busy holds up its own calls and no others.
 
 use super::commits::Commits;
 use super::error::KvError;
@@ -17,12 +22,17 @@ use super::settings::{KvLimits, Limit};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// Statements a store's connection keeps prepared: more than its operations use.
 const STATEMENT_CACHE: usize = 32;
 
 /// Keys returned by one `list-keys` page.
 pub const KEYS_PER_PAGE: usize = 1000;
+
+/// How long an operation waits for another connection's write (SQLite's busy timeout) before
+/// it fails, `database is locked`.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS kv (
@@ -92,7 +102,7 @@ impl SqliteStore {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // Whether the store is in WAL mode.
         let setup = || -> rusqlite::Result<bool> {
-            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conn.busy_timeout(BUSY_WAIT)?;
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             let wal = mode.eq_ignore_ascii_case("wal");
             if !wal {
@@ -113,9 +123,9 @@ impl SqliteStore {
         let mut done = setup();
         while let Err(e) = &done
             && e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-            && since.elapsed() < std::time::Duration::from_secs(5)
+            && since.elapsed() < BUSY_WAIT
         {
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(5));
             done = setup();
         }
         let wal = done.map_err(|e| {
@@ -127,6 +137,9 @@ impl SqliteStore {
             };
             unavailable(format!("{e}{hint}"))
         })?;
+        // From here SQLite never waits on a worker: an operation that finds the lock taken
+        // waits off the workers, the busy timeout set for that wait alone (`with_conn`).
+        conn.busy_timeout(Duration::ZERO).map_err(|e| unavailable(e.to_string()))?;
         // Out of WAL mode a `-shm` file left from before is no one's index: nothing is kept.
         let commits = if wal { Commits::open(path, super::KEPT_BYTES) } else { None };
         Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn), commits })
@@ -144,8 +157,27 @@ impl SqliteStore {
         }
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    /// Run `f` on the connection: at once when the connection is free and SQLite need not wait
+    /// for another connection's write (here its busy timeout is 0) — the usual case, a few
+    /// microseconds on the worker. Otherwise off the async workers (`block_in_place`): waiting
+    /// for the connection, then for up to [`BUSY_WAIT`] for the other write, and running `f`
+    /// again from the start (what SQLite refused as busy did nothing: a write's transaction
+    /// is rolled back). A durable write's `fdatasync` (`[kv] fsync = true`) is waited for on
+    /// the worker: a bounded few milliseconds, where moving off the worker would cost every
+    /// write several microseconds.
+    fn with_conn<T>(&self, f: impl Fn(&Connection) -> Result<T, Failure>) -> Result<T, KvError> {
+        if let Ok(conn) = self.conn.try_lock() {
+            match f(&conn) {
+                Err(Failure::Sql(e)) if busy(&e) => {}
+                done => return done.map_err(|e| self.failure(e)),
+            }
+        }
+        super::off_the_worker(|| {
+            let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let waited = conn.busy_timeout(BUSY_WAIT).map_err(Failure::Sql).and_then(|()| f(&conn));
+            let _ = conn.busy_timeout(Duration::ZERO);
+            waited.map_err(|e| self.failure(e))
+        })
     }
 
     /// The value of `key`: kept from an earlier `get` while no one committed since (see
@@ -164,19 +196,14 @@ impl SqliteStore {
     }
 
     fn select(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")
-            .map_err(|e| self.failed(e))?;
-        st.query_row(params![bucket, key], |r| r.get(0)).optional().map_err(|e| self.failed(e))
+        self.with_conn(|conn| read(conn, bucket, key))
     }
 
     pub fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare_cached("SELECT 1 FROM kv WHERE bucket = ?1 AND key = ?2")
-            .map_err(|e| self.failed(e))?;
-        st.exists(params![bucket, key]).map_err(|e| self.failed(e))
+        self.with_conn(|conn| {
+            let mut st = conn.prepare_cached("SELECT 1 FROM kv WHERE bucket = ?1 AND key = ?2")?;
+            Ok(st.exists(params![bucket, key])?)
+        })
     }
 
     /// Up to `limit` keys of `bucket` after `after`, in order, and the cursor of the next
@@ -187,16 +214,13 @@ impl SqliteStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<String>, Option<String>), KvError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare_cached(
+        let mut keys = self.with_conn(|conn| {
+            let mut st = conn.prepare_cached(
                 "SELECT key FROM kv WHERE bucket = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3",
-            )
-            .map_err(|e| self.failed(e))?;
-        let rows = st
-            .query_map(params![bucket, after, limit as i64 + 1], |r| r.get::<_, String>(0))
-            .map_err(|e| self.failed(e))?;
-        let mut keys = rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.failed(e))?;
+            )?;
+            let rows = st.query_map(params![bucket, after, limit as i64 + 1], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
         let more = keys.len() > limit;
         keys.truncate(limit);
         let cursor = if more { keys.last().cloned() } else { None };
@@ -258,32 +282,30 @@ impl SqliteStore {
 
     /// The buckets that hold keys, with their sizes.
     pub fn buckets(&self) -> Result<Vec<BucketInfo>, KvError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare("SELECT bucket, count(*), sum(length(CAST(key AS BLOB)) + length(value)) FROM kv GROUP BY bucket ORDER BY bucket")
-            .map_err(|e| self.failed(e))?;
-        let rows = st
-            .query_map([], |r| {
+        self.with_conn(|conn| {
+            let mut st = conn.prepare(
+                "SELECT bucket, count(*), sum(length(CAST(key AS BLOB)) + length(value)) FROM kv GROUP BY bucket ORDER BY bucket",
+            )?;
+            let rows = st.query_map([], |r| {
                 Ok(BucketInfo {
                     name: r.get(0)?,
                     keys: r.get::<_, i64>(1)? as u64,
                     bytes: r.get::<_, i64>(2)? as u64,
                 })
-            })
-            .map_err(|e| self.failed(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.failed(e))
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 
     /// Every pair of `bucket` (or of every bucket), in order, with its bucket.
     pub fn entries(&self, bucket: Option<&str>) -> Result<Vec<(String, Pair)>, KvError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare("SELECT bucket, key, value FROM kv WHERE ?1 IS NULL OR bucket = ?1 ORDER BY bucket, key")
-            .map_err(|e| self.failed(e))?;
-        let rows = st
-            .query_map(params![bucket], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
-            .map_err(|e| self.failed(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.failed(e))
+        self.with_conn(|conn| {
+            let mut st = conn.prepare(
+                "SELECT bucket, key, value FROM kv WHERE ?1 IS NULL OR bucket = ?1 ORDER BY bucket, key",
+            )?;
+            let rows = st.query_map(params![bucket], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 
     /// Set every entry (bucket, key, value), in one transaction: all or none (`toolhost kv
@@ -294,25 +316,31 @@ impl SqliteStore {
 
     /// Keys and bytes the store holds.
     pub fn usage(&self) -> Result<(u64, u64), KvError> {
-        let conn = self.conn();
-        conn.query_row("SELECT keys, bytes FROM usage WHERE id = 1", [], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        self.with_conn(|conn| {
+            Ok(conn.query_row("SELECT keys, bytes FROM usage WHERE id = 1", [], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+            })?)
         })
-        .map_err(|e| self.failed(e))
     }
 
     /// Run `f` in one immediate transaction, then check and record what it changed: over a
     /// bound, nothing of it is kept.
-    fn write<T>(&self, f: impl FnOnce(&Connection, &mut Delta) -> Result<T, Failure>) -> Result<T, KvError> {
-        let conn = self.conn();
-        let tx = Immediate::begin(&conn).map_err(|e| self.failed(e))?;
+    fn write<T>(&self, f: impl Fn(&Connection, &mut Delta) -> Result<T, Failure>) -> Result<T, KvError> {
+        self.with_conn(|conn| self.write_on(conn, &f))
+    }
+
+    fn write_on<T>(
+        &self,
+        conn: &Connection,
+        f: &impl Fn(&Connection, &mut Delta) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        let tx = Immediate::begin(conn)?;
         let mut delta = Delta::default();
-        let out = f(&tx, &mut delta).map_err(|e| self.failure(e))?;
+        let out = f(&tx, &mut delta)?;
         if delta.keys != 0 || delta.bytes != 0 {
-            let (keys, bytes): (i64, i64) = tx
-                .prepare_cached("SELECT keys, bytes FROM usage WHERE id = 1")
-                .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
-                .map_err(|e| self.failed(e))?;
+            let (keys, bytes): (i64, i64) =
+                tx.prepare_cached("SELECT keys, bytes FROM usage WHERE id = 1")
+                    .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))?;
             let (keys, bytes) = (keys + delta.keys, bytes + delta.bytes);
             let l = &self.limits;
             if delta.keys > 0 && keys as u64 > l.max_keys {
@@ -320,20 +348,19 @@ impl SqliteStore {
                     "plugin `{}`'s store would hold {keys} keys, over its limit of {}",
                     self.plugin, l.max_keys
                 );
-                return Err(KvError::Limit { limit: Limit::Keys, what });
+                return Err(KvError::Limit { limit: Limit::Keys, what }.into());
             }
             if delta.bytes > 0 && bytes as u64 > l.max_total_bytes {
                 let what = format!(
                     "plugin `{}`'s store would hold {bytes} bytes, over its limit of {}",
                     self.plugin, l.max_total_bytes
                 );
-                return Err(KvError::Limit { limit: Limit::TotalBytes, what });
+                return Err(KvError::Limit { limit: Limit::TotalBytes, what }.into());
             }
             tx.prepare_cached("UPDATE usage SET keys = ?1, bytes = ?2 WHERE id = 1")
-                .and_then(|mut st| st.execute(params![keys.max(0), bytes.max(0)]))
-                .map_err(|e| self.failed(e))?;
+                .and_then(|mut st| st.execute(params![keys.max(0), bytes.max(0)]))?;
         }
-        tx.commit().map_err(|e| self.failed(e))?;
+        tx.commit()?;
         Ok(out)
     }
 
@@ -381,6 +408,14 @@ impl Drop for Immediate<'_> {
             let _ = run_cached(self.conn, "ROLLBACK");
         }
     }
+}
+
+/// SQLite refused for now: another connection holds the lock.
+fn busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Run a statement of no parameters and no rows, prepared once per connection.
@@ -529,6 +564,29 @@ mod tests {
         let (page, cursor) = s.list_keys("b", cursor.as_deref(), 2).unwrap();
         assert_eq!((page, cursor), (vec!["b".to_string(), "c".into()], None));
         assert_eq!(s.buckets().unwrap()[0].keys, 4);
+    }
+
+    /// On the quick path SQLite does not wait (its busy timeout is 0): an operation that finds
+    /// another connection's write in progress is made again, waiting for it, and then done.
+    #[test]
+    fn an_operation_waits_for_another_connections_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), KvLimits::default());
+        s.set("b", "k", b"before").unwrap();
+        let other = Connection::open(dir.path().join("notes.sqlite3")).unwrap();
+        other
+            .execute_batch("BEGIN IMMEDIATE; UPDATE kv SET value = CAST('theirs' AS BLOB) WHERE key = 'k'")
+            .unwrap();
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| s.increment("b", "n", 1));
+            // The write is tried at once, refused as busy, and waits; the other write ends.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(!writer.is_finished(), "the write waited for the other connection's");
+            other.execute_batch("COMMIT").unwrap();
+            assert_eq!(writer.join().unwrap().unwrap(), 1);
+        });
+        assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"theirs"[..]));
+        assert_eq!(s.usage().unwrap(), (2, 1 + 6 + 1 + 1), "`k` as first counted, and `n`");
     }
 
     #[test]
