@@ -172,9 +172,13 @@ impl Stores {
 
     /// `plugin`'s store, opened now if it is not yet. A store that cannot be opened is not
     /// kept: the next use tries again (the operator may have moved a corrupt file away).
+    ///
+    /// The map of open stores is not held while one opens (which may wait for another process's
+    /// lock): other plugins' calls find their stores meanwhile. Two calls opening one store at
+    /// once each open it, and the first kept is the one used.
     pub fn of(&self, plugin: &str) -> Result<Arc<PluginStore>, KvError> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = open.get(plugin) {
+        let open = || self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = open().get(plugin) {
             return Ok(s.clone());
         }
         let limits = self.settings.limits;
@@ -185,8 +189,7 @@ impl Stores {
             })?),
             Backend::Redis { url } => PluginStore::Redis(redis::RedisStore::open(plugin, url, limits)?),
         });
-        open.insert(plugin.to_string(), store.clone());
-        Ok(store)
+        Ok(open().entry(plugin.to_string()).or_insert(store).clone())
     }
 
     /// Open the existing stores of `plugins` now (at start), and say which cannot be: each
@@ -323,6 +326,28 @@ mod tests {
         assert_eq!(g.granted, ["default"]);
         assert_eq!(missing.len(), 1);
         assert!(missing[0].how.contains("--allow-kv notes=cache"), "{}", missing[0].how);
+    }
+
+    /// A store waiting to open (here for another connection's write lock, met by its setup)
+    /// does not hold up another plugin's store.
+    #[test]
+    fn a_store_opening_slowly_holds_up_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings =
+            KvSettings { backend: Backend::Sqlite { dir: dir.path().into() }, ..KvSettings::default() };
+        let stores = Stores::new(settings.clone());
+        // `slow`'s store exists; another connection holds its write lock.
+        drop(Stores::new(settings).of("slow").unwrap());
+        let other = rusqlite::Connection::open(dir.path().join("slow.sqlite3")).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        std::thread::scope(|scope| {
+            let slow = scope.spawn(|| stores.of("slow").map(drop));
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(stores.of("quick").unwrap());
+            assert!(!slow.is_finished(), "`quick` opened while `slow` still waited");
+            other.execute_batch("COMMIT").unwrap();
+            slow.join().unwrap().unwrap();
+        });
     }
 
     #[test]

@@ -30,6 +30,9 @@ const STATEMENT_CACHE: usize = 32;
 /// Keys returned by one `list-keys` page.
 pub const KEYS_PER_PAGE: usize = 1000;
 
+/// Pages in the write-ahead log past which a commit checkpoints it (SQLite's default).
+const CHECKPOINT_PAGES: i32 = 1000;
+
 /// How long an operation waits for another connection's write (SQLite's busy timeout) before
 /// it fails, `database is locked`.
 const BUSY_WAIT: Duration = Duration::from_secs(5);
@@ -97,7 +100,7 @@ impl SqliteStore {
             create_private_dir(dir)
                 .map_err(|e| unavailable(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| unavailable(e.to_string()))?;
+        let mut conn = Connection::open(path).map_err(|e| unavailable(e.to_string()))?;
         // Every statement of an operation is cached (a dozen, with a transaction's own).
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // Whether the store is in WAL mode.
@@ -140,6 +143,21 @@ impl SqliteStore {
         // From here SQLite never waits on a worker: an operation that finds the lock taken
         // waits off the workers, the busy timeout set for that wait alone (`with_conn`).
         conn.busy_timeout(Duration::ZERO).map_err(|e| unavailable(e.to_string()))?;
+        // SQLite's own checkpoint of a grown log would run in the commit that grew it, on the
+        // worker: writing the log's pages into the database and syncing it, milliseconds, or
+        // seconds after a large import. This hook replaces it, the same checkpoint at the same
+        // size, off the workers.
+        let name = plugin.to_string();
+        conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages| {
+            if pages >= CHECKPOINT_PAGES
+                && let Err(e) = super::off_the_worker(|| wal.checkpoint())
+            {
+                // The commit stands: a checkpoint not made now is made at a later commit.
+                tracing::warn!(plugin = name, "the key-value store's checkpoint failed: {e}");
+            }
+            Ok(())
+        }))
+        .map_err(|e| unavailable(e.to_string()))?;
         // Out of WAL mode a `-shm` file left from before is no one's index: nothing is kept.
         let commits = if wal { Commits::open(path, super::KEPT_BYTES) } else { None };
         Ok(SqliteStore { plugin: plugin.into(), path: path.into(), limits, conn: Mutex::new(conn), commits })
@@ -587,6 +605,27 @@ mod tests {
         });
         assert_eq!(s.get("b", "k").unwrap().as_deref(), Some(&b"theirs"[..]));
         assert_eq!(s.usage().unwrap(), (2, 1 + 6 + 1 + 1), "`k` as first counted, and `n`");
+    }
+
+    /// The log is checkpointed as it grows past [`CHECKPOINT_PAGES`], by the hook that takes
+    /// SQLite's place, here from a task on an async worker (the checkpoint moves off it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_is_checkpointed_as_it_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(store(dir.path(), KvLimits::default()));
+        let writer = s.clone();
+        tokio::spawn(async move {
+            for n in 0..1500 {
+                writer.set("b", &format!("k{n}"), &[7; 2000]).unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        let other = Connection::open(dir.path().join("notes.sqlite3")).unwrap();
+        let (_, in_log): (i64, i64) =
+            other.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        assert!(in_log < i64::from(CHECKPOINT_PAGES), "{in_log} pages in the log after 1500 writes");
+        assert_eq!(s.usage().unwrap().0, 1500);
     }
 
     #[test]
