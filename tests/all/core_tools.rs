@@ -13,6 +13,38 @@ fn files_env() -> Env {
     env
 }
 
+/// A FIFO in the workspace (a granted program may make one) is refused at open: opening it
+/// would wait for a writer on the async worker, for good, past the call's time limit. The test
+/// opens the FIFO's other end itself when the call has not answered, so a host that waits is
+/// freed (and the test fails) rather than hung.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_in_the_workspace_is_refused_not_waited_on() {
+    let env = files_env();
+    let host = std::sync::Arc::new(env.host_yes());
+    let fifo = env.ws("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let h = host.clone();
+    let read = tokio::spawn(async move { call(&h, "read", &["pipe"]).await });
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while !read.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    if answered.is_err() {
+        // Free the host's open (a writer arrives, then leaves).
+        drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+    }
+    let outcome = read.await.unwrap();
+    assert!(answered.is_ok(), "the call waited on the FIFO: {outcome:?}");
+    let e = err(&outcome, ErrorKind::ToolError);
+    assert!(e.contains("pipe"), "{e}");
+    // The host serves on.
+    std::fs::write(env.ws("after.txt"), "still here").unwrap();
+    assert_eq!(ok(&call(&host, "read", &["after.txt"]).await), "still here");
+}
+
 #[tokio::test]
 async fn files_tools_work_inside_the_workspace() {
     let env = files_env();

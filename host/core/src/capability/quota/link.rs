@@ -120,8 +120,9 @@ fn growth<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()
     Ok(())
 }
 
-/// `open-at`: a path outside every grant refused (and remembered); a file it creates counts
-/// against the per-call creation limit, given back when the open fails.
+/// `open-at`: a path outside every grant refused (and remembered), and anything but a file or
+/// a directory (a FIFO, a socket, a device) refused; a file it creates counts against the
+/// per-call creation limit, given back when the open fails.
 fn opens<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()> {
     inst.func_wrap_async(
         "[method]descriptor.open-at",
@@ -139,9 +140,23 @@ fn opens<S: QuotaView>(inst: &mut LinkerInstance<'_, S>) -> wasmtime::Result<()>
                 if state.outside().refuses(fd.rep(), &path) {
                     return Ok((Err(ErrorCode::Access),));
                 }
+                let found = state.filesystem().stat_at(again(&fd), path_flags, path.clone()).await;
+                // Only files and directories are opened. Opening a FIFO waits for its other end,
+                // and file operations run on the async worker (`sandbox::wasi_ctx`): a FIFO in a
+                // granted folder (a granted program may make one) would hold the worker for
+                // good, past the call's time limit. Sockets and devices have no use here either.
+                if let Ok(stat) = &found
+                    && !matches!(
+                        stat.type_,
+                        fs::DescriptorType::RegularFile
+                            | fs::DescriptorType::Directory
+                            | fs::DescriptorType::SymbolicLink
+                    )
+                {
+                    return Ok((Err(ErrorCode::Unsupported),));
+                }
                 // Only a file that does not exist yet counts as created.
-                let creates = open_flags.contains(fs::OpenFlags::CREATE)
-                    && state.filesystem().stat_at(again(&fd), path_flags, path.clone()).await.is_err();
+                let creates = open_flags.contains(fs::OpenFlags::CREATE) && found.is_err();
                 if creates && state.meter().create().is_err() {
                     return Ok((Err(ErrorCode::Quota),));
                 }
