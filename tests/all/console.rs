@@ -378,6 +378,15 @@ fn console_doors_with_a_token() {
     assert_eq!(a.status, 403, "{}", a.body);
     let own = format!("{csrf_header}Origin: http://{}\r\n", server.addr);
     assert_eq!(server.post_json("/console/api/call", &own, &call).status, 200);
+    // The audit view: both calls match, the newest shown; the export gives them as written.
+    let a = server.get("/console/api/audit?tool=count_words&limit=1", Some(&cookie));
+    let page = json(&a);
+    assert_eq!((page["matching"].as_u64(), page["shown"].as_u64()), (Some(2), Some(1)), "{}", a.body);
+    assert_eq!(page["lines"][0]["tool"], "count_words", "{}", a.body);
+    let written = std::fs::read_to_string(env.at("audit.jsonl")).unwrap();
+    let exported = server.get("/console/api/audit.jsonl?tool=count_words", Some(&cookie));
+    let expected: Vec<&str> = written.lines().filter(|l| l.contains("\"tool\":\"count_words\"")).collect();
+    assert_eq!((expected.len(), exported.body.lines().collect::<Vec<_>>()), (2, expected.clone()));
     // No token or secret value anywhere.
     for b in &bodies {
         assert!(!b.contains(TOKEN) && !b.contains(SECRET), "a value leaked: {b}");

@@ -9,6 +9,7 @@ use super::{Body, Console, Early, full, json, json_error};
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -98,46 +99,74 @@ fn tail(path: &Path, window: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
-/// Audit lines as written, with their parsed JSON.
-type Lines = Vec<(String, Value)>;
-
-/// The matching lines of the audit file's last `window` bytes, oldest first, and whether the
-/// window left older lines out.
-fn read(c: &Console, filter: &Filter, window: u64) -> Result<(Lines, bool), Early> {
+/// Each line of the audit file's last `window` bytes that `filter` matches, oldest first, given
+/// to `keep` as written and parsed (one at a time: only what `keep` keeps stays in memory), on
+/// a thread of its own — reading and parsing up to [`EXPORT_WINDOW`] takes seconds, which no
+/// async worker may spend. Then `keep`'s result, and whether the window left older lines out.
+async fn scan<K: Send + 'static>(
+    c: &Console,
+    filter: Filter,
+    window: u64,
+    mut keep: impl FnMut(K, &str, Value) -> K + Send + 'static,
+    kept: K,
+) -> Result<(K, bool), Early> {
     let Some(path) = c.service.audit_path() else {
         return Err(Box::new(json_error(
             StatusCode::NOT_FOUND,
             "the audit trail is off ([audit] enabled = false, or its file could not be opened)",
         )));
     };
-    let text = match tail(path, window) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(Box::new(json_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot read the audit trail {}: {e}", path.display()),
-            )));
+    let path = path.to_path_buf();
+    let at = path.display().to_string();
+    let scanned = tokio::task::spawn_blocking(move || {
+        let text = match tail(&path, window) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
+        let cut = std::fs::metadata(&path).is_ok_and(|m| m.len() > window);
+        let mut kept = kept;
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str::<Value>(line)
+                && filter.matches(&v)
+            {
+                kept = keep(kept, line, v);
+            }
         }
-    };
-    let cut = std::fs::metadata(path).is_ok_and(|m| m.len() > window);
-    let lines = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok().map(|v| (l.to_string(), v)))
-        .filter(|(_, v)| filter.matches(v))
-        .collect();
-    Ok((lines, cut))
+        Ok((kept, cut))
+    })
+    .await;
+    match scanned {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(Box::new(json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot read the audit trail {at}: {e}"),
+        ))),
+        Err(e) => Err(Box::new(json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("reading the audit trail {at} failed: {e}"),
+        ))),
+    }
 }
 
 /// `GET /console/api/audit?tool=&plugin=&outcome=&from=&to=&limit=`: the newest matching lines.
-pub fn page(c: &Console, query: Option<&str>) -> Response<Body> {
+pub async fn page(c: &Console, query: Option<&str>) -> Response<Body> {
     let filter = Filter::parse(query);
-    let (lines, cut) = match read(c, &filter, PAGE_WINDOW) {
+    let limit = filter.limit;
+    // The matching lines counted, the newest `limit` kept.
+    let keep = move |(mut total, mut newest): (usize, VecDeque<Value>), _: &str, v: Value| {
+        total += 1;
+        newest.push_back(v);
+        if newest.len() > limit {
+            newest.pop_front();
+        }
+        (total, newest)
+    };
+    let ((total, newest), cut) = match scan(c, filter, PAGE_WINDOW, keep, (0, VecDeque::new())).await {
         Ok(l) => l,
         Err(resp) => return *resp,
     };
-    let total = lines.len();
-    let newest: Vec<Value> = lines.into_iter().rev().take(filter.limit).map(|(_, v)| v).collect();
+    let newest: Vec<Value> = newest.into_iter().rev().collect();
     json(
         StatusCode::OK,
         &serde_json::json!({
@@ -151,17 +180,16 @@ pub fn page(c: &Console, query: Option<&str>) -> Response<Body> {
 }
 
 /// `GET /console/api/audit.jsonl?…`: every matching line, oldest first, as written.
-pub fn export(c: &Console, query: Option<&str>) -> Response<Body> {
-    let filter = Filter::parse(query);
-    let (lines, _) = match read(c, &filter, EXPORT_WINDOW) {
+pub async fn export(c: &Console, query: Option<&str>) -> Response<Body> {
+    let keep = |mut body: String, line: &str, _: Value| {
+        body.push_str(line);
+        body.push('\n');
+        body
+    };
+    let (body, _) = match scan(c, Filter::parse(query), EXPORT_WINDOW, keep, String::new()).await {
         Ok(l) => l,
         Err(resp) => return *resp,
     };
-    let mut body = String::new();
-    for (l, _) in lines {
-        body.push_str(&l);
-        body.push('\n');
-    }
     let mut resp = full(StatusCode::OK, "application/x-ndjson", body);
     resp.headers_mut().insert(
         header::CONTENT_DISPOSITION,

@@ -213,8 +213,8 @@ impl Console {
             (Method::GET, "/console/api/prompt") => prompts::get(self, caller, req.uri().query()).await,
             (Method::GET, "/console/api/complete") => prompts::complete(self, req.uri().query()).await,
             (Method::GET, "/console/api/events") => feed::open(self),
-            (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()),
-            (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()),
+            (Method::GET, "/console/api/audit") => audit_view::page(self, req.uri().query()).await,
+            (Method::GET, "/console/api/audit.jsonl") => audit_view::export(self, req.uri().query()).await,
             (Method::GET, "/console/api/metrics") => json(StatusCode::OK, &self.charts.series(self)),
             (Method::POST, "/console/api/call" | "/console/api/approve" | "/console/api/reject")
                 if self.settings.read_only =>
