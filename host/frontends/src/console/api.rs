@@ -103,6 +103,15 @@ fn granted(p: &LoadedPlugin) -> Vec<String> {
         .collect()
 }
 
+/// [`file_facts`] of each of `files`, read and hashed off the async workers (each may be as
+/// large as `max_plugin_mb`).
+async fn read_held(files: Vec<std::path::PathBuf>, max: u64) -> Vec<Option<(Vec<u8>, [u8; 32])>> {
+    let n = files.len();
+    tokio::task::spawn_blocking(move || files.iter().map(|f| file_facts(f, max)).collect())
+        .await
+        .unwrap_or_else(|_| vec![None; n])
+}
+
 /// A file's SHA-256 and size now (a held version's file is read again: it may have changed).
 fn file_facts(path: &Path, max: u64) -> Option<(Vec<u8>, [u8; 32])> {
     let bytes = toolhost_core::discovery::read_capped(path, max).ok().flatten()?;
@@ -168,11 +177,13 @@ pub async fn plugins(c: &Console) -> Value {
             })
         })
         .collect();
+    let held: Vec<std::path::PathBuf> = reg.pending().iter().map(|h| h.file.clone()).collect();
+    let facts = read_held(held, config.max_plugin_bytes).await;
     let pending: Vec<Value> = reg
         .pending()
         .iter()
-        .map(|held| {
-            let facts = file_facts(&held.file, config.max_plugin_bytes);
+        .zip(facts)
+        .map(|(held, facts)| {
             let manifest = facts.as_ref().and_then(|(b, _)| toolhost_spec::manifest::read(b).ok());
             let entry = match (&facts, &manifest) {
                 (Some((_, hash)), Some(m)) => Some(lock_entry(m, &held.file, hash, false)),
@@ -374,7 +385,7 @@ pub async fn call(
 
 /// The held version `body` names (`plugin`, and the `sha256` the page showed), read again now:
 /// its manifest, file and hash — or why the request cannot go on.
-fn held_version(
+async fn held_version(
     c: &Console,
     reg: &Registry,
     body: &Value,
@@ -388,7 +399,7 @@ fn held_version(
         )));
     };
     let max = c.executor.config().max_plugin_bytes;
-    let Some((bytes, hash)) = file_facts(&held.file, max) else {
+    let Some(Some((bytes, hash))) = read_held(vec![held.file.clone()], max).await.pop() else {
         return Err(Box::new(json_error(
             StatusCode::CONFLICT,
             &format!("cannot read {} any more (reload the page)", held.file.display()),
@@ -430,7 +441,7 @@ async fn rescan(c: &Console) -> Result<(), String> {
 /// nothing is written: the answer is the entry to paste into the config.
 pub async fn approve(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
-    let (m, file, hash) = match held_version(c, &reg, &body) {
+    let (m, file, hash) = match held_version(c, &reg, &body).await {
         Ok(v) => v,
         Err(resp) => return *resp,
     };
@@ -484,7 +495,7 @@ pub const REJECTED_DIR: &str = ".rejected";
 /// `[approvals]` pins the folder may be read-only: nothing is moved.
 pub async fn reject(c: &Console, caller: &super::auth::Caller, body: Value) -> Response<Body> {
     let reg = c.executor.registry();
-    let (m, file, hash) = match held_version(c, &reg, &body) {
+    let (m, file, hash) = match held_version(c, &reg, &body).await {
         Ok(v) => v,
         Err(resp) => return *resp,
     };

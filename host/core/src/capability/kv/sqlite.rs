@@ -175,6 +175,12 @@ impl SqliteStore {
         }
     }
 
+    /// [`Self::with_conn`] off the async workers from the start: for the operator's reads of a
+    /// whole store (the console's sizes, an export), milliseconds or more.
+    fn scan<T>(&self, f: impl Fn(&Connection) -> Result<T, Failure>) -> Result<T, KvError> {
+        super::off_the_worker(|| self.with_conn(f))
+    }
+
     /// Run `f` on the connection: at once when the connection is free and SQLite need not wait
     /// for another connection's write (here its busy timeout is 0) — the usual case, a few
     /// microseconds on the worker. Otherwise off the async workers (`block_in_place`): waiting
@@ -300,7 +306,7 @@ impl SqliteStore {
 
     /// The buckets that hold keys, with their sizes.
     pub fn buckets(&self) -> Result<Vec<BucketInfo>, KvError> {
-        self.with_conn(|conn| {
+        self.scan(|conn| {
             let mut st = conn.prepare(
                 "SELECT bucket, count(*), sum(length(CAST(key AS BLOB)) + length(value)) FROM kv GROUP BY bucket ORDER BY bucket",
             )?;
@@ -317,7 +323,7 @@ impl SqliteStore {
 
     /// Every pair of `bucket` (or of every bucket), in order, with its bucket.
     pub fn entries(&self, bucket: Option<&str>) -> Result<Vec<(String, Pair)>, KvError> {
-        self.with_conn(|conn| {
+        self.scan(|conn| {
             let mut st = conn.prepare(
                 "SELECT bucket, key, value FROM kv WHERE ?1 IS NULL OR bucket = ?1 ORDER BY bucket, key",
             )?;
@@ -329,7 +335,9 @@ impl SqliteStore {
     /// Set every entry (bucket, key, value), in one transaction: all or none (`toolhost kv
     /// import`). The bounds hold as for a plugin's writes.
     pub fn import(&self, entries: &[(String, Pair)]) -> Result<(), KvError> {
-        self.write(|tx, d| entries.iter().try_for_each(|(b, (k, v))| put(tx, d, b, k, v)))
+        super::off_the_worker(|| {
+            self.write(|tx, d| entries.iter().try_for_each(|(b, (k, v))| put(tx, d, b, k, v)))
+        })
     }
 
     /// Keys and bytes the store holds.
