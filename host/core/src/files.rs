@@ -8,13 +8,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Write `bytes` to `path` through a hidden temporary file in the same folder (`.NAME.PID.tmp`:
+/// Write `bytes` to `path` through a hidden temporary file in the same folder (`.NAME.PID.N.tmp`:
 /// discovery skips dotfiles and `.tmp` files) and a rename, so a reader or watcher never sees
-/// half a file and a failure leaves nothing behind.
+/// half a file and a failure leaves nothing behind. Each write has a temporary file of its own
+/// (`N` counts this process's writes): two writes of one file at once each rename a whole one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

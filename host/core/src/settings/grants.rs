@@ -296,8 +296,17 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), GrantsFileError> {
         .map_err(|error| GrantsFileError::Write { path: path.to_path_buf(), error })
 }
 
+/// Changes of the grants file in this process, one at a time: each reads the file as the last
+/// one left it (two answers at once would each write the file without the other's).
+static CHANGING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn changing() -> std::sync::MutexGuard<'static, ()> {
+    CHANGING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Add `grant` to the file at `path`, in place of any answer about the same plugin and item.
 pub fn add(path: &Path, grant: AskedGrant) -> Result<(), GrantsFileError> {
+    let _one_at_a_time = changing();
     let mut all = load(path)?;
     if all.contains(&grant) {
         return Ok(());
@@ -309,6 +318,7 @@ pub fn add(path: &Path, grant: AskedGrant) -> Result<(), GrantsFileError> {
 
 /// Remove `plugin`'s `item` from the file at `path`; whether it was there.
 pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, GrantsFileError> {
+    let _one_at_a_time = changing();
     let mut all = load(path)?;
     let before = all.len();
     all.retain(|g| !(g.plugin == plugin && &g.item == item));
@@ -405,6 +415,32 @@ mod tests {
         );
         let e = e.to_string();
         assert!(e.contains("grant[0].item") && e.contains(GRANTS_FILE), "{e}");
+    }
+
+    /// Answers given at once (two sessions, two questions) are all kept: each is added to the
+    /// file as the last one left it, and the file is whole.
+    #[test]
+    fn answers_at_once_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(GRANTS_FILE);
+        std::thread::scope(|s| {
+            for n in 0..16 {
+                let path = &path;
+                s.spawn(move || {
+                    let g = AskedGrant {
+                        plugin: "web".into(),
+                        item: GrantItem::Net(format!("h{n}.example")),
+                        granted: rfc3339(std::time::UNIX_EPOCH),
+                        by: "console".into(),
+                        who: None,
+                        deny: false,
+                        sha256: None,
+                    };
+                    add(path, g).unwrap();
+                });
+            }
+        });
+        assert_eq!(load(&path).unwrap().len(), 16);
     }
 
     #[test]
