@@ -209,14 +209,13 @@ impl Shared {
         };
         line.push('\n');
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let mut retired = None;
-        if inner.size > 0 && inner.size + line.len() as u64 > self.max_bytes {
-            match self.rotate(&mut inner) {
-                Ok(old) => retired = Some(old),
-                Err(e) => tracing::warn!("audit: cannot rotate {}: {e}", self.path.display()),
-            }
+        if inner.size > 0
+            && inner.size + line.len() as u64 > self.max_bytes
+            && let Err(e) = self.rotate(&mut inner)
+        {
+            tracing::warn!("audit: cannot rotate {}: {e}", self.path.display());
         }
-        let written = match (&*inner.file).write_all(line.as_bytes()) {
+        match (&*inner.file).write_all(line.as_bytes()) {
             Ok(()) => {
                 inner.size += line.len() as u64;
                 inner.written += 1;
@@ -230,18 +229,7 @@ impl Shared {
                 inner.failing = true;
                 0
             }
-        };
-        drop(inner);
-        // The rotated file's lines synced by the call that rotated it, the file's lock released:
-        // the calls ending meanwhile write to the new file without waiting. `durable` is held
-        // for the sync, so no `sync_upto` counts the old file's lines as synced (by syncing the
-        // new file) before they are.
-        if let Some(old) = retired {
-            let _durable = self.durable.lock().unwrap_or_else(|p| p.into_inner());
-            self.syncs.inc();
-            let _ = old.sync_all();
         }
-        written
     }
 
     fn rotated(&self, n: u32) -> PathBuf {
@@ -250,9 +238,9 @@ impl Shared {
         self.path.with_file_name(name)
     }
 
-    /// Move the file aside and start a new one: the old file's handle, for its lines to be
-    /// synced (by the caller, the lock released).
-    fn rotate(&self, inner: &mut Inner) -> std::io::Result<Arc<File>> {
+    fn rotate(&self, inner: &mut Inner) -> std::io::Result<()> {
+        self.syncs.inc();
+        let _ = inner.file.sync_all();
         if self.keep == 0 {
             std::fs::remove_file(&self.path)?;
         } else {
@@ -265,9 +253,10 @@ impl Shared {
             }
             std::fs::rename(&self.path, self.rotated(1))?;
         }
-        let old = std::mem::replace(&mut inner.file, Arc::new(open_append(&self.path)?));
+        // The lines so far were synced above, with the old file.
+        inner.file = Arc::new(open_append(&self.path)?);
         inner.size = 0;
-        Ok(old)
+        Ok(())
     }
 }
 
