@@ -30,6 +30,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Changes of read-changed-written files in this process, one at a time.
+static CHANGING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A change of a file that is read, changed and written whole (the grants file, the approvals
+/// record) under way: while it lasts no other change is, in this process (a lock) or another
+/// (`toolhost revoke` or `approve` beside a server: an exclusive lock on `.NAME.lock` beside the
+/// file; the file itself is replaced by each write, so it cannot hold one). Each change then
+/// reads the file as the last one left it — two at once would each write it without the
+/// other's. Where the lock file cannot be made (a read-only folder) the write that follows
+/// fails anyway.
+pub struct Changing {
+    _in_process: std::sync::MutexGuard<'static, ()>,
+    _across: Option<std::fs::File>,
+}
+
+/// Begin a change of the file at `path` (see [`Changing`]); it ends when the value is dropped.
+pub fn changing(path: &Path) -> Changing {
+    let in_process = CHANGING.lock().unwrap_or_else(|p| p.into_inner());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = name.strip_prefix('.').unwrap_or(&name);
+    let lock = path.with_file_name(format!(".{name}.lock"));
+    let across = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(lock).ok();
+    if let Some(f) = &across {
+        // Released when the file is closed, at the end of the change.
+        let _ = f.lock();
+    }
+    Changing { _in_process: in_process, _across: across }
+}
+
 /// Move the finished folder `tmp` to `dir`. When another process put the same content there
 /// first (the folder names a version or a content hash), theirs is kept and `tmp` removed.
 pub fn rename_dir_into_place(tmp: &Path, dir: &Path) -> std::io::Result<()> {

@@ -296,35 +296,9 @@ fn save(path: &Path, grants: &[AskedGrant]) -> Result<(), GrantsFileError> {
         .map_err(|error| GrantsFileError::Write { path: path.to_path_buf(), error })
 }
 
-/// Changes of the grants file in this process, one at a time.
-static CHANGING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// A change of the grants file at `path` under way: while it lasts no other change is, in this
-/// process (a lock) or another (`toolhost revoke` beside a server: an exclusive lock on
-/// `.NAME.lock` beside the file; the file itself is replaced by each write, so it cannot hold
-/// one). Each change then reads the file as the last one left it — two at once would each
-/// write it without the other's. Where the lock file cannot be made (a read-only folder) the
-/// write that follows fails anyway.
-struct Changing {
-    _in_process: std::sync::MutexGuard<'static, ()>,
-    _across: Option<std::fs::File>,
-}
-
-fn changing(path: &Path) -> Changing {
-    let in_process = CHANGING.lock().unwrap_or_else(|p| p.into_inner());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let lock = path.with_file_name(format!(".{name}.lock"));
-    let across = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(lock).ok();
-    if let Some(f) = &across {
-        // Released when the file is closed, at the end of the change.
-        let _ = f.lock();
-    }
-    Changing { _in_process: in_process, _across: across }
-}
-
 /// Add `grant` to the file at `path`, in place of any answer about the same plugin and item.
 pub fn add(path: &Path, grant: AskedGrant) -> Result<(), GrantsFileError> {
-    let _one_at_a_time = changing(path);
+    let _one_at_a_time = crate::files::changing(path);
     let mut all = load(path)?;
     if all.contains(&grant) {
         return Ok(());
@@ -336,7 +310,7 @@ pub fn add(path: &Path, grant: AskedGrant) -> Result<(), GrantsFileError> {
 
 /// Remove `plugin`'s `item` from the file at `path`; whether it was there.
 pub fn revoke(path: &Path, plugin: &str, item: &GrantItem) -> Result<bool, GrantsFileError> {
-    let _one_at_a_time = changing(path);
+    let _one_at_a_time = crate::files::changing(path);
     let mut all = load(path)?;
     let before = all.len();
     all.retain(|g| !(g.plugin == plugin && &g.item == item));

@@ -24,7 +24,7 @@
 //! written, so every replica started from the same folder and config serves the same registry.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_spec::manifest::{Capabilities, FsMode, Manifest};
@@ -170,7 +170,8 @@ impl std::fmt::Display for Pending {
 pub struct Approvals {
     path: PathBuf,
     stored: Stored,
-    dirty: bool,
+    /// The plugins whose entries this value changed (and [`Approvals::save`] writes).
+    changed: BTreeSet<String>,
     /// Approvals pinned in the config, which take precedence over the file.
     lock: Arc<ApprovalLock>,
 }
@@ -181,24 +182,8 @@ impl Approvals {
     /// trusted, and nothing is written over it).
     pub fn load(plugins_dir: &Path) -> Approvals {
         let path = plugins_dir.join(FILE);
-        let stored = match std::fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice::<Stored>(&bytes) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(
-                        "{}: {e}; ignoring it (approvals will be recorded afresh)",
-                        path.display()
-                    );
-                    Stored::default()
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stored::default(),
-            Err(e) => {
-                tracing::warn!("cannot read {}: {e}", path.display());
-                Stored::default()
-            }
-        };
-        Approvals { path, stored, dirty: false, lock: Arc::default() }
+        let stored = read_stored(&path);
+        Approvals { path, stored, changed: BTreeSet::new(), lock: Arc::default() }
     }
 
     /// The approvals of `plugins_dir` under the config's `[approvals]` (`lock`): those pinned
@@ -208,7 +193,7 @@ impl Approvals {
             Approvals {
                 path: plugins_dir.join(FILE),
                 stored: Stored::default(),
-                dirty: false,
+                changed: BTreeSet::new(),
                 lock: Arc::default(),
             }
         } else {
@@ -271,7 +256,7 @@ impl Approvals {
             // is recorded as the approved presentation from now on.
             None if out.is_empty() => {
                 self.stored.presentation.insert(m.name.clone(), now);
-                self.dirty = true;
+                self.changed.insert(m.name.clone());
             }
             None => {}
         }
@@ -288,7 +273,7 @@ impl Approvals {
             self.stored.plugins.insert(m.name.clone(), m.capabilities.clone());
             self.stored.presentation.insert(m.name.clone(), presentation);
             self.stored.approved_by.remove(&m.name);
-            self.dirty = true;
+            self.changed.insert(m.name.clone());
         }
     }
 
@@ -298,7 +283,7 @@ impl Approvals {
         self.approve(m);
         let at = crate::settings::grants::rfc3339(std::time::SystemTime::now());
         self.stored.approved_by.insert(m.name.clone(), ApprovedBy { who: who.key(), at });
-        self.dirty = true;
+        self.changed.insert(m.name.clone());
     }
 
     /// Who approved `plugin`'s recorded request, if a person did.
@@ -317,16 +302,27 @@ impl Approvals {
         out
     }
 
-    /// Write the file if anything changed (atomically: temp file, then rename).
+    /// Write what this value changed, if anything, into the file as it is now (atomically:
+    /// temp file, then rename): a change made meanwhile by another — the console's approve
+    /// during a folder reload, `toolhost approve` beside a server — is kept, one at a time
+    /// ([`crate::files::changing`]). The value then holds the file as written.
     pub fn save(&mut self) -> std::io::Result<()> {
         // Under a locked config nothing is recorded: the folder may be read-only.
-        if !self.dirty || self.lock.locked {
+        if self.changed.is_empty() || self.lock.locked {
             return Ok(());
         }
-        self.stored.format = 2;
-        let text = serde_json::to_string_pretty(&self.stored).map_err(std::io::Error::other)?;
+        let _one_at_a_time = crate::files::changing(&self.path);
+        let mut now = read_stored(&self.path);
+        for name in &self.changed {
+            copy_entry(&mut now.plugins, &self.stored.plugins, name);
+            copy_entry(&mut now.presentation, &self.stored.presentation, name);
+            copy_entry(&mut now.approved_by, &self.stored.approved_by, name);
+        }
+        now.format = 2;
+        let text = serde_json::to_string_pretty(&now).map_err(std::io::Error::other)?;
         crate::files::write_atomic(&self.path, (text + "\n").as_bytes())?;
-        self.dirty = false;
+        self.stored = now;
+        self.changed.clear();
         Ok(())
     }
 
@@ -335,9 +331,36 @@ impl Approvals {
     pub fn save_or_warn(&mut self) {
         if let Err(e) = self.save() {
             tracing::warn!("cannot record plugin approvals in {}: {e}", self.path.display());
-            self.dirty = false;
+            self.changed.clear();
         }
     }
+}
+
+/// The approvals record at `path`. A missing file is empty; an unreadable or corrupt one is
+/// reported and treated as empty.
+fn read_stored(path: &Path) -> Stored {
+    match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<Stored>(&bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("{}: {e}; ignoring it (approvals will be recorded afresh)", path.display());
+                Stored::default()
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stored::default(),
+        Err(e) => {
+            tracing::warn!("cannot read {}: {e}", path.display());
+            Stored::default()
+        }
+    }
+}
+
+/// `name`'s entry of `from` into `to`: set as it is there, or removed as it is absent there.
+fn copy_entry<V: Clone>(to: &mut BTreeMap<String, V>, from: &BTreeMap<String, V>, name: &str) {
+    match from.get(name) {
+        Some(v) => to.insert(name.to_string(), v.clone()),
+        None => to.remove(name),
+    };
 }
 
 /// The parts of `requested` not covered by `approved`, one line each.
@@ -478,6 +501,21 @@ mod tests {
         assert!(e.contains("lock"), "{e}");
         let full = format!("[approvals.plugin.web]\nsha256 = \"sha256:{}\"\n", "ab".repeat(32));
         assert_eq!(lock(&full).unwrap().plugins["web"].sha256, Some([0xab; 32]));
+    }
+
+    #[test]
+    fn changes_made_at_once_are_all_kept() {
+        // A folder reload (first sight of `web`) and an approve of `mail` loaded the file
+        // before either saved: each save keeps the other's change.
+        let dir = tempfile::tempdir().unwrap();
+        let (mut reload, mut approve) = (Approvals::load(dir.path()), Approvals::load(dir.path()));
+        assert!(reload.check(&manifest("web", &["example.com"])).is_ok());
+        approve.approve(&manifest("mail", &["smtp.example.com"]));
+        approve.save().unwrap();
+        reload.save().unwrap();
+        let now = Approvals::load(dir.path());
+        assert!(now.get("web").is_some() && now.get("mail").is_some(), "{now:?}");
+        assert!(reload.get("mail").is_some(), "a save leaves the value holding the file as written");
     }
 
     #[test]
