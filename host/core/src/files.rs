@@ -35,11 +35,11 @@ static CHANGING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A change of a file that is read, changed and written whole (the grants file, the approvals
 /// record) under way: while it lasts no other change is, in this process (a lock) or another
-/// (`toolhost revoke` or `approve` beside a server: an exclusive lock on `.NAME.lock` beside the
-/// file; the file itself is replaced by each write, so it cannot hold one). Each change then
-/// reads the file as the last one left it — two at once would each write it without the
-/// other's. Where the lock file cannot be made (a read-only folder) the write that follows
-/// fails anyway.
+/// (`toolhost revoke` or `approve` beside a server: an exclusive lock on the file's folder —
+/// the file itself is replaced by each write, so it cannot hold one, and a lock file of its own
+/// would be left behind in the operator's folder). Each change then reads the file as the last
+/// one left it: two at once would each write it without the other's. Where the folder cannot
+/// be opened (not on Unix) changes wait for each other in this process only.
 pub struct Changing {
     _in_process: std::sync::MutexGuard<'static, ()>,
     _across: Option<std::fs::File>,
@@ -48,13 +48,11 @@ pub struct Changing {
 /// Begin a change of the file at `path` (see [`Changing`]); it ends when the value is dropped.
 pub fn changing(path: &Path) -> Changing {
     let in_process = CHANGING.lock().unwrap_or_else(|p| p.into_inner());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = name.strip_prefix('.').unwrap_or(&name);
-    let lock = path.with_file_name(format!(".{name}.lock"));
-    let across = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(lock).ok();
-    if let Some(f) = &across {
-        // Released when the file is closed, at the end of the change.
-        let _ = f.lock();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let across = std::fs::File::open(dir).ok();
+    if let Some(d) = &across {
+        // Released when the folder is closed, at the end of the change.
+        let _ = d.lock();
     }
     Changing { _in_process: in_process, _across: across }
 }

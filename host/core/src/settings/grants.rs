@@ -434,7 +434,7 @@ mod tests {
         });
         assert_eq!(load(&path).unwrap().len(), 16);
         // Another process's change under way (its lock taken here by hand): this one waits.
-        let held = std::fs::File::create(dir.path().join(format!(".{GRANTS_FILE}.lock"))).unwrap();
+        let held = std::fs::File::open(dir.path()).unwrap();
         held.lock().unwrap();
         std::thread::scope(|s| {
             let revoking = s.spawn(|| revoke(&path, "web", &GrantItem::Net("h0.example".into())));
