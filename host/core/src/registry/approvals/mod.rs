@@ -178,8 +178,8 @@ pub struct Approvals {
 
 impl Approvals {
     /// Read the approvals of `plugins_dir`. A missing file is empty; an unreadable or corrupt
-    /// one is reported and treated as empty only for plugins it does not name (nothing in it is
-    /// trusted, and nothing is written over it).
+    /// one is reported and treated as empty (nothing in it is trusted): approvals are recorded
+    /// afresh, and the next save replaces it.
     pub fn load(plugins_dir: &Path) -> Approvals {
         let path = plugins_dir.join(FILE);
         let stored = read_stored(&path);
