@@ -64,6 +64,9 @@ pub enum Refusal {
     Program { name: String, args: Vec<String> },
     /// A bucket the manifest requests and the operator has not granted (`open`).
     Bucket(String),
+    /// A host refused because it is, or resolves to, a private address (`net_private` is not
+    /// set): the call's error says so, and no grant of the manifest's request is missing.
+    Private(String),
 }
 
 impl Missing {
@@ -82,11 +85,14 @@ impl Missing {
     }
 
     /// Whether the host can see a refusal of this capability when it happens. Network and
-    /// secret use goes through the host's `http` import, and buckets through `wasi:keyvalue`'s
-    /// `open`, which record every refusal; a directory or variable that is not granted simply
-    /// does not exist for the guest.
+    /// secret use goes through the host's `http` import, programs through the `process`
+    /// import's `run`, and buckets through `wasi:keyvalue`'s `open`, which record every
+    /// refusal; a directory or variable that is not granted simply does not exist for the guest.
     pub fn observable(&self) -> bool {
-        matches!(self.kind, MissingKind::Net(_) | MissingKind::Secret(_) | MissingKind::Kv(_))
+        matches!(
+            self.kind,
+            MissingKind::Net(_) | MissingKind::Secret(_) | MissingKind::Exec(_) | MissingKind::Kv(_)
+        )
     }
 }
 

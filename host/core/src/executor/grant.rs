@@ -131,7 +131,7 @@ pub fn askable(
                 }
                 continue;
             }
-            Refusal::Program { .. } | Refusal::Bucket(_) => continue,
+            Refusal::Program { .. } | Refusal::Bucket(_) | Refusal::Private(_) => continue,
         };
         let host = host.to_ascii_lowercase();
         if host.contains('*') || toolhost_spec::HostPattern::parse(&host).is_err() {
@@ -232,6 +232,7 @@ mod tests {
         let req = vec!["api.example.org".to_string()];
         assert!(askable(&req, &[Refusal::Host("evil.example.net".into())]).is_empty(), "not requested");
         assert!(askable(&req, &[Refusal::Secret("token".into())]).is_empty());
+        assert!(askable(&req, &[Refusal::Private("api.example.org".into())]).is_empty(), "net_private");
         assert_eq!(
             askable(
                 &req,

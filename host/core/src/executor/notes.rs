@@ -129,5 +129,16 @@ mod tests {
         // A refusal no missing grant explains (e.g. a host outside the manifest's request).
         let other = [Refusal::Secret("other".into())];
         assert_eq!(missing_grant_note("web", net_only, &other), None);
+        // A private address refused: the error says why; no variable is a candidate.
+        let private = [Refusal::Private("localhost".into())];
+        assert_eq!(missing_grant_note("web", &missing(), &private), None);
+        // A program not granted is recorded when refused: without a refusal, not a candidate.
+        let exec = Missing {
+            kind: MissingKind::Exec("xdg-open".into()),
+            what: "exec xdg-open".into(),
+            how: "E".into(),
+        };
+        let n = missing_grant_note("web", &[missing()[0].clone(), exec], &[]).unwrap();
+        assert!(n.contains("fs workspace:ro") && !n.contains("xdg-open"), "{n}");
     }
 }

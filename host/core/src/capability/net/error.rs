@@ -140,7 +140,8 @@ pub enum NetError {
 
 impl NetError {
     /// The grant whose absence this refusal is (what a grant question or a failed call's note
-    /// can be about), if it is one.
+    /// can be about), or the private address it refused; `None` for a request refused for a
+    /// reason of its own (a bad URL, a header).
     pub fn refusal(&self) -> Option<Refusal> {
         match self {
             NetError::NothingRequested { host, .. }
@@ -148,6 +149,8 @@ impl NetError {
             | NetError::HostNotRequested { host, .. }
             | NetError::HostNotGranted { host, .. } => Some(Refusal::Host(host.clone())),
             NetError::SecretNotGranted { secret, .. } => Some(Refusal::Secret(secret.clone())),
+            NetError::PrivateAddress { host, .. } => Some(Refusal::Private(host.clone())),
+            NetError::ResolvesPrivate { resolved, .. } => Some(Refusal::Private(resolved.host.clone())),
             NetError::RedirectRefused { refused, .. } => refused.refusal(),
             _ => None,
         }
@@ -238,7 +241,9 @@ mod tests {
         let secret = NetError::SecretNotGranted { plugin: plugin.clone(), secret: "gh".into() };
         assert_eq!(secret.refusal(), Some(Refusal::Secret("gh".into())));
         let private = NetError::PrivateAddress { plugin, host: "10.0.0.1".into(), kind: "private" };
-        assert_eq!(private.refusal(), None, "net_private is no grant a question can give");
+        // Recorded (the failed call's note then lists no candidate grant: the error says why),
+        // and never asked about: net_private is no grant a question can give (`askable`).
+        assert_eq!(private.refusal(), Some(Refusal::Private("10.0.0.1".into())));
         assert_eq!(NetError::Timeout { url, after: Duration::from_millis(1500) }.refusal(), None);
     }
 
