@@ -12,6 +12,7 @@ use super::{AlwaysConfirm, Case, Config, Registry, Runtime, ToolCall, Toolhost, 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Inner calls of the scripted rows: enough that parsing the script (acorn, interpreted: about
 /// 2 µs a character) is a small part of each call's share.
@@ -28,14 +29,24 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
     let empty = ToolCall::new("run_script", ["return 1"]);
     let code = format!("for (let i = 0; i < {INNER}; i++) await tools.echo('x'); return 1");
     let scripted = ToolCall::new("run_script", [code.as_str()]);
-    // Where an inner call's time goes: the script's await alone, a host call alone.
-    let awaits = format!("for (let i = 0; i < {INNER}; i++) await null; return 1");
-    let awaits = ToolCall::new("run_script", [awaits.as_str()]);
-    let clock = format!("let t = 0; for (let i = 0; i < {INNER}; i++) t += performance.now(); return 1");
-    let clock = ToolCall::new("run_script", [clock.as_str()]);
-    let (echo, empty, scripted, awaits, clock) = (&echo, &empty, &scripted, &awaits, &clock);
+    // Where an inner call's time goes, the script's own part of it, each piece alone: the
+    // loop, an `await` of a settled promise (a tool call's value is one), a host call (the
+    // runner's `now` import), the arguments out and the value back as JSON.
+    let piece = |body: &str| {
+        let code =
+            format!("let p = Promise.resolve(1), t; for (let i = 0; i < {INNER}; i++) {body}; return 1");
+        ToolCall::new("run_script", [code.as_str()])
+    };
+    let (looped, awaits, clock, json) = (
+        piece("{}"),
+        piece("await p"),
+        piece("t = performance.now()"),
+        piece("t = JSON.parse(JSON.stringify(['x']))"),
+    );
+    let (echo, empty, scripted) = (&echo, &empty, &scripted);
+    let (looped, awaits, clock, json) = (&looped, &awaits, &clock, &json);
     // Every case must succeed: a failing script would be measured as fast.
-    for c in [echo, empty, scripted, awaits, clock] {
+    for c in [echo, empty, scripted, looped, awaits, clock, json] {
         let o = rt.block_on(host.call(c));
         assert!(o.success, "{}: {o:?}", c.name);
     }
@@ -43,8 +54,10 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
         Box::new(move || Box::pin(async move { drop(host.call(echo).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(empty).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(scripted).await) })),
+        Box::new(move || Box::pin(async move { drop(host.call(looped).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(awaits).await) })),
         Box::new(move || Box::pin(async move { drop(host.call(clock).await) })),
+        Box::new(move || Box::pin(async move { drop(host.call(json).await) })),
         // The inner calls' baseline: as many `echo` calls made directly, in a row, as the
         // script makes — the same batch, so the same warm caches, and as many calls per sample.
         Box::new(move || {
@@ -59,7 +72,7 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
     let m = interleaved(rt, &mut cases, (n / 30).max(60));
     let (direct, start, script) = (m[0].stats.p50, m[1].stats.p50, m[2].stats.p50);
     let per_inner = script.saturating_sub(start) / INNER as u32;
-    let direct_in_a_row = m[5].stats.p50 / INNER as u32;
+    let direct_in_a_row = m[7].stats.p50 / INNER as u32;
     let ratio = per_inner.as_secs_f64() / direct_in_a_row.as_secs_f64();
     line("| what | p50 | p99 | ratio | target |".into());
     line("|---|---|---|---|---|".into());
@@ -91,14 +104,27 @@ pub fn rows(line: &mut impl FnMut(String), rt: &tokio::runtime::Runtime, work: &
         us(per_inner),
         met(ratio <= 1.2)
     ));
-    let per = |i: usize| us(m[i].stats.p50.saturating_sub(start) / INNER as u32);
+    // Each piece's rows: its script less the empty one, per iteration (the loop included).
+    let per = |i: usize| m[i].stats.p50.saturating_sub(start).as_secs_f64() / INNER as f64;
+    let pieces = [
+        (3, "the script's loop alone (`for` … `{}`)"),
+        (4, "… with an `await` of a settled promise (as a tool call's value is)"),
+        (5, "… with a host call (`performance.now()`: the runner's `now` import, no strings)"),
+        (6, "… with the arguments out and a value back as JSON (`JSON.parse(JSON.stringify(['x']))`)"),
+    ];
+    for (i, what) in pieces {
+        line(format!(
+            "| where it goes, per call: {what} | {} | — | — | — |",
+            us(Duration::from_secs_f64(per(i).max(0.0)))
+        ));
+    }
+    // The script's own part of an inner call, with no host work but a bare import: the loop,
+    // then each piece less the loop.
+    let floor = per(4) + per(5) + per(6) - 2.0 * per(3);
+    let floor_ratio = 1.0 + floor / direct_in_a_row.as_secs_f64();
     line(format!(
-        "| where it goes, per call: the script's `await` alone ({INNER} × `await null`) | {} | — | — | — |",
-        per(3)
-    ));
-    line(format!(
-        "| … a host call alone ({INNER} × `performance.now()`: the runner's `now` import) | {} | — | — | — |",
-        per(4)
+        "| the script's own floor per call: the loop, the `await`, the host call and the JSON (each less the loop) | {} | — | {floor_ratio:.2}× `echo` in a row, with `echo` | — |",
+        us(Duration::from_secs_f64(floor.max(0.0)))
     ));
     token_rows(line, work);
 }

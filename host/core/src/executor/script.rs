@@ -10,8 +10,9 @@ use super::*;
 use crate::script::{Answer, Failure, InnerCall};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Instant;
-use tokio::sync::mpsc;
 use wasmtime::component::{InstancePre, Linker};
 
 /// What the script's inner calls came to so far.
@@ -121,9 +122,9 @@ impl Executor {
                 ),
             );
         };
-        let (tx, mut rx) = mpsc::channel::<InnerCall>(1);
+        let door = Arc::new(Door::default());
         let mut store = self.script_store(ScriptState {
-            calls: tx,
+            door: door.clone(),
             started,
             deadline,
             limiter: MemoryLimiter::new(settings.memory_mb),
@@ -142,9 +143,10 @@ impl Executor {
         // In a block of its own: the driver's borrow of the tally ends with the script.
         let ran = {
             let driver = std::pin::pin!(async {
-                while let Some(call) = rx.recv().await {
+                loop {
+                    let call = std::future::poll_fn(|_| door.call()).await;
                     let answer = self.inner_call(&call, &inner, &parent, &mut tally).await;
-                    let _ = call.reply.send(answer);
+                    door.answer(answer);
                     answered.fetch_add(1, Ordering::Relaxed);
                     if let Some(sink) = &control.progress {
                         let plural = if tally.calls == 1 { "" } else { "s" };
@@ -153,7 +155,6 @@ impl Executor {
                         sink.report(&Progress { done: u64::from(tally.calls), total: None, message }).await;
                     }
                 }
-                std::future::pending::<()>().await;
             });
             tokio::time::timeout(
                 Duration::from_millis(settings.timeout_ms) + super::run::WALL_CLOCK_GRACE,
@@ -361,7 +362,8 @@ impl Executor {
 /// The script and its driver polled as one future: when the driver has answered an inner call,
 /// the script is resumed at once, in the same poll, rather than woken through the scheduler
 /// (each inner call would otherwise cost a trip back to the runtime and down every future that
-/// holds this one). The script still yields at its epoch ticks.
+/// holds this one); and the driver is polled each time the script suspends, so the [`Door`]
+/// between them needs no waker. The script still yields at its epoch ticks.
 async fn one_task<T>(
     mut guest: std::pin::Pin<&mut impl Future<Output = T>>,
     mut driver: std::pin::Pin<&mut impl Future<Output = ()>>,
@@ -387,11 +389,67 @@ async fn one_task<T>(
 /// What a script's store holds: the way to its inner calls, its clock, its deadline and its
 /// memory limit. Nothing else: the runner imports no WASI.
 struct ScriptState {
-    /// Inner calls go to the executor's driver of this script.
-    calls: mpsc::Sender<InnerCall>,
+    /// Inner calls go to the executor's driver of this script through it.
+    door: Arc<Door>,
     started: Instant,
     deadline: Instant,
     limiter: MemoryLimiter,
+}
+
+/// Where a script's inner call passes to its driver and its answer back: one call at a time
+/// (the runner makes one and waits for its answer). Neither side registers a waker: the
+/// script and its driver are polled as one ([`one_task`]), the driver each time the script
+/// suspends and the script each time the driver answered, so handing a call over costs no
+/// wake-up through the runtime.
+#[derive(Default)]
+struct Door(Mutex<Turn>);
+
+#[derive(Default)]
+enum Turn {
+    #[default]
+    Idle,
+    Asked(InnerCall),
+    Answered(Result<String, Failure>),
+}
+
+impl Door {
+    fn turn(&self) -> std::sync::MutexGuard<'_, Turn> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The script makes `call`.
+    fn ask(&self, call: InnerCall) {
+        *self.turn() = Turn::Asked(call);
+    }
+
+    /// The driver takes the call the script made, if it made one.
+    fn call(&self) -> Poll<InnerCall> {
+        let mut turn = self.turn();
+        match std::mem::take(&mut *turn) {
+            Turn::Asked(call) => Poll::Ready(call),
+            other => {
+                *turn = other;
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The driver answers the call it took.
+    fn answer(&self, answer: Result<String, Failure>) {
+        *self.turn() = Turn::Answered(answer);
+    }
+
+    /// The script takes the answer to its call, once given.
+    fn answered(&self) -> Poll<Result<String, Failure>> {
+        let mut turn = self.turn();
+        match std::mem::take(&mut *turn) {
+            Turn::Answered(answer) => Poll::Ready(answer),
+            other => {
+                *turn = other;
+                Poll::Pending
+            }
+        }
+    }
 }
 
 /// The runner component (`crate::script::RUNNER`), compiled and linked once per host.
@@ -407,16 +465,9 @@ impl Runner {
         let mut linker = Linker::<ScriptState>::new(&runtime.engine);
         let mut tools = linker.instance("toolhost:script/tools@0.1.0")?;
         tools.func_wrap_async("call", |store, (name, args): (String, String)| {
-            let calls = store.data().calls.clone();
-            Box::new(async move {
-                let (reply, answer) = tokio::sync::oneshot::channel();
-                // The driver is gone only when the script's call is being dropped.
-                let gone = || Failure { kind: "cancelled".into(), message: "the script's call ended".into() };
-                if calls.send(InnerCall { name, args, reply }).await.is_err() {
-                    return Ok((Err(gone()),));
-                }
-                Ok((answer.await.unwrap_or_else(|_| Err(gone())),))
-            })
+            let door = store.data().door.clone();
+            door.ask(InnerCall { name, args });
+            Box::new(async move { Ok((std::future::poll_fn(|_| door.answered()).await,)) })
         })?;
         tools
             .func_wrap("now", |store, (): ()| Ok((store.data().started.elapsed().as_secs_f64() * 1000.0,)))?;

@@ -91,11 +91,10 @@ pub fn runner_hash() -> [u8; 32] {
     *HASH.get_or_init(|| sha2::Sha256::digest(RUNNER).into())
 }
 
-/// One `tools.NAME(args)`: the tool, its arguments as JSON text, where the answer goes.
+/// One `tools.NAME(args)`: the tool and its arguments as JSON text.
 pub struct InnerCall {
     pub name: String,
     pub args: String,
-    pub reply: tokio::sync::oneshot::Sender<Result<String, Failure>>,
 }
 
 /// Why an inner call returned no value (the WIT `failure`): the outcome's kind and message.
