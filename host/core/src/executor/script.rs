@@ -400,7 +400,8 @@ struct ScriptState {
 /// (the runner makes one and waits for its answer). Neither side registers a waker: the
 /// script and its driver are polled as one ([`one_task`]), the driver each time the script
 /// suspends and the script each time the driver answered, so handing a call over costs no
-/// wake-up through the runtime.
+/// wake-up through the runtime. (This holds while the runner's import is a host future polled
+/// on the script's fiber, as without wasmtime's `component-model-async`: with it, look again.)
 #[derive(Default)]
 struct Door(Mutex<Turn>);
 
@@ -417,9 +418,11 @@ impl Door {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The script makes `call`.
+    /// The script makes `call` (its import is synchronous in the runner: one at a time).
     fn ask(&self, call: InnerCall) {
-        *self.turn() = Turn::Asked(call);
+        let mut turn = self.turn();
+        debug_assert!(matches!(*turn, Turn::Idle), "a script's call made before the last was answered");
+        *turn = Turn::Asked(call);
     }
 
     /// The driver takes the call the script made, if it made one.
@@ -436,7 +439,9 @@ impl Door {
 
     /// The driver answers the call it took.
     fn answer(&self, answer: Result<String, Failure>) {
-        *self.turn() = Turn::Answered(answer);
+        let mut turn = self.turn();
+        debug_assert!(matches!(*turn, Turn::Idle), "an answer given twice, or to no call");
+        *turn = Turn::Answered(answer);
     }
 
     /// The script takes the answer to its call, once given.
