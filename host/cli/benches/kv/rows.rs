@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost_core::capability::kv::Backend;
 
-/// A host over `plugins` with `kvplain`'s `default` bucket granted, its stores on `backend`.
 /// Rounds the durable backend's rows are measured in (see `rows`).
 const DURABLE_ROUNDS: usize = 5;
 
+/// A host over `plugins` with `kvplain`'s `default` bucket granted, its stores on `backend`.
 fn host(plugins: &Path, backend: Backend, fsync: bool) -> Arc<Toolhost> {
     let mut config = Config { plugins_dir: plugins.to_path_buf(), cache_dir: None, ..Config::default() };
     config.kv.backend = backend;
